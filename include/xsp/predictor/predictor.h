@@ -1,0 +1,65 @@
+// The predictor interface: one framework adapter behind it per framework (SPEC §1 "predictor").
+// Contract in the style of MLPerf LoadGen's SystemUnderTest: few methods, each with its rules.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xsp/manifest/manifest.h"
+#include "xsp/predictor/tensor.h"
+#include "xsp/trace/trace.h"
+
+namespace xsp {
+
+/// The framework-level (FRAMEWORK spans) profiler a predictor owns.
+class FrameworkProfiler {
+ public:
+  virtual ~FrameworkProfiler() = default;
+  /// Starts recording framework spans into `recorder`. Top-level spans get `parent` (usually the predict
+  /// span) as context parent; nested ones their enclosing op. Must be called on the thread that will call
+  /// Predictor::predict. Throws std::logic_error if already started.
+  virtual void start(TraceRecorder& recorder, SpanId parent) = 0;
+  /// Changes the context parent for following top-level spans (next batch's predict span). Cheap.
+  virtual void set_parent(SpanId parent) = 0;
+  /// Stops recording and flushes every span and counter (e.g. "framework.dropped_spans") to the recorder.
+  virtual void stop() = 0;
+};
+
+/// Where the model runs.
+struct DeviceSpec {
+  std::string kind = "cpu";  ///< cpu | cuda
+  int index = 0;
+};
+
+/// A framework adapter. Not thread-safe: one thread drives a predictor.
+class Predictor {
+ public:
+  virtual ~Predictor() = default;
+  /// Registry name, e.g. "libtorch".
+  virtual std::string framework_name() const = 0;
+  /// The framework's own version string, e.g. "1.13.1"; checked against the manifest's constraint.
+  virtual std::string framework_version() const = 0;
+  /// Loads the model of `manifest` (whose checksum the caller has verified) onto `device`. Throws
+  /// std::runtime_error naming the file when it cannot be read or is not a model of this framework.
+  virtual void load(const Manifest& manifest, const DeviceSpec& device) = 0;
+  /// Runs one batch: input {N, ...per-sample dims}; returns the output (e.g. logits {N, classes}),
+  /// synchronized (the result is ready when it returns). Throws std::invalid_argument on a shape mismatch.
+  virtual Tensor predict(const Tensor& input) = 0;
+  /// Releases the model. Idempotent.
+  virtual void close() = 0;
+  /// The framework-level profiler, or nullptr if this framework has none.
+  virtual FrameworkProfiler* framework_profiler() = 0;
+};
+
+using PredictorFactory = std::function<std::unique_ptr<Predictor>()>;
+
+/// Registers a factory under `name` (done by each predictor's translation unit at start-up).
+void register_predictor(const std::string& name, PredictorFactory factory);
+/// Creates the predictor registered as `name`; throws std::runtime_error listing the registered names.
+std::unique_ptr<Predictor> create_predictor(const std::string& name);
+/// Registered names, sorted.
+std::vector<std::string> registered_predictors();
+
+}  // namespace xsp

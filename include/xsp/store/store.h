@@ -1,0 +1,54 @@
+// Results store (SPEC §7): one SQLite file by default. Writes are transactional.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "xsp/eval/record.h"
+
+namespace xsp {
+
+/// Any store failure; what() names the store file and the operation.
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One line of `xsp list`.
+struct EvaluationListing {
+  std::int64_t id = 0;
+  std::string created_at, status, model_name, model_version, framework_name, device, scenario;
+  std::string trace_level;
+  std::vector<int> batch_sizes;
+  std::size_t run_count = 0;
+};
+
+/// SQLite results store. Schema versioned (table schema_version) and migrated forward on open.
+class Store {
+ public:
+  /// Opens or creates the store at `file` (parent folders are created), migrating it to the current
+  /// schema in one transaction. Throws StoreError when the file cannot be created, opened or written
+  /// (checked with a write transaction that is rolled back), or has a newer schema than this build knows.
+  static std::unique_ptr<Store> open(const std::filesystem::path& file);
+  virtual ~Store() = default;
+
+  /// Schema version this build writes.
+  static int current_schema_version();
+  /// Schema version of the opened file (after migration).
+  virtual int schema_version() = 0;
+
+  /// Stores a whole evaluation (record, runs, summaries, compressed traces) in one transaction and returns
+  /// its id (also set in `record.id` and each run's id). On failure nothing is written; throws StoreError.
+  virtual std::int64_t save(EvaluationRecord& record) = 0;
+  /// Reads back evaluation `id` with runs and traces. std::nullopt if there is none.
+  virtual std::optional<EvaluationRecord> load(std::int64_t id) = 0;
+  /// Every evaluation, newest first (no traces loaded).
+  virtual std::vector<EvaluationListing> list() = 0;
+};
+
+}  // namespace xsp

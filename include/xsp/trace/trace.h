@@ -1,0 +1,77 @@
+// A trace: all spans of one run, with the clock they are on and the counters of anything lost (SPEC §1, §2).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "xsp/trace/span.h"
+
+namespace xsp {
+
+/// Which host clock span times are on and how to convert them to Unix time (for OTLP export).
+struct ClockInfo {
+  std::string host_clock = "CLOCK_MONOTONIC";
+  /// unix_time_ns = host_ns + unix_offset_ns (measured when the run started).
+  std::int64_t unix_offset_ns = 0;
+  /// How device timestamps were mapped onto the host clock ("" when the run had no device spans).
+  std::string device_clock_mapping;
+  bool operator==(const ClockInfo&) const = default;
+};
+
+/// Span-assembly outcome (SPEC §2): how many spans each rule placed and how many no rule placed.
+struct AssemblyReport {
+  std::size_t by_context = 0;
+  std::size_t by_correlation = 0;
+  std::size_t by_containment = 0;
+  std::size_t roots = 0;        ///< APPLICATION-level spans without a parent (expected)
+  std::size_t unparented = 0;   ///< deeper spans that no rule placed: kept, counted, reported
+  std::size_t dangling_parent_ids = 0;  ///< context parents naming an id absent from the trace (then re-placed)
+  bool operator==(const AssemblyReport&) const = default;
+};
+
+/// All spans of one run.
+struct Trace {
+  std::vector<Span> spans;
+  ClockInfo clock;
+  /// "Nothing is silent" counters: dropped records, full buffers, profiler errors... keyed by a stable name
+  /// such as "framework.dropped_spans". Zero-valued counters may be omitted.
+  std::map<std::string, std::uint64_t> counters;
+  AssemblyReport assembly;
+  bool operator==(const Trace&) const = default;
+};
+
+/// Host clock used for every CPU span (CLOCK_MONOTONIC, ns).
+std::int64_t now_ns();
+/// Current unix_offset_ns for ClockInfo (CLOCK_REALTIME - CLOCK_MONOTONIC, ns).
+std::int64_t unix_offset_now_ns();
+/// A small stable id for the calling OS thread (Linux tid).
+std::uint64_t current_thread_id();
+
+/// Collects spans from profilers of one run; thread-safe. Ids are unique within the recorder and start at 1.
+class TraceRecorder {
+ public:
+  TraceRecorder();
+  /// A fresh span id (lock-free).
+  SpanId next_id();
+  /// Reserves `n` consecutive ids and returns the first (lock-free); for profilers that batch their spans.
+  SpanId reserve_ids(std::uint64_t n);
+  /// Adds a finished span (its id must come from this recorder).
+  void add(Span span);
+  /// Adds many finished spans at once.
+  void add_all(std::vector<Span>&& spans);
+  /// Adds `delta` to counter `name` (see Trace::counters).
+  void count(const std::string& name, std::uint64_t delta);
+  /// Moves the collected spans and counters out into a Trace (not yet assembled). The recorder is empty after.
+  Trace take();
+
+ private:
+  std::atomic<SpanId> next_{1};
+  std::mutex mu_;
+  Trace trace_;
+};
+
+}  // namespace xsp
