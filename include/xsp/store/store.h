@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "xsp/eval/record.h"
+#include "xsp/record/record.h"
 
 namespace xsp {
 

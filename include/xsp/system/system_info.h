@@ -1,0 +1,30 @@
+// System description captured with every evaluation (SPEC §7): enough to reproduce the measurement.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace xsp {
+
+/// XSP's own version ("0.1.0") and the git revision it was built from ("unknown" outside a checkout).
+std::string xsp_version();
+std::string xsp_git_revision();
+
+/// Describes this machine and process as JSON:
+///  host: hostname, os (PRETTY_NAME of /etc/os-release), kernel (uname -r), arch
+///  cpu: model (/proc/cpuinfo "model name"), logical_cores, physical_cores (unique core ids), flags subset
+///       (avx2, avx512f, fma...), max_mhz where /sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq exists
+///  memory: total_bytes, available_bytes (/proc/meminfo)
+///  gpu: [] on machines without NVIDIA devices (filled by the GPU build later)
+///  software: compiler (__VERSION__ with GCC/Clang prefix), cxx_standard, xsp_version, xsp_git_revision,
+///            build_type, libc (gnu_get_libc_version)
+///  environment: values of variables that change performance when set: OMP_NUM_THREADS, MKL_NUM_THREADS,
+///               OPENBLAS_NUM_THREADS, CUDA_VISIBLE_DEVICES, CUDA_LAUNCH_BLOCKING, TORCH_*, XSP_*, LD_PRELOAD
+///  captured_at: ISO 8601 UTC
+/// Never throws: a fact that cannot be read is left out.
+nlohmann::json describe_system();
+
+/// Current UTC time as ISO 8601 with seconds ("2026-11-21T22:08:00Z").
+std::string utc_now_iso8601();
+
+}  // namespace xsp

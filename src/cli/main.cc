@@ -1,0 +1,2 @@
+// placeholder: replaced by the module's implementation
+int main(){return 0;}
