@@ -1,1 +1,239 @@
-// placeholder: replaced by the module's implementation
+// Table renderings (SPEC §4: every analysis is available as a terminal table, CSV and JSON).
+#include "xsp/analysis/table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xsp {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Display width of UTF-8 text in terminal columns: one per code point (titles use "—", bars use block
+// characters; none of them is double-width).
+std::size_t display_width(std::string_view s) {
+  std::size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+bool is_numeric(const Cell& c) { return std::holds_alternative<std::int64_t>(c) || std::holds_alternative<double>(c); }
+
+std::string format_real_text(double v, int precision) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const double smallest = std::pow(10.0, -precision);
+  if (v != 0 && std::fabs(v) < smallest) {
+    // A fixed rendering would print 0.000 for a real, non-zero value; keep its significant digits instead.
+    std::snprintf(buf, sizeof buf, "%.*g", std::max(precision, 1), v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.*f", std::max(precision, 0), v);
+  }
+  return buf;
+}
+
+// Shortest text that reads back as the same double (what "%.17g trimmed" is meant to achieve, but exact).
+std::string format_real_full(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, p);
+}
+
+std::string cell_text(const Cell& c, int precision) {
+  switch (c.index()) {
+    case 1: return std::to_string(std::get<std::int64_t>(c));
+    case 2: return format_real_text(std::get<double>(c), precision);
+    case 3: return std::get<std::string>(c);
+    default: return "";
+  }
+}
+
+std::optional<double> cell_number(const Cell& c) {
+  if (auto* i = std::get_if<std::int64_t>(&c)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&c)) return *d;
+  return std::nullopt;
+}
+
+// A bar of `fraction` (0..1) of `width` cells, in eighths of a cell.
+std::string bar(double fraction, int width) {
+  static const char* const kEighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
+  if (!(fraction > 0)) return "";
+  fraction = std::min(fraction, 1.0);
+  const long eighths = std::lround(fraction * width * 8);
+  std::string out;
+  for (long i = 0; i < eighths / 8; ++i) out += "█";
+  out += kEighths[eighths % 8];
+  return out;
+}
+
+void csv_field(std::string& out, std::string_view s) {
+  const bool quote = s.find_first_of(",\"\r\n") != std::string_view::npos;
+  if (!quote) {
+    out += s;
+    return;
+  }
+  out += '"';
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+}  // namespace
+
+TableFormat parse_table_format(const std::string& name) {
+  const std::string n = lower(name);
+  if (n == "table" || n == "text") return TableFormat::kText;
+  if (n == "csv") return TableFormat::kCsv;
+  if (n == "json") return TableFormat::kJson;
+  throw std::invalid_argument("unknown table format '" + name + "' (expected table, text, csv or json)");
+}
+
+std::string render_text(const Table& table, int precision) {
+  constexpr int kBarWidth = 30;
+  const std::size_t ncol = table.columns.size();
+  const bool has_bar = table.bar_column >= 0 && static_cast<std::size_t>(table.bar_column) < ncol;
+
+  std::vector<std::vector<std::string>> text(table.rows.size());
+  std::vector<std::size_t> width(ncol, 0);
+  std::vector<bool> right(ncol, false);
+  for (std::size_t c = 0; c < ncol; ++c) {
+    const Column& col = table.columns[c];
+    width[c] = display_width(col.title.empty() ? col.name : col.title);
+  }
+  double bar_max = 0;
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    const auto& row = table.rows[r];
+    text[r].resize(ncol);
+    for (std::size_t c = 0; c < ncol && c < row.size(); ++c) {
+      text[r][c] = cell_text(row[c], precision);
+      width[c] = std::max(width[c], display_width(text[r][c]));
+      if (is_numeric(row[c])) right[c] = true;  // numbers align on the right, text on the left
+    }
+    if (has_bar && static_cast<std::size_t>(table.bar_column) < row.size()) {
+      if (auto v = cell_number(row[table.bar_column]); v && std::isfinite(*v)) bar_max = std::max(bar_max, *v);
+    }
+  }
+
+  std::string out;
+  if (!table.id.empty()) {
+    out += table.id;
+    if (!table.title.empty()) out += " — ";
+  }
+  out += table.title;
+  out += '\n';
+
+  auto emit_row = [&](const std::vector<std::string>& cells, const std::string& bar_text) {
+    std::string line;
+    for (std::size_t c = 0; c < ncol; ++c) {
+      const std::string& s = c < cells.size() ? cells[c] : std::string();
+      const std::size_t pad = width[c] - std::min(width[c], display_width(s));
+      if (c > 0) line += "  ";
+      if (right[c]) line.append(pad, ' ');
+      line += s;
+      if (!right[c]) line.append(pad, ' ');
+    }
+    if (has_bar && !bar_text.empty()) line += "  " + bar_text;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  };
+
+  std::vector<std::string> header(ncol);
+  std::size_t total_width = 0;
+  for (std::size_t c = 0; c < ncol; ++c) {
+    header[c] = table.columns[c].title.empty() ? table.columns[c].name : table.columns[c].title;
+    total_width += width[c] + (c > 0 ? 2 : 0);
+  }
+  emit_row(header, "");
+  std::string rule;
+  for (std::size_t i = 0; i < total_width + (has_bar ? 2 + kBarWidth : 0); ++i) rule += "─";
+  out += rule + '\n';
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    std::string b;
+    if (has_bar && bar_max > 0 && static_cast<std::size_t>(table.bar_column) < table.rows[r].size()) {
+      if (auto v = cell_number(table.rows[r][table.bar_column]); v && std::isfinite(*v)) b = bar(*v / bar_max, kBarWidth);
+    }
+    emit_row(text[r], b);
+  }
+  if (table.rows.empty()) out += "(no rows)\n";
+  for (const std::string& note : table.notes) out += "note: " + note + '\n';
+  return out;
+}
+
+std::string render_csv(const Table& table) {
+  std::string out;
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    if (c > 0) out += ',';
+    csv_field(out, table.columns[c].name);
+  }
+  out += '\n';
+  for (const auto& row : table.rows) {
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+      if (c > 0) out += ',';
+      if (c >= row.size()) continue;
+      const Cell& cell = row[c];
+      if (auto* d = std::get_if<double>(&cell)) {
+        out += format_real_full(*d);
+      } else {
+        csv_field(out, cell_text(cell, 0));
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+nlohmann::json to_json(const Table& table) {
+  nlohmann::json j;
+  j["id"] = table.id;
+  j["title"] = table.title;
+  nlohmann::json cols = nlohmann::json::array();
+  for (const Column& c : table.columns) cols.push_back(c.name);
+  j["columns"] = std::move(cols);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : table.rows) {
+    nlohmann::json r = nlohmann::json::array();
+    for (const Cell& cell : row) {
+      switch (cell.index()) {
+        case 1: r.push_back(std::get<std::int64_t>(cell)); break;
+        case 2: {
+          const double d = std::get<double>(cell);
+          // JSON has no NaN/Inf; null says "no value" like an empty cell.
+          if (std::isfinite(d)) r.push_back(d); else r.push_back(nullptr);
+          break;
+        }
+        case 3: r.push_back(std::get<std::string>(cell)); break;
+        default: r.push_back(nullptr);
+      }
+    }
+    rows.push_back(std::move(r));
+  }
+  j["rows"] = std::move(rows);
+  j["notes"] = table.notes;
+  return j;
+}
+
+std::string render(const Table& table, TableFormat format) {
+  switch (format) {
+    case TableFormat::kText: return render_text(table);
+    case TableFormat::kCsv: return render_csv(table);
+    case TableFormat::kJson: return to_json(table).dump(2) + "\n";
+  }
+  return {};
+}
+
+}  // namespace xsp

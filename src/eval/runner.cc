@@ -1,1 +1,251 @@
-// placeholder: replaced by the module's implementation
+#include "xsp/eval/runner.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "xsp/stats/stats.h"
+#include "xsp/trace/assembler.h"
+
+namespace xsp {
+namespace {
+
+// Opens a span now and closes it (adding it to the recorder) when the scope ends.
+class ScopedSpan {
+ public:
+  ScopedSpan(TraceRecorder* recorder, Level level, std::string name, SpanId parent, std::vector<Tag> tags = {})
+      : recorder_(recorder) {
+    span_.id = recorder ? recorder->next_id() : kNoSpan;
+    span_.parent_id = parent;
+    span_.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
+    span_.level = level;
+    span_.name = std::move(name);
+    span_.thread_id = current_thread_id();
+    span_.tags = std::move(tags);
+    span_.start_ns = now_ns();
+  }
+  ~ScopedSpan() { close(); }
+  /// Ends the span now; returns its duration.
+  std::int64_t close() {
+    if (!closed_) {
+      span_.end_ns = now_ns();
+      closed_ = true;
+      if (recorder_) recorder_->add(span_);
+    }
+    return span_.duration_ns();
+  }
+  SpanId id() const { return span_.id; }
+
+ private:
+  TraceRecorder* recorder_;
+  Span span_;
+  bool closed_ = false;
+};
+
+struct BatchInputs {
+  std::vector<std::filesystem::path> files;
+};
+
+std::vector<std::string> ids_of(const std::vector<EncodedInput>& inputs) {
+  std::vector<std::string> ids;
+  ids.reserve(inputs.size());
+  for (const auto& in : inputs) ids.push_back(in.id);
+  return ids;
+}
+
+nlohmann::json to_json(const std::vector<Classification>& results, std::size_t limit) {
+  auto out = nlohmann::json::array();
+  for (std::size_t i = 0; i < results.size() && i < limit; ++i) {
+    const auto& r = results[i];
+    out.push_back({{"input", r.input_id},
+                   {"classes", r.top_classes},
+                   {"probabilities", r.top_probabilities},
+                   {"labels", r.top_labels}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler) {
+  if (trace_level != TraceLevel::kModel && trace_level != TraceLevel::kFramework)
+    throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
+                                "' needs the GPU profilers, which this build does not have; use model or framework");
+  if (trace_level == TraceLevel::kFramework && !have_framework_profiler)
+    throw std::invalid_argument("trace level 'framework' needs a framework profiler; this predictor has none");
+  if (!leveled) return {trace_level};
+  std::vector<TraceLevel> levels;
+  for (auto l : {TraceLevel::kModel, TraceLevel::kFramework}) {
+    levels.push_back(l);
+    if (l == trace_level) break;
+  }
+  return levels;
+}
+
+EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, const EvaluationOptions& options,
+                                const ProgressCallback& progress) {
+  if (options.batch_sizes.empty()) throw std::invalid_argument("no batch size given");
+  for (int b : options.batch_sizes)
+    if (b < 1) throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(b));
+  if (options.iterations < 1) throw std::invalid_argument("iterations must be >= 1");
+  if (options.warmup_iterations < 0) throw std::invalid_argument("warm-up iterations must be >= 0");
+  if (manifest.inputs.empty() || manifest.outputs.empty())
+    throw std::invalid_argument("manifest " + manifest.path.string() + " has no input or output");
+
+  FrameworkProfiler* framework_profiler = predictor.framework_profiler();
+  const auto levels = run_levels(options.trace_level, options.leveled, framework_profiler != nullptr);
+
+  const InputSpec& input_spec = manifest.inputs.front();
+  const OutputSpec& output_spec = manifest.outputs.front();
+  std::vector<std::filesystem::path> files;
+  std::optional<Preprocessor> preprocessor;
+  if (!options.synthetic) {
+    if (input_spec.type != "image")
+      throw std::invalid_argument("inputs of type '" + input_spec.type + "' need --synthetic");
+    files = list_images(options.inputs_dir);
+    preprocessor.emplace(input_spec);
+  }
+  std::vector<std::string> labels;
+  const auto labels_path = manifest.resolved_labels_path(0);
+  if (!labels_path.empty()) labels = load_labels(labels_path);
+  const Postprocessor postprocessor(output_spec, labels);
+
+  EvaluationRecord record;
+  record.model_name = manifest.name;
+  record.model_version = manifest.version;
+  record.manifest_yaml = manifest.source_yaml;
+  record.framework_name = predictor.framework_name();
+  record.framework_version = predictor.framework_version();
+  record.device = options.device.kind + (options.device.kind == "cpu" ? "" : ":" + std::to_string(options.device.index));
+  record.batch_sizes = options.batch_sizes;
+  record.trace_level = options.trace_level;
+  record.leveled = options.leveled;
+  record.settings = {{"warmup_iterations", options.warmup_iterations},
+                     {"iterations", options.iterations},
+                     {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
+                     {"input_count", files.size()},
+                     {"synthetic_seed", options.seed},
+                     {"run_levels", nlohmann::json::array()}};
+  for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
+  record.settings["sample_outputs"] = nlohmann::json::object();
+
+  Progress state;
+  state.total = static_cast<int>(options.batch_sizes.size() * levels.size()) *
+                (options.warmup_iterations + options.iterations);
+  std::size_t next_file = 0;
+
+  for (int batch_size : options.batch_sizes) {
+    for (TraceLevel level : levels) {
+      RunRecord run;
+      run.batch_size = batch_size;
+      run.trace_level = level;
+      run.warmup_iterations = options.warmup_iterations;
+      run.iterations = options.iterations;
+
+      TraceRecorder recorder;
+      const bool framework = enables(level, Level::kFramework);
+      std::map<std::string, std::vector<double>> stage_ns;
+      ScopedSpan app(&recorder, Level::kApplication,
+                     manifest.name + " bs=" + std::to_string(batch_size) + " " + std::string(to_string(level)),
+                     kNoSpan,
+                     {{"model", manifest.name},
+                      {"framework", record.framework_name},
+                      {"batch_size", std::to_string(batch_size)},
+                      {"trace_level", std::string(to_string(level))}});
+      std::vector<Classification> last_outputs;
+
+      const int total = options.warmup_iterations + options.iterations;
+      for (int i = 0; i < total; ++i) {
+        const bool measured = i >= options.warmup_iterations;
+        // Warm-up batches get no recorder: nothing of them enters the trace.
+        TraceRecorder* rec = measured ? &recorder : nullptr;
+        const SpanId parent = measured ? app.id() : kNoSpan;
+        if (measured && i == options.warmup_iterations && framework) framework_profiler->start(recorder, kNoSpan);
+        std::vector<Tag> batch_tag{{"batch", std::to_string(i - options.warmup_iterations)}};
+
+        std::vector<EncodedInput> inputs;
+        Tensor tensor;
+        {
+          ScopedSpan s(rec, Level::kModel, kStageInput, parent, batch_tag);
+          if (!options.synthetic) {
+            for (int k = 0; k < batch_size; ++k) inputs.push_back(read_input(files[next_file++ % files.size()]));
+          }
+          const auto d = s.close();
+          if (measured) stage_ns[kStageInput].push_back(static_cast<double>(d));
+        }
+        {
+          ScopedSpan s(rec, Level::kModel, kStagePreprocess, parent, batch_tag);
+          tensor = options.synthetic
+                       ? synthetic_batch(input_spec.dimensions, batch_size, options.seed + static_cast<std::uint64_t>(i))
+                       : preprocessor->run(inputs);
+          const auto d = s.close();
+          if (measured) stage_ns[kStagePreprocess].push_back(static_cast<double>(d));
+        }
+        Tensor output;
+        {
+          ScopedSpan s(rec, Level::kModel, kStagePredict, parent, batch_tag);
+          if (measured && framework) framework_profiler->set_parent(s.id());
+          output = predictor.predict(tensor);
+          const auto d = s.close();
+          if (measured) {
+            stage_ns[kStagePredict].push_back(static_cast<double>(d));
+            run.predict_latency_ns.push_back(static_cast<double>(d));
+          }
+        }
+        {
+          ScopedSpan s(rec, Level::kModel, kStagePostprocess, parent, batch_tag);
+          last_outputs = postprocessor.run(output, ids_of(inputs));
+          const auto d = s.close();
+          if (measured) stage_ns[kStagePostprocess].push_back(static_cast<double>(d));
+        }
+        ++state.done;
+        if (progress) {
+          state.what = manifest.name + " batch " + std::to_string(batch_size) + ", " +
+                       std::string(to_string(level)) + (measured ? "" : " (warm-up)");
+          progress(state);
+        }
+      }
+      if (framework) framework_profiler->stop();
+      app.close();
+
+      run.trace = recorder.take();
+      run.trace.clock.unix_offset_ns = unix_offset_now_ns();
+      assemble(run.trace);
+      for (auto& [stage, samples] : stage_ns) run.stage_latency_ns[stage] = summarize(samples);
+      const double predict_ns = run.stage_latency_ns[kStagePredict].trimmed_mean;
+      run.throughput_samples_per_s = predict_ns > 0 ? batch_size * 1e9 / predict_ns : 0;
+      const std::string key = std::to_string(batch_size);
+      if (!record.settings["sample_outputs"].contains(key))
+        record.settings["sample_outputs"][key] = to_json(last_outputs, 5);
+      record.runs.push_back(std::move(run));
+    }
+  }
+  return record;
+}
+
+std::vector<LevelOverhead> level_overheads(const EvaluationRecord& record) {
+  std::vector<LevelOverhead> out;
+  for (int batch_size : record.batch_sizes) {
+    std::vector<const RunRecord*> runs;
+    for (const auto& run : record.runs)
+      if (run.batch_size == batch_size) runs.push_back(&run);
+    std::sort(runs.begin(), runs.end(), [](auto* a, auto* b) { return a->trace_level < b->trace_level; });
+    const RunRecord* shallower = nullptr;
+    for (const auto* run : runs) {
+      LevelOverhead o;
+      o.batch_size = batch_size;
+      o.level = run->trace_level;
+      auto it = run->stage_latency_ns.find(kStagePredict);
+      o.model_latency_ns = it == run->stage_latency_ns.end() ? 0 : it->second.trimmed_mean;
+      if (shallower) {
+        const double base = shallower->stage_latency_ns.at(kStagePredict).trimmed_mean;
+        o.overhead_ns = o.model_latency_ns - base;
+        o.overhead_percent = base > 0 ? 100.0 * o.overhead_ns / base : 0;
+      }
+      out.push_back(o);
+      shallower = run;
+    }
+  }
+  return out;
+}
+
+}  // namespace xsp

@@ -1,1 +1,221 @@
-// placeholder: replaced by the module's implementation
+#include "xsp/pipeline/pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <random>
+#include <stdexcept>
+
+namespace xsp {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+long int_param(const ProcessingStep& step, const std::string& key) {
+  auto it = step.params.find(key);
+  if (it == step.params.end())
+    throw std::invalid_argument("pre-processing step '" + step.op + "' needs parameter '" + key + "'");
+  try {
+    return std::stol(it->second);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("pre-processing step '" + step.op + "': '" + key + "' must be an integer, got '" +
+                                it->second + "'");
+  }
+}
+
+int interpolation(const ProcessingStep& step) {
+  auto it = step.params.find("method");
+  const std::string method = it == step.params.end() ? "bilinear" : it->second;
+  if (method == "bilinear") return cv::INTER_LINEAR;
+  if (method == "nearest") return cv::INTER_NEAREST;
+  if (method == "bicubic") return cv::INTER_CUBIC;
+  if (method == "area") return cv::INTER_AREA;
+  throw std::invalid_argument("resize: unknown method '" + method + "'");
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw std::runtime_error("inputs folder " + dir.string() + " does not exist or is not a folder");
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const auto ext = lower(entry.path().extension().string());
+    if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp") files.push_back(entry.path());
+  }
+  if (files.empty())
+    throw std::runtime_error("inputs folder " + dir.string() + " holds no image (.jpg, .jpeg, .png, .bmp)");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+EncodedInput read_input(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read input " + file.string());
+  EncodedInput input;
+  input.id = file.filename().string();
+  input.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return input;
+}
+
+Preprocessor::Preprocessor(const InputSpec& spec) : spec_(spec) {
+  if (spec_.dimensions.size() != 3)
+    throw std::invalid_argument("image input needs dimensions [C, H, W], got " +
+                                std::to_string(spec_.dimensions.size()) + " dimensions");
+  for (const auto& step : spec_.steps) {
+    if (step.op == "resize") {
+      if (int_param(step, "shorter_side") <= 0) throw std::invalid_argument("resize: shorter_side must be > 0");
+      interpolation(step);
+    } else if (step.op == "center_crop") {
+      if (int_param(step, "size") <= 0) throw std::invalid_argument("center_crop: size must be > 0");
+    } else if (step.op == "normalize") {
+      const auto c = static_cast<std::size_t>(spec_.dimensions[0]);
+      for (const char* key : {"mean", "std"}) {
+        auto it = step.list_params.find(key);
+        if (it == step.list_params.end() || (it->second.size() != c && it->second.size() != 1))
+          throw std::invalid_argument(std::string("normalize: '") + key + "' needs 1 or " + std::to_string(c) +
+                                      " values");
+      }
+    } else if (step.op != "decode") {
+      throw std::invalid_argument("unknown pre-processing step '" + step.op + "'");
+    }
+  }
+}
+
+Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
+  const long channels = spec_.dimensions[0], height = spec_.dimensions[1], width = spec_.dimensions[2];
+  Tensor out;
+  out.shape = {static_cast<std::int64_t>(batch.size()), channels, height, width};
+  out.data.resize(static_cast<std::size_t>(out.numel()));
+  const std::size_t plane = static_cast<std::size_t>(height * width);
+
+  for (std::size_t n = 0; n < batch.size(); ++n) {
+    const auto& input = batch[n];
+    cv::Mat raw(1, static_cast<int>(input.bytes.size()), CV_8UC1, const_cast<std::uint8_t*>(input.bytes.data()));
+    cv::Mat image = cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    if (image.empty()) throw std::runtime_error("cannot decode input " + input.id + " as an image");
+    if (channels == 3 && spec_.color_mode != "BGR") cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
+
+    std::vector<double> mean(static_cast<std::size_t>(channels), 0.0), stddev(static_cast<std::size_t>(channels), 1.0);
+    double scale = 1.0;
+    for (const auto& step : spec_.steps) {
+      if (step.op == "resize") {
+        const long side = int_param(step, "shorter_side");
+        const int h = image.rows, w = image.cols;
+        // torchvision keeps the aspect ratio and truncates the longer side.
+        const int new_h = h <= w ? static_cast<int>(side) : static_cast<int>(side * static_cast<long>(h) / w);
+        const int new_w = h <= w ? static_cast<int>(side * static_cast<long>(w) / h) : static_cast<int>(side);
+        cv::resize(image, image, cv::Size(new_w, new_h), 0, 0, interpolation(step));
+      } else if (step.op == "center_crop") {
+        const int size = static_cast<int>(int_param(step, "size"));
+        if (image.rows < size || image.cols < size)
+          throw std::runtime_error("input " + input.id + ": center_crop " + std::to_string(size) +
+                                   " is larger than the image (" + std::to_string(image.cols) + "x" +
+                                   std::to_string(image.rows) + ")");
+        const int top = static_cast<int>(std::lround((image.rows - size) / 2.0));
+        const int left = static_cast<int>(std::lround((image.cols - size) / 2.0));
+        image = image(cv::Rect(left, top, size, size)).clone();
+      } else if (step.op == "normalize") {
+        auto fill = [&](const std::vector<double>& src, std::vector<double>& dst) {
+          for (std::size_t c = 0; c < dst.size(); ++c) dst[c] = src.size() == 1 ? src[0] : src[c];
+        };
+        fill(step.list_params.at("mean"), mean);
+        fill(step.list_params.at("std"), stddev);
+        auto it = step.params.find("scale");
+        scale = it == step.params.end() ? 1.0 : std::stod(it->second);
+      }
+    }
+    if (image.rows != height || image.cols != width || image.channels() != channels)
+      throw std::runtime_error("input " + input.id + ": pre-processing gave " + std::to_string(image.channels()) +
+                               "x" + std::to_string(image.rows) + "x" + std::to_string(image.cols) +
+                               ", the manifest expects " + std::to_string(channels) + "x" + std::to_string(height) +
+                               "x" + std::to_string(width) + " (check resize/center_crop steps)");
+    float* dst = out.data.data() + n * static_cast<std::size_t>(channels) * plane;
+    for (int y = 0; y < image.rows; ++y) {
+      const std::uint8_t* row = image.ptr<std::uint8_t>(y);
+      for (int x = 0; x < image.cols; ++x)
+        for (long c = 0; c < channels; ++c) {
+          const double v = row[x * channels + c] / scale;
+          dst[static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(y * width + x)] =
+              static_cast<float>((v - mean[static_cast<std::size_t>(c)]) / stddev[static_cast<std::size_t>(c)]);
+        }
+    }
+  }
+  return out;
+}
+
+Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed) {
+  Tensor out;
+  out.shape.push_back(batch_size);
+  for (long d : sample_dims) out.shape.push_back(d);
+  out.data.resize(static_cast<std::size_t>(out.numel()));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& v : out.data) v = normal(rng);
+  return out;
+}
+
+std::vector<std::string> load_labels(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read labels file " + file.string());
+  std::vector<std::string> labels;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    labels.push_back(line);
+  }
+  return labels;
+}
+
+Postprocessor::Postprocessor(const OutputSpec& spec, std::vector<std::string> labels)
+    : spec_(spec), labels_(std::move(labels)) {}
+
+std::vector<Classification> Postprocessor::run(const Tensor& logits, const std::vector<std::string>& ids) const {
+  if (logits.shape.size() != 2)
+    throw std::invalid_argument("post-processing expects logits {N, classes}, got " +
+                                std::to_string(logits.shape.size()) + " dimensions");
+  const auto n = static_cast<std::size_t>(logits.shape[0]);
+  const auto classes = static_cast<std::size_t>(logits.shape[1]);
+  bool softmax = false;
+  std::size_t k = classes;
+  for (const auto& step : spec_.steps) {
+    if (step.op == "softmax") softmax = true;
+    if (step.op == "top_k") k = std::min<std::size_t>(classes, std::stoul(step.params.at("k")));
+  }
+  std::vector<Classification> results(n);
+  std::vector<float> probs(classes);
+  std::vector<int> order(classes);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* row = logits.data.data() + i * classes;
+    std::copy(row, row + classes, probs.begin());
+    if (softmax) {
+      // Subtract the max so exp() cannot overflow.
+      const float m = *std::max_element(probs.begin(), probs.end());
+      double sum = 0;
+      for (auto& p : probs) sum += (p = std::exp(p - m));
+      for (auto& p : probs) p = static_cast<float>(p / sum);
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + static_cast<long>(k), order.end(),
+                      [&](int a, int b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
+    auto& r = results[i];
+    r.input_id = i < ids.size() ? ids[i] : "";
+    for (std::size_t j = 0; j < k; ++j) {
+      const int cls = order[j];
+      r.top_classes.push_back(cls);
+      r.top_probabilities.push_back(probs[static_cast<std::size_t>(cls)]);
+      r.top_labels.push_back(static_cast<std::size_t>(cls) < labels_.size() ? labels_[cls] : "");
+    }
+  }
+  return results;
+}
+
+}  // namespace xsp

@@ -1,1 +1,535 @@
-// placeholder: replaced by the module's implementation
+// SQLite results store (SPEC §7). One file, rollback journal (not WAL) so that the whole store is that one
+// file and can be copied or mailed as is. Every write is one transaction: a failed save() leaves nothing.
+#include <sqlite3.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "xsp/store/store.h"
+#include "xsp/trace/serialize.h"
+
+namespace xsp {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// A schema step. Steps are applied in order, each exactly once, inside the opening transaction; a new
+/// schema version is a new entry at the end, never an edit of an old one (files in the field already ran it).
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Version 1. CHECK constraints make the database itself refuse records no writer should produce, so a bug in
+// a writer fails loudly (and, inside save()'s transaction, leaves nothing behind) instead of storing garbage.
+// span_count / unparented_spans / counters duplicate what is inside the trace blob so that listings and SQL
+// queries (e.g. "runs that lost spans") need not decompress traces; load() takes them from the blob.
+constexpr Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE evaluations (
+  id INTEGER PRIMARY KEY,
+  created_at TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('complete', 'incomplete')),
+  model_name TEXT NOT NULL,
+  model_version TEXT NOT NULL,
+  manifest_yaml TEXT NOT NULL,
+  framework_name TEXT NOT NULL,
+  framework_version TEXT NOT NULL,
+  device TEXT NOT NULL,
+  scenario TEXT NOT NULL,
+  batch_sizes TEXT NOT NULL,
+  trace_level TEXT NOT NULL,
+  leveled INTEGER NOT NULL CHECK (leveled IN (0, 1)),
+  settings TEXT NOT NULL,
+  system TEXT NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,
+  batch_size INTEGER NOT NULL CHECK (batch_size > 0),
+  trace_level TEXT NOT NULL,
+  warmup_iterations INTEGER NOT NULL CHECK (warmup_iterations >= 0),
+  iterations INTEGER NOT NULL CHECK (iterations >= 0),
+  throughput_samples_per_s REAL,
+  stage_latency_ns TEXT NOT NULL,
+  predict_latency_ns BLOB NOT NULL,
+  span_count INTEGER NOT NULL,
+  unparented_spans INTEGER NOT NULL,
+  counters TEXT NOT NULL,
+  trace BLOB NOT NULL
+);
+CREATE INDEX runs_evaluation_id ON runs (evaluation_id);
+)sql"},
+};
+
+constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
+
+/// Owns a prepared statement (finalized on scope exit, also when an error unwinds).
+class Statement {
+ public:
+  explicit Statement(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(stmt_); }
+  sqlite3_stmt* get() { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
+// Doubles as JSON: nlohmann writes NaN/inf as null, so null reads back as NaN. (Infinity thus also reads back
+// as NaN; no summary XSP computes is infinite.)
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+double number_from(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return kNaN;
+  return it->get<double>();
+}
+
+nlohmann::json summary_to_json(const LatencySummary& s) {
+  return {{"n", s.n},
+          {"trimmed_mean", number_or_null(s.trimmed_mean)},
+          {"mean", number_or_null(s.mean)},
+          {"stddev", number_or_null(s.stddev)},
+          {"min", number_or_null(s.min)},
+          {"max", number_or_null(s.max)},
+          {"p50", number_or_null(s.p50)},
+          {"p90", number_or_null(s.p90)},
+          {"p95", number_or_null(s.p95)},
+          {"p99", number_or_null(s.p99)},
+          {"p999", number_or_null(s.p999)}};
+}
+
+LatencySummary summary_from_json(const nlohmann::json& j) {
+  LatencySummary s;
+  s.n = j.at("n").get<std::size_t>();
+  s.trimmed_mean = number_from(j, "trimmed_mean");
+  s.mean = number_from(j, "mean");
+  s.stddev = number_from(j, "stddev");
+  s.min = number_from(j, "min");
+  s.max = number_from(j, "max");
+  s.p50 = number_from(j, "p50");
+  s.p90 = number_from(j, "p90");
+  s.p95 = number_from(j, "p95");
+  s.p99 = number_from(j, "p99");
+  s.p999 = number_from(j, "p999");
+  return s;
+}
+
+// Raw latencies as little-endian IEEE-754 doubles, written byte by byte so the file reads the same on any host.
+std::vector<std::uint8_t> doubles_to_blob(const std::vector<double>& values) {
+  std::vector<std::uint8_t> out(values.size() * 8);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint64_t>(values[i]);
+    for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+  }
+  return out;
+}
+
+std::vector<double> doubles_from_blob(const std::uint8_t* data, std::size_t size) {
+  std::vector<double> out(size / 8);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint64_t bits = 0;
+    for (int b = 0; b < 8; ++b) bits |= static_cast<std::uint64_t>(data[i * 8 + b]) << (8 * b);
+    out[i] = std::bit_cast<double>(bits);
+  }
+  return out;
+}
+
+std::string now_iso8601_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::filesystem::path file) : file_(std::move(file)) {}
+  ~SqliteStore() override {
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+  }
+
+  void open() {
+    const std::filesystem::path parent = file_.parent_path();
+    if (!parent.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(parent, ec);
+      if (ec) fail("create parent folder " + parent.string(), ec.message());
+    }
+    const int rc = sqlite3_open_v2(file_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+      // sqlite3_open_v2 may hand back a handle even on failure; its message is the useful part.
+      const std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      fail("open", msg);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    // A second writer (another xsp process on the same file) waits up to 5 s instead of failing at once.
+    sqlite3_busy_timeout(db_, 5000);
+    // foreign_keys must be set outside a transaction and per connection: SQLite's default is off.
+    exec("PRAGMA foreign_keys = ON", "enable foreign keys");
+    // Opening a store we cannot write would only fail at the end of a long evaluation; fail now instead.
+    exec("BEGIN IMMEDIATE", "check the store is writable (BEGIN IMMEDIATE)");
+    exec("ROLLBACK", "check the store is writable (ROLLBACK)");
+    migrate();
+  }
+
+  int schema_version() override {
+    std::lock_guard lock(mu_);
+    return read_schema_version();
+  }
+
+  std::int64_t save(EvaluationRecord& record) override {
+    std::lock_guard lock(mu_);
+    if (record.created_at.empty()) record.created_at = now_iso8601_utc();
+    // Ids are only published into `record` once the transaction has committed, so a failed save leaves the
+    // caller's record exactly as it was (id 0: "not stored").
+    std::vector<std::int64_t> run_ids;
+    std::int64_t evaluation_id = 0;
+    exec("BEGIN IMMEDIATE", "save evaluation (BEGIN IMMEDIATE)");
+    try {
+      evaluation_id = insert_evaluation(record);
+      run_ids.reserve(record.runs.size());
+      for (std::size_t i = 0; i < record.runs.size(); ++i) {
+        run_ids.push_back(insert_run(evaluation_id, record.runs[i], i));
+      }
+      exec("COMMIT", "save evaluation (COMMIT)");
+    } catch (...) {
+      // ROLLBACK can itself fail when SQLite already rolled back (e.g. on SQLITE_FULL); nothing to add then.
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    record.id = evaluation_id;
+    for (std::size_t i = 0; i < run_ids.size(); ++i) record.runs[i].id = run_ids[i];
+    return evaluation_id;
+  }
+
+  std::optional<EvaluationRecord> load(std::int64_t id) override {
+    std::lock_guard lock(mu_);
+    const std::string op = "load evaluation " + std::to_string(id);
+    // One read transaction, so an evaluation and its runs are read from the same snapshot.
+    exec("BEGIN", op + " (BEGIN)");
+    try {
+      auto record = read_evaluation(id, op);
+      exec("COMMIT", op + " (COMMIT)");
+      return record;
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  std::vector<EvaluationListing> list() override {
+    std::lock_guard lock(mu_);
+    const std::string op = "list evaluations";
+    Statement st = prepare(
+        "SELECT e.id, e.created_at, e.status, e.model_name, e.model_version, e.framework_name, e.device, "
+        "e.scenario, e.trace_level, e.batch_sizes, "
+        "(SELECT COUNT(*) FROM runs r WHERE r.evaluation_id = e.id) "
+        "FROM evaluations e ORDER BY e.created_at DESC, e.id DESC",
+        op);
+    std::vector<EvaluationListing> out;
+    while (step(st, op)) {
+      EvaluationListing l;
+      sqlite3_stmt* s = st.get();
+      l.id = sqlite3_column_int64(s, 0);
+      l.created_at = text(s, 1);
+      l.status = text(s, 2);
+      l.model_name = text(s, 3);
+      l.model_version = text(s, 4);
+      l.framework_name = text(s, 5);
+      l.device = text(s, 6);
+      l.scenario = text(s, 7);
+      l.trace_level = text(s, 8);
+      const std::string what = op + ": batch_sizes of evaluation " + std::to_string(l.id);
+      try {
+        l.batch_sizes = parse_json(text(s, 9), what).get<std::vector<int>>();
+      } catch (const nlohmann::json::exception& e) {
+        fail(what, e.what());
+      }
+      l.run_count = static_cast<std::size_t>(sqlite3_column_int64(s, 10));
+      out.push_back(std::move(l));
+    }
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& operation, const std::string& message) const {
+    throw StoreError("xsp store " + file_.string() + ": " + operation + ": " + message);
+  }
+  [[noreturn]] void fail_sqlite(const std::string& operation) const {
+    fail(operation, db_ != nullptr ? sqlite3_errmsg(db_) : "no database handle");
+  }
+
+  void exec(const std::string& sql, const std::string& operation) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string msg = err != nullptr ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      fail(operation, msg);
+    }
+  }
+
+  Statement prepare(const std::string& sql, const std::string& operation) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK) {
+      sqlite3_finalize(stmt);
+      fail_sqlite(operation);
+    }
+    return Statement(stmt);
+  }
+
+  /// Steps once: true when a row is ready, false when done; StoreError on any error.
+  bool step(Statement& st, const std::string& operation) {
+    const int rc = sqlite3_step(st.get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail_sqlite(operation);
+  }
+
+  static std::string text(sqlite3_stmt* s, int col) {
+    const auto* p = sqlite3_column_text(s, col);
+    return p != nullptr ? std::string(reinterpret_cast<const char*>(p),
+                                      static_cast<std::size_t>(sqlite3_column_bytes(s, col)))
+                        : std::string();
+  }
+
+  nlohmann::json parse_json(const std::string& text, const std::string& what) const {
+    try {
+      return nlohmann::json::parse(text);
+    } catch (const std::exception& e) {
+      fail(what, std::string("invalid JSON: ") + e.what());
+    }
+  }
+
+  void bind_text(Statement& st, int i, const std::string& v, const std::string& op) {
+    if (sqlite3_bind_text(st.get(), i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT) != SQLITE_OK)
+      fail_sqlite(op);
+  }
+  void bind_int(Statement& st, int i, std::int64_t v, const std::string& op) {
+    if (sqlite3_bind_int64(st.get(), i, v) != SQLITE_OK) fail_sqlite(op);
+  }
+  void bind_double(Statement& st, int i, double v, const std::string& op) {
+    // SQLite stores NaN as NULL on its own; do it explicitly so reading back knows NULL means NaN.
+    const int rc = std::isnan(v) ? sqlite3_bind_null(st.get(), i) : sqlite3_bind_double(st.get(), i, v);
+    if (rc != SQLITE_OK) fail_sqlite(op);
+  }
+  void bind_blob(Statement& st, int i, const std::vector<std::uint8_t>& v, const std::string& op) {
+    // An empty vector must still be a (zero-length) blob, not NULL: the columns are NOT NULL.
+    const int rc = v.empty() ? sqlite3_bind_zeroblob(st.get(), i, 0)
+                             : sqlite3_bind_blob64(st.get(), i, v.data(), v.size(), SQLITE_TRANSIENT);
+    if (rc != SQLITE_OK) fail_sqlite(op);
+  }
+
+  int read_schema_version() {
+    const std::string op = "read schema version";
+    Statement exists = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'", op);
+    if (!step(exists, op)) return 0;
+    Statement st = prepare("SELECT MAX(version) FROM schema_version", op);
+    if (!step(st, op) || sqlite3_column_type(st.get(), 0) == SQLITE_NULL) return 0;
+    return sqlite3_column_int(st.get(), 0);
+  }
+
+  void migrate() {
+    exec("BEGIN IMMEDIATE", "migrate schema (BEGIN IMMEDIATE)");
+    try {
+      const int found = read_schema_version();
+      if (found > kCurrentSchemaVersion) {
+        fail("open", "schema version " + std::to_string(found) + " is newer than this build of XSP supports (" +
+                         std::to_string(kCurrentSchemaVersion) + "); use a newer XSP");
+      }
+      if (found < kCurrentSchemaVersion) {
+        exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+             "migrate schema: create schema_version");
+        for (const Migration& m : kMigrations) {
+          if (m.version <= found) continue;
+          exec(m.sql, "migrate schema to version " + std::to_string(m.version));
+        }
+        exec("DELETE FROM schema_version", "migrate schema: record version");
+        exec("INSERT INTO schema_version (version) VALUES (" + std::to_string(kCurrentSchemaVersion) + ")",
+             "migrate schema: record version");
+      }
+      exec("COMMIT", "migrate schema (COMMIT)");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  std::int64_t insert_evaluation(const EvaluationRecord& r) {
+    const std::string op = "save evaluation of model " + r.model_name;
+    Statement st = prepare(
+        "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        op);
+    bind_text(st, 1, r.created_at, op);
+    bind_text(st, 2, r.status, op);
+    bind_text(st, 3, r.model_name, op);
+    bind_text(st, 4, r.model_version, op);
+    bind_text(st, 5, r.manifest_yaml, op);
+    bind_text(st, 6, r.framework_name, op);
+    bind_text(st, 7, r.framework_version, op);
+    bind_text(st, 8, r.device, op);
+    bind_text(st, 9, r.scenario, op);
+    bind_text(st, 10, nlohmann::json(r.batch_sizes).dump(), op);
+    bind_text(st, 11, std::string(to_string(r.trace_level)), op);
+    bind_int(st, 12, r.leveled ? 1 : 0, op);
+    bind_text(st, 13, dump_json(r.settings, op + ": settings"), op);
+    bind_text(st, 14, dump_json(r.system, op + ": system"), op);
+    if (step(st, op)) fail(op, "INSERT returned a row");
+    return sqlite3_last_insert_rowid(db_);
+  }
+
+  std::string dump_json(const nlohmann::json& j, const std::string& what) const {
+    try {
+      // Replace invalid UTF-8 rather than fail: a stray byte in an environment variable must not lose a run.
+      return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } catch (const std::exception& e) {
+      fail(what, e.what());
+    }
+  }
+
+  std::int64_t insert_run(std::int64_t evaluation_id, const RunRecord& run, std::size_t index) {
+    const std::string op = "save run " + std::to_string(index) + " (batch size " + std::to_string(run.batch_size) +
+                           ", trace level " + std::string(to_string(run.trace_level)) + ")";
+    nlohmann::json stages = nlohmann::json::object();
+    for (const auto& [stage, summary] : run.stage_latency_ns) stages[stage] = summary_to_json(summary);
+    nlohmann::json counters = nlohmann::json::object();
+    for (const auto& [name, value] : run.trace.counters) counters[name] = value;
+    std::vector<std::uint8_t> trace_blob;
+    try {
+      trace_blob = encode_trace(run.trace);
+    } catch (const std::exception& e) {
+      fail(op + ": encode trace", e.what());
+    }
+
+    Statement st = prepare(
+        "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
+        "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
+        "counters, trace) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        op);
+    bind_int(st, 1, evaluation_id, op);
+    bind_int(st, 2, run.batch_size, op);
+    bind_text(st, 3, std::string(to_string(run.trace_level)), op);
+    bind_int(st, 4, run.warmup_iterations, op);
+    bind_int(st, 5, run.iterations, op);
+    bind_double(st, 6, run.throughput_samples_per_s, op);
+    bind_text(st, 7, stages.dump(), op);
+    bind_blob(st, 8, doubles_to_blob(run.predict_latency_ns), op);
+    bind_int(st, 9, static_cast<std::int64_t>(run.trace.spans.size()), op);
+    bind_int(st, 10, static_cast<std::int64_t>(run.trace.assembly.unparented), op);
+    bind_text(st, 11, counters.dump(), op);
+    bind_blob(st, 12, trace_blob, op);
+    if (step(st, op)) fail(op, "INSERT returned a row");
+    return sqlite3_last_insert_rowid(db_);
+  }
+
+  TraceLevel trace_level_from(const std::string& name, const std::string& op) const {
+    auto level = parse_trace_level(name);
+    if (!level) fail(op, "unknown trace level '" + name + "'");
+    return *level;
+  }
+
+  std::optional<EvaluationRecord> read_evaluation(std::int64_t id, const std::string& op) {
+    Statement st = prepare(
+        "SELECT id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system "
+        "FROM evaluations WHERE id = ?1",
+        op);
+    bind_int(st, 1, id, op);
+    if (!step(st, op)) return std::nullopt;
+    sqlite3_stmt* s = st.get();
+    EvaluationRecord r;
+    r.id = sqlite3_column_int64(s, 0);
+    r.created_at = text(s, 1);
+    r.status = text(s, 2);
+    r.model_name = text(s, 3);
+    r.model_version = text(s, 4);
+    r.manifest_yaml = text(s, 5);
+    r.framework_name = text(s, 6);
+    r.framework_version = text(s, 7);
+    r.device = text(s, 8);
+    r.scenario = text(s, 9);
+    try {
+      r.batch_sizes = parse_json(text(s, 10), op + ": batch_sizes").get<std::vector<int>>();
+    } catch (const nlohmann::json::exception& e) {
+      fail(op + ": batch_sizes", e.what());
+    }
+    r.trace_level = trace_level_from(text(s, 11), op);
+    r.leveled = sqlite3_column_int(s, 12) != 0;
+    r.settings = parse_json(text(s, 13), op + ": settings");
+    r.system = parse_json(text(s, 14), op + ": system");
+
+    // ORDER BY id: runs were inserted in the record's order, so this restores it.
+    Statement rs = prepare(
+        "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
+        "stage_latency_ns, predict_latency_ns, trace FROM runs WHERE evaluation_id = ?1 ORDER BY id",
+        op);
+    bind_int(rs, 1, id, op);
+    while (step(rs, op)) {
+      sqlite3_stmt* q = rs.get();
+      RunRecord run;
+      run.id = sqlite3_column_int64(q, 0);
+      const std::string run_op = op + ": run " + std::to_string(run.id);
+      run.batch_size = sqlite3_column_int(q, 1);
+      run.trace_level = trace_level_from(text(q, 2), run_op);
+      run.warmup_iterations = sqlite3_column_int(q, 3);
+      run.iterations = sqlite3_column_int(q, 4);
+      run.throughput_samples_per_s =
+          sqlite3_column_type(q, 5) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, 5);
+      try {
+        for (const auto& [stage, summary] : parse_json(text(q, 6), run_op + ": stage_latency_ns").items()) {
+          run.stage_latency_ns[stage] = summary_from_json(summary);
+        }
+      } catch (const nlohmann::json::exception& e) {
+        fail(run_op + ": stage_latency_ns", e.what());
+      }
+      {
+        const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(q, 7));
+        const auto n = static_cast<std::size_t>(sqlite3_column_bytes(q, 7));
+        if (n % 8 != 0) fail(run_op + ": predict_latency_ns", "blob of " + std::to_string(n) + " bytes is not a whole number of doubles");
+        if (p != nullptr) run.predict_latency_ns = doubles_from_blob(p, n);
+      }
+      {
+        const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(q, 8));
+        const auto n = static_cast<std::size_t>(sqlite3_column_bytes(q, 8));
+        std::vector<std::uint8_t> blob = p != nullptr ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
+        try {
+          run.trace = decode_trace(blob);
+        } catch (const std::exception& e) {
+          fail(run_op + ": decode trace", e.what());
+        }
+      }
+      r.runs.push_back(std::move(run));
+    }
+    return r;
+  }
+
+  std::filesystem::path file_;
+  sqlite3* db_ = nullptr;
+  std::mutex mu_;  // one connection: serialize this object's users instead of relying on SQLite's own mode
+};
+
+}  // namespace
+
+int Store::current_schema_version() { return kCurrentSchemaVersion; }
+
+std::unique_ptr<Store> Store::open(const std::filesystem::path& file) {
+  auto store = std::make_unique<SqliteStore>(file);
+  store->open();
+  return store;
+}
+
+}  // namespace xsp

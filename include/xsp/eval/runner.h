@@ -1,0 +1,62 @@
+// Runs an evaluation (SPEC §1, §3): for each batch size, one run per trace level (leveled experimentation),
+// each a sequence of warm-up and measured batches through the pipeline, every stage a MODEL span.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "xsp/manifest/manifest.h"
+#include "xsp/pipeline/pipeline.h"
+#include "xsp/predictor/predictor.h"
+#include "xsp/record/record.h"
+
+namespace xsp {
+
+struct EvaluationOptions {
+  std::vector<int> batch_sizes{1};
+  TraceLevel trace_level = TraceLevel::kModel;
+  /// Leveled experimentation (SPEC §3): run M, then M/F, ... down to trace_level, for each batch size.
+  bool leveled = false;
+  int warmup_iterations = 3;  ///< batches run before measuring; never measured, never traced
+  int iterations = 10;        ///< measured batches per run
+  std::filesystem::path inputs_dir;  ///< folder of images; ignored when synthetic
+  bool synthetic = false;            ///< feed seeded random tensors instead of images (no decode)
+  std::uint64_t seed = 0;            ///< seed of synthetic inputs (recorded in settings)
+  DeviceSpec device;
+};
+
+/// Progress of an evaluation: `done` of `total` batches (warm-up included) and what runs now.
+struct Progress {
+  int done = 0;
+  int total = 0;
+  std::string what;
+};
+using ProgressCallback = std::function<void(const Progress&)>;
+
+/// The trace levels a run sequence covers: {trace_level} or, when leveled, every level from model down to it.
+/// Throws std::invalid_argument for levels this build cannot record (deeper than framework without the GPU
+/// profilers).
+std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler);
+
+/// Runs the whole evaluation with `predictor` (already loaded with `manifest`). Returns the record (not yet
+/// stored) with assembled traces and per-run summaries; settings["sample_outputs"] holds the top-k of the
+/// last measured batch of each batch size's first run (input id, classes, probabilities, labels). Throws std::invalid_argument for bad options
+/// (batch size < 1, no iterations) and propagates pipeline/predictor errors (std::runtime_error).
+EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, const EvaluationOptions& options,
+                                const ProgressCallback& progress = {});
+
+/// Per-level overhead (SPEC §3): for a batch size, the model latency (trimmed mean predict, ns) of each
+/// level's run and the increase over the next shallower run.
+struct LevelOverhead {
+  int batch_size = 0;
+  TraceLevel level = TraceLevel::kModel;
+  double model_latency_ns = 0;  ///< trimmed mean predict latency of that run
+  double overhead_ns = 0;       ///< minus the shallower run's (0 for the M run)
+  double overhead_percent = 0;  ///< overhead_ns / shallower run's latency × 100
+};
+std::vector<LevelOverhead> level_overheads(const EvaluationRecord& record);
+
+}  // namespace xsp

@@ -1,0 +1,76 @@
+// Pipeline stages around the predictor (SPEC §1 "pipeline", §5 steps): input, pre-process, post-process.
+// The stages themselves are timed by the evaluation runner as MODEL spans.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "xsp/manifest/manifest.h"
+#include "xsp/predictor/tensor.h"
+
+namespace xsp {
+
+/// One encoded input as read from disk (e.g. a JPEG file's bytes).
+struct EncodedInput {
+  std::string id;  ///< file name
+  std::vector<std::uint8_t> bytes;
+};
+
+/// Image files (.jpg .jpeg .png .bmp, case-insensitive) of `dir`, sorted by name. Throws std::runtime_error
+/// naming the folder when it does not exist or holds no image.
+std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir);
+
+/// Reads a file's bytes; throws std::runtime_error naming the file.
+EncodedInput read_input(const std::filesystem::path& file);
+
+/// Applies a manifest input's steps (decode, resize, center_crop, normalize) to a batch of encoded images
+/// and stacks them into one NCHW float32 tensor {N, C, H, W}.
+/// Semantics follow torchvision.transforms: resize scales the shorter side to `shorter_side` (longer side
+/// truncated, as torchvision does), center_crop takes the centred size×size window (offset rounded),
+/// normalize computes (pixel / scale − mean[c]) / std[c]. Resampling uses OpenCV (cv::resize), which does
+/// not antialias like PIL; outputs differ from torchvision's PIL path by a few grey levels.
+class Preprocessor {
+ public:
+  /// Throws std::invalid_argument naming the step when a parameter is unusable (e.g. crop larger than the
+  /// resized image is only known per image, see run()).
+  explicit Preprocessor(const InputSpec& spec);
+  /// Decodes and transforms every input. Throws std::runtime_error naming the input id when it cannot be
+  /// decoded or when the result's shape differs from the manifest's dimensions.
+  Tensor run(const std::vector<EncodedInput>& batch) const;
+  /// Per-sample output shape (the manifest's dimensions).
+  const std::vector<long>& sample_shape() const { return spec_.dimensions; }
+
+ private:
+  InputSpec spec_;
+};
+
+/// A synthetic batch {N, dims...} of standard-normal values from a fixed seed (no decode, no steps).
+Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed);
+
+/// One classification result.
+struct Classification {
+  std::string input_id;
+  std::vector<int> top_classes;         ///< class indices, best first
+  std::vector<float> top_probabilities; ///< softmax probabilities (or raw scores without a softmax step)
+  std::vector<std::string> top_labels;  ///< label of each class ("" without labels)
+};
+
+/// Reads a labels file, one label per line. Throws std::runtime_error naming the file.
+std::vector<std::string> load_labels(const std::filesystem::path& file);
+
+/// Applies a manifest output's steps (softmax, top_k) to logits {N, classes}.
+class Postprocessor {
+ public:
+  Postprocessor(const OutputSpec& spec, std::vector<std::string> labels);
+  /// `ids` names the batch's inputs (may be shorter than N: missing ids are ""). Throws
+  /// std::invalid_argument when logits are not 2-D.
+  std::vector<Classification> run(const Tensor& logits, const std::vector<std::string>& ids) const;
+
+ private:
+  OutputSpec spec_;
+  std::vector<std::string> labels_;
+};
+
+}  // namespace xsp

@@ -1,0 +1,258 @@
+// A2–A7, layer analyses (SPEC §4), and run_analyses(), the entry point the CLI and the report use.
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+#include "xsp/analysis/analyses.h"
+
+namespace xsp {
+namespace {
+
+constexpr const char* kNoFrameworkRun = "no FRAMEWORK-level run in this evaluation (use --trace-level framework)";
+
+Cell int_cell(std::int64_t v) { return Cell{v}; }
+Cell opt_int_cell(const std::optional<std::int64_t>& v) { return v ? Cell{*v} : Cell{}; }
+
+// Title, columns and bar of each layer analysis; shared by the filled and the empty (no run) tables.
+Table skeleton(int which, int batch_size) {
+  Table t;
+  const std::string suffix = " (batch size " + std::to_string(batch_size) + ")";
+  switch (which) {
+    case 2:
+      t.id = "A2";
+      t.title = "Layer information";
+      t.columns = {{"layer_index", "index"},       {"layer_name", "name"},          {"layer_type", "type"},
+                   {"shapes", "shapes"},           {"latency_ms", "latency (ms)"}, {"allocated_bytes", "allocated (B)"}};
+      break;
+    case 3:
+      t.id = "A3";
+      t.title = "Layer latency by index";
+      t.columns = {{"layer_index", "index"}, {"layer_name", "name"}, {"latency_ms", "latency (ms)"}};
+      t.bar_column = 2;
+      break;
+    case 4:
+      t.id = "A4";
+      t.title = "Layer allocated memory by index";
+      t.columns = {{"layer_index", "index"}, {"layer_name", "name"}, {"allocated_bytes", "allocated (B)"}};
+      t.bar_column = 2;
+      break;
+    case 5:
+      t.id = "A5";
+      t.title = "Layer type distribution";
+      t.columns = {{"layer_type", "type"}, {"count", "count"}, {"percent", "%"}};
+      break;
+    case 6:
+      t.id = "A6";
+      t.title = "Layer latency by type";
+      t.columns = {{"layer_type", "type"}, {"latency_ms", "latency (ms)"}, {"percent", "%"}};
+      t.bar_column = 1;
+      break;
+    case 7:
+      t.id = "A7";
+      t.title = "Layer memory by type";
+      t.columns = {{"layer_type", "type"}, {"allocated_bytes", "allocated (B)"}, {"percent", "%"}};
+      t.bar_column = 1;
+      break;
+    default:
+      throw std::logic_error("skeleton: not a layer analysis");
+  }
+  t.title += suffix;
+  return t;
+}
+
+Table start(int which, const LayerStats& stats, int batch_size, const std::string& note) {
+  Table t = skeleton(which, batch_size);
+  if (!note.empty()) t.notes.push_back(note);
+  t.notes.insert(t.notes.end(), stats.notes.begin(), stats.notes.end());
+  return t;
+}
+
+void note_no_bytes(Table& t, const LayerStats& stats) {
+  if (!stats.layers.empty() && !stats.any_allocated_bytes) {
+    t.notes.push_back("the framework profiler reported no allocated_bytes for any layer");
+  }
+}
+
+// Per-type totals, sorted by value descending then type name (SPEC §4 A5–A7 are distributions).
+template <typename V>
+std::vector<std::pair<std::string, V>> by_type(const LayerStats& stats, V (*value)(const LayerStat&)) {
+  std::map<std::string, V> sums;
+  for (const LayerStat& l : stats.layers) sums[l.type] += value(l);
+  std::vector<std::pair<std::string, V>> out(sums.begin(), sums.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;  // map order is by name, and stable_sort keeps it among equal values
+}
+
+Cell percent_cell(double part, double total) { return total > 0 ? Cell{100.0 * part / total} : Cell{}; }
+
+// Looks up the M/F run and aggregates it; nullptr when there is none.
+struct FrameworkRun {
+  const RunRecord* run = nullptr;
+  LayerStats stats;
+  std::string note;
+};
+
+FrameworkRun framework_run(const EvaluationRecord& record, int batch_size) {
+  FrameworkRun fr;
+  fr.run = record.run_for_level(batch_size, Level::kFramework);
+  if (fr.run) {
+    fr.stats = layer_stats(fr.run->trace);
+    fr.note = run_note(*fr.run, Level::kFramework, fr.stats.batches);
+  }
+  return fr;
+}
+
+Table empty_table(int which, int batch_size) {
+  Table t = skeleton(which, batch_size);
+  t.notes.push_back(kNoFrameworkRun);
+  return t;
+}
+
+using StatsFn = Table (*)(const LayerStats&, int, const std::string&);
+
+Table from_record(const EvaluationRecord& record, int batch_size, int which, StatsFn fn) {
+  FrameworkRun fr = framework_run(record, batch_size);
+  if (!fr.run) return empty_table(which, batch_size);
+  return fn(fr.stats, batch_size, fr.note);
+}
+
+}  // namespace
+
+Table a2_layer_information(const LayerStats& stats, int batch_size, const std::string& note) {
+  Table t = start(2, stats, batch_size, note);
+  t.rows.reserve(stats.layers.size());
+  for (const LayerStat& l : stats.layers) {
+    t.rows.push_back({int_cell(static_cast<std::int64_t>(l.index)), Cell{l.name}, Cell{l.type}, Cell{l.shapes},
+                      Cell{l.latency_ns / 1e6}, opt_int_cell(l.allocated_bytes)});
+  }
+  note_no_bytes(t, stats);
+  return t;
+}
+
+Table a3_layer_latency(const LayerStats& stats, int batch_size, const std::string& note) {
+  Table t = start(3, stats, batch_size, note);
+  t.rows.reserve(stats.layers.size());
+  for (const LayerStat& l : stats.layers) {
+    t.rows.push_back({int_cell(static_cast<std::int64_t>(l.index)), Cell{l.name}, Cell{l.latency_ns / 1e6}});
+  }
+  return t;
+}
+
+Table a4_layer_memory(const LayerStats& stats, int batch_size, const std::string& note) {
+  Table t = start(4, stats, batch_size, note);
+  t.rows.reserve(stats.layers.size());
+  for (const LayerStat& l : stats.layers) {
+    t.rows.push_back({int_cell(static_cast<std::int64_t>(l.index)), Cell{l.name}, opt_int_cell(l.allocated_bytes)});
+  }
+  note_no_bytes(t, stats);
+  return t;
+}
+
+Table a5_layer_type_distribution(const LayerStats& stats, int batch_size, const std::string& note) {
+  Table t = start(5, stats, batch_size, note);
+  const auto counts = by_type<std::int64_t>(stats, [](const LayerStat&) -> std::int64_t { return 1; });
+  const double total = static_cast<double>(stats.layers.size());
+  for (const auto& [type, count] : counts) {
+    t.rows.push_back({Cell{type}, Cell{count}, percent_cell(static_cast<double>(count), total)});
+  }
+  return t;
+}
+
+Table a6_layer_latency_by_type(const LayerStats& stats, int batch_size, const std::string& note) {
+  Table t = start(6, stats, batch_size, note);
+  const auto sums = by_type<double>(stats, [](const LayerStat& l) { return l.latency_ns; });
+  double total = 0;
+  for (const auto& s : sums) total += s.second;
+  for (const auto& [type, ns] : sums) {
+    t.rows.push_back({Cell{type}, Cell{ns / 1e6}, percent_cell(ns, total)});
+  }
+  return t;
+}
+
+Table a7_layer_memory_by_type(const LayerStats& stats, int batch_size, const std::string& note) {
+  Table t = start(7, stats, batch_size, note);
+  const auto sums = by_type<std::int64_t>(stats, [](const LayerStat& l) { return l.allocated_bytes.value_or(0); });
+  std::int64_t total = 0;
+  for (const auto& s : sums) total += s.second;
+  for (const auto& [type, bytes] : sums) {
+    t.rows.push_back({Cell{type}, Cell{bytes}, percent_cell(static_cast<double>(bytes), static_cast<double>(total))});
+  }
+  note_no_bytes(t, stats);
+  return t;
+}
+
+Table a2_layer_information(const EvaluationRecord& r, int b) { return from_record(r, b, 2, a2_layer_information); }
+Table a3_layer_latency(const EvaluationRecord& r, int b) { return from_record(r, b, 3, a3_layer_latency); }
+Table a4_layer_memory(const EvaluationRecord& r, int b) { return from_record(r, b, 4, a4_layer_memory); }
+Table a5_layer_type_distribution(const EvaluationRecord& r, int b) {
+  return from_record(r, b, 5, a5_layer_type_distribution);
+}
+Table a6_layer_latency_by_type(const EvaluationRecord& r, int b) {
+  return from_record(r, b, 6, a6_layer_latency_by_type);
+}
+Table a7_layer_memory_by_type(const EvaluationRecord& r, int b) {
+  return from_record(r, b, 7, a7_layer_memory_by_type);
+}
+
+const std::vector<std::string>& analysis_ids() {
+  static const std::vector<std::string> ids = {"A1", "A2", "A3", "A4", "A5", "A6", "A7"};
+  return ids;
+}
+
+std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
+                                std::optional<int> batch_size, std::optional<double> latency_bound_ms) {
+  // Validate every id before computing anything, so a typo fails fast.
+  std::vector<int> which;
+  for (const std::string& id : ids) {
+    std::string up = id;
+    for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const auto& valid = analysis_ids();
+    auto it = std::find(valid.begin(), valid.end(), up);
+    if (it == valid.end()) {
+      std::string msg = "unknown analysis id '" + id + "'; valid ids:";
+      for (const auto& v : valid) msg += " " + v;
+      throw std::invalid_argument(msg);
+    }
+    which.push_back(static_cast<int>(it - valid.begin()) + 1);
+  }
+
+  const std::vector<int> measured = detail::measured_batch_sizes(record);
+  std::vector<int> batches = measured;
+  if (batch_size) {
+    if (std::find(measured.begin(), measured.end(), *batch_size) == measured.end()) {
+      std::string msg = "batch size " + std::to_string(*batch_size) + " was not measured in this evaluation; measured:";
+      for (int b : measured) msg += " " + std::to_string(b);
+      throw std::invalid_argument(msg);
+    }
+    batches = {*batch_size};
+  }
+
+  // One aggregation per batch size, shared by A2–A7 (the trace walk dominates the cost).
+  std::map<int, FrameworkRun> cache;
+  auto get = [&](int b) -> const FrameworkRun& {
+    auto it = cache.find(b);
+    if (it == cache.end()) it = cache.emplace(b, framework_run(record, b)).first;
+    return it->second;
+  };
+  static constexpr StatsFn kFns[] = {a2_layer_information, a3_layer_latency,         a4_layer_memory,
+                                     a5_layer_type_distribution, a6_layer_latency_by_type, a7_layer_memory_by_type};
+
+  std::vector<Table> out;
+  for (int w : which) {
+    if (w == 1) {
+      out.push_back(a1_model_information(record, latency_bound_ms));
+      continue;
+    }
+    for (int b : batches) {
+      const FrameworkRun& fr = get(b);
+      out.push_back(fr.run ? kFns[w - 2](fr.stats, b, fr.note) : empty_table(w, b));
+    }
+  }
+  return out;
+}
+
+}  // namespace xsp

@@ -1,0 +1,189 @@
+#include "xsp/trace/assembler.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace xsp {
+
+namespace {
+
+constexpr std::uint32_t kNotFound = std::numeric_limits<std::uint32_t>::max();
+
+/// Maps span ids to indices in trace.spans. Recorder ids are dense from 1, so a direct table is the common
+/// case; arbitrary ids (hand-made or imported traces) fall back to a sorted table.
+class IdIndex {
+ public:
+  explicit IdIndex(const std::vector<Span>& spans) {
+    SpanId max_id = 0;
+    for (const Span& s : spans) max_id = std::max(max_id, s.id);
+    if (max_id <= 2 * static_cast<SpanId>(spans.size()) + 1024) {
+      dense_.assign(static_cast<std::size_t>(max_id) + 1, kNotFound);
+      // Iterate backwards so that, with duplicate ids, the first span holding the id wins.
+      for (std::size_t i = spans.size(); i-- > 0;) dense_[spans[i].id] = static_cast<std::uint32_t>(i);
+    } else {
+      sorted_.reserve(spans.size());
+      for (std::size_t i = 0; i < spans.size(); ++i) sorted_.emplace_back(spans[i].id, static_cast<std::uint32_t>(i));
+      std::sort(sorted_.begin(), sorted_.end());
+    }
+  }
+
+  std::uint32_t find(SpanId id) const {
+    if (id == kNoSpan) return kNotFound;
+    if (!dense_.empty() || sorted_.empty()) return id < dense_.size() ? dense_[id] : kNotFound;
+    const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::pair<SpanId, std::uint32_t>(id, 0));
+    return it != sorted_.end() && it->first == id ? it->second : kNotFound;
+  }
+
+ private:
+  std::vector<std::uint32_t> dense_;
+  std::vector<std::pair<SpanId, std::uint32_t>> sorted_;
+};
+
+/// What the sweeps need of a span, packed so that sorting a million of them stays in cache-friendly memory.
+struct Key {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint64_t group;  // thread_id for containment, correlation_id for correlation
+  SpanId id;
+  std::uint32_t index;
+  std::uint8_t level;
+};
+
+std::uint8_t level_of(const Span& s) { return static_cast<std::uint8_t>(s.level); }
+
+}  // namespace
+
+AssemblyReport assemble(Trace& trace) {
+  std::vector<Span>& spans = trace.spans;
+  AssemblyReport report;
+
+  std::uint64_t negative = 0;
+  for (Span& s : spans) {
+    if (s.end_ns < s.start_ns) {
+      s.end_ns = s.start_ns;
+      ++negative;
+    }
+  }
+  if (negative > 0) trace.counters["assembler.negative_duration"] += negative;
+
+  const IdIndex ids(spans);
+
+  // (a) context. Parents set by an earlier assemble() are derived, not known from context: they are cleared
+  // and derived again, so assembling twice gives the same result.
+  for (Span& s : spans) {
+    if (s.parent_rule == ParentRule::kCorrelation || s.parent_rule == ParentRule::kContainment) {
+      s.parent_id = kNoSpan;
+      s.parent_rule = ParentRule::kNone;
+    }
+    if (s.parent_id == kNoSpan) {
+      s.parent_rule = ParentRule::kNone;
+      continue;
+    }
+    // A span naming itself as parent would make a cycle: as good as absent.
+    if (s.parent_id == s.id || ids.find(s.parent_id) == kNotFound) {
+      ++report.dangling_parent_ids;
+      s.parent_id = kNoSpan;
+      s.parent_rule = ParentRule::kNone;
+      continue;
+    }
+    s.parent_rule = ParentRule::kContext;
+    ++report.by_context;
+  }
+
+  std::vector<Key> keys;
+  keys.reserve(spans.size());
+
+  // (b) correlation: within each correlation id, the shallowest span (earliest, then smallest id, among
+  // equals) parents every unplaced span of a deeper level.
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    if (s.correlation_id != 0) {
+      keys.push_back({s.start_ns, s.end_ns, s.correlation_id, s.id, static_cast<std::uint32_t>(i), level_of(s)});
+    }
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.group != b.group) return a.group < b.group;
+    if (a.level != b.level) return a.level < b.level;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.id < b.id;
+  });
+  for (auto group = keys.begin(); group != keys.end();) {
+    const auto group_end = std::find_if(group, keys.end(), [&](const Key& k) { return k.group != group->group; });
+    const Key& head = *group;
+    for (auto k = group + 1; k != group_end; ++k) {
+      Span& s = spans[k->index];
+      if (s.parent_id == kNoSpan && k->level > head.level) {
+        s.parent_id = head.id;
+        s.parent_rule = ParentRule::kCorrelation;
+        ++report.by_correlation;
+      }
+    }
+    group = group_end;
+  }
+
+  // (c) containment: one sweep per thread in (start asc, level asc, end desc, id desc) order. The stack holds
+  // every span that may still contain a later one; walking it from the top visits candidates innermost first
+  // by the header's tie-break (latest start, deeper level, shorter interval, smaller id — hence id desc).
+  keys.clear();
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    keys.push_back({s.start_ns, s.end_ns, s.thread_id, s.id, static_cast<std::uint32_t>(i), level_of(s)});
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.group != b.group) return a.group < b.group;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    if (a.level != b.level) return a.level < b.level;
+    if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+    return a.id > b.id;
+  });
+  std::vector<const Key*> stack;
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const Key& key = keys[k];
+    if (k == 0 || keys[k - 1].group != key.group) stack.clear();
+    // Later spans start no earlier than this one, so a span that ended before it can contain none of them.
+    while (!stack.empty() && stack.back()->end_ns < key.start_ns) stack.pop_back();
+    Span& s = spans[key.index];
+    if (s.parent_id == kNoSpan) {
+      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+        const Key& c = **it;
+        // Everything on the stack starts no later than key; only level and end remain to check.
+        if (c.level < key.level && key.end_ns <= c.end_ns) {
+          s.parent_id = c.id;
+          s.parent_rule = ParentRule::kContainment;
+          ++report.by_containment;
+          break;
+        }
+      }
+    }
+    stack.push_back(&key);
+  }
+
+  for (const Span& s : spans) {
+    if (s.parent_id != kNoSpan) continue;
+    if (s.level == Level::kApplication) {
+      ++report.roots;
+    } else {
+      ++report.unparented;
+    }
+  }
+
+  // Stable output order (start, level, -end, id), sorted on the packed keys and applied as one permutation so
+  // that spans move only once.
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    if (a.level != b.level) return a.level < b.level;
+    if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+    return a.id < b.id;
+  });
+  std::vector<Span> sorted;
+  sorted.reserve(spans.size());
+  for (const Key& key : keys) sorted.push_back(std::move(spans[key.index]));
+  spans = std::move(sorted);
+
+  trace.assembly = report;
+  return report;
+}
+
+}  // namespace xsp

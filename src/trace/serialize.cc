@@ -1,0 +1,300 @@
+// Format "xsp-trace-v1". A blob is an uncompressed header followed by one zstd frame:
+//   header : "XSPT" | version u8 (=1) | payload size u64 LE
+//   frame  : zstd level 3, with content size and checksum
+//   payload: string table | clock | counters | assembly report | spans
+// Integers in the payload are LEB128 varints, signed ones zigzag-encoded; strings are varint length + bytes.
+// Span names and tag keys/values are indices into the string table, since they repeat across spans.
+// Ids and start times are written as deltas from the previous span (traces are usually sorted), durations as
+// end - start: both keep the varints short.
+#include "xsp/trace/serialize.h"
+
+#include <zstd.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+namespace xsp {
+
+namespace {
+
+constexpr char kMagic[4] = {'X', 'S', 'P', 'T'};
+constexpr std::uint8_t kVersion = 1;
+constexpr std::size_t kHeaderBytes = 4 + 1 + 8;
+constexpr int kZstdLevel = 3;
+constexpr std::uint8_t kMaxLevel = static_cast<std::uint8_t>(Level::kHardware);
+constexpr std::uint8_t kMaxRule = static_cast<std::uint8_t>(ParentRule::kContainment);
+
+std::uint64_t zigzag(std::int64_t v) {
+  return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+}
+std::int64_t unzigzag(std::uint64_t v) {
+  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+}
+
+class Writer {
+ public:
+  void u8(std::uint8_t v) { out_.push_back(v); }
+  void varint(std::uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<std::uint8_t>(v | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<std::uint8_t>(v));
+  }
+  void svarint(std::int64_t v) { varint(zigzag(v)); }
+  void str(std::string_view s) {
+    varint(s.size());
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  std::vector<std::uint8_t>& bytes() { return out_; }
+
+ private:
+  std::vector<std::uint8_t> out_;
+};
+
+class Reader {
+ public:
+  Reader(const std::uint8_t* data, std::size_t size) : p_(data), end_(data + size) {}
+
+  std::uint8_t u8(const char* what) {
+    need(1, what);
+    return *p_++;
+  }
+  std::uint64_t varint(const char* what) {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      need(1, what);
+      const std::uint8_t b = *p_++;
+      if (shift == 63 && b > 1) fail(std::string("varint overflow in ") + what);
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    fail(std::string("varint overflow in ") + what);
+  }
+  std::int64_t svarint(const char* what) { return unzigzag(varint(what)); }
+  std::string str(const char* what) {
+    const std::uint64_t n = varint(what);
+    need(n, what);
+    std::string s(reinterpret_cast<const char*>(p_), static_cast<std::size_t>(n));
+    p_ += n;
+    return s;
+  }
+  /// Reads an element count; every element takes at least `min_bytes`, which bounds a corrupt count before
+  /// anything is allocated for it.
+  std::size_t count(const char* what, std::size_t min_bytes) {
+    const std::uint64_t n = varint(what);
+    if (n > remaining() / min_bytes) fail(std::string("count of ") + what + " exceeds the data");
+    return static_cast<std::size_t>(n);
+  }
+  std::size_t remaining() const { return static_cast<std::size_t>(end_ - p_); }
+
+  [[noreturn]] static void fail(const std::string& msg) {
+    throw std::runtime_error("decode_trace: corrupt xsp-trace-v1 blob: " + msg);
+  }
+
+ private:
+  void need(std::uint64_t n, const char* what) {
+    if (n > remaining()) fail(std::string("truncated while reading ") + what);
+  }
+  const std::uint8_t* p_;
+  const std::uint8_t* end_;
+};
+
+class StringTable {
+ public:
+  std::uint64_t intern(const std::string& s) {
+    auto [it, inserted] = index_.emplace(s, strings_.size());
+    if (inserted) strings_.push_back(&it->first);
+    return it->second;
+  }
+  const std::vector<const std::string*>& strings() const { return strings_; }
+
+ private:
+  std::unordered_map<std::string, std::uint64_t> index_;
+  std::vector<const std::string*> strings_;
+};
+
+std::vector<std::uint8_t> encode_payload(const Trace& trace) {
+  StringTable table;
+  for (const Span& s : trace.spans) {
+    table.intern(s.name);
+    for (const Tag& t : s.tags) {
+      table.intern(t.key);
+      table.intern(t.value);
+    }
+  }
+
+  Writer w;
+  w.varint(table.strings().size());
+  for (const std::string* s : table.strings()) w.str(*s);
+
+  w.str(trace.clock.host_clock);
+  w.svarint(trace.clock.unix_offset_ns);
+  w.str(trace.clock.device_clock_mapping);
+
+  w.varint(trace.counters.size());
+  for (const auto& [name, value] : trace.counters) {
+    w.str(name);
+    w.varint(value);
+  }
+
+  const AssemblyReport& a = trace.assembly;
+  for (std::size_t v : {a.by_context, a.by_correlation, a.by_containment, a.roots, a.unparented,
+                        a.dangling_parent_ids}) {
+    w.varint(v);
+  }
+
+  w.varint(trace.spans.size());
+  SpanId prev_id = 0;
+  std::int64_t prev_start = 0;
+  for (const Span& s : trace.spans) {
+    // Wrapping differences: ids are unsigned and any value must round-trip.
+    w.svarint(static_cast<std::int64_t>(s.id - prev_id));
+    w.varint(s.parent_id);
+    w.u8(static_cast<std::uint8_t>(s.level));
+    w.u8(static_cast<std::uint8_t>(s.parent_rule));
+    w.varint(table.intern(s.name));
+    w.svarint(static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) - static_cast<std::uint64_t>(prev_start)));
+    w.svarint(static_cast<std::int64_t>(static_cast<std::uint64_t>(s.end_ns) - static_cast<std::uint64_t>(s.start_ns)));
+    w.varint(s.thread_id);
+    w.varint(s.correlation_id);
+    w.varint(s.tags.size());
+    for (const Tag& t : s.tags) {
+      w.varint(table.intern(t.key));
+      w.varint(table.intern(t.value));
+    }
+    prev_id = s.id;
+    prev_start = s.start_ns;
+  }
+  return std::move(w.bytes());
+}
+
+Trace decode_payload(const std::uint8_t* data, std::size_t size) {
+  Reader r(data, size);
+  Trace trace;
+
+  const std::size_t n_strings = r.count("string table", 1);
+  std::vector<std::string> strings;
+  strings.reserve(n_strings);
+  for (std::size_t i = 0; i < n_strings; ++i) strings.push_back(r.str("string table entry"));
+  auto string_at = [&strings](std::uint64_t index, const char* what) -> const std::string& {
+    if (index >= strings.size()) Reader::fail(std::string("string index out of range in ") + what);
+    return strings[static_cast<std::size_t>(index)];
+  };
+
+  trace.clock.host_clock = r.str("clock");
+  trace.clock.unix_offset_ns = r.svarint("clock");
+  trace.clock.device_clock_mapping = r.str("clock");
+
+  const std::size_t n_counters = r.count("counters", 2);
+  for (std::size_t i = 0; i < n_counters; ++i) {
+    std::string name = r.str("counter name");
+    trace.counters[std::move(name)] = r.varint("counter value");
+  }
+
+  AssemblyReport& a = trace.assembly;
+  for (std::size_t* v : {&a.by_context, &a.by_correlation, &a.by_containment, &a.roots, &a.unparented,
+                         &a.dangling_parent_ids}) {
+    *v = static_cast<std::size_t>(r.varint("assembly report"));
+  }
+
+  // A span takes at least 10 bytes (ten fields of one byte or more).
+  const std::size_t n_spans = r.count("spans", 10);
+  trace.spans.resize(n_spans);
+  SpanId prev_id = 0;
+  std::int64_t prev_start = 0;
+  for (Span& s : trace.spans) {
+    s.id = prev_id + static_cast<std::uint64_t>(r.svarint("span id"));
+    s.parent_id = r.varint("span parent id");
+    const std::uint8_t level = r.u8("span level");
+    if (level > kMaxLevel) Reader::fail("unknown span level " + std::to_string(level));
+    s.level = static_cast<Level>(level);
+    const std::uint8_t rule = r.u8("span parent rule");
+    if (rule > kMaxRule) Reader::fail("unknown parent rule " + std::to_string(rule));
+    s.parent_rule = static_cast<ParentRule>(rule);
+    s.name = string_at(r.varint("span name"), "span name");
+    s.start_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(prev_start) +
+                                           static_cast<std::uint64_t>(r.svarint("span start")));
+    s.end_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) +
+                                         static_cast<std::uint64_t>(r.svarint("span duration")));
+    s.thread_id = r.varint("span thread id");
+    s.correlation_id = r.varint("span correlation id");
+    const std::size_t n_tags = r.count("span tags", 2);
+    s.tags.resize(n_tags);
+    for (Tag& t : s.tags) {
+      t.key = string_at(r.varint("tag key"), "tag key");
+      t.value = string_at(r.varint("tag value"), "tag value");
+    }
+    prev_id = s.id;
+    prev_start = s.start_ns;
+  }
+  if (r.remaining() != 0) Reader::fail(std::to_string(r.remaining()) + " trailing bytes after the spans");
+  return trace;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_trace(const Trace& trace) {
+  const std::vector<std::uint8_t> payload = encode_payload(trace);
+
+  std::vector<std::uint8_t> blob(kHeaderBytes + ZSTD_compressBound(payload.size()));
+  std::memcpy(blob.data(), kMagic, 4);
+  blob[4] = kVersion;
+  const std::uint64_t payload_bytes = payload.size();
+  for (int i = 0; i < 8; ++i) blob[5 + i] = static_cast<std::uint8_t>(payload_bytes >> (8 * i));
+
+  // The frame checksum lets decode_trace() tell a flipped bit in the data from a valid trace.
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  if (cctx == nullptr) throw std::runtime_error("encode_trace: cannot create a zstd context");
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, kZstdLevel);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+  const std::size_t compressed = ZSTD_compress2(cctx, blob.data() + kHeaderBytes, blob.size() - kHeaderBytes,
+                                                payload.data(), payload.size());
+  ZSTD_freeCCtx(cctx);
+  if (ZSTD_isError(compressed)) {
+    throw std::runtime_error(std::string("encode_trace: zstd compression failed: ") + ZSTD_getErrorName(compressed));
+  }
+  blob.resize(kHeaderBytes + compressed);
+  return blob;
+}
+
+Trace decode_trace(const std::vector<std::uint8_t>& blob) {
+  if (blob.size() < kHeaderBytes) {
+    throw std::runtime_error("decode_trace: blob of " + std::to_string(blob.size()) +
+                             " bytes is shorter than the xsp-trace header");
+  }
+  if (std::memcmp(blob.data(), kMagic, 4) != 0) throw std::runtime_error("decode_trace: bad magic (not an XSPT blob)");
+  if (blob[4] != kVersion) {
+    throw std::runtime_error("decode_trace: unknown format version " + std::to_string(blob[4]) + " (expected 1)");
+  }
+  std::uint64_t payload_bytes = 0;
+  for (int i = 0; i < 8; ++i) payload_bytes |= static_cast<std::uint64_t>(blob[5 + i]) << (8 * i);
+
+  const std::uint8_t* frame = blob.data() + kHeaderBytes;
+  const std::size_t frame_bytes = blob.size() - kHeaderBytes;
+  const unsigned long long content = ZSTD_getFrameContentSize(frame, frame_bytes);
+  if (content == ZSTD_CONTENTSIZE_ERROR) throw std::runtime_error("decode_trace: not a zstd frame (corrupt blob)");
+  // Comparing with the header before allocating keeps a corrupt size from causing a huge allocation.
+  if (content != payload_bytes) {
+    throw std::runtime_error("decode_trace: zstd frame size " + std::to_string(content) +
+                             " does not match the header's payload size " + std::to_string(payload_bytes));
+  }
+  const std::size_t frame_size = ZSTD_findFrameCompressedSize(frame, frame_bytes);
+  if (ZSTD_isError(frame_size)) {
+    throw std::runtime_error(std::string("decode_trace: truncated or corrupt zstd frame: ") +
+                             ZSTD_getErrorName(frame_size));
+  }
+  if (frame_size != frame_bytes) throw std::runtime_error("decode_trace: trailing bytes after the zstd frame");
+
+  std::vector<std::uint8_t> payload(static_cast<std::size_t>(payload_bytes));
+  const std::size_t got = ZSTD_decompress(payload.data(), payload.size(), frame, frame_bytes);
+  if (ZSTD_isError(got)) {
+    throw std::runtime_error(std::string("decode_trace: zstd decompression failed: ") + ZSTD_getErrorName(got));
+  }
+  if (got != payload.size()) throw std::runtime_error("decode_trace: zstd frame shorter than announced");
+  return decode_payload(payload.data(), payload.size());
+}
+
+}  // namespace xsp

@@ -1,0 +1,84 @@
+#include "xsp/trace/trace.h"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <iterator>
+#include <limits>
+
+namespace xsp {
+
+namespace {
+
+std::int64_t read_clock_ns(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+std::int64_t now_ns() { return read_clock_ns(CLOCK_MONOTONIC); }
+
+std::int64_t unix_offset_now_ns() {
+  // Bracket the realtime read between two monotonic reads and keep the tightest bracket: a preemption between
+  // the reads would otherwise skew the offset by the time the thread was descheduled.
+  std::int64_t best_gap = std::numeric_limits<std::int64_t>::max();
+  std::int64_t best_offset = 0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const std::int64_t mono_before = read_clock_ns(CLOCK_MONOTONIC);
+    const std::int64_t real = read_clock_ns(CLOCK_REALTIME);
+    const std::int64_t mono_after = read_clock_ns(CLOCK_MONOTONIC);
+    const std::int64_t gap = mono_after - mono_before;
+    if (gap < best_gap) {
+      best_gap = gap;
+      best_offset = real - (mono_before + gap / 2);
+    }
+  }
+  return best_offset;
+}
+
+std::uint64_t current_thread_id() {
+  // gettid is a syscall; profilers call this per span, so cache it per thread.
+  thread_local const std::uint64_t tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  return tid;
+}
+
+TraceRecorder::TraceRecorder() { trace_.clock.unix_offset_ns = unix_offset_now_ns(); }
+
+SpanId TraceRecorder::next_id() { return next_.fetch_add(1, std::memory_order_relaxed); }
+
+SpanId TraceRecorder::reserve_ids(std::uint64_t n) { return next_.fetch_add(n, std::memory_order_relaxed); }
+
+void TraceRecorder::add(Span span) {
+  std::lock_guard lock(mu_);
+  trace_.spans.push_back(std::move(span));
+}
+
+void TraceRecorder::add_all(std::vector<Span>&& spans) {
+  std::lock_guard lock(mu_);
+  if (trace_.spans.empty()) {
+    trace_.spans = std::move(spans);
+  } else {
+    trace_.spans.insert(trace_.spans.end(), std::make_move_iterator(spans.begin()),
+                        std::make_move_iterator(spans.end()));
+  }
+  spans.clear();
+}
+
+void TraceRecorder::count(const std::string& name, std::uint64_t delta) {
+  std::lock_guard lock(mu_);
+  trace_.counters[name] += delta;
+}
+
+Trace TraceRecorder::take() {
+  std::lock_guard lock(mu_);
+  Trace out = std::move(trace_);
+  trace_ = Trace{};
+  // The recorder keeps recording on the same clock; ids keep counting so they stay unique in the recorder.
+  trace_.clock = out.clock;
+  return out;
+}
+
+}  // namespace xsp

@@ -1,0 +1,417 @@
+// Results store (SPEC §7): exact round trip, listing, persistence, schema versioning, failures, transactions.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "xsp/store/store.h"
+
+namespace xsp {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh folder per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "xsp-store-test-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+Span make_span(SpanId id, SpanId parent, Level level, std::string name, std::int64_t start, std::int64_t end,
+               std::vector<Tag> tags = {}) {
+  Span s;
+  s.id = id;
+  s.parent_id = parent;
+  s.level = level;
+  s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
+  s.name = std::move(name);
+  s.start_ns = start;
+  s.end_ns = end;
+  s.thread_id = 4242;
+  s.tags = std::move(tags);
+  return s;
+}
+
+LatencySummary make_summary(double base) {
+  LatencySummary s;
+  s.n = 5;
+  s.trimmed_mean = base + 0.1;
+  s.mean = base + 0.123456789012345;  // needs all 17 significant digits to round-trip
+  s.stddev = 1.0 / 3.0;
+  s.min = base - 10;
+  s.max = base + 10;
+  s.p50 = base;
+  s.p90 = base + 7.5;
+  s.p95 = base + 8.25;
+  s.p99 = base + 9.9;
+  s.p999 = base + 9.99;
+  return s;
+}
+
+RunRecord make_run(int batch, TraceLevel level, std::int64_t t0) {
+  RunRecord run;
+  run.batch_size = batch;
+  run.trace_level = level;
+  run.warmup_iterations = 2;
+  run.iterations = 5;
+  run.stage_latency_ns[kStagePredict] = make_summary(1.5e6 * batch);
+  run.stage_latency_ns[kStagePreprocess] = make_summary(2.5e5);
+  run.predict_latency_ns = {1.5e6, 1.6e6, 1.499999e6, 0.1 + 0.2, 1.7e6 / 3.0};
+  run.throughput_samples_per_s = batch / 1.5e-3;
+  Trace& trace = run.trace;
+  trace.clock.unix_offset_ns = 1'700'000'000'000'000'000;
+  trace.spans.push_back(make_span(1, kNoSpan, Level::kApplication, "evaluation", t0, t0 + 10'000));
+  trace.spans.push_back(make_span(2, 1, Level::kModel, kStagePredict, t0 + 100, t0 + 9'000,
+                                  {{"batch_size", std::to_string(batch)}, {"iteration", "0"}}));
+  if (level != TraceLevel::kModel) {
+    trace.spans.push_back(make_span(3, 2, Level::kFramework, "aten::conv2d", t0 + 200, t0 + 4'000,
+                                    {{"module", "layer1.0.conv1"}, {"shape", "[1, 3, 224, 224]"}}));
+    trace.spans.push_back(make_span(4, 2, Level::kFramework, "aten::relu", t0 + 4'100, t0 + 4'500));
+    trace.assembly.by_context = 3;
+  } else {
+    trace.assembly.by_context = 1;
+  }
+  trace.assembly.roots = 1;
+  trace.counters["framework.dropped_spans"] = 3;
+  trace.counters["model.lost"] = 1;
+  return run;
+}
+
+EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:00Z") {
+  EvaluationRecord r;
+  r.status = "complete";
+  r.created_at = created_at;
+  r.model_name = "resnet50";
+  r.model_version = "1.5.0";
+  r.manifest_yaml = "name: resnet50\nversion: 1.5.0\n# unicode: µs ✓\n";
+  r.framework_name = "libtorch";
+  r.framework_version = "2.1.0";
+  r.device = "cpu";
+  r.scenario = "batch-sweep";
+  r.batch_sizes = {1};
+  r.trace_level = TraceLevel::kFramework;
+  r.leveled = true;
+  r.settings = {{"iterations", 5}, {"warmup", 2}, {"seed", 12345}, {"ratio", 0.1}, {"inputs", {"a.jpg", "b.jpg"}}};
+  r.system = {{"cpu", {{"model", "Test CPU"}, {"logical_cores", 2}}}, {"memory", {{"total_bytes", 1ull << 33}}}};
+  r.runs.push_back(make_run(1, TraceLevel::kModel, 1'000'000));
+  r.runs.push_back(make_run(1, TraceLevel::kFramework, 2'000'000));
+  return r;
+}
+
+/// Number of rows in `table` of the SQLite file, read through a separate connection.
+int count_rows(const fs::path& file, const std::string& table) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  const std::string sql = "SELECT COUNT(*) FROM " + table;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  int n = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+void exec_sql(const fs::path& file, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  const std::string msg = err != nullptr ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
+  TempDir dir;
+  const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
+  auto store = Store::open(file);
+  EXPECT_TRUE(fs::is_regular_file(file));
+  EXPECT_EQ(Store::current_schema_version(), 1);
+  EXPECT_EQ(store->schema_version(), 1);
+  EXPECT_TRUE(store->list().empty());
+  EXPECT_EQ(store->load(1), std::nullopt);
+}
+
+TEST(Store, StoreIsOneFileWithoutWal) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  {
+    auto store = Store::open(file);
+    auto record = make_record();
+    store->save(record);
+  }
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1u);
+  EXPECT_FALSE(fs::exists(dir.path() / "xsp.db-wal"));
+}
+
+TEST(Store, SaveAssignsIdsAndLoadRoundTripsExactly) {
+  TempDir dir;
+  auto store = Store::open(dir.path() / "xsp.db");
+  EvaluationRecord record = make_record();
+  const std::int64_t id = store->save(record);
+  EXPECT_GT(id, 0);
+  EXPECT_EQ(record.id, id);
+  ASSERT_EQ(record.runs.size(), 2u);
+  EXPECT_GT(record.runs[0].id, 0);
+  EXPECT_GT(record.runs[1].id, record.runs[0].id);
+
+  const auto loaded = store->load(id);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->runs[0].trace, record.runs[0].trace);
+  EXPECT_EQ(loaded->runs[1].trace, record.runs[1].trace);
+  EXPECT_EQ(loaded->runs[0].predict_latency_ns, record.runs[0].predict_latency_ns);
+  EXPECT_EQ(loaded->runs[0].stage_latency_ns, record.runs[0].stage_latency_ns);
+  EXPECT_EQ(loaded->settings, record.settings);
+  EXPECT_EQ(loaded->system, record.system);
+  EXPECT_EQ(*loaded, record);
+}
+
+TEST(Store, EmptyRecordRoundTrips) {
+  TempDir dir;
+  auto store = Store::open(dir.path() / "xsp.db");
+  EvaluationRecord record;  // defaults: no runs, empty strings, empty JSON objects
+  record.created_at = "2026-01-01T00:00:00Z";
+  RunRecord run;  // no spans, no latencies
+  record.runs.push_back(run);
+  store->save(record);
+  const auto loaded = store->load(record.id);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(*loaded, record);
+}
+
+TEST(Store, NaNSummaryFieldsAndThroughputSurvive) {
+  TempDir dir;
+  auto store = Store::open(dir.path() / "xsp.db");
+  EvaluationRecord record = make_record();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  LatencySummary empty;  // what summarize() gives for no samples: NaN everywhere but n
+  empty.n = 0;
+  empty.trimmed_mean = empty.mean = empty.stddev = empty.min = empty.max = nan;
+  empty.p50 = empty.p90 = empty.p95 = empty.p99 = empty.p999 = nan;
+  record.runs[0].stage_latency_ns[kStagePostprocess] = empty;
+  record.runs[0].throughput_samples_per_s = nan;
+  record.runs[0].predict_latency_ns.push_back(nan);  // raw blob keeps NaN bit patterns
+  store->save(record);
+  const auto loaded = store->load(record.id);
+  ASSERT_TRUE(loaded.has_value());
+  const LatencySummary& s = loaded->runs[0].stage_latency_ns.at(kStagePostprocess);
+  EXPECT_EQ(s.n, 0u);
+  for (double v : {s.trimmed_mean, s.mean, s.stddev, s.min, s.max, s.p50, s.p90, s.p95, s.p99, s.p999}) {
+    EXPECT_TRUE(std::isnan(v));
+  }
+  EXPECT_TRUE(std::isnan(loaded->runs[0].throughput_samples_per_s));
+  EXPECT_TRUE(std::isnan(loaded->runs[0].predict_latency_ns.back()));
+  // Everything else still equal: NaN != NaN, so blank the NaN fields on both sides and compare the rest.
+  EvaluationRecord a = record, b = *loaded;
+  for (EvaluationRecord* r : {&a, &b}) {
+    r->runs[0].stage_latency_ns.erase(kStagePostprocess);
+    r->runs[0].throughput_samples_per_s = 0;
+    r->runs[0].predict_latency_ns.pop_back();
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(Store, ListIsNewestFirstWithFields) {
+  TempDir dir;
+  auto store = Store::open(dir.path() / "xsp.db");
+  EvaluationRecord older = make_record("2026-11-20T10:00:00Z");
+  EvaluationRecord newer = make_record("2026-11-21T10:00:00Z");
+  newer.model_name = "mobilenet_v2";
+  newer.status = "incomplete";
+  newer.batch_sizes = {1, 2, 4};
+  newer.trace_level = TraceLevel::kModel;
+  newer.runs.pop_back();
+  store->save(newer);  // saved first but created later: listing follows created_at
+  store->save(older);
+
+  const auto listing = store->list();
+  ASSERT_EQ(listing.size(), 2u);
+  EXPECT_EQ(listing[0].id, newer.id);
+  EXPECT_EQ(listing[0].model_name, "mobilenet_v2");
+  EXPECT_EQ(listing[0].status, "incomplete");
+  EXPECT_EQ(listing[0].created_at, "2026-11-21T10:00:00Z");
+  EXPECT_EQ(listing[0].batch_sizes, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(listing[0].trace_level, "model");
+  EXPECT_EQ(listing[0].run_count, 1u);
+  EXPECT_EQ(listing[1].id, older.id);
+  EXPECT_EQ(listing[1].model_name, "resnet50");
+  EXPECT_EQ(listing[1].model_version, "1.5.0");
+  EXPECT_EQ(listing[1].framework_name, "libtorch");
+  EXPECT_EQ(listing[1].device, "cpu");
+  EXPECT_EQ(listing[1].scenario, "batch-sweep");
+  EXPECT_EQ(listing[1].status, "complete");
+  EXPECT_EQ(listing[1].trace_level, "framework");
+  EXPECT_EQ(listing[1].run_count, 2u);
+}
+
+TEST(Store, SaveFillsMissingCreatedAt) {
+  TempDir dir;
+  auto store = Store::open(dir.path() / "xsp.db");
+  EvaluationRecord record = make_record("");
+  store->save(record);
+  EXPECT_EQ(record.created_at.size(), std::string("2026-11-21T22:08:00Z").size());
+  EXPECT_EQ(store->load(record.id)->created_at, record.created_at);
+}
+
+TEST(Store, PersistsAcrossConnections) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  EvaluationRecord record = make_record();
+  {
+    auto store = Store::open(file);
+    store->save(record);
+  }
+  auto reopened = Store::open(file);
+  EXPECT_EQ(reopened->schema_version(), 1);
+  const auto loaded = reopened->load(record.id);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(*loaded, record);
+  ASSERT_EQ(reopened->list().size(), 1u);
+
+  // Two stores open on the same file at once see each other's writes.
+  auto other = Store::open(file);
+  EvaluationRecord second = make_record("2026-12-01T00:00:00Z");
+  other->save(second);
+  EXPECT_EQ(reopened->list().size(), 2u);
+  EXPECT_EQ(reopened->load(second.id), second);
+}
+
+TEST(Store, NewerSchemaIsRefused) {
+  TempDir dir;
+  const fs::path file = dir.path() / "future.db";
+  exec_sql(file, "CREATE TABLE schema_version (version INTEGER); INSERT INTO schema_version VALUES (99);");
+  try {
+    Store::open(file);
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("99"), std::string::npos) << what;
+    EXPECT_NE(what.find("newer"), std::string::npos) << what;
+  }
+  // And the file was left alone.
+  EXPECT_EQ(count_rows(file, "schema_version"), 1);
+}
+
+TEST(Store, UncreatableLocationNamesThePath) {
+  TempDir dir;
+  const fs::path blocker = dir.path() / "file.txt";
+  std::ofstream(blocker) << "not a folder";
+  const fs::path file = blocker / "store.db";
+  try {
+    Store::open(file);
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+  }
+}
+
+TEST(Store, NotADatabaseIsAStoreError) {
+  TempDir dir;
+  const fs::path file = dir.path() / "garbage.db";
+  std::ofstream(file) << std::string(4096, 'x');
+  try {
+    Store::open(file);
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("not a database"), std::string::npos) << what;
+  }
+}
+
+TEST(Store, LockedStoreFailsWithStoreError) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  auto store = Store::open(file);
+  // Another connection holds the write lock past the 5 s busy timeout: save() must fail cleanly (this test
+  // therefore takes about 5 s), leave the record unstored, and work once the lock is released.
+  sqlite3* locker = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &locker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EvaluationRecord record = make_record();
+  try {
+    store->save(record);
+    ADD_FAILURE() << "expected StoreError";
+  } catch (const StoreError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("save"), std::string::npos) << what;
+  }
+  sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(locker);
+  EXPECT_EQ(record.id, 0);
+  store->save(record);  // works again once the lock is gone
+  EXPECT_GT(record.id, 0);
+}
+
+TEST(Store, FailedSaveLeavesNothing) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  auto store = Store::open(file);
+  EvaluationRecord good = make_record();
+  store->save(good);
+  ASSERT_EQ(count_rows(file, "evaluations"), 1);
+  ASSERT_EQ(count_rows(file, "runs"), 2);
+
+  // Fails midway: the evaluation row and the first run are written, the second run violates a CHECK.
+  EvaluationRecord bad = make_record();
+  bad.runs[1].batch_size = 0;
+  try {
+    store->save(bad);
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("run 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("CHECK"), std::string::npos) << what;
+  }
+  EXPECT_EQ(bad.id, 0);
+  EXPECT_EQ(bad.runs[0].id, 0);
+  EXPECT_EQ(count_rows(file, "evaluations"), 1);
+  EXPECT_EQ(count_rows(file, "runs"), 2);
+
+  // Fails at the first row: invalid status.
+  EvaluationRecord bogus = make_record();
+  bogus.status = "bogus";
+  EXPECT_THROW(store->save(bogus), StoreError);
+  EXPECT_EQ(count_rows(file, "evaluations"), 1);
+  EXPECT_EQ(count_rows(file, "runs"), 2);
+
+  // The connection is still usable after a rolled-back save.
+  EvaluationRecord next = make_record();
+  store->save(next);
+  EXPECT_EQ(count_rows(file, "evaluations"), 2);
+  EXPECT_EQ(store->load(next.id), next);
+}
+
+TEST(Store, DeletingAnEvaluationCascadesToRuns) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  auto store = Store::open(file);
+  EvaluationRecord record = make_record();
+  store->save(record);
+  exec_sql(file, "PRAGMA foreign_keys = ON; DELETE FROM evaluations WHERE id = " + std::to_string(record.id));
+  EXPECT_EQ(count_rows(file, "runs"), 0);
+}
+
+}  // namespace
+}  // namespace xsp
