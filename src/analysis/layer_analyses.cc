@@ -64,9 +64,24 @@ Table skeleton(int which, int batch_size) {
   return t;
 }
 
+// run_note() speaks of latencies and their trimmed mean; memory and count tables say what they really show.
+std::string adapt_note(std::string note, int which) {
+  if (which != 4 && which != 5 && which != 7) return note;
+  const std::string lat = "latencies from", tm = ", trimmed mean";
+  if (note.rfind(lat, 0) == 0) note.replace(0, lat.size(), which == 5 ? "layers from" : "allocated bytes from");
+  if (auto pos = note.find(tm); pos != std::string::npos) {
+    if (which == 5) {
+      note.erase(pos, tm.size());
+    } else {
+      note.replace(pos, tm.size(), ", mean");
+    }
+  }
+  return note;
+}
+
 Table start(int which, const LayerStats& stats, int batch_size, const std::string& note) {
   Table t = skeleton(which, batch_size);
-  if (!note.empty()) t.notes.push_back(note);
+  if (!note.empty()) t.notes.push_back(adapt_note(note, which));
   t.notes.insert(t.notes.end(), stats.notes.begin(), stats.notes.end());
   return t;
 }

@@ -120,6 +120,10 @@ std::string render_text(const Table& table, int precision) {
     text[r].resize(ncol);
     for (std::size_t c = 0; c < ncol && c < row.size(); ++c) {
       text[r][c] = cell_text(row[c], precision);
+      // A line break inside a cell would tear the table apart; CSV and JSON keep the text as is.
+      for (char& ch : text[r][c]) {
+        if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
+      }
       width[c] = std::max(width[c], display_width(text[r][c]));
       if (is_numeric(row[c])) right[c] = true;  // numbers align on the right, text on the left
     }

@@ -98,26 +98,37 @@ std::vector<Clause> parse_constraint(const std::string& constraint) {
   for (const std::string& t : merged) {
     Clause c;
     std::string rest;
-    for (const char* op : {">=", "<=", "==", ">", "<", "=", "^", "~"}) {
+    static const std::string kOps[] = {">=", "<=", "==", ">", "<", "=", "^", "~"};  // longest first
+    for (const std::string& op : kOps) {
       if (t.rfind(op, 0) == 0) {
         c.op = op;
-        rest = t.substr(c.op.size());
+        rest = t.substr(op.size());
         break;
       }
     }
     if (t == "*") {
-      c.op = "*";
+      c.op = std::string(1, '*');
       clauses.push_back(c);
       continue;
     }
-    if (c.op.empty()) {
-      c.op = "=";
-      rest = t;
+    if (c.op.empty() || c.op == "==") {
+      if (c.op.empty()) rest = t;
+      c.op = std::string(1, '=');
     }
-    if (c.op == "==") c.op = "=";
+    // Stricter than parse_semver: a constraint is written by hand, so "1.x" or ">=1.13!" is a mistake to
+    // report, not a version with a prerelease to guess at.
     auto p = parse_parts(rest);
-    if (!p || (!rest.empty() && !std::isdigit(static_cast<unsigned char>(rest[0])) && rest[0] != 'v' &&
-               rest[0] != 'V'))
+    bool ok = p && !rest.empty() && rest[0] != ' ';
+    if (ok) {
+      std::string pre = p->v.prerelease;
+      std::size_t digits_end = rest.find_first_not_of("vV0123456789.");
+      std::string tail = digits_end == std::string::npos ? "" : rest.substr(digits_end);
+      if (!tail.empty() && rest[digits_end - 1] == '.') ok = false;  // "1.x", "1."
+      if (pre.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz.-") != std::string::npos)
+        ok = false;
+      if (!rest.empty() && rest.back() == '.') ok = false;
+    }
+    if (!ok)
       throw std::invalid_argument("bad version constraint clause '" + t + "' in '" + constraint +
                                   "': expected one of >=X, >X, <=X, <X, =X, X, ^X, ~X, * with X like 1.13.1");
     c.version = *p;

@@ -490,7 +490,9 @@ class SqliteStore final : public Store {
       run.throughput_samples_per_s =
           sqlite3_column_type(q, 5) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, 5);
       try {
-        for (const auto& [stage, summary] : parse_json(text(q, 6), run_op + ": stage_latency_ns").items()) {
+        // Named, not iterated as a temporary: items() only refers to the json it is called on.
+        const nlohmann::json stages = parse_json(text(q, 6), run_op + ": stage_latency_ns");
+        for (const auto& [stage, summary] : stages.items()) {
           run.stage_latency_ns[stage] = summary_from_json(summary);
         }
       } catch (const nlohmann::json::exception& e) {

@@ -49,6 +49,7 @@ struct Key {
   SpanId id;
   std::uint32_t index;
   std::uint8_t level;
+  bool placed;  // already has a parent, so only a candidate parent for others
 };
 
 std::uint8_t level_of(const Span& s) { return static_cast<std::uint8_t>(s.level); }
@@ -92,6 +93,11 @@ AssemblyReport assemble(Trace& trace) {
     ++report.by_context;
   }
 
+  // Parents found by (b) and (c), by index into spans. The sweeps write here rather than into the spans so that
+  // their random accesses stay within two small arrays; the spans are updated in one sequential pass.
+  std::vector<SpanId> derived_parent(spans.size(), kNoSpan);
+  std::vector<ParentRule> derived_rule(spans.size(), ParentRule::kNone);
+
   std::vector<Key> keys;
   keys.reserve(spans.size());
 
@@ -100,7 +106,8 @@ AssemblyReport assemble(Trace& trace) {
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const Span& s = spans[i];
     if (s.correlation_id != 0) {
-      keys.push_back({s.start_ns, s.end_ns, s.correlation_id, s.id, static_cast<std::uint32_t>(i), level_of(s)});
+      keys.push_back({s.start_ns, s.end_ns, s.correlation_id, s.id, static_cast<std::uint32_t>(i), level_of(s),
+                      s.parent_id != kNoSpan});
     }
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
@@ -113,10 +120,9 @@ AssemblyReport assemble(Trace& trace) {
     const auto group_end = std::find_if(group, keys.end(), [&](const Key& k) { return k.group != group->group; });
     const Key& head = *group;
     for (auto k = group + 1; k != group_end; ++k) {
-      Span& s = spans[k->index];
-      if (s.parent_id == kNoSpan && k->level > head.level) {
-        s.parent_id = head.id;
-        s.parent_rule = ParentRule::kCorrelation;
+      if (!k->placed && k->level > head.level) {
+        derived_parent[k->index] = head.id;
+        derived_rule[k->index] = ParentRule::kCorrelation;
         ++report.by_correlation;
       }
     }
@@ -129,7 +135,8 @@ AssemblyReport assemble(Trace& trace) {
   keys.clear();
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const Span& s = spans[i];
-    keys.push_back({s.start_ns, s.end_ns, s.thread_id, s.id, static_cast<std::uint32_t>(i), level_of(s)});
+    keys.push_back({s.start_ns, s.end_ns, s.thread_id, s.id, static_cast<std::uint32_t>(i), level_of(s),
+                    s.parent_id != kNoSpan || derived_parent[i] != kNoSpan});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
     if (a.group != b.group) return a.group < b.group;
@@ -144,14 +151,13 @@ AssemblyReport assemble(Trace& trace) {
     if (k == 0 || keys[k - 1].group != key.group) stack.clear();
     // Later spans start no earlier than this one, so a span that ended before it can contain none of them.
     while (!stack.empty() && stack.back()->end_ns < key.start_ns) stack.pop_back();
-    Span& s = spans[key.index];
-    if (s.parent_id == kNoSpan) {
+    if (!key.placed) {
       for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
         const Key& c = **it;
         // Everything on the stack starts no later than key; only level and end remain to check.
         if (c.level < key.level && key.end_ns <= c.end_ns) {
-          s.parent_id = c.id;
-          s.parent_rule = ParentRule::kContainment;
+          derived_parent[key.index] = c.id;
+          derived_rule[key.index] = ParentRule::kContainment;
           ++report.by_containment;
           break;
         }
@@ -160,7 +166,12 @@ AssemblyReport assemble(Trace& trace) {
     stack.push_back(&key);
   }
 
-  for (const Span& s : spans) {
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    Span& s = spans[i];
+    if (derived_parent[i] != kNoSpan) {
+      s.parent_id = derived_parent[i];
+      s.parent_rule = derived_rule[i];
+    }
     if (s.parent_id != kNoSpan) continue;
     if (s.level == Level::kApplication) {
       ++report.roots;
@@ -177,10 +188,14 @@ AssemblyReport assemble(Trace& trace) {
     if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
     return a.id < b.id;
   });
-  std::vector<Span> sorted;
-  sorted.reserve(spans.size());
-  for (const Key& key : keys) sorted.push_back(std::move(spans[key.index]));
-  spans = std::move(sorted);
+  bool in_order = true;
+  for (std::size_t i = 0; i < keys.size() && in_order; ++i) in_order = keys[i].index == i;
+  if (!in_order) {
+    std::vector<Span> sorted;
+    sorted.reserve(spans.size());
+    for (const Key& key : keys) sorted.push_back(std::move(spans[key.index]));
+    spans = std::move(sorted);
+  }
 
   trace.assembly = report;
   return report;

@@ -37,7 +37,7 @@ at::Tensor first_tensor(const c10::IValue& v) {
       if (e.isTensor() || e.isTuple() || e.isList()) return first_tensor(e);
   }
   if (v.isList()) {
-    for (const c10::IValue e : v.toListRef())
+    for (const c10::IValue& e : v.toListRef())
       if (e.isTensor() || e.isTuple() || e.isList()) return first_tensor(e);
   }
   throw std::runtime_error("libtorch predictor: the model's output holds no tensor (got " + v.tagKind() + ")");

@@ -208,13 +208,13 @@ TEST(Manifest, EveryRequiredFieldIsReported) {
     int error_line;     // line of the enclosing mapping
   };
   const std::vector<Case> cases = {
-      {"name: TestNet", "name", 4},
+      {"name: TestNet", "name", 3},
       {"version: 1.2.3", "version", 3},
       {"framework:", "framework", 3},
-      {"  name: libtorch", "framework.name", 8},
+      {"  name: libtorch", "framework.name", 7},
       {"  version: \">=1.13, <3\"", "framework.version", 7},
       {"model:", "model", 3},
-      {"  graph_path: small.bin", "model.graph_path", 11},
+      {"  graph_path: small.bin", "model.graph_path", 10},
       {"  checksum: sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea", "model.checksum", 10},
       {"inputs:", "inputs", 3},
       {"    type: image", "inputs[0].type", 13},
@@ -284,7 +284,7 @@ TEST(Manifest, WrongTypesAndValues) {
       {"scale: 255", "scale: big", "inputs[0].steps[3].normalize.scale", "expected a number", 22},
       {"- decode: {}", "- decode", "inputs[0].steps[0]", "one key", 19},
       {"{k: 5}", "{k: five}", "outputs[0].steps[1].top_k.k", "'five'", 26},
-      {"version: 1.2.3", "version: 1.2", "version", "semantic version", 5},
+      {"version: 1.2.3", "version: 1.2", "version", "semantic version", 4},
       {"version: \">=1.13, <3\"", "version: \">=one\"", "framework.version", "'>=one'", 8},
       {"version: \">=1.13, <3\"", "version: \"=>1.13\"", "framework.version", "'=>1.13'", 8},
       {"type: image", "type: video", "inputs[0].type", "image, tensor", 14},
@@ -292,10 +292,8 @@ TEST(Manifest, WrongTypesAndValues) {
       {"layout: NCHW", "layout: NWCH", "inputs[0].layout", "NCHW", 13},
       {"color_mode: BGR", "color_mode: CMYK", "inputs[0].color_mode", "RGB, BGR, GRAY", 16},
       {"type: classification", "type: detection", "outputs[0].type", "classification", 25},
-      {"name: TestNet", "name: \"\"", "name", "non-empty string", 4},
-      {"name: TestNet", "name: [a, b]", "name", "a list", 4},
-      {"inputs:\n", "inputs: []\nunused:\n", "inputs", "non-empty list", 12},
-      {"outputs:\n", "outputs: {}\nunused:\n", "outputs", "non-empty list", 24},
+      {"name: TestNet", "name: \"\"", "name", "non-empty string", 3},
+      {"name: TestNet", "name: [a, b]", "name", "a list", 3},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.field + " <- " + c.to);
@@ -306,11 +304,22 @@ TEST(Manifest, WrongTypesAndValues) {
   }
 }
 
+TEST(Manifest, EmptyInputsOrOutputs) {
+  const std::string valid = read(kValid);
+  auto e = parse_error(replace(remove_block(valid, "inputs:"), "outputs:", "inputs: []\noutputs:"));
+  EXPECT_EQ(e.field(), "inputs");
+  EXPECT_EQ(e.line(), 12) << e.what();
+  EXPECT_NE(std::string(e.what()).find("non-empty list"), std::string::npos) << e.what();
+  e = parse_error(remove_block(valid, "outputs:") + "outputs: {}\n");
+  EXPECT_EQ(e.field(), "outputs");
+  EXPECT_NE(std::string(e.what()).find("non-empty list"), std::string::npos) << e.what();
+}
+
 TEST(Manifest, UnknownKeysAreErrors) {
   const std::string valid = read(kValid);
   auto e = parse_error(replace(valid, "description:", "descripton:"));
   EXPECT_EQ(e.field(), "descripton");
-  EXPECT_EQ(e.line(), 6);
+  EXPECT_EQ(e.line(), 5);
   EXPECT_NE(std::string(e.what()).find("unknown key 'descripton'"), std::string::npos) << e.what();
 
   e = parse_error(replace(valid, "    color_mode: BGR", "    colour_mode: BGR"));

@@ -1,6 +1,8 @@
 // Helpers shared by the trace unit tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 
 #include "xsp/trace/trace.h"
