@@ -141,7 +141,15 @@ TEST_F(LibTorchPredictorTest, FrameworkProfilerSpans) {
       ++top_convs[s.parent_id];
       EXPECT_EQ(s.tag("module_type").value_or(""), "Conv2d");
       if (s.tag("module") == "conv1" && s.parent_id == predict_a) conv1 = &s;
-      if (s.tag("module") == "layer1.0.conv1") saw_layer1_0_conv1 = true;
+      if (s.tag("module") == "layer1.0.conv1") {
+        saw_layer1_0_conv1 = true;
+        // Output 1x64x56x56 floats = 802816 bytes (plus whatever scratch oneDNN takes).
+        EXPECT_GE(s.tag_int("allocated_bytes").value_or(0), 64 * 56 * 56 * 4);
+        if (s.parent_id == predict_a)
+          std::printf("[ info ] layer1.0.conv1 allocated_bytes=%s shapes=%s\n",
+                      std::string(s.tag("allocated_bytes").value_or("")).c_str(),
+                      std::string(s.tag("shapes").value_or("")).c_str());
+      }
     }
   }
   // resnet18: stem conv1 + 4 stages x 2 BasicBlocks x 2 convs + 3 downsample convs = 1 + 16 + 3 = 20.
