@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -140,7 +141,11 @@ def main() -> int:
     ap.add_argument("--record", action="store_true",
                     help="write the digest into the manifest (the copy in --out, or models/*.yaml)")
     ap.add_argument("--force", action="store_true", help="export even when the file already matches")
+    ap.add_argument("--export-one", nargs=2, metavar=("NAME", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.export_one:
+        print(export(args.export_one[0], Path(args.export_one[1])))
+        return 0
 
     names = list(MODELS) if args.models == "all" else [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [n for n in names if n not in MODELS]
@@ -157,7 +162,13 @@ def main() -> int:
             print(f"{stem:13s} {pt}  {pt.stat().st_size / 1e6:8.1f} MB  sha256:{expected}  "
                   f"(up to date, skipped; --force to redo)")
             continue
-        method = export(stem, pt)
+        # One fresh interpreter per model: TorchScript mangles the names of classes it has already compiled in
+        # the process (___torch_mangle_N), so a model's bytes would depend on which models came before it.
+        child = subprocess.run([sys.executable, __file__, "--export-one", stem, str(pt)],
+                               stdout=subprocess.PIPE, text=True)
+        if child.returncode != 0:
+            sys.exit(f"export_zoo: exporting {stem} failed (exit {child.returncode})")
+        method = child.stdout.strip().splitlines()[-1]
         digest = sha256_file(pt)
         secs = time.monotonic() - t0
         print(f"{stem:13s} {pt}  {pt.stat().st_size / 1e6:8.1f} MB  sha256:{digest}  {secs:6.1f} s  {method}",
