@@ -197,7 +197,7 @@ TEST(Cli, EvaluateListShowAnalyzeExport) {
   EXPECT_NE(out.find("stored as evaluation 1"), std::string::npos) << out;
   std::tie(rc, out) = sh(cli() + store + " list");
   EXPECT_EQ(rc, 0);
-  EXPECT_NE(out.find("resnet18"), std::string::npos);
+  EXPECT_NE(out.find("ResNet18"), std::string::npos);
   std::tie(rc, out) = sh(cli() + store + " analyze 1 --analysis A2,A6 --format json");
   ASSERT_EQ(rc, 0) << out;
   const auto tables = nlohmann::json::parse(out);
@@ -230,7 +230,7 @@ TEST(Cli, BadInputFailsClearlyAndLeavesTheStoreUnchanged) {
   std::tie(rc, out) = sh(cli() + store + " evaluate no_such_model");
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("no_such_model"), std::string::npos) << out;
-  EXPECT_NE(out.find("resnet18"), std::string::npos) << out;  // lists the known names
+  EXPECT_NE(out.find("ResNet18"), std::string::npos) << out;  // lists the known names
 
   std::tie(rc, out) = sh(cli() + store + " evaluate resnet18 --framework tensorflow");
   EXPECT_NE(rc, 0);
