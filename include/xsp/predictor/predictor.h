@@ -13,6 +13,18 @@
 
 namespace xsp {
 
+/// Told where each framework op begins and ends, on the op's thread, so that a deeper profiler can tie the
+/// work the op issues (CUDA launches) to it: CUPTI's external correlation id (SPEC §1). Called on the hot
+/// path: implementations must not allocate, lock or format.
+class OpCorrelationListener {
+ public:
+  virtual ~OpCorrelationListener() = default;
+  /// Op `op` (its span id, final) starts on the calling thread; nested ops enter after their parent.
+  virtual void op_enter(SpanId op) noexcept = 0;
+  /// The op entered last on the calling thread ends (strict LIFO per thread).
+  virtual void op_exit(SpanId op) noexcept = 0;
+};
+
 /// The framework-level (FRAMEWORK spans) profiler a predictor owns.
 class FrameworkProfiler {
  public:
@@ -25,6 +37,9 @@ class FrameworkProfiler {
   virtual void set_parent(SpanId parent) = 0;
   /// Stops recording and flushes every span and counter (e.g. "framework.dropped_spans") to the recorder.
   virtual void stop() = 0;
+  /// Installs (or, with nullptr, removes) the listener told of every recorded op's start and end, with the
+  /// op's span id. Call before start(). A profiler that cannot report ops ignores it.
+  virtual void set_correlation_listener(OpCorrelationListener* listener) { (void)listener; }
 };
 
 /// Where the model runs.

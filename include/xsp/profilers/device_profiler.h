@@ -1,0 +1,44 @@
+// Profilers of the SYSTEM (CUDA API) and KERNEL (device activity) levels, behind one small interface so the
+// runner needs no CUDA header. The CUPTI implementation lives in src/profilers/cupti/.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "xsp/predictor/predictor.h"
+#include "xsp/trace/trace.h"
+
+namespace xsp {
+
+/// What a device profiler records during one run.
+struct DeviceProfilerOptions {
+  bool system = true;   ///< SYSTEM spans: CUDA runtime/driver API calls (launch, copy, sync, malloc...)
+  bool kernel = true;   ///< KERNEL spans: kernels, memcpy, memset as they ran on the device
+  bool library = true;  ///< LIBRARY spans: NVTX ranges emitted by libraries (cuDNN, cuBLAS, PyTorch...)
+};
+
+/// A profiler of device work. One run at a time; not thread-safe except where noted.
+class DeviceProfiler {
+ public:
+  virtual ~DeviceProfiler() = default;
+  /// "cupti".
+  virtual std::string name() const = 0;
+  /// Starts recording into `recorder`. Throws std::runtime_error with the profiler's own message when it
+  /// cannot start (no GPU, another profiler attached, insufficient permissions).
+  virtual void start(TraceRecorder& recorder, const DeviceProfilerOptions& options) = 0;
+  /// Waits for outstanding device work, flushes every record, turns them into spans in the recorder and adds
+  /// the "nothing is silent" counters (dropped records, buffers, records out of range...). Idempotent.
+  virtual void stop() = 0;
+  /// The listener a framework profiler must be given so that launches are tied to framework ops (external
+  /// correlation). Valid for the profiler's lifetime; thread-safe.
+  virtual OpCorrelationListener* correlation_listener() = 0;
+  /// How device timestamps are put on the host clock, for Trace::clock.device_clock_mapping.
+  virtual std::string clock_mapping() const = 0;
+};
+
+/// Whether this build has a device profiler (XSP_WITH_CUPTI).
+bool have_device_profiler();
+/// The CUPTI profiler; throws std::runtime_error("built without CUPTI ...") when this build has none.
+std::unique_ptr<DeviceProfiler> create_device_profiler();
+
+}  // namespace xsp
