@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/gpu_analyses.h"
 
 namespace xsp {
 namespace {
@@ -214,7 +215,12 @@ Table a7_layer_memory_by_type(const EvaluationRecord& r, int b) {
 }
 
 const std::vector<std::string>& analysis_ids() {
-  static const std::vector<std::string> ids = {"A1", "A2", "A3", "A4", "A5", "A6", "A7"};
+  // A1–A7 first (their position + 1 is their number, which run_analyses() relies on), then the GPU analyses.
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> v = {"A1", "A2", "A3", "A4", "A5", "A6", "A7"};
+    v.insert(v.end(), gpu_analysis_ids().begin(), gpu_analysis_ids().end());
+    return v;
+  }();
   return ids;
 }
 
@@ -223,10 +229,14 @@ std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vecto
   // Validate every id before computing anything, so a typo fails fast.
   std::vector<int> which;
   for (const std::string& id : ids) {
-    std::string up = id;
-    for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    // Case-insensitive: ids are upper case ("A2") or lower case ("gpu-idle").
+    auto same = [&](const std::string& v) {
+      return v.size() == id.size() && std::equal(v.begin(), v.end(), id.begin(), [](char a, char b) {
+               return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b));
+             });
+    };
     const auto& valid = analysis_ids();
-    auto it = std::find(valid.begin(), valid.end(), up);
+    auto it = std::find_if(valid.begin(), valid.end(), same);
     if (it == valid.end()) {
       std::string msg = "unknown analysis id '" + id + "'; valid ids:";
       for (const auto& v : valid) msg += " " + v;
@@ -256,8 +266,16 @@ std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vecto
   static constexpr StatsFn kFns[] = {a2_layer_information, a3_layer_latency,         a4_layer_memory,
                                      a5_layer_type_distribution, a6_layer_latency_by_type, a7_layer_memory_by_type};
 
+  GpuRunsCache gpu_cache(record);  // likewise one kernel extraction per batch size for the GPU analyses
+
   std::vector<Table> out;
   for (int w : which) {
+    if (w > 7) {
+      for (Table& t : run_gpu_analysis(analysis_ids()[static_cast<std::size_t>(w - 1)], batches, gpu_cache)) {
+        out.push_back(std::move(t));
+      }
+      continue;
+    }
     if (w == 1) {
       out.push_back(a1_model_information(record, latency_bound_ms));
       continue;

@@ -16,6 +16,7 @@
 #include "xsp/eval/runner.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/manifest/semver.h"
+#include "xsp/profilers/device_profiler.h"
 #include "xsp/store/store.h"
 #include "xsp/system/system_info.h"
 #include "xsp/trace/export.h"
@@ -173,9 +174,9 @@ int run_cli(int argc, char** argv) {
   std::uint64_t seed = 0;
   evaluate->add_option("model", model_name, "model name from the zoo (see `xsp models`)")->required();
   evaluate->add_option("--framework", framework, "predictor to use")->capture_default_str();
-  evaluate->add_option("--device", device, "cpu")->capture_default_str();
+  evaluate->add_option("--device", device, "cpu|cuda")->capture_default_str();
   evaluate->add_option("--batch-sizes", batch_sizes_text, "comma-separated batch sizes")->capture_default_str();
-  evaluate->add_option("--trace-level", trace_level_text, "model|framework")->capture_default_str();
+  evaluate->add_option("--trace-level", trace_level_text, "model|framework|library|system|kernel")->capture_default_str();
   evaluate->add_flag("--leveled", leveled, "leveled experimentation: run M, M/F, ... and take each level's "
                                            "latencies from its own run");
   evaluate->add_option("--iterations", iterations, "measured batches per run")->capture_default_str()->check(CLI::PositiveNumber);
@@ -256,7 +257,13 @@ int run_cli(int argc, char** argv) {
   if (*evaluate) {
     const auto batch_sizes = parse_batch_sizes(batch_sizes_text);
     const auto level = parse_trace_level(trace_level_text);
-    if (!level) throw CLI::ValidationError("--trace-level", "expected model|framework, got '" + trace_level_text + "'");
+    if (!level)
+      throw CLI::ValidationError("--trace-level",
+                                 "expected model|framework|library|system|kernel, got '" + trace_level_text + "'");
+    if (device != "cpu" && device != "cuda")
+      throw CLI::ValidationError("--device", "expected cpu or cuda, got '" + device + "'");
+    if (*level > TraceLevel::kFramework && device != "cuda")
+      throw CLI::ValidationError("--trace-level", "level '" + trace_level_text + "' traces GPU work: add --device cuda");
     // Open the store first: an unwritable store must fail before minutes of measurement, not after.
     auto store = open_store();
     const auto zoo = load_zoo(zoo_path);
@@ -280,6 +287,11 @@ int run_cli(int argc, char** argv) {
     options.synthetic = synthetic;
     options.seed = seed;
     options.device = DeviceSpec{device, 0};
+    std::unique_ptr<DeviceProfiler> device_profiler;
+    if (*level > TraceLevel::kFramework) {
+      device_profiler = create_device_profiler();
+      options.device_profiler = device_profiler.get();
+    }
     ProgressBar bar(!no_progress);
     auto record = run_evaluation(manifest, *predictor, options, [&](const Progress& p) { bar.update(p); });
     predictor->close();

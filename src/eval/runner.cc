@@ -66,18 +66,20 @@ nlohmann::json to_json(const std::vector<Classification>& results, std::size_t l
 
 }  // namespace
 
-std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler) {
-  if (trace_level != TraceLevel::kModel && trace_level != TraceLevel::kFramework)
+std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler,
+                                   bool have_device_profiler) {
+  if (trace_level == TraceLevel::kHardware)
+    throw std::invalid_argument("trace level 'hardware' (counters) is not supported yet; use kernel");
+  if (trace_level != TraceLevel::kModel && !have_framework_profiler)
     throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
-                                "' needs the GPU profilers, which this build does not have; use model or framework");
-  if (trace_level == TraceLevel::kFramework && !have_framework_profiler)
-    throw std::invalid_argument("trace level 'framework' needs a framework profiler; this predictor has none");
+                                "' needs a framework profiler; this predictor has none");
+  if (trace_level > TraceLevel::kFramework && !have_device_profiler)
+    throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
+                                "' needs the GPU profiler (CUPTI): use --device cuda on a CUDA build");
   if (!leveled) return {trace_level};
-  std::vector<TraceLevel> levels;
-  for (auto l : {TraceLevel::kModel, TraceLevel::kFramework}) {
-    levels.push_back(l);
-    if (l == trace_level) break;
-  }
+  std::vector<TraceLevel> levels{TraceLevel::kModel};
+  if (trace_level >= TraceLevel::kFramework) levels.push_back(TraceLevel::kFramework);
+  if (trace_level > TraceLevel::kFramework) levels.push_back(trace_level);
   return levels;
 }
 
@@ -92,7 +94,8 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
     throw std::invalid_argument("manifest " + manifest.path.string() + " has no input or output");
 
   FrameworkProfiler* framework_profiler = predictor.framework_profiler();
-  const auto levels = run_levels(options.trace_level, options.leveled, framework_profiler != nullptr);
+  const auto levels = run_levels(options.trace_level, options.leveled, framework_profiler != nullptr,
+                                 options.device_profiler != nullptr);
 
   const InputSpec& input_spec = manifest.inputs.front();
   const OutputSpec& output_spec = manifest.outputs.front();
@@ -133,8 +136,8 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
                 (options.warmup_iterations + options.iterations);
   std::size_t next_file = 0;
 
-  for (int batch_size : options.batch_sizes) {
-    for (TraceLevel level : levels) {
+  for (TraceLevel level : levels) {
+    for (int batch_size : options.batch_sizes) {
       RunRecord run;
       run.batch_size = batch_size;
       run.trace_level = level;
@@ -143,6 +146,8 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
 
       TraceRecorder recorder;
       const bool framework = enables(level, Level::kFramework);
+      DeviceProfiler* device = enables(level, Level::kLibrary) ? options.device_profiler : nullptr;
+      if (framework) framework_profiler->set_correlation_listener(device ? device->correlation_listener() : nullptr);
       std::map<std::string, std::vector<double>> stage_ns;
       ScopedSpan app(&recorder, Level::kApplication,
                      manifest.name + " bs=" + std::to_string(batch_size) + " " + std::string(to_string(level)),
@@ -159,7 +164,16 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
         // Warm-up batches get no recorder: nothing of them enters the trace.
         TraceRecorder* rec = measured ? &recorder : nullptr;
         const SpanId parent = measured ? app.id() : kNoSpan;
-        if (measured && i == options.warmup_iterations && framework) framework_profiler->start(recorder, kNoSpan);
+        if (measured && i == options.warmup_iterations) {
+          if (device) {
+            DeviceProfilerOptions device_options;
+            device_options.library = enables(level, Level::kLibrary);
+            device_options.system = enables(level, Level::kSystem);
+            device_options.kernel = enables(level, Level::kKernel);
+            device->start(recorder, device_options);
+          }
+          if (framework) framework_profiler->start(recorder, kNoSpan);
+        }
         std::vector<Tag> batch_tag{{"batch", std::to_string(i - options.warmup_iterations)}};
 
         std::vector<EncodedInput> inputs;
@@ -204,11 +218,18 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
           progress(state);
         }
       }
-      if (framework) framework_profiler->stop();
+      // The device profiler synchronizes and flushes first, while the ops its records point to are still open
+      // in the framework profiler's books.
+      if (device) device->stop();
+      if (framework) {
+        framework_profiler->stop();
+        framework_profiler->set_correlation_listener(nullptr);
+      }
       app.close();
 
       run.trace = recorder.take();
       run.trace.clock.unix_offset_ns = unix_offset_now_ns();
+      if (device) run.trace.clock.device_clock_mapping = device->clock_mapping();
       assemble(run.trace);
       for (auto& [stage, samples] : stage_ns) run.stage_latency_ns[stage] = summarize(samples);
       const double predict_ns = run.stage_latency_ns[kStagePredict].trimmed_mean;
@@ -219,6 +240,9 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
       record.runs.push_back(std::move(run));
     }
   }
+  std::stable_sort(record.runs.begin(), record.runs.end(), [](const RunRecord& a, const RunRecord& b) {
+    return a.batch_size != b.batch_size ? a.batch_size < b.batch_size : a.trace_level < b.trace_level;
+  });
   return record;
 }
 

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#ifdef XSP_WITH_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#endif
 #include <random>
 #include <stdexcept>
 
@@ -30,15 +32,28 @@ long int_param(const ProcessingStep& step, const std::string& key) {
   }
 }
 
-int interpolation(const ProcessingStep& step) {
+enum class Interpolation { kBilinear, kNearest, kBicubic, kArea };
+
+Interpolation interpolation(const ProcessingStep& step) {
   auto it = step.params.find("method");
   const std::string method = it == step.params.end() ? "bilinear" : it->second;
-  if (method == "bilinear") return cv::INTER_LINEAR;
-  if (method == "nearest") return cv::INTER_NEAREST;
-  if (method == "bicubic") return cv::INTER_CUBIC;
-  if (method == "area") return cv::INTER_AREA;
+  if (method == "bilinear") return Interpolation::kBilinear;
+  if (method == "nearest") return Interpolation::kNearest;
+  if (method == "bicubic") return Interpolation::kBicubic;
+  if (method == "area") return Interpolation::kArea;
   throw std::invalid_argument("resize: unknown method '" + method + "'");
 }
+
+#ifdef XSP_WITH_OPENCV
+int cv_interpolation(Interpolation i) {
+  switch (i) {
+    case Interpolation::kNearest: return cv::INTER_NEAREST;
+    case Interpolation::kBicubic: return cv::INTER_CUBIC;
+    case Interpolation::kArea: return cv::INTER_AREA;
+    default: return cv::INTER_LINEAR;
+  }
+}
+#endif
 
 }  // namespace
 
@@ -92,6 +107,10 @@ Preprocessor::Preprocessor(const InputSpec& spec) : spec_(spec) {
 }
 
 Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
+#ifndef XSP_WITH_OPENCV
+  (void)batch;
+  throw std::runtime_error("this build has no image decoder (configured without OpenCV): use --synthetic");
+#else
   const long channels = spec_.dimensions[0], height = spec_.dimensions[1], width = spec_.dimensions[2];
   Tensor out;
   out.shape = {static_cast<std::int64_t>(batch.size()), channels, height, width};
@@ -114,7 +133,7 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
         // torchvision keeps the aspect ratio and truncates the longer side.
         const int new_h = h <= w ? static_cast<int>(side) : static_cast<int>(side * static_cast<long>(h) / w);
         const int new_w = h <= w ? static_cast<int>(side * static_cast<long>(w) / h) : static_cast<int>(side);
-        cv::resize(image, image, cv::Size(new_w, new_h), 0, 0, interpolation(step));
+        cv::resize(image, image, cv::Size(new_w, new_h), 0, 0, cv_interpolation(interpolation(step)));
       } else if (step.op == "center_crop") {
         const int size = static_cast<int>(int_param(step, "size"));
         if (image.rows < size || image.cols < size)
@@ -151,6 +170,7 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
     }
   }
   return out;
+#endif
 }
 
 Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed) {

@@ -11,6 +11,7 @@
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/predictor/predictor.h"
+#include "xsp/profilers/device_profiler.h"
 #include "xsp/record/record.h"
 
 namespace xsp {
@@ -26,6 +27,9 @@ struct EvaluationOptions {
   bool synthetic = false;            ///< feed seeded random tensors instead of images (no decode)
   std::uint64_t seed = 0;            ///< seed of synthetic inputs (recorded in settings)
   DeviceSpec device;
+  /// Records LIBRARY/SYSTEM/KERNEL spans in runs whose level enables them; required for those levels.
+  /// Owned by the caller (see create_device_profiler()).
+  DeviceProfiler* device_profiler = nullptr;
 };
 
 /// Progress of an evaluation: `done` of `total` batches (warm-up included) and what runs now.
@@ -36,12 +40,16 @@ struct Progress {
 };
 using ProgressCallback = std::function<void(const Progress&)>;
 
-/// The trace levels a run sequence covers: {trace_level} or, when leveled, every level from model down to it.
-/// Throws std::invalid_argument for levels this build cannot record (deeper than framework without the GPU
-/// profilers).
-std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler);
+/// The trace levels a run sequence covers: {trace_level} or, when leveled, M, M/F and then trace_level if it is
+/// deeper (library, system and kernel levels come from the device profiler in one run: M/F/K).
+/// Throws std::invalid_argument when a level needs a profiler that is missing (framework profiler; device
+/// profiler for library/system/kernel) or for hardware (counters are not collected by this runner).
+std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler,
+                                   bool have_device_profiler = false);
 
-/// Runs the whole evaluation with `predictor` (already loaded with `manifest`). Returns the record (not yet
+/// Runs the whole evaluation with `predictor` (already loaded with `manifest`). Runs go level by level (all
+/// M runs first, then M/F, then M/F/K) so that no shallower run follows a deeper profiler's start; the
+/// record lists them sorted by (batch size, level). Returns the record (not yet
 /// stored) with assembled traces and per-run summaries; settings["sample_outputs"] holds the top-k of the
 /// last measured batch of each batch size's first run (input id, classes, probabilities, labels). Throws std::invalid_argument for bad options
 /// (batch size < 1, no iterations) and propagates pipeline/predictor errors (std::runtime_error).

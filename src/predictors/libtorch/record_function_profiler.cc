@@ -32,6 +32,7 @@ constexpr std::size_t kInitialOps = 8192;
 
 /// One observed op, as raw as possible (formatted in stop()).
 struct OpRecord {
+  SpanId id = kNoSpan;                  ///< final span id, taken at op start so listeners can use it
   std::int64_t start_ns = 0;
   std::int64_t end_ns = -1;             ///< -1 while open; still -1 at stop() = unfinished (dropped)
   SpanId context_parent = kNoSpan;      ///< for top-level ops of the start thread: the parent at op start
@@ -80,6 +81,8 @@ struct Session final : c10::MemoryReportingInfoBase {
   explicit Session(const RecordFunctionProfilerOptions& o) : opts(o) {}
 
   RecordFunctionProfilerOptions opts;
+  TraceRecorder* recorder = nullptr;         ///< span ids come from it (lock-free)
+  OpCorrelationListener* listener = nullptr; ///< told of each recorded op (CUPTI external correlation)
   std::atomic<SpanId> parent{kNoSpan};
   std::atomic<bool> active{true};
   std::mutex mu;  // guards `threads` (registration is once per thread per session; never on the hot path)
@@ -193,6 +196,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   }
   if (opts.record_shapes) record_shapes(*b, r, rf);
   b->stack.push_back({index, &rf});
+  r.id = b->session->recorder->next_id();
+  if (b->session->listener != nullptr) b->session->listener->op_enter(r.id);
   // Taken last so that the observer's own bookkeeping falls outside the op's interval.
   r.start_ns = now_ns();
   return nullptr;
@@ -214,6 +219,7 @@ void on_op_end(const at::RecordFunction& rf, at::ObserverContext* /*ctx*/) {
   if (entry.index < 0) return;
   OpRecord& r = b->ops[static_cast<std::size_t>(entry.index)];
   r.end_ns = t;
+  if (b->session->listener != nullptr) b->session->listener->op_exit(r.id);
   if (r.parent >= 0) b->ops[static_cast<std::size_t>(r.parent)].alloc_bytes += r.alloc_bytes;
 }
 
@@ -257,6 +263,7 @@ void format_shapes(const std::vector<std::int64_t>& pool, const OpRecord& r, std
 
 struct RecordFunctionProfiler::Impl {
   RecordFunctionProfilerOptions options;
+  OpCorrelationListener* listener = nullptr;
   std::atomic<SpanId> pending_parent{kNoSpan};
   TraceRecorder* recorder = nullptr;
   std::shared_ptr<Session> session;
@@ -288,6 +295,8 @@ bool RecordFunctionProfiler::started() const { return impl_->session != nullptr;
 void RecordFunctionProfiler::start(TraceRecorder& recorder, SpanId parent) {
   if (impl_->session) throw std::logic_error("RecordFunctionProfiler::start: already started");
   auto session = std::make_shared<Session>(impl_->options);
+  session->recorder = &recorder;
+  session->listener = impl_->listener;
   session->parent.store(parent, std::memory_order_relaxed);
   impl_->recorder = &recorder;
   impl_->start_thread = std::this_thread::get_id();
@@ -307,6 +316,11 @@ void RecordFunctionProfiler::start(TraceRecorder& recorder, SpanId parent) {
     cb.scopes({at::RecordScope::FUNCTION});
     impl_->callback = at::addThreadLocalCallback(cb);
   }
+}
+
+void RecordFunctionProfiler::set_correlation_listener(OpCorrelationListener* listener) {
+  if (impl_->session) throw std::logic_error("RecordFunctionProfiler::set_correlation_listener: call before start()");
+  impl_->listener = listener;
 }
 
 void RecordFunctionProfiler::set_parent(SpanId parent) {
@@ -334,7 +348,6 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
   }
   std::vector<Span> spans;
   spans.reserve(finished);
-  SpanId next = finished > 0 ? rec.reserve_ids(finished) : kNoSpan;
   std::string path, type, shapes;
   for (const auto& t : session->threads) {
     // Module paths are shared by all ops of a module call: convert each hierarchy once.
@@ -342,7 +355,7 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
     for (std::size_t i = 0; i < t->modules.size(); ++i) module_path(t->modules[i], modules[i].first, modules[i].second);
     std::vector<SpanId> ids(t->ops.size(), kNoSpan);
     for (std::size_t i = 0; i < t->ops.size(); ++i)
-      if (t->ops[i].end_ns >= 0) ids[i] = next++;
+      if (t->ops[i].end_ns >= 0) ids[i] = t->ops[i].id;
     for (std::size_t i = 0; i < t->ops.size(); ++i) {
       const OpRecord& r = t->ops[i];
       if (ids[i] == kNoSpan) continue;

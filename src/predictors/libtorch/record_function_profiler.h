@@ -50,6 +50,9 @@ class RecordFunctionProfiler final : public FrameworkProfiler {
 
   /// See FrameworkProfiler::start. Throws std::logic_error if already started.
   void start(TraceRecorder& recorder, SpanId parent) override;
+  /// See FrameworkProfiler::set_correlation_listener. The listener gets each recorded op's span id (taken
+  /// from the recorder at op start) on enter and exit. Throws std::logic_error while started.
+  void set_correlation_listener(OpCorrelationListener* listener) override;
   /// See FrameworkProfiler::set_parent (one relaxed atomic store; any thread).
   void set_parent(SpanId parent) override;
   /// Must run on the start thread after the last predict returned. Flushes spans and the counters

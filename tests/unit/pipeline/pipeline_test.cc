@@ -36,6 +36,12 @@ InputSpec imagenet_spec() {
 
 fs::path images_dir() { return fs::path(XSP_SOURCE_DIR) / "data" / "images"; }
 
+#ifdef XSP_WITH_OPENCV
+#define REQUIRE_DECODER()
+#else
+#define REQUIRE_DECODER() GTEST_SKIP() << "built without OpenCV"
+#endif
+
 }  // namespace
 
 TEST(Pipeline, ListsTheShippedPhotographsSorted) {
@@ -58,6 +64,7 @@ TEST(Pipeline, MissingOrEmptyInputFolderIsAnError) {
 }
 
 TEST(Pipeline, PreprocessesRealPhotographsToNormalizedNCHW) {
+  REQUIRE_DECODER();
   const auto files = list_images(images_dir());
   std::vector<EncodedInput> batch{read_input(files[0]), read_input(files[1])};
   const Preprocessor pre(imagenet_spec());
@@ -78,6 +85,7 @@ TEST(Pipeline, PreprocessesRealPhotographsToNormalizedNCHW) {
 }
 
 TEST(Pipeline, NormalizeMatchesTheFormulaOnAKnownPixel) {
+  REQUIRE_DECODER();
   // A 4x4 image with one colour (R=255, G=0, B=51) survives resize/crop unchanged in colour.
   InputSpec spec = imagenet_spec();
   spec.dimensions = {3, 2, 2};
@@ -97,6 +105,7 @@ TEST(Pipeline, NormalizeMatchesTheFormulaOnAKnownPixel) {
 }
 
 TEST(Pipeline, ShapeMismatchAfterStepsNamesTheInput) {
+  REQUIRE_DECODER();
   InputSpec spec = imagenet_spec();
   spec.steps.erase(spec.steps.begin() + 2);  // no center crop: 256 x 341 is not 224 x 224
   const auto files = list_images(images_dir());
@@ -110,6 +119,7 @@ TEST(Pipeline, ShapeMismatchAfterStepsNamesTheInput) {
 }
 
 TEST(Pipeline, UndecodableInputIsAnError) {
+  REQUIRE_DECODER();
   EXPECT_THROW(Preprocessor(imagenet_spec()).run({EncodedInput{"junk.jpg", {1, 2, 3}}}), std::runtime_error);
 }
 

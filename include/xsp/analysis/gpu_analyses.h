@@ -1,0 +1,263 @@
+// GPU-level analyses of SPEC §4: A8, A10, A11, A13, A15, and (beyond the paper) the GPU idle-time breakdown and
+// kernel launch statistics that Holistic Trace Analysis (HTA) computes.
+//
+// Runs read (SPEC §3, through EvaluationRecord::run_for_level): kernel latencies from the M/F/K run
+// (Level::kKernel), layer latencies from the M/F run (Level::kFramework), model latency from the M run
+// (Level::kModel). Without leveled runs run_for_level() returns the one run that has the level, and the run note
+// says its latencies carry the overhead of deeper profilers.
+//
+// Trace conventions read here (docs/spans.md):
+//  - a KERNEL span (kernel, memcpy or memset as it ran on the device) hangs under the SYSTEM span of the API call
+//    that launched it (same correlation id), which hangs under the innermost FRAMEWORK op open at the call, whose
+//    chain of enclosing ops ends at a *layer* (top-level op, parent = MODEL "predict"); API calls made outside any
+//    op hang directly under "predict";
+//  - a KERNEL span's thread_id is its stream's track; its "kind" tag says kernel|memcpy|memset.
+// All KERNEL-level spans count as GPU work ("kernels" below): memcpy and memset occupy the device as kernels do,
+// and SPEC §2 puts them on the same level.
+//
+// Layers of the M/F and the M/F/K run are matched by layer index within the predict span: the same model runs the
+// same op sequence, so index i is the same layer in both runs. The layer types of the two runs are compared and a
+// note says where they differ.
+//
+// Hardware counters (HARDWARE level, M/F/K/H runs) are not collected yet: the counter columns of A8 and A15 exist
+// and stay empty, with a note.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xsp/analysis/analyses.h"
+#include "xsp/analysis/table.h"
+#include "xsp/record/record.h"
+#include "xsp/trace/trace.h"
+
+namespace xsp {
+
+/// Note of every GPU analysis table on an evaluation (or batch size) without a KERNEL-level run.
+inline constexpr const char* kNoKernelRun =
+    "no KERNEL-level run in this evaluation (use --device cuda --trace-level kernel)";
+
+/// Layer index of GPU work launched inside a predict span but outside every layer (API call placed directly under
+/// "predict").
+inline constexpr std::size_t kNoLayer = std::numeric_limits<std::size_t>::max();
+
+// ---------------------------------------------------------------------------------------------------------
+// Kernel extraction (one M/F/K trace)
+// ---------------------------------------------------------------------------------------------------------
+
+/// One KERNEL-level span placed in a measured batch. Views point into the trace it was extracted from and are
+/// valid while that trace lives.
+struct GpuKernel {
+  std::size_t batch = 0;               ///< ordinal of its predict span (predict spans by start time, then id)
+  std::size_t layer_index = kNoLayer;  ///< index of its layer within the predict span, kNoLayer outside layers
+  std::size_t kernel_index = 0;        ///< order within (batch, layer) by start time, then span id
+  std::string_view name;               ///< kernel name, or "Memcpy HtoD" / "Memset" ...
+  std::int64_t start_ns = 0, end_ns = 0;  ///< on the device, mapped onto the host clock (ns)
+  std::uint64_t stream = 0;            ///< stream track id (Span::thread_id)
+  SpanId span_id = kNoSpan;
+  /// The launching SYSTEM span (the KERNEL span's parent, docs/spans.md); kNoSpan when the parent is not SYSTEM.
+  SpanId launch_span_id = kNoSpan;
+  std::string_view launch_api;                 ///< its name ("cudaLaunchKernel"), "" without one
+  std::int64_t launch_start_ns = 0, launch_end_ns = 0;  ///< host clock (ns); meaningful with a launch span
+  bool graph_launch = false;  ///< tag "attribution" = "graph-launch": replayed from a CUDA graph
+
+  bool has_launch() const { return launch_span_id != kNoSpan; }
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+  /// Launch delay (ns): kernel start − launch API call start (HTA's "kernel launch delay"); needs has_launch().
+  std::int64_t launch_delay_ns() const { return start_ns - launch_start_ns; }
+};
+
+/// A measured batch's MODEL "predict" span.
+struct PredictWindow {
+  SpanId span_id = kNoSpan;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
+/// The GPU work of one trace, placed in predict spans and layers.
+struct KernelTimeline {
+  std::vector<PredictWindow> predicts;  ///< every predict span, by start time then id (index = GpuKernel::batch)
+  /// Kernels inside a predict span, sorted by (batch, layer_index with kNoLayer last, start, span id).
+  std::vector<GpuKernel> kernels;
+  LayerStats layers;  ///< the trace's own layers (names and types per index; latencies carry kernel overhead)
+  std::size_t kernel_spans = 0;     ///< all KERNEL-level spans of the trace
+  std::size_t outside_predict = 0;  ///< KERNEL spans whose ancestry reaches no predict span (not counted)
+  std::size_t without_launch = 0;   ///< kernels (inside predict) whose parent is not a SYSTEM span
+  std::size_t graph_launched = 0;   ///< kernels (inside predict) tagged attribution = graph-launch
+
+  std::size_t batches() const { return predicts.size(); }
+};
+
+/// Places every KERNEL span of `trace` by walking its parent chain (memoised: each span is visited once; parent
+/// cycles and dangling ids end the walk). O(n) plus sorting the kernels and layers. The returned views point into
+/// `trace`.
+KernelTimeline extract_kernels(const Trace& trace);
+
+// ---------------------------------------------------------------------------------------------------------
+// Timeline arithmetic
+// ---------------------------------------------------------------------------------------------------------
+
+/// Length (ns) of the union of [start, end) intervals: time during which at least one of them is running, so
+/// overlapping kernels on different streams count once. Empty or inverted intervals add nothing.
+std::int64_t union_length_ns(std::vector<std::pair<std::int64_t, std::int64_t>> intervals);
+
+/// One piece of GPU work for idle_breakdown(): its device interval and, when known, when its launch API call
+/// started on the host.
+struct GpuInterval {
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::optional<std::int64_t> launch_start_ns;
+};
+
+/// GPU idle-time breakdown of one window (HTA's idle-time analysis, adapted to a predict span; all ns).
+/// busy_ns + idle_ns = window_ns, and idle_ns = host_wait_ns + launch_latency_ns + before_first_ns +
+/// after_last_ns + unattributed_ns.
+struct IdleBreakdown {
+  std::int64_t window_ns = 0;  ///< window length
+  std::int64_t busy_ns = 0;    ///< union of the intervals clipped to the window (all streams)
+  std::int64_t idle_ns = 0;    ///< window − busy
+  /// Gaps between kernels whose next kernel's launch call started at or after the GPU went idle (the end of
+  /// all earlier work): the GPU waited for the host to issue work ("host-bound: waiting for launches").
+  std::int64_t host_wait_ns = 0;
+  /// Gaps whose next kernel had been launched before the GPU went idle but started only after it: launch latency.
+  std::int64_t launch_latency_ns = 0;
+  std::int64_t before_first_ns = 0;  ///< window start to the first kernel's start
+  std::int64_t after_last_ns = 0;    ///< the last kernel's end to the window end
+  /// Gaps whose next kernel has no known launch call; the whole window when it holds no kernel.
+  std::int64_t unattributed_ns = 0;
+  std::size_t gaps = 0;  ///< interior gaps (between kernels)
+};
+
+/// Splits [window_start_ns, window_end_ns) into GPU busy and idle time: the union of `kernels` (clipped to the
+/// window) is busy; every gap of the union is idle and attributed by the rules of IdleBreakdown. The "next kernel"
+/// of an interior gap is the one starting where the gap ends (of several, the earliest-launched). Each gap is
+/// attributed whole to one category.
+IdleBreakdown idle_breakdown(std::int64_t window_start_ns, std::int64_t window_end_ns,
+                             std::vector<GpuInterval> kernels);
+
+// ---------------------------------------------------------------------------------------------------------
+// The runs of one batch size
+// ---------------------------------------------------------------------------------------------------------
+
+/// Everything the GPU analyses read for one batch size, looked up and aggregated once. Pointers refer into the
+/// EvaluationRecord it was made from.
+struct GpuRuns {
+  int batch_size = 0;
+  const RunRecord* model_run = nullptr;      ///< run_for_level(b, kModel): the M run
+  const RunRecord* framework_run = nullptr;  ///< run_for_level(b, kFramework): the M/F run
+  const RunRecord* kernel_run = nullptr;     ///< run_for_level(b, kKernel): the M/F/K run; null = no GPU analyses
+  /// Model latency (ns): trimmed mean of the M run's predict latency (SPEC §3); NaN when unknown.
+  double model_latency_ns = 0;
+  LayerStats layers;       ///< the M/F run's layers (layer latencies)
+  KernelTimeline kernels;  ///< the M/F/K run's kernels
+  std::string model_note, layer_note, kernel_note;  ///< run notes ("model latency from the M run ...")
+  std::vector<std::string> notes;  ///< layer matching between the M/F and M/F/K runs, placement counts
+};
+
+/// Looks up and aggregates the runs of `batch_size` (see GpuRuns). Without a KERNEL-level run only batch_size and
+/// kernel_run (null) are set.
+GpuRuns gpu_runs(const EvaluationRecord& record, int batch_size);
+
+/// gpu_runs() memoised per batch size, so several analyses of one invocation aggregate each run once. Holds a
+/// reference to `record`, which must outlive it.
+class GpuRunsCache {
+ public:
+  explicit GpuRunsCache(const EvaluationRecord& record) : record_(record) {}
+  const GpuRuns& get(int batch_size);
+  const EvaluationRecord& record() const { return record_; }
+
+ private:
+  const EvaluationRecord& record_;
+  std::map<int, std::unique_ptr<GpuRuns>> runs_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Per batch size analyses (one table per batch size)
+// ---------------------------------------------------------------------------------------------------------
+//
+// "Per batch" values are over the measured batches (predict spans) of the M/F/K run: latencies are the trimmed
+// mean (SPEC §3) of the per-batch sums (a batch without such a kernel contributes 0); counts are occurrences /
+// batches. Without a KERNEL-level run for the batch size the table has its columns, no rows and the note
+// kNoKernelRun.
+
+/// A8 "Kernel information": one row per kernel occurrence (layer index, kernel index within the layer), in that
+/// order (kernels outside layers last, layer_index empty): layer_index, kernel_index, layer_name, kernel_name,
+/// latency_ms (trimmed mean over batches of that occurrence's duration, M/F/K run), then the hardware counter
+/// columns gflops, dram_read_bytes, dram_write_bytes, achieved_occupancy, arithmetic_intensity (FLOPs / DRAM
+/// bytes), achieved_flops_per_s, bound (memory|compute, SPEC §4), empty until counters are collected.
+Table a8_kernel_information(const EvaluationRecord& record, int batch_size);
+Table a8_kernel_information(const GpuRuns& runs);
+
+/// A10 "Kernels by name": kernel_name, count (occurrences / batches), total_latency_ms (trimmed mean of the
+/// per-batch sum of its durations), mean_latency_us (sum of durations / occurrences), percent_of_model_latency
+/// (100 × total / model latency of the M run), percent_of_kernel_time (100 × total / sum of the totals of all
+/// names); sorted by total descending, ties by name; bar on total_latency_ms.
+Table a10_kernels_by_name(const EvaluationRecord& record, int batch_size);
+Table a10_kernels_by_name(const GpuRuns& runs);
+
+/// A11 "Kernels by layer": layer_index, layer_name, layer_type, kernel_count (per batch), kernel_latency_ms
+/// (trimmed mean of the per-batch sum of the layer's kernels, M/F/K run), layer_latency_ms (trimmed mean, M/F
+/// run), gpu_percent (100 × kernel latency / layer latency; SPEC §3 derived quantity, may exceed 100 when
+/// kernels run after the layer returned). A last row with empty index covers kernels launched outside layers.
+Table a11_kernels_by_layer(const EvaluationRecord& record, int batch_size);
+Table a11_kernels_by_layer(const GpuRuns& runs);
+
+/// A13 "GPU vs non-GPU latency per layer": layer_index, layer_name, layer_latency_ms (M/F run), gpu_latency_ms
+/// (as A11's kernel_latency_ms, M/F/K run), non_gpu_latency_ms = layer − gpu (SPEC §3). Negative values are
+/// kept (kernels overlapping on several streams, or running after the layer returned asynchronously) and
+/// explained in a note. Bar on non_gpu_latency_ms.
+Table a13_gpu_vs_non_gpu(const EvaluationRecord& record, int batch_size);
+Table a13_gpu_vs_non_gpu(const GpuRuns& runs);
+
+/// "Kernels with the largest launch delay" (id "launch-stats"): the `top` kernel occurrences of the M/F/K run
+/// with the largest launch delay (kernel start − launch API start), descending: batch, layer_index, layer_name,
+/// kernel_name, launch_api, launch_delay_us, duration_us.
+Table kernel_launch_delay_top(const EvaluationRecord& record, int batch_size, std::size_t top = 10);
+Table kernel_launch_delay_top(const GpuRuns& runs, std::size_t top = 10);
+
+// ---------------------------------------------------------------------------------------------------------
+// Across batch sizes (one table, one row per batch size with a KERNEL-level run, ascending)
+// ---------------------------------------------------------------------------------------------------------
+
+/// A15 "Kernels by model": batch_size, model_latency_ms (trimmed mean, M run), kernel_latency_ms (trimmed mean
+/// of the per-batch sum of kernel durations, M/F/K run), kernel_count (per batch), gpu_busy_ms (trimmed mean of
+/// the per-batch union of kernel intervals, all streams: overlapping kernels count once), then empty gflops,
+/// dram_read_bytes, dram_write_bytes, achieved_occupancy, bound (hardware counters not collected).
+Table a15_kernels_by_model(const EvaluationRecord& record);
+Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_sizes);
+
+/// "GPU idle time" (id "gpu-idle", HTA's idle-time breakdown): per batch size, idle_breakdown() of each predict
+/// span of the M/F/K run over its own kernels, averaged (plain mean, so the parts add up) over the batches:
+/// batch_size, predict_ms, gpu_busy_ms, idle_ms, idle_percent (100 × idle / predict), host_wait_ms,
+/// launch_latency_ms, before_first_kernel_ms, after_last_kernel_ms, unattributed_ms.
+Table gpu_idle_time(const EvaluationRecord& record);
+Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes);
+
+/// "Kernel launch statistics" (id "launch-stats", after HTA's kernel launch statistics), M/F/K run:
+/// batch_size, launches_per_batch, launch_delay_p50_us / _p90_us / _p99_us (kernel start − its launch API call
+/// start, over all kernels with a SYSTEM parent; percentiles of type 7, xsp::percentile), launch_api_p50_us /
+/// _p99_us (duration of the distinct launching API calls), kernels_under_10us (per batch),
+/// kernels_under_10us_percent, kernels_under_2us (per batch), kernels_under_2us_percent (of all kernels).
+Table kernel_launch_statistics(const EvaluationRecord& record);
+Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batch_sizes);
+
+// ---------------------------------------------------------------------------------------------------------
+// Dispatch (used by run_analyses())
+// ---------------------------------------------------------------------------------------------------------
+
+/// The GPU analysis ids, as analysis_ids() lists them: "A8", "A10", "A11", "A13", "A15", "gpu-idle",
+/// "launch-stats".
+const std::vector<std::string>& gpu_analysis_ids();
+
+/// Runs GPU analysis `id` (one of gpu_analysis_ids(), case-insensitive) for `batch_sizes`: A8, A10, A11, A13
+/// give one table per batch size; A15 and gpu-idle one table over them; launch-stats the statistics table
+/// followed by one top-10 launch-delay table per batch size. Throws std::invalid_argument for another id.
+std::vector<Table> run_gpu_analysis(const std::string& id, const std::vector<int>& batch_sizes,
+                                    GpuRunsCache& cache);
+
+}  // namespace xsp

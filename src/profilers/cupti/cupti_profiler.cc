@@ -1,0 +1,692 @@
+// CUPTI Activity API → GpuActivityLog → spans. Record layouts are those of CUDA 13's cupti_activity.h
+// (CUPTI_API_VERSION 130001): CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivityMemcpyPtoP4,
+// CUpti_ActivityMemset4, CUpti_ActivityAPI, CUpti_ActivityExternalCorrelation, CUpti_ActivityMarker2,
+// CUpti_ActivitySynchronization2, CUpti_ActivityOverhead3. A CUPTI that hands out another layout for a kind
+// reports a different CUPTI_API_VERSION at build time; the static_asserts below catch a header change.
+#include "cupti_profiler.h"
+
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+namespace xsp {
+namespace cupti {
+
+namespace {
+
+static_assert(CUPTI_API_VERSION >= 130000, "XSP's CUPTI layer reads CUDA 13 activity records (CUpti_ActivityKernel10)");
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors
+
+std::string result_text(CUptiResult r) {
+  const char* text = nullptr;
+  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return "CUPTI error " + std::to_string(r);
+  return text;
+}
+
+/// Why a CUPTI error at start-up usually happens, in the user's terms.
+std::string hint(CUptiResult r) {
+  switch (r) {
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return " (another profiler is attached to this process: Nsight Systems/Compute, the PyTorch profiler, "
+             "or a CUDA_INJECTION64_PATH tool; CUPTI supports one at a time)";
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+      return " (insufficient privileges for GPU profiling: see "
+             "https://developer.nvidia.com/CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, or run as root)";
+    case CUPTI_ERROR_INVALID_DEVICE:
+      return " (no usable CUDA device visible to this process)";
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      return " (CUPTI could not initialize: is the NVIDIA driver loaded and libcupti from the same CUDA release?)";
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+      return " (profiling is not supported on this virtualized GPU)";
+    default:
+      return "";
+  }
+}
+
+void check(CUptiResult r, const char* call) {
+  if (r != CUPTI_SUCCESS) {
+    throw std::runtime_error(std::string("CUPTI: ") + call + " failed: " + result_text(r) + hint(r));
+  }
+}
+
+void check_cuda(cudaError_t e, const char* call) {
+  if (e != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA: ") + call + " failed: " + cudaGetErrorName(e) + ": " +
+                             cudaGetErrorString(e));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Host clock for CUPTI. CUPTI calls this for every CPU-side record and when it converts GPU timestamps, so every
+// timestamp it writes is already CLOCK_MONOTONIC ns, the clock of every other span.
+
+uint64_t CUPTIAPI host_timestamp() { return static_cast<uint64_t>(now_ns()); }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Buffers. CUPTI asks for empty buffers and hands full ones back; each one returned is parsed at once and goes
+// back to a free list, so a long run reuses a handful of buffers instead of stopping when they run out. Buffers
+// live for the process: CUPTI may still hold one after a profiler is destroyed.
+
+constexpr std::size_t kBufferBytes = 8u << 20;  // 8 MiB: ~50k kernel records
+constexpr std::size_t kMaxBuffers = 64;         // 512 MiB at most, only reached if parsing falls behind
+constexpr std::size_t kBufferAlign = 8;         // CUPTI requires 8-byte aligned buffers
+
+struct BufferPool {
+  std::mutex mu;
+  std::vector<std::uint8_t*> free;
+  std::size_t allocated = 0;
+  std::uint64_t refused = 0;  // requests declined at the cap: CUPTI drops records, counted as dropped
+};
+
+BufferPool& pool() {
+  static BufferPool* p = new BufferPool();  // never destroyed: CUPTI may call back during exit
+  return *p;
+}
+
+std::atomic<CuptiProfiler*> g_active{nullptr};
+std::atomic<std::uint64_t> g_buffers_completed{0};
+std::atomic<std::uint64_t> g_dump_sequence{0};
+
+/// Makes sure `n` buffers wait in the free list, written once so that their pages are mapped: a run's first
+/// buffer requests then cost CUPTI no allocation or page faults inside the measured work.
+void prefill_pool(std::size_t n) {
+  BufferPool& p = pool();
+  std::lock_guard lock(p.mu);
+  while (p.free.size() < n && p.allocated < kMaxBuffers) {
+    auto* b = static_cast<std::uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+    if (b == nullptr) return;
+    std::memset(b, 0, kBufferBytes);
+    p.free.push_back(b);
+    ++p.allocated;
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  BufferPool& p = pool();
+  std::lock_guard lock(p.mu);
+  *max_records = 0;  // as many as fit
+  if (!p.free.empty()) {
+    *buffer = p.free.back();
+    p.free.pop_back();
+    *size = kBufferBytes;
+    return;
+  }
+  if (p.allocated >= kMaxBuffers) {
+    ++p.refused;
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  if (*buffer != nullptr) ++p.allocated;
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid) {
+  (void)size;
+  g_buffers_completed.fetch_add(1, std::memory_order_relaxed);
+  if (CuptiProfiler* profiler = g_active.load(std::memory_order_acquire); profiler != nullptr && valid > 0) {
+    profiler->parse_buffer(buffer, valid);
+  }
+  (void)context;
+  (void)stream_id;
+  if (buffer != nullptr) {
+    BufferPool& p = pool();
+    std::lock_guard lock(p.mu);
+    p.free.push_back(buffer);
+  }
+}
+
+/// Records dropped for lack of buffer space since the last call. Since CUDA 6 every buffer is global, so the
+/// global queue (NULL context, stream 0) holds the count for all contexts and streams.
+std::uint64_t take_dropped() {
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) return 0;
+  return dropped;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Record conversion helpers
+
+CopyKind copy_kind(std::uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return CopyKind::kHtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return CopyKind::kDtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return CopyKind::kHtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return CopyKind::kAtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return CopyKind::kAtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return CopyKind::kAtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return CopyKind::kDtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return CopyKind::kDtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CopyKind::kHtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CopyKind::kPtoP;
+    default: return CopyKind::kUnknown;
+  }
+}
+
+MemoryKind memory_kind(std::uint32_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemoryKind::kPageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return MemoryKind::kPinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return MemoryKind::kDevice;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return MemoryKind::kArray;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return MemoryKind::kManaged;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return MemoryKind::kDeviceStatic;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return MemoryKind::kManagedStatic;
+    default: return MemoryKind::kUnknown;
+  }
+}
+
+const char* sync_type(CUpti_ActivitySynchronizationType t) {
+  switch (t) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "event_synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "stream_wait_event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "stream_synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "context_synchronize";
+    default: return "unknown";
+  }
+}
+
+const char* overhead_kind(CUpti_ActivityOverheadKind k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver_compiler";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "cupti_buffer_flush";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "cupti_instrumentation";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "cupti_resource";
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "runtime_triggered_module_loading";
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "lazy_function_loading";
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "command_buffer_full";
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "activity_buffer_request";
+    default: return "unknown";
+  }
+}
+
+/// API calls that launch, copy, wait or allocate nothing: recording them only inflates the trace (PyTorch calls
+/// cudaGetDevice around almost every op). They are counted in "cupti.filtered_api_records", never dropped silently.
+bool is_noise_api(std::string_view name) {
+  static constexpr std::array<std::string_view, 24> kNoise = {
+      "cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetDeviceCount",
+      "cudaDeviceGetAttribute", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo", "cudaGetDriverEntryPoint",
+      "cudaGetDriverEntryPointByVersion", "cudaFuncGetAttributes", "cudaPointerGetAttributes",
+      "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGet",
+      "cuDeviceGetCount", "cuGetProcAddress", "cuDevicePrimaryCtxGetState", "cuStreamIsCapturing",
+      "cuStreamGetCaptureInfo",
+      // CUDA 13's runtime looks each kernel up through the library API on its first launch.
+      "cuLibraryGetKernel", "cuKernelGetName"};
+  for (std::string_view n : kNoise) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+/// "cudaLaunchKernel_v7000" → "cudaLaunchKernel", "cudaMemcpyAsync_ptsz_v7000" → "cudaMemcpyAsync",
+/// "cuMemcpyHtoD_v2" → "cuMemcpyHtoD": the name the user wrote, not the ABI version CUPTI reports.
+std::string clean_api_name(std::string name) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    const auto us = name.rfind('_');
+    if (us == std::string::npos || us == 0) break;
+    std::string_view tail(name.c_str() + us + 1);
+    const bool version = tail.size() >= 2 && tail[0] == 'v' &&
+                         tail.find_first_not_of("0123456789", 1) == std::string_view::npos;
+    if (version || tail == "ptsz" || tail == "ptds") {
+      name.resize(us);
+      changed = true;
+    }
+  }
+  return name;
+}
+
+/// Directory of the libcupti this process uses, for NVTX_INJECTION64_PATH ("" if unknown).
+std::string loaded_cupti_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiActivityEnable), &info) == 0 || info.dli_fname == nullptr) return {};
+  return info.dli_fname;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------------
+
+CuptiProfiler::CuptiProfiler() = default;
+
+CuptiProfiler::~CuptiProfiler() {
+  if (running_) {
+    try {
+      stop();
+    } catch (...) {
+      // A destructor must not throw; stop() has already left CUPTI disabled on its error path.
+    }
+  }
+}
+
+std::string CuptiProfiler::clock_mapping() const { return clock_mapping_; }
+
+void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& options) {
+  if (running_) throw std::logic_error("CuptiProfiler::start: already started");
+  CuptiProfiler* expected = nullptr;
+  if (!g_active.compare_exchange_strong(expected, this)) {
+    throw std::logic_error("CuptiProfiler::start: another CUPTI profiler is running in this process");
+  }
+  recorder_ = &recorder;
+  options_ = options;
+  {
+    std::lock_guard lock(mu_);
+    log_ = GpuActivityLog{};
+    open_markers_.clear();
+  }
+  std::vector<CUpti_ActivityKind> enabled;
+  try {
+    // NVTX ranges reach CUPTI only if NVTX loads libcupti as its injection library, which each NVTX client
+    // (libtorch, cuDNN, this program) decides once, at its first NVTX call, from NVTX_INJECTION64_PATH.
+    if (options.library && std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
+      if (const std::string path = loaded_cupti_path(); !path.empty()) setenv("NVTX_INJECTION64_PATH", path.c_str(), 0);
+    }
+
+    // Thread ids as gettid() reports them, so SYSTEM spans share tracks with the CPU spans (current_thread_id).
+    check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType(SYSTEM)");
+
+    // Clock: before any kind is enabled, as CUPTI requires.
+    const CUptiResult ts = cuptiActivityRegisterTimestampCallback(&host_timestamp);
+    if (ts == CUPTI_SUCCESS) {
+      clock_offset_ns_ = 0;
+      clock_mapping_ = "cupti timestamp callback: CLOCK_MONOTONIC";
+    } else {
+      // Measured offset: the sample with the narrowest host bracket bounds the error best.
+      std::int64_t best_bracket = INT64_MAX;
+      std::int64_t best_offset = 0;
+      for (int i = 0; i < 16; ++i) {
+        std::uint64_t cupti_ts = 0;
+        const std::int64_t h0 = now_ns();
+        check(cuptiGetTimestamp(&cupti_ts), "cuptiGetTimestamp");
+        const std::int64_t h1 = now_ns();
+        if (h1 - h0 < best_bracket) {
+          best_bracket = h1 - h0;
+          best_offset = h0 + (h1 - h0) / 2 - static_cast<std::int64_t>(cupti_ts);
+        }
+      }
+      clock_offset_ns_ = best_offset;
+      clock_mapping_ = "measured offset: CLOCK_MONOTONIC = cupti timestamp + " + std::to_string(best_offset) +
+                       " ns (best of 16 samples, bracket " + std::to_string(best_bracket) +
+                       " ns); cuptiActivityRegisterTimestampCallback failed: " + result_text(ts);
+    }
+
+    prefill_pool(2);
+    check(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed), "cuptiActivityRegisterCallbacks");
+
+    if (options.kernel) {
+      if (const char* v = std::getenv("XSP_CUPTI_LATENCY_TIMESTAMPS"); v != nullptr && std::string_view(v) == "1") {
+        check(cuptiActivityEnableLatencyTimestamps(1), "cuptiActivityEnableLatencyTimestamps");
+      }
+    }
+
+    // Is there a device at all? Asked after the CUPTI set-up, which must precede CUDA's initialization.
+    int devices = 0;
+    const cudaError_t dc = cudaGetDeviceCount(&devices);
+    if (dc != cudaSuccess || devices == 0) {
+      throw std::runtime_error(std::string("CUPTI profiler: no CUDA device (cudaGetDeviceCount: ") +
+                               (dc != cudaSuccess ? cudaGetErrorString(dc) : "0 devices") + ")");
+    }
+
+    auto enable = [&](CUpti_ActivityKind kind, const char* call) {
+      check(cuptiActivityEnable(kind), call);
+      enabled.push_back(kind);
+    };
+    if (options.system) {
+      enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
+      enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
+      enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)");
+    }
+    // External correlation joins API calls to framework ops; kernels reach their op through their API call, so
+    // it is wanted whenever API records are (and harmless otherwise).
+    if (options.system || options.kernel) {
+      enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "cuptiActivityEnable(EXTERNAL_CORRELATION)");
+    }
+    if (options.kernel) {
+      // Never KIND_KERNEL: it serializes every kernel on the device.
+      enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+      enable(CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)");
+      enable(CUPTI_ACTIVITY_KIND_MEMCPY2, "cuptiActivityEnable(MEMCPY2)");
+      enable(CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)");
+    }
+    if (options.library) enable(CUPTI_ACTIVITY_KIND_MARKER, "cuptiActivityEnable(MARKER)");
+    enable(CUPTI_ACTIVITY_KIND_OVERHEAD, "cuptiActivityEnable(OVERHEAD)");
+  } catch (const std::runtime_error& e) {
+    for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
+    g_active.store(nullptr, std::memory_order_release);
+    recorder_ = nullptr;
+    // Without a GPU or driver CUPTI fails with an unhelpful CUPTI_ERROR_UNKNOWN on its first call: say why.
+    int devices = 0;
+    const cudaError_t dc = cudaGetDeviceCount(&devices);
+    const bool said = std::string_view(e.what()).starts_with("CUPTI profiler: no CUDA device");
+    if (!said && (dc != cudaSuccess || devices == 0)) {
+      throw std::runtime_error(std::string("CUPTI profiler: no CUDA device (cudaGetDeviceCount: ") +
+                               (dc != cudaSuccess ? cudaGetErrorString(dc) : "0 devices") + "); " + e.what());
+    }
+    throw;
+  } catch (...) {
+    for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
+    g_active.store(nullptr, std::memory_order_release);
+    recorder_ = nullptr;
+    throw;
+  }
+  take_dropped();  // start this run's count at zero
+  g_buffers_completed.store(0, std::memory_order_relaxed);
+  correlation_errors_.store(0, std::memory_order_relaxed);
+  running_ = true;
+}
+
+void CuptiProfiler::stop() {
+  if (!running_) return;
+  running_ = false;
+  std::string error;
+  auto attempt = [&](auto&& step) {
+    try {
+      step();
+    } catch (const std::exception& e) {
+      if (error.empty()) error = e.what();
+    }
+  };
+
+  // API tracing ends first so that the profiler's own cudaDeviceSynchronize is not a SYSTEM span of the run;
+  // device kinds stay on until outstanding work has finished and its records are flushed.
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+                               CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
+    cuptiActivityDisable(k);
+  }
+  attempt([] { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
+  attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
+  static constexpr std::array<CUpti_ActivityKind, 10> kKinds = {
+      CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+      CUPTI_ACTIVITY_KIND_MEMCPY,            CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_MARKER,            CUPTI_ACTIVITY_KIND_OVERHEAD};
+  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);  // disabling a kind never enabled is harmless
+  // Records written between the first flush and the disable.
+  attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
+  g_active.store(nullptr, std::memory_order_release);
+
+  GpuActivityLog log;
+  {
+    std::lock_guard lock(mu_);
+    finish_markers();
+    log = std::move(log_);
+    log_ = GpuActivityLog{};
+  }
+  log.clock_mapping = clock_mapping_;
+  log.counters["cupti.dropped_records"] += take_dropped();
+  log.counters["cupti.buffers_completed"] += g_buffers_completed.exchange(0, std::memory_order_relaxed);
+  {
+    BufferPool& p = pool();
+    std::lock_guard lock(p.mu);
+    if (p.refused > 0) log.counters["cupti.buffer_requests_refused"] += p.refused;
+    p.refused = 0;
+  }
+  if (const std::uint64_t e = correlation_errors_.exchange(0); e > 0) {
+    log.counters["cupti.external_correlation_errors"] += e;
+  }
+  log.counters.try_emplace("cupti.records", 0);
+  log.counters.try_emplace("cupti.unknown_records", 0);
+
+  if (const char* dir = std::getenv("XSP_DUMP_GPU_ACTIVITY"); dir != nullptr && *dir != '\0') {
+    attempt([&] {
+      std::filesystem::create_directories(dir);
+      const auto path = std::filesystem::path(dir) /
+                        ("gpu_activity_" + std::to_string(g_dump_sequence.fetch_add(1)) + ".json");
+      std::ofstream out(path);
+      out << to_json(log).dump(1) << '\n';
+      if (!out) throw std::runtime_error("XSP_DUMP_GPU_ACTIVITY: cannot write " + path.string());
+    });
+  }
+
+  append_spans(log, *recorder_);
+  recorder_ = nullptr;
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
+void CuptiProfiler::op_enter(SpanId op) noexcept {
+  if (cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, op) != CUPTI_SUCCESS) {
+    correlation_errors_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void CuptiProfiler::op_exit(SpanId op) noexcept {
+  (void)op;
+  std::uint64_t last = 0;
+  if (cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) != CUPTI_SUCCESS) {
+    correlation_errors_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+const std::string& CuptiProfiler::kernel_name(const char* mangled) {
+  static const std::string kUnknown = "(unknown kernel)";
+  if (mangled == nullptr) return kUnknown;
+  // CUPTI shares one name string among every record of a kernel, so the pointer is a cheap key; the string
+  // compare guards against a module unload freeing it and a later name reusing the address.
+  auto it = kernel_names_.find(mangled);
+  if (it != kernel_names_.end() && it->second.mangled == mangled) return it->second.demangled;
+  MangledName& entry = kernel_names_[mangled];
+  entry.mangled = mangled;
+  entry.demangled = demangle(mangled);
+  return entry.demangled;
+}
+
+const std::pair<std::string, bool>& CuptiProfiler::api_name(bool runtime, std::uint32_t cbid) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(runtime) << 32) | cbid;
+  auto it = api_names_.find(key);
+  if (it != api_names_.end()) return it->second;
+  const char* raw = nullptr;
+  std::string name;
+  if (cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &raw) ==
+          CUPTI_SUCCESS &&
+      raw != nullptr) {
+    name = clean_api_name(raw);
+  } else {
+    name = std::string(runtime ? "cuda" : "cu") + " API cbid " + std::to_string(cbid);
+  }
+  const bool noise = is_noise_api(name);
+  return api_names_.emplace(key, std::make_pair(std::move(name), noise)).first->second;
+}
+
+void CuptiProfiler::finish_markers() {
+  // Ranges still open at stop(): kept as zero-length marks at their start, and counted.
+  for (auto& [id, m] : open_markers_) {
+    log_.markers.push_back({std::move(m.name), std::move(m.domain), m.start_ns, m.start_ns, m.thread_id});
+    ++log_.counters["cupti.unclosed_markers"];
+  }
+  open_markers_.clear();
+}
+
+void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
+  std::lock_guard lock(mu_);
+  GpuActivityLog& log = log_;
+  std::uint64_t records = 0;
+  std::uint64_t unknown = 0;
+  std::uint64_t filtered = 0;
+  CUpti_Activity* record = nullptr;
+  for (;;) {
+    const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
+    if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+    if (r != CUPTI_SUCCESS) {
+      // An incomplete or invalid record ends the buffer; the rest of it cannot be walked.
+      ++log.counters["cupti.invalid_buffer_tails"];
+      break;
+    }
+    ++records;
+    switch (record->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+        KernelRecord out;
+        out.name = kernel_name(k->name);
+        out.start_ns = to_host(k->start);
+        out.end_ns = to_host(k->end);
+        out.queued_ns = to_host(k->queued);
+        out.submitted_ns = to_host(k->submitted);
+        out.device = k->deviceId;
+        out.context = k->contextId;
+        out.stream = k->streamId;
+        out.correlation_id = k->correlationId;
+        out.grid_x = k->gridX;
+        out.grid_y = k->gridY;
+        out.grid_z = k->gridZ;
+        out.block_x = k->blockX;
+        out.block_y = k->blockY;
+        out.block_z = k->blockZ;
+        out.registers_per_thread = k->registersPerThread;
+        out.static_shared_bytes = static_cast<std::uint32_t>(k->staticSharedMemory);
+        out.dynamic_shared_bytes = static_cast<std::uint32_t>(k->dynamicSharedMemory);
+        out.graph_id = k->graphId;
+        out.graph_node_id = k->graphNodeId;
+        log.kernels.push_back(std::move(out));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+        MemcpyRecord out;
+        out.bytes = m->bytes;
+        out.copy_kind = copy_kind(m->copyKind);
+        out.src_kind = memory_kind(m->srcKind);
+        out.dst_kind = memory_kind(m->dstKind);
+        out.start_ns = to_host(m->start);
+        out.end_ns = to_host(m->end);
+        out.device = m->deviceId;
+        out.context = m->contextId;
+        out.stream = m->streamId;
+        out.correlation_id = m->correlationId;
+        out.runtime_correlation_id = m->runtimeCorrelationId != m->correlationId ? m->runtimeCorrelationId : 0;
+        out.graph_id = m->graphId;
+        out.graph_node_id = m->graphNodeId;
+        log.memcpys.push_back(out);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+        MemcpyRecord out;
+        out.bytes = m->bytes;
+        out.copy_kind = CopyKind::kPtoP;
+        out.src_kind = memory_kind(m->srcKind);
+        out.dst_kind = memory_kind(m->dstKind);
+        out.start_ns = to_host(m->start);
+        out.end_ns = to_host(m->end);
+        out.device = m->deviceId;
+        out.context = m->contextId;
+        out.stream = m->streamId;
+        out.correlation_id = m->correlationId;
+        out.graph_id = m->graphId;
+        out.graph_node_id = m->graphNodeId;
+        log.memcpys.push_back(out);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        MemsetRecord out;
+        out.bytes = m->bytes;
+        out.value = m->value;
+        out.memory_kind = memory_kind(m->memoryKind);
+        out.start_ns = to_host(m->start);
+        out.end_ns = to_host(m->end);
+        out.device = m->deviceId;
+        out.context = m->contextId;
+        out.stream = m->streamId;
+        out.correlation_id = m->correlationId;
+        out.graph_id = m->graphId;
+        out.graph_node_id = m->graphNodeId;
+        log.memsets.push_back(out);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+        const bool runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+        const auto& [name, noise] = api_name(runtime, a->cbid);
+        if (noise) {
+          ++filtered;
+          break;
+        }
+        ApiRecord out;
+        out.domain = runtime ? ApiDomain::kRuntime : ApiDomain::kDriver;
+        out.cbid = a->cbid;
+        out.name = name;
+        out.start_ns = to_host(a->start);
+        out.end_ns = to_host(a->end);
+        out.thread_id = a->threadId;
+        out.correlation_id = a->correlationId;
+        out.return_value = a->returnValue;
+        log.apis.push_back(std::move(out));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+        if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+          log.external_correlations.push_back({e->correlationId, e->externalId});
+        } else {
+          ++log.counters["cupti.foreign_external_correlations"];  // another tool's ids, not XSP's ops
+        }
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MARKER: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
+        const std::uint64_t thread =
+            m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+        const std::int64_t ts = to_host(m->timestamp);
+        if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+          log.markers.push_back({m->name ? m->name : "", m->domain ? m->domain : "", ts, ts, thread});
+        } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+          open_markers_[m->id] = OpenMarker{m->name ? m->name : "", m->domain ? m->domain : "", ts, thread};
+        } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+          auto it = open_markers_.find(m->id);
+          if (it == open_markers_.end()) {
+            ++log.counters["cupti.unmatched_marker_ends"];
+          } else {
+            log.markers.push_back({std::move(it->second.name), std::move(it->second.domain), it->second.start_ns,
+                                   ts, it->second.thread_id});
+            open_markers_.erase(it);
+          }
+        } else {
+          ++log.counters["cupti.ignored_markers"];  // sync acquire/release markers: no range
+        }
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+        log.syncs.push_back({sync_type(s->type), to_host(s->start), to_host(s->end), s->correlationId,
+                             s->contextId, s->streamId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+        const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
+        const std::uint64_t thread =
+            o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
+        log.overheads.push_back({overhead_kind(o->overheadKind), to_host(o->start), to_host(o->end), thread});
+        break;
+      }
+      default:
+        ++unknown;
+        break;
+    }
+  }
+  log.counters["cupti.records"] += records;
+  if (unknown > 0) log.counters["cupti.unknown_records"] += unknown;
+  if (filtered > 0) log.counters["cupti.filtered_api_records"] += filtered;
+}
+
+}  // namespace cupti
+
+bool have_device_profiler() { return true; }
+
+std::unique_ptr<DeviceProfiler> create_device_profiler() { return std::make_unique<cupti::CuptiProfiler>(); }
+
+}  // namespace xsp

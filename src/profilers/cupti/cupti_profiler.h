@@ -1,0 +1,90 @@
+// The CUPTI device profiler (private to xsp_cupti). Public face: xsp/profilers/device_profiler.h.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "xsp/profilers/device_profiler.h"
+#include "xsp/profilers/gpu_activity.h"
+
+namespace xsp::cupti {
+
+/// SYSTEM / KERNEL / LIBRARY spans from the CUPTI Activity API (docs/spans.md).
+///
+/// One profiler may run at a time in a process (CUPTI's activity buffers and callbacks are process-wide);
+/// start() throws std::logic_error otherwise. Records are copied out of CUPTI's buffers as soon as CUPTI hands a
+/// buffer back (CUpti_BuffersCallbackCompleteFunc), into a GpuActivityLog on the host clock; stop() turns that
+/// log into spans with append_spans().
+///
+/// Environment:
+///  - XSP_DUMP_GPU_ACTIVITY=DIR: stop() also writes DIR/gpu_activity_<n>.json (to_json of the log; fixtures).
+///  - XSP_CUPTI_LATENCY_TIMESTAMPS=1: collect kernels' queued/submitted times
+///    (cuptiActivityEnableLatencyTimestamps; off by default because it adds launch overhead).
+///  - NVTX_INJECTION64_PATH: NVTX ranges reach CUPTI only through it; start() sets it to the loaded libcupti.so
+///    when unset and options.library is on (see start()).
+class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener {
+ public:
+  CuptiProfiler();
+  ~CuptiProfiler() override;
+  CuptiProfiler(const CuptiProfiler&) = delete;
+  CuptiProfiler& operator=(const CuptiProfiler&) = delete;
+
+  std::string name() const override { return "cupti"; }
+  /// Registers the timestamp and buffer callbacks and enables the activity kinds of `options`:
+  /// system → RUNTIME, DRIVER, SYNCHRONIZATION, EXTERNAL_CORRELATION; kernel → CONCURRENT_KERNEL, MEMCPY,
+  /// MEMCPY2, MEMSET; library → MARKER; always OVERHEAD. Throws std::runtime_error naming the CUPTI call and
+  /// cuptiGetResultString's text (with a hint for "another profiler attached", "insufficient privileges",
+  /// "no device"), std::logic_error if this or another CuptiProfiler is running.
+  void start(TraceRecorder& recorder, const DeviceProfilerOptions& options) override;
+  /// Disable the API kinds (so the profiler's own sync is not traced) → cudaDeviceSynchronize →
+  /// cuptiActivityFlushAll(FORCED) → disable the other kinds → flush again → spans and counters into the
+  /// recorder (and the XSP_DUMP_GPU_ACTIVITY file). Idempotent. Throws std::runtime_error on a CUPTI/CUDA error,
+  /// after leaving CUPTI disabled and adding what was collected.
+  void stop() override;
+  OpCorrelationListener* correlation_listener() override { return this; }
+  std::string clock_mapping() const override;
+
+  /// Called from CUPTI's buffer-completed callback: copies every record of `buffer` into the log.
+  void parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes);
+
+ private:
+  // OpCorrelationListener: hot path, one CUPTI call each, no allocation, no lock.
+  void op_enter(SpanId op) noexcept override;
+  void op_exit(SpanId op) noexcept override;
+
+  std::int64_t to_host(std::uint64_t cupti_ns) const {
+    return cupti_ns == 0 ? 0 : static_cast<std::int64_t>(cupti_ns) + clock_offset_ns_;
+  }
+  const std::string& kernel_name(const char* mangled);
+  /// The API's name and whether it is a noise-only call ("cupti.filtered_api_records").
+  const std::pair<std::string, bool>& api_name(bool runtime, std::uint32_t cbid);
+  void finish_markers();
+
+  TraceRecorder* recorder_ = nullptr;
+  DeviceProfilerOptions options_;
+  bool running_ = false;
+  std::string clock_mapping_;
+  std::int64_t clock_offset_ns_ = 0;  // host = CUPTI + offset (0 with the timestamp callback)
+  std::atomic<std::uint64_t> correlation_errors_{0};
+
+  std::mutex mu_;  // guards everything below: buffers complete on CUPTI's worker thread
+  GpuActivityLog log_;
+  struct MangledName {
+    std::string mangled;
+    std::string demangled;
+  };
+  std::unordered_map<const char*, MangledName> kernel_names_;
+  std::unordered_map<std::uint64_t, std::pair<std::string, bool>> api_names_;
+  struct OpenMarker {
+    std::string name;
+    std::string domain;
+    std::int64_t start_ns;
+    std::uint64_t thread_id;
+  };
+  std::unordered_map<std::uint32_t, OpenMarker> open_markers_;
+};
+
+}  // namespace xsp::cupti

@@ -1,0 +1,22 @@
+// The GPU workload of xsp_cupti_selftest (tools/cupti_selftest.cu), callable from C++20 code.
+#pragma once
+
+#include <cstddef>
+
+namespace selftest {
+
+inline constexpr const char* kNvtxRange = "selftest.nvtx_range";
+
+/// Bytes of each buffer (the size of every memcpy and of the memset).
+std::size_t buffer_bytes();
+/// Allocates buffers and a stream, captures the 2-kernel graph. Exits with status 2 on a CUDA error.
+void setup();
+/// NVTX range { vector_add kernel, cudaMemsetAsync }.
+void op_a_work();
+/// cudaMemcpyAsync HtoD, cudaGraphLaunch x2, cudaMemcpyAsync DtoH.
+void op_b_work();
+/// cudaStreamSynchronize on the workload's stream.
+void synchronize();
+void teardown();
+
+}  // namespace selftest
