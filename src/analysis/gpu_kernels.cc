@@ -15,45 +15,17 @@
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/stats/stats.h"
 
+#include "internal.h"
+
 namespace xsp {
 namespace {
 
-constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
+using detail::IdIndex;
+using detail::kNoIndex;
+
 constexpr std::uint32_t kUnresolved = kNoIndex - 1;
 constexpr std::uint32_t kOnPath = kNoIndex - 2;  // being resolved: meeting it again means a parent cycle
 
-// Span id -> position in trace.spans: a flat vector when ids are dense (the recorder hands them out from 1),
-// a hash map otherwise (merged or hand-made traces). Same policy as the layer extraction.
-class IdIndex {
- public:
-  explicit IdIndex(const std::vector<Span>& spans) {
-    SpanId max_id = 0;
-    for (const Span& s : spans) max_id = std::max(max_id, s.id);
-    if (max_id <= 4 * static_cast<SpanId>(spans.size()) + 1024) {
-      dense_.assign(static_cast<std::size_t>(max_id) + 1, kNoIndex);
-      for (std::uint32_t i = 0; i < spans.size(); ++i) {
-        if (spans[i].id != kNoSpan && dense_[spans[i].id] == kNoIndex) dense_[spans[i].id] = i;
-      }
-    } else {
-      sparse_.reserve(spans.size());
-      for (std::uint32_t i = 0; i < spans.size(); ++i) {
-        if (spans[i].id != kNoSpan) sparse_.emplace(spans[i].id, i);
-      }
-      use_sparse_ = true;
-    }
-  }
-  std::uint32_t find(SpanId id) const {
-    if (id == kNoSpan) return kNoIndex;
-    if (!use_sparse_) return id < dense_.size() ? dense_[id] : kNoIndex;
-    auto it = sparse_.find(id);
-    return it == sparse_.end() ? kNoIndex : it->second;
-  }
-
- private:
-  std::vector<std::uint32_t> dense_;
-  std::unordered_map<SpanId, std::uint32_t> sparse_;
-  bool use_sparse_ = false;
-};
 
 bool is_predict(const Span& s) { return s.level == Level::kModel && s.name == kStagePredict; }
 

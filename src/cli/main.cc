@@ -17,6 +17,7 @@
 #include "xsp/manifest/manifest.h"
 #include "xsp/manifest/semver.h"
 #include "xsp/profilers/device_profiler.h"
+#include "xsp/profilers/gpu_activity.h"
 #include "xsp/store/store.h"
 #include "xsp/system/system_info.h"
 #include "xsp/trace/export.h"
@@ -66,11 +67,6 @@ std::vector<std::string> split_ids(const std::string& text) {
   return out;
 }
 
-std::string ms(double ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", ns / 1e6);
-  return buf;
-}
 
 void print_tables(const std::vector<Table>& tables, TableFormat format) {
   if (format == TableFormat::kJson) {
@@ -377,6 +373,7 @@ int run_cli(int argc, char** argv) {
                            {"device", record.device},
                            {"batch_size", std::to_string(chosen->batch_size)},
                            {"trace_level", std::string(to_string(chosen->trace_level))}};
+    resource.track_name = stream_track_name;
     nlohmann::json out;
     if (export_format == "chrome") {
       out = to_chrome_trace(chosen->trace, resource);

@@ -1,4 +1,5 @@
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "xsp/trace/export.h"
@@ -29,7 +30,8 @@ nlohmann::json to_chrome_trace(const Trace& trace, const TraceResource& resource
     if (!inserted) it->second = it->second && device;
   }
   for (const auto& [tid, device] : track_is_device) {
-    const std::string name = (device ? "device track " : "thread ") + std::to_string(tid);
+    std::optional<std::string> known = resource.track_name ? resource.track_name(tid) : std::nullopt;
+    const std::string name = known ? *known : (device ? "device track " : "thread ") + std::to_string(tid);
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", kPid}, {"tid", tid}, {"args", {{"name", name}}}});
   }
 

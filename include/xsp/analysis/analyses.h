@@ -1,4 +1,5 @@
-// Analyses A1–A7 of SPEC §4: model information (MODEL level) and layer information (FRAMEWORK level).
+// Analyses A1–A7 of SPEC §4: model information (MODEL level) and layer information (FRAMEWORK level), and
+// run_analyses(), the entry point for every analysis (GPU ones in gpu_analyses.h).
 //
 // Every analysis takes its numbers from the run that SPEC §3 assigns to the level it reads
 // (EvaluationRecord::run_for_level): model latencies from the M run, layer latencies from the M/F run. Each
@@ -156,12 +157,14 @@ Table a7_layer_memory_by_type(const LayerStats& stats, int batch_size, const std
 /// include their profiling overhead.
 std::string run_note(const RunRecord& run, Level level, std::size_t batches);
 
-/// Analysis ids this module implements, upper case ("A1".."A7").
+/// Every analysis id run_analyses() accepts: "A1".."A7", then the GPU ones of gpu_analyses.h ("A8", "A10",
+/// "A11", "A13", "A15", "gpu-idle", "launch-stats").
 const std::vector<std::string>& analysis_ids();
 
-/// Runs the analyses `ids` ("A1".."A7", case-insensitive; in the order given) on `record`. A1 is one table
-/// over all batch sizes (`latency_bound_ms` as in a1_model_information()); A2–A7 give one table per batch
-/// size of the evaluation (ascending), or only for `batch_size` when given. Each run is aggregated once.
+/// Runs the analyses `ids` (any of analysis_ids(), case-insensitive; in the order given) on `record`. A1 is
+/// one table over all batch sizes (`latency_bound_ms` as in a1_model_information()); A2–A7 give one table per
+/// batch size of the evaluation (ascending), or only for `batch_size` when given; the GPU analyses are
+/// described in gpu_analyses.h. Each run is aggregated once.
 /// Throws std::invalid_argument for an unknown id (naming it and listing the valid ids) and for a
 /// `batch_size` the evaluation did not measure (listing the measured ones).
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,

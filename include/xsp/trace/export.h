@@ -1,7 +1,10 @@
 // Trace exporters (SPEC §7): Chrome Trace Event JSON (Perfetto, chrome://tracing) and OTLP/JSON (Jaeger, Tempo).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "xsp/trace/trace.h"
@@ -12,6 +15,9 @@ namespace xsp {
 struct TraceResource {
   std::string service_name = "xsp";
   std::vector<Tag> attributes;
+  /// Names a track (span thread_id) the producer knows, e.g. "GPU 0 stream 7" for a CUDA stream track;
+  /// std::nullopt or no function: "thread N" / "device track N".
+  std::function<std::optional<std::string>(std::uint64_t)> track_name;
 };
 
 /// Chrome Trace Event Format ("JSON Object Format"): {"traceEvents":[...], "displayTimeUnit":"ns",
