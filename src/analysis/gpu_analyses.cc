@@ -119,7 +119,8 @@ Table skeleton(const std::string& id) {
                  {"kernels_under_10us", "<10 µs / batch"},
                  {"kernels_under_10us_percent", "<10 µs %"},
                  {"kernels_under_2us", "<2 µs / batch"},
-                 {"kernels_under_2us_percent", "<2 µs %"}};
+                 {"kernels_under_2us_percent", "<2 µs %"},
+                 {"with_framework_op_percent", "under an op %"}};
   } else if (id == "launch-top") {
     t.id = "launch-stats";
     t.title = "Kernels with the largest launch delay";
@@ -549,7 +550,7 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
     const KernelTimeline& kt = runs.kernels;
     std::vector<double> delays;
     std::vector<std::pair<SpanId, double>> calls;  // distinct launching calls (a graph launch starts many kernels)
-    std::size_t under10 = 0, under2 = 0;
+    std::size_t under10 = 0, under2 = 0, in_layer = 0;
     delays.reserve(kt.kernels.size());
     for (const GpuKernel& k : kt.kernels) {
       if (k.has_launch()) {
@@ -558,6 +559,7 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
       }
       under10 += k.duration_ns() < 10'000;
       under2 += k.duration_ns() < 2'000;
+      in_layer += k.layer_index != kNoLayer;  // a layer is a framework op, so the kernel has an op ancestor
     }
     std::sort(delays.begin(), delays.end());
     std::sort(calls.begin(), calls.end());
@@ -575,7 +577,8 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
                       per_batch(static_cast<double>(calls.size())), pct(delays, 50), pct(delays, 90), pct(delays, 99),
                       pct(api, 50), pct(api, 99), per_batch(static_cast<double>(under10)),
                       percent_cell(static_cast<double>(under10), total), per_batch(static_cast<double>(under2)),
-                      percent_cell(static_cast<double>(under2), total)});
+                      percent_cell(static_cast<double>(under2), total),
+                      percent_cell(static_cast<double>(in_layer), total)});
     kernel_notes.emplace_back(b, timeline_note(runs.kernel_note, "kernel launches from"));
     std::vector<std::string> notes = runs.notes;
     if (kt.without_launch > 0) {

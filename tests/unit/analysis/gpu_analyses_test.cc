@@ -409,6 +409,8 @@ TEST(GpuAnalyses, LaunchStatistics) {
   EXPECT_NEAR(at(t, 0, "kernels_under_10us_percent"), 200.0 / 7.0, 1e-9);
   EXPECT_DOUBLE_EQ(at(t, 0, "kernels_under_2us"), 1);
   EXPECT_NEAR(at(t, 0, "kernels_under_2us_percent"), 100.0 / 7.0, 1e-9);
+  // Six of the seven kernels run inside layers; the memcpy outside layers has no framework-op ancestor.
+  EXPECT_NEAR(at(t, 0, "with_framework_op_percent"), 600.0 / 7.0, 1e-9);
 
   const Table top = kernel_launch_delay_top(gpu_record(), 1, 3);
   EXPECT_EQ(top.id, "launch-stats");
