@@ -13,6 +13,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <atomic>
@@ -51,6 +52,14 @@ struct StackEntry {
 };
 
 struct Session;
+
+// c10::MemoryReportingInfoBase::reportMemoryUsage takes the totals as int64_t up to LibTorch 1.x and as size_t
+// from 2.0 on.
+#if TORCH_VERSION_MAJOR >= 2
+using MemoryTotal = std::size_t;
+#else
+using MemoryTotal = std::int64_t;
+#endif
 
 /// Everything one thread records during one session. Touched only by its own thread until stop().
 struct ThreadBuffer {
@@ -106,7 +115,7 @@ struct Session final : c10::MemoryReportingInfoBase {
     return threads.back().get();
   }
 
-  void reportMemoryUsage(void* ptr, int64_t alloc_size, int64_t total_allocated, int64_t total_reserved,
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, MemoryTotal total_allocated, MemoryTotal total_reserved,
                          c10::Device device) override;
   bool memoryProfilingEnabled() const override { return opts.record_memory; }
 };
@@ -125,8 +134,8 @@ ThreadBuffer* current_buffer() {
   return t_cache.buffer;
 }
 
-void Session::reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, int64_t /*total_allocated*/,
-                                int64_t /*total_reserved*/, c10::Device /*device*/) {
+void Session::reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, MemoryTotal /*total_allocated*/,
+                                MemoryTotal /*total_reserved*/, c10::Device /*device*/) {
   // Frees arrive with a negative size; "allocated_bytes" counts gross allocation, so they are ignored.
   if (alloc_size <= 0) return;
   ThreadBuffer* b = current_buffer();
