@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   auto predictor = xsp::create_predictor("libtorch");
   xsp::Manifest manifest;
   manifest.path = model;
-  manifest.graph_path = model;
+  manifest.graphs.push_back(xsp::GraphSpec{"libtorch", "*", model, "", 0});
   manifest.inputs.push_back(xsp::InputSpec{});
   manifest.inputs[0].dimensions = {3, side, side};
   predictor->load(manifest, xsp::DeviceSpec{});

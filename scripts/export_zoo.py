@@ -1,15 +1,28 @@
 #!/usr/bin/python3
-"""Export the XSP model zoo (models/*.yaml) to TorchScript files that the LibTorch predictor loads.
+"""Export the XSP model zoo (models/*.yaml) to TorchScript (<stem>.pt, LibTorch predictor) and ONNX
+(<stem>.onnx, OpenCV DNN and ONNX Runtime predictors).
 
 Every model is a torchvision architecture built after torch.manual_seed(0), in eval mode, with random
 weights: the zoo is for performance profiling, so no weights are downloaded and the export works offline.
-With torch 1.13 and a fixed PYTHONHASHSEED (set here) the export is bit-for-bit deterministic, so the manifests can carry the files' SHA-256 and
-XSP verifies it before use. Another torch version gives other bytes: re-export with --record then.
+Both files come from the same instance in the same interpreter, so both frameworks run the same weights.
+With torch 1.13 and a fixed PYTHONHASHSEED (set here) both exports are bit-for-bit deterministic (the ONNX
+export is done twice and the digests compared), so the manifests carry each file's SHA-256 and XSP verifies
+it before use. Another torch version gives other bytes: re-export with --record then.
+
+ONNX export choices, all made so that OpenCV 4.6's ONNX importer (Debian 12) reads the file:
+- opset 10: from opset 11 on, Clip takes min/max as inputs, which OpenCV 4.6 rejects (MobileNetV2's ReLU6);
+- static shapes [1, C, H, W] (no dynamic_axes: OpenCV 4.6 does not resolve symbolic dimensions); OpenCV
+  runs other batch sizes from this batch-1 graph for the CNNs; ONNX Runtime enforces the static batch;
+- constant folding (BatchNorm folded into Conv in eval mode);
+- torch.onnx deduplicates equal initializers (e.g. the all-zero folded biases of random-init BatchNorm) and
+  feeds the duplicates through Identity nodes, which OpenCV 4.6 cannot parse: they are replaced by copies of
+  the initializer (needs the `onnx` package, Debian python3-onnx).
 
 Run it with the interpreter that has torch (Debian: /usr/bin/python3):
     scripts/export_zoo.py --models resnet50                # into models/, check against the manifest
     scripts/export_zoo.py --models all --record            # (re)write the checksums in models/*.yaml
     scripts/export_zoo.py --models resnet18 --out /tmp/zoo # copy manifest + labels, export there
+Each model gives <stem>.pt and <stem>.onnx; the manifest's `frameworks:` entries name them.
 """
 
 import argparse
@@ -41,8 +54,17 @@ MODELS = {
     "vit_b_16": ({}, 224, "script"),
 }
 
-CHECKSUM_RE = re.compile(r"^(\s*checksum:\s*)(\S+)(.*)$", re.M)
+ONNX_OPSET = 10
+# Graph file suffixes, in the order they are exported.
+SUFFIXES = (".pt", ".onnx")
+
 EXPORT_RE = re.compile(r"^(\s*export:\s*)(\S+)(.*)$", re.M)
+
+
+def checksum_re(filename: str) -> re.Pattern:
+    """Matches the checksum line that follows `graph_path: FILENAME` (every framework entry using the file)."""
+    return re.compile(r"^(\s*(?:- )?\s*graph_path:\s*" + re.escape(filename) + r"\s*\n\s*checksum:\s*)(\S+)()$",
+                      re.M)
 
 
 def sha256_file(path: Path) -> str:
@@ -53,23 +75,28 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def manifest_checksum(manifest: Path) -> str:
-    m = CHECKSUM_RE.search(manifest.read_text())
-    if not m or not m.group(2).startswith("sha256:"):
-        sys.exit(f"export_zoo: {manifest}: no 'checksum: sha256:...' line under model:")
-    return m.group(2)[len("sha256:"):]
+def manifest_checksum(manifest: Path, filename: str) -> str:
+    """The digest recorded for graph file `filename`; every entry naming the file must agree."""
+    found = {m.group(2) for m in checksum_re(filename).finditer(manifest.read_text())}
+    if not found or any(not d.startswith("sha256:") for d in found):
+        sys.exit(f"export_zoo: {manifest}: no 'graph_path: {filename}' followed by 'checksum: sha256:...'")
+    if len(found) > 1:
+        sys.exit(f"export_zoo: {manifest}: the entries for {filename} record different checksums: "
+                 + ", ".join(sorted(found)))
+    return found.pop()[len("sha256:"):]
 
 
-def rewrite(manifest: Path, regex: re.Pattern, value: str) -> None:
+def rewrite(manifest: Path, regex: re.Pattern, value: str, count: int = 1) -> None:
     text = manifest.read_text()
-    new, n = regex.subn(lambda m: m.group(1) + value + m.group(3), text, count=1)
+    new, n = regex.subn(lambda m: m.group(1) + value + m.group(3), text, count=count)
     if n == 0:
         sys.exit(f"export_zoo: {manifest}: cannot find the line to rewrite ({regex.pattern})")
     manifest.write_text(new)
 
 
 def prepare_out(stem: str, out: Path) -> Path:
-    """Returns the manifest that describes OUT/<stem>.pt, copying it (and the labels) when OUT is not models/."""
+    """Returns the manifest that describes OUT/<stem>.{pt,onnx}, copying it (and the labels) when OUT is not
+    models/."""
     src = REPO_MODELS / f"{stem}.yaml"
     if not src.is_file():
         sys.exit(f"export_zoo: no manifest {src}")
@@ -77,29 +104,72 @@ def prepare_out(stem: str, out: Path) -> Path:
         return src
     out.mkdir(parents=True, exist_ok=True)
     dst = out / src.name
-    # A copy may carry a checksum recorded earlier for this torch version (--record): keep it when the
-    # file it describes is still there, so that a repeated run skips the export instead of redoing it.
-    kept = None
-    pt = out / f"{stem}.pt"
-    if dst.is_file() and pt.is_file():
-        old = manifest_checksum(dst)
-        if old != manifest_checksum(src) and sha256_file(pt) == old:
-            kept = old
+    # A copy may carry checksums recorded earlier for this torch version (--record): keep them when the
+    # files they describe are still there, so that a repeated run skips the export instead of redoing it.
+    kept = {}
+    for suffix in SUFFIXES:
+        name = stem + suffix
+        graph = out / name
+        if dst.is_file() and graph.is_file() and checksum_re(name).search(dst.read_text()):
+            old = manifest_checksum(dst, name)
+            if old != manifest_checksum(src, name) and sha256_file(graph) == old:
+                kept[name] = old
     shutil.copyfile(src, dst)
-    if kept:
-        rewrite(dst, CHECKSUM_RE, "sha256:" + kept)
+    for name, digest in kept.items():
+        rewrite(dst, checksum_re(name), "sha256:" + digest, count=0)
     shutil.copyfile(REPO_MODELS / LABELS, out / LABELS)
     return dst
 
 
+def inline_identity_initializers(path: Path) -> int:
+    """Replaces every Identity node whose input is an initializer by a copy of that initializer under the
+    node's output name (same values, same graph semantics). Returns how many were replaced."""
+    import onnx
+
+    model = onnx.load(str(path))
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    kept, replaced = [], 0
+    for node in graph.node:
+        if node.op_type == "Identity" and len(node.input) == 1 and node.input[0] in inits:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(inits[node.input[0]])
+            copy.name = node.output[0]
+            graph.initializer.append(copy)
+            inits[copy.name] = copy
+            replaced += 1
+        else:
+            kept.append(node)
+    del graph.node[:]
+    graph.node.extend(kept)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return replaced
+
+
+def export_onnx(model, side: int, path: Path) -> None:
+    import torch
+
+    # No torch.no_grad() here: under no_grad, nn.MultiheadAttention (ViT) takes its fused fast path,
+    # aten::_native_multi_head_attention, which has no ONNX symbolic.
+    torch.onnx.export(model, torch.zeros(1, 3, side, side), str(path), opset_version=ONNX_OPSET,
+                      do_constant_folding=True, input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.EVAL)
+    inline_identity_initializers(path)
+
+
 def export(stem: str, path: Path) -> str:
-    """Builds the model and saves its TorchScript to `path`; returns the method used."""
+    """Builds the model and saves its TorchScript to `path` (<stem>.pt) and its ONNX graph next to it
+    (<stem>.onnx), both from the same instance; returns the TorchScript method used."""
     import torch
     import torchvision
 
     kwargs, side, preferred = MODELS[stem]
     torch.manual_seed(0)
     model = getattr(torchvision.models, stem)(weights=None, **kwargs).eval()
+    # Neither export may change the weights: compare a digest of the state before and after.
+    state_before = hashlib.sha256(b"".join(t.detach().cpu().numpy().tobytes()
+                                           for t in model.state_dict().values())).hexdigest()
     module, method = None, preferred
     if preferred == "script":
         try:
@@ -124,6 +194,22 @@ def export(stem: str, path: Path) -> str:
         tmp_path = Path(tmp) / path.name
         torch.jit.save(module, str(tmp_path))
         os.replace(tmp_path, path)
+
+        # ONNX, twice: the digests must agree or no checksum could be recorded.
+        onnx_path = path.with_suffix(".onnx")
+        digests = []
+        for attempt in range(2):
+            tmp_onnx = Path(tmp) / f"{attempt}-{onnx_path.name}"
+            export_onnx(model, side, tmp_onnx)
+            digests.append(sha256_file(tmp_onnx))
+        if digests[0] != digests[1]:
+            sys.exit(f"export_zoo: the ONNX export of {stem} is not deterministic: two exports in one process "
+                     f"gave sha256:{digests[0]} and sha256:{digests[1]}")
+        os.replace(Path(tmp) / f"0-{onnx_path.name}", onnx_path)
+    state_after = hashlib.sha256(b"".join(t.detach().cpu().numpy().tobytes()
+                                          for t in model.state_dict().values())).hexdigest()
+    if state_before != state_after:
+        sys.exit(f"export_zoo: exporting {stem} changed its weights; the two graphs would differ")
     return "torch.jit." + method
 
 
@@ -155,32 +241,36 @@ def main() -> int:
     failures = []
     for stem in names:
         manifest = prepare_out(stem, args.out)
-        pt = args.out / f"{stem}.pt"
-        expected = manifest_checksum(manifest)
+        graphs = [args.out / f"{stem}{suffix}" for suffix in SUFFIXES]
+        expected = {g.name: manifest_checksum(manifest, g.name) for g in graphs}
         t0 = time.monotonic()
-        if not args.force and pt.is_file() and sha256_file(pt) == expected:
-            print(f"{stem:13s} {pt}  {pt.stat().st_size / 1e6:8.1f} MB  sha256:{expected}  "
-                  f"(up to date, skipped; --force to redo)")
+        if not args.force and all(g.is_file() and sha256_file(g) == expected[g.name] for g in graphs):
+            for g in graphs:
+                print(f"{stem:13s} {g}  {g.stat().st_size / 1e6:8.1f} MB  sha256:{expected[g.name]}  "
+                      f"(up to date, skipped; --force to redo)")
             continue
         # One fresh interpreter per model: TorchScript mangles the names of classes it has already compiled in
         # the process (___torch_mangle_N), so a model's bytes would depend on which models came before it.
-        child = subprocess.run([sys.executable, __file__, "--export-one", stem, str(pt)],
+        child = subprocess.run([sys.executable, __file__, "--export-one", stem, str(graphs[0])],
                                stdout=subprocess.PIPE, text=True)
         if child.returncode != 0:
             sys.exit(f"export_zoo: exporting {stem} failed (exit {child.returncode})")
         method = child.stdout.strip().splitlines()[-1]
-        digest = sha256_file(pt)
         secs = time.monotonic() - t0
-        print(f"{stem:13s} {pt}  {pt.stat().st_size / 1e6:8.1f} MB  sha256:{digest}  {secs:6.1f} s  {method}",
-              flush=True)
-        if digest != expected:
+        for g in graphs:
+            digest = sha256_file(g)
+            how = method if g.suffix == ".pt" else f"torch.onnx opset {ONNX_OPSET}"
+            print(f"{stem:13s} {g}  {g.stat().st_size / 1e6:8.1f} MB  sha256:{digest}  {secs:6.1f} s  {how}",
+                  flush=True)
+            if digest == expected[g.name]:
+                continue
             if args.record:
-                rewrite(manifest, CHECKSUM_RE, "sha256:" + digest)
-                print(f"  recorded sha256:{digest} in {manifest}")
+                rewrite(manifest, checksum_re(g.name), "sha256:" + digest, count=0)
+                print(f"  recorded sha256:{digest} for {g.name} in {manifest}")
             else:
-                failures.append(f"{stem}: {pt} has sha256:{digest} but {manifest} expects sha256:{expected} "
-                                f"(another torch/torchvision version exports other bytes; rerun with --record "
-                                f"to write the new digest into the manifest)")
+                failures.append(f"{stem}: {g} has sha256:{digest} but {manifest} expects "
+                                f"sha256:{expected[g.name]} (another torch/torchvision version exports other "
+                                f"bytes; rerun with --record to write the new digest into the manifest)")
         if args.record and EXPORT_RE.search(manifest.read_text()):
             rewrite(manifest, EXPORT_RE, method)
     for f in failures:

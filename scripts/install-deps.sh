@@ -8,6 +8,7 @@ packages=(
   libopencv-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch python3-torchvision
+  python3-onnx
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/compare.h"
 #include "xsp/analysis/table.h"
 #include "xsp/eval/runner.h"
 #include "xsp/manifest/manifest.h"
@@ -23,6 +25,12 @@
 #include "xsp/trace/export.h"
 #ifdef XSP_WITH_LIBTORCH
 #include "xsp/predictors/libtorch.h"
+#endif
+#ifdef XSP_WITH_OPENCV_DNN
+#include "xsp/predictors/opencv_dnn.h"
+#endif
+#ifdef XSP_WITH_ONNXRUNTIME
+#include "xsp/predictors/onnxruntime.h"
 #endif
 
 namespace fs = std::filesystem;
@@ -162,14 +170,16 @@ int run_cli(int argc, char** argv) {
 
   // xsp evaluate
   auto* evaluate = app.add_subcommand("evaluate", "run, store and summarize an evaluation");
-  std::string model_name, framework = "libtorch", device = "cpu", batch_sizes_text = "1", trace_level_text = "model";
+  std::string model_name, framework, device = "cpu", batch_sizes_text = "1", trace_level_text = "model";
   std::string inputs_dir = (fs::path(XSP_SOURCE_DIR) / "data" / "images").string();
   std::string eval_analyses;
-  bool leveled = false, synthetic = false, no_progress = false;
+  bool leveled = false, synthetic = false, no_progress = false, store_predictions = false;
   int iterations = 10, warmup = 3;
   std::uint64_t seed = 0;
   evaluate->add_option("model", model_name, "model name from the zoo (see `xsp models`)")->required();
-  evaluate->add_option("--framework", framework, "predictor to use")->capture_default_str();
+  evaluate->add_option("--framework", framework,
+                       "predictor to use: libtorch, opencv-dnn, onnxruntime (those built in: see `xsp models`); "
+                       "default: the manifest's first framework");
   evaluate->add_option("--device", device, "cpu|cuda")->capture_default_str();
   evaluate->add_option("--batch-sizes", batch_sizes_text, "comma-separated batch sizes")->capture_default_str();
   evaluate->add_option("--trace-level", trace_level_text, "model|framework|library|system|kernel")->capture_default_str();
@@ -182,6 +192,17 @@ int run_cli(int argc, char** argv) {
   evaluate->add_option("--seed", seed, "seed of synthetic inputs")->capture_default_str();
   evaluate->add_option("--analysis", eval_analyses, "analyses to print after the run, e.g. A1,A2,A6");
   evaluate->add_flag("--no-progress", no_progress, "no progress bar");
+  evaluate->add_flag("--store-predictions", store_predictions,
+                     "keep every measured input's class probabilities with the runs (for `xsp compare`)");
+
+  // xsp compare
+  auto* compare = app.add_subcommand("compare", "compare stored evaluations side by side (A1, A6, outputs)");
+  std::vector<std::int64_t> compare_ids;
+  std::string compare_format = "table";
+  std::optional<int> compare_batch;
+  compare->add_option("ids", compare_ids, "two or more evaluation ids")->required()->expected(2, 1 << 20);
+  compare->add_option("--format", compare_format, "table|csv|json")->capture_default_str();
+  compare->add_option("--batch-size", compare_batch, "only this batch size in the layer tables");
 
   // xsp list / show
   auto* list = app.add_subcommand("list", "list stored evaluations");
@@ -223,6 +244,12 @@ int run_cli(int argc, char** argv) {
 #ifdef XSP_WITH_LIBTORCH
   register_libtorch_predictor();
 #endif
+#ifdef XSP_WITH_OPENCV_DNN
+  register_opencv_dnn_predictor();
+#endif
+#ifdef XSP_WITH_ONNXRUNTIME
+  register_onnxruntime_predictor();
+#endif
 
   auto open_store = [&] { return Store::open(store_path); };
   auto load_or_fail = [&](Store& store, std::int64_t id) {
@@ -236,15 +263,27 @@ int run_cli(int argc, char** argv) {
     Table t;
     t.id = "models";
     t.title = "Model zoo (" + zoo_path + ")";
-    t.columns = {{"name"}, {"version"}, {"framework"}, {"task"}, {"input_shape"}, {"exported"}, {"source"}};
+    t.columns = {{"name", ""},      {"version", ""}, {"framework", ""}, {"graph", ""},
+                 {"exported", ""},  {"built_in", "in this build"}, {"input_shape", ""}, {"source", ""}};
+    const auto built = registered_predictors();
     for (const auto& m : zoo) {
       std::string shape;
       for (long d : m.inputs.front().dimensions) shape += (shape.empty() ? "" : "x") + std::to_string(d);
       auto attr = [&](const std::string& k) { return m.attributes.count(k) ? m.attributes.at(k) : std::string(); };
-      t.rows.push_back({Cell(m.name), Cell(m.version), Cell(m.framework_name + " " + m.framework_constraint),
-                        Cell(attr("task")), Cell(shape),
-                        Cell(std::string(fs::exists(m.resolved_graph_path()) ? "yes" : "no")), Cell(attr("source"))});
+      // One row per framework graph: what `xsp evaluate NAME --framework F` would load.
+      for (const auto& g : m.graphs) {
+        const bool first = &g == &m.graphs.front();
+        const bool in_build = std::find(built.begin(), built.end(), g.framework) != built.end();
+        t.rows.push_back({Cell(first ? m.name : std::string()), Cell(first ? m.version : std::string()),
+                          Cell(g.framework + " " + g.constraint), Cell(g.graph_path),
+                          Cell(std::string(fs::exists(m.resolved_graph_path(g.framework)) ? "yes" : "no")),
+                          Cell(std::string(in_build ? "yes" : "no")), Cell(first ? shape : std::string()),
+                          Cell(first ? attr("source") : std::string())});
+      }
     }
+    std::string names;
+    for (const auto& n : built) names += (names.empty() ? "" : ", ") + n;
+    t.notes.push_back("predictors in this build: " + (names.empty() ? std::string("none") : names));
     t.notes.push_back("export missing models with: /usr/bin/python3 scripts/export_zoo.py --models NAME");
     std::cout << render_text(t);
     return 0;
@@ -264,13 +303,14 @@ int run_cli(int argc, char** argv) {
     auto store = open_store();
     const auto zoo = load_zoo(zoo_path);
     const Manifest& manifest = find_model(zoo, model_name);
-    if (manifest.framework_name != framework)
-      spdlog::warn("manifest names framework '{}', running with '{}'", manifest.framework_name, framework);
+    if (framework.empty()) framework = manifest.default_framework();
+    // The manifest must have a graph for the framework (the error names the manifest and its frameworks).
+    const GraphSpec& graph = manifest.graph_for(framework);
     auto predictor = create_predictor(framework);
-    if (!satisfies(predictor->framework_version(), manifest.framework_constraint))
-      throw std::runtime_error("model " + manifest.name + " needs " + manifest.framework_name + " " +
-                               manifest.framework_constraint + ", this build has " + predictor->framework_version());
-    verify_checksum(manifest);
+    if (!satisfies(predictor->framework_version(), graph.constraint))
+      throw std::runtime_error("model " + manifest.name + " needs " + framework + " " + graph.constraint +
+                               ", this build has " + predictor->framework_version());
+    verify_checksum(manifest, framework);
     predictor->load(manifest, DeviceSpec{device, 0});
 
     EvaluationOptions options;
@@ -288,6 +328,7 @@ int run_cli(int argc, char** argv) {
       device_profiler = create_device_profiler();
       options.device_profiler = device_profiler.get();
     }
+    options.store_predictions = store_predictions;
     ProgressBar bar(!no_progress);
     auto record = run_evaluation(manifest, *predictor, options, [&](const Progress& p) { bar.update(p); });
     predictor->close();
@@ -347,6 +388,17 @@ int run_cli(int argc, char** argv) {
         for (auto& t : run_analyses(record, {id}, analyze_batch)) tables.push_back(std::move(t));
     }
     print_tables(tables, format);
+    return 0;
+  }
+
+  if (*compare) {
+    const auto format = parse_table_format(compare_format);
+    auto store = open_store();
+    std::vector<EvaluationRecord> records;
+    for (std::int64_t id : compare_ids) records.push_back(load_or_fail(*store, id));
+    CompareOptions options;
+    options.batch_size = compare_batch;
+    print_tables(compare_evaluations(records, options), format);
     return 0;
   }
 

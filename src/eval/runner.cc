@@ -1,6 +1,8 @@
 #include "xsp/eval/runner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include "xsp/stats/stats.h"
@@ -62,6 +64,34 @@ nlohmann::json to_json(const std::vector<Classification>& results, std::size_t l
                    {"labels", r.top_labels}});
   }
   return out;
+}
+
+// Top `k` indices of `values`, best first, ties by lower index (deterministic across frameworks).
+std::vector<int> top_indices(const float* values, std::size_t n, std::size_t k) {
+  std::vector<int> idx(n);
+  for (std::size_t i = 0; i < n; ++i) idx[i] = static_cast<int>(i);
+  k = std::min(k, n);
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                    [&](int a, int b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
+  idx.resize(k);
+  return idx;
+}
+
+// One row of the first output as an InputPrediction. Softmax is computed in double after subtracting the row's
+// maximum (no overflow for large logits), then stored as float.
+InputPrediction make_prediction(std::string id, const float* row, std::size_t classes, bool softmax, std::size_t k) {
+  InputPrediction p;
+  p.input_id = std::move(id);
+  p.probabilities.assign(row, row + classes);
+  if (softmax && classes > 0) {
+    const float max = *std::max_element(row, row + classes);
+    double sum = 0;
+    std::vector<double> e(classes);
+    for (std::size_t c = 0; c < classes; ++c) sum += e[c] = std::exp(static_cast<double>(row[c]) - max);
+    for (std::size_t c = 0; c < classes; ++c) p.probabilities[c] = static_cast<float>(e[c] / sum);
+  }
+  p.top_classes = top_indices(p.probabilities.data(), classes, k);
+  return p;
 }
 
 }  // namespace
@@ -130,6 +160,14 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
                      {"run_levels", nlohmann::json::array()}};
   for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
   record.settings["sample_outputs"] = nlohmann::json::object();
+  bool softmax = false;
+  std::size_t top_k = 5;
+  for (const auto& step : output_spec.steps) {
+    if (step.op == "softmax") softmax = true;
+    if (step.op == "top_k") top_k = static_cast<std::size_t>(std::stoul(step.params.at("k")));
+  }
+  if (options.store_predictions)
+    record.settings["predictions"] = {{"values", softmax ? "softmax" : "raw"}, {"top_k", top_k}};
 
   Progress state;
   state.total = static_cast<int>(options.batch_sizes.size() * levels.size()) *
@@ -157,6 +195,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
                       {"batch_size", std::to_string(batch_size)},
                       {"trace_level", std::string(to_string(level))}});
       std::vector<Classification> last_outputs;
+      std::set<std::string> predicted;  // input ids whose prediction this run already keeps
 
       const int total = options.warmup_iterations + options.iterations;
       for (int i = 0; i < total; ++i) {
@@ -210,6 +249,19 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
           last_outputs = postprocessor.run(output, ids_of(inputs));
           const auto d = s.close();
           if (measured) stage_ns[kStagePostprocess].push_back(static_cast<double>(d));
+        }
+        // Outside every stage span: keeping predictions must not inflate what is measured.
+        if (measured && options.store_predictions && output.shape.size() >= 1 && output.shape[0] > 0) {
+          const auto rows = static_cast<std::size_t>(output.shape[0]);
+          const std::size_t classes = output.data.size() / rows;
+          for (std::size_t k = 0; k < rows; ++k) {
+            std::string id = options.synthetic ? "synthetic:seed=" + std::to_string(options.seed) + ":batch=" +
+                                                     std::to_string(i) + ":" + std::to_string(k)
+                                               : (k < inputs.size() ? inputs[k].id : std::string());
+            if (id.empty() || !predicted.insert(id).second) continue;
+            run.predictions.push_back(
+                make_prediction(std::move(id), output.data.data() + k * classes, classes, softmax, top_k));
+          }
         }
         ++state.done;
         if (progress) {

@@ -14,6 +14,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "xsp/manifest/semver.h"
 
@@ -186,6 +187,24 @@ class Parser {
     return s;
   }
 
+  std::string constraint(const YAML::Node& n, const std::string& path) const {
+    std::string c = string_of(n, path);
+    try {
+      check_constraint(c);
+    } catch (const std::invalid_argument& e) {
+      fail(n, path, e.what());
+    }
+    return c;
+  }
+
+  std::string checksum(const YAML::Node& n, const std::string& path) const {
+    std::string c = string_of(n, path);
+    static const std::regex checksum_re("^sha256:[0-9a-f]{64}$");
+    if (!std::regex_match(c, checksum_re))
+      fail(n, path, "expected 'sha256:' followed by 64 lower-case hex digits, got '" + c + "'");
+    return c;
+  }
+
   std::vector<ProcessingStep> steps(const YAML::Node& map, const std::string& path, bool input_side,
                                     long channels) const {
     std::vector<ProcessingStep> out;
@@ -240,7 +259,8 @@ class Parser {
 
   Manifest parse(const YAML::Node& root) const {
     if (!root.IsMap()) fail(root, "", "expected a mapping of manifest fields at the top level, got " + describe(root));
-    check_map(root, "", {"name", "version", "description", "framework", "model", "inputs", "outputs", "attributes"});
+    check_map(root, "", {"name", "version", "description", "framework", "model", "frameworks", "inputs", "outputs",
+                         "attributes"});
     Manifest m;
     m.name = string_of(required(root, "name", "name"), "name");
 
@@ -254,25 +274,45 @@ class Parser {
     if (root["description"].IsDefined() && !root["description"].IsNull())
       m.description = string_of(root["description"], "description", true);
 
-    const YAML::Node fw = required(root, "framework", "framework");
-    check_map(fw, "framework", {"name", "version"});
-    m.framework_name = string_of(required(fw, "name", "framework.name"), "framework.name");
-    const YAML::Node fwv = required(fw, "version", "framework.version");
-    m.framework_constraint = string_of(fwv, "framework.version");
-    try {
-      check_constraint(m.framework_constraint);
-    } catch (const std::invalid_argument& e) {
-      fail(fwv, "framework.version", e.what());
+    const YAML::Node list = root["frameworks"];
+    if (list.IsDefined()) {
+      // List form; the single form's keys alongside would leave it ambiguous which graph a framework uses.
+      for (const char* key : {"framework", "model"})
+        if (root[key].IsDefined())
+          fail(root[key], key, std::string("'") + key + "' cannot be combined with 'frameworks' (give every graph "
+                               "as a frameworks entry {name, version, graph_path, checksum})");
+      if (!list.IsSequence() || list.size() == 0)
+        fail(list, "frameworks", "expected a non-empty list of {name, version, graph_path, checksum}, got " +
+                                     describe(list));
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string at = "frameworks[" + std::to_string(i) + "]";
+        const YAML::Node e = list[i];
+        check_map(e, at, {"name", "version", "graph_path", "checksum"});
+        GraphSpec g;
+        g.line = e.Mark().line + 1;
+        g.framework = string_of(required(e, "name", at + ".name"), at + ".name");
+        for (const auto& other : m.graphs)
+          if (other.framework == g.framework)
+            fail(e["name"], at + ".name", "duplicate framework '" + g.framework + "' (also at line " +
+                                              std::to_string(other.line) + "); each framework has one graph");
+        g.constraint = constraint(required(e, "version", at + ".version"), at + ".version");
+        g.graph_path = string_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path");
+        g.checksum = checksum(required(e, "checksum", at + ".checksum"), at + ".checksum");
+        m.graphs.push_back(std::move(g));
+      }
+    } else {
+      const YAML::Node fw = required(root, "framework", "framework");
+      check_map(fw, "framework", {"name", "version"});
+      GraphSpec g;
+      g.line = fw.Mark().line + 1;
+      g.framework = string_of(required(fw, "name", "framework.name"), "framework.name");
+      g.constraint = constraint(required(fw, "version", "framework.version"), "framework.version");
+      const YAML::Node model = required(root, "model", "model");
+      check_map(model, "model", {"graph_path", "checksum"});
+      g.graph_path = string_of(required(model, "graph_path", "model.graph_path"), "model.graph_path");
+      g.checksum = checksum(required(model, "checksum", "model.checksum"), "model.checksum");
+      m.graphs.push_back(std::move(g));
     }
-
-    const YAML::Node model = required(root, "model", "model");
-    check_map(model, "model", {"graph_path", "checksum"});
-    m.graph_path = string_of(required(model, "graph_path", "model.graph_path"), "model.graph_path");
-    const YAML::Node ck = required(model, "checksum", "model.checksum");
-    m.checksum = string_of(ck, "model.checksum");
-    static const std::regex checksum_re("^sha256:[0-9a-f]{64}$");
-    if (!std::regex_match(m.checksum, checksum_re))
-      fail(ck, "model.checksum", "expected 'sha256:' followed by 64 lower-case hex digits, got '" + m.checksum + "'");
 
     const YAML::Node inputs = required(root, "inputs", "inputs");
     if (!inputs.IsSequence() || inputs.size() == 0)
@@ -318,7 +358,36 @@ ManifestError::ManifestError(std::string file, int line, std::string field, cons
       line_(line),
       field_(std::move(field)) {}
 
-std::filesystem::path Manifest::resolved_graph_path() const {
+const GraphSpec& Manifest::graph_for(const std::string& framework) const {
+  for (const GraphSpec& g : graphs)
+    if (g.framework == framework) return g;
+  const auto names = framework_names();
+  throw std::runtime_error("manifest " + path.string() + " (model " + name + " " + version +
+                           ") has no graph for framework '" + framework + "'; it has: " +
+                           (names.empty() ? std::string("none") : join(names, ", ")));
+}
+
+GraphSpec& Manifest::graph_for(const std::string& framework) {
+  return const_cast<GraphSpec&>(std::as_const(*this).graph_for(framework));
+}
+
+bool Manifest::has_framework(const std::string& framework) const {
+  return std::any_of(graphs.begin(), graphs.end(), [&](const GraphSpec& g) { return g.framework == framework; });
+}
+
+std::vector<std::string> Manifest::framework_names() const {
+  std::vector<std::string> names;
+  for (const GraphSpec& g : graphs) names.push_back(g.framework);
+  return names;
+}
+
+const std::string& Manifest::default_framework() const {
+  if (graphs.empty()) throw std::logic_error("manifest " + path.string() + " has no framework graph");
+  return graphs.front().framework;
+}
+
+std::filesystem::path Manifest::resolved_graph_path(const std::string& framework) const {
+  const std::string& graph_path = graph_for(framework).graph_path;
   std::filesystem::path g(graph_path);
   if (g.is_absolute() || graph_path.find("://") != std::string::npos) return g;
   return (path.parent_path() / g).lexically_normal();
@@ -433,8 +502,9 @@ std::string sha256_file(const std::filesystem::path& file) {
   return out;
 }
 
-void verify_checksum(const Manifest& manifest) {
-  const auto file = manifest.resolved_graph_path();
+void verify_checksum(const Manifest& manifest, const std::string& framework) {
+  const GraphSpec& graph = manifest.graph_for(framework);
+  const auto file = manifest.resolved_graph_path(framework);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec))
   {
@@ -445,9 +515,10 @@ void verify_checksum(const Manifest& manifest) {
                              "` (run by the python3 that has torch, e.g. /usr/bin/python3)");
   }
   const std::string actual = "sha256:" + sha256_file(file);
-  if (actual != manifest.checksum)
-    throw std::runtime_error("checksum mismatch for " + file.string() + ": manifest " + manifest.path.string() +
-                             " expects " + manifest.checksum + ", the file has " + actual +
+  if (actual != graph.checksum)
+    throw std::runtime_error("checksum mismatch for " + file.string() + " (framework " + framework +
+                             "): manifest " + manifest.path.string() + " expects " + graph.checksum +
+                             ", the file has " + actual +
                              " (a different torch version exports other bytes: re-export with "
                              "`scripts/export_zoo.py --models " +
                              file.stem().string() + " --record`, or fix the manifest)");

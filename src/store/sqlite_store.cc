@@ -69,6 +69,19 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_evaluation_id ON runs (evaluation_id);
 )sql"},
+    // Version 2: per-input outputs of a run (xsp evaluate --store-predictions), for framework comparison.
+    // `position` restores the run's order exactly; probabilities are little-endian IEEE-754 float32.
+    {2, R"sql(
+CREATE TABLE predictions (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  position INTEGER NOT NULL CHECK (position >= 0),
+  input_id TEXT NOT NULL,
+  top_classes TEXT NOT NULL,
+  probabilities BLOB NOT NULL,
+  PRIMARY KEY (run_id, position),
+  UNIQUE (run_id, input_id)
+);
+)sql"},
 };
 
 constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
@@ -141,6 +154,25 @@ std::vector<double> doubles_from_blob(const std::uint8_t* data, std::size_t size
     std::uint64_t bits = 0;
     for (int b = 0; b < 8; ++b) bits |= static_cast<std::uint64_t>(data[i * 8 + b]) << (8 * b);
     out[i] = std::bit_cast<double>(bits);
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> floats_to_blob(const std::vector<float>& values) {
+  std::vector<std::uint8_t> out(values.size() * 4);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint32_t>(values[i]);
+    for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+  }
+  return out;
+}
+
+std::vector<float> floats_from_blob(const std::uint8_t* data, std::size_t size) {
+  std::vector<float> out(size / 4);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint32_t bits = 0;
+    for (int b = 0; b < 4; ++b) bits |= static_cast<std::uint32_t>(data[i * 4 + b]) << (8 * b);
+    out[i] = std::bit_cast<float>(bits);
   }
   return out;
 }
@@ -433,7 +465,25 @@ class SqliteStore final : public Store {
     bind_text(st, 11, counters.dump(), op);
     bind_blob(st, 12, trace_blob, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
-    return sqlite3_last_insert_rowid(db_);
+    const std::int64_t run_id = sqlite3_last_insert_rowid(db_);
+    if (!run.predictions.empty()) {
+      Statement ps = prepare(
+          "INSERT INTO predictions (run_id, position, input_id, top_classes, probabilities) "
+          "VALUES (?1, ?2, ?3, ?4, ?5)",
+          op + ": predictions");
+      for (std::size_t i = 0; i < run.predictions.size(); ++i) {
+        const InputPrediction& p = run.predictions[i];
+        const std::string pop = op + ": prediction of input '" + p.input_id + "'";
+        sqlite3_reset(ps.get());
+        bind_int(ps, 1, run_id, pop);
+        bind_int(ps, 2, static_cast<std::int64_t>(i), pop);
+        bind_text(ps, 3, p.input_id, pop);
+        bind_text(ps, 4, nlohmann::json(p.top_classes).dump(), pop);
+        bind_blob(ps, 5, floats_to_blob(p.probabilities), pop);
+        if (step(ps, pop)) fail(pop, "INSERT returned a row");
+      }
+    }
+    return run_id;
   }
 
   TraceLevel trace_level_from(const std::string& name, const std::string& op) const {
@@ -514,9 +564,34 @@ class SqliteStore final : public Store {
           fail(run_op + ": decode trace", e.what());
         }
       }
+      read_predictions(run, run_op);
       r.runs.push_back(std::move(run));
     }
     return r;
+  }
+
+  void read_predictions(RunRecord& run, const std::string& run_op) {
+    const std::string op = run_op + ": predictions";
+    Statement st = prepare(
+        "SELECT input_id, top_classes, probabilities FROM predictions WHERE run_id = ?1 ORDER BY position", op);
+    bind_int(st, 1, run.id, op);
+    while (step(st, op)) {
+      sqlite3_stmt* q = st.get();
+      InputPrediction p;
+      p.input_id = text(q, 0);
+      try {
+        p.top_classes = parse_json(text(q, 1), op + " of input '" + p.input_id + "'").get<std::vector<int>>();
+      } catch (const nlohmann::json::exception& e) {
+        fail(op + " of input '" + p.input_id + "': top_classes", e.what());
+      }
+      const auto* data = static_cast<const std::uint8_t*>(sqlite3_column_blob(q, 2));
+      const auto n = static_cast<std::size_t>(sqlite3_column_bytes(q, 2));
+      if (n % 4 != 0)
+        fail(op + " of input '" + p.input_id + "'",
+             "probabilities blob of " + std::to_string(n) + " bytes is not a whole number of float32");
+      if (data != nullptr) p.probabilities = floats_from_blob(data, n);
+      run.predictions.push_back(std::move(p));
+    }
   }
 
   std::filesystem::path file_;

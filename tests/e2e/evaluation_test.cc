@@ -49,7 +49,7 @@ class Resnet18 : public ::testing::Test {
     register_libtorch_predictor();
     const auto zoo = load_zoo(kZoo);
     manifest_ = new Manifest(find_model(zoo, "resnet18"));
-    verify_checksum(*manifest_);
+    verify_checksum(*manifest_, "libtorch");
     auto predictor = create_predictor("libtorch");
     predictor->load(*manifest_, DeviceSpec{});
     EvaluationOptions options;

@@ -81,7 +81,7 @@ TEST_F(LibTorchPredictorTest, WrongShapeIsInvalidArgument) {
 
 TEST_F(LibTorchPredictorTest, MissingFileNamesTheFile) {
   Manifest m = manifest_;
-  m.graph_path = "/nonexistent/dir/missing_model.pt";
+  m.graph_for("libtorch").graph_path = "/nonexistent/dir/missing_model.pt";
   auto p = create_predictor("libtorch");
   try {
     p->load(m, DeviceSpec{});
@@ -93,7 +93,7 @@ TEST_F(LibTorchPredictorTest, MissingFileNamesTheFile) {
 
 TEST_F(LibTorchPredictorTest, NotAModelNamesTheFile) {
   Manifest m = manifest_;
-  m.graph_path = kManifest.string();  // a YAML file, not a TorchScript archive
+  m.graph_for("libtorch").graph_path = kManifest.string();  // a YAML file, not a TorchScript archive
   auto p = create_predictor("libtorch");
   try {
     p->load(m, DeviceSpec{});

@@ -30,6 +30,11 @@ struct EvaluationOptions {
   /// Records LIBRARY/SYSTEM/KERNEL spans in runs whose level enables them; required for those levels.
   /// Owned by the caller (see create_device_profiler()).
   DeviceProfiler* device_profiler = nullptr;
+  /// Keep, per run, every distinct measured input's output (RunRecord::predictions): softmax over the first
+  /// output's row (raw values when the manifest has no softmax step) and its top-k classes (k of the manifest's
+  /// top_k step, else 5). Synthetic inputs get ids "synthetic:seed=S:batch=I:K" (I counts warm-up batches,
+  /// K the sample in the batch), so two evaluations with the same options feed and name the same tensors.
+  bool store_predictions = false;
 };
 
 /// Progress of an evaluation: `done` of `total` batches (warm-up included) and what runs now.

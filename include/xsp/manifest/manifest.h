@@ -48,22 +48,42 @@ struct OutputSpec {
   std::vector<ProcessingStep> steps;
 };
 
+/// The model's graph for one framework: which predictor loads which file. A manifest has one per framework
+/// it can run on (SPEC §5 `framework:` + `model:`, or the list form `frameworks:`).
+struct GraphSpec {
+  std::string framework;   ///< predictor name, e.g. "libtorch", "opencv-dnn", "onnxruntime"
+  std::string constraint;  ///< semver constraint on the framework's version, e.g. ">=1.13", ">=1.13, <3"
+  std::string graph_path;  ///< as written (relative to the manifest, or absolute)
+  std::string checksum;    ///< "sha256:<64 lower-case hex>"
+  int line = 0;            ///< line of the entry in the manifest (0 when built in code)
+  bool operator==(const GraphSpec&) const = default;
+};
+
 struct Manifest {
   std::filesystem::path path;  ///< the file it was read from
   std::string name;
   std::string version;  ///< semver
   std::string description;
-  std::string framework_name;
-  std::string framework_constraint;  ///< semver constraint, e.g. ">=1.13", ">=1.13, <3"
-  std::string graph_path;            ///< as written
-  std::string checksum;              ///< "sha256:<64 lower-case hex>"
+  /// One entry per framework, in manifest order, framework names unique; never empty after parsing. The
+  /// first entry is the default framework (the single-framework form has exactly one).
+  std::vector<GraphSpec> graphs;
   std::vector<InputSpec> inputs;
   std::vector<OutputSpec> outputs;
   std::map<std::string, std::string> attributes;  ///< task, training_dataset, source, weights...
   std::string source_yaml;                        ///< the file's text, stored with evaluations
 
-  /// graph_path resolved against the manifest's directory (absolute paths kept).
-  std::filesystem::path resolved_graph_path() const;
+  /// The graph for `framework`. Throws std::runtime_error naming the manifest file, the framework asked for
+  /// and the frameworks the manifest has.
+  const GraphSpec& graph_for(const std::string& framework) const;
+  GraphSpec& graph_for(const std::string& framework);
+  /// Whether the manifest has a graph for `framework`.
+  bool has_framework(const std::string& framework) const;
+  /// Framework names in manifest order.
+  std::vector<std::string> framework_names() const;
+  /// The default framework (first entry). Throws std::logic_error when there is none (unparsed manifest).
+  const std::string& default_framework() const;
+  /// graph_for(framework).graph_path resolved against the manifest's directory (absolute paths and URLs kept).
+  std::filesystem::path resolved_graph_path(const std::string& framework) const;
   /// labels file of output `i` resolved likewise (empty when none).
   std::filesystem::path resolved_labels_path(std::size_t i = 0) const;
 };
@@ -71,8 +91,11 @@ struct Manifest {
 /// Reads and validates a manifest. Throws ManifestError (file, line, field, what was expected) for
 /// unreadable files, malformed YAML, missing or ill-typed required fields, bad semver / constraint /
 /// checksum syntax, unknown processing steps or bad step parameters.
-/// Required: name, version, framework.name, framework.version, model.graph_path, model.checksum, inputs
-/// (non-empty; each with type, element_type, dimensions), outputs (non-empty; each with type).
+/// Required: name, version, inputs (non-empty; each with type, element_type, dimensions), outputs (non-empty;
+/// each with type), and the graphs in exactly one of two forms:
+///  - single framework: framework.name, framework.version, model.graph_path, model.checksum;
+///  - several: `frameworks:`, a non-empty list of {name, version, graph_path, checksum}, names unique.
+/// Mixing the forms (frameworks: together with framework: or model:) is an error.
 Manifest load_manifest(const std::filesystem::path& file);
 /// Same, from text; `file` is only used in messages and to resolve relative paths.
 Manifest parse_manifest(const std::string& yaml_text, const std::filesystem::path& file);
@@ -86,9 +109,10 @@ std::vector<Manifest> load_zoo(const std::filesystem::path& dir);
 const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& name,
                            const std::string& version = "");
 
-/// Verifies the graph file exists and its SHA-256 equals manifest.checksum. Throws std::runtime_error
-/// naming the file and both digests (or "missing", with the export command to run).
-void verify_checksum(const Manifest& manifest);
+/// Verifies that the graph file of `framework` exists and its SHA-256 equals the recorded checksum. Throws
+/// std::runtime_error naming the file and both digests (or "missing", with the export command to run), or,
+/// when the manifest has no graph for `framework`, the frameworks it has (as graph_for()).
+void verify_checksum(const Manifest& manifest, const std::string& framework);
 
 /// SHA-256 of a file as 64 lower-case hex digits (FIPS 180-4). Throws std::runtime_error if unreadable.
 std::string sha256_file(const std::filesystem::path& file);

@@ -18,6 +18,17 @@ inline constexpr const char* kStagePreprocess = "preprocess";
 inline constexpr const char* kStagePredict = "predict";
 inline constexpr const char* kStagePostprocess = "postprocess";
 
+/// One input's model output, kept when an evaluation stores predictions (`xsp evaluate --store-predictions`),
+/// so that evaluations of the same inputs on different frameworks can be compared (xsp::compare_predictions).
+struct InputPrediction {
+  std::string input_id;           ///< the input's id (image file name; synthetic inputs: see run_evaluation)
+  std::vector<int> top_classes;   ///< class indices of the highest probabilities, best first (ties: lower index)
+  /// Per class, the softmax of the first output's row for this input when the manifest's output has a softmax
+  /// step, else the raw output values (EvaluationRecord::settings["predictions"]["values"] says which).
+  std::vector<float> probabilities;
+  bool operator==(const InputPrediction&) const = default;
+};
+
 /// One execution at one trace level and batch size (SPEC §1 "run").
 struct RunRecord {
   std::int64_t id = 0;  ///< store id (0 until stored)
@@ -31,6 +42,9 @@ struct RunRecord {
   std::vector<double> predict_latency_ns;
   double throughput_samples_per_s = 0;  ///< batch_size / trimmed mean predict latency
   Trace trace;                          ///< assembled
+  /// With stored predictions: one per distinct input of the measured batches (first occurrence, in issue
+  /// order); empty otherwise.
+  std::vector<InputPrediction> predictions;
   bool operator==(const RunRecord&) const = default;
 };
 

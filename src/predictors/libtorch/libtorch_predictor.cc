@@ -60,7 +60,7 @@ class LibTorchPredictor final : public Predictor {
     } else {
       throw std::invalid_argument("libtorch predictor: unknown device kind '" + device.kind + "' (cpu|cuda)");
     }
-    const std::string file = manifest.resolved_graph_path().string();
+    const std::string file = manifest.resolved_graph_path(framework_name()).string();
     try {
       module_ = torch::jit::load(file, device_);
     } catch (const c10::Error& e) {

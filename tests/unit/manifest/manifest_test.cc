@@ -77,11 +77,15 @@ TEST(Manifest, ValidManifestParsesEveryField) {
   EXPECT_EQ(m.name, "TestNet");
   EXPECT_EQ(m.version, "1.2.3");
   EXPECT_EQ(m.description, "a manifest for the unit tests");
-  EXPECT_EQ(m.framework_name, "libtorch");
-  EXPECT_EQ(m.framework_constraint, ">=1.13, <3");
-  EXPECT_EQ(m.graph_path, "small.bin");
-  EXPECT_EQ(m.checksum, "sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea");
-  EXPECT_EQ(m.resolved_graph_path(), kFixtures / "small.bin");
+  ASSERT_EQ(m.graphs.size(), 1u);
+  EXPECT_EQ(m.default_framework(), "libtorch");
+  EXPECT_EQ(m.graphs[0].framework, "libtorch");
+  EXPECT_EQ(m.graphs[0].constraint, ">=1.13, <3");
+  EXPECT_EQ(m.graphs[0].graph_path, "small.bin");
+  EXPECT_EQ(m.graphs[0].checksum, "sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea");
+  EXPECT_EQ(m.graphs[0].line, 7);  // the framework mapping's first key
+  EXPECT_EQ(&m.graph_for("libtorch"), &m.graphs[0]);
+  EXPECT_EQ(m.resolved_graph_path("libtorch"), kFixtures / "small.bin");
   EXPECT_EQ(m.resolved_labels_path(0), kFixtures / "labels.txt");
   EXPECT_EQ(m.resolved_labels_path(1), fs::path());
   EXPECT_EQ(m.source_yaml, read(kValid));
@@ -150,10 +154,24 @@ TEST(Manifest, EveryZooManifestLoads) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   for (const auto& m : zoo) {
     SCOPED_TRACE(m.path.string());
-    EXPECT_EQ(m.framework_name, "libtorch");
-    EXPECT_EQ(m.framework_constraint, ">=1.13");
-    EXPECT_EQ(m.graph_path, m.path.stem().string() + ".pt");
-    EXPECT_NE(m.checksum, "sha256:" + std::string(64, '0')) << "export_zoo.py --record was not run";
+    // Every zoo model has a TorchScript and an ONNX graph; ViT-B/16 alone lacks opencv-dnn (OpenCV 4.6 cannot
+    // import its graph; docs/adding-a-framework.md says why).
+    const bool vit = m.path.stem() == "vit_b_16";
+    const std::vector<std::string> want = vit ? std::vector<std::string>{"libtorch", "onnxruntime"}
+                                              : std::vector<std::string>{"libtorch", "opencv-dnn", "onnxruntime"};
+    EXPECT_EQ(m.framework_names(), want);
+    EXPECT_EQ(m.default_framework(), "libtorch");
+    EXPECT_EQ(m.graph_for("libtorch").constraint, ">=1.13");
+    EXPECT_EQ(m.graph_for("libtorch").graph_path, m.path.stem().string() + ".pt");
+    EXPECT_EQ(m.graph_for("onnxruntime").graph_path, m.path.stem().string() + ".onnx");
+    if (!vit) {
+      EXPECT_EQ(m.graph_for("opencv-dnn").graph_path, m.path.stem().string() + ".onnx");
+      // Same file, same digest.
+      EXPECT_EQ(m.graph_for("opencv-dnn").checksum, m.graph_for("onnxruntime").checksum);
+    }
+    EXPECT_NE(m.graph_for("libtorch").checksum, m.graph_for("onnxruntime").checksum);
+    for (const auto& g : m.graphs)
+      EXPECT_NE(g.checksum, "sha256:" + std::string(64, '0')) << g.framework << ": export_zoo.py --record was not run";
     EXPECT_EQ(m.outputs.at(0).labels, "imagenet_labels.txt");
     EXPECT_TRUE(fs::exists(m.resolved_labels_path())) << m.resolved_labels_path();
     EXPECT_EQ(m.attributes.at("task"), "image_classification");
@@ -397,29 +415,144 @@ TEST(Checksum, Sha256OfFixtureMatchesSha256sum) {
 
 TEST(Checksum, VerifyMatchMismatchMissing) {
   auto m = xsp::load_manifest(kValid);
-  EXPECT_NO_THROW(xsp::verify_checksum(m));
+  EXPECT_NO_THROW(xsp::verify_checksum(m, "libtorch"));
 
   auto bad = m;
-  bad.checksum = "sha256:" + std::string(64, 'a');
+  bad.graphs[0].checksum = "sha256:" + std::string(64, 'a');
   try {
-    xsp::verify_checksum(bad);
+    xsp::verify_checksum(bad, "libtorch");
     FAIL();
   } catch (const std::runtime_error& e) {
     std::string w = e.what();
     EXPECT_NE(w.find("mismatch"), std::string::npos) << w;
     EXPECT_NE(w.find((kFixtures / "small.bin").string()), std::string::npos) << w;
-    EXPECT_NE(w.find(bad.checksum), std::string::npos) << w;
+    EXPECT_NE(w.find(bad.graphs[0].checksum), std::string::npos) << w;
     EXPECT_NE(w.find("sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea"), std::string::npos) << w;
   }
 
   auto missing = m;
-  missing.graph_path = "resnet77.pt";
+  missing.graphs[0].graph_path = "resnet77.pt";
   try {
-    xsp::verify_checksum(missing);
+    xsp::verify_checksum(missing, "libtorch");
     FAIL();
   } catch (const std::runtime_error& e) {
     std::string w = e.what();
     EXPECT_NE(w.find("missing"), std::string::npos) << w;
     EXPECT_NE(w.find("scripts/export_zoo.py --models resnet77"), std::string::npos) << w;
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Several frameworks per manifest (`frameworks:` list)
+// ---------------------------------------------------------------------------------------------------------
+
+namespace {
+
+const std::string kSmallDigest = "sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea";
+
+// The fixture with its framework:/model: blocks replaced by a frameworks: list of two graphs.
+std::string multi_framework_text() {
+  std::string text = remove_block(remove_block(read(kValid), "framework:"), "model:");
+  return replace(text, "inputs:\n",
+                 "frameworks:\n"
+                 "  - name: libtorch\n"
+                 "    version: \">=1.13\"\n"
+                 "    graph_path: small.bin\n"
+                 "    checksum: " + kSmallDigest + "\n"
+                 "  - name: opencv-dnn\n"
+                 "    version: \">=4.5\"\n"
+                 "    graph_path: /abs/small.onnx\n"
+                 "    checksum: sha256:" + std::string(64, 'b') + "\n"
+                 "inputs:\n");
+}
+
+}  // namespace
+
+TEST(ManifestFrameworks, ListFormParses) {
+  const auto m = xsp::parse_manifest(multi_framework_text(), kValid);
+  ASSERT_EQ(m.graphs.size(), 2u);
+  EXPECT_EQ(m.framework_names(), (std::vector<std::string>{"libtorch", "opencv-dnn"}));
+  EXPECT_EQ(m.default_framework(), "libtorch");
+  EXPECT_TRUE(m.has_framework("opencv-dnn"));
+  EXPECT_FALSE(m.has_framework("onnxruntime"));
+  const auto& cv = m.graph_for("opencv-dnn");
+  EXPECT_EQ(cv.constraint, ">=4.5");
+  EXPECT_EQ(cv.graph_path, "/abs/small.onnx");
+  EXPECT_EQ(cv.checksum, "sha256:" + std::string(64, 'b'));
+  EXPECT_EQ(m.graphs[0].line, 7);  // the entries' "- name:" lines
+  EXPECT_EQ(cv.line, 11);
+  EXPECT_EQ(m.resolved_graph_path("libtorch"), kFixtures / "small.bin");
+  EXPECT_EQ(m.resolved_graph_path("opencv-dnn"), fs::path("/abs/small.onnx"));  // absolute paths kept
+  EXPECT_NO_THROW(xsp::verify_checksum(m, "libtorch"));
+}
+
+TEST(ManifestFrameworks, UnknownFrameworkNamesFileAndChoices) {
+  const auto m = xsp::parse_manifest(multi_framework_text(), kValid);
+  for (auto call : {+[](const xsp::Manifest& x) { (void)x.graph_for("tensorflow"); },
+                    +[](const xsp::Manifest& x) { xsp::verify_checksum(x, "tensorflow"); },
+                    +[](const xsp::Manifest& x) { (void)x.resolved_graph_path("tensorflow"); }}) {
+    try {
+      call(m);
+      ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find(kValid.string()), std::string::npos) << w;
+      EXPECT_NE(w.find("'tensorflow'"), std::string::npos) << w;
+      EXPECT_NE(w.find("libtorch, opencv-dnn"), std::string::npos) << w;
+    }
+  }
+}
+
+TEST(ManifestFrameworks, ChecksumIsPerFramework) {
+  auto m = xsp::parse_manifest(multi_framework_text(), kValid);
+  m.graphs[1].graph_path = "small.bin";  // same file, but the recorded digest is 'bbbb...'
+  EXPECT_NO_THROW(xsp::verify_checksum(m, "libtorch"));
+  try {
+    xsp::verify_checksum(m, "opencv-dnn");
+    FAIL() << "mismatch not detected";
+  } catch (const std::runtime_error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("opencv-dnn"), std::string::npos) << w;
+    EXPECT_NE(w.find("sha256:" + std::string(64, 'b')), std::string::npos) << w;
+    EXPECT_NE(w.find(kSmallDigest), std::string::npos) << w;
+  }
+}
+
+TEST(ManifestFrameworks, Errors) {
+  const std::string multi = multi_framework_text();
+  struct Case {
+    std::string text, field, expect;
+    int line;
+  };
+  const std::vector<Case> cases = {
+      // Both forms at once.
+      {replace(multi, "inputs:\n", "framework: {name: libtorch, version: \">=1\"}\ninputs:\n"), "framework",
+       "cannot be combined with 'frameworks'", 15},
+      {replace(multi, "inputs:\n", "model: {graph_path: a.pt, checksum: x}\ninputs:\n"), "model",
+       "cannot be combined", 15},
+      // Duplicate framework names.
+      {replace(multi, "  - name: opencv-dnn", "  - name: libtorch"), "frameworks[1].name",
+       "duplicate framework 'libtorch' (also at line 7)", 11},
+      // Missing keys of an entry, reported at the entry's line.
+      {replace(multi, "    graph_path: /abs/small.onnx\n", ""), "frameworks[1].graph_path", "missing", 11},
+      {replace(multi, "    version: \">=4.5\"\n", ""), "frameworks[1].version", "missing", 11},
+      // Bad values.
+      {replace(multi, "\">=4.5\"", "\"four\""), "frameworks[1].version", "'four'", 12},
+      {replace(multi, "sha256:" + std::string(64, 'b'), "sha256:xyz"), "frameworks[1].checksum", "64 lower-case hex", 14},
+      {replace(multi, "    graph_path: small.bin\n", "    graph_path: small.bin\n    path: x\n"), "frameworks[0].path",
+       "unknown key 'path'", 10},
+      // Empty or not a list (appended as the last line, 24).
+      {remove_block(multi, "frameworks:") + "frameworks: []\n", "frameworks", "non-empty list", 24},
+      {remove_block(multi, "frameworks:") + "frameworks: libtorch\n", "frameworks", "non-empty list", 24},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.field + ": " + c.expect);
+    auto e = parse_error(c.text);
+    EXPECT_EQ(e.field(), c.field) << e.what();
+    EXPECT_EQ(e.line(), c.line) << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
+  }
+  // Neither form: the single form's first required field is reported.
+  auto e = parse_error(remove_block(multi, "frameworks:"));
+  EXPECT_EQ(e.field(), "framework") << e.what();
 }

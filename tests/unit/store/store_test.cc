@@ -82,6 +82,10 @@ RunRecord make_run(int batch, TraceLevel level, std::int64_t t0) {
                                     {{"module", "layer1.0.conv1"}, {"shape", "[1, 3, 224, 224]"}}));
     trace.spans.push_back(make_span(4, 2, Level::kFramework, "aten::relu", t0 + 4'100, t0 + 4'500));
     trace.assembly.by_context = 3;
+    // Values chosen to catch a lossy float encoding: a subnormal, a value with all mantissa bits set, 0, 1.
+    run.predictions.push_back({"a.jpg", {2, 0}, {0.25f, 1e-40f, 0.75f - 1e-7f, 0.0f}});
+    run.predictions.push_back({"b \u00b5.jpg", {1}, {0.1f, 0.9f, 0.0f, 1.0f / 3.0f}});
+    run.predictions.push_back({"c.jpg", {}, {}});
   } else {
     trace.assembly.by_context = 1;
   }
@@ -142,8 +146,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 1);
-  EXPECT_EQ(store->schema_version(), 1);
+  EXPECT_EQ(Store::current_schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), 2);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -280,7 +284,7 @@ TEST(Store, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = Store::open(file);
-  EXPECT_EQ(reopened->schema_version(), 1);
+  EXPECT_EQ(reopened->schema_version(), 2);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -292,6 +296,51 @@ TEST(Store, PersistsAcrossConnections) {
   other->save(second);
   EXPECT_EQ(reopened->list().size(), 2u);
   EXPECT_EQ(reopened->load(second.id), second);
+}
+
+TEST(Store, PredictionsRoundTripInOrder) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  auto store = Store::open(file);
+  EvaluationRecord record = make_record();
+  ASSERT_EQ(record.runs[1].predictions.size(), 3u);
+  store->save(record);
+  EXPECT_EQ(count_rows(file, "predictions"), 3);
+  const auto loaded = store->load(record.id);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_TRUE(loaded->runs[0].predictions.empty());
+  ASSERT_EQ(loaded->runs[1].predictions, record.runs[1].predictions);
+  // Bit-exact, including the subnormal.
+  EXPECT_EQ(loaded->runs[1].predictions[0].probabilities[1], 1e-40f);
+  EXPECT_EQ(loaded->runs[1].predictions[1].input_id, "b \u00b5.jpg");
+
+  // An input id twice in one run violates UNIQUE (run_id, input_id): the whole save is rolled back.
+  EvaluationRecord dup = make_record("2026-12-03T00:00:00Z");
+  dup.runs[1].predictions.push_back(dup.runs[1].predictions[0]);
+  EXPECT_THROW(store->save(dup), StoreError);
+  EXPECT_EQ(dup.id, 0);
+  EXPECT_EQ(count_rows(file, "evaluations"), 1);
+  EXPECT_EQ(count_rows(file, "predictions"), 3);
+}
+
+TEST(Store, MigratesVersion1StoreToVersion2) {
+  TempDir dir;
+  const fs::path file = dir.path() / "old.db";
+  EvaluationRecord old = make_record();
+  for (auto& run : old.runs) run.predictions.clear();  // a version-1 store has no predictions
+  {
+    auto store = Store::open(file);
+    store->save(old);
+  }
+  // Turn the file back into what version 1 wrote: no predictions table, schema_version 1.
+  exec_sql(file, "DROP TABLE predictions; UPDATE schema_version SET version = 1;");
+  auto store = Store::open(file);
+  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(count_rows(file, "predictions"), 0);
+  EXPECT_EQ(store->load(old.id), old);  // old evaluations read back unchanged
+  EvaluationRecord fresh = make_record("2026-12-02T00:00:00Z");
+  store->save(fresh);
+  EXPECT_EQ(store->load(fresh.id), fresh);
 }
 
 TEST(Store, NewerSchemaIsRefused) {

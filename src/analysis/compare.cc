@@ -1,0 +1,287 @@
+// Side-by-side comparison of evaluations; formulas and sources in include/xsp/analysis/compare.h.
+#include "xsp/analysis/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "xsp/analysis/analyses.h"
+
+namespace xsp {
+namespace {
+
+std::string eval_label(const EvaluationRecord& r) {
+  return "#" + std::to_string(r.id) + " " + r.framework_name;
+}
+std::string col_prefix(const EvaluationRecord& r) { return "e" + std::to_string(r.id) + "_"; }
+
+int argmax(const std::vector<float>& v) {
+  int best = 0;
+  for (std::size_t i = 1; i < v.size(); ++i)
+    if (v[i] > v[static_cast<std::size_t>(best)]) best = static_cast<int>(i);
+  return best;
+}
+
+void check_sizes(const std::vector<float>& p, const std::vector<float>& q, const char* what) {
+  if (p.size() != q.size())
+    throw std::invalid_argument(std::string(what) + ": distributions of different sizes (" + std::to_string(p.size()) +
+                                " and " + std::to_string(q.size()) + " classes)");
+}
+
+const LatencySummary* predict_summary(const RunRecord* run) {
+  if (run == nullptr) return nullptr;
+  auto it = run->stage_latency_ns.find(kStagePredict);
+  return it == run->stage_latency_ns.end() ? nullptr : &it->second;
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+// Sum in double: float32 softmax outputs sum to 1 only within rounding, and KL of vectors that do not sum to 1
+// can be negative; both divergences renormalize (v_c / Σv) first.
+double sum(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += x;
+  return s;
+}
+
+}  // namespace
+
+double kl_divergence(const std::vector<float>& p, const std::vector<float>& q) {
+  check_sizes(p, q, "KL divergence");
+  const double sp = sum(p), sq = sum(q);
+  if (sp <= 0 || sq <= 0) return 0;
+  double kl = 0;
+  for (std::size_t c = 0; c < p.size(); ++c) {
+    const double pc = p[c] / sp;
+    if (pc <= 0) continue;
+    kl += pc * std::log(pc / std::max(q[c] / sq, kProbabilityFloor));
+  }
+  return std::max(kl, 0.0);  // >= 0 by Gibbs' inequality; rounding can leave a tiny negative
+}
+
+double js_divergence(const std::vector<float>& p, const std::vector<float>& q) {
+  check_sizes(p, q, "JS divergence");
+  const double sp = sum(p), sq = sum(q);
+  if (sp <= 0 || sq <= 0) return 0;
+  double js = 0;
+  for (std::size_t c = 0; c < p.size(); ++c) {
+    const double pc = p[c] / sp, qc = q[c] / sq, m = 0.5 * (pc + qc);
+    if (pc > 0) js += 0.5 * pc * std::log(pc / m);
+    if (qc > 0) js += 0.5 * qc * std::log(qc / m);
+  }
+  return std::max(js, 0.0);  // rounding can leave a tiny negative for identical inputs
+}
+
+PredictionAgreement compare_predictions(const std::vector<InputPrediction>& a, const std::vector<InputPrediction>& b) {
+  std::map<std::string, const InputPrediction*> by_id;
+  for (const auto& p : b) by_id.emplace(p.input_id, &p);
+  PredictionAgreement r;
+  double kl_ab = 0, kl_ba = 0, js = 0;
+  for (const auto& pa : a) {
+    auto it = by_id.find(pa.input_id);
+    if (it == by_id.end()) continue;
+    const InputPrediction& pb = *it->second;
+    if (pa.probabilities.size() != pb.probabilities.size() || pa.probabilities.empty()) {
+      ++r.class_count_mismatches;
+      continue;
+    }
+    ++r.common_inputs;
+    if (argmax(pa.probabilities) == argmax(pb.probabilities))
+      ++r.top1_agree;
+    else
+      r.disagreeing.push_back(pa.input_id);
+    for (std::size_t c = 0; c < pa.probabilities.size(); ++c)
+      r.max_abs_diff = std::max(r.max_abs_diff, std::abs(static_cast<double>(pa.probabilities[c]) - pb.probabilities[c]));
+    kl_ab += kl_divergence(pa.probabilities, pb.probabilities);
+    kl_ba += kl_divergence(pb.probabilities, pa.probabilities);
+    const double j = js_divergence(pa.probabilities, pb.probabilities);
+    js += j;
+    r.max_js = std::max(r.max_js, j);
+  }
+  if (r.common_inputs > 0) {
+    const double n = static_cast<double>(r.common_inputs);
+    r.top1_agree_percent = 100.0 * static_cast<double>(r.top1_agree) / n;
+    r.mean_kl_ab = kl_ab / n;
+    r.mean_kl_ba = kl_ba / n;
+    r.mean_js = js / n;
+  }
+  return r;
+}
+
+std::vector<InputPrediction> evaluation_predictions(const EvaluationRecord& record) {
+  std::vector<InputPrediction> out;
+  std::set<std::string> seen;
+  for (const auto& run : record.runs)
+    for (const auto& p : run.predictions)
+      if (seen.insert(p.input_id).second) out.push_back(p);
+  return out;
+}
+
+Table compare_summary(const std::vector<EvaluationRecord>& records) {
+  Table t;
+  t.id = "compare.evaluations";
+  t.title = "Evaluations compared";
+  t.columns = {{"evaluation", ""}, {"model", ""}, {"framework", ""}, {"device", ""}, {"trace_level", ""},
+               {"batch_sizes", ""}, {"predictions", "stored predictions"}};
+  std::set<std::string> models;
+  for (const auto& r : records) {
+    models.insert(r.model_name + " " + r.model_version);
+    t.rows.push_back({Cell(r.id), Cell(r.model_name + " " + r.model_version),
+                      Cell(r.framework_name + " " + r.framework_version), Cell(r.device),
+                      Cell(std::string(to_string(r.trace_level)) + (r.leveled ? " (leveled)" : "")),
+                      Cell(join_ints(r.batch_sizes)),
+                      Cell(static_cast<std::int64_t>(evaluation_predictions(r).size()))});
+  }
+  if (models.size() > 1) t.notes.push_back("the evaluations are of different models: latencies compare models, not only frameworks");
+  return t;
+}
+
+Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
+  Table t;
+  t.id = "compare.A1";
+  t.title = "A1 side by side: predict latency (trimmed mean, ms) and throughput per batch size";
+  t.columns = {{"batch_size", "batch"}};
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    t.columns.push_back({col_prefix(r) + "latency_ms", eval_label(r) + " ms"});
+    t.columns.push_back({col_prefix(r) + "throughput_samples_per_s", eval_label(r) + " samples/s"});
+    if (i > 0) t.columns.push_back({col_prefix(r) + "latency_ratio", eval_label(r) + " / #" + std::to_string(records[0].id)});
+  }
+  std::set<int> batches;
+  for (const auto& r : records) batches.insert(r.batch_sizes.begin(), r.batch_sizes.end());
+  for (int b : batches) {
+    std::vector<Cell> row{Cell(std::int64_t{b})};
+    const LatencySummary* first = predict_summary(records[0].run_for_level(b, Level::kModel));
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const RunRecord* run = records[i].run_for_level(b, Level::kModel);
+      const LatencySummary* s = predict_summary(run);
+      row.push_back(s ? Cell(s->trimmed_mean / 1e6) : Cell());
+      row.push_back(run ? Cell(run->throughput_samples_per_s) : Cell());
+      if (i > 0) row.push_back(s && first && first->trimmed_mean > 0 ? Cell(s->trimmed_mean / first->trimmed_mean) : Cell());
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.notes.push_back("each evaluation's latencies from its own M run (SPEC §3); ratio > 1: slower than #" +
+                    std::to_string(records[0].id));
+  return t;
+}
+
+Table a6_totals(const std::vector<EvaluationRecord>& records, const std::vector<int>& batch_sizes) {
+  Table t;
+  t.id = "compare.A6.totals";
+  t.title = "Layer totals per evaluation (FRAMEWORK level)";
+  t.columns = {{"evaluation", ""},    {"framework", ""},   {"batch_size", "batch"},
+               {"layers", ""},        {"layer_types", "types"}, {"layer_latency_ms", "layers ms"},
+               {"model_latency_ms", "model ms"}, {"layer_share_percent", "layers % of model"}};
+  for (int b : batch_sizes) {
+    for (const auto& r : records) {
+      const RunRecord* fw = r.run_for_level(b, Level::kFramework);
+      const LatencySummary* model = predict_summary(r.run_for_level(b, Level::kModel));
+      std::vector<Cell> row{Cell(r.id), Cell(r.framework_name), Cell(std::int64_t{b})};
+      if (fw == nullptr) {
+        row.insert(row.end(), {Cell(), Cell(), Cell(), model ? Cell(model->trimmed_mean / 1e6) : Cell(), Cell()});
+        t.rows.push_back(std::move(row));
+        continue;
+      }
+      const LayerStats stats = layer_stats(fw->trace);
+      double total = 0;
+      std::set<std::string> types;
+      for (const auto& l : stats.layers) {
+        total += l.latency_ns;
+        types.insert(l.type);
+      }
+      row.push_back(Cell(static_cast<std::int64_t>(stats.layers.size())));
+      row.push_back(Cell(static_cast<std::int64_t>(types.size())));
+      row.push_back(Cell(total / 1e6));
+      row.push_back(model ? Cell(model->trimmed_mean / 1e6) : Cell());
+      row.push_back(model && model->trimmed_mean > 0 ? Cell(100.0 * total / model->trimmed_mean) : Cell());
+      t.rows.push_back(std::move(row));
+    }
+  }
+  t.notes.push_back("layer latency: sum over layer indexes of the trimmed-mean latency (M/F run); model latency: "
+                    "trimmed-mean predict latency (M run)");
+  t.notes.push_back("layers are what each framework reports: LibTorch top-level ops (aten::...), OpenCV DNN layers "
+                    "that ran (fused ones report no time); counts and types differ by design");
+  return t;
+}
+
+Table predictions_side_by_side(const std::vector<EvaluationRecord>& records) {
+  Table t;
+  t.id = "compare.predictions";
+  t.title = "Output agreement on the same inputs";
+  t.columns = {{"evaluation_a", "A"}, {"evaluation_b", "B"}, {"common_inputs", "inputs"},
+               {"top1_agree", "top-1 agree"}, {"top1_agree_percent", "top-1 %"}, {"max_abs_dp", "max |dp|"},
+               {"mean_kl_ab", "mean KL(A||B)"}, {"mean_kl_ba", "mean KL(B||A)"}, {"mean_js", "mean JS"},
+               {"max_js", "max JS"}};
+  t.notes.push_back("KL(P||Q) = sum_c P_c ln(P_c/Q_c) (Kullback & Leibler 1951; Cover & Thomas eq. 2.26), Q_c "
+                    "floored at 1e-30; JS = (KL(P||M) + KL(Q||M))/2, M = (P+Q)/2 (Lin 1991), 0 <= JS <= ln 2; "
+                    "natural log; means over the common inputs");
+  std::vector<std::vector<InputPrediction>> preds;
+  for (const auto& r : records) preds.push_back(evaluation_predictions(r));
+  if (preds[0].empty()) {
+    t.notes.push_back("evaluation #" + std::to_string(records[0].id) +
+                      " stored no predictions (run xsp evaluate with --store-predictions)");
+    return t;
+  }
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    if (preds[i].empty()) {
+      t.notes.push_back("evaluation #" + std::to_string(records[i].id) + " stored no predictions");
+      continue;
+    }
+    const PredictionAgreement a = compare_predictions(preds[0], preds[i]);
+    t.rows.push_back({Cell(records[0].id), Cell(records[i].id), Cell(static_cast<std::int64_t>(a.common_inputs)),
+                      Cell(static_cast<std::int64_t>(a.top1_agree)), Cell(a.top1_agree_percent), Cell(a.max_abs_diff),
+                      Cell(a.mean_kl_ab), Cell(a.mean_kl_ba), Cell(a.mean_js), Cell(a.max_js)});
+    if (a.common_inputs == 0)
+      t.notes.push_back("#" + std::to_string(records[0].id) + " and #" + std::to_string(records[i].id) +
+                        " share no input id");
+    if (!a.disagreeing.empty()) {
+      std::string ids;
+      for (const auto& d : a.disagreeing) ids += (ids.empty() ? "" : ", ") + d;
+      t.notes.push_back("#" + std::to_string(records[i].id) + " disagrees on top-1 for: " + ids);
+    }
+    if (a.class_count_mismatches > 0)
+      t.notes.push_back(std::to_string(a.class_count_mismatches) + " common inputs of #" +
+                        std::to_string(records[i].id) + " left out: different class counts");
+  }
+  return t;
+}
+
+std::vector<Table> compare_evaluations(const std::vector<EvaluationRecord>& records, const CompareOptions& options) {
+  if (records.size() < 2) throw std::invalid_argument("compare needs at least two evaluations");
+  // Batch sizes every evaluation measured: layer tables side by side only make sense for those.
+  std::vector<int> common = records[0].batch_sizes;
+  for (const auto& r : records) {
+    std::vector<int> keep;
+    for (int b : common)
+      if (std::find(r.batch_sizes.begin(), r.batch_sizes.end(), b) != r.batch_sizes.end()) keep.push_back(b);
+    common = keep;
+  }
+  std::sort(common.begin(), common.end());
+  if (options.batch_size) {
+    if (std::find(common.begin(), common.end(), *options.batch_size) == common.end())
+      throw std::invalid_argument("batch size " + std::to_string(*options.batch_size) +
+                                  " is not measured by every evaluation; common batch sizes: " +
+                                  (common.empty() ? std::string("none") : join_ints(common)));
+    common = {*options.batch_size};
+  }
+  std::vector<Table> out{compare_summary(records), a1_side_by_side(records), a6_totals(records, common)};
+  for (int b : common) {
+    for (const auto& r : records) {
+      Table t = a6_layer_latency_by_type(r, b);
+      t.id = "compare.A6.e" + std::to_string(r.id);
+      t.title = "evaluation " + eval_label(r) + " " + r.framework_version + ": " + t.title;
+      out.push_back(std::move(t));
+    }
+  }
+  out.push_back(predictions_side_by_side(records));
+  return out;
+}
+
+}  // namespace xsp
