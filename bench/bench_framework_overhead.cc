@@ -1,12 +1,17 @@
 // Cost of the LibTorch framework profiler per observed op.
 //
-//   bench_framework_overhead MODEL.pt [WARMUP=20] [ITERS=50] [BATCH=1] [SIDE=224]
+//   bench_framework_overhead MODEL.pt [DEVICE=cpu|cuda] [ROUNDS=5] [BLOCK=40] [BATCH=1] [SIDE=224]
 //
-// Runs the TorchScript model on the CPU in three modes, interleaved per iteration so that machine noise hits
-// all modes alike: plain (no observer), noop (a RecordFunction observer that records nothing: what LibTorch's
-// own RecordFunction machinery costs) and full (RecordFunctionProfiler with shapes, modules and memory).
-// Each timed predict is bracketed by its own start()/stop(); the flush in stop() is reported separately.
-// Prints the median predict time per mode, ops per forward and (mode - plain) / ops in µs per op.
+// Runs the TorchScript model through XSP's LibTorch predictor in blocks of BLOCK forwards per mode, the modes
+// alternating ROUNDS times so that drift hits all alike (after 20 warm-up forwards):
+//   plain     no observer: the reference a user's own timing loop would give
+//   noop      a RecordFunction observer that records nothing (LibTorch's own machinery)
+//   detailed  XSP's framework profiler reading shapes and module paths for every op (detail_batches = 0)
+//   framework XSP's framework profiler as the runner uses it (details from the block's first forward only)
+//   kernel    framework + the CUPTI device profiler (device cuda, CUPTI build): an M/F/K run
+// A profiler is started once per block and told each forward as a new batch (set_parent), as in a run.
+// Prints median ms per mode, ops and kernels per forward, µs per op ((framework − plain) / ops) and µs per
+// kernel ((kernel − framework) / kernels).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "xsp/predictor/predictor.h"
+#include "xsp/profilers/device_profiler.h"
 #include "xsp/trace/trace.h"
 
 #ifdef XSP_WITH_LIBTORCH
@@ -32,14 +38,15 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s MODEL.pt [WARMUP=20] [ITERS=50] [BATCH=1] [SIDE=224]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL.pt [DEVICE=cpu|cuda] [ROUNDS=5] [BLOCK=40] [BATCH=1] [SIDE=224]\n", argv[0]);
     return 2;
   }
   const std::string model = argv[1];
-  const int warmup = argc > 2 ? std::atoi(argv[2]) : 20;
-  const int iters = argc > 3 ? std::atoi(argv[3]) : 50;
-  const long batch = argc > 4 ? std::atol(argv[4]) : 1;
-  const long side = argc > 5 ? std::atol(argv[5]) : 224;
+  const std::string device = argc > 2 ? argv[2] : "cpu";
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
+  const int block = argc > 4 ? std::atoi(argv[4]) : 40;
+  const long batch = argc > 5 ? std::atol(argv[5]) : 1;
+  const long side = argc > 6 ? std::atol(argv[6]) : 224;
 
   xsp::register_libtorch_predictor();
   auto predictor = xsp::create_predictor("libtorch");
@@ -48,60 +55,73 @@ int main(int argc, char** argv) {
   manifest.graphs.push_back(xsp::GraphSpec{"libtorch", "*", model, "", 0});
   manifest.inputs.push_back(xsp::InputSpec{});
   manifest.inputs[0].dimensions = {3, side, side};
-  predictor->load(manifest, xsp::DeviceSpec{});
+  predictor->load(manifest, xsp::DeviceSpec{device, 0});
 
   xsp::Tensor input;
   input.shape = {batch, 3, side, side};
   input.data.assign(static_cast<std::size_t>(input.numel()), 0.5f);
+  for (int i = 0; i < 20; ++i) predictor->predict(input);
 
-  for (int i = 0; i < warmup; ++i) predictor->predict(input);
-
-  xsp::libtorch::RecordFunctionProfiler full;
-  xsp::libtorch::RecordFunctionProfilerOptions noop_options;
+  xsp::libtorch::RecordFunctionProfilerOptions noop_options, detailed_options;
   noop_options.record = false;
-  xsp::libtorch::RecordFunctionProfiler noop(noop_options);
+  detailed_options.detail_batches = 0;
+  xsp::libtorch::RecordFunctionProfiler noop(noop_options), detailed(detailed_options), framework;
+  std::unique_ptr<xsp::DeviceProfiler> cupti;
+  if (device == "cuda" && xsp::have_device_profiler()) cupti = xsp::create_device_profiler();
 
-  enum Mode { kPlain, kNoop, kFull, kModes };
-  const char* names[kModes] = {"plain", "noop observer", "full profiler"};
+  enum Mode { kPlain, kNoop, kDetailed, kFramework, kKernel, kModes };
+  const char* names[kModes] = {"plain", "noop observer", "detailed", "framework", "kernel (CUPTI)"};
   std::vector<double> ms[kModes];
-  std::vector<double> flush_ms;
-  std::size_t spans = 0, top_level = 0;
-  for (int i = 0; i < iters; ++i) {
-    for (int k = 0; k < kModes; ++k) {
-      const Mode mode = static_cast<Mode>((i + k) % kModes);  // rotate the order against drift
+  double ops = 0, kernels = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int m = 0; m < kModes; ++m) {
+      const Mode mode = static_cast<Mode>(m);
+      if (mode == kKernel && !cupti) continue;
       xsp::TraceRecorder rec;
-      const xsp::SpanId parent = rec.next_id();
-      xsp::FrameworkProfiler* prof = mode == kFull ? &full : mode == kNoop ? &noop : nullptr;
-      if (prof) prof->start(rec, parent);
-      const std::int64_t t0 = xsp::now_ns();
-      predictor->predict(input);
-      const std::int64_t t1 = xsp::now_ns();
-      if (prof) prof->stop();
-      const std::int64_t t2 = xsp::now_ns();
-      ms[mode].push_back((t1 - t0) / 1e6);
-      if (mode == kFull) {
-        flush_ms.push_back((t2 - t1) / 1e6);
-        const xsp::Trace trace = rec.take();
-        spans += trace.spans.size();
-        for (const auto& s : trace.spans) top_level += s.parent_id == parent;
-        if (auto it = trace.counters.find("framework.dropped_spans"); it != trace.counters.end() && it->second)
-          std::fprintf(stderr, "warning: %llu dropped spans\n", static_cast<unsigned long long>(it->second));
+      xsp::FrameworkProfiler* prof = mode == kNoop       ? static_cast<xsp::FrameworkProfiler*>(&noop)
+                                     : mode == kDetailed ? &detailed
+                                     : mode >= kFramework ? &framework
+                                                          : nullptr;
+      if (mode == kKernel) {
+        framework.set_correlation_listener(cupti->correlation_listener());
+        cupti->start(rec, xsp::DeviceProfilerOptions{});
       }
+      if (prof) prof->start(rec, xsp::kNoSpan);
+      for (int i = 0; i < block; ++i) {
+        if (prof) prof->set_parent(rec.next_id());
+        const std::int64_t t0 = xsp::now_ns();
+        predictor->predict(input);
+        ms[mode].push_back((xsp::now_ns() - t0) / 1e6);
+      }
+      if (cupti && mode == kKernel) cupti->stop();
+      if (prof) prof->stop();
+      if (mode == kKernel) framework.set_correlation_listener(nullptr);
+      const xsp::Trace trace = rec.take();
+      std::size_t n_ops = 0, n_kernels = 0;
+      for (const auto& s : trace.spans) {
+        n_ops += s.level == xsp::Level::kFramework;
+        n_kernels += s.level == xsp::Level::kKernel;
+      }
+      if (mode == kFramework) ops = static_cast<double>(n_ops) / block;
+      if (mode == kKernel) kernels = static_cast<double>(n_kernels) / block;
+      for (const auto& [name, value] : trace.counters)
+        if (value > 0 && name.find("dropped") != std::string::npos)
+          std::fprintf(stderr, "warning: %s = %llu\n", name.c_str(), static_cast<unsigned long long>(value));
     }
   }
-  const double ops = static_cast<double>(spans) / iters;
-  const double plain = median(ms[kPlain]);
-  std::printf("model %s, batch %ld, %d warm-up + %d timed forwards per mode (interleaved)\n", model.c_str(),
-              batch, warmup, iters);
-  std::printf("ops per forward: %.1f (top-level %.1f)\n", ops, static_cast<double>(top_level) / iters);
-  std::printf("%-15s %12s %12s %14s\n", "mode", "median ms", "vs plain", "us per op");
+  const double plain = median(ms[kPlain]), fw = median(ms[kFramework]);
+  std::printf("model %s on %s, batch %ld, %d rounds x %d forwards per mode\n", model.c_str(), device.c_str(), batch,
+              rounds, block);
+  std::printf("ops per forward: %.1f; kernels (incl. memcpy/memset) per forward: %.1f\n", ops, kernels);
+  std::printf("%-16s %11s %10s %11s %13s\n", "mode", "median ms", "vs plain", "us per op", "us per kernel");
   for (int m = 0; m < kModes; ++m) {
+    if (ms[m].empty()) continue;
     const double med = median(ms[m]);
-    std::printf("%-15s %12.3f %11.3fx %14.3f\n", names[m], med, med / plain,
-                m == kPlain ? 0.0 : (med - plain) * 1e3 / ops);
+    const bool per_kernel = m == kKernel && kernels > 0;
+    std::printf("%-16s %11.3f %9.3fx %11.3f %13s\n", names[m], med, med / plain,
+                m == kPlain || m == kKernel ? 0.0 : (med - plain) * 1e3 / ops,
+                per_kernel ? std::to_string((med - fw) * 1e3 / kernels).substr(0, 6).c_str() : "");
   }
-  std::printf("stop() flush: median %.3f ms per forward (%.3f us per span, outside the timed forward)\n",
-              median(flush_ms), median(flush_ms) * 1e3 / ops);
   return 0;
 }
 

@@ -265,3 +265,22 @@ TEST(Cli, BadInputFailsClearlyAndLeavesTheStoreUnchanged) {
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out.find("\n2 "), std::string::npos);  // still only evaluation 1
 }
+
+TEST_F(Resnet18, LaterBatchesInheritShapesAndModulesByPosition) {
+  // Only the first measured batch reads shapes and module paths (RecordFunctionProfilerOptions::
+  // detail_batches); the others copy them by op position. Every batch must end up tagged alike.
+  const RunRecord* run = record_->run_for_level(1, Level::kFramework);
+  EXPECT_EQ(run->trace.counters.count("framework.detail_mismatches"), 0u);
+  std::map<SpanId, std::vector<Layer>> by_batch;
+  for (const auto& layer : extract_layers(run->trace)) by_batch[layer.predict_span_id].push_back(layer);
+  ASSERT_EQ(by_batch.size(), 5u);
+  const auto& first = by_batch.begin()->second;
+  for (const auto& [predict, layers] : by_batch) {
+    ASSERT_EQ(layers.size(), first.size());
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      EXPECT_EQ(layers[i].name, first[i].name);
+      EXPECT_EQ(layers[i].shapes, first[i].shapes);
+      EXPECT_FALSE(layers[i].shapes.empty()) << layers[i].name;
+    }
+  }
+}

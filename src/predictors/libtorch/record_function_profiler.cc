@@ -30,6 +30,7 @@ namespace {
 
 constexpr std::size_t kNameCap = 56;  // op names are ~10-40 chars; longer ones go to ThreadBuffer::long_names
 constexpr std::size_t kInitialOps = 8192;
+constexpr std::size_t kNoSource = static_cast<std::size_t>(-1);  // a lean op whose details are unknown
 
 /// One observed op, as raw as possible (formatted in stop()).
 struct OpRecord {
@@ -43,6 +44,7 @@ struct OpRecord {
   std::int32_t long_name = -1;          ///< index into ThreadBuffer::long_names when the name did not fit
   std::uint32_t shapes_off = 0;         ///< offset into ThreadBuffer::shapes: per tensor ndim, then dims
   std::uint16_t n_tensors = 0;
+  bool lean = false;                    ///< recorded without shapes and module (after the detail batches)
   char name[kNameCap];
 };
 
@@ -94,6 +96,9 @@ struct Session final : c10::MemoryReportingInfoBase {
   OpCorrelationListener* listener = nullptr; ///< told of each recorded op (CUPTI external correlation)
   std::atomic<SpanId> parent{kNoSpan};
   std::atomic<bool> active{true};
+  /// Shapes and module paths are read while true (the first opts.detail_batches batches); see flush().
+  std::atomic<bool> detail{true};
+  std::uint64_t batches = 0;  ///< set_parent() calls so far (start thread only)
   std::mutex mu;  // guards `threads` (registration is once per thread per session; never on the hot path)
   std::vector<std::unique_ptr<ThreadBuffer>> threads;
 
@@ -189,9 +194,11 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   }
   r.parent = parent;
   const RecordFunctionProfilerOptions& opts = b->session->opts;
+  const bool detail = b->session->detail.load(std::memory_order_relaxed);
+  r.lean = !detail;
   if (parent < 0) {
     if (b->is_start_thread) r.context_parent = b->session->parent.load(std::memory_order_relaxed);
-    if (opts.record_modules) {
+    if (opts.record_modules && detail) {
       // ~1 µs (walks the interpreter frames and builds strings); paid only by top-level ops, since an op
       // nested in another op runs inside a C++ kernel and cannot be in a different TorchScript module.
       std::vector<std::string> hierarchy = torch::jit::currentModuleHierarchy();
@@ -203,7 +210,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   } else {
     r.module = b->ops[static_cast<std::size_t>(parent)].module;
   }
-  if (opts.record_shapes) record_shapes(*b, r, rf);
+  if (opts.record_shapes && detail) record_shapes(*b, r, rf);
   b->stack.push_back({index, &rf});
   r.id = b->session->recorder->next_id();
   if (b->session->listener != nullptr) b->session->listener->op_enter(r.id);
@@ -333,7 +340,21 @@ void RecordFunctionProfiler::set_correlation_listener(OpCorrelationListener* lis
 }
 
 void RecordFunctionProfiler::set_parent(SpanId parent) {
-  if (impl_->session) impl_->session->parent.store(parent, std::memory_order_relaxed);
+  Session* session = impl_->session.get();
+  if (!session) return;
+  session->parent.store(parent, std::memory_order_relaxed);
+  const std::size_t detail_batches = impl_->options.detail_batches;
+  if (detail_batches == 0 || !impl_->options.record || !session->detail.load(std::memory_order_relaxed)) return;
+  if (++session->batches <= detail_batches) return;
+  session->detail.store(false, std::memory_order_relaxed);
+  // Thread-local callbacks can only be swapped on their own thread; elsewhere the lean path still skips the
+  // work, LibTorch just keeps boxing the inputs.
+  if (std::this_thread::get_id() == impl_->start_thread && impl_->options.record_shapes) {
+    at::removeCallback(impl_->callback);
+    at::RecordFunctionCallback cb(&on_op_start, &on_op_end);
+    cb.needsInputs(false).scopes({at::RecordScope::FUNCTION});
+    impl_->callback = at::addThreadLocalCallback(cb);
+  }
 }
 
 void RecordFunctionProfiler::stop() {
@@ -358,7 +379,40 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
   std::vector<Span> spans;
   spans.reserve(finished);
   std::string path, type, shapes;
+  std::uint64_t detail_mismatches = 0;
   for (const auto& t : session->threads) {
+    // Lean ops take shapes and module from the op at the same position of the first detailed batch (same
+    // model, same op sequence), checked by name; a mismatch leaves the op untagged and is counted.
+    std::vector<std::size_t> source(t->ops.size());
+    {
+      auto name_of = [&](const OpRecord& r) {
+        return r.long_name >= 0 ? std::string_view(t->long_names[static_cast<std::size_t>(r.long_name)])
+                                : std::string_view(r.name);
+      };
+      std::vector<std::size_t> reference;  // op indices of the first detailed batch, in order
+      enum { kBefore, kFilling, kFilled } state = kBefore;
+      SpanId batch_parent = kNoSpan;
+      std::size_t position = 0;
+      for (std::size_t i = 0; i < t->ops.size(); ++i) {
+        const OpRecord& r = t->ops[i];
+        if (r.parent < 0 && r.context_parent != batch_parent) {  // a new batch (predict span) begins
+          batch_parent = r.context_parent;
+          position = 0;
+          if (state == kFilling) state = kFilled;
+          if (state == kBefore && !r.lean) state = kFilling;
+        }
+        if (!r.lean) {
+          source[i] = i;
+          if (state == kFilling) reference.push_back(i);
+        } else if (position < reference.size() && name_of(t->ops[reference[position]]) == name_of(r)) {
+          source[i] = reference[position];
+        } else {
+          source[i] = kNoSource;
+          ++detail_mismatches;
+        }
+        ++position;
+      }
+    }
     // Module paths are shared by all ops of a module call: convert each hierarchy once.
     std::vector<std::pair<std::string, std::string>> modules(t->modules.size());
     for (std::size_t i = 0; i < t->modules.size(); ++i) module_path(t->modules[i], modules[i].first, modules[i].second);
@@ -380,13 +434,15 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
         s.parent_id = parent;
         s.parent_rule = ParentRule::kContext;
       }
-      if (r.module >= 0) {
-        const auto& [mpath, mtype] = modules[static_cast<std::size_t>(r.module)];
+      const bool tagged = source[i] != kNoSource;
+      const OpRecord& detail = tagged ? t->ops[source[i]] : r;
+      if (tagged && detail.module >= 0) {
+        const auto& [mpath, mtype] = modules[static_cast<std::size_t>(detail.module)];
         if (!mpath.empty()) s.tags.push_back({"module", mpath});
         if (!mtype.empty()) s.tags.push_back({"module_type", mtype});
       }
-      if (options.record_shapes) {
-        format_shapes(t->shapes, r, shapes);
+      if (options.record_shapes && tagged) {
+        format_shapes(t->shapes, detail, shapes);
         s.tags.push_back({"shapes", shapes});
       }
       if (options.record_memory) s.tags.push_back({"allocated_bytes", std::to_string(r.alloc_bytes)});
@@ -396,6 +452,7 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
   rec.add_all(std::move(spans));
   rec.count("framework.dropped_spans", dropped);
   if (unmatched > 0) rec.count("framework.unmatched_op_ends", unmatched);
+  if (detail_mismatches > 0) rec.count("framework.detail_mismatches", detail_mismatches);
 }
 
 }  // namespace xsp::libtorch

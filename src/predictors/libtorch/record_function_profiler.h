@@ -22,6 +22,13 @@ struct RecordFunctionProfilerOptions {
   bool record_modules = true;
   /// Tag "allocated_bytes" with the bytes the CPU allocator handed out while the op (children included) ran.
   bool record_memory = true;
+  /// Shapes and module paths are read only during the first `detail_batches` batches (set_parent() calls)
+  /// after start(); later batches run the same op sequence, so each of their ops copies them from the op at
+  /// the same position of the first batch when the names agree (else it is left untagged and counted in
+  /// "framework.detail_mismatches"). Boxing inputs and walking the interpreter's frames are most of the
+  /// observer's cost, so this cuts the per-op cost of later batches to timestamps and a name copy.
+  /// 0 = read them for every op.
+  std::size_t detail_batches = 1;
   /// Most spans kept per thread per start()..stop(); further ops (and their children) are counted in
   /// "framework.dropped_spans" instead of being recorded.
   std::size_t max_spans_per_thread = 2'000'000;

@@ -231,6 +231,46 @@ bool is_noise_api(std::string_view name) {
   return false;
 }
 
+/// APIs that launch, copy, set, wait, allocate or free: the SYSTEM spans XSP wants. Only these are traced (unless
+/// XSP_CUPTI_ALL_APIS=1): PyTorch makes thousands of bookkeeping calls per inference (cudaGetDevice,
+/// cuCtxGetCurrent...), and recording each one costs more than the launches themselves.
+bool is_traced_api(std::string_view name) {
+  static constexpr std::array<std::string_view, 13> kPrefixes = {
+      "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaMalloc", "cudaFree", "cudaGraphLaunch", "cudaEventRecord",
+      "cuLaunch",   "cuMemcpy",   "cuMemset",   "cuMemAlloc", "cuMemFree", "cuGraphLaunch"};
+  for (std::string_view p : kPrefixes)
+    if (name.starts_with(p)) return true;
+  return name.find("Synchronize") != std::string_view::npos || name == "cudaStreamWaitEvent" ||
+         name == "cuStreamWaitEvent" || name == "cuEventRecord" || name == "cudaHostAlloc" ||
+         name == "cuMemHostAlloc";
+}
+
+std::string clean_api_name(std::string name);
+
+/// Callback ids of the traced APIs of one domain (computed once: a few hundred cuptiGetCallbackName calls).
+const std::vector<CUpti_CallbackId>& traced_api_cbids(bool runtime) {
+  static const auto build = [](bool rt) {
+    std::vector<CUpti_CallbackId> ids;
+    const CUpti_CallbackId size =
+        rt ? static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE) : static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE);
+    for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
+      const char* raw = nullptr;
+      if (cuptiGetCallbackName(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &raw) ==
+              CUPTI_SUCCESS && raw != nullptr && is_traced_api(clean_api_name(raw)))
+        ids.push_back(cbid);
+    }
+    return ids;
+  };
+  static const std::vector<CUpti_CallbackId> runtime_ids = build(true), driver_ids = build(false);
+  return runtime ? runtime_ids : driver_ids;
+}
+
+/// Turns activity records of the traced APIs on or off (cuptiActivityEnableRuntimeApi/DriverApi, CUPTI 12.x+).
+void enable_traced_apis(std::uint8_t enable) {
+  for (CUpti_CallbackId cbid : traced_api_cbids(true)) cuptiActivityEnableRuntimeApi(cbid, enable);
+  for (CUpti_CallbackId cbid : traced_api_cbids(false)) cuptiActivityEnableDriverApi(cbid, enable);
+}
+
 /// "cudaLaunchKernel_v7000" → "cudaLaunchKernel", "cudaMemcpyAsync_ptsz_v7000" → "cudaMemcpyAsync",
 /// "cuMemcpyHtoD_v2" → "cuMemcpyHtoD": the name the user wrote, not the ABI version CUPTI reports.
 std::string clean_api_name(std::string name) {
@@ -345,8 +385,16 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       enabled.push_back(kind);
     };
     if (options.system) {
-      enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
-      enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
+      if (const char* v = std::getenv("XSP_CUPTI_ALL_APIS"); v != nullptr && std::string_view(v) == "1") {
+        enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
+        enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
+      } else {
+        for (CUpti_CallbackId cbid : traced_api_cbids(true))
+          check(cuptiActivityEnableRuntimeApi(cbid, 1), "cuptiActivityEnableRuntimeApi");
+        for (CUpti_CallbackId cbid : traced_api_cbids(false))
+          check(cuptiActivityEnableDriverApi(cbid, 1), "cuptiActivityEnableDriverApi");
+        selected_apis_ = true;
+      }
       enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)");
     }
     // External correlation joins API calls to framework ops; kernels reach their op through their API call, so
@@ -365,6 +413,8 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     enable(CUPTI_ACTIVITY_KIND_OVERHEAD, "cuptiActivityEnable(OVERHEAD)");
   } catch (const std::runtime_error& e) {
     for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
+    if (selected_apis_) enable_traced_apis(0);
+    selected_apis_ = false;
     g_active.store(nullptr, std::memory_order_release);
     recorder_ = nullptr;
     // Without a GPU or driver CUPTI fails with an unhelpful CUPTI_ERROR_UNKNOWN on its first call: say why.
@@ -378,6 +428,8 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     throw;
   } catch (...) {
     for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
+    if (selected_apis_) enable_traced_apis(0);
+    selected_apis_ = false;
     g_active.store(nullptr, std::memory_order_release);
     recorder_ = nullptr;
     throw;
@@ -405,6 +457,10 @@ void CuptiProfiler::stop() {
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
                                CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
     cuptiActivityDisable(k);
+  }
+  if (selected_apis_) {
+    enable_traced_apis(0);
+    selected_apis_ = false;
   }
   attempt([] { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
   attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
