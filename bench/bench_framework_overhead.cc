@@ -5,11 +5,13 @@
 // Runs the TorchScript model through XSP's LibTorch predictor in blocks of BLOCK forwards per mode, the modes
 // alternating ROUNDS times so that drift hits all alike (after 20 warm-up forwards):
 //   plain     no observer: the reference a user's own timing loop would give
+//   M run     XSP's runner at trace level model (synthetic inputs): its predict latencies, to compare with plain
 //   noop      a RecordFunction observer that records nothing (LibTorch's own machinery)
 //   detailed  XSP's framework profiler reading shapes and module paths for every op (detail_batches = 0)
 //   framework XSP's framework profiler as the runner uses it (details from the block's first forward only)
 //   kernel    framework + the CUPTI device profiler (device cuda, CUPTI build): an M/F/K run
-// A profiler is started once per block and told each forward as a new batch (set_parent), as in a run.
+// A profiler is started once per block and told each forward as a new batch (set_parent), as in a run. The
+// kernel blocks come after all others: once CUPTI has been attached to a process it is never fully gone.
 // Prints median ms per mode, ops and kernels per forward, µs per op ((framework − plain) / ops) and µs per
 // kernel ((kernel − framework) / kernels).
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "xsp/eval/runner.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/trace/trace.h"
@@ -55,6 +58,9 @@ int main(int argc, char** argv) {
   manifest.graphs.push_back(xsp::GraphSpec{"libtorch", "*", model, "", 0});
   manifest.inputs.push_back(xsp::InputSpec{});
   manifest.inputs[0].dimensions = {3, side, side};
+  manifest.inputs[0].type = "tensor";
+  manifest.outputs.push_back(xsp::OutputSpec{});
+  manifest.outputs[0].type = "classification";
   predictor->load(manifest, xsp::DeviceSpec{device, 0});
 
   xsp::Tensor input;
@@ -69,14 +75,25 @@ int main(int argc, char** argv) {
   std::unique_ptr<xsp::DeviceProfiler> cupti;
   if (device == "cuda" && xsp::have_device_profiler()) cupti = xsp::create_device_profiler();
 
-  enum Mode { kPlain, kNoop, kDetailed, kFramework, kKernel, kModes };
-  const char* names[kModes] = {"plain", "noop observer", "detailed", "framework", "kernel (CUPTI)"};
+  enum Mode { kPlain, kMRun, kNoop, kDetailed, kFramework, kKernel, kModes };
+  const char* names[kModes] = {"plain", "M run", "noop observer", "detailed", "framework", "kernel (CUPTI)"};
   std::vector<double> ms[kModes];
   double ops = 0, kernels = 0;
-  for (int r = 0; r < rounds; ++r) {
+  xsp::EvaluationOptions m_run;
+  m_run.batch_sizes = {static_cast<int>(batch)};
+  m_run.synthetic = true;
+  m_run.warmup_iterations = 0;
+  m_run.iterations = block;
+  for (int r = 0; r < 2 * rounds; ++r) {
     for (int m = 0; m < kModes; ++m) {
       const Mode mode = static_cast<Mode>(m);
-      if (mode == kKernel && !cupti) continue;
+      // Rounds 0..R-1: every mode but kernel; rounds R..2R-1: kernel only (see the header comment).
+      if ((mode == kKernel) != (r >= rounds) || (mode == kKernel && !cupti)) continue;
+      if (mode == kMRun) {
+        const auto record = xsp::run_evaluation(manifest, *predictor, m_run);
+        for (double ns : record.runs.at(0).predict_latency_ns) ms[kMRun].push_back(ns / 1e6);
+        continue;
+      }
       xsp::TraceRecorder rec;
       xsp::FrameworkProfiler* prof = mode == kNoop       ? static_cast<xsp::FrameworkProfiler*>(&noop)
                                      : mode == kDetailed ? &detailed
@@ -119,7 +136,7 @@ int main(int argc, char** argv) {
     const double med = median(ms[m]);
     const bool per_kernel = m == kKernel && kernels > 0;
     std::printf("%-16s %11.3f %9.3fx %11.3f %13s\n", names[m], med, med / plain,
-                m == kPlain || m == kKernel ? 0.0 : (med - plain) * 1e3 / ops,
+                m == kPlain || m == kMRun || m == kKernel ? 0.0 : (med - plain) * 1e3 / ops,
                 per_kernel ? std::to_string((med - fw) * 1e3 / kernels).substr(0, 6).c_str() : "");
   }
   return 0;

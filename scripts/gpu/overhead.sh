@@ -20,7 +20,7 @@ for m in resnet50 vit_b_16; do
 done
 ./build-gpu/xsp analyze 1 --analysis A15,launch-stats > "$A/analyze_1.txt" 2>&1
 ./build-gpu/xsp analyze 2 --analysis A15,launch-stats > "$A/analyze_2.txt" 2>&1
-python3 scripts/gpu/torch_reference.py $ZOO/resnet50.pt 1 100 > "$A/torchref_resnet50_1.json" 2>/dev/null
+for m in resnet50 vit_b_16; do for b in 1 64; do python3 scripts/gpu/torch_reference.py $ZOO/$m.pt $b 100 > "$A/torchref_${m}_$b.json" 2>/dev/null; done; done
 for f in "$A"/bench_*.txt "$A"/eval_*.txt; do echo "### $f"; cat "$f"; done
 grep -A4 "^A15\|launch statistics" "$A"/analyze_*.txt | cut -c1-200
-cat "$A/torchref_resnet50_1.json"
+cat "$A"/torchref_*.json

@@ -247,8 +247,9 @@ bool is_traced_api(std::string_view name) {
 
 std::string clean_api_name(std::string name);
 
-/// Callback ids of the traced APIs of one domain (computed once: a few hundred cuptiGetCallbackName calls).
-const std::vector<CUpti_CallbackId>& traced_api_cbids(bool runtime) {
+/// Callback ids of the APIs of one domain that are NOT traced (computed once: a few hundred
+/// cuptiGetCallbackName calls).
+const std::vector<CUpti_CallbackId>& untraced_api_cbids(bool runtime) {
   static const auto build = [](bool rt) {
     std::vector<CUpti_CallbackId> ids;
     const CUpti_CallbackId size =
@@ -256,7 +257,7 @@ const std::vector<CUpti_CallbackId>& traced_api_cbids(bool runtime) {
     for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
       const char* raw = nullptr;
       if (cuptiGetCallbackName(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &raw) ==
-              CUPTI_SUCCESS && raw != nullptr && is_traced_api(clean_api_name(raw)))
+              CUPTI_SUCCESS && raw != nullptr && !is_traced_api(clean_api_name(raw)))
         ids.push_back(cbid);
     }
     return ids;
@@ -265,11 +266,6 @@ const std::vector<CUpti_CallbackId>& traced_api_cbids(bool runtime) {
   return runtime ? runtime_ids : driver_ids;
 }
 
-/// Turns activity records of the traced APIs on or off (cuptiActivityEnableRuntimeApi/DriverApi, CUPTI 12.x+).
-void enable_traced_apis(std::uint8_t enable) {
-  for (CUpti_CallbackId cbid : traced_api_cbids(true)) cuptiActivityEnableRuntimeApi(cbid, enable);
-  for (CUpti_CallbackId cbid : traced_api_cbids(false)) cuptiActivityEnableDriverApi(cbid, enable);
-}
 
 /// "cudaLaunchKernel_v7000" → "cudaLaunchKernel", "cudaMemcpyAsync_ptsz_v7000" → "cudaMemcpyAsync",
 /// "cuMemcpyHtoD_v2" → "cuMemcpyHtoD": the name the user wrote, not the ABI version CUPTI reports.
@@ -389,11 +385,14 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
         enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
         enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
       } else {
-        for (CUpti_CallbackId cbid : traced_api_cbids(true))
-          check(cuptiActivityEnableRuntimeApi(cbid, 1), "cuptiActivityEnableRuntimeApi");
-        for (CUpti_CallbackId cbid : traced_api_cbids(false))
-          check(cuptiActivityEnableDriverApi(cbid, 1), "cuptiActivityEnableDriverApi");
-        selected_apis_ = true;
+        // Enabling a callback id alone recorded nothing (CUPTI 13.0 on an H200), so every API of the kinds is
+        // enabled and the uninteresting ones switched off: the documented "disable a small set" path.
+        enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
+        enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
+        for (CUpti_CallbackId cbid : untraced_api_cbids(true))
+          check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
+        for (CUpti_CallbackId cbid : untraced_api_cbids(false))
+          check(cuptiActivityEnableDriverApi(cbid, 0), "cuptiActivityEnableDriverApi");
       }
       enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)");
     }
@@ -413,8 +412,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     enable(CUPTI_ACTIVITY_KIND_OVERHEAD, "cuptiActivityEnable(OVERHEAD)");
   } catch (const std::runtime_error& e) {
     for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
-    if (selected_apis_) enable_traced_apis(0);
-    selected_apis_ = false;
+
     g_active.store(nullptr, std::memory_order_release);
     recorder_ = nullptr;
     // Without a GPU or driver CUPTI fails with an unhelpful CUPTI_ERROR_UNKNOWN on its first call: say why.
@@ -428,8 +426,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     throw;
   } catch (...) {
     for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
-    if (selected_apis_) enable_traced_apis(0);
-    selected_apis_ = false;
+
     g_active.store(nullptr, std::memory_order_release);
     recorder_ = nullptr;
     throw;
@@ -458,10 +455,7 @@ void CuptiProfiler::stop() {
                                CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
     cuptiActivityDisable(k);
   }
-  if (selected_apis_) {
-    enable_traced_apis(0);
-    selected_apis_ = false;
-  }
+
   attempt([] { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
   attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
   static constexpr std::array<CUpti_ActivityKind, 10> kKinds = {

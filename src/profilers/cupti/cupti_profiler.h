@@ -66,7 +66,6 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   TraceRecorder* recorder_ = nullptr;
   DeviceProfilerOptions options_;
   bool running_ = false;
-  bool selected_apis_ = false;  ///< API records enabled per callback id (traced_api_cbids) rather than by kind
   std::string clock_mapping_;
   std::int64_t clock_offset_ns_ = 0;  // host = CUPTI + offset (0 with the timestamp callback)
   std::atomic<std::uint64_t> correlation_errors_{0};
