@@ -21,6 +21,13 @@
 namespace xsp {
 namespace cupti {
 
+/// Per-thread state of the callback-based API tracing: the API calls it made. Touched only by its thread until stop().
+struct ApiThread {
+  std::vector<ApiRecord> calls;
+  std::vector<ExternalCorrelationRecord> links;
+  std::uint64_t thread_id = 0;
+};
+
 namespace {
 
 static_assert(CUPTI_API_VERSION >= 130000, "XSP's CUPTI layer reads CUDA 13 activity records (CUpti_ActivityKernel10)");
@@ -247,25 +254,60 @@ bool is_traced_api(std::string_view name) {
 
 std::string clean_api_name(std::string name);
 
-/// Callback ids of the APIs of one domain that are NOT traced (computed once: a few hundred
+/// Callback ids of one domain's APIs that are traced (`traced`) or not (computed once: a few hundred
 /// cuptiGetCallbackName calls).
-const std::vector<CUpti_CallbackId>& untraced_api_cbids(bool runtime) {
-  static const auto build = [](bool rt) {
+const std::vector<CUpti_CallbackId>& api_cbids(bool runtime, bool traced) {
+  static const auto build = [](bool rt, bool want) {
     std::vector<CUpti_CallbackId> ids;
-    const CUpti_CallbackId size =
-        rt ? static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE) : static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE);
+    const CUpti_CallbackId size = rt ? static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE)
+                                     : static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE);
     for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
       const char* raw = nullptr;
       if (cuptiGetCallbackName(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &raw) ==
-              CUPTI_SUCCESS && raw != nullptr && !is_traced_api(clean_api_name(raw)))
+              CUPTI_SUCCESS && raw != nullptr && is_traced_api(clean_api_name(raw)) == want)
         ids.push_back(cbid);
     }
     return ids;
   };
-  static const std::vector<CUpti_CallbackId> runtime_ids = build(true), driver_ids = build(false);
-  return runtime ? runtime_ids : driver_ids;
+  static const std::vector<CUpti_CallbackId> lists[2][2] = {{build(false, false), build(false, true)},
+                                                            {build(true, false), build(true, true)}};
+  return lists[runtime][traced];
 }
 
+constexpr int kMaxOpDepth = 256;
+struct ApiThreadCache {
+  std::uint64_t generation = 0;
+  ApiThread* thread = nullptr;
+  int depth = 0;  ///< open ops; only the innermost kMaxOpDepth are remembered
+  SpanId ops[kMaxOpDepth];
+};
+thread_local ApiThreadCache t_api;
+std::atomic<std::uint64_t> g_api_generation{1};
+
+/// CUPTI callback (cuptiSubscribe) for the traced runtime/driver APIs: times the call on the host clock and
+/// ties its correlation id to the innermost framework op open on the thread. Allocation only when a
+/// thread's vectors grow.
+void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    *cb->correlationData = static_cast<std::uint64_t>(now_ns());
+    return;
+  }
+  const std::int64_t end = now_ns();
+  auto* profiler = static_cast<CuptiProfiler*>(userdata);
+  ApiThread* t = profiler->api_thread();
+  if (t == nullptr) return;
+  ApiRecord& r = t->calls.emplace_back();
+  r.domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? ApiDomain::kRuntime : ApiDomain::kDriver;
+  r.cbid = cbid;
+  r.start_ns = static_cast<std::int64_t>(*cb->correlationData);
+  r.end_ns = end;
+  r.thread_id = t->thread_id;
+  r.correlation_id = cb->correlationId;
+  if (cb->functionReturnValue != nullptr) r.return_value = *static_cast<const std::uint32_t*>(cb->functionReturnValue);
+  if (t_api.depth > 0) t->links.push_back({cb->correlationId, t_api.ops[std::min(t_api.depth, kMaxOpDepth) - 1]});
+}
 
 /// "cudaLaunchKernel_v7000" → "cudaLaunchKernel", "cudaMemcpyAsync_ptsz_v7000" → "cudaMemcpyAsync",
 /// "cuMemcpyHtoD_v2" → "cuMemcpyHtoD": the name the user wrote, not the ABI version CUPTI reports.
@@ -380,7 +422,18 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       check(cuptiActivityEnable(kind), call);
       enabled.push_back(kind);
     };
-    if (options.system) {
+    const char* source = std::getenv("XSP_CUPTI_API_SOURCE");
+    api_callbacks_ = !(source != nullptr && std::string_view(source) == "activity");
+    if (options.system && api_callbacks_) {
+      check(cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&api_callback), this), "cuptiSubscribe");
+      g_api_generation.fetch_add(1, std::memory_order_acq_rel);
+      for (bool runtime : {true, false})
+        for (CUpti_CallbackId cbid : api_cbids(runtime, true))
+          check(cuptiEnableCallback(1, subscriber_, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+                                    cbid),
+                "cuptiEnableCallback");
+      enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)");
+    } else if (options.system) {
       if (const char* v = std::getenv("XSP_CUPTI_ALL_APIS"); v != nullptr && std::string_view(v) == "1") {
         enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
         enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
@@ -389,16 +442,16 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
         // enabled and the uninteresting ones switched off: the documented "disable a small set" path.
         enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
         enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
-        for (CUpti_CallbackId cbid : untraced_api_cbids(true))
+        for (CUpti_CallbackId cbid : api_cbids(true, false))
           check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
-        for (CUpti_CallbackId cbid : untraced_api_cbids(false))
+        for (CUpti_CallbackId cbid : api_cbids(false, false))
           check(cuptiActivityEnableDriverApi(cbid, 0), "cuptiActivityEnableDriverApi");
       }
       enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)");
     }
     // External correlation joins API calls to framework ops; kernels reach their op through their API call, so
     // it is wanted whenever API records are (and harmless otherwise).
-    if (options.system || options.kernel) {
+    if ((options.system || options.kernel) && !api_callbacks_) {
       enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "cuptiActivityEnable(EXTERNAL_CORRELATION)");
     }
     if (options.kernel) {
@@ -412,6 +465,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     enable(CUPTI_ACTIVITY_KIND_OVERHEAD, "cuptiActivityEnable(OVERHEAD)");
   } catch (const std::runtime_error& e) {
     for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
+    unsubscribe();
 
     g_active.store(nullptr, std::memory_order_release);
     recorder_ = nullptr;
@@ -426,6 +480,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     throw;
   } catch (...) {
     for (CUpti_ActivityKind k : enabled) cuptiActivityDisable(k);
+    unsubscribe();
 
     g_active.store(nullptr, std::memory_order_release);
     recorder_ = nullptr;
@@ -455,6 +510,7 @@ void CuptiProfiler::stop() {
                                CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
     cuptiActivityDisable(k);
   }
+  unsubscribe();
 
   attempt([] { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
   attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
@@ -474,6 +530,14 @@ void CuptiProfiler::stop() {
     finish_markers();
     log = std::move(log_);
     log_ = GpuActivityLog{};
+    for (auto& t : api_threads_) {
+      for (ApiRecord& r : t->calls) {
+        r.name = api_name(r.domain == ApiDomain::kRuntime, r.cbid).first;
+        log.apis.push_back(std::move(r));
+      }
+      log.external_correlations.insert(log.external_correlations.end(), t->links.begin(), t->links.end());
+    }
+    api_threads_.clear();
   }
   log.clock_mapping = clock_mapping_;
   log.counters["cupti.dropped_records"] += take_dropped();
@@ -506,7 +570,37 @@ void CuptiProfiler::stop() {
   if (!error.empty()) throw std::runtime_error(error);
 }
 
+ApiThread* CuptiProfiler::api_thread() {
+  const std::uint64_t generation = g_api_generation.load(std::memory_order_acquire);
+  if (t_api.generation == generation) return t_api.thread;
+  t_api.generation = generation;
+  t_api.thread = nullptr;
+  if (g_active.load(std::memory_order_acquire) != this || subscriber_ == nullptr) return nullptr;
+  auto t = std::make_unique<ApiThread>();
+  t->thread_id = current_thread_id();
+  t->calls.reserve(4096);
+  t->links.reserve(4096);
+  std::lock_guard lock(mu_);
+  api_threads_.push_back(std::move(t));
+  t_api.thread = api_threads_.back().get();
+  return t_api.thread;
+}
+
+void CuptiProfiler::unsubscribe() noexcept {
+  if (subscriber_ == nullptr) return;
+  cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+  cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  cuptiUnsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  g_api_generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
 void CuptiProfiler::op_enter(SpanId op) noexcept {
+  if (api_callbacks_) {
+    if (t_api.depth < kMaxOpDepth) t_api.ops[t_api.depth] = op;
+    ++t_api.depth;
+    return;
+  }
   if (cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, op) != CUPTI_SUCCESS) {
     correlation_errors_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -514,6 +608,10 @@ void CuptiProfiler::op_enter(SpanId op) noexcept {
 
 void CuptiProfiler::op_exit(SpanId op) noexcept {
   (void)op;
+  if (api_callbacks_) {
+    if (t_api.depth > 0) --t_api.depth;
+    return;
+  }
   std::uint64_t last = 0;
   if (cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) != CUPTI_SUCCESS) {
     correlation_errors_.fetch_add(1, std::memory_order_relaxed);

@@ -10,7 +10,14 @@
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
 
+#include <cupti_callbacks.h>
+
+#include <memory>
+#include <vector>
+
 namespace xsp::cupti {
+
+struct ApiThread;
 
 /// SYSTEM / KERNEL / LIBRARY spans from the CUPTI Activity API (docs/spans.md).
 ///
@@ -20,6 +27,8 @@ namespace xsp::cupti {
 /// log into spans with append_spans().
 ///
 /// Environment:
+///  - XSP_CUPTI_API_SOURCE=activity: SYSTEM spans from RUNTIME/DRIVER activity records tied to ops by CUPTI's
+///    external correlation ids, instead of the default callback API (measured slower: BENCHMARKS.md).
 ///  - XSP_DUMP_GPU_ACTIVITY=DIR: stop() also writes DIR/gpu_activity_<n>.json (to_json of the log; fixtures).
 ///  - XSP_CUPTI_LATENCY_TIMESTAMPS=1: collect kernels' queued/submitted times
 ///    (cuptiActivityEnableLatencyTimestamps; off by default because it adds launch overhead).
@@ -34,7 +43,9 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
 
   std::string name() const override { return "cupti"; }
   /// Registers the timestamp and buffer callbacks and enables the activity kinds of `options`:
-  /// system → RUNTIME, DRIVER, SYNCHRONIZATION, EXTERNAL_CORRELATION; kernel → CONCURRENT_KERNEL, MEMCPY,
+  /// system → callbacks (cuptiSubscribe/cuptiEnableCallback) on the traced APIs only plus SYNCHRONIZATION
+  /// (or, with XSP_CUPTI_API_SOURCE=activity, RUNTIME, DRIVER, SYNCHRONIZATION, EXTERNAL_CORRELATION);
+  /// kernel → CONCURRENT_KERNEL, MEMCPY,
   /// MEMCPY2, MEMSET; library → MARKER; always OVERHEAD. Throws std::runtime_error naming the CUPTI call and
   /// cuptiGetResultString's text (with a hint for "another profiler attached", "insufficient privileges",
   /// "no device"), std::logic_error if this or another CuptiProfiler is running.
@@ -49,6 +60,9 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
 
   /// Called from CUPTI's buffer-completed callback: copies every record of `buffer` into the log.
   void parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes);
+  /// The calling thread's API-call buffer for this run (registered on its first call), or nullptr when not
+  /// running. Used by the API callback.
+  ApiThread* api_thread();
 
  private:
   // OpCorrelationListener: hot path, one CUPTI call each, no allocation, no lock.
@@ -62,6 +76,8 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   /// The API's name and whether it is a noise-only call ("cupti.filtered_api_records").
   const std::pair<std::string, bool>& api_name(bool runtime, std::uint32_t cbid);
   void finish_markers();
+  /// Stops the API callbacks (no-op without a subscription).
+  void unsubscribe() noexcept;
 
   TraceRecorder* recorder_ = nullptr;
   DeviceProfilerOptions options_;
@@ -70,7 +86,14 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   std::int64_t clock_offset_ns_ = 0;  // host = CUPTI + offset (0 with the timestamp callback)
   std::atomic<std::uint64_t> correlation_errors_{0};
 
+  /// SYSTEM spans from the CUPTI callback API (default) rather than RUNTIME/DRIVER activity records
+  /// (XSP_CUPTI_API_SOURCE=activity): only the traced APIs are intercepted at all, and the op an API call belongs
+  /// to is read from the listener's thread-local op stack instead of CUPTI's external-correlation stack.
+  bool api_callbacks_ = true;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+
   std::mutex mu_;  // guards everything below: buffers complete on CUPTI's worker thread
+  std::vector<std::unique_ptr<ApiThread>> api_threads_;
   GpuActivityLog log_;
   struct MangledName {
     std::string mangled;
