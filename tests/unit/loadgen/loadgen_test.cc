@@ -1,0 +1,248 @@
+// Load generator: scenarios against null/fake SUTs, the Poisson schedule, statistics, early stopping and the
+// peak-QPS search. Timing checks use wide semantic tolerances only (this runs on a shared 2-core machine).
+#include "xsp/loadgen/loadgen.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "xsp/loadgen/sut.h"
+#include "xsp/trace/trace.h"
+
+namespace xsp::loadgen {
+namespace {
+
+TEST(LoadgenSingleStream, FakeSutFixedLatencyNeverOverlaps) {
+  FakeSut sut(200'000);  // 200 µs per query, one worker
+  Settings s;
+  s.scenario = Scenario::kSingleStream;
+  s.min_query_count = 200;
+  s.min_duration_ms = 20;
+  s.warmup_queries = 5;
+  Result r = run(sut, s);
+  ASSERT_GE(r.query_count, 200u);
+  ASSERT_EQ(r.latency_ns.size(), r.query_count);
+  for (std::size_t i = 0; i < r.query_count; ++i) {
+    EXPECT_GE(r.latency_ns[i], 200'000) << i;
+    if (i > 0) EXPECT_GE(r.issue_ns[i], r.complete_ns[i - 1]) << "query " << i << " overlaps the previous one";
+  }
+  EXPECT_GE(r.duration_ns, 20'000'000);
+  EXPECT_DOUBLE_EQ(r.percentile, 90.0);
+  EXPECT_GE(r.target_latency_ns, 200'000.0);
+  // Headline figures are consistent with the raw latencies.
+  std::vector<double> lat(r.latency_ns.begin(), r.latency_ns.end());
+  EXPECT_DOUBLE_EQ(r.target_latency_ns, percentile(lat, 90));
+  EXPECT_GT(r.qps_without_overhead, 0);
+  EXPECT_GE(r.qps_without_overhead, r.qps_with_overhead);
+  EXPECT_LT(r.qps_with_overhead, 1e9 / 200'000.0 + 1);  // cannot beat the service time
+}
+
+TEST(LoadgenMultiStream, SamplesPerQueryAndDefaultPercentile) {
+  NullSut sut;
+  Settings s;
+  s.scenario = Scenario::kMultiStream;
+  s.samples_per_query = 8;
+  s.sample_count = 100;  // not a multiple of 8: windows wrap in the sample order
+  s.min_query_count = 1000;
+  s.min_duration_ms = 0;
+  Result r = run(sut, s);
+  EXPECT_EQ(r.query_count, 1000u);
+  EXPECT_EQ(r.sample_count, 8000u);
+  EXPECT_DOUBLE_EQ(r.percentile, 99.0);
+}
+
+TEST(LoadgenMultiStream, QueriesCarrySamplesInLibraryRange) {
+  struct Check final : SystemUnderTest {
+    QueryCompleter* c = nullptr;
+    std::vector<std::uint64_t> seen;
+    std::string name() const override { return "check"; }
+    void start(QueryCompleter& q) override { c = &q; }
+    void issue(const Query& q) override {
+      EXPECT_EQ(q.samples.size(), 4u);
+      for (auto i : q.samples) seen.push_back(i);
+      c->complete(q.id, now_ns());
+    }
+    void stop() override {}
+  } sut;
+  Settings s;
+  s.scenario = Scenario::kMultiStream;
+  s.samples_per_query = 4;
+  s.sample_count = 10;
+  s.min_query_count = 5;
+  s.min_duration_ms = 0;
+  run(sut, s);
+  ASSERT_EQ(sut.seen.size(), 20u);
+  for (auto i : sut.seen) EXPECT_LT(i, 10u);
+  // Every library sample appears once in the first 10 (a shuffle, not repeats).
+  std::vector<std::uint64_t> first(sut.seen.begin(), sut.seen.begin() + 10);
+  std::sort(first.begin(), first.end());
+  for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(first[i], i);
+}
+
+TEST(LoadgenServer, PoissonScheduleMeanAndDeterminism) {
+  const double qps = 1000;
+  auto a = poisson_schedule(qps, 20'001, 42);
+  ASSERT_EQ(a.size(), 20'001u);
+  EXPECT_EQ(a[0], 0);
+  for (std::size_t i = 1; i < a.size(); ++i) ASSERT_GE(a[i], a[i - 1]);
+  double mean_gap_ns = static_cast<double>(a.back()) / 20'000.0;
+  EXPECT_NEAR(mean_gap_ns, 1e9 / qps, 0.05 * 1e9 / qps);
+  EXPECT_EQ(a, poisson_schedule(qps, 20'001, 42));
+  EXPECT_NE(a, poisson_schedule(qps, 20'001, 43));
+  EXPECT_THROW(poisson_schedule(0, 10, 1), std::invalid_argument);
+}
+
+TEST(LoadgenServer, RunRecordsSeedAndFollowsSchedule) {
+  NullSut sut;
+  Settings s;
+  s.scenario = Scenario::kServer;
+  s.target_qps = 20'000;
+  s.min_duration_ms = 50;
+  s.min_query_count = 100;
+  s.seed = 1234;
+  Result r = run(sut, s);
+  EXPECT_EQ(r.settings.seed, 1234u);
+  EXPECT_EQ(r.query_count, 1000u);  // 20k QPS * 50 ms
+  EXPECT_EQ(r.scheduled_ns, poisson_schedule(20'000, 1000, 1234));
+  // Never issued before its scheduled time.
+  for (std::size_t i = 0; i < r.query_count; ++i) EXPECT_GE(r.issue_ns[i] - r.issue_ns[0], r.scheduled_ns[i] - 1'000'000);
+  EXPECT_TRUE(r.meets_bound);  // a null SUT meets a 10 ms bound
+  EXPECT_EQ(r.overlatency_count, 0u);
+}
+
+TEST(LoadgenOffline, AllSamplesIssuedSamplesPerSecond) {
+  struct Count final : SystemUnderTest {
+    QueryCompleter* c = nullptr;
+    std::size_t samples = 0, queries = 0;
+    std::string name() const override { return "count"; }
+    void start(QueryCompleter& q) override { c = &q; }
+    void issue(const Query& q) override {
+      samples += q.samples.size();
+      ++queries;
+      c->complete(q.id, now_ns());
+    }
+    void stop() override {}
+  } counter;
+  Settings s;
+  s.scenario = Scenario::kOffline;
+  s.target_qps = 5000;
+  s.min_duration_ms = 100;  // 500 samples
+  s.min_query_count = 10;
+  run(counter, s);
+  EXPECT_EQ(counter.queries, 1u);
+  EXPECT_EQ(counter.samples, 500u);
+
+  FakeSut fake(1'000'000, 1, 10'000);  // 1 ms + 10 µs per sample
+  Result r = run(fake, s);
+  EXPECT_EQ(r.query_count, 1u);
+  EXPECT_EQ(r.sample_count, 500u);
+  ASSERT_GT(r.duration_ns, 6'000'000);
+  EXPECT_DOUBLE_EQ(r.samples_per_second, 500.0 * 1e9 / static_cast<double>(r.duration_ns));
+  EXPECT_DOUBLE_EQ(r.qps_with_overhead, r.samples_per_second);
+}
+
+TEST(LoadgenStats, PercentilesWorkedExample) {
+  // Latencies 1..10 ns in a scrambled issue order: type-7 percentiles p50 = 5.5, p90 = 9.1, p99 = 9.91.
+  NullSut sut;
+  Settings s;
+  s.scenario = Scenario::kSingleStream;
+  s.min_query_count = 10;
+  s.max_query_count = 10;
+  s.min_duration_ms = 0;
+  Result r = run(sut, s);
+  ASSERT_EQ(r.query_count, 10u);
+  std::vector<double> lat(r.latency_ns.begin(), r.latency_ns.end());
+  EXPECT_EQ(r.summary, summarize(lat));  // the run's summary is that of its raw latencies
+  EXPECT_DOUBLE_EQ(percentile({7, 3, 10, 1, 5, 9, 2, 8, 6, 4}, 50), 5.5);
+  EXPECT_DOUBLE_EQ(percentile({7, 3, 10, 1, 5, 9, 2, 8, 6, 4}, 90), 9.1);
+  EXPECT_NEAR(percentile({7, 3, 10, 1, 5, 9, 2, 8, 6, 4}, 99), 9.91, 1e-12);
+  EXPECT_DOUBLE_EQ(trimmed_mean({7, 3, 10, 1, 5, 9, 2, 8, 6, 4}), 5.5);  // drops 1,2 and 9,10
+}
+
+TEST(LoadgenEarlyStopping, BinomialCdfWorkedExample) {
+  // Binomial(100, 0.1): P0 = 0.9^100 = 2.6561e-5; P[X<=3] = 0.0078365; P[X<=4] = 0.0237111 (hand-summed
+  // C(100,i) 0.1^i 0.9^(100-i)).
+  EXPECT_NEAR(binomial_cdf(0, 100, 0.1), 2.6561398887587544e-05, 1e-15);
+  EXPECT_NEAR(binomial_cdf(3, 100, 0.1), 0.00783648712118442, 1e-12);
+  EXPECT_NEAR(binomial_cdf(4, 100, 0.1), 0.023711082663476823, 1e-12);
+  EXPECT_DOUBLE_EQ(binomial_cdf(100, 100, 0.1), 1.0);
+  // Large n does not underflow: P[Binomial(1e6, 0.01) <= 10000] is about one half.
+  EXPECT_NEAR(binomial_cdf(10'000, 1'000'000, 0.01), 0.5, 0.01);
+}
+
+TEST(LoadgenEarlyStopping, MaxOverlatencyWorkedExamples) {
+  // p90, 99% confidence, n = 100: P[X<=3] = 0.0078 <= 0.01 < P[X<=4] = 0.0237, so t = 3.
+  EXPECT_EQ(early_stopping_max_overlatency(100, 90, 0.99), 3);
+  // n = 44: 0.9^44 = 0.00970 <= 0.01, so t = 0; n = 43: 0.9^43 = 0.01078 > 0.01, nothing can be claimed.
+  EXPECT_EQ(early_stopping_max_overlatency(44, 90, 0.99), 0);
+  EXPECT_EQ(early_stopping_max_overlatency(43, 90, 0.99), -1);
+  // Latencies 1..100: the claimable p90 is the 4th largest, 97.
+  std::vector<std::int64_t> lat(100);
+  std::iota(lat.begin(), lat.end(), 1);
+  EXPECT_DOUBLE_EQ(early_stopping_latency(lat, 90, 0.99), 97.0);
+  EXPECT_TRUE(std::isnan(early_stopping_latency(std::vector<std::int64_t>(43, 5), 90, 0.99)));
+  EXPECT_THROW(early_stopping_max_overlatency(10, 100, 0.99), std::invalid_argument);
+}
+
+TEST(LoadgenEarlyStopping, ClaimablePercentileWorkedExamples) {
+  // k = 0: (1-q)^n = 0.01, q = 1 - 0.01^(1/n). n = 100: q = 0.045007 -> 95.4993%; n = 500: 99.0832%.
+  EXPECT_NEAR(early_stopping_percentile(100, 0, 0.99), 100 * (1 - 0.045007413978564004), 1e-6);
+  EXPECT_NEAR(early_stopping_percentile(500, 0, 0.99), 100 * std::pow(0.01, 1.0 / 500), 1e-6);
+  // More overlatency queries -> a lower claim; consistent with the binomial CDF at the returned point.
+  double p3 = early_stopping_percentile(100, 3, 0.99);
+  EXPECT_LT(p3, early_stopping_percentile(100, 0, 0.99));
+  EXPECT_NEAR(binomial_cdf(3, 100, 1 - p3 / 100), 0.01, 1e-9);
+  EXPECT_EQ(early_stopping_percentile(0, 0, 0.99), 0.0);
+}
+
+TEST(LoadgenPeakSearch, FindsPeakBelowCapacityOfOneWorker) {
+  // One worker, 1 ms service: capacity 1000 QPS (an upper bound: wake-ups only add time). Above it the queue grows for the whole run and p99 blows
+  // past the 5 ms bound; well below it, queueing stays short.
+  Settings s;
+  s.scenario = Scenario::kServer;
+  s.min_duration_ms = 800;  // ~800 arrivals per rate: at or above capacity the backlog outgrows the bound
+  s.min_query_count = 100;
+  s.latency_bound_ns = 5'000'000;
+  s.seed = 7;
+  PeakSearchOptions o;
+  o.initial_qps = 200;
+  o.relative_tolerance = 0.05;
+  o.max_runs = 12;
+  auto r = find_peak_qps([] { return std::make_unique<FakeSut>(1'000'000, 1); }, s, o);
+  ASSERT_GE(r.tried.size(), 3u);
+  std::string tried;
+  for (const auto& t : r.tried)
+    tried += std::to_string(t.settings.target_qps) + ":p99=" + std::to_string(t.target_latency_ns / 1e6) + "ms ";
+  SCOPED_TRACE(tried);
+  // Lower bound wide (30%): on a loaded 2-core machine preemption of the worker lowers its real capacity.
+  EXPECT_GT(r.peak_qps, 300.0);
+  EXPECT_LT(r.peak_qps, 1000.0);
+  bool found = false;
+  for (const auto& t : r.tried) {
+    EXPECT_EQ(t.settings.scenario, Scenario::kServer);
+    EXPECT_EQ(t.settings.seed, 7u);
+    if (t.settings.target_qps == r.peak_qps) {
+      found = true;
+      EXPECT_TRUE(t.meets_bound);
+    }
+    if (t.settings.target_qps > r.peak_qps) EXPECT_FALSE(t.meets_bound) << t.settings.target_qps;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(r.tried.front().settings.target_qps, 200.0);
+}
+
+TEST(LoadgenSettings, ParseAndValidate) {
+  EXPECT_EQ(parse_scenario("server"), Scenario::kServer);
+  EXPECT_EQ(to_string(parse_scenario("multi-stream")), "multi-stream");
+  EXPECT_THROW(parse_scenario("batch"), std::invalid_argument);
+  NullSut sut;
+  Settings s;
+  s.scenario = Scenario::kServer;
+  s.target_qps = 0;
+  EXPECT_THROW(run(sut, s), std::invalid_argument);
+  EXPECT_THROW(FakeSut(-1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace xsp::loadgen
