@@ -23,6 +23,7 @@
 #include "xsp/store/store.h"
 #include "xsp/system/system_info.h"
 #include "xsp/trace/export.h"
+#include "scenario_cli.h"
 #ifdef XSP_WITH_LIBTORCH
 #include "xsp/predictors/libtorch.h"
 #endif
@@ -194,6 +195,8 @@ int run_cli(int argc, char** argv) {
   evaluate->add_flag("--no-progress", no_progress, "no progress bar");
   evaluate->add_flag("--store-predictions", store_predictions,
                      "keep every measured input's class probabilities with the runs (for `xsp compare`)");
+  cli::ScenarioCommand scenario_command;  // --scenario and its options (src/cli/scenario_cli.cc)
+  scenario_command.add_options(evaluate);
 
   // xsp compare
   auto* compare = app.add_subcommand("compare", "compare stored evaluations side by side (A1, A6, outputs)");
@@ -312,6 +315,9 @@ int run_cli(int argc, char** argv) {
                                ", this build has " + predictor->framework_version());
     verify_checksum(manifest, framework);
     predictor->load(manifest, DeviceSpec{device, 0});
+    if (scenario_command.active())
+      return scenario_command.run(manifest, *predictor, *store, store_path, seed, synthetic, inputs_dir, device,
+                                  trace_level_text);
 
     EvaluationOptions options;
     options.batch_sizes = batch_sizes;
@@ -363,7 +369,8 @@ int run_cli(int argc, char** argv) {
   if (*show) {
     auto store = open_store();
     const auto record = load_or_fail(*store, show_id);
-    print_summary(record);
+    if (is_scenario_record(record)) std::cout << format_scenario_record(record);
+    else print_summary(record);
     std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";
     std::cout << "settings: " << record.settings.dump() << "\n";
     std::cout << "system: " << record.system.dump(2) << "\n";

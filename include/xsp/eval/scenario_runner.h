@@ -1,0 +1,56 @@
+// Runs a LoadGen-style scenario (SPEC §6: SingleStream, MultiStream, Server, Offline) against a loaded
+// Predictor and turns the result into an EvaluationRecord that the store keeps and `xsp show` reprints.
+//
+// What is measured: predict only. Inputs (synthetic tensors, or images decoded and pre-processed through the
+// manifest's Preprocessor) are prepared once before the run into a sample library, so the timed region holds
+// batch assembly (a copy of the prepared samples) and Predictor::predict(); no decode, no post-processing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "xsp/loadgen/loadgen.h"
+#include "xsp/manifest/manifest.h"
+#include "xsp/predictor/predictor.h"
+#include "xsp/record/record.h"
+
+namespace xsp {
+
+struct ScenarioOptions {
+  /// The load generator's settings (scenario, min duration/queries, seed, target QPS, latency bound, samples
+  /// per query, percentile). settings.sample_count is overwritten with the size of the prepared library.
+  loadgen::Settings settings;
+  /// Largest batch handed to predict(): MultiStream and Offline queries are cut into batches of at most this.
+  std::size_t max_batch = 1;
+  /// Server only: search the highest target QPS whose target percentile meets the latency bound; every tried
+  /// rate becomes a run of the record.
+  bool find_peak_qps = false;
+  /// Feed seeded standard-normal tensors (seeded by settings.seed) instead of images.
+  bool synthetic = true;
+  /// Folder of images when !synthetic; each image is one sample of the library.
+  std::filesystem::path inputs_dir;
+  /// Synthetic library size (distinct tensors cycled through by sample index).
+  std::size_t synthetic_samples = 64;
+  /// Recorded in the record's device field.
+  DeviceSpec device;
+};
+
+/// Runs the scenario (or the peak-QPS search) with `predictor`, already loaded with `manifest`, and returns the
+/// record (not yet stored): scenario = the scenario name, one RunRecord per run (trace level model, batch_size
+/// = largest predict batch, predict_latency_ns = raw per-query latencies in ns, issue order), settings with
+/// "scenario_settings" (seed included), "results" (one JSON summary per run, same order as runs) and, for a
+/// peak search, "peak_qps". Throws std::invalid_argument for bad options (max_batch 0, find_peak_qps outside
+/// Server, bad loadgen settings), std::runtime_error when preparing inputs or predict() fails.
+EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const ScenarioOptions& options);
+
+/// True when `record` came from run_scenario() (its scenario is a load-generator scenario name).
+bool is_scenario_record(const EvaluationRecord& record);
+
+/// A text table of a scenario record: per run, queries, samples, duration, p50/p90/p95/p99/p99.9 (ms) and
+/// trimmed mean recomputed from the raw latencies, QPS with and without harness, harness ns/query, early-stopping
+/// estimate; for a peak search the tried rates with pass/fail and the peak.
+std::string format_scenario_record(const EvaluationRecord& record);
+
+}  // namespace xsp

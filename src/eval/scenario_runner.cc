@@ -1,0 +1,262 @@
+// Glue between the load generator (xsp::loadgen) and the evaluation record/store: see scenario_runner.h.
+#include "xsp/eval/scenario_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "xsp/loadgen/sut.h"
+#include "xsp/pipeline/pipeline.h"
+#include "xsp/stats/stats.h"
+
+namespace xsp {
+namespace {
+
+// Prepared inputs: `count` samples of `sample_numel` floats each, back to back, plus the per-sample shape.
+struct SampleLibrary {
+  std::vector<long> dims;
+  std::size_t sample_numel = 0;
+  std::size_t count = 0;
+  std::vector<float> data;
+};
+
+SampleLibrary prepare_library(const Manifest& manifest, const ScenarioOptions& options) {
+  if (manifest.inputs.empty()) throw std::invalid_argument("manifest " + manifest.path.string() + " has no input");
+  const InputSpec& spec = manifest.inputs.front();
+  SampleLibrary lib;
+  lib.dims = spec.dimensions;
+  lib.sample_numel = 1;
+  for (long d : lib.dims) lib.sample_numel *= static_cast<std::size_t>(d);
+  if (options.synthetic) {
+    if (options.synthetic_samples == 0) throw std::invalid_argument("synthetic sample count must be > 0");
+    // One seeded batch sliced into samples: same seed -> same library, hence comparable runs.
+    Tensor t = synthetic_batch(lib.dims, static_cast<int>(options.synthetic_samples), options.settings.seed);
+    lib.count = options.synthetic_samples;
+    lib.data = std::move(t.data);
+  } else {
+    if (spec.type != "image") throw std::invalid_argument("inputs of type '" + spec.type + "' need synthetic inputs");
+    // Decode and pre-process every image once, before the timed region: the SUT then measures predict only.
+    const Preprocessor pre(spec);
+    for (const auto& file : list_images(options.inputs_dir)) {
+      Tensor t = pre.run({read_input(file)});
+      lib.data.insert(lib.data.end(), t.data.begin(), t.data.end());
+      ++lib.count;
+    }
+  }
+  if (lib.data.size() != lib.count * lib.sample_numel)
+    throw std::runtime_error("prepared inputs do not match the manifest's input dimensions");
+  return lib;
+}
+
+// Keeps the first predictor error of a run after the adapter is gone: find_peak_qps destroys each SUT it gets
+// from the factory, so the error must be copied out in stop().
+class ErrorKeepingSut final : public loadgen::SystemUnderTest {
+ public:
+  ErrorKeepingSut(std::unique_ptr<loadgen::PredictorSut> inner, std::string* error)
+      : inner_(std::move(inner)), error_(error) {}
+  std::string name() const override { return inner_->name(); }
+  void start(loadgen::QueryCompleter& c) override { inner_->start(c); }
+  void issue(const loadgen::Query& q) override { inner_->issue(q); }
+  void stop() override {
+    inner_->stop();
+    if (error_->empty()) *error_ = inner_->first_error();
+  }
+
+ private:
+  std::unique_ptr<loadgen::PredictorSut> inner_;
+  std::string* error_;
+};
+
+nlohmann::json nullable(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json result_json(const loadgen::Result& r) {
+  return {{"scenario", loadgen::to_string(r.settings.scenario)},
+          {"percentile", r.percentile},
+          {"query_count", r.query_count},
+          {"sample_count", r.sample_count},
+          {"duration_ns", r.duration_ns},
+          {"target_latency_ns", nullable(r.target_latency_ns)},
+          {"qps_with_overhead", nullable(r.qps_with_overhead)},
+          {"qps_without_overhead", nullable(r.qps_without_overhead)},
+          {"samples_per_second", nullable(r.samples_per_second)},
+          {"harness_ns_total", r.harness_ns_total},
+          {"harness_ns_per_query", nullable(r.harness_ns_per_query)},
+          {"mean_issue_delay_ns", nullable(r.mean_issue_delay_ns)},
+          {"overlatency_count", r.overlatency_count},
+          {"early_stopping_latency_ns", nullable(r.early_stopping_latency_ns)},
+          {"early_stopping_percentile", nullable(r.early_stopping_percentile)},
+          {"target_qps", r.settings.target_qps},
+          {"latency_bound_ns", r.settings.latency_bound_ns},
+          {"meets_bound", r.meets_bound},
+          {"p50_ns", r.summary.p50},
+          {"p99_ns", r.summary.p99}};
+}
+
+nlohmann::json settings_json(const loadgen::Settings& s, const ScenarioOptions& o) {
+  return {{"scenario", loadgen::to_string(s.scenario)},
+          {"seed", s.seed},
+          {"min_duration_ms", s.min_duration_ms},
+          {"min_query_count", s.min_query_count},
+          {"max_query_count", s.max_query_count},
+          {"target_percentile", s.percentile()},
+          {"latency_bound_ns", s.latency_bound_ns},
+          {"target_qps", s.target_qps},
+          {"samples_per_query", s.samples_per_query},
+          {"sample_count", s.sample_count},
+          {"warmup_queries", s.warmup_queries},
+          {"early_stopping_confidence", s.early_stopping_confidence},
+          {"max_batch", o.max_batch},
+          {"find_peak_qps", o.find_peak_qps},
+          {"measured", "predict only (inputs prepared before the run; batch assembly copy included)"}};
+}
+
+RunRecord to_run(const loadgen::Result& r, int batch_size) {
+  RunRecord run;
+  run.batch_size = batch_size;
+  run.trace_level = TraceLevel::kModel;
+  run.warmup_iterations = static_cast<int>(r.settings.warmup_queries);
+  run.iterations = static_cast<int>(r.query_count);
+  run.predict_latency_ns.assign(r.latency_ns.begin(), r.latency_ns.end());
+  // Filled so that generic consumers (print_summary, analyses) that expect a predict summary keep working.
+  run.stage_latency_ns[kStagePredict] = summarize(run.predict_latency_ns);
+  run.throughput_samples_per_s = r.samples_per_second;
+  return run;
+}
+
+}  // namespace
+
+EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const ScenarioOptions& options) {
+  if (options.max_batch < 1) throw std::invalid_argument("max batch must be >= 1, got 0");
+  if (options.find_peak_qps && options.settings.scenario != loadgen::Scenario::kServer)
+    throw std::invalid_argument("peak-QPS search needs the server scenario, got " +
+                                loadgen::to_string(options.settings.scenario));
+  const SampleLibrary lib = prepare_library(manifest, options);
+  if (lib.count == 0) throw std::runtime_error("no input samples");
+
+  loadgen::Settings settings = options.settings;
+  settings.sample_count = lib.count;
+
+  // Runs on the adapter's worker thread; copies the prepared samples (sample index modulo library size).
+  loadgen::BatchBuilder build = [&lib](std::span<const std::uint64_t> idx) {
+    Tensor t;
+    t.shape.push_back(static_cast<std::int64_t>(idx.size()));
+    for (long d : lib.dims) t.shape.push_back(d);
+    t.data.resize(idx.size() * lib.sample_numel);
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      const float* src = lib.data.data() + (idx[i] % lib.count) * lib.sample_numel;
+      std::copy(src, src + lib.sample_numel, t.data.begin() + static_cast<std::ptrdiff_t>(i * lib.sample_numel));
+    }
+    return t;
+  };
+
+  // The largest batch predict() sees: what the run's batch_size records.
+  int batch_size = 1;
+  if (settings.scenario == loadgen::Scenario::kMultiStream)
+    batch_size = static_cast<int>(std::min<std::uint64_t>(settings.samples_per_query, options.max_batch));
+  else if (settings.scenario == loadgen::Scenario::kOffline)
+    batch_size = static_cast<int>(options.max_batch);
+
+  EvaluationRecord record;
+  record.model_name = manifest.name;
+  record.model_version = manifest.version;
+  record.manifest_yaml = manifest.source_yaml;
+  record.framework_name = predictor.framework_name();
+  record.framework_version = predictor.framework_version();
+  record.device = options.device.kind + (options.device.kind == "cpu" ? "" : ":" + std::to_string(options.device.index));
+  record.scenario = loadgen::to_string(settings.scenario);
+  record.trace_level = TraceLevel::kModel;
+  record.batch_sizes = {batch_size};
+  record.settings = {{"scenario_settings", settings_json(settings, options)},
+                     {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
+                     {"input_count", lib.count},
+                     {"results", nlohmann::json::array()}};
+
+  std::string error;
+  auto factory = [&]() -> std::unique_ptr<loadgen::SystemUnderTest> {
+    return std::make_unique<ErrorKeepingSut>(
+        std::make_unique<loadgen::PredictorSut>(predictor, build, options.max_batch), &error);
+  };
+  std::vector<loadgen::Result> results;
+  if (options.find_peak_qps) {
+    auto peak = loadgen::find_peak_qps(factory, settings);
+    results = std::move(peak.tried);
+    record.settings["peak_qps"] = peak.peak_qps;
+  } else {
+    auto sut = factory();
+    results.push_back(loadgen::run(*sut, settings));
+  }
+  if (!error.empty()) throw std::runtime_error("predict failed during the " + record.scenario + " run: " + error);
+  for (const auto& r : results) {
+    record.runs.push_back(to_run(r, batch_size));
+    record.settings["results"].push_back(result_json(r));
+  }
+  return record;
+}
+
+bool is_scenario_record(const EvaluationRecord& record) {
+  try {
+    loadgen::parse_scenario(record.scenario);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+std::string format_scenario_record(const EvaluationRecord& record) {
+  const auto& s = record.settings;
+  const auto& ss = s.value("scenario_settings", nlohmann::json::object());
+  const double pct = ss.value("target_percentile", 90.0);
+  const double confidence = ss.value("early_stopping_confidence", 0.99);
+  const bool peak = ss.value("find_peak_qps", false);
+  auto num = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : std::nan("");
+  };
+  std::ostringstream os;
+  os << "scenario " << record.scenario << " on " << record.model_name << " " << record.model_version << " ("
+     << record.framework_name << " " << record.framework_version << ", " << record.device << "), seed "
+     << ss.value("seed", std::uint64_t{0}) << ", inputs " << s.value("inputs", std::string()) << "\n"
+     << "measured: predict only (inputs prepared before the run); latencies per query, ms; percentiles "
+        "recomputed from the stored raw latencies\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-5s %-13s %8s %9s %10s %8s %8s %8s %8s %8s %8s %11s %11s %9s %11s %6s\n", "run",
+                "scenario", "queries", "samples", "dur ms", "p50", "p90", "p95", "p99", "p99.9", "trimmed",
+                "qps+harness", "qps-harness", "harn ns/q", "early-stop", peak ? "pass" : "");
+  os << line;
+  const auto results = s.value("results", nlohmann::json::array());
+  for (std::size_t i = 0; i < record.runs.size(); ++i) {
+    const auto& run = record.runs[i];
+    const nlohmann::json r = i < results.size() ? results[i] : nlohmann::json::object();
+    const LatencySummary sum = summarize(run.predict_latency_ns);
+    std::vector<std::int64_t> raw(run.predict_latency_ns.begin(), run.predict_latency_ns.end());
+    const double es = loadgen::early_stopping_latency(std::move(raw), pct, confidence);
+    std::string rate = record.scenario;
+    if (peak) {
+      char q[32];
+      std::snprintf(q, sizeof q, "@%.1f", num(r, "target_qps"));
+      rate += q;
+    }
+    std::snprintf(line, sizeof line,
+                  "%-5zu %-13s %8zu %9.0f %10.1f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %11.1f %11.1f %9.0f %11.3f %6s\n",
+                  i + 1, rate.c_str(), run.predict_latency_ns.size(), num(r, "sample_count"),
+                  num(r, "duration_ns") / 1e6, sum.p50 / 1e6, sum.p90 / 1e6, sum.p95 / 1e6, sum.p99 / 1e6,
+                  sum.p999 / 1e6, sum.trimmed_mean / 1e6, num(r, "qps_with_overhead"), num(r, "qps_without_overhead"),
+                  num(r, "harness_ns_per_query"), es / 1e6,
+                  peak ? (r.value("meets_bound", false) ? "pass" : "fail") : "");
+    os << line;
+  }
+  os << "early-stop = early-stopping estimate of the p" << pct << " latency with " << confidence * 100
+     << "% confidence (nan: too few queries)";
+  if (record.scenario == "offline") os << "; offline QPS columns are samples/s";
+  os << "\n";
+  if (record.scenario == "server")
+    os << "server: target QPS " << ss.value("target_qps", 0.0) << ", p" << pct << " bound "
+       << ss.value("latency_bound_ns", std::int64_t{0}) / 1e6 << " ms\n";
+  if (peak) os << "peak QPS: " << s.value("peak_qps", 0.0) << " (highest tried rate whose p" << pct
+               << " met the bound)\n";
+  return os.str();
+}
+
+}  // namespace xsp
