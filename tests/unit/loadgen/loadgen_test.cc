@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <numeric>
 
@@ -215,9 +217,17 @@ TEST(LoadgenPeakSearch, FindsPeakBelowCapacityOfOneWorker) {
   for (const auto& t : r.tried)
     tried += std::to_string(t.settings.target_qps) + ":p99=" + std::to_string(t.target_latency_ns / 1e6) + "ms ";
   SCOPED_TRACE(tried);
-  // Lower bound wide (30%): on a loaded 2-core machine preemption of the worker lowers its real capacity.
-  EXPECT_GT(r.peak_qps, 300.0);
+  // No lower bound on the peak itself: preemption on a loaded 2-core machine lowers the worker's real capacity
+  // by any amount (24 QPS was seen with two compilers running). What must hold regardless of speed: the peak is
+  // below the capacity, and the search converged: the lowest failing rate is within the tolerance above it.
+  EXPECT_GT(r.peak_qps, 0.0);
   EXPECT_LT(r.peak_qps, 1000.0);
+  double lowest_fail = 1e300;
+  for (const auto& t : r.tried)
+    if (!t.meets_bound) lowest_fail = std::min(lowest_fail, t.settings.target_qps);
+  if (static_cast<int>(r.tried.size()) < o.max_runs) {
+    EXPECT_LT((lowest_fail - r.peak_qps) / r.peak_qps, o.relative_tolerance + 1e-12);
+  }
   bool found = false;
   for (const auto& t : r.tried) {
     EXPECT_EQ(t.settings.scenario, Scenario::kServer);
