@@ -10,6 +10,7 @@
 //   detailed  XSP's framework profiler reading shapes and module paths for every op (detail_batches = 0)
 //   framework XSP's framework profiler as the runner uses it (details from the block's first forward only)
 //   kernel    framework + the CUPTI device profiler (device cuda, CUPTI build): an M/F/K run
+//   kernel-only  framework + CUPTI with device activity only (no API records): splits the per-kernel cost
 // A profiler is started once per block and told each forward as a new batch (set_parent), as in a run. The
 // kernel blocks come after all others: once CUPTI has been attached to a process it is never fully gone.
 // Prints median ms per mode, ops and kernels per forward, µs per op ((framework − plain) / ops) and µs per
@@ -75,8 +76,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<xsp::DeviceProfiler> cupti;
   if (device == "cuda" && xsp::have_device_profiler()) cupti = xsp::create_device_profiler();
 
-  enum Mode { kPlain, kMRun, kNoop, kDetailed, kFramework, kKernel, kModes };
-  const char* names[kModes] = {"plain", "M run", "noop observer", "detailed", "framework", "kernel (CUPTI)"};
+  enum Mode { kPlain, kMRun, kNoop, kDetailed, kFramework, kKernel, kKernelOnly, kModes };
+  const char* names[kModes] = {"plain",     "M run",          "noop observer",       "detailed",
+                               "framework", "kernel (CUPTI)", "kernel-only (CUPTI)"};
   std::vector<double> ms[kModes];
   double ops = 0, kernels = 0;
   xsp::EvaluationOptions m_run;
@@ -88,7 +90,8 @@ int main(int argc, char** argv) {
     for (int m = 0; m < kModes; ++m) {
       const Mode mode = static_cast<Mode>(m);
       // Rounds 0..R-1: every mode but kernel; rounds R..2R-1: kernel only (see the header comment).
-      if ((mode == kKernel) != (r >= rounds) || (mode == kKernel && !cupti)) continue;
+      const bool device_mode = mode == kKernel || mode == kKernelOnly;
+      if (device_mode != (r >= rounds) || (device_mode && !cupti)) continue;
       if (mode == kMRun) {
         const auto record = xsp::run_evaluation(manifest, *predictor, m_run);
         for (double ns : record.runs.at(0).predict_latency_ns) ms[kMRun].push_back(ns / 1e6);
@@ -99,9 +102,11 @@ int main(int argc, char** argv) {
                                      : mode == kDetailed ? &detailed
                                      : mode >= kFramework ? &framework
                                                           : nullptr;
-      if (mode == kKernel) {
+      if (device_mode) {
+        xsp::DeviceProfilerOptions device_options;
+        device_options.system = device_options.library = mode == kKernel;
         framework.set_correlation_listener(cupti->correlation_listener());
-        cupti->start(rec, xsp::DeviceProfilerOptions{});
+        cupti->start(rec, device_options);
       }
       if (prof) prof->start(rec, xsp::kNoSpan);
       for (int i = 0; i < block; ++i) {
@@ -110,9 +115,9 @@ int main(int argc, char** argv) {
         predictor->predict(input);
         ms[mode].push_back((xsp::now_ns() - t0) / 1e6);
       }
-      if (cupti && mode == kKernel) cupti->stop();
+      if (device_mode) cupti->stop();
       if (prof) prof->stop();
-      if (mode == kKernel) framework.set_correlation_listener(nullptr);
+      if (device_mode) framework.set_correlation_listener(nullptr);
       const xsp::Trace trace = rec.take();
       std::size_t n_ops = 0, n_kernels = 0;
       for (const auto& s : trace.spans) {
@@ -134,9 +139,9 @@ int main(int argc, char** argv) {
   for (int m = 0; m < kModes; ++m) {
     if (ms[m].empty()) continue;
     const double med = median(ms[m]);
-    const bool per_kernel = m == kKernel && kernels > 0;
+    const bool per_kernel = (m == kKernel || m == kKernelOnly) && kernels > 0;
     std::printf("%-16s %11.3f %9.3fx %11.3f %13s\n", names[m], med, med / plain,
-                m == kPlain || m == kMRun || m == kKernel ? 0.0 : (med - plain) * 1e3 / ops,
+                m == kPlain || m == kMRun || m >= kKernel ? 0.0 : (med - plain) * 1e3 / ops,
                 per_kernel ? std::to_string((med - fw) * 1e3 / kernels).substr(0, 6).c_str() : "");
   }
   return 0;

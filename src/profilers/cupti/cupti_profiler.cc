@@ -377,7 +377,11 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType(SYSTEM)");
 
     // Clock: before any kind is enabled, as CUPTI requires.
-    const CUptiResult ts = cuptiActivityRegisterTimestampCallback(&host_timestamp);
+    // XSP_CUPTI_CLOCK=offset skips the callback (for measuring what it costs); the offset path below then runs.
+    const char* clock_env = std::getenv("XSP_CUPTI_CLOCK");
+    const bool offset_requested = clock_env != nullptr && std::string_view(clock_env) == "offset";
+    const CUptiResult ts =
+        offset_requested ? CUPTI_ERROR_NOT_SUPPORTED : cuptiActivityRegisterTimestampCallback(&host_timestamp);
     if (ts == CUPTI_SUCCESS) {
       clock_offset_ns_ = 0;
       clock_mapping_ = "cupti timestamp callback: CLOCK_MONOTONIC";
@@ -398,7 +402,8 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       clock_offset_ns_ = best_offset;
       clock_mapping_ = "measured offset: CLOCK_MONOTONIC = cupti timestamp + " + std::to_string(best_offset) +
                        " ns (best of 16 samples, bracket " + std::to_string(best_bracket) +
-                       " ns); cuptiActivityRegisterTimestampCallback failed: " + result_text(ts);
+                       " ns); " + (offset_requested ? std::string("XSP_CUPTI_CLOCK=offset")
+                                                    : "cuptiActivityRegisterTimestampCallback failed: " + result_text(ts));
     }
 
     prefill_pool(2);
