@@ -22,6 +22,7 @@
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
 #include "xsp/store/store.h"
+#include "xsp/system/gpu_info.h"
 #include "xsp/system/system_info.h"
 #include "xsp/trace/export.h"
 #ifdef XSP_WITH_LIBTORCH
@@ -375,7 +376,7 @@ int run_cli(int argc, char** argv) {
     std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";
     if (const auto a = describe_accuracy(record.settings); !a.empty()) std::cout << a << "\n";
     std::cout << "settings: " << record.settings.dump() << "\n";
-    std::cout << "system: " << record.system.dump(2) << "\n";
+    std::cout << format_system(record.system);
     std::cout << "runs:\n";
     for (const auto& run : record.runs)
       std::cout << "  run " << run.id << ": batch " << run.batch_size << ", " << to_string(run.trace_level) << ", "
