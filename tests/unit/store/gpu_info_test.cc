@@ -22,12 +22,19 @@ TEST(NvidiaSmi, ParsesQueryGpuCsv) {
   EXPECT_EQ(gpus[1]["index"], 1);
   EXPECT_FALSE(gpus[1].contains("sm_clock_mhz"));  // [N/A] left out
   EXPECT_TRUE(parse_nvidia_smi_gpus("").empty());
+  // Captured on the project's H200 machine (driver 580.159.04), 2026-11-21.
+  const auto h200 = parse_nvidia_smi_gpus("NVIDIA H200, 580.159.04, 1980 MHz, 3201 MHz, 143771 MiB\n");
+  ASSERT_EQ(h200.size(), 1u);
+  EXPECT_EQ(h200[0]["mem_clock_mhz"], 3201);
 }
 
 TEST(NvidiaSmi, CudaVersionFromBanner) {
   EXPECT_EQ(parse_nvidia_smi_cuda_version(
                 "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |"),
             "12.2");
+  EXPECT_EQ(parse_nvidia_smi_cuda_version(  // captured on the H200 machine
+                "| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |"),
+            "13.0");
   EXPECT_EQ(parse_nvidia_smi_cuda_version("no banner"), "");
 }
 
