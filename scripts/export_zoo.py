@@ -52,7 +52,12 @@ MODELS = {
     "inception_v3": ({"aux_logits": False, "init_weights": True}, 299, "trace"),
     "densenet121": ({}, 224, "script"),
     "vit_b_16": ({}, 224, "script"),
+    "digits_cnn": ({}, 8, "script"),  # trained here on scikit-learn digits (train_digits), not torchvision
 }
+
+# Models trained here on a real labeled dataset (not torchvision): stem -> the held-out split file written
+# next to the graphs (format in write_split()); its digest is the manifest's `dataset_checksum`.
+TRAINED = {"digits_cnn": "digits_test.bin"}
 
 ONNX_OPSET = 10
 # Graph file suffixes, in the order they are exported.
@@ -63,8 +68,8 @@ EXPORT_RE = re.compile(r"^(\s*export:\s*)(\S+)(.*)$", re.M)
 
 def checksum_re(filename: str) -> re.Pattern:
     """Matches the checksum line that follows `graph_path: FILENAME` (every framework entry using the file)."""
-    return re.compile(r"^(\s*(?:- )?\s*graph_path:\s*" + re.escape(filename) + r"\s*\n\s*checksum:\s*)(\S+)()$",
-                      re.M)
+    return re.compile(r"^(\s*(?:- )?\s*(?:graph_path|dataset_path):\s*" + re.escape(filename) +
+                      r"\s*\n\s*(?:dataset_)?checksum:\s*)(\S+)()$", re.M)
 
 
 def sha256_file(path: Path) -> str:
@@ -117,7 +122,8 @@ def prepare_out(stem: str, out: Path) -> Path:
     shutil.copyfile(src, dst)
     for name, digest in kept.items():
         rewrite(dst, checksum_re(name), "sha256:" + digest, count=0)
-    shutil.copyfile(REPO_MODELS / LABELS, out / LABELS)
+    for labels in set(re.findall(r"^\s*labels:\s*(\S+)\s*$", src.read_text(), re.M)) | {LABELS}:
+        shutil.copyfile(REPO_MODELS / labels, out / labels)
     return dst
 
 
@@ -147,12 +153,62 @@ def inline_identity_initializers(path: Path) -> int:
     return replaced
 
 
-def export_onnx(model, side: int, path: Path) -> None:
+def write_split(path: Path, features, labels) -> None:
+    """Held-out split for the C++ side (src/pipeline/dataset.cc), little-endian, no numpy needed to read it:
+    8 bytes magic "XSPDS1\\0\\0", uint32 count, uint32 rank, uint32 dims[rank], then per sample
+    prod(dims) float32 features followed by one int32 label."""
+    import struct
+
+    n, dims = features.shape[0], features.shape[1:]
+    with open(path, "wb") as f:
+        f.write(b"XSPDS1\0\0" + struct.pack("<II", n, len(dims)) + struct.pack(f"<{len(dims)}I", *dims))
+        for x, y in zip(features, labels):
+            f.write(x.astype("<f4").tobytes() + struct.pack("<i", int(y)))
+
+
+def train_digits(stem: str, path: Path, split_path: Path):
+    """Trains a small CNN on scikit-learn's digits (8x8 grey images, 10 classes; train split 80%, stratified,
+    seed 0), deterministically (one thread, fixed seeds), and returns (model, test accuracy %)."""
+    import numpy as np
+    import torch
+    from torch import nn
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    digits = load_digits()
+    x = (digits.images / 16.0).astype(np.float32)[:, None, :, :]  # pixel values 0..16 -> [0, 1]
+    y = digits.target.astype(np.int64)
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.2, random_state=0, stratify=y)
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(15):
+        model.train()
+        for idx in torch.randperm(len(xt), generator=gen).split(32):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xt[idx]), yt[idx]).backward()
+            opt.step()
+    model.eval()
+    with torch.no_grad():
+        acc = (model(torch.from_numpy(x_te)).argmax(1).numpy() == y_te).mean() * 100
+    write_split(split_path, x_te, y_te)
+    print(f"  {stem}: {len(y_tr)} training, {len(y_te)} held-out samples, top-1 {acc:.2f}%", file=sys.stderr)
+    return model
+
+
+def export_onnx(model, side: int, path: Path, channels: int = 3) -> None:
     import torch
 
     # No torch.no_grad() here: under no_grad, nn.MultiheadAttention (ViT) takes its fused fast path,
     # aten::_native_multi_head_attention, which has no ONNX symbolic.
-    torch.onnx.export(model, torch.zeros(1, 3, side, side), str(path), opset_version=ONNX_OPSET,
+    torch.onnx.export(model, torch.zeros(1, channels, side, side), str(path), opset_version=ONNX_OPSET,
                       do_constant_folding=True, input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.EVAL)
     inline_identity_initializers(path)
@@ -165,8 +221,12 @@ def export(stem: str, path: Path) -> str:
     import torchvision
 
     kwargs, side, preferred = MODELS[stem]
+    channels = 1 if stem in TRAINED else 3
     torch.manual_seed(0)
-    model = getattr(torchvision.models, stem)(weights=None, **kwargs).eval()
+    if stem in TRAINED:
+        model = train_digits(stem, path, path.parent / TRAINED[stem])
+    else:
+        model = getattr(torchvision.models, stem)(weights=None, **kwargs).eval()
     # Neither export may change the weights: compare a digest of the state before and after.
     state_before = hashlib.sha256(b"".join(t.detach().cpu().numpy().tobytes()
                                            for t in model.state_dict().values())).hexdigest()
@@ -187,7 +247,7 @@ def export(stem: str, path: Path) -> str:
             method = "trace"
     if module is None:
         with torch.no_grad():
-            module = torch.jit.trace(model, torch.zeros(1, 3, side, side))
+            module = torch.jit.trace(model, torch.zeros(1, channels, side, side))
     # TorchScript's zip archive embeds the file's base name, so the bytes (and the checksum) depend on it:
     # save under the final name inside a temporary directory, then move the file into place.
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
@@ -200,7 +260,7 @@ def export(stem: str, path: Path) -> str:
         digests = []
         for attempt in range(2):
             tmp_onnx = Path(tmp) / f"{attempt}-{onnx_path.name}"
-            export_onnx(model, side, tmp_onnx)
+            export_onnx(model, side, tmp_onnx, channels)
             digests.append(sha256_file(tmp_onnx))
         if digests[0] != digests[1]:
             sys.exit(f"export_zoo: the ONNX export of {stem} is not deterministic: two exports in one process "
@@ -242,6 +302,8 @@ def main() -> int:
     for stem in names:
         manifest = prepare_out(stem, args.out)
         graphs = [args.out / f"{stem}{suffix}" for suffix in SUFFIXES]
+        if stem in TRAINED:
+            graphs.append(args.out / TRAINED[stem])
         expected = {g.name: manifest_checksum(manifest, g.name) for g in graphs}
         t0 = time.monotonic()
         if not args.force and all(g.is_file() and sha256_file(g) == expected[g.name] for g in graphs):
@@ -259,7 +321,7 @@ def main() -> int:
         secs = time.monotonic() - t0
         for g in graphs:
             digest = sha256_file(g)
-            how = method if g.suffix == ".pt" else f"torch.onnx opset {ONNX_OPSET}"
+            how = {".pt": method, ".onnx": f"torch.onnx opset {ONNX_OPSET}"}.get(g.suffix, "held-out split")
             print(f"{stem:13s} {g}  {g.stat().st_size / 1e6:8.1f} MB  sha256:{digest}  {secs:6.1f} s  {how}",
                   flush=True)
             if digest == expected[g.name]:

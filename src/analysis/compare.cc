@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/stats_tests.h"
 
 namespace xsp {
 namespace {
@@ -172,6 +174,49 @@ Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
   return t;
 }
 
+Table a1_significance(const std::vector<EvaluationRecord>& records, const CompareOptions& options) {
+  Table t;
+  t.id = "compare.A1.significance";
+  char alpha[32];
+  std::snprintf(alpha, sizeof alpha, "%g", options.alpha);
+  const std::string conf = std::to_string(static_cast<int>(std::lround(100 * (1 - options.alpha))));
+  t.title = "A1 significance: predict latency of each evaluation against #" +
+            (records.empty() ? std::string("?") : std::to_string(records[0].id)) + " (Mann-Whitney U, bootstrap CI)";
+  t.columns = {{"batch_size", "batch"},       {"evaluation_a", "A"},          {"evaluation_b", "B"},
+               {"batches_a", "n A"},          {"batches_b", "n B"},           {"median_a_ms", "median A ms"},
+               {"median_b_ms", "median B ms"}, {"median_diff_ms", "B-A ms"},   {"ci_low_ms", "CI" + conf + " low"},
+               {"ci_high_ms", "CI" + conf + " high"}, {"u", "U (A)"},          {"z", "z"},
+               {"p_value", "p"},              {"significant", std::string("significant (alpha=") + alpha + ")"}};
+  if (records.size() < 2) return t;
+  std::set<int> batches;
+  for (const auto& r : records) batches.insert(r.batch_sizes.begin(), r.batch_sizes.end());
+  for (int b : batches) {
+    const RunRecord* first = records[0].run_for_level(b, Level::kModel);
+    if (first == nullptr || first->predict_latency_ns.empty()) continue;
+    for (std::size_t i = 1; i < records.size(); ++i) {
+      const RunRecord* other = records[i].run_for_level(b, Level::kModel);
+      if (other == nullptr || other->predict_latency_ns.empty()) continue;
+      const LatencyComparison c = compare_latencies(first->predict_latency_ns, other->predict_latency_ns,
+                                                    options.alpha, options.bootstrap_resamples, options.bootstrap_seed);
+      t.rows.push_back({Cell(std::int64_t{b}), Cell(records[0].id), Cell(records[i].id),
+                        Cell(static_cast<std::int64_t>(first->predict_latency_ns.size())),
+                        Cell(static_cast<std::int64_t>(other->predict_latency_ns.size())),
+                        Cell(median(first->predict_latency_ns) / 1e6), Cell(median(other->predict_latency_ns) / 1e6),
+                        Cell(c.median_difference.difference / 1e6), Cell(c.median_difference.low / 1e6),
+                        Cell(c.median_difference.high / 1e6), Cell(c.test.u1), Cell(c.test.z), Cell(c.test.p_value),
+                        Cell(std::string(c.significant ? "yes" : (c.test.enough_samples ? "no" : "no (too few batches)")))});
+    }
+  }
+  t.notes.push_back("two-sided Mann-Whitney U (Mann & Whitney 1947), normal approximation with tie and continuity "
+                    "correction (as scipy.stats.mannwhitneyu, method=asymptotic) on the raw per-batch predict "
+                    "latencies of the M runs; significant: p < " + std::string(alpha) + " with >= " +
+                    std::to_string(kMinSamplesPerSide) + " batches per side");
+  t.notes.push_back("CI: bootstrap percentile interval of median(B) - median(A), " +
+                    std::to_string(options.bootstrap_resamples) + " resamples, seed " +
+                    std::to_string(options.bootstrap_seed));
+  return t;
+}
+
 Table a6_totals(const std::vector<EvaluationRecord>& records, const std::vector<int>& batch_sizes) {
   Table t;
   t.id = "compare.A6.totals";
@@ -271,7 +316,9 @@ std::vector<Table> compare_evaluations(const std::vector<EvaluationRecord>& reco
                                   (common.empty() ? std::string("none") : join_ints(common)));
     common = {*options.batch_size};
   }
-  std::vector<Table> out{compare_summary(records), a1_side_by_side(records), a6_totals(records, common)};
+  std::vector<Table> out{compare_summary(records), a1_side_by_side(records)};
+  if (options.significance) out.push_back(a1_significance(records, options));
+  out.push_back(a6_totals(records, common));
   for (int b : common) {
     for (const auto& r : records) {
       Table t = a6_layer_latency_by_type(r, b);

@@ -17,10 +17,12 @@
 #include "xsp/analysis/table.h"
 #include "xsp/eval/runner.h"
 #include "xsp/manifest/manifest.h"
+#include "xsp/eval/accuracy.h"
 #include "xsp/manifest/semver.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
 #include "xsp/store/store.h"
+#include "xsp/system/gpu_info.h"
 #include "xsp/system/system_info.h"
 #include "xsp/trace/export.h"
 #include "scenario_cli.h"
@@ -197,6 +199,10 @@ int run_cli(int argc, char** argv) {
                      "keep every measured input's class probabilities with the runs (for `xsp compare`)");
   cli::ScenarioCommand scenario_command;  // --scenario and its options (src/cli/scenario_cli.cc)
   scenario_command.add_options(evaluate);
+  std::string dataset;
+  bool accuracy = false;
+  evaluate->add_option("--dataset", dataset, "labeled dataset named by the manifest (e.g. digits); implies --synthetic for the timed runs");
+  evaluate->add_flag("--accuracy", accuracy, "measure top-1/top-5 accuracy on --dataset's held-out samples")->needs("--dataset");
 
   // xsp compare
   auto* compare = app.add_subcommand("compare", "compare stored evaluations side by side (A1, A6, outputs)");
@@ -335,14 +341,17 @@ int run_cli(int argc, char** argv) {
       options.device_profiler = device_profiler.get();
     }
     options.store_predictions = store_predictions;
+    if (!dataset.empty()) options.synthetic = true;  // timed runs stay synthetic; the dataset feeds the accuracy pass
     ProgressBar bar(!no_progress);
     auto record = run_evaluation(manifest, *predictor, options, [&](const Progress& p) { bar.update(p); });
+    if (accuracy) record.settings["accuracy"] = run_accuracy(manifest, *predictor, dataset, batch_sizes);
     predictor->close();
     record.created_at = utc_now_iso8601();
     record.system = describe_system();
     record.system["framework"] = {{"name", record.framework_name}, {"version", record.framework_version}};
     store->save(record);
     print_summary(record);
+    if (accuracy) std::cout << describe_accuracy(record.settings) << "\n";
     if (!eval_analyses.empty()) print_tables(run_analyses(record, split_ids(eval_analyses), std::nullopt), TableFormat::kText);
     std::cout << "stored as evaluation " << record.id << " in " << store_path << "\n";
     return 0;
@@ -372,8 +381,9 @@ int run_cli(int argc, char** argv) {
     if (is_scenario_record(record)) std::cout << format_scenario_record(record);
     else print_summary(record);
     std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";
+    if (const auto a = describe_accuracy(record.settings); !a.empty()) std::cout << a << "\n";
     std::cout << "settings: " << record.settings.dump() << "\n";
-    std::cout << "system: " << record.system.dump(2) << "\n";
+    std::cout << format_system(record.system);
     std::cout << "runs:\n";
     for (const auto& run : record.runs)
       std::cout << "  run " << run.id << ": batch " << run.batch_size << ", " << to_string(run.trace_level) << ", "

@@ -2,6 +2,8 @@
 // only leaves that fact out: a missing /proc file must never cost the user an evaluation.
 #include "xsp/system/system_info.h"
 
+#include "xsp/system/gpu_info.h"
+
 #include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -241,7 +243,11 @@ nlohmann::json describe_system() {
     }
   }
   try {
-    out["gpu"] = nlohmann::json::array();  // filled by the GPU build
+    // GPUs through nvidia-smi (none found: empty list); CUDA as the driver reports it. The toolkit/cuDNN a
+    // framework was built with are the framework's business (recorded with it when known).
+    const auto nv = describe_nvidia_gpus();
+    out["gpu"] = nv.value("gpus", nlohmann::json::array());
+    if (nv.contains("driver_cuda_version")) out["cuda"] = {{"driver_cuda_version", nv["driver_cuda_version"]}};
     out["captured_at"] = utc_now_iso8601();
   } catch (...) {
   }

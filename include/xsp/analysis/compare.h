@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,10 +60,14 @@ PredictionAgreement compare_predictions(const std::vector<InputPrediction>& a, c
 /// stored batch size ascending, shallower level first, so the M run of the smallest batch size wins).
 std::vector<InputPrediction> evaluation_predictions(const EvaluationRecord& record);
 
-/// What compare_evaluations() shows. (A later statistical test of latency differences takes its inputs from
-/// RunRecord::predict_latency_ns of the runs A1 reads; it belongs here as an option and in a1_side_by_side.)
+/// What compare_evaluations() shows.
 struct CompareOptions {
   std::optional<int> batch_size;  ///< only this batch size in the layer tables (default: every common one)
+  /// Significance of latency differences (a1_significance): level α in (0,1), bootstrap resamples and seed.
+  bool significance = true;
+  double alpha = 0.05;
+  int bootstrap_resamples = 2000;
+  std::uint64_t bootstrap_seed = 0;
 };
 
 /// "compare.evaluations": one row per evaluation (id, model, framework and version, device, trace level, batch
@@ -73,6 +78,12 @@ Table compare_summary(const std::vector<EvaluationRecord>& records);
 /// evaluation after the first, eE_latency_ratio (its latency / the first evaluation's). Empty cells where an
 /// evaluation did not measure that batch size.
 Table a1_side_by_side(const std::vector<EvaluationRecord>& records);
+/// "compare.A1.significance": one row per batch size and evaluation after the first that both it and the first
+/// evaluation measured (M run, raw RunRecord::predict_latency_ns): batches per side, medians (ms), median
+/// difference (ms, other − first) with its bootstrap (1−α) interval, Mann–Whitney U of the first evaluation,
+/// z, two-sided p and "significant" (p < α with ≥ kMinSamplesPerSide batches per side). Formulas and sources:
+/// include/xsp/analysis/stats_tests.h.
+Table a1_significance(const std::vector<EvaluationRecord>& records, const CompareOptions& options = {});
 /// "compare.A6.totals": one row per evaluation and common batch size with the layer count (layers per batch),
 /// summed layer latency (ms, M/F run), model latency (ms, M run) and the layers' share of it (%). Frameworks
 /// name layer types differently, so A6 itself is one table per evaluation (a6_layer_latency_by_type).

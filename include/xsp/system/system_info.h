@@ -15,7 +15,9 @@ std::string xsp_git_revision();
 ///  cpu: model (/proc/cpuinfo "model name"), logical_cores, physical_cores (unique core ids), flags subset
 ///       (avx2, avx512f, fma...), max_mhz where /sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq exists
 ///  memory: total_bytes, available_bytes (/proc/meminfo)
-///  gpu: [] on machines without NVIDIA devices (filled by the GPU build later)
+///  gpu: one object per NVIDIA GPU from nvidia-smi when it is on PATH (name, driver_version, sm_clock_mhz,
+///       mem_clock_mhz, memory_total_bytes; see gpu_info.h), [] otherwise
+///  cuda: {driver_cuda_version} from nvidia-smi's banner, when known
 ///  software: compiler (__VERSION__ with GCC/Clang prefix), cxx_standard, xsp_version, xsp_git_revision,
 ///            build_type, libc (gnu_get_libc_version)
 ///  environment: values of variables that change performance when set: OMP_NUM_THREADS, MKL_NUM_THREADS,

@@ -115,8 +115,8 @@ TEST(CompareEvaluations, TablesSideBySide) {
   const auto a = evaluation(7, "libtorch", 4.0, {pred("x", {0.9f, 0.1f}), pred("y", {0.4f, 0.6f})});
   const auto b = evaluation(9, "opencv-dnn", 2.0, {pred("y", {0.3f, 0.7f}), pred("x", {0.2f, 0.8f})});
   const auto tables = compare_evaluations({a, b});
-  // summary, A1, A6 totals, A6 x 2 evaluations x 2 common batch sizes, predictions.
-  ASSERT_EQ(tables.size(), 8u);
+  // summary, A1, A1 significance, A6 totals, A6 x 2 evaluations x 2 common batch sizes, predictions.
+  ASSERT_EQ(tables.size(), 9u);
   EXPECT_EQ(tables[0].id, "compare.evaluations");
 
   const Table& a1 = tables[1];
@@ -129,16 +129,19 @@ TEST(CompareEvaluations, TablesSideBySide) {
   EXPECT_EQ(std::get<double>(a1.rows[0][5]), 0.5);
   EXPECT_EQ(std::get<double>(a1.rows[1][1]), 6.0);
 
-  const Table& totals = tables[2];
+  EXPECT_EQ(tables[2].id, "compare.A1.significance");
+  EXPECT_TRUE(tables[2].rows.empty());  // these runs keep no raw latencies
+
+  const Table& totals = tables[3];
   ASSERT_EQ(totals.rows.size(), 4u);
   EXPECT_EQ(std::get<std::int64_t>(totals.rows[0][3]), 2);      // layers
   EXPECT_EQ(std::get<double>(totals.rows[0][5]), 3.0);          // 1 + 2 ms
   EXPECT_EQ(std::get<double>(totals.rows[0][6]), 4.0);          // model latency, M run
   EXPECT_EQ(std::get<double>(totals.rows[0][7]), 75.0);         // percent
 
-  EXPECT_EQ(tables[3].id, "compare.A6.e7");
-  EXPECT_NE(tables[3].title.find("libtorch"), std::string::npos);
-  EXPECT_EQ(tables[4].id, "compare.A6.e9");
+  EXPECT_EQ(tables[4].id, "compare.A6.e7");
+  EXPECT_NE(tables[4].title.find("libtorch"), std::string::npos);
+  EXPECT_EQ(tables[5].id, "compare.A6.e9");
 
   const Table& p = tables.back();
   ASSERT_EQ(p.id, "compare.predictions");
@@ -154,6 +157,8 @@ TEST(CompareEvaluations, TablesSideBySide) {
   // Only batch size 2 in the layer tables.
   CompareOptions only2;
   only2.batch_size = 2;
+  EXPECT_EQ(compare_evaluations({a, b}, only2).size(), 7u);
+  only2.significance = false;
   EXPECT_EQ(compare_evaluations({a, b}, only2).size(), 6u);
   only2.batch_size = 8;
   EXPECT_THROW(compare_evaluations({a, b}, only2), std::invalid_argument);

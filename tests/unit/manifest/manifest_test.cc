@@ -150,7 +150,7 @@ TEST(Manifest, EveryZooManifestLoads) {
   std::vector<std::string> names;
   for (const auto& m : zoo) names.push_back(m.name);
   for (const char* expected : {"ResNet18", "ResNet50", "MobileNet_v2", "VGG16", "Inception_v3", "DenseNet121",
-                               "ViT_B_16"})
+                               "ViT_B_16", "Digits_CNN"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   for (const auto& m : zoo) {
     SCOPED_TRACE(m.path.string());
@@ -172,10 +172,12 @@ TEST(Manifest, EveryZooManifestLoads) {
     EXPECT_NE(m.graph_for("libtorch").checksum, m.graph_for("onnxruntime").checksum);
     for (const auto& g : m.graphs)
       EXPECT_NE(g.checksum, "sha256:" + std::string(64, '0')) << g.framework << ": export_zoo.py --record was not run";
-    EXPECT_EQ(m.outputs.at(0).labels, "imagenet_labels.txt");
+    // digits_cnn alone is trained (scikit-learn digits, 10 classes); the others have random weights, ImageNet labels.
+    const bool trained = m.path.stem() == "digits_cnn";
+    EXPECT_EQ(m.outputs.at(0).labels, trained ? "digits_labels.txt" : "imagenet_labels.txt");
     EXPECT_TRUE(fs::exists(m.resolved_labels_path())) << m.resolved_labels_path();
     EXPECT_EQ(m.attributes.at("task"), "image_classification");
-    EXPECT_EQ(m.attributes.at("training_dataset"), "none");
+    EXPECT_EQ(m.attributes.at("training_dataset"), trained ? "scikit-learn digits (train 80%)" : "none");
     EXPECT_TRUE(m.attributes.count("source") && m.attributes.count("weights") && m.attributes.count("export"));
     EXPECT_EQ(xsp::load_manifest(m.path).name, m.name);
   }

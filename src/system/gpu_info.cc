@@ -1,0 +1,127 @@
+// nvidia-smi parsing and the readable system description; see include/xsp/system/gpu_info.h.
+#include "xsp/system/gpu_info.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iomanip>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+namespace xsp {
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
+}
+
+// "1980 MHz" -> 1980; "[N/A]" or garbage -> -1.
+long long leading_number(const std::string& s) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  return end == s.c_str() ? -1 : v;
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  std::stringstream dirs(path);
+  std::string dir;
+  std::error_code ec;
+  while (std::getline(dirs, dir, ':'))
+    if (!dir.empty() && std::filesystem::is_regular_file(std::filesystem::path(dir) / program, ec)) return true;
+  return false;
+}
+
+std::string capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  return ::pclose(pipe) == 0 ? out : std::string();
+}
+
+std::string str(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return "?";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+}  // namespace
+
+nlohmann::json parse_nvidia_smi_gpus(const std::string& csv) {
+  nlohmann::json gpus = nlohmann::json::array();
+  std::stringstream lines(csv);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::stringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, ',')) f.push_back(trim(cell));
+    if (f.size() != 5) continue;
+    nlohmann::json g = {{"index", gpus.size()}, {"name", f[0]}};
+    if (f[1].find("N/A") == std::string::npos) g["driver_version"] = f[1];
+    if (const auto v = leading_number(f[2]); v >= 0) g["sm_clock_mhz"] = v;
+    if (const auto v = leading_number(f[3]); v >= 0) g["mem_clock_mhz"] = v;
+    if (const auto v = leading_number(f[4]); v >= 0) g["memory_total_bytes"] = v * 1024 * 1024;  // MiB
+    gpus.push_back(std::move(g));
+  }
+  return gpus;
+}
+
+std::string parse_nvidia_smi_cuda_version(const std::string& banner) {
+  std::smatch m;
+  return std::regex_search(banner, m, std::regex(R"(CUDA Version:\s*([0-9]+(\.[0-9]+)*))")) ? m[1].str() : "";
+}
+
+nlohmann::json describe_nvidia_gpus() {
+  try {
+    if (!on_path("nvidia-smi")) return nlohmann::json::object();
+    const auto gpus = parse_nvidia_smi_gpus(capture(
+        "nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv,noheader"));
+    if (gpus.empty()) return nlohmann::json::object();
+    nlohmann::json out = {{"gpus", gpus}};
+    if (auto cuda = parse_nvidia_smi_cuda_version(capture("nvidia-smi")); !cuda.empty()) out["driver_cuda_version"] = cuda;
+    return out;
+  } catch (...) {
+    return nlohmann::json::object();
+  }
+}
+
+std::string format_system(const nlohmann::json& s) {
+  if (!s.is_object()) return "system: (not recorded)\n";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1);  // GiB figures; integers print unchanged
+  const auto& host = s.value("host", nlohmann::json::object());
+  o << "host: " << str(host, "hostname") << ", " << str(host, "os") << ", kernel " << str(host, "kernel") << ", "
+    << str(host, "arch") << "\n";
+  const auto& cpu = s.value("cpu", nlohmann::json::object());
+  o << "cpu: " << str(cpu, "model") << ", " << str(cpu, "logical_cores") << " logical / " << str(cpu, "physical_cores")
+    << " physical cores";
+  if (cpu.contains("max_mhz")) o << ", max " << str(cpu, "max_mhz") << " MHz";
+  o << "\n";
+  const auto& mem = s.value("memory", nlohmann::json::object());
+  if (mem.contains("total_bytes") && mem["total_bytes"].is_number())
+    o << "memory: " << mem["total_bytes"].get<double>() / (1024.0 * 1024 * 1024) << " GiB\n";
+  const auto& gpu = s.value("gpu", nlohmann::json::array());
+  if (!gpu.is_array() || gpu.empty()) o << "gpu: none\n";
+  for (const auto& g : gpu.is_array() ? gpu : nlohmann::json::array()) {
+    o << "gpu " << str(g, "index") << ": " << str(g, "name") << ", driver " << str(g, "driver_version");
+    if (g.contains("sm_clock_mhz")) o << ", SM " << str(g, "sm_clock_mhz") << " MHz";
+    if (g.contains("mem_clock_mhz")) o << ", memory " << str(g, "mem_clock_mhz") << " MHz";
+    if (g.contains("memory_total_bytes") && g["memory_total_bytes"].is_number())
+      o << ", " << g["memory_total_bytes"].get<double>() / (1024.0 * 1024 * 1024) << " GiB";
+    o << "\n";
+  }
+  if (s.contains("cuda")) o << "cuda: " << s["cuda"].dump() << "\n";
+  if (s.contains("software")) o << "software: " << s["software"].dump() << "\n";
+  if (s.contains("framework")) o << "framework: " << str(s["framework"], "name") << " " << str(s["framework"], "version") << "\n";
+  if (s.contains("environment") && !s["environment"].empty()) o << "environment: " << s["environment"].dump() << "\n";
+  if (s.contains("captured_at")) o << "captured: " << str(s, "captured_at") << "\n";
+  return o.str();
+}
+
+}  // namespace xsp

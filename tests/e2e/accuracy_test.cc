@@ -1,0 +1,82 @@
+// Accuracy end to end on a real trained model: digits_cnn (scripts/export_zoo.py trains it on scikit-learn's
+// digits) over its 360 held-out samples, through the library and through `xsp evaluate --accuracy` / `xsp show`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+#include "xsp/eval/accuracy.h"
+#include "xsp/predictors/libtorch.h"
+#include "xsp/store/store.h"
+
+namespace fs = std::filesystem;
+using namespace xsp;
+
+namespace {
+
+const fs::path kAccZoo = XSP_TEST_ZOO;
+
+// Measured with torch 1.13.0 (Debian 12), export seed 0: top-1 97.22% (350/360), top-5 100% (360/360), the same
+// at every batch size. The bound leaves room for another torch build's training arithmetic, yet fails for a
+// broken reader, a label/sample misalignment (≈10%) or a wrong input scaling.
+constexpr double kMinTop1Percent = 95.0;
+
+std::pair<int, std::string> run_shell(const std::string& command) {
+  std::string output;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (pipe && std::fgets(buf, sizeof buf, pipe)) output += buf;
+  const int status = pipe ? ::pclose(pipe) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(DigitsAccuracy, DigitsCnnOnHeldOutSplit) {
+  register_libtorch_predictor();
+  const auto zoo = load_zoo(kAccZoo);
+  const Manifest m = find_model(zoo, "digits_cnn");
+  verify_checksum(m, "libtorch");
+  auto predictor = create_predictor("libtorch");
+  predictor->load(m, DeviceSpec{});
+  const LabeledDataset data = read_labeled_dataset(manifest_dataset_path(m, "digits"));
+  ASSERT_EQ(data.size(), 360u);  // 20% of 1797, stratified
+  const AccuracyCounts one = measure_accuracy(*predictor, data, 1, m.inputs.front().dimensions);
+  const AccuracyCounts many = measure_accuracy(*predictor, data, 64, m.inputs.front().dimensions);  // last batch: 40
+  EXPECT_EQ(one.samples, 360u);
+  EXPECT_GE(one.top1_percent(), kMinTop1Percent);
+  EXPECT_GE(one.topk_percent(), one.top1_percent());
+  EXPECT_EQ(one.top1, many.top1);  // batching must not change the answers
+  EXPECT_THROW(manifest_dataset_path(m, "mnist"), std::runtime_error);
+  predictor->close();
+}
+
+TEST(DigitsAccuracy, CliStoresAndShows) {
+  const auto dir = fs::temp_directory_path() / ("xsp-e2e-acc-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string cli = std::string(XSP_CLI) + " --zoo " + kAccZoo.string() + " --store " + (dir / "x.db").string();
+  auto [rc, out] = run_shell(cli + " evaluate digits_cnn --dataset digits --accuracy --batch-sizes 1,16 "
+                                   "--iterations 2 --warmup 1 --no-progress");
+  ASSERT_EQ(rc, 0) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(top-1 ([0-9.]+)% \((\d+)/360\))"))) << out;
+  EXPECT_GE(std::stod(m[1]), kMinTop1Percent);
+  auto store = Store::open(dir / "x.db");
+  const auto loaded = store->load(1);
+  ASSERT_TRUE(loaded.has_value());
+  const EvaluationRecord& record = *loaded;
+  ASSERT_TRUE(record.settings.contains("accuracy"));
+  EXPECT_EQ(record.settings["accuracy"]["samples"], 360);
+  EXPECT_EQ(record.settings["accuracy"]["dataset"], "digits");
+  EXPECT_EQ(record.settings["accuracy"]["top1_by_batch_size"]["1"], record.settings["accuracy"]["top1_by_batch_size"]["16"]);
+  std::tie(rc, out) = run_shell(cli + " show 1");
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("accuracy on digits"), std::string::npos) << out;
+  // --accuracy without --dataset is refused.
+  std::tie(rc, out) = run_shell(cli + " evaluate digits_cnn --accuracy --no-progress");
+  EXPECT_NE(rc, 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
