@@ -8,7 +8,7 @@ packages=(
   libopencv-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch python3-torchvision
-  python3-onnx
+  python3-onnx python3-sklearn
 )
 missing=()
 for p in "${packages[@]}"; do
