@@ -20,14 +20,6 @@
 namespace xsp {
 namespace {
 
-std::string shape_string(const std::vector<std::int64_t>& shape) {
-  std::ostringstream os;
-  os << '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
-  os << ']';
-  return os.str();
-}
-
 /// The first tensor of a model output: the tensor itself, or the first tensor in a tuple/list (models that
 /// return (logits, aux) or [logits]). Throws std::runtime_error when there is none.
 at::Tensor first_tensor(const c10::IValue& v) {
@@ -74,16 +66,7 @@ class LibTorchPredictor final : public Predictor {
 
   Tensor predict(const Tensor& input) override {
     if (!module_) throw std::logic_error("libtorch predictor: predict before load");
-    const bool shape_ok = input.shape.size() == sample_dims_.size() + 1 && input.shape[0] > 0 &&
-                          std::equal(sample_dims_.begin(), sample_dims_.end(), input.shape.begin() + 1);
-    if (!shape_ok) {
-      throw std::invalid_argument("libtorch predictor: input shape mismatch: expected [N," +
-                                  shape_string(sample_dims_).substr(1) + ", got " + shape_string(input.shape));
-    }
-    if (static_cast<std::int64_t>(input.data.size()) != input.numel())
-      throw std::invalid_argument("libtorch predictor: input data holds " + std::to_string(input.data.size()) +
-                                  " values, shape " + shape_string(input.shape) + " needs " +
-                                  std::to_string(input.numel()));
+    check_input_batch(input, sample_dims_, "libtorch predictor");
     // InferenceMode: no autograd bookkeeping (version counters, grad graph) — what a deployment would use.
     c10::InferenceMode guard;
     // from_blob wraps the caller's buffer without a copy; the module never writes to its input.

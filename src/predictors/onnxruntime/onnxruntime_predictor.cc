@@ -16,16 +16,6 @@
 namespace xsp {
 namespace {
 
-std::string shape_string(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(shape[i]);
-  }
-  s += ']';
-  return s;
-}
-
 class OnnxRuntimePredictor final : public Predictor {
  public:
   std::string framework_name() const override { return "onnxruntime"; }
@@ -66,19 +56,11 @@ class OnnxRuntimePredictor final : public Predictor {
 
   Tensor predict(const Tensor& input) override {
     if (!session_) throw std::logic_error("onnxruntime predictor: predict before load");
-    const bool shape_ok = input.shape.size() == sample_dims_.size() + 1 && input.shape[0] > 0 &&
-                          std::equal(sample_dims_.begin(), sample_dims_.end(), input.shape.begin() + 1);
-    if (!shape_ok)
-      throw std::invalid_argument("onnxruntime predictor: input shape mismatch: expected [N," +
-                                  shape_string(sample_dims_).substr(1) + ", got " + shape_string(input.shape));
+    check_input_batch(input, sample_dims_, "onnxruntime predictor");
     if (static_batch_ > 0 && input.shape[0] != static_batch_)
       throw std::invalid_argument("onnxruntime predictor: the graph has a static batch size of " +
                                   std::to_string(static_batch_) + ", got a batch of " + std::to_string(input.shape[0]) +
                                   " (export with a dynamic batch axis to run other batch sizes)");
-    if (static_cast<std::int64_t>(input.data.size()) != input.numel())
-      throw std::invalid_argument("onnxruntime predictor: input data holds " + std::to_string(input.data.size()) +
-                                  " values, shape " + shape_string(input.shape) + " needs " +
-                                  std::to_string(input.numel()));
     try {
       // The tensor wraps the caller's buffer (no copy); ONNX Runtime does not write to inputs.
       const Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);

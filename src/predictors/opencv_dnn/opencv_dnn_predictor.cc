@@ -22,16 +22,6 @@
 namespace xsp {
 namespace {
 
-std::string shape_string(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(shape[i]);
-  }
-  s += ']';
-  return s;
-}
-
 /// FRAMEWORK spans from cv::dnn::Net::getPerfProfile (see register_opencv_dnn_predictor() for what they hold).
 class LayerTimingProfiler final : public FrameworkProfiler {
  public:
@@ -190,15 +180,7 @@ class OpenCvDnnPredictor final : public Predictor {
 
   Tensor predict(const Tensor& input) override {
     if (net_.empty()) throw std::logic_error("opencv-dnn predictor: predict before load");
-    const bool shape_ok = input.shape.size() == sample_dims_.size() + 1 && input.shape[0] > 0 &&
-                          std::equal(sample_dims_.begin(), sample_dims_.end(), input.shape.begin() + 1);
-    if (!shape_ok)
-      throw std::invalid_argument("opencv-dnn predictor: input shape mismatch: expected [N," +
-                                  shape_string(sample_dims_).substr(1) + ", got " + shape_string(input.shape));
-    if (static_cast<std::int64_t>(input.data.size()) != input.numel())
-      throw std::invalid_argument("opencv-dnn predictor: input data holds " + std::to_string(input.data.size()) +
-                                  " values, shape " + shape_string(input.shape) + " needs " +
-                                  std::to_string(input.numel()));
+    check_input_batch(input, sample_dims_, "opencv-dnn predictor");
     // A Mat header over the caller's buffer: no copy here (setInput keeps a reference; OpenCV copies it into
     // its input layer during forward). The net never writes to it.
     const std::vector<int> dims(input.shape.begin(), input.shape.end());
