@@ -222,6 +222,17 @@ void add_missing_note(Table& t, const std::vector<int>& missing, bool any) {
   }
 }
 
+/// Calls body(batch_size, runs) for each batch size that has an M/F/K run; the others are appended to `missing`.
+template <class Body>
+void for_each_kernel_run(GpuRunsCache& cache, const std::vector<int>& batch_sizes, std::vector<int>& missing,
+                         Body&& body) {
+  for (int b : batch_sizes) {
+    const GpuRuns& runs = cache.get(b);
+    if (runs.kernel_run) body(b, runs);
+    else missing.push_back(b);
+  }
+}
+
 void add_batch_notes(Table& t, const std::vector<std::pair<int, std::vector<std::string>>>& per_batch) {
   for (const auto& [b, notes] : per_batch) {
     for (const std::string& n : notes) t.notes.push_back("batch size " + std::to_string(b) + ": " + n);
@@ -433,12 +444,7 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> model_notes, kernel_notes;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;
-  for (int b : batch_sizes) {
-    const GpuRuns& runs = cache.get(b);
-    if (!runs.kernel_run) {
-      missing.push_back(b);
-      continue;
-    }
+  for_each_kernel_run(cache, batch_sizes, missing, [&](int b, const GpuRuns& runs) {
     const KernelTimeline& kt = runs.kernels;
     const std::size_t batches = kt.batches();
     std::vector<double> kernel_sum(batches, 0.0), busy(batches, 0.0);
@@ -460,7 +466,7 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
     model_notes.emplace_back(b, runs.model_run ? runs.model_note : "no MODEL-level run: model latency unknown");
     kernel_notes.emplace_back(b, runs.kernel_note);
     if (!runs.notes.empty()) batch_notes.emplace_back(b, runs.notes);
-  }
+  });
   add_run_notes(t, model_notes);
   add_run_notes(t, kernel_notes);
   add_missing_note(t, missing, !kernel_notes.empty());
@@ -480,12 +486,7 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> kernel_notes;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;
-  for (int b : batch_sizes) {
-    const GpuRuns& runs = cache.get(b);
-    if (!runs.kernel_run) {
-      missing.push_back(b);
-      continue;
-    }
+  for_each_kernel_run(cache, batch_sizes, missing, [&](int b, const GpuRuns& runs) {
     const KernelTimeline& kt = runs.kernels;
     IdleBreakdown sum;
     std::vector<GpuInterval> intervals;
@@ -522,7 +523,7 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
                       " kernels have no SYSTEM parent: gaps before them are unattributed");
     }
     if (!notes.empty()) batch_notes.emplace_back(b, std::move(notes));
-  }
+  });
   add_run_notes(t, kernel_notes);
   add_missing_note(t, missing, !kernel_notes.empty());
   if (!kernel_notes.empty()) {
@@ -541,12 +542,7 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> kernel_notes;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;
-  for (int b : batch_sizes) {
-    const GpuRuns& runs = cache.get(b);
-    if (!runs.kernel_run) {
-      missing.push_back(b);
-      continue;
-    }
+  for_each_kernel_run(cache, batch_sizes, missing, [&](int b, const GpuRuns& runs) {
     const KernelTimeline& kt = runs.kernels;
     std::vector<double> delays;
     std::vector<std::pair<SpanId, double>> calls;  // distinct launching calls (a graph launch starts many kernels)
@@ -590,7 +586,7 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
                       " kernels were replayed from CUDA graphs: their launch delay is measured from the graph launch");
     }
     if (!notes.empty()) batch_notes.emplace_back(b, std::move(notes));
-  }
+  });
   add_run_notes(t, kernel_notes);
   add_missing_note(t, missing, !kernel_notes.empty());
   if (!kernel_notes.empty()) {
