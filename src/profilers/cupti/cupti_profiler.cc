@@ -668,6 +668,22 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
   std::uint64_t records = 0;
   std::uint64_t unknown = 0;
   std::uint64_t filtered = 0;
+  // Fields the host-to-device (CUpti_ActivityMemcpy6) and peer (CUpti_ActivityMemcpyPtoP4) records share.
+  auto memcpy_record = [this](const auto& m) {
+    MemcpyRecord out;
+    out.bytes = m.bytes;
+    out.src_kind = memory_kind(m.srcKind);
+    out.dst_kind = memory_kind(m.dstKind);
+    out.start_ns = to_host(m.start);
+    out.end_ns = to_host(m.end);
+    out.device = m.deviceId;
+    out.context = m.contextId;
+    out.stream = m.streamId;
+    out.correlation_id = m.correlationId;
+    out.graph_id = m.graphId;
+    out.graph_node_id = m.graphNodeId;
+    return out;
+  };
   CUpti_Activity* record = nullptr;
   for (;;) {
     const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
@@ -708,38 +724,15 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        MemcpyRecord out;
-        out.bytes = m->bytes;
+        MemcpyRecord out = memcpy_record(*m);
         out.copy_kind = copy_kind(m->copyKind);
-        out.src_kind = memory_kind(m->srcKind);
-        out.dst_kind = memory_kind(m->dstKind);
-        out.start_ns = to_host(m->start);
-        out.end_ns = to_host(m->end);
-        out.device = m->deviceId;
-        out.context = m->contextId;
-        out.stream = m->streamId;
-        out.correlation_id = m->correlationId;
         out.runtime_correlation_id = m->runtimeCorrelationId != m->correlationId ? m->runtimeCorrelationId : 0;
-        out.graph_id = m->graphId;
-        out.graph_node_id = m->graphNodeId;
         log.memcpys.push_back(out);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-        MemcpyRecord out;
-        out.bytes = m->bytes;
+        MemcpyRecord out = memcpy_record(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record));
         out.copy_kind = CopyKind::kPtoP;
-        out.src_kind = memory_kind(m->srcKind);
-        out.dst_kind = memory_kind(m->dstKind);
-        out.start_ns = to_host(m->start);
-        out.end_ns = to_host(m->end);
-        out.device = m->deviceId;
-        out.context = m->contextId;
-        out.stream = m->streamId;
-        out.correlation_id = m->correlationId;
-        out.graph_id = m->graphId;
-        out.graph_node_id = m->graphNodeId;
         log.memcpys.push_back(out);
         break;
       }
