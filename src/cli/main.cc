@@ -185,7 +185,14 @@ int run_cli(int argc, char** argv) {
                        "default: the manifest's first framework");
   evaluate->add_option("--device", device, "cpu|cuda")->capture_default_str();
   evaluate->add_option("--batch-sizes", batch_sizes_text, "comma-separated batch sizes")->capture_default_str();
-  evaluate->add_option("--trace-level", trace_level_text, "model|framework|library|system|kernel")->capture_default_str();
+  evaluate->add_option("--trace-level", trace_level_text, "model|framework|library|system|kernel|hardware")
+      ->capture_default_str();
+  int counter_iterations = 1;
+  evaluate
+      ->add_option("--counter-iterations", counter_iterations,
+                   "measured batches of the hardware-counter run (each kernel replayed once per metric pass)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   evaluate->add_flag("--leveled", leveled, "leveled experimentation: run M, M/F, ... and take each level's "
                                            "latencies from its own run");
   evaluate->add_option("--iterations", iterations, "measured batches per run")->capture_default_str()->check(CLI::PositiveNumber);
@@ -303,7 +310,8 @@ int run_cli(int argc, char** argv) {
     const auto level = parse_trace_level(trace_level_text);
     if (!level)
       throw CLI::ValidationError("--trace-level",
-                                 "expected model|framework|library|system|kernel, got '" + trace_level_text + "'");
+                                 "expected model|framework|library|system|kernel|hardware, got '" +
+                                     trace_level_text + "'");
     if (device != "cpu" && device != "cuda")
       throw CLI::ValidationError("--device", "expected cpu or cuda, got '" + device + "'");
     if (*level > TraceLevel::kFramework && device != "cuda")
@@ -335,15 +343,23 @@ int run_cli(int argc, char** argv) {
     options.synthetic = synthetic;
     options.seed = seed;
     options.device = DeviceSpec{device, 0};
-    std::unique_ptr<DeviceProfiler> device_profiler;
+    std::unique_ptr<DeviceProfiler> device_profiler, counter_profiler;
     if (*level > TraceLevel::kFramework) {
       device_profiler = create_device_profiler();
       options.device_profiler = device_profiler.get();
+    }
+    if (*level == TraceLevel::kHardware) {
+      counter_profiler = create_counter_profiler();
+      options.counter_profiler = counter_profiler.get();
+      options.counter_iterations = counter_iterations;
     }
     options.store_predictions = store_predictions;
     if (!dataset.empty()) options.synthetic = true;  // timed runs stay synthetic; the dataset feeds the accuracy pass
     ProgressBar bar(!no_progress);
     auto record = run_evaluation(manifest, *predictor, options, [&](const Progress& p) { bar.update(p); });
+    if (record.settings.contains("counters_unavailable"))
+      std::cerr << "warning: hardware counters not collected: "
+                << record.settings["counters_unavailable"].get<std::string>() << "\n";
     if (accuracy) record.settings["accuracy"] = run_accuracy(manifest, *predictor, dataset, batch_sizes);
     predictor->close();
     record.created_at = utc_now_iso8601();

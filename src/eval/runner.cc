@@ -97,15 +97,24 @@ InputPrediction make_prediction(std::string id, const float* row, std::size_t cl
 }  // namespace
 
 std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler,
-                                   bool have_device_profiler) {
-  if (trace_level == TraceLevel::kHardware)
-    throw std::invalid_argument("trace level 'hardware' (counters) is not supported yet; use kernel");
+                                   bool have_device_profiler, bool have_counter_profiler) {
+  if (trace_level == TraceLevel::kHardware && !have_counter_profiler)
+    throw std::invalid_argument(
+        "trace level 'hardware' needs the counter profiler (CUPTI Range Profiler): use --device cuda on a CUDA "
+        "build");
   if (trace_level != TraceLevel::kModel && !have_framework_profiler)
     throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
                                 "' needs a framework profiler; this predictor has none");
   if (trace_level > TraceLevel::kFramework && !have_device_profiler)
     throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
                                 "' needs the GPU profiler (CUPTI): use --device cuda on a CUDA build");
+  if (trace_level == TraceLevel::kHardware) {
+    std::vector<TraceLevel> levels;
+    if (leveled) levels = {TraceLevel::kModel, TraceLevel::kFramework};
+    levels.push_back(TraceLevel::kKernel);
+    levels.push_back(TraceLevel::kHardware);
+    return levels;
+  }
   if (!leveled) return {trace_level};
   std::vector<TraceLevel> levels{TraceLevel::kModel};
   if (trace_level >= TraceLevel::kFramework) levels.push_back(TraceLevel::kFramework);
@@ -119,13 +128,17 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   for (int b : options.batch_sizes)
     if (b < 1) throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(b));
   if (options.iterations < 1) throw std::invalid_argument("iterations must be >= 1");
+  if (options.counter_iterations < 1) throw std::invalid_argument("counter iterations must be >= 1");
   if (options.warmup_iterations < 0) throw std::invalid_argument("warm-up iterations must be >= 0");
   if (manifest.inputs.empty() || manifest.outputs.empty())
     throw std::invalid_argument("manifest " + manifest.path.string() + " has no input or output");
 
   FrameworkProfiler* framework_profiler = predictor.framework_profiler();
   const auto levels = run_levels(options.trace_level, options.leveled, framework_profiler != nullptr,
-                                 options.device_profiler != nullptr);
+                                 options.device_profiler != nullptr, options.counter_profiler != nullptr);
+  const auto iterations_of = [&](TraceLevel level) {
+    return level == TraceLevel::kHardware ? options.counter_iterations : options.iterations;
+  };
 
   const InputSpec& input_spec = manifest.inputs.front();
   const OutputSpec& output_spec = manifest.outputs.front();
@@ -170,8 +183,8 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
     record.settings["predictions"] = {{"values", softmax ? "softmax" : "raw"}, {"top_k", top_k}};
 
   Progress state;
-  state.total = static_cast<int>(options.batch_sizes.size() * levels.size()) *
-                (options.warmup_iterations + options.iterations);
+  for (TraceLevel level : levels)
+    state.total += static_cast<int>(options.batch_sizes.size()) * (options.warmup_iterations + iterations_of(level));
   std::size_t next_file = 0;
 
   for (TraceLevel level : levels) {
@@ -180,11 +193,15 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
       run.batch_size = batch_size;
       run.trace_level = level;
       run.warmup_iterations = options.warmup_iterations;
-      run.iterations = options.iterations;
+      run.iterations = iterations_of(level);
 
       TraceRecorder recorder;
       const bool framework = enables(level, Level::kFramework);
-      DeviceProfiler* device = enables(level, Level::kLibrary) ? options.device_profiler : nullptr;
+      // The counter run records framework ops and counters only: kernel replay serializes and repeats every
+      // kernel, so activity records of that run would describe the replays, not the model.
+      DeviceProfiler* device = level == TraceLevel::kHardware           ? options.counter_profiler
+                               : enables(level, Level::kLibrary) ? options.device_profiler
+                                                                 : nullptr;
       if (framework) framework_profiler->set_correlation_listener(device ? device->correlation_listener() : nullptr);
       std::map<std::string, std::vector<double>> stage_ns;
       ScopedSpan app(&recorder, Level::kApplication,
@@ -197,7 +214,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
       std::vector<Classification> last_outputs;
       std::set<std::string> predicted;  // input ids whose prediction this run already keeps
 
-      const int total = options.warmup_iterations + options.iterations;
+      const int total = options.warmup_iterations + run.iterations;
       for (int i = 0; i < total; ++i) {
         const bool measured = i >= options.warmup_iterations;
         // Warm-up batches get no recorder: nothing of them enters the trace.
@@ -209,7 +226,17 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
             device_options.library = enables(level, Level::kLibrary);
             device_options.system = enables(level, Level::kSystem);
             device_options.kernel = enables(level, Level::kKernel);
-            device->start(recorder, device_options);
+            try {
+              device->start(recorder, device_options);
+            } catch (const std::runtime_error& e) {
+              // Counters can be unavailable where tracing works (profiling restricted to admins, another
+              // profiler attached, a virtualized GPU): the evaluation goes on without them and says why.
+              if (level != TraceLevel::kHardware) throw;
+              record.settings["counters_unavailable"] = e.what();
+              recorder.count("counters.unavailable", 1);
+              device = nullptr;
+              if (framework) framework_profiler->set_correlation_listener(nullptr);
+            }
           }
           if (framework) framework_profiler->start(recorder, kNoSpan);
         }

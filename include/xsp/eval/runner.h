@@ -30,6 +30,12 @@ struct EvaluationOptions {
   /// Records LIBRARY/SYSTEM/KERNEL spans in runs whose level enables them; required for those levels.
   /// Owned by the caller (see create_device_profiler()).
   DeviceProfiler* device_profiler = nullptr;
+  /// Records HARDWARE spans (counters) in the counter run of trace level hardware (create_counter_profiler()).
+  /// Owned by the caller.
+  DeviceProfiler* counter_profiler = nullptr;
+  /// Measured batches of the counter run (its timings are never used; kernel replay makes each batch cost
+  /// passes × kernels replays, so one batch is the default).
+  int counter_iterations = 1;
   /// Keep, per run, every distinct measured input's output (RunRecord::predictions): softmax over the first
   /// output's row (raw values when the manifest has no softmax step) and its top-k classes (k of the manifest's
   /// top_k step, else 5). Synthetic inputs get ids "synthetic:seed=S:batch=I:K" (I counts warm-up batches,
@@ -46,11 +52,13 @@ struct Progress {
 using ProgressCallback = std::function<void(const Progress&)>;
 
 /// The trace levels a run sequence covers: {trace_level} or, when leveled, M, M/F and then trace_level if it is
-/// deeper (library, system and kernel levels come from the device profiler in one run: M/F/K).
-/// Throws std::invalid_argument when a level needs a profiler that is missing (framework profiler; device
-/// profiler for library/system/kernel) or for hardware (counters are not collected by this runner).
+/// deeper (library, system and kernel levels come from the device profiler in one run: M/F/K). Hardware adds a
+/// counter run (framework ops + HARDWARE spans, no activity tracing) after the kernel run, which it always needs
+/// for kernel latencies: leveled M, M/F, M/F/K, M/F/H; not leveled M/F/K, M/F/H (SPEC §3: counter runs never
+/// give timings). Throws std::invalid_argument when a level needs a profiler that is missing (framework
+/// profiler; device profiler for library/system/kernel/hardware; counter profiler for hardware).
 std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler,
-                                   bool have_device_profiler = false);
+                                   bool have_device_profiler = false, bool have_counter_profiler = false);
 
 /// Runs the whole evaluation with `predictor` (already loaded with `manifest`). Runs go level by level (all
 /// M runs first, then M/F, then M/F/K) so that no shallower run follows a deeper profiler's start; the

@@ -41,4 +41,12 @@ bool have_device_profiler();
 /// The CUPTI profiler; throws std::runtime_error("built without CUPTI ...") when this build has none.
 std::unique_ptr<DeviceProfiler> create_device_profiler();
 
+/// The hardware-counter profiler of counter runs (TraceLevel::kHardware): HARDWARE spans from the CUPTI Profiler
+/// Host and Range Profiler APIs (auto ranges, kernel replay), one per kernel launched while it runs
+/// (xsp/profilers/hardware_counters.h). It ignores DeviceProfilerOptions. Its correlation_listener() ties launches
+/// to framework ops. start() throws std::runtime_error saying why counters are unavailable (no GPU, chip not
+/// supported, no permission to profile (NVreg_RestrictProfilingToAdminUsers), another profiler attached).
+/// Throws std::runtime_error("built without CUPTI ...") when this build has none.
+std::unique_ptr<DeviceProfiler> create_counter_profiler();
+
 }  // namespace xsp

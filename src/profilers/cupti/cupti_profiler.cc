@@ -4,6 +4,7 @@
 // CUpti_ActivitySynchronization2, CUpti_ActivityOverhead3. A CUPTI that hands out another layout for a kind
 // reports a different CUPTI_API_VERSION at build time; the static_asserts below catch a header change.
 #include "cupti_profiler.h"
+#include "cupti_errors.h"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -31,49 +32,6 @@ struct ApiThread {
 namespace {
 
 static_assert(CUPTI_API_VERSION >= 130000, "XSP's CUPTI layer reads CUDA 13 activity records (CUpti_ActivityKernel10)");
-
-// ---------------------------------------------------------------------------------------------------------------
-// Errors
-
-std::string result_text(CUptiResult r) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return "CUPTI error " + std::to_string(r);
-  return text;
-}
-
-/// Why a CUPTI error at start-up usually happens, in the user's terms.
-std::string hint(CUptiResult r) {
-  switch (r) {
-    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
-      return " (another profiler is attached to this process: Nsight Systems/Compute, the PyTorch profiler, "
-             "or a CUDA_INJECTION64_PATH tool; CUPTI supports one at a time)";
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
-      return " (insufficient privileges for GPU profiling: see "
-             "https://developer.nvidia.com/CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, or run as root)";
-    case CUPTI_ERROR_INVALID_DEVICE:
-      return " (no usable CUDA device visible to this process)";
-    case CUPTI_ERROR_NOT_INITIALIZED:
-      return " (CUPTI could not initialize: is the NVIDIA driver loaded and libcupti from the same CUDA release?)";
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
-      return " (profiling is not supported on this virtualized GPU)";
-    default:
-      return "";
-  }
-}
-
-void check(CUptiResult r, const char* call) {
-  if (r != CUPTI_SUCCESS) {
-    throw std::runtime_error(std::string("CUPTI: ") + call + " failed: " + result_text(r) + hint(r));
-  }
-}
-
-void check_cuda(cudaError_t e, const char* call) {
-  if (e != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA: ") + call + " failed: " + cudaGetErrorName(e) + ": " +
-                             cudaGetErrorString(e));
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Host clock for CUPTI. CUPTI calls this for every CPU-side record and when it converts GPU timestamps, so every

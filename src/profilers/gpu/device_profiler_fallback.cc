@@ -15,6 +15,10 @@ std::unique_ptr<DeviceProfiler> create_device_profiler() {
   throw std::runtime_error("device profiler: built without CUPTI (CUDA toolkit not found at configure time)");
 }
 
+std::unique_ptr<DeviceProfiler> create_counter_profiler() {
+  throw std::runtime_error("counter profiler: built without CUPTI (CUDA toolkit not found at configure time)");
+}
+
 }  // namespace xsp
 
 #endif

@@ -1,0 +1,410 @@
+// Counter runs (TraceLevel::kHardware): CUPTI Profiler Host API (metric configuration and evaluation,
+// cupti_profiler_host.h) + Range Profiler (collection, cupti_range_profiler.h) of CUDA 13, auto ranges with
+// kernel replay, plus the CUPTI callback API on kernel launches to name each range and tie it to its framework op.
+// The CUDA-free half (ranges + launches → HARDWARE spans) is xsp/profilers/counter_spans.h.
+//
+// Why kernel replay: a framework batch is not guaranteed to launch the same kernels twice (allocator, cuDNN
+// heuristics), so rotating metric passes over batches (user replay) could mix kernels; kernel replay runs every
+// pass of one kernel inside its launch call, saving and restoring the memory it writes. The cost is one replay per
+// pass per kernel, paid only in the counter run, whose timings are never used (SPEC §3).
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cupti_errors.h"
+#include "xsp/profilers/counter_spans.h"
+#include "xsp/profilers/device_profiler.h"
+#include "xsp/profilers/gpu_activity.h"
+#include "xsp/profilers/hardware_counters.h"
+
+namespace xsp::cupti {
+
+namespace {
+
+constexpr int kMaxOpDepth = 64;
+
+/// Per-thread op stack (from the framework profiler's listener) and launch-call state.
+struct LaunchThreadState {
+  int op_depth = 0;
+  SpanId ops[kMaxOpDepth];
+  int runtime_depth = 0;  // inside a runtime launch: its nested driver launch is the same kernel
+};
+thread_local LaunchThreadState t_state;
+
+/// Kernel launch APIs: every way a kernel is launched outside a CUDA graph.
+bool is_launch_api(std::string_view name) {
+  for (std::string_view prefix : {"cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel",
+                                  "cuLaunchCooperativeKernel"})
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
+bool is_graph_launch_api(std::string_view name) {
+  return name.substr(0, 15) == "cudaGraphLaunch" || name.substr(0, 13) == "cuGraphLaunch";
+}
+
+std::size_t env_size(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0' || n == 0)
+    throw std::invalid_argument(std::string(name) + "=" + v + ": expected a positive integer");
+  return static_cast<std::size_t>(n);
+}
+
+class CounterProfiler;
+std::atomic<CounterProfiler*> g_counter_active{nullptr};
+
+class CounterProfiler final : public DeviceProfiler, private OpCorrelationListener {
+ public:
+  CounterProfiler() = default;
+  ~CounterProfiler() override {
+    try {
+      stop();
+    } catch (...) {
+    }
+  }
+  CounterProfiler(const CounterProfiler&) = delete;
+  CounterProfiler& operator=(const CounterProfiler&) = delete;
+
+  std::string name() const override { return "cupti-range-profiler"; }
+  OpCorrelationListener* correlation_listener() override { return this; }
+  std::string clock_mapping() const override { return "none (counter run: HARDWARE spans span the launch call)"; }
+
+  void start(TraceRecorder& recorder, const DeviceProfilerOptions&) override {
+    if (running_) throw std::logic_error("CounterProfiler::start: already started");
+    CounterProfiler* expected = nullptr;
+    if (!g_counter_active.compare_exchange_strong(expected, this))
+      throw std::logic_error("CounterProfiler::start: another counter profiler is running in this process");
+    recorder_ = &recorder;
+    collection_ = CounterCollection{};
+    collection_.replay = "kernel";
+    try {
+      setup();
+    } catch (...) {
+      teardown();
+      g_counter_active.store(nullptr);
+      throw;
+    }
+    running_ = true;
+  }
+
+  void stop() override {
+    if (!running_) return;
+    running_ = false;
+    std::string error;
+    try {
+      check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+      stop.pRangeProfilerObject = range_profiler_;
+      check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+      CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+      decode.pRangeProfilerObject = range_profiler_;
+      check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
+      collection_.dropped_ranges = decode.numOfRangeDropped;
+      read_ranges();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    teardown();
+    {
+      std::lock_guard lock(mu_);
+      collection_.launches = std::move(launches_);
+      launches_.clear();
+    }
+    if (graph_launches_ > 0) recorder_->count("counters.graph_launches_not_profiled", graph_launches_);
+    append_counter_spans(collection_, *recorder_);
+    if (const char* dir = std::getenv("XSP_DUMP_COUNTERS"); dir != nullptr && *dir != '\0') dump(dir);
+    g_counter_active.store(nullptr);
+    if (!error.empty()) throw std::runtime_error("counter profiler: " + error);
+  }
+
+  /// Called from the CUPTI callback on kernel launch APIs.
+  void on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData* cb, const std::string& api) {
+    const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    if (is_graph_launch_api(api)) {
+      if (cb->callbackSite == CUPTI_API_EXIT) graph_launches_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      if (runtime) ++t_state.runtime_depth;
+      *cb->correlationData = static_cast<std::uint64_t>(now_ns());
+      return;
+    }
+    if (runtime) --t_state.runtime_depth;
+    else if (t_state.runtime_depth > 0) return;  // the driver half of a runtime launch: already counted
+    KernelLaunch l;
+    l.start_ns = static_cast<std::int64_t>(*cb->correlationData);
+    l.end_ns = now_ns();
+    l.thread_id = current_thread_id();
+    if (t_state.op_depth > 0) l.op = t_state.ops[std::min(t_state.op_depth, kMaxOpDepth) - 1];
+    std::lock_guard lock(mu_);
+    l.kernel_name = kernel_name(cb->symbolName);
+    launches_.push_back(std::move(l));
+  }
+
+ private:
+  void op_enter(SpanId op) noexcept override {
+    if (t_state.op_depth < kMaxOpDepth) t_state.ops[t_state.op_depth] = op;
+    ++t_state.op_depth;
+  }
+  void op_exit(SpanId) noexcept override {
+    if (t_state.op_depth > 0) --t_state.op_depth;
+  }
+
+  const std::string& kernel_name(const char* mangled) {  // under mu_
+    static const std::string kUnknown = "(unknown kernel)";
+    if (mangled == nullptr) return kUnknown;
+    auto it = names_.find(mangled);
+    if (it != names_.end()) return it->second;
+    return names_.emplace(mangled, demangle(mangled)).first->second;
+  }
+
+  void setup() {
+    check_cuda(cudaFree(nullptr), "cudaFree(0) (context creation)");
+    // The driver's cuCtxGetCurrent through the runtime, so xsp_cupti links no libcuda (absent on CI machines).
+    using CtxGetCurrent = CUresult (*)(CUcontext*);
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    check_cuda(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 4000, cudaEnableDefault, &found),
+               "cudaGetDriverEntryPointByVersion(cuCtxGetCurrent)");
+    CUcontext ctx = nullptr;
+    if (fn == nullptr || reinterpret_cast<CtxGetCurrent>(fn)(&ctx) != CUDA_SUCCESS || ctx == nullptr)
+      throw std::runtime_error("counter profiler: no current CUDA context on the calling thread");
+    int device = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+
+    CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    check(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
+    profiler_initialized_ = true;
+
+    CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+    chip.deviceIndex = static_cast<std::size_t>(device);
+    check(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
+    collection_.chip = chip.pChipName;
+
+    // Counter availability filters out counters a virtualized or restricted GPU does not expose.
+    CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+    avail.ctx = ctx;
+    check(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability (size)");
+    availability_.assign(avail.counterAvailabilityImageSize, 0);
+    avail.pCounterAvailabilityImage = availability_.data();
+    check(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability");
+
+    CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    host.pChipName = collection_.chip.c_str();
+    host.pCounterAvailabilityImage = availability_.data();
+    check(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize");
+    host_ = host.pHostObject;
+
+    metric_storage_ = hw::metric_names();
+    metrics_.clear();
+    for (const auto& m : metric_storage_) metrics_.push_back(m.c_str());
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    add.pHostObject = host_;
+    add.ppMetricNames = metrics_.data();
+    add.numMetrics = metrics_.size();
+    check(cuptiProfilerHostConfigAddMetrics(&add),
+          ("cuptiProfilerHostConfigAddMetrics (metrics of xsp/profilers/hardware_counters.h, chip " +
+           collection_.chip + ")").c_str());
+    CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    size.pHostObject = host_;
+    check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize");
+    config_.assign(size.configImageSize, 0);
+    CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    image.pHostObject = host_;
+    image.pConfigImage = config_.data();
+    image.configImageSize = config_.size();
+    check(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage");
+    CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+    passes.pConfigImage = config_.data();
+    passes.configImageSize = config_.size();
+    check(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
+    collection_.passes = passes.numOfPasses;
+
+    CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+    enable.ctx = ctx;
+    check(cuptiRangeProfilerEnable(&enable), "cuptiRangeProfilerEnable");
+    range_profiler_ = enable.pRangeProfilerObject;
+
+    // One range per kernel: the image must hold every kernel of the run, or CUPTI drops ranges (counted).
+    const std::size_t max_ranges = env_size("XSP_COUNTER_MAX_RANGES", 8192);
+    CUpti_RangeProfiler_GetCounterDataSize_Params data_size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    data_size.pRangeProfilerObject = range_profiler_;
+    data_size.pMetricNames = metrics_.data();
+    data_size.numMetrics = metrics_.size();
+    data_size.maxNumOfRanges = max_ranges;
+    data_size.maxNumRangeTreeNodes = static_cast<std::uint32_t>(max_ranges);
+    check(cuptiRangeProfilerGetCounterDataSize(&data_size), "cuptiRangeProfilerGetCounterDataSize");
+    counter_data_.assign(data_size.counterDataSize, 0);
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params data_init{
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    data_init.pRangeProfilerObject = range_profiler_;
+    data_init.counterDataSize = counter_data_.size();
+    data_init.pCounterData = counter_data_.data();
+    check(cuptiRangeProfilerCounterDataImageInitialize(&data_init), "cuptiRangeProfilerCounterDataImageInitialize");
+
+    CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    config.pRangeProfilerObject = range_profiler_;
+    config.configSize = config_.size();
+    config.pConfig = config_.data();
+    config.counterDataImageSize = counter_data_.size();
+    config.pCounterDataImage = counter_data_.data();
+    config.range = CUPTI_AutoRange;
+    config.replayMode = CUPTI_KernelReplay;
+    config.maxRangesPerPass = max_ranges;
+    config.numNestingLevels = 1;
+    config.minNestingLevel = 1;
+    config.passIndex = 0;
+    config.targetNestingLevel = 1;
+    check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
+
+    subscribe();
+    CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    start.pRangeProfilerObject = range_profiler_;
+    check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+  }
+
+  void subscribe();
+
+  void read_ranges() {
+    CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+    info.pCounterDataImage = counter_data_.data();
+    info.counterDataImageSize = counter_data_.size();
+    check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
+    std::vector<double> values(metrics_.size());
+    for (std::size_t i = 0; i < info.numTotalRanges; ++i) {
+      CounterRange range;
+      range.index = i;
+      CUpti_RangeProfiler_CounterData_GetRangeInfo_Params name{
+          CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
+      name.pCounterDataImage = counter_data_.data();
+      name.counterDataImageSize = counter_data_.size();
+      name.rangeIndex = i;
+      name.rangeDelimiter = "/";
+      if (cuptiRangeProfilerCounterDataGetRangeInfo(&name) == CUPTI_SUCCESS && name.rangeName != nullptr) {
+        range.name = name.rangeName;
+        std::free(const_cast<char*>(name.rangeName));  // CUPTI allocates it; the caller frees it
+      }
+      CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+      eval.pHostObject = host_;
+      eval.pCounterDataImage = counter_data_.data();
+      eval.counterDataImageSize = counter_data_.size();
+      eval.rangeIndex = i;
+      eval.ppMetricNames = metrics_.data();
+      eval.numMetrics = metrics_.size();
+      eval.pMetricValues = values.data();
+      check(cuptiProfilerHostEvaluateToGpuValues(&eval), "cuptiProfilerHostEvaluateToGpuValues");
+      for (std::size_t m = 0; m < metrics_.size(); ++m) range.metrics.emplace(metric_storage_[m], values[m]);
+      collection_.ranges.push_back(std::move(range));
+    }
+  }
+
+  /// Releases every CUPTI object still held, in reverse order of setup; never throws.
+  void teardown() noexcept {
+    if (subscriber_ != nullptr) {
+      cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+      cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+      cuptiUnsubscribe(subscriber_);
+      subscriber_ = nullptr;
+    }
+    if (range_profiler_ != nullptr) {
+      CUpti_RangeProfiler_Disable_Params disable{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+      disable.pRangeProfilerObject = range_profiler_;
+      cuptiRangeProfilerDisable(&disable);
+      range_profiler_ = nullptr;
+    }
+    if (host_ != nullptr) {
+      CUpti_Profiler_Host_Deinitialize_Params deinit{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+      deinit.pHostObject = host_;
+      cuptiProfilerHostDeinitialize(&deinit);
+      host_ = nullptr;
+    }
+    if (profiler_initialized_) {
+      CUpti_Profiler_DeInitialize_Params deinit{CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+      cuptiProfilerDeInitialize(&deinit);
+      profiler_initialized_ = false;
+    }
+  }
+
+  void dump(const char* dir) const {
+    static std::atomic<int> sequence{0};
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const auto path = std::filesystem::path(dir) / ("counters_" + std::to_string(sequence++) + ".json");
+    std::ofstream out(path);
+    out << to_json(collection_).dump(1) << "\n";
+  }
+
+  TraceRecorder* recorder_ = nullptr;
+  bool running_ = false;
+  bool profiler_initialized_ = false;
+  CUpti_Profiler_Host_Object* host_ = nullptr;
+  CUpti_RangeProfiler_Object* range_profiler_ = nullptr;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<std::uint8_t> availability_, config_, counter_data_;
+  std::vector<std::string> metric_storage_;
+  std::vector<const char*> metrics_;
+  CounterCollection collection_;
+  std::atomic<std::uint64_t> graph_launches_{0};
+
+  std::mutex mu_;  // launches may come from several threads
+  std::vector<KernelLaunch> launches_;
+  std::unordered_map<const char*, std::string> names_;
+  std::unordered_map<std::uint64_t, std::string> api_names_;
+
+  friend void CUPTIAPI launch_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);
+};
+
+/// Names of the enabled callbacks, looked up once at subscribe() (the callback must not call CUPTI for them).
+std::unordered_map<std::uint64_t, std::string> g_launch_apis;
+
+void CUPTIAPI launch_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto it = g_launch_apis.find((static_cast<std::uint64_t>(domain) << 32) | cbid);
+  if (it == g_launch_apis.end()) return;
+  static_cast<CounterProfiler*>(userdata)->on_launch(domain, static_cast<const CUpti_CallbackData*>(data),
+                                                     it->second);
+}
+
+void CounterProfiler::subscribe() {
+  check(cuptiSubscribe(&subscriber_, launch_callback, this), "cuptiSubscribe");
+  g_launch_apis.clear();
+  for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    const CUpti_CallbackId size = domain == CUPTI_CB_DOMAIN_RUNTIME_API
+                                      ? static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE)
+                                      : static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE);
+    for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
+      const char* raw = nullptr;
+      if (cuptiGetCallbackName(domain, cbid, &raw) != CUPTI_SUCCESS || raw == nullptr) continue;
+      const std::string_view name(raw);
+      if (!is_launch_api(name) && !is_graph_launch_api(name)) continue;
+      g_launch_apis.emplace((static_cast<std::uint64_t>(domain) << 32) | cbid, std::string(name));
+      check(cuptiEnableCallback(1, subscriber_, domain, cbid), "cuptiEnableCallback");
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceProfiler> make_counter_profiler() { return std::make_unique<CounterProfiler>(); }
+
+}  // namespace xsp::cupti
+
+namespace xsp {
+std::unique_ptr<DeviceProfiler> create_counter_profiler() { return cupti::make_counter_profiler(); }
+}  // namespace xsp
