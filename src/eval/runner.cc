@@ -214,7 +214,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
       std::vector<Classification> last_outputs;
       std::set<std::string> predicted;  // input ids whose prediction this run already keeps
 
-      const int total = options.warmup_iterations + run.iterations;
+      int total = options.warmup_iterations + run.iterations;
       for (int i = 0; i < total; ++i) {
         const bool measured = i >= options.warmup_iterations;
         // Warm-up batches get no recorder: nothing of them enters the trace.
@@ -239,6 +239,13 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
             }
           }
           if (framework) framework_profiler->start(recorder, kNoSpan);
+          // A counter profiler that rotates metric passes over batches needs one batch per pass.
+          if (device && device->batches_needed() > run.iterations) {
+            const int extra = device->batches_needed() - run.iterations;
+            run.iterations += extra;
+            total += extra;
+            state.total += extra;
+          }
         }
         std::vector<Tag> batch_tag{{"batch", std::to_string(i - options.warmup_iterations)}};
 
@@ -264,7 +271,9 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
         {
           ScopedSpan s(rec, Level::kModel, kStagePredict, parent, batch_tag);
           if (measured && framework) framework_profiler->set_parent(s.id());
+          if (measured && device) device->begin_batch();
           output = predictor.predict(tensor);
+          if (measured && device) device->end_batch();
           const auto d = s.close();
           if (measured) {
             stage_ns[kStagePredict].push_back(static_cast<double>(d));

@@ -34,6 +34,12 @@ class DeviceProfiler {
   virtual OpCorrelationListener* correlation_listener() = 0;
   /// How device timestamps are put on the host clock, for Trace::clock.device_clock_mapping.
   virtual std::string clock_mapping() const = 0;
+  /// Measured batches this profiler needs after start() (a counter profiler that rotates metric passes over
+  /// identical batches needs one per pass); 0 = any number. The runner runs at least that many.
+  virtual int batches_needed() const { return 0; }
+  /// The runner calls these right before and after each measured batch's predict() once started.
+  virtual void begin_batch() {}
+  virtual void end_batch() {}
 };
 
 /// Whether this build has a device profiler (XSP_WITH_CUPTI).
@@ -42,8 +48,11 @@ bool have_device_profiler();
 std::unique_ptr<DeviceProfiler> create_device_profiler();
 
 /// The hardware-counter profiler of counter runs (TraceLevel::kHardware): HARDWARE spans from the CUPTI Profiler
-/// Host and Range Profiler APIs (auto ranges, kernel replay), one per kernel launched while it runs
-/// (xsp/profilers/hardware_counters.h). It ignores DeviceProfilerOptions. Its correlation_listener() ties launches
+/// Host and Range Profiler APIs (auto ranges: one per kernel, xsp/profilers/hardware_counters.h). By default it
+/// rotates the metric passes over identical batches (user replay: batches_needed() = passes, one pass per batch
+/// between begin_batch() and end_batch(); each batch must launch the same kernels, which it checks and counts);
+/// XSP_COUNTER_REPLAY=kernel replays every kernel once per pass inside its launch instead (one batch suffices;
+/// slower: CUPTI saves and restores device memory around every replay). It ignores DeviceProfilerOptions. Its correlation_listener() ties launches
 /// to framework ops. start() throws std::runtime_error saying why counters are unavailable (no GPU, chip not
 /// supported, no permission to profile (NVreg_RestrictProfilingToAdminUsers), another profiler attached).
 /// Throws std::runtime_error("built without CUPTI ...") when this build has none.

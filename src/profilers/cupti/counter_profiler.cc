@@ -3,10 +3,12 @@
 // kernel replay, plus the CUPTI callback API on kernel launches to name each range and tie it to its framework op.
 // The CUDA-free half (ranges + launches → HARDWARE spans) is xsp/profilers/counter_spans.h.
 //
-// Why kernel replay: a framework batch is not guaranteed to launch the same kernels twice (allocator, cuDNN
-// heuristics), so rotating metric passes over batches (user replay) could mix kernels; kernel replay runs every
-// pass of one kernel inside its launch call, saving and restoring the memory it writes. The cost is one replay per
-// pass per kernel, paid only in the counter run, whose timings are never used (SPEC §3).
+// Replay. The metric set needs several passes (15 on GH100). Default, user replay: one pass per measured batch,
+// the batches of an inference repeating identically; every pass's launches are recorded and compared by kernel
+// name, and passes that differ are counted (counters.mismatched_passes), never silently mixed. XSP_COUNTER_REPLAY
+// =kernel: every kernel replayed once per pass inside its launch call, with CUPTI saving and restoring the device
+// memory around each replay — measured ~100x slower on ResNet-50 (a framework's caching allocator holds GBs).
+// Either way the counter run's timings are never used (SPEC §3).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -92,7 +94,14 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     recorder_ = &recorder;
     started_ns_ = now_ns();
     collection_ = CounterCollection{};
-    collection_.replay = "kernel";
+    const char* mode = std::getenv("XSP_COUNTER_REPLAY");
+    user_replay_ = mode == nullptr || *mode == '\0' || std::string_view(mode) == "user";
+    if (!user_replay_ && std::string_view(mode) != "kernel")
+      throw std::invalid_argument(std::string("XSP_COUNTER_REPLAY=") + mode + ": expected user or kernel");
+    collection_.replay = user_replay_ ? "user" : "kernel";
+    passes_done_ = 0;
+    all_passes_submitted_ = false;
+    pass_launches_.clear();
     try {
       setup();
     } catch (...) {
@@ -108,10 +117,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     running_ = false;
     std::string error;
     try {
-      check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-      stop.pRangeProfilerObject = range_profiler_;
-      check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+      if (!user_replay_ || pass_active_) end_pass();
       CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
       decode.pRangeProfilerObject = range_profiler_;
       check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
@@ -123,9 +129,22 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     teardown();
     {
       std::lock_guard lock(mu_);
-      collection_.launches = std::move(launches_);
+      if (!user_replay_) pass_launches_.push_back(std::move(launches_));
       launches_.clear();
     }
+    // Ranges follow the first pass's launches; every other pass must have launched the same kernels.
+    if (!pass_launches_.empty()) collection_.launches = pass_launches_.front();
+    std::uint64_t mismatched = 0;
+    for (std::size_t p = 1; p < pass_launches_.size(); ++p) {
+      const auto& a = pass_launches_.front();
+      const auto& b = pass_launches_[p];
+      bool same = a.size() == b.size();
+      for (std::size_t i = 0; same && i < a.size(); ++i) same = a[i].kernel_name == b[i].kernel_name;
+      if (!same) ++mismatched;
+    }
+    if (mismatched > 0) recorder_->count("counters.mismatched_passes", mismatched);
+    if (user_replay_ && !all_passes_submitted_)
+      recorder_->count("counters.missing_passes", collection_.passes > passes_done_ ? collection_.passes - passes_done_ : 1);
     if (graph_launches_ > 0) recorder_->count("counters.graph_launches_not_profiled", graph_launches_);
     append_counter_spans(collection_, *recorder_);
     // What counters cost, shown rather than hidden: start() to here, replays and metric evaluation included.
@@ -135,8 +154,23 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     if (!error.empty()) throw std::runtime_error("counter profiler: " + error);
   }
 
+  int batches_needed() const override { return user_replay_ ? static_cast<int>(collection_.passes) : 0; }
+
+  /// User replay: the next metric pass covers this batch (nothing once every pass was submitted).
+  void begin_batch() override {
+    if (!running_ || !user_replay_ || all_passes_submitted_ || pass_active_) return;
+    CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    start.pRangeProfilerObject = range_profiler_;
+    check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    pass_active_.store(true, std::memory_order_release);
+  }
+  void end_batch() override {
+    if (running_ && user_replay_ && pass_active_) end_pass();
+  }
+
   /// Called from the CUPTI callback on kernel launch APIs.
   void on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData* cb, const std::string& api) {
+    if (user_replay_ && !pass_active_.load(std::memory_order_acquire)) return;
     const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
     if (is_graph_launch_api(api)) {
       if (cb->callbackSite == CUPTI_API_EXIT) graph_launches_.fetch_add(1, std::memory_order_relaxed);
@@ -268,7 +302,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     config.counterDataImageSize = counter_data_.size();
     config.pCounterDataImage = counter_data_.data();
     config.range = CUPTI_AutoRange;
-    config.replayMode = CUPTI_KernelReplay;
+    config.replayMode = user_replay_ ? CUPTI_UserReplay : CUPTI_KernelReplay;
     config.maxRangesPerPass = max_ranges;
     config.numNestingLevels = 1;
     config.minNestingLevel = 1;
@@ -277,12 +311,30 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
 
     subscribe();
-    CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-    start.pRangeProfilerObject = range_profiler_;
-    check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    if (!user_replay_) {  // kernel replay: one session over the whole run
+      CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+      start.pRangeProfilerObject = range_profiler_;
+      check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    }
   }
 
   void subscribe();
+
+  /// Waits for the pass's kernels, stops the range profiler and files the pass's launches.
+  void end_pass() {
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    stop.pRangeProfilerObject = range_profiler_;
+    pass_active_.store(false, std::memory_order_release);
+    check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+    all_passes_submitted_ = stop.isAllPassSubmitted != 0;
+    ++passes_done_;
+    if (user_replay_) {
+      std::lock_guard lock(mu_);
+      pass_launches_.push_back(std::move(launches_));
+      launches_.clear();
+    }
+  }
 
   void read_ranges() {
     CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
@@ -356,6 +408,11 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
   TraceRecorder* recorder_ = nullptr;
   std::int64_t started_ns_ = 0;
   bool running_ = false;
+  bool user_replay_ = true;
+  bool all_passes_submitted_ = false;
+  std::size_t passes_done_ = 0;
+  std::atomic<bool> pass_active_{false};
+  std::vector<std::vector<KernelLaunch>> pass_launches_;  // launches of each pass, in pass order
   bool profiler_initialized_ = false;
   CUpti_Profiler_Host_Object* host_ = nullptr;
   CUpti_RangeProfiler_Object* range_profiler_ = nullptr;
