@@ -303,6 +303,33 @@ MachineCeilings machine_ceilings_from_json(const nlohmann::json& j) {
   return m;
 }
 
+Table machine_ceilings_table(const MachineCeilings& m) {
+  Table t;
+  t.id = "ceilings";
+  t.title = "Measured ceilings of " + m.gpu_name + (m.gpu_uuid.empty() ? "" : " (" + m.gpu_uuid + ")") + " on " +
+            m.hostname + ", " + m.measured_at;
+  t.columns = {{"ceiling", "ceiling"},          {"kind", "kind"},
+               {"value", "value"},              {"value_unit", "unit"},
+               {"ridge_dram", "ridge DRAM (FLOP/B)"}, {"ridge_l2", "ridge L2"},
+               {"ridge_l1", "ridge L1"},        {"method", "method"}};
+  for (const Ceiling& c : m.ceilings) {
+    const bool memory = c.unit == "bytes/s";
+    std::vector<Cell> row = {Cell{c.name}, Cell{std::string(memory ? "memory" : "compute")},
+                             Cell{memory ? c.value / 1e9 : c.value / 1e12},
+                             Cell{std::string(memory ? "GB/s" : c.unit == "op/s" ? "TOP/s" : "TFLOP/s")}};
+    for (const char* level : {"dram", "l2", "l1"}) {
+      const Ceiling* bw = m.find(level);
+      row.push_back(!memory && bw != nullptr && bw->value > 0 ? Cell{c.value / bw->value} : Cell{});
+    }
+    row.push_back(Cell{c.method});
+    t.rows.push_back(std::move(row));
+  }
+  if (!m.clocks_note.empty()) t.notes.push_back("clocks: " + m.clocks_note);
+  t.notes.push_back("ridge point = compute peak / bandwidth: kernels with a lower arithmetic intensity at that level "
+                    "are memory-bound (Williams, Waterman, Patterson, CACM 2009)");
+  return t;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 
 nlohmann::json roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings) {

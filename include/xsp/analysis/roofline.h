@@ -159,6 +159,11 @@ nlohmann::json to_json(const MachineCeilings& ceilings);
 /// hostname or gpu_name, a ceiling without name, a non-positive or non-numeric value, an unknown unit).
 MachineCeilings machine_ceilings_from_json(const nlohmann::json& j);
 
+/// `xsp machine ceilings`' table (id "ceilings"): ceiling, kind (compute|memory), value (TFLOP/s, TOP/s or
+/// GB/s: value_unit says which), value_unit, ridge_dram / ridge_l2 / ridge_l1 (FLOP/byte, compute ceilings, when
+/// that bandwidth was measured), method. Title names the GPU, host and time; notes the clocks.
+Table machine_ceilings_table(const MachineCeilings& ceilings);
+
 // ---------------------------------------------------------------------------------------------------------
 // Chart
 // ---------------------------------------------------------------------------------------------------------

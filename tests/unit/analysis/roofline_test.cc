@@ -182,5 +182,18 @@ TEST(Roofline, CeilingsJsonRoundTripAndErrors) {
   }
 }
 
+
+TEST(Roofline, CeilingsTable) {
+  const Table t = machine_ceilings_table(ceilings());
+  ASSERT_EQ(t.rows.size(), 5u);
+  EXPECT_EQ(std::get<std::string>(t.rows[0][0]), "fp32");
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][2]), 60);  // TFLOP/s
+  EXPECT_EQ(std::get<std::string>(t.rows[0][3]), "TFLOP/s");
+  EXPECT_NEAR(std::get<double>(t.rows[0][4]), 60e12 / 4.5e12, 1e-12);  // ridge vs DRAM
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[1][5]), 75);                // tensor_fp16 vs L2
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[2][2]), 4500);              // DRAM in GB/s
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[2][4]));   // memory rows have no ridge
+  EXPECT_NE(t.title.find("NVIDIA H200 (GPU-1234) on node7"), std::string::npos);
+}
 }  // namespace
 }  // namespace xsp
