@@ -314,14 +314,21 @@ Table machine_ceilings_table(const MachineCeilings& m) {
                {"ridge_l1", "ridge L1"},        {"method", "method"}};
   for (const Ceiling& c : m.ceilings) {
     const bool memory = c.unit == "bytes/s";
-    std::vector<Cell> row = {Cell{c.name}, Cell{std::string(memory ? "memory" : "compute")},
-                             Cell{memory ? c.value / 1e9 : c.value / 1e12},
-                             Cell{std::string(memory ? "GB/s" : c.unit == "op/s" ? "TOP/s" : "TFLOP/s")}};
+    // Cells appended one by one: GCC 12 warns (falsely) on braced lists of std::string-holding variants here.
+    const std::string kind = memory ? "memory" : "compute";
+    const std::string unit = memory ? "GB/s" : c.unit == "op/s" ? "TOP/s" : "TFLOP/s";
+    std::vector<Cell> row;
+    row.reserve(t.columns.size());
+    row.emplace_back(c.name);
+    row.emplace_back(kind);
+    row.emplace_back(memory ? c.value / 1e9 : c.value / 1e12);
+    row.emplace_back(unit);
     for (const char* level : {"dram", "l2", "l1"}) {
       const Ceiling* bw = m.find(level);
-      row.push_back(!memory && bw != nullptr && bw->value > 0 ? Cell{c.value / bw->value} : Cell{});
+      if (!memory && bw != nullptr && bw->value > 0) row.emplace_back(c.value / bw->value);
+      else row.emplace_back();
     }
-    row.push_back(Cell{c.method});
+    row.emplace_back(c.method);
     t.rows.push_back(std::move(row));
   }
   if (!m.clocks_note.empty()) t.notes.push_back("clocks: " + m.clocks_note);
