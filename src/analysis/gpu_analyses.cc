@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -14,13 +16,12 @@
 
 #include "internal.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/profilers/hardware_counters.h"
 #include "xsp/stats/stats.h"
 
 namespace xsp {
 namespace {
 
-constexpr const char* kNoCounters =
-    "hardware counters were not collected (no HARDWARE-level counter run): the counter columns are empty";
 constexpr const char* kGpuWork =
     "GPU work = every KERNEL-level span (kernels, memcpy, memset), placed in layers through its launching API call";
 
@@ -54,7 +55,78 @@ Table skeleton(const std::string& id) {
                  {"achieved_occupancy", "occupancy"},
                  {"arithmetic_intensity", "AI (FLOP/B)"},
                  {"achieved_flops_per_s", "FLOP/s"},
+                 {"bound", "bound"},
+                 {"l2_bytes", "L2 (B)"},
+                 {"l1_bytes", "L1 (B)"},
+                 {"sm_throughput_percent", "SM %"},
+                 {"precision", "precision"}};
+  } else if (id == "A9") {
+    t.title = "Kernel roofline";
+    t.columns = {{"layer_index", "layer"},
+                 {"kernel_index", "kernel"},
+                 {"layer_name", "layer name"},
+                 {"kernel_name", "kernel name"},
+                 {"latency_ms", "latency (ms)"},
+                 {"gflops", "GFLOPs"},
+                 {"precision", "precision"},
+                 {"ai_dram", "AI DRAM"},
+                 {"ai_l2", "AI L2"},
+                 {"ai_l1", "AI L1"},
+                 {"achieved_flops_per_s", "FLOP/s"},
+                 {"peak_flops_per_s", "peak FLOP/s"},
+                 {"attainable_flops_per_s", "attainable FLOP/s"},
+                 {"percent_of_roofline", "% of roof"},
                  {"bound", "bound"}};
+    t.bar_column = 13;
+  } else if (id == "A12") {
+    t.title = "Counters by layer";
+    t.columns = {{"layer_index", "layer"},
+                 {"layer_name", "name"},
+                 {"layer_type", "type"},
+                 {"kernels", "kernels / batch"},
+                 {"gflops", "GFLOPs"},
+                 {"dram_read_bytes", "DRAM read (B)"},
+                 {"dram_write_bytes", "DRAM write (B)"},
+                 {"l2_bytes", "L2 (B)"},
+                 {"l1_bytes", "L1 (B)"},
+                 {"achieved_occupancy", "occupancy"},
+                 {"arithmetic_intensity", "AI (FLOP/B)"},
+                 {"precision", "precision"},
+                 {"bound", "bound"}};
+    t.bar_column = 4;
+  } else if (id == "A14") {
+    t.title = "Layer roofline";
+    t.columns = {{"layer_index", "layer"},
+                 {"layer_name", "name"},
+                 {"layer_type", "type"},
+                 {"kernel_latency_ms", "kernels (ms)"},
+                 {"gflops", "GFLOPs"},
+                 {"precision", "precision"},
+                 {"ai_dram", "AI DRAM"},
+                 {"ai_l2", "AI L2"},
+                 {"ai_l1", "AI L1"},
+                 {"achieved_flops_per_s", "FLOP/s"},
+                 {"peak_flops_per_s", "peak FLOP/s"},
+                 {"attainable_flops_per_s", "attainable FLOP/s"},
+                 {"percent_of_roofline", "% of roof"},
+                 {"bound", "bound"}};
+    t.bar_column = 12;
+  } else if (id == "roofline-hier") {
+    t.title = "Hierarchical roofline";
+    t.columns = {{"scope", "scope"},
+                 {"layer_index", "layer"},
+                 {"kernel_index", "kernel"},
+                 {"name", "name"},
+                 {"precision", "precision"},
+                 {"ai_l1", "AI L1"},
+                 {"ai_l2", "AI L2"},
+                 {"ai_dram", "AI DRAM"},
+                 {"bound_l1", "bound L1"},
+                 {"bound_l2", "bound L2"},
+                 {"bound_dram", "bound DRAM"},
+                 {"limiting", "limiting"},
+                 {"attainable_flops_per_s", "attainable FLOP/s"},
+                 {"achieved_flops_per_s", "FLOP/s"}};
   } else if (id == "A10") {
     t.title = "Kernels by name";
     t.columns = {{"kernel_name", "kernel name"},
@@ -92,7 +164,12 @@ Table skeleton(const std::string& id) {
                  {"dram_read_bytes", "DRAM read (B)"},
                  {"dram_write_bytes", "DRAM write (B)"},
                  {"achieved_occupancy", "occupancy"},
-                 {"bound", "bound"}};
+                 {"bound", "bound"},
+                 {"l2_bytes", "L2 (B)"},
+                 {"l1_bytes", "L1 (B)"},
+                 {"arithmetic_intensity", "AI (FLOP/B)"},
+                 {"achieved_flops_per_s", "FLOP/s"},
+                 {"precision", "precision"}};
   } else if (id == "gpu-idle") {
     t.title = "GPU idle time";
     t.columns = {{"batch_size", "batch"},
@@ -250,6 +327,132 @@ std::string timeline_note(std::string note, const char* what) {
 
 std::vector<int> all_batches(const EvaluationRecord& record) { return detail::measured_batch_sizes(record); }
 
+// ---- hardware counter cells and notes ----
+
+Cell opt_cell(std::optional<double> v) { return v && std::isfinite(*v) ? Cell{*v} : Cell{}; }
+Cell value_cell(const CounterValues& c, std::string_view name) {
+  auto it = c.find(std::string(name));
+  return it != c.end() && std::isfinite(it->second) ? Cell{it->second} : Cell{};
+}
+Cell gflops_cell(std::optional<double> flops) { return flops ? opt_cell(*flops / 1e9) : Cell{}; }
+Cell bound_cell(std::optional<Bound> b) { return b ? Cell{std::string(to_string(*b))} : Cell{}; }
+Cell text_cell(const std::optional<std::string>& s) { return s ? Cell{*s} : Cell{}; }
+
+std::string format_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// Which precisions the table's points used, and those without a measured ceiling.
+struct PrecisionUse {
+  std::set<std::string> used, unmeasured;
+  void add(const RooflinePoint& p) {
+    if (!p.precision) return;
+    used.insert(*p.precision);
+    if (!p.peak_flops_per_s) unmeasured.insert(*p.precision);
+  }
+};
+
+// Counter-run notes, then the ceilings: which machine, the ridge point of every precision used against every
+// memory level, and the precisions the machine has no ceiling for.
+void add_counter_notes(Table& t, const GpuRuns& runs, const PrecisionUse* precisions) {
+  t.notes.push_back(runs.counter_note);
+  if (!runs.has_counters()) return;
+  t.notes.insert(t.notes.end(), runs.counter_notes.begin(), runs.counter_notes.end());
+  if (precisions == nullptr) return;
+  if (runs.ceilings == nullptr) {
+    t.notes.push_back(runs.ceilings_note);
+    return;
+  }
+  t.notes.push_back(runs.ceilings_note);
+  std::string ridges;
+  for (const std::string& p : precisions->used) {
+    const Ceiling* peak = runs.ceilings->find(p);
+    if (peak == nullptr || !(peak->value > 0)) continue;
+    std::string levels;
+    for (MemoryLevel l : {MemoryLevel::kDram, MemoryLevel::kL2, MemoryLevel::kL1}) {
+      const Ceiling* bw = runs.ceilings->find(std::string(to_string(l)));
+      if (bw == nullptr || !(bw->value > 0)) continue;
+      levels += (levels.empty() ? "" : ", ") + std::string(to_string(l)) + " " +
+                format_g(ridge_point(peak->value, bw->value));
+    }
+    ridges += (ridges.empty() ? "" : "; ") + p + " (peak " + format_g(peak->value / 1e12) + " T" + peak->unit +
+              "): " + (levels.empty() ? "no bandwidth measured" : levels);
+  }
+  if (!ridges.empty()) t.notes.push_back("ridge points (FLOP/byte) = peak / bandwidth: " + ridges);
+  if (!precisions->unmeasured.empty()) {
+    std::string names;
+    for (const auto& p : precisions->unmeasured) names += (names.empty() ? "" : ", ") + p;
+    t.notes.push_back("no measured ceiling for precision " + names + ": the bound and roofline cells of those "
+                      "rows are empty");
+  }
+  t.notes.push_back("precision = compute ceiling of the FLOP counter with the most FLOPs (roofline.h); bound = "
+                    "memory when AI < ridge point of the measured ceilings, else compute (SPEC §4)");
+}
+
+// The M/F/K occurrence latency of each joined counter position (the weight of its occupancy in a mean).
+std::map<const KernelCounters*, double> joined_latency(const GpuRuns& runs) {
+  std::map<const KernelCounters*, double> out;
+  for (const KernelOccurrence& o : runs.occurrences)
+    if (o.counters != nullptr) out[o.counters] = o.latency_ns;
+  return out;
+}
+
+// Counter aggregates per layer slot of the counter run (kNoLayer in the last slot, index `layers`).
+struct LayerCounters {
+  std::size_t layers = 0;
+  std::vector<CounterAggregate> agg;  // [slot]
+  std::size_t slot(std::size_t layer_index) const { return layer_index == kNoLayer ? layers : layer_index; }
+};
+
+LayerCounters layer_counters(const GpuRuns& runs) {
+  LayerCounters lc;
+  lc.layers = std::max(runs.counter_timeline.layers.layers.size(), runs.kernels.layers.layers.size());
+  for (const KernelCounters& k : runs.counters)
+    if (k.layer_index != kNoLayer) lc.layers = std::max(lc.layers, k.layer_index + 1);
+  lc.agg.resize(lc.layers + 1);
+  const auto latency = joined_latency(runs);
+  for (const KernelCounters& k : runs.counters) {
+    auto it = latency.find(&k);
+    lc.agg[lc.slot(k.layer_index)].add(k.counters,
+                                       it == latency.end() ? std::nullopt : std::optional<double>(it->second));
+  }
+  return lc;
+}
+
+std::string counter_layer_name(const GpuRuns& runs, std::size_t i) {
+  if (i == kNoLayer) return "(outside layers)";
+  const auto& k = runs.kernels.layers.layers;
+  const auto& c = runs.counter_timeline.layers.layers;
+  if (i < k.size()) return k[i].name;
+  if (i < c.size()) return c[i].name;
+  return "";
+}
+std::string counter_layer_type(const GpuRuns& runs, std::size_t i) {
+  if (i == kNoLayer) return "";
+  const auto& k = runs.kernels.layers.layers;
+  const auto& c = runs.counter_timeline.layers.layers;
+  if (i < k.size()) return k[i].type;
+  if (i < c.size()) return c[i].type;
+  return "";
+}
+
+// A layer slot's compute-kernel latency (ns) from the M/F/K run; NaN when the M/F/K run has no such slot.
+double layer_compute_latency(const GpuRuns& runs, const LayerCounters& lc, std::size_t slot) {
+  const auto& v = runs.compute_latency_by_layer;
+  if (v.empty()) return std::nan("");
+  const std::size_t own_layers = v.size() - 1;  // the M/F/K slots: `own_layers` layers, then outside
+  const std::size_t i = slot == lc.layers ? own_layers : slot;
+  return i < v.size() && (slot == lc.layers || slot < own_layers) ? v[i] : std::nan("");
+}
+
+void note_unweighted(Table& t, std::size_t unweighted) {
+  if (unweighted > 0)
+    t.notes.push_back(std::to_string(unweighted) + " kernels of the counter run have no joined M/F/K latency: "
+                      "left out of the latency-weighted occupancy");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------
@@ -259,43 +462,183 @@ std::vector<int> all_batches(const EvaluationRecord& record) { return detail::me
 Table a8_kernel_information(const GpuRuns& runs) {
   Table t = start("A8", runs, false, false);
   if (!runs.kernel_run) return t;
-  // Kernels come sorted by (batch, layer, start): group by (layer, kernel index) with one sample per batch.
-  struct Occurrence {
-    std::size_t layer_index, kernel_index;
-    std::string_view name;
-    std::vector<double> latencies;
-  };
-  std::vector<Occurrence> occ;
-  std::unordered_map<std::size_t, std::vector<std::size_t>> by_layer;  // layer -> occ position by kernel index
-  std::size_t renamed = 0;
-  for (const GpuKernel& k : runs.kernels.kernels) {
-    auto& slots = by_layer[k.layer_index];
-    if (k.kernel_index >= slots.size()) {
-      slots.push_back(occ.size());
-      occ.push_back({k.layer_index, k.kernel_index, k.name, {}});
+  t.rows.reserve(runs.occurrences.size());
+  PrecisionUse precisions;
+  std::size_t with_bound = 0;
+  for (const KernelOccurrence& o : runs.occurrences) {
+    std::vector<Cell> row = {layer_index_cell(o.layer_index), int_cell(o.kernel_index),
+                             Cell{layer_name(runs, o.layer_index, false)}, Cell{std::string(o.name)},
+                             ms_cell(o.latency_ns)};
+    if (o.counters != nullptr) {
+      const CounterValues& c = o.counters->counters;
+      const RooflinePoint p = roofline_point(c, runs.ceilings, o.latency_ns);
+      precisions.add(p);
+      const LevelPoint& dram = p.at(MemoryLevel::kDram);
+      with_bound += dram.bound.has_value();
+      row.insert(row.end(), {gflops_cell(p.flops), value_cell(c, hw::kDramReadBytes),
+                             value_cell(c, hw::kDramWriteBytes), value_cell(c, hw::kAchievedOccupancyPercent),
+                             opt_cell(dram.ai), opt_cell(p.achieved_flops_per_s), bound_cell(dram.bound),
+                             value_cell(c, hw::kL2Bytes), value_cell(c, hw::kL1Bytes),
+                             value_cell(c, hw::kSmThroughputPercent), text_cell(p.precision)});
+    } else {
+      row.resize(t.columns.size());
     }
-    Occurrence& o = occ[slots[k.kernel_index]];
-    if (o.name != k.name) ++renamed;
-    o.latencies.push_back(static_cast<double>(k.duration_ns()));
-  }
-  std::sort(occ.begin(), occ.end(), [](const Occurrence& a, const Occurrence& b) {
-    return a.layer_index != b.layer_index ? a.layer_index < b.layer_index : a.kernel_index < b.kernel_index;
-  });
-  t.rows.reserve(occ.size());
-  for (Occurrence& o : occ) {
-    t.rows.push_back({layer_index_cell(o.layer_index), int_cell(o.kernel_index),
-                      Cell{layer_name(runs, o.layer_index, false)}, Cell{std::string(o.name)},
-                      ms_cell(trimmed_mean(std::move(o.latencies))), Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{},
-                      Cell{}});
+    t.rows.push_back(std::move(row));
   }
   t.notes.push_back("one row per kernel occurrence (layer index, kernel index in the layer by start time); "
                     "latency is the trimmed mean over the batches that have it");
-  if (renamed > 0) {
-    t.notes.push_back(std::to_string(renamed) + " kernel occurrences have a different kernel name than in the first "
-                      "batch at the same position (the kernel sequence varies between batches); the row shows the "
-                      "first batch's name");
+  if (runs.renamed > 0) {
+    t.notes.push_back(std::to_string(runs.renamed) + " kernel occurrences have a different kernel name than in the "
+                      "first batch at the same position (the kernel sequence varies between batches); the row shows "
+                      "the first batch's name");
   }
-  t.notes.push_back(kNoCounters);
+  add_counter_notes(t, runs, &precisions);
+  if (runs.has_counters()) {
+    t.notes.push_back("achieved FLOP/s = FLOPs (counter run) / latency (M/F/K run); AI = FLOPs / DRAM read+write "
+                      "bytes; occupancy and SM throughput in percent; memcpy/memset have no counters");
+  }
+  return t;
+}
+
+Table a9_kernel_roofline(const GpuRuns& runs) {
+  Table t = start("A9", runs, false, false);
+  if (!runs.kernel_run) return t;
+  PrecisionUse precisions;
+  for (const KernelOccurrence& o : runs.occurrences) {
+    if (o.counters == nullptr) continue;
+    const RooflinePoint p = roofline_point(o.counters->counters, runs.ceilings, o.latency_ns);
+    precisions.add(p);
+    const LevelPoint& dram = p.at(MemoryLevel::kDram);
+    t.rows.push_back({layer_index_cell(o.layer_index), int_cell(o.kernel_index),
+                      Cell{layer_name(runs, o.layer_index, false)}, Cell{std::string(o.name)}, ms_cell(o.latency_ns),
+                      gflops_cell(p.flops), text_cell(p.precision), opt_cell(dram.ai),
+                      opt_cell(p.at(MemoryLevel::kL2).ai), opt_cell(p.at(MemoryLevel::kL1).ai),
+                      opt_cell(p.achieved_flops_per_s), opt_cell(p.peak_flops_per_s),
+                      opt_cell(dram.attainable_flops_per_s), opt_cell(p.percent_of_roofline), bound_cell(dram.bound)});
+  }
+  add_counter_notes(t, runs, &precisions);
+  if (runs.has_counters()) {
+    t.notes.push_back("one row per compute kernel with counters (A8 order); attainable = min(peak, DRAM bandwidth × "
+                      "AI at DRAM) (Williams, Waterman, Patterson, CACM 2009); % of roof = achieved / attainable; "
+                      "achieved FLOP/s from the M/F/K latency");
+  }
+  return t;
+}
+
+Table a12_counters_by_layer(const GpuRuns& runs) {
+  Table t = start("A12", runs, false, false);
+  if (!runs.kernel_run) return t;
+  if (!runs.has_counters()) {
+    add_counter_notes(t, runs, nullptr);
+    return t;
+  }
+  const LayerCounters lc = layer_counters(runs);
+  PrecisionUse precisions;
+  std::size_t unweighted = 0;
+  for (std::size_t s = 0; s <= lc.layers; ++s) {
+    const bool outside = s == lc.layers;
+    const CounterAggregate& a = lc.agg[s];
+    if (outside && a.kernels() == 0) break;
+    const std::size_t index = outside ? kNoLayer : s;
+    const CounterValues v = a.values();
+    const RooflinePoint p = roofline_point(v, runs.ceilings, std::nullopt);
+    precisions.add(p);
+    unweighted += a.unweighted();
+    const LevelPoint& dram = p.at(MemoryLevel::kDram);
+    t.rows.push_back({layer_index_cell(index), Cell{counter_layer_name(runs, index)},
+                      Cell{counter_layer_type(runs, index)}, int_cell(a.kernels()),
+                      gflops_cell(p.flops), value_cell(v, hw::kDramReadBytes), value_cell(v, hw::kDramWriteBytes),
+                      value_cell(v, hw::kL2Bytes), value_cell(v, hw::kL1Bytes),
+                      value_cell(v, hw::kAchievedOccupancyPercent), opt_cell(dram.ai), text_cell(p.precision),
+                      bound_cell(dram.bound)});
+  }
+  add_counter_notes(t, runs, &precisions);
+  note_unweighted(t, unweighted);
+  t.notes.push_back("per layer of the counter run: FLOPs and bytes summed over its kernels, occupancy weighted by "
+                    "each kernel's M/F/K latency, AI = summed FLOPs / summed DRAM bytes (SPEC §4)");
+  return t;
+}
+
+Table a14_layer_roofline(const GpuRuns& runs) {
+  Table t = start("A14", runs, false, false);
+  if (!runs.kernel_run) return t;
+  if (!runs.has_counters()) {
+    add_counter_notes(t, runs, nullptr);
+    return t;
+  }
+  const LayerCounters lc = layer_counters(runs);
+  PrecisionUse precisions;
+  for (std::size_t s = 0; s <= lc.layers; ++s) {
+    const bool outside = s == lc.layers;
+    const CounterAggregate& a = lc.agg[s];
+    if (a.kernels() == 0) {
+      if (outside) break;
+      continue;  // a layer without counted kernels (CPU-only op) has no point on the roofline
+    }
+    const std::size_t index = outside ? kNoLayer : s;
+    const double latency = layer_compute_latency(runs, lc, s);
+    const RooflinePoint p = roofline_point(a.values(), runs.ceilings, latency);
+    precisions.add(p);
+    const LevelPoint& dram = p.at(MemoryLevel::kDram);
+    t.rows.push_back({layer_index_cell(index), Cell{counter_layer_name(runs, index)},
+                      Cell{counter_layer_type(runs, index)}, ms_cell(latency), gflops_cell(p.flops),
+                      text_cell(p.precision), opt_cell(dram.ai), opt_cell(p.at(MemoryLevel::kL2).ai),
+                      opt_cell(p.at(MemoryLevel::kL1).ai), opt_cell(p.achieved_flops_per_s),
+                      opt_cell(p.peak_flops_per_s), opt_cell(dram.attainable_flops_per_s),
+                      opt_cell(p.percent_of_roofline), bound_cell(dram.bound)});
+  }
+  add_counter_notes(t, runs, &precisions);
+  t.notes.push_back("per layer: FLOPs and bytes summed over its kernels in the counter run; achieved FLOP/s = FLOPs "
+                    "/ kernel latency, the trimmed mean of the per-batch sum of the layer's compute-kernel (kind "
+                    "kernel) latencies in the M/F/K run (memcpy/memset excluded: they have no counters)");
+  return t;
+}
+
+Table roofline_hierarchical(const GpuRuns& runs) {
+  Table t = start("roofline-hier", runs, false, false);
+  if (!runs.kernel_run) return t;
+  if (!runs.has_counters()) {
+    add_counter_notes(t, runs, nullptr);
+    return t;
+  }
+  PrecisionUse precisions;
+  auto level_cells = [](const RooflinePoint& p, std::vector<Cell>& row) {
+    for (MemoryLevel l : kMemoryLevels) row.push_back(opt_cell(p.at(l).ai));
+    for (MemoryLevel l : kMemoryLevels) row.push_back(bound_cell(p.at(l).bound));
+    std::optional<double> lowest;
+    for (MemoryLevel l : kMemoryLevels)
+      if (auto a = p.at(l).attainable_flops_per_s) lowest = lowest ? std::min(*lowest, *a) : *a;
+    const bool any = lowest.has_value() && p.peak_flops_per_s.has_value();
+    row.push_back(p.limiting_level ? Cell{std::string(to_string(*p.limiting_level))}
+                  : any            ? Cell{std::string("compute")}
+                                   : Cell{});
+    row.push_back(opt_cell(lowest));
+    row.push_back(opt_cell(p.achieved_flops_per_s));
+  };
+  for (const KernelOccurrence& o : runs.occurrences) {
+    if (o.counters == nullptr) continue;
+    const RooflinePoint p = roofline_point(o.counters->counters, runs.ceilings, o.latency_ns);
+    precisions.add(p);
+    std::vector<Cell> row = {Cell{std::string("kernel")}, layer_index_cell(o.layer_index), int_cell(o.kernel_index),
+                             Cell{std::string(o.name)}, text_cell(p.precision)};
+    level_cells(p, row);
+    t.rows.push_back(std::move(row));
+  }
+  const LayerCounters lc = layer_counters(runs);
+  for (std::size_t s = 0; s <= lc.layers; ++s) {
+    if (lc.agg[s].kernels() == 0) continue;
+    const std::size_t index = s == lc.layers ? kNoLayer : s;
+    const RooflinePoint p = roofline_point(lc.agg[s].values(), runs.ceilings, layer_compute_latency(runs, lc, s));
+    precisions.add(p);
+    std::vector<Cell> row = {Cell{std::string("layer")}, layer_index_cell(index), Cell{},
+                             Cell{counter_layer_name(runs, index)}, text_cell(p.precision)};
+    level_cells(p, row);
+    t.rows.push_back(std::move(row));
+  }
+  add_counter_notes(t, runs, &precisions);
+  t.notes.push_back("hierarchical roofline (Yang, Kurth, Williams 2020): AI and bound at each memory level against "
+                    "that level's measured bandwidth; limiting = the level whose roof (bandwidth × AI) is lowest, or "
+                    "compute when the peak is below every roof; attainable = that lowest roof");
   return t;
 }
 
@@ -442,7 +785,10 @@ Table kernel_launch_delay_top(const EvaluationRecord& r, int b, std::size_t top)
 Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
   Table t = skeleton("A15");
   std::vector<int> missing;
-  std::vector<std::pair<int, std::string>> model_notes, kernel_notes;
+  std::vector<std::pair<int, std::string>> model_notes, kernel_notes, counter_notes;
+  PrecisionUse precisions;
+  std::optional<std::string> ceilings_note;
+  bool any_counters = false;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;
   for_each_kernel_run(cache, batch_sizes, missing, [&](int b, const GpuRuns& runs) {
     const KernelTimeline& kt = runs.kernels;
@@ -460,9 +806,37 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
       busy[batch] = static_cast<double>(union_length_ns(intervals));
     }
     const double per_batch = batches ? static_cast<double>(kt.kernels.size()) / static_cast<double>(batches) : 0;
-    t.rows.push_back({Cell{static_cast<std::int64_t>(b)}, ms_cell(runs.model_latency_ns),
-                      ms_cell(trimmed_mean(kernel_sum)), Cell{per_batch}, ms_cell(trimmed_mean(busy)), Cell{}, Cell{},
-                      Cell{}, Cell{}, Cell{}});
+    std::vector<Cell> row = {Cell{static_cast<std::int64_t>(b)}, ms_cell(runs.model_latency_ns),
+                             ms_cell(trimmed_mean(kernel_sum)), Cell{per_batch}, ms_cell(trimmed_mean(busy))};
+    if (runs.has_counters()) {
+      // The whole model: every kernel position of the counter run (SPEC §4 aggregation rules).
+      CounterAggregate a;
+      const auto latency = joined_latency(runs);
+      for (const KernelCounters& k : runs.counters) {
+        auto it = latency.find(&k);
+        a.add(k.counters, it == latency.end() ? std::nullopt : std::optional<double>(it->second));
+      }
+      const CounterValues v = a.values();
+      const RooflinePoint p = roofline_point(v, runs.ceilings, runs.compute_latency_ns);
+      precisions.add(p);
+      const LevelPoint& dram = p.at(MemoryLevel::kDram);
+      row.insert(row.end(), {gflops_cell(p.flops), value_cell(v, hw::kDramReadBytes),
+                             value_cell(v, hw::kDramWriteBytes), value_cell(v, hw::kAchievedOccupancyPercent),
+                             bound_cell(dram.bound), value_cell(v, hw::kL2Bytes), value_cell(v, hw::kL1Bytes),
+                             opt_cell(dram.ai), opt_cell(p.achieved_flops_per_s), text_cell(p.precision)});
+      std::vector<std::string> cn = runs.counter_notes;
+      if (a.unweighted() > 0)
+        cn.push_back(std::to_string(a.unweighted()) + " kernels of the counter run have no joined M/F/K latency: "
+                     "left out of the latency-weighted occupancy");
+      counter_notes.emplace_back(b, runs.counter_note);
+      if (!cn.empty()) batch_notes.emplace_back(b, std::move(cn));
+      if (!ceilings_note) ceilings_note = runs.ceilings_note;
+      any_counters = true;
+    } else {
+      counter_notes.emplace_back(b, runs.counter_note);
+    }
+    row.resize(t.columns.size());
+    t.rows.push_back(std::move(row));
     model_notes.emplace_back(b, runs.model_run ? runs.model_note : "no MODEL-level run: model latency unknown");
     kernel_notes.emplace_back(b, runs.kernel_note);
     if (!runs.notes.empty()) batch_notes.emplace_back(b, runs.notes);
@@ -475,8 +849,18 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
                       "trimmed mean of the per-batch union of kernel intervals over all streams (overlap counted "
                       "once); kernels / batch = occurrences / batches");
     t.notes.push_back(kGpuWork);
+    add_run_notes(t, counter_notes);
     add_batch_notes(t, batch_notes);
-    t.notes.push_back(kNoCounters);
+    if (any_counters) {
+      t.notes.push_back(*ceilings_note);
+      if (!precisions.unmeasured.empty()) {
+        std::string names;
+        for (const auto& p : precisions.unmeasured) names += (names.empty() ? "" : ", ") + p;
+        t.notes.push_back("no measured ceiling for precision " + names + ": bound empty");
+      }
+      t.notes.push_back("counters summed over every kernel of the counter run, occupancy weighted by M/F/K latency, "
+                        "AI and achieved FLOP/s (FLOPs / per-batch compute-kernel latency) from the sums (SPEC §4)");
+    }
   }
   return t;
 }
@@ -617,7 +1001,8 @@ Table kernel_launch_statistics(const EvaluationRecord& record) {
 // ---------------------------------------------------------------------------------------------------------
 
 const std::vector<std::string>& gpu_analysis_ids() {
-  static const std::vector<std::string> ids = {"A8", "A10", "A11", "A13", "A15", "gpu-idle", "launch-stats"};
+  static const std::vector<std::string> ids = {"A8",  "A9",  "A10", "A11",           "A12",     "A13",
+                                               "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"};
   return ids;
 }
 
@@ -628,9 +1013,13 @@ std::vector<Table> run_gpu_analysis(const std::string& id, const std::vector<int
   using PerBatch = Table (*)(const GpuRuns&);
   PerBatch per_batch = nullptr;
   if (key == "a8") per_batch = a8_kernel_information;
+  if (key == "a9") per_batch = a9_kernel_roofline;
   if (key == "a10") per_batch = a10_kernels_by_name;
   if (key == "a11") per_batch = a11_kernels_by_layer;
+  if (key == "a12") per_batch = a12_counters_by_layer;
   if (key == "a13") per_batch = a13_gpu_vs_non_gpu;
+  if (key == "a14") per_batch = a14_layer_roofline;
+  if (key == "roofline-hier") per_batch = roofline_hierarchical;
   if (per_batch) {
     for (int b : batch_sizes) out.push_back(per_batch(cache.get(b)));
   } else if (key == "a15") {

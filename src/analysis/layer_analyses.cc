@@ -226,6 +226,16 @@ const std::vector<std::string>& analysis_ids() {
 
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
                                 std::optional<int> batch_size, std::optional<double> latency_bound_ms) {
+  AnalysisOptions options;
+  options.batch_size = batch_size;
+  options.latency_bound_ms = latency_bound_ms;
+  return run_analyses(record, ids, options);
+}
+
+std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
+                                const AnalysisOptions& options) {
+  const std::optional<int>& batch_size = options.batch_size;
+  const std::optional<double>& latency_bound_ms = options.latency_bound_ms;
   // Validate every id before computing anything, so a typo fails fast.
   std::vector<int> which;
   for (const std::string& id : ids) {
@@ -267,6 +277,7 @@ std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vecto
                                      a5_layer_type_distribution, a6_layer_latency_by_type, a7_layer_memory_by_type};
 
   GpuRunsCache gpu_cache(record);  // likewise one kernel extraction per batch size for the GPU analyses
+  if (options.ceilings || !options.ceilings_note.empty()) gpu_cache.set_ceilings(options.ceilings, options.ceilings_note);
 
   std::vector<Table> out;
   for (int w : which) {

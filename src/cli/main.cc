@@ -14,11 +14,13 @@
 
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/compare.h"
+#include "xsp/analysis/roofline.h"
 #include "xsp/analysis/table.h"
 #include "xsp/eval/runner.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/eval/accuracy.h"
 #include "xsp/manifest/semver.h"
+#include "xsp/profilers/ceilings_benchmark.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
 #include "xsp/store/store.h"
@@ -104,6 +106,23 @@ void write_file_atomically(const fs::path& file, const std::string& content) {
     fs::remove(tmp);
     throw std::runtime_error("cannot write " + file.string() + ": " + ec.message());
   }
+}
+
+// The analyses never read the store: the CLI looks up the measured ceilings of the evaluation's machine and hands
+// them in (SPEC §4: rooflines from measured ceilings).
+AnalysisOptions analysis_options_for(const EvaluationRecord& record, Store& store) {
+  AnalysisOptions options;
+  const std::vector<MachineCeilings> stored = store.list_ceilings();
+  std::string note;
+  if (const MachineCeilings* c = select_ceilings(stored, evaluation_machine(record), &note)) options.ceilings = *c;
+  options.ceilings_note = note;
+  return options;
+}
+
+std::string join_ids(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+  return out;
 }
 
 class ProgressBar {
@@ -233,10 +252,35 @@ int run_cli(int argc, char** argv) {
   std::optional<int> analyze_batch;
   std::optional<double> latency_bound_ms;
   analyze->add_option("id", analyze_id, "evaluation id")->required();
-  analyze->add_option("--analysis", analyses_text, "comma-separated analysis ids (A1..A7)")->capture_default_str();
+  analyze->add_option("--analysis", analyses_text, "comma-separated analysis ids: " + join_ids(analysis_ids()))
+      ->capture_default_str();
   analyze->add_option("--format", format_text, "table|csv|json")->capture_default_str();
   analyze->add_option("--batch-size", analyze_batch, "only this batch size (layer analyses)");
   analyze->add_option("--latency-bound-ms", latency_bound_ms, "A1: optimal batch under this p99 bound");
+  std::string chart_out;
+  analyze->add_option("--chart", chart_out,
+                      "A9 or A14: also write the roofline scatter as a Vega-Lite v5 spec to this file (.vl.json)");
+
+  // xsp machine ceilings
+  auto* machine = app.add_subcommand("machine", "facts about this machine");
+  machine->require_subcommand(1);
+  auto* machine_ceilings = machine->add_subcommand(
+      "ceilings", "measure this GPU's ceilings (peak FLOP/s per precision, DRAM/L2/L1 bandwidth) and store them");
+  CeilingOptions ceiling_options;
+  bool ceilings_show = false, ceilings_no_store = false;
+  std::string ceilings_import, ceilings_export;
+  machine_ceilings->add_option("--device", ceiling_options.device, "CUDA device ordinal")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  machine_ceilings->add_option("--repetitions", ceiling_options.repetitions, "timed repetitions per ceiling (best kept)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  machine_ceilings->add_flag("--show", ceilings_show, "print the stored ceilings instead of measuring");
+  machine_ceilings->add_option("--import", ceilings_import,
+                               "store ceilings from a JSON file (an object or an array, as --export writes)")
+      ->check(CLI::ExistingFile);
+  machine_ceilings->add_option("--export", ceilings_export, "also write the ceilings printed to this JSON file");
+  machine_ceilings->add_flag("--no-store", ceilings_no_store, "measure and print without storing");
+  machine_ceilings->get_option("--show")->excludes("--import")->excludes("--repetitions")->excludes("--device")
+      ->excludes("--no-store");
 
   // xsp trace export
   auto* trace = app.add_subcommand("trace", "trace commands");
@@ -368,7 +412,9 @@ int run_cli(int argc, char** argv) {
     store->save(record);
     print_summary(record);
     if (accuracy) std::cout << describe_accuracy(record.settings) << "\n";
-    if (!eval_analyses.empty()) print_tables(run_analyses(record, split_ids(eval_analyses), std::nullopt), TableFormat::kText);
+    if (!eval_analyses.empty())
+      print_tables(run_analyses(record, split_ids(eval_analyses), analysis_options_for(record, *store)),
+                   TableFormat::kText);
     std::cout << "stored as evaluation " << record.id << " in " << store_path << "\n";
     return 0;
   }
@@ -413,14 +459,73 @@ int run_cli(int argc, char** argv) {
     const auto format = parse_table_format(format_text);
     auto store = open_store();
     const auto record = load_or_fail(*store, analyze_id);
-    std::vector<Table> tables;
-    for (const auto& id : split_ids(analyses_text)) {
-      if (latency_bound_ms && (id == "A1" || id == "a1"))
-        tables.push_back(a1_model_information(record, latency_bound_ms));
-      else
-        for (auto& t : run_analyses(record, {id}, analyze_batch)) tables.push_back(std::move(t));
+    AnalysisOptions options = analysis_options_for(record, *store);
+    options.batch_size = analyze_batch;
+    options.latency_bound_ms = latency_bound_ms;
+    const auto tables = run_analyses(record, split_ids(analyses_text), options);
+    if (!chart_out.empty()) {
+      std::vector<Table> roofline;
+      for (const auto& t : tables)
+        if (t.id == "A9" || t.id == "A14") roofline.push_back(t);
+      if (roofline.empty())
+        throw CLI::ValidationError("--chart", "draws the roofline of A9 or A14: add one of them to --analysis");
+      if (std::any_of(roofline.begin(), roofline.end(), [&](const Table& t) { return t.id != roofline[0].id; }))
+        throw CLI::ValidationError("--chart", "draws one roofline: ask for A9 or A14, not both");
+      write_file_atomically(chart_out, roofline_chart(roofline, options.ceilings ? &*options.ceilings : nullptr).dump(2));
+      std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) to " << chart_out << "\n";
     }
     print_tables(tables, format);
+    return 0;
+  }
+
+  if (*machine_ceilings) {
+    std::vector<MachineCeilings> shown;
+    if (ceilings_show) {
+      auto store = open_store();
+      shown = store->list_ceilings();
+      if (shown.empty()) std::cout << "no ceilings stored in " << store_path << ": run `xsp machine ceilings`\n";
+    } else if (!ceilings_import.empty()) {
+      std::ifstream in(ceilings_import);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(in);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(ceilings_import + ": not JSON: " + e.what());
+      }
+      try {
+        if (j.is_array())
+          for (const auto& e : j) shown.push_back(machine_ceilings_from_json(e));
+        else
+          shown.push_back(machine_ceilings_from_json(j));
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(ceilings_import + ": " + e.what());
+      }
+      auto store = open_store();
+      for (const auto& m : shown) store->save_ceilings(m);
+      std::cout << "imported " << shown.size() << " measurement(s) from " << ceilings_import << " into " << store_path
+                << "\n";
+    } else {
+      // Open the store first: an unwritable store must fail before the measurement, not after.
+      std::unique_ptr<Store> store = ceilings_no_store ? nullptr : open_store();
+      MachineCeilings m = measure_machine_ceilings(ceiling_options);
+      if (m.hostname.empty() || m.measured_at.empty()) {
+        const auto sys = describe_system();
+        if (m.hostname.empty() && sys.contains("host")) m.hostname = sys["host"].value("hostname", "");
+        if (m.measured_at.empty()) m.measured_at = utc_now_iso8601();
+      }
+      if (store) {
+        store->save_ceilings(m);
+        std::cout << "stored in " << store_path << "\n";
+      }
+      shown.push_back(std::move(m));
+    }
+    for (const auto& m : shown) std::cout << render_text(machine_ceilings_table(m)) << "\n";
+    if (!ceilings_export.empty()) {
+      auto all = nlohmann::json::array();
+      for (const auto& m : shown) all.push_back(to_json(m));
+      write_file_atomically(ceilings_export, all.dump(2));
+      std::cout << "wrote " << shown.size() << " measurement(s) to " << ceilings_export << "\n";
+    }
     return 0;
   }
 

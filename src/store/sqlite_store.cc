@@ -82,6 +82,30 @@ CREATE TABLE predictions (
   UNIQUE (run_id, input_id)
 );
 )sql"},
+    // Version 3: measured machine ceilings (`xsp machine ceilings`, SPEC §4: rooflines use measured peaks). One
+    // machine_ceilings row per measurement of one GPU, one ceilings row per peak; a measurement is never edited,
+    // a new one is added and the latest wins.
+    {3, R"sql(
+CREATE TABLE machine_ceilings (
+  id INTEGER PRIMARY KEY,
+  hostname TEXT NOT NULL CHECK (length(hostname) > 0),
+  gpu_name TEXT NOT NULL CHECK (length(gpu_name) > 0),
+  gpu_uuid TEXT NOT NULL,
+  measured_at TEXT NOT NULL CHECK (length(measured_at) > 0),
+  clocks_note TEXT NOT NULL
+);
+CREATE INDEX machine_ceilings_machine ON machine_ceilings (hostname, gpu_name, measured_at);
+CREATE TABLE ceilings (
+  machine_ceilings_id INTEGER NOT NULL REFERENCES machine_ceilings (id) ON DELETE CASCADE,
+  position INTEGER NOT NULL CHECK (position >= 0),
+  name TEXT NOT NULL CHECK (length(name) > 0),
+  value REAL NOT NULL CHECK (value > 0),
+  unit TEXT NOT NULL CHECK (unit IN ('flop/s', 'op/s', 'bytes/s')),
+  method TEXT NOT NULL,
+  PRIMARY KEY (machine_ceilings_id, position),
+  UNIQUE (machine_ceilings_id, name)
+);
+)sql"},
 };
 
 constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
@@ -260,6 +284,63 @@ class SqliteStore final : public Store {
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
       throw;
     }
+  }
+
+  std::int64_t save_ceilings(const MachineCeilings& m) override {
+    std::lock_guard lock(mu_);
+    const std::string op = "save ceilings of " + m.gpu_name + " on host " + m.hostname;
+    exec("BEGIN IMMEDIATE", op + " (BEGIN IMMEDIATE)");
+    try {
+      Statement st = prepare(
+          "INSERT INTO machine_ceilings (hostname, gpu_name, gpu_uuid, measured_at, clocks_note) "
+          "VALUES (?1, ?2, ?3, ?4, ?5)",
+          op);
+      bind_text(st, 1, m.hostname, op);
+      bind_text(st, 2, m.gpu_name, op);
+      bind_text(st, 3, m.gpu_uuid, op);
+      bind_text(st, 4, m.measured_at.empty() ? now_iso8601_utc() : m.measured_at, op);
+      bind_text(st, 5, m.clocks_note, op);
+      if (step(st, op)) fail(op, "INSERT returned a row");
+      const std::int64_t id = sqlite3_last_insert_rowid(db_);
+      Statement cs = prepare(
+          "INSERT INTO ceilings (machine_ceilings_id, position, name, value, unit, method) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+          op);
+      for (std::size_t i = 0; i < m.ceilings.size(); ++i) {
+        const Ceiling& c = m.ceilings[i];
+        const std::string cop = op + ": ceiling '" + c.name + "' = " + std::to_string(c.value) + " " + c.unit;
+        sqlite3_reset(cs.get());
+        bind_int(cs, 1, id, cop);
+        bind_int(cs, 2, static_cast<std::int64_t>(i), cop);
+        bind_text(cs, 3, c.name, cop);
+        bind_double(cs, 4, c.value, cop);
+        bind_text(cs, 5, c.unit, cop);
+        bind_text(cs, 6, c.method, cop);
+        if (step(cs, cop)) fail(cop, "INSERT returned a row");
+      }
+      exec("COMMIT", op + " (COMMIT)");
+      return id;
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  std::vector<MachineCeilings> list_ceilings() override {
+    std::lock_guard lock(mu_);
+    return read_ceilings("", {}, false);
+  }
+
+  std::optional<MachineCeilings> latest_ceilings(const std::string& hostname, const std::string& gpu_name,
+                                                 const std::string& gpu_uuid) override {
+    std::lock_guard lock(mu_);
+    if (!gpu_uuid.empty()) {
+      auto by_uuid = read_ceilings("gpu_uuid = ?1", {gpu_uuid}, true);
+      if (!by_uuid.empty()) return std::move(by_uuid.front());
+    }
+    auto found = read_ceilings("hostname = ?1 AND gpu_name = ?2", {hostname, gpu_name}, true);
+    if (found.empty()) return std::nullopt;
+    return std::move(found.front());
   }
 
   std::vector<EvaluationListing> list() override {
@@ -484,6 +565,49 @@ class SqliteStore final : public Store {
       }
     }
     return run_id;
+  }
+
+  // Ceilings newest first (measured_at, then id). `where` filters machine_ceilings with `params` as ?1, ?2...;
+  // `only_latest` stops after the first measurement.
+  std::vector<MachineCeilings> read_ceilings(const std::string& where, const std::vector<std::string>& params,
+                                             bool only_latest) {
+    const std::string op = "read machine ceilings";
+    exec("BEGIN", op + " (BEGIN)");
+    try {
+      Statement st = prepare("SELECT id, hostname, gpu_name, gpu_uuid, measured_at, clocks_note FROM machine_ceilings" +
+                                 (where.empty() ? std::string() : " WHERE " + where) +
+                                 " ORDER BY measured_at DESC, id DESC" + (only_latest ? " LIMIT 1" : ""),
+                             op);
+      for (std::size_t i = 0; i < params.size(); ++i) bind_text(st, static_cast<int>(i + 1), params[i], op);
+      std::vector<MachineCeilings> out;
+      std::vector<std::int64_t> ids;
+      while (step(st, op)) {
+        sqlite3_stmt* q = st.get();
+        ids.push_back(sqlite3_column_int64(q, 0));
+        MachineCeilings m;
+        m.hostname = text(q, 1);
+        m.gpu_name = text(q, 2);
+        m.gpu_uuid = text(q, 3);
+        m.measured_at = text(q, 4);
+        m.clocks_note = text(q, 5);
+        out.push_back(std::move(m));
+      }
+      Statement cs = prepare(
+          "SELECT name, value, unit, method FROM ceilings WHERE machine_ceilings_id = ?1 ORDER BY position", op);
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        sqlite3_reset(cs.get());
+        bind_int(cs, 1, ids[i], op);
+        while (step(cs, op)) {
+          sqlite3_stmt* q = cs.get();
+          out[i].ceilings.push_back({text(q, 0), sqlite3_column_double(q, 1), text(q, 2), text(q, 3)});
+        }
+      }
+      exec("COMMIT", op + " (COMMIT)");
+      return out;
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
   }
 
   TraceLevel trace_level_from(const std::string& name, const std::string& op) const {

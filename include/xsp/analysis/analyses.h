@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "xsp/analysis/table.h"
+#include "xsp/record/ceilings.h"
 #include "xsp/record/record.h"
 #include "xsp/trace/trace.h"
 
@@ -157,8 +158,8 @@ Table a7_layer_memory_by_type(const LayerStats& stats, int batch_size, const std
 /// include their profiling overhead.
 std::string run_note(const RunRecord& run, Level level, std::size_t batches);
 
-/// Every analysis id run_analyses() accepts: "A1".."A7", then the GPU ones of gpu_analyses.h ("A8", "A10",
-/// "A11", "A13", "A15", "gpu-idle", "launch-stats").
+/// Every analysis id run_analyses() accepts: "A1".."A7", then the GPU ones of gpu_analyses.h ("A8", "A9", "A10",
+/// "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats").
 const std::vector<std::string>& analysis_ids();
 
 /// Runs the analyses `ids` (any of analysis_ids(), case-insensitive; in the order given) on `record`. A1 is
@@ -170,5 +171,18 @@ const std::vector<std::string>& analysis_ids();
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
                                 std::optional<int> batch_size,
                                 std::optional<double> latency_bound_ms = std::nullopt);
+
+/// Options of run_analyses() beyond the ids.
+struct AnalysisOptions {
+  std::optional<int> batch_size;            ///< as run_analyses()' batch_size
+  std::optional<double> latency_bound_ms;   ///< A1's latency bound
+  /// The measured ceilings of the evaluation's machine (select_ceilings() over the stored ones; the caller reads
+  /// the store, the analyses never do) for the bound and roofline columns; std::nullopt leaves them empty.
+  std::optional<MachineCeilings> ceilings;
+  /// Which ceilings these are, or why there are none; "" = no_ceilings_note() of the evaluation's machine.
+  std::string ceilings_note;
+};
+std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
+                                const AnalysisOptions& options);
 
 }  // namespace xsp

@@ -19,8 +19,13 @@
 // same op sequence, so index i is the same layer in both runs. The layer types of the two runs are compared and a
 // note says where they differ.
 //
-// Hardware counters (HARDWARE level, M/F/K/H runs) are not collected yet: the counter columns of A8 and A15 exist
-// and stay empty, with a note.
+// Hardware counters (HARDWARE level, SPEC §3) come from the counter run, run_for_level(b, Level::kHardware), whose
+// timings are never used: each HARDWARE span (xsp/profilers/hardware_counters.h) is placed like a kernel (batch,
+// layer index, index among the layer's counted kernels) and joined to the M/F/K run's kernel of kind "kernel" at
+// the same position when the names agree; memcpy and memset have no counters. Latencies, and therefore achieved
+// FLOP/s and the weights of occupancy means, come from the M/F/K run. Rooflines (A9, A14, "roofline-hier") and
+// the bound columns need the machine's measured ceilings (roofline.h), which the caller passes in
+// (GpuRunsCache::set_ceilings); without them those columns stay empty with a note naming the machine.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +39,9 @@
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/roofline.h"
 #include "xsp/analysis/table.h"
+#include "xsp/record/ceilings.h"
 #include "xsp/record/record.h"
 #include "xsp/trace/trace.h"
 
@@ -47,6 +54,13 @@ inline constexpr const char* kNoKernelRun =
 /// Layer index of GPU work launched inside a predict span but outside every layer (API call placed directly under
 /// "predict").
 inline constexpr std::size_t kNoLayer = std::numeric_limits<std::size_t>::max();
+
+/// "No index": GpuKernel::compute_index of memcpy and memset.
+inline constexpr std::size_t kNoKernelIndex = std::numeric_limits<std::size_t>::max();
+
+/// Note of the counter columns of every table on a batch size without a HARDWARE-level counter run.
+inline constexpr const char* kNoCounterRun =
+    "hardware counters were not collected (no HARDWARE-level counter run): the counter columns are empty";
 
 // ---------------------------------------------------------------------------------------------------------
 // Kernel extraction (one M/F/K trace)
@@ -67,6 +81,13 @@ struct GpuKernel {
   std::string_view launch_api;                 ///< its name ("cudaLaunchKernel"), "" without one
   std::int64_t launch_start_ns = 0, launch_end_ns = 0;  ///< host clock (ns); meaningful with a launch span
   bool graph_launch = false;  ///< tag "attribution" = "graph-launch": replayed from a CUDA graph
+  /// Kind "kernel" (tag "kind"; without the tag, a name not starting with "Memcpy"/"Memset"): the work that has
+  /// hardware counters.
+  bool compute = true;
+  /// Among the compute kernels of (batch, layer), the order of their launch calls (launch API start, or the
+  /// kernel's start without a launch span): the position of its HARDWARE span in a counter run. kNoKernelIndex
+  /// for memcpy and memset.
+  std::size_t compute_index = kNoKernelIndex;
 
   bool has_launch() const { return launch_span_id != kNoSpan; }
   std::int64_t duration_ns() const { return end_ns - start_ns; }
@@ -98,6 +119,56 @@ struct KernelTimeline {
 /// cycles and dangling ids end the walk). O(n) plus sorting the kernels and layers. The returned views point into
 /// `trace`.
 KernelTimeline extract_kernels(const Trace& trace);
+
+// ---------------------------------------------------------------------------------------------------------
+// Counter extraction (one counter run, HARDWARE spans)
+// ---------------------------------------------------------------------------------------------------------
+
+/// One HARDWARE span (one profiled kernel of a counter run) placed in a measured batch.
+struct HardwareRange {
+  std::size_t batch = 0;               ///< ordinal of its predict span
+  std::size_t layer_index = kNoLayer;  ///< layer within the predict span, kNoLayer directly under predict
+  /// Order within (batch, layer) by start time (the launch call, host clock), then tag "range_index", then span
+  /// id: the compute_index of the same kernel in the M/F/K run.
+  std::size_t kernel_index = 0;
+  std::string_view name;  ///< the kernel's demangled name (view into the trace)
+  std::int64_t start_ns = 0;
+  std::optional<std::int64_t> range_index;
+  SpanId span_id = kNoSpan;
+  CounterValues counters;  ///< the span's counter tags (hw::counter_defs() names) parsed as numbers
+};
+
+/// The HARDWARE spans of one counter-run trace.
+struct CounterTimeline {
+  std::vector<PredictWindow> predicts;  ///< every predict span (index = HardwareRange::batch)
+  std::vector<HardwareRange> ranges;    ///< sorted by (batch, layer_index with kNoLayer last, kernel_index)
+  LayerStats layers;                    ///< the counter run's layers (names and types; latencies meaningless)
+  std::size_t hardware_spans = 0;       ///< all HARDWARE spans of the trace
+  std::size_t outside_predict = 0;      ///< HARDWARE spans not under a predict span (not counted)
+  std::size_t unparsed_values = 0;      ///< counter tags whose value is not a finite decimal number (left out)
+  std::string first_unparsed;           ///< the first of them: span, tag, value
+  std::size_t partial = 0;              ///< spans with a "collection_note" tag (a value is partial)
+  std::string first_collection_note;    ///< the first of them: span and note
+  std::size_t batches() const { return predicts.size(); }
+};
+
+/// Places every HARDWARE span of `trace` as extract_kernels() places KERNEL spans (docs/spans.md: the parent is
+/// the innermost framework op or the predict span) and parses its counter values from its tags. Tags that are
+/// not counters (range_index, replay) are skipped. Views point into `trace`.
+CounterTimeline extract_counters(const Trace& trace);
+
+/// The counters of one kernel position (layer index, kernel index) of a counter run, averaged over its batches.
+struct KernelCounters {
+  std::size_t layer_index = kNoLayer, kernel_index = 0;
+  std::string_view name;    ///< the first batch's kernel name at that position
+  CounterValues counters;   ///< per counter, the mean over the batches that have it
+  std::size_t samples = 0;  ///< batches that have this position
+};
+
+/// Groups the ranges of `timeline` by (layer_index, kernel_index) and averages each counter over the batches
+/// (counter runs usually measure one batch). Sorted by (layer_index, kernel_index). `renamed`, when given,
+/// receives how many ranges have a different name than the first batch's at the same position.
+std::vector<KernelCounters> counters_by_occurrence(const CounterTimeline& timeline, std::size_t* renamed = nullptr);
 
 // ---------------------------------------------------------------------------------------------------------
 // Timeline arithmetic
@@ -146,6 +217,16 @@ IdleBreakdown idle_breakdown(std::int64_t window_start_ns, std::int64_t window_e
 
 /// Everything the GPU analyses read for one batch size, looked up and aggregated once. Pointers refer into the
 /// EvaluationRecord it was made from.
+/// One kernel position (layer index, kernel index in the layer) of the M/F/K run over its batches: an A8 row.
+struct KernelOccurrence {
+  std::size_t layer_index = kNoLayer, kernel_index = 0;
+  std::size_t compute_index = kNoKernelIndex;  ///< the first batch's GpuKernel::compute_index
+  std::string_view name;                       ///< the first batch's kernel name
+  double latency_ns = 0;    ///< trimmed mean over the batches that have this position (M/F/K run)
+  std::size_t samples = 0;  ///< batches that have it
+  const KernelCounters* counters = nullptr;  ///< joined counters (GpuRuns::counters), nullptr when none
+};
+
 struct GpuRuns {
   int batch_size = 0;
   const RunRecord* model_run = nullptr;      ///< run_for_level(b, kModel): the M run
@@ -157,22 +238,54 @@ struct GpuRuns {
   KernelTimeline kernels;  ///< the M/F/K run's kernels
   std::string model_note, layer_note, kernel_note;  ///< run notes ("model latency from the M run ...")
   std::vector<std::string> notes;  ///< layer matching between the M/F and M/F/K runs, placement counts
+  /// The M/F/K run's kernel positions, by (layer index, kernel index), outside-layer work last.
+  std::vector<KernelOccurrence> occurrences;
+  std::size_t renamed = 0;  ///< kernels named differently than the first batch's at the same position
+
+  // Hardware counters (empty without a counter run).
+  const RunRecord* counter_run = nullptr;  ///< run_for_level(b, kHardware): the counter run
+  CounterTimeline counter_timeline;        ///< its HARDWARE spans
+  std::vector<KernelCounters> counters;    ///< per kernel position of the counter run
+  std::string counter_note;                ///< "counters from the counter run (...)", or kNoCounterRun
+  /// Joining the counter run to the M/F/K run: name mismatches, positions without a partner, parse problems.
+  std::vector<std::string> counter_notes;
+  std::size_t joined = 0;           ///< M/F/K compute-kernel positions with counters
+  std::size_t name_mismatches = 0;  ///< positions whose names differ (left without counters)
+
+  // Measured ceilings of the evaluation's machine (GpuRunsCache::set_ceilings).
+  const MachineCeilings* ceilings = nullptr;
+  std::string ceilings_note;  ///< which ceilings were used, or no_ceilings_note()
+
+  bool has_counters() const { return counter_run != nullptr; }
+  /// Per layer slot (layer index; kNoLayer last as slot `layers`): trimmed mean over batches of the per-batch sum
+  /// of compute-kernel (kind "kernel") latencies of the M/F/K run (ns); the time the layer's counters were spent in.
+  std::vector<double> compute_latency_by_layer;
+  /// Trimmed mean over batches of the per-batch sum of all compute-kernel latencies (ns, M/F/K run).
+  double compute_latency_ns = 0;
 };
 
-/// Looks up and aggregates the runs of `batch_size` (see GpuRuns). Without a KERNEL-level run only batch_size and
-/// kernel_run (null) are set.
-GpuRuns gpu_runs(const EvaluationRecord& record, int batch_size);
+/// Looks up and aggregates the runs of `batch_size` (see GpuRuns). Without a KERNEL-level run only batch_size,
+/// kernel_run (null) and the ceilings are set. `ceilings` may be nullptr; `ceilings_note` then says why (empty:
+/// no_ceilings_note() of the record's machine).
+GpuRuns gpu_runs(const EvaluationRecord& record, int batch_size, const MachineCeilings* ceilings = nullptr,
+                 const std::string& ceilings_note = "");
 
 /// gpu_runs() memoised per batch size, so several analyses of one invocation aggregate each run once. Holds a
 /// reference to `record`, which must outlive it.
 class GpuRunsCache {
  public:
   explicit GpuRunsCache(const EvaluationRecord& record) : record_(record) {}
+  /// The measured ceilings of the evaluation's machine (copied), with the note saying which they are; or none,
+  /// with the note saying why. Call before the first get(); the default is none with no_ceilings_note().
+  void set_ceilings(std::optional<MachineCeilings> ceilings, std::string note);
   const GpuRuns& get(int batch_size);
   const EvaluationRecord& record() const { return record_; }
+  const MachineCeilings* ceilings() const { return ceilings_ ? &*ceilings_ : nullptr; }
 
  private:
   const EvaluationRecord& record_;
+  std::optional<MachineCeilings> ceilings_;
+  std::string ceilings_note_;
   std::map<int, std::unique_ptr<GpuRuns>> runs_;
 };
 
@@ -187,11 +300,41 @@ class GpuRunsCache {
 
 /// A8 "Kernel information": one row per kernel occurrence (layer index, kernel index within the layer), in that
 /// order (kernels outside layers last, layer_index empty): layer_index, kernel_index, layer_name, kernel_name,
-/// latency_ms (trimmed mean over batches of that occurrence's duration, M/F/K run), then the hardware counter
-/// columns gflops, dram_read_bytes, dram_write_bytes, achieved_occupancy, arithmetic_intensity (FLOPs / DRAM
-/// bytes), achieved_flops_per_s, bound (memory|compute, SPEC §4), empty until counters are collected.
+/// latency_ms (trimmed mean over batches of that occurrence's duration, M/F/K run), then the hardware counters of
+/// the joined counter-run kernel: gflops (hw::total_flops / 1e9), dram_read_bytes, dram_write_bytes,
+/// achieved_occupancy (percent), arithmetic_intensity (FLOPs / DRAM read+write bytes), achieved_flops_per_s
+/// (FLOPs / latency_ms of the M/F/K run, never the replayed duration), bound (memory|compute against the measured
+/// ceilings, roofline.h), l2_bytes, l1_bytes, sm_throughput_percent, precision (roofline.h's precision rule).
+/// Counter cells stay empty for memcpy/memset, for positions the join left out, and (all) without a counter run.
 Table a8_kernel_information(const EvaluationRecord& record, int batch_size);
 Table a8_kernel_information(const GpuRuns& runs);
+
+/// A9 "Kernel roofline": one row per compute-kernel occurrence with joined counters, in A8's order:
+/// layer_index, kernel_index, layer_name, kernel_name, latency_ms, gflops, precision, ai_dram, ai_l2, ai_l1
+/// (FLOP/byte), achieved_flops_per_s, peak_flops_per_s (the precision's measured ceiling),
+/// attainable_flops_per_s (min(peak, DRAM bandwidth × ai_dram)), percent_of_roofline (100 × achieved /
+/// attainable), bound (at DRAM). Notes give the ceilings used and the ridge point of each precision present.
+/// roofline_chart() draws it.
+Table a9_kernel_roofline(const GpuRuns& runs);
+
+/// A12 "Counters by layer": per layer index of the counter run (outside-layer kernels in a last row with empty
+/// index): layer_index, layer_name, layer_type, kernels (counted kernels per batch), gflops, dram_read_bytes,
+/// dram_write_bytes, l2_bytes, l1_bytes (sums, SPEC §4), achieved_occupancy (mean weighted by each kernel's
+/// M/F/K latency), arithmetic_intensity (summed FLOPs / summed DRAM bytes), precision, bound. Bar on gflops.
+Table a12_counters_by_layer(const GpuRuns& runs);
+
+/// A14 "Layer roofline": A9 per layer, from A12's sums: layer_index, layer_name, layer_type,
+/// kernel_latency_ms (trimmed mean of the per-batch sum of the layer's compute-kernel latencies, M/F/K run: the
+/// time its FLOPs took), gflops, precision, ai_dram, ai_l2, ai_l1, achieved_flops_per_s (FLOPs /
+/// kernel_latency_ms), peak_flops_per_s, attainable_flops_per_s, percent_of_roofline, bound.
+Table a14_layer_roofline(const GpuRuns& runs);
+
+/// "Hierarchical roofline" (id "roofline-hier", after Yang et al. 2020): one row per A9 kernel, then one per A14
+/// layer: scope (kernel|layer), layer_index, kernel_index (empty for layers), name, precision, ai_l1, ai_l2,
+/// ai_dram, bound_l1, bound_l2, bound_dram (each against that level's measured bandwidth and the precision's
+/// peak), limiting (the level with the lowest roof, or "compute" when the peak is lower than every memory roof),
+/// attainable_flops_per_s (the lowest roof), achieved_flops_per_s.
+Table roofline_hierarchical(const GpuRuns& runs);
 
 /// A10 "Kernels by name": kernel_name, count (occurrences / batches), total_latency_ms (trimmed mean of the
 /// per-batch sum of its durations), mean_latency_us (sum of durations / occurrences), percent_of_model_latency
@@ -226,8 +369,10 @@ Table kernel_launch_delay_top(const GpuRuns& runs, std::size_t top = 10);
 
 /// A15 "Kernels by model": batch_size, model_latency_ms (trimmed mean, M run), kernel_latency_ms (trimmed mean
 /// of the per-batch sum of kernel durations, M/F/K run), kernel_count (per batch), gpu_busy_ms (trimmed mean of
-/// the per-batch union of kernel intervals, all streams: overlapping kernels count once), then empty gflops,
-/// dram_read_bytes, dram_write_bytes, achieved_occupancy, bound (hardware counters not collected).
+/// the per-batch union of kernel intervals, all streams: overlapping kernels count once), then the counters of
+/// all kernels of the counter run aggregated (SPEC §4): gflops, dram_read_bytes, dram_write_bytes,
+/// achieved_occupancy (latency-weighted), bound, l2_bytes, l1_bytes, arithmetic_intensity (from the sums),
+/// achieved_flops_per_s (FLOPs / per-batch compute-kernel latency), precision; empty without a counter run.
 Table a15_kernels_by_model(const EvaluationRecord& record);
 Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_sizes);
 
@@ -250,12 +395,12 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
 // Dispatch (used by run_analyses())
 // ---------------------------------------------------------------------------------------------------------
 
-/// The GPU analysis ids, as analysis_ids() lists them: "A8", "A10", "A11", "A13", "A15", "gpu-idle",
-/// "launch-stats".
+/// The GPU analysis ids, as analysis_ids() lists them: "A8", "A9", "A10", "A11", "A12", "A13", "A14", "A15",
+/// "roofline-hier", "gpu-idle", "launch-stats".
 const std::vector<std::string>& gpu_analysis_ids();
 
-/// Runs GPU analysis `id` (one of gpu_analysis_ids(), case-insensitive) for `batch_sizes`: A8, A10, A11, A13
-/// give one table per batch size; A15 and gpu-idle one table over them; launch-stats the statistics table
+/// Runs GPU analysis `id` (one of gpu_analysis_ids(), case-insensitive) for `batch_sizes`: A8–A14 and
+/// roofline-hier give one table per batch size; A15 and gpu-idle one table over them; launch-stats the statistics table
 /// followed by one top-10 launch-delay table per batch size. Throws std::invalid_argument for another id.
 std::vector<Table> run_gpu_analysis(const std::string& id, const std::vector<int>& batch_sizes,
                                     GpuRunsCache& cache);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "xsp/record/ceilings.h"
 #include "xsp/record/record.h"
 
 namespace xsp {
@@ -28,7 +29,8 @@ struct EvaluationListing {
   std::size_t run_count = 0;
 };
 
-/// SQLite results store. Schema versioned (table schema_version) and migrated forward on open.
+/// SQLite results store: evaluations and measured machine ceilings. Schema versioned (table schema_version) and
+/// migrated forward on open (version 3 added the ceilings).
 class Store {
  public:
   /// Opens or creates the store at `file` (parent folders are created), migrating it to the current
@@ -49,6 +51,18 @@ class Store {
   virtual std::optional<EvaluationRecord> load(std::int64_t id) = 0;
   /// Every evaluation, newest first (no traces loaded).
   virtual std::vector<EvaluationListing> list() = 0;
+
+  /// Stores one measurement of a machine's ceilings (all its ceilings, one transaction) and returns its id. An
+  /// empty measured_at is set to now. Throws StoreError naming the ceiling when the database refuses it (empty
+  /// hostname/gpu_name, non-positive value, unit other than flop/s, op/s, bytes/s, a name twice).
+  virtual std::int64_t save_ceilings(const MachineCeilings& ceilings) = 0;
+  /// Every stored measurement, newest first (measured_at, then insertion).
+  virtual std::vector<MachineCeilings> list_ceilings() = 0;
+  /// The latest measurement with `gpu_uuid` when it is non-empty and stored, else the latest for (hostname,
+  /// gpu_name); std::nullopt when none. (select_ceilings() in xsp/analysis/roofline.h applies the same rule, and
+  /// the host-only fallback, to list_ceilings().)
+  virtual std::optional<MachineCeilings> latest_ceilings(const std::string& hostname, const std::string& gpu_name,
+                                                         const std::string& gpu_uuid = "") = 0;
 };
 
 }  // namespace xsp

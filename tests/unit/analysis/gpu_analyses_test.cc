@@ -8,10 +8,12 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/roofline.h"
 #include "xsp/stats/stats.h"
 
 namespace xsp {
@@ -443,8 +445,9 @@ TEST(GpuAnalyses, NoKernelRunGivesEmptyTablesWithNote) {
 TEST(GpuAnalyses, RunAnalysesDispatchKeepsA1ToA7) {
   const EvaluationRecord e = gpu_record();
   const auto& ids = analysis_ids();
-  const std::vector<std::string> want = {"A1", "A2", "A3",  "A4",  "A5",       "A6",          "A7", "A8",
-                                         "A10", "A11", "A13", "A15", "gpu-idle", "launch-stats"};
+  const std::vector<std::string> want = {"A1",  "A2",  "A3",  "A4",  "A5",  "A6",  "A7",
+                                         "A8",  "A9",  "A10", "A11", "A12", "A13", "A14",
+                                         "A15", "roofline-hier", "gpu-idle", "launch-stats"};
   EXPECT_EQ(ids, want);
   const auto tables = run_analyses(e, {"A2", "A13", "launch-stats", "A1"}, 1);
   ASSERT_EQ(tables.size(), 5u);  // launch-stats: statistics + top-10 table
@@ -458,12 +461,14 @@ TEST(GpuAnalyses, RunAnalysesDispatchKeepsA1ToA7) {
   EXPECT_EQ(tables[4].id, "A1");
 
   try {
-    run_analyses(e, {"A2", "A9"}, std::nullopt);
+    run_analyses(e, {"A2", "A16"}, std::nullopt);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& ex) {
     const std::string msg = ex.what();
-    EXPECT_NE(msg.find("'A9'"), std::string::npos);
-    EXPECT_NE(msg.find("A1 A2 A3 A4 A5 A6 A7 A8 A10 A11 A13 A15 gpu-idle launch-stats"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'A16'"), std::string::npos);
+    EXPECT_NE(msg.find("A1 A2 A3 A4 A5 A6 A7 A8 A9 A10 A11 A12 A13 A14 A15 roofline-hier gpu-idle launch-stats"),
+              std::string::npos)
+        << msg;
   }
   EXPECT_THROW(run_gpu_analysis("A2", {1}, *std::make_unique<GpuRunsCache>(e)), std::invalid_argument);
 }
@@ -485,5 +490,336 @@ TEST(GpuAnalyses, SingleKernelRunNotesOverhead) {
 
 // A million-span M/F/K trace: every GPU analysis must stay linear (SPEC: traces reach a million spans).
 
+
+// ---------------------------------------------------------------------------------------------------------
+// Hardware counters: a counter run (M/F/K/H) joined to the M/F/K run above.
+//
+// Counter run, per batch: the same layers; one HARDWARE span per compute kernel, parent = the innermost op
+// (docs/spans.md), start = the launch call. Values (per batch 0; batch 1 of a two-batch run doubles the FLOPs of
+// implicit_gemm, so the mean is 1.5×):
+//   conv1 > aten::convolution > implicit_gemm: tensor_fp16 1.5e9 + fp32 1e8 FLOPs, DRAM 6e7 read + 2e7 write,
+//                                              L2 1.6e8, L1 4e8, occupancy 50, SM 70
+//   conv1 > bias_add:      fp32 1e6, DRAM 4e6 + 4e6, occupancy 90
+//   relu  > relu_kernel:   fp32 5e5, DRAM 2e6 + 2e6, occupancy 80
+//   fc    > gemm:          fp32 2e9, DRAM 1e7 + 1e7, L2 4e7, L1 1e8, occupancy 25
+//   fc    > gemm:          fp32 1e9, DRAM 1e7 + 0, occupancy 75
+//   fc    > bias_add:      fp32 1e5, DRAM 1e5 + 1e5, occupancy 60
+// Ceilings: fp32 50 TFLOP/s, tensor_fp16 800 TFLOP/s, DRAM 4 TB/s, L2 10 TB/s, L1 30 TB/s.
+// ---------------------------------------------------------------------------------------------------------
+
+struct HwKernel {
+  std::string name;
+  std::vector<Tag> values;
+};
+
+Trace counter_trace(int batches = 1, const std::string& fc_second_gemm = "gemm") {
+  TraceBuilder tb;
+  const SpanId app = tb.add(Level::kApplication, "evaluation", 0, 1'000'000'000, kNoSpan);
+  std::int64_t range = 0;
+  for (int b = 0; b < batches; ++b) {
+    const std::int64_t t0 = 1'000'000 * (b + 1);
+    const auto ns = [&](double us) { return t0 + static_cast<std::int64_t>(std::llround(us * kUs)); };
+    const auto hw = [&](SpanId op, double at_us, const std::string& name, std::vector<Tag> tags) {
+      tags.push_back({"range_index", std::to_string(range++)});
+      tags.push_back({"replay", "kernel"});
+      tb.add(Level::kHardware, name, ns(at_us), ns(at_us + 1), op, std::move(tags));
+    };
+    const SpanId pred = tb.add(Level::kModel, "predict", ns(0), ns(3000), app, {{"batch", std::to_string(b)}});
+    const SpanId conv = tb.add(Level::kFramework, "aten::conv2d", ns(10), ns(1600), pred, {{"module", "conv1"}});
+    const SpanId convolution = tb.add(Level::kFramework, "aten::convolution", ns(15), ns(1500), conv);
+    hw(convolution, 20, "implicit_gemm",
+       {{"tensor_fp16_flops", b == 0 ? "1500000000" : "3000000000"}, {"fp32_flops", "1e8"},
+        {"dram_read_bytes", "60000000"}, {"dram_write_bytes", "20000000"}, {"l2_bytes", "160000000"},
+        {"l1_bytes", "400000000"}, {"achieved_occupancy_percent", "50"}, {"sm_throughput_percent", "70"},
+        {"replay_duration_ns", "99000"}});
+    hw(conv, 1510, "bias_add",
+       {{"fp32_flops", "1000000"}, {"dram_read_bytes", "4000000"}, {"dram_write_bytes", "4000000"},
+        {"achieved_occupancy_percent", "90"}});
+    const SpanId relu = tb.add(Level::kFramework, "aten::relu", ns(1700), ns(1800), pred);
+    hw(relu, 1720, "relu_kernel",
+       {{"fp32_flops", "500000"}, {"dram_read_bytes", "2000000"}, {"dram_write_bytes", "2000000"},
+        {"achieved_occupancy_percent", "80"}});
+    const SpanId fc = tb.add(Level::kFramework, "aten::linear", ns(1900), ns(2600), pred, {{"module", "fc"}});
+    hw(fc, 1920, "gemm",
+       {{"fp32_flops", "2000000000"}, {"dram_read_bytes", "10000000"}, {"dram_write_bytes", "10000000"},
+        {"l2_bytes", "40000000"}, {"l1_bytes", "100000000"}, {"achieved_occupancy_percent", "25"}});
+    hw(fc, 1960, fc_second_gemm,
+       {{"fp32_flops", "1000000000"}, {"dram_read_bytes", "10000000"}, {"dram_write_bytes", "0"},
+        {"achieved_occupancy_percent", "75"}});
+    hw(fc, 1990, "bias_add",
+       {{"fp32_flops", "100000"}, {"dram_read_bytes", "100000"}, {"dram_write_bytes", "100000"},
+        {"achieved_occupancy_percent", "60"}});
+  }
+  return tb.trace;
+}
+
+EvaluationRecord counter_record(int counter_batches = 1, const std::string& fc_second_gemm = "gemm") {
+  EvaluationRecord e = gpu_record();
+  e.trace_level = TraceLevel::kHardware;
+  e.system = {{"host", {{"hostname", "node7"}}}, {"gpu", {{{"index", 0}, {"name", "NVIDIA H200"}}}}};
+  RunRecord h;
+  h.batch_size = 1;
+  h.trace_level = TraceLevel::kHardware;
+  h.iterations = counter_batches;
+  h.trace = counter_trace(counter_batches, fc_second_gemm);
+  e.runs.push_back(std::move(h));
+  return e;
+}
+
+MachineCeilings test_ceilings() {
+  MachineCeilings m;
+  m.hostname = "node7";
+  m.gpu_name = "NVIDIA H200";
+  m.measured_at = "2026-11-20T10:00:00Z";
+  m.ceilings = {{"fp32", 50e12, "flop/s", "fma"},  {"tensor_fp16", 800e12, "flop/s", "gemm"},
+                {"dram", 4e12, "bytes/s", "copy"}, {"l2", 10e12, "bytes/s", "copy"},
+                {"l1", 30e12, "bytes/s", "load"}};
+  return m;
+}
+
+TEST(ExtractCounters, PlacesHardwareSpansLikeKernels) {
+  const Trace tr = counter_trace(2);
+  const CounterTimeline ct = extract_counters(tr);
+  ASSERT_EQ(ct.batches(), 2u);
+  EXPECT_EQ(ct.hardware_spans, 12u);
+  EXPECT_EQ(ct.outside_predict, 0u);
+  EXPECT_EQ(ct.unparsed_values, 0u);
+  ASSERT_EQ(ct.ranges.size(), 12u);
+  const std::vector<std::tuple<std::size_t, std::size_t, std::string>> want = {
+      {0, 0, "implicit_gemm"}, {0, 1, "bias_add"}, {1, 0, "relu_kernel"},
+      {2, 0, "gemm"},          {2, 1, "gemm"},     {2, 2, "bias_add"}};
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(ct.ranges[i].batch, 0u);
+    EXPECT_EQ(ct.ranges[i].layer_index, std::get<0>(want[i])) << i;
+    EXPECT_EQ(ct.ranges[i].kernel_index, std::get<1>(want[i])) << i;
+    EXPECT_EQ(ct.ranges[i].name, std::get<2>(want[i])) << i;
+    EXPECT_EQ(ct.ranges[i + 6].batch, 1u);
+  }
+  EXPECT_EQ(ct.ranges[0].range_index, 0);
+  EXPECT_DOUBLE_EQ(ct.ranges[0].counters.at("fp32_flops"), 1e8);  // "1e8" parses
+  EXPECT_DOUBLE_EQ(ct.ranges[0].counters.at("achieved_occupancy_percent"), 50);
+  EXPECT_EQ(ct.ranges[0].counters.count("range_index"), 0u);  // not a counter
+  EXPECT_EQ(ct.layers.layers.size(), 3u);
+
+  std::size_t renamed = 99;
+  const auto occ = counters_by_occurrence(ct, &renamed);
+  EXPECT_EQ(renamed, 0u);
+  ASSERT_EQ(occ.size(), 6u);
+  EXPECT_EQ(occ[0].samples, 2u);
+  // Batch 0 has 1.5e9, batch 1 3e9 tensor FLOPs: averaged per occurrence.
+  EXPECT_DOUBLE_EQ(occ[0].counters.at("tensor_fp16_flops"), 2.25e9);
+  EXPECT_DOUBLE_EQ(occ[0].counters.at("dram_read_bytes"), 6e7);
+}
+
+TEST(ExtractCounters, CountsValuesThatAreNotNumbers) {
+  TraceBuilder tb;
+  const SpanId pred = tb.add(Level::kModel, "predict", 0, 1000, kNoSpan);
+  const SpanId op = tb.add(Level::kFramework, "aten::mm", 10, 900, pred);
+  tb.add(Level::kHardware, "k", 20, 30, op, {{"fp32_flops", "12abc"}, {"dram_read_bytes", "64"},
+                                             {"collection_note", "pass 2 failed"}});
+  tb.add(Level::kHardware, "orphan", 20, 30, kNoSpan, {{"fp32_flops", "1"}});
+  const CounterTimeline ct = extract_counters(tb.trace);
+  EXPECT_EQ(ct.hardware_spans, 2u);
+  EXPECT_EQ(ct.outside_predict, 1u);
+  EXPECT_EQ(ct.unparsed_values, 1u);
+  EXPECT_NE(ct.first_unparsed.find("fp32_flops = '12abc'"), std::string::npos) << ct.first_unparsed;
+  EXPECT_EQ(ct.partial, 1u);
+  ASSERT_EQ(ct.ranges.size(), 1u);
+  EXPECT_EQ(ct.ranges[0].counters.size(), 1u);
+  EXPECT_DOUBLE_EQ(ct.ranges[0].counters.at("dram_read_bytes"), 64);
+}
+
+TEST(HardwareAnalyses, A8JoinsCountersAndClassifiesAgainstCeilings) {
+  const EvaluationRecord e = counter_record();
+  const MachineCeilings c = test_ceilings();
+  const GpuRuns runs = gpu_runs(e, 1, &c);
+  ASSERT_TRUE(runs.has_counters());
+  EXPECT_EQ(runs.joined, 6u);
+  EXPECT_EQ(runs.name_mismatches, 0u);
+  const Table t = a8_kernel_information(runs);
+  ASSERT_EQ(t.rows.size(), 7u);
+  // implicit_gemm: 1.6e9 FLOPs over 8e7 DRAM bytes = AI 20, tensor_fp16 (ridge 200) -> memory-bound;
+  // achieved = 1.6e9 / 30 µs (M/F/K latency, not the 99 µs replay duration).
+  EXPECT_NEAR(at(t, 0, "gflops"), 1.6, 1e-12);
+  EXPECT_DOUBLE_EQ(at(t, 0, "dram_read_bytes"), 6e7);
+  EXPECT_DOUBLE_EQ(at(t, 0, "dram_write_bytes"), 2e7);
+  EXPECT_DOUBLE_EQ(at(t, 0, "achieved_occupancy"), 50);
+  EXPECT_NEAR(at(t, 0, "arithmetic_intensity"), 20, 1e-12);
+  EXPECT_NEAR(at(t, 0, "achieved_flops_per_s"), 1.6e9 / 30e-6, 1e3);
+  EXPECT_EQ(str(t.rows[0][col(t, "bound")]), "memory");
+  EXPECT_EQ(str(t.rows[0][col(t, "precision")]), "tensor_fp16");
+  EXPECT_DOUBLE_EQ(at(t, 0, "l2_bytes"), 1.6e8);
+  EXPECT_DOUBLE_EQ(at(t, 0, "sm_throughput_percent"), 70);
+  // fc gemm (row 3): fp32, AI 2e9 / 2e7 = 100 >= ridge 12.5 -> compute-bound; latency 42 µs (mean of 40, 44).
+  EXPECT_NEAR(at(t, 3, "arithmetic_intensity"), 100, 1e-12);
+  EXPECT_NEAR(at(t, 3, "achieved_flops_per_s"), 2e9 / 42e-6, 1e3);
+  EXPECT_EQ(str(t.rows[3][col(t, "bound")]), "compute");
+  EXPECT_EQ(str(t.rows[3][col(t, "precision")]), "fp32");
+  // relu_kernel: AI 5e5 / 4e6 = 0.125 -> memory-bound.
+  EXPECT_EQ(str(t.rows[2][col(t, "bound")]), "memory");
+  // The memcpy has no counters.
+  EXPECT_TRUE(empty(t.rows[6][col(t, "gflops")]));
+  EXPECT_TRUE(empty(t.rows[6][col(t, "bound")]));
+  EXPECT_TRUE(has_note(t, "counters from the counter run (trace level hardware), 1 batch"));
+  EXPECT_TRUE(has_note(t, "ceilings of NVIDIA H200 on host node7"));
+  EXPECT_TRUE(has_note(t, "tensor_fp16 (peak 800 Tflop/s): dram 200, l2 80, l1 26.67"));
+  EXPECT_TRUE(has_note(t, "fp32 (peak 50 Tflop/s): dram 12.5, l2 5, l1 1.667"));
+  EXPECT_FALSE(has_note(t, "hardware counters were not collected"));
+}
+
+TEST(HardwareAnalyses, WithoutCeilingsBoundIsEmptyWithNote) {
+  const EvaluationRecord e = counter_record();
+  const Table t = a8_kernel_information(gpu_runs(e, 1));
+  EXPECT_NEAR(at(t, 0, "arithmetic_intensity"), 20, 1e-12);  // intensities need no ceilings
+  EXPECT_TRUE(empty(t.rows[0][col(t, "bound")]));
+  EXPECT_TRUE(has_note(t, "no measured ceilings for GPU NVIDIA H200 on host node7: run `xsp machine ceilings`"));
+  // Through run_analyses() with the ceilings passed in, the bound is filled.
+  AnalysisOptions options;
+  options.ceilings = test_ceilings();
+  const auto tables = run_analyses(e, {"A8"}, options);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(str(tables[0].rows[0][col(tables[0], "bound")]), "memory");
+}
+
+TEST(HardwareAnalyses, NameMismatchIsNotJoinedAndNoted) {
+  const EvaluationRecord e = counter_record(1, "gemm_splitk");
+  const MachineCeilings c = test_ceilings();
+  const GpuRuns runs = gpu_runs(e, 1, &c);
+  EXPECT_EQ(runs.name_mismatches, 1u);
+  EXPECT_EQ(runs.joined, 5u);
+  const Table t = a8_kernel_information(runs);
+  EXPECT_TRUE(empty(t.rows[4][col(t, "gflops")]));  // fc's second gemm
+  EXPECT_FALSE(empty(t.rows[3][col(t, "gflops")]));
+  EXPECT_TRUE(has_note(t, "1 of 6 compute-kernel positions have a different kernel name in the counter run than in "
+                          "the M/F/K run (first: layer 2 kernel 1: 'gemm' in M/F/K, 'gemm_splitk' in the counter "
+                          "run)"));
+  const Table a9 = a9_kernel_roofline(runs);
+  EXPECT_EQ(a9.rows.size(), 5u);
+  // The layer sums still hold the unjoined kernel's FLOPs, but not its occupancy (no latency to weight it by).
+  const Table a12 = a12_counters_by_layer(runs);
+  EXPECT_NEAR(at(a12, 2, "gflops"), 3.0001, 1e-12);
+  EXPECT_NEAR(at(a12, 2, "achieved_occupancy"), (25 * 42 + 60 * 1.5) / 43.5, 1e-9);
+  EXPECT_TRUE(has_note(a12, "1 kernels of the counter run have no joined M/F/K latency"));
+}
+
+TEST(HardwareAnalyses, A9KernelRoofline) {
+  const EvaluationRecord e = counter_record();
+  const MachineCeilings c = test_ceilings();
+  const Table t = a9_kernel_roofline(gpu_runs(e, 1, &c));
+  ASSERT_EQ(t.rows.size(), 6u);  // compute kernels only
+  EXPECT_EQ(str(t.rows[0][col(t, "kernel_name")]), "implicit_gemm");
+  EXPECT_NEAR(at(t, 0, "ai_dram"), 20, 1e-12);
+  EXPECT_NEAR(at(t, 0, "ai_l2"), 10, 1e-12);
+  EXPECT_NEAR(at(t, 0, "ai_l1"), 4, 1e-12);
+  EXPECT_DOUBLE_EQ(at(t, 0, "peak_flops_per_s"), 800e12);
+  EXPECT_NEAR(at(t, 0, "attainable_flops_per_s"), 80e12, 1);  // 4 TB/s × 20
+  EXPECT_NEAR(at(t, 0, "percent_of_roofline"), 100 * (1.6e9 / 30e-6) / 80e12, 1e-9);
+  EXPECT_NEAR(at(t, 3, "attainable_flops_per_s"), 50e12, 1);  // capped by the fp32 peak
+  EXPECT_NEAR(at(t, 3, "percent_of_roofline"), 100 * (2e9 / 42e-6) / 50e12, 1e-9);
+  EXPECT_EQ(str(t.rows[3][col(t, "bound")]), "compute");
+  EXPECT_TRUE(empty(t.rows[4][col(t, "ai_l2")]));  // no l2_bytes counter on that kernel
+
+  const nlohmann::json chart = roofline_chart({t}, &c);
+  EXPECT_EQ(chart["$schema"], "https://vega.github.io/schema/vega-lite/v5.json");
+  ASSERT_EQ(chart["layer"].size(), 2u);
+  EXPECT_EQ(chart["layer"][1]["data"]["values"].size(), 6u);
+  // Roofs: one polyline of 3 points per precision used (fp32, tensor_fp16) + L2 and L1 diagonals (2 points each).
+  const auto& roofs = chart["layer"][0]["data"]["values"];
+  EXPECT_EQ(roofs.size(), 3u * 2 + 2 * 2);
+  bool ridge_seen = false;
+  for (const auto& r : roofs)
+    if (r["roof"] == "fp32 peak / DRAM" && std::fabs(r["ai"].get<double>() - 12.5) < 1e-12) {
+      ridge_seen = true;
+      EXPECT_DOUBLE_EQ(r["flops_per_s"].get<double>(), 50e12);
+    }
+  EXPECT_TRUE(ridge_seen);
+  EXPECT_THROW(roofline_chart({a8_kernel_information(gpu_runs(e, 1, &c))}, &c), std::invalid_argument);
+}
+
+TEST(HardwareAnalyses, A12AndA14AggregateByLayer) {
+  const EvaluationRecord e = counter_record();
+  const MachineCeilings c = test_ceilings();
+  const GpuRuns runs = gpu_runs(e, 1, &c);
+  const Table t = a12_counters_by_layer(runs);
+  ASSERT_EQ(t.rows.size(), 3u);  // no counted kernel outside layers (the memcpy has no counters)
+  EXPECT_EQ(t.bar_column, col(t, "gflops"));
+  EXPECT_EQ(str(t.rows[0][col(t, "layer_name")]), "conv1");
+  EXPECT_EQ(at(t, 0, "kernels"), 2);
+  EXPECT_NEAR(at(t, 0, "gflops"), 1.601, 1e-12);
+  EXPECT_DOUBLE_EQ(at(t, 0, "dram_read_bytes"), 6.4e7);
+  EXPECT_DOUBLE_EQ(at(t, 0, "dram_write_bytes"), 2.4e7);
+  EXPECT_DOUBLE_EQ(at(t, 0, "l2_bytes"), 1.6e8);  // only implicit_gemm has it
+  // Occupancy weighted by the M/F/K latencies 30 and 20 µs: (50·30 + 90·20) / 50 = 66 (the plain mean is 70).
+  EXPECT_NEAR(at(t, 0, "achieved_occupancy"), 66, 1e-12);
+  EXPECT_NEAR(at(t, 0, "arithmetic_intensity"), 1.601e9 / 8.8e7, 1e-9);  // from the sums
+  EXPECT_EQ(str(t.rows[0][col(t, "precision")]), "tensor_fp16");
+  EXPECT_EQ(str(t.rows[0][col(t, "bound")]), "memory");
+  // fc: (25·42 + 75·30 + 60·1.5) / 73.5.
+  EXPECT_NEAR(at(t, 2, "achieved_occupancy"), 3390.0 / 73.5, 1e-9);
+  EXPECT_NEAR(at(t, 2, "arithmetic_intensity"), 3.0001e9 / 3.02e7, 1e-9);
+  EXPECT_EQ(str(t.rows[2][col(t, "bound")]), "compute");
+
+  const Table r = a14_layer_roofline(runs);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_NEAR(at(r, 0, "kernel_latency_ms"), 0.050, 1e-12);
+  EXPECT_NEAR(at(r, 0, "achieved_flops_per_s"), 1.601e9 / 50e-6, 1e3);
+  EXPECT_NEAR(at(r, 2, "kernel_latency_ms"), 0.0735, 1e-12);  // mean of 71.5 and 75.5 µs
+  EXPECT_NEAR(at(r, 2, "attainable_flops_per_s"), 50e12, 1);
+  EXPECT_TRUE(has_note(r, "compute-kernel (kind kernel) latencies in the M/F/K run"));
+  EXPECT_NO_THROW(roofline_chart({r}, &c));
+}
+
+TEST(HardwareAnalyses, HierarchicalRoofline) {
+  const EvaluationRecord e = counter_record();
+  const MachineCeilings c = test_ceilings();
+  const Table t = roofline_hierarchical(gpu_runs(e, 1, &c));
+  ASSERT_EQ(t.rows.size(), 6u + 3u);  // kernels, then layers
+  // implicit_gemm: roofs L1 30e12·4 = 120e12, L2 10e12·10 = 100e12, DRAM 4e12·20 = 80e12 < peak 800e12.
+  EXPECT_EQ(str(t.rows[0][col(t, "scope")]), "kernel");
+  EXPECT_EQ(str(t.rows[0][col(t, "bound_l1")]), "memory");   // 4 < 26.67
+  EXPECT_EQ(str(t.rows[0][col(t, "bound_l2")]), "memory");   // 10 < 80
+  EXPECT_EQ(str(t.rows[0][col(t, "bound_dram")]), "memory"); // 20 < 200
+  EXPECT_EQ(str(t.rows[0][col(t, "limiting")]), "dram");
+  EXPECT_NEAR(at(t, 0, "attainable_flops_per_s"), 80e12, 1);
+  // fc gemm: every roof (L1 600e12, L2 500e12, DRAM 400e12) is above the fp32 peak.
+  EXPECT_EQ(str(t.rows[3][col(t, "bound_l1")]), "compute");
+  EXPECT_EQ(str(t.rows[3][col(t, "limiting")]), "compute");
+  EXPECT_EQ(str(t.rows[6][col(t, "scope")]), "layer");
+  EXPECT_TRUE(empty(t.rows[6][col(t, "kernel_index")]));
+  EXPECT_EQ(str(t.rows[6][col(t, "name")]), "conv1");
+}
+
+TEST(HardwareAnalyses, A15AggregatesTheModel) {
+  const EvaluationRecord e = counter_record();
+  GpuRunsCache cache(e);
+  cache.set_ceilings(test_ceilings(), "");
+  const Table t = a15_kernels_by_model(cache, {1});
+  ASSERT_EQ(t.rows.size(), 1u);
+  const double flops = 1.6e9 + 1e6 + 5e5 + 2e9 + 1e9 + 1e5;
+  EXPECT_NEAR(at(t, 0, "gflops"), flops / 1e9, 1e-12);
+  EXPECT_DOUBLE_EQ(at(t, 0, "dram_read_bytes"), 6e7 + 4e6 + 2e6 + 1e7 + 1e7 + 1e5);
+  EXPECT_DOUBLE_EQ(at(t, 0, "dram_write_bytes"), 2e7 + 4e6 + 2e6 + 1e7 + 0 + 1e5);
+  const double occ = (50 * 30 + 90 * 20 + 80 * 5 + 25 * 42 + 75 * 30 + 60 * 1.5) / (30 + 20 + 5 + 42 + 30 + 1.5);
+  EXPECT_NEAR(at(t, 0, "achieved_occupancy"), occ, 1e-9);
+  // Compute-kernel time per batch: 126.5 and 130.5 µs (the memcpy excluded), mean 128.5 µs.
+  EXPECT_NEAR(at(t, 0, "achieved_flops_per_s"), flops / 128.5e-6, 1e3);
+  // The model's dominant precision is fp32 (3.1016e9 vs 1.5e9 tensor), AI = flops / DRAM bytes.
+  EXPECT_EQ(str(t.rows[0][col(t, "precision")]), "fp32");
+  const double bytes = (6e7 + 4e6 + 2e6 + 1e7 + 1e7 + 1e5) + (2e7 + 4e6 + 2e6 + 1e7 + 0 + 1e5);
+  EXPECT_NEAR(at(t, 0, "arithmetic_intensity"), flops / bytes, 1e-9);
+  EXPECT_EQ(str(t.rows[0][col(t, "bound")]), "compute");  // AI 37.7 >= fp32 ridge 12.5
+  EXPECT_TRUE(has_note(t, "ceilings of NVIDIA H200 on host node7"));
+}
+
+TEST(HardwareAnalyses, NoCounterRunKeepsColumnsEmpty) {
+  const EvaluationRecord e = gpu_record();
+  for (const char* id : {"A9", "A12", "A14", "roofline-hier"}) {
+    GpuRunsCache cache(e);
+    const auto tables = run_gpu_analysis(id, {1}, cache);
+    ASSERT_EQ(tables.size(), 1u);
+    EXPECT_TRUE(tables[0].rows.empty()) << id;
+    EXPECT_TRUE(has_note(tables[0], kNoCounterRun)) << id;
+  }
+}
 }  // namespace
 }  // namespace xsp

@@ -146,8 +146,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 2);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(Store::current_schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 3);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -284,7 +284,7 @@ TEST(Store, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = Store::open(file);
-  EXPECT_EQ(reopened->schema_version(), 2);
+  EXPECT_EQ(reopened->schema_version(), 3);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -323,7 +323,7 @@ TEST(Store, PredictionsRoundTripInOrder) {
   EXPECT_EQ(count_rows(file, "predictions"), 3);
 }
 
-TEST(Store, MigratesVersion1StoreToVersion2) {
+TEST(Store, MigratesVersion1StoreToCurrent) {
   TempDir dir;
   const fs::path file = dir.path() / "old.db";
   EvaluationRecord old = make_record();
@@ -332,10 +332,12 @@ TEST(Store, MigratesVersion1StoreToVersion2) {
     auto store = Store::open(file);
     store->save(old);
   }
-  // Turn the file back into what version 1 wrote: no predictions table, schema_version 1.
-  exec_sql(file, "DROP TABLE predictions; UPDATE schema_version SET version = 1;");
+  // Turn the file back into what version 1 wrote: no predictions or ceilings tables, schema_version 1.
+  exec_sql(file, "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
+                 "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
   EXPECT_EQ(store->load(old.id), old);  // old evaluations read back unchanged
   EvaluationRecord fresh = make_record("2026-12-02T00:00:00Z");
@@ -462,5 +464,114 @@ TEST(Store, DeletingAnEvaluationCascadesToRuns) {
   EXPECT_EQ(count_rows(file, "runs"), 0);
 }
 
+
+// ---------------------------------------------------------------------------------------------------------
+// Machine ceilings (schema version 3)
+// ---------------------------------------------------------------------------------------------------------
+
+MachineCeilings make_ceilings(const std::string& gpu, const std::string& at) {
+  MachineCeilings m;
+  m.hostname = "node7";
+  m.gpu_name = gpu;
+  m.gpu_uuid = gpu == "NVIDIA H200" ? "GPU-aaaa" : "";
+  m.measured_at = at;
+  m.clocks_note = "application clocks 1980/3201 MHz, not changed";
+  m.ceilings = {{"fp32", 6.1e13, "flop/s", "ffma, best of 10"},
+                {"tensor_fp16", 7.9e14, "flop/s", "cublasGemmEx 8192^3 fp16->fp32"},
+                {"tensor_int8", 1.6e15, "op/s", "cublasGemmEx int8"},
+                {"dram", 4.3e12, "bytes/s", "d2d copy 4 GiB"},
+                {"l1", 3.0000000000000004e13, "bytes/s", "loads"}};
+  return m;
+}
+
+TEST(Store, CeilingsRoundTripAndLatest) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  auto store = Store::open(file);
+  const MachineCeilings old = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
+  const MachineCeilings recent = make_ceilings("NVIDIA H200", "2026-11-20T00:00:00Z");
+  const MachineCeilings h100 = make_ceilings("NVIDIA H100", "2026-12-01T00:00:00Z");
+  const std::int64_t id1 = store->save_ceilings(recent);
+  const std::int64_t id2 = store->save_ceilings(old);  // inserted later, measured earlier
+  store->save_ceilings(h100);
+  EXPECT_LT(id1, id2);
+  EXPECT_EQ(count_rows(file, "machine_ceilings"), 3);
+  EXPECT_EQ(count_rows(file, "ceilings"), 15);
+
+  const auto all = store->list_ceilings();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0], h100);  // newest measured first, values bit-exact, ceilings in order
+  EXPECT_EQ(all[1], recent);
+  EXPECT_EQ(all[2], old);
+
+  EXPECT_EQ(store->latest_ceilings("node7", "NVIDIA H200"), recent);
+  EXPECT_EQ(store->latest_ceilings("node7", "NVIDIA H100"), h100);
+  EXPECT_EQ(store->latest_ceilings("other", "NVIDIA H200"), std::nullopt);
+  EXPECT_EQ(store->latest_ceilings("renamed-host", "?", "GPU-aaaa"), recent);  // the UUID wins
+
+  // Survives reopening.
+  store.reset();
+  EXPECT_EQ(Store::open(file)->list_ceilings().size(), 3u);
+}
+
+TEST(Store, InvalidCeilingsAreRefusedWhole) {
+  TempDir dir;
+  const fs::path file = dir.path() / "xsp.db";
+  auto store = Store::open(file);
+  MachineCeilings bad = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
+  bad.ceilings[2].value = -1;  // CHECK (value > 0)
+  try {
+    store->save_ceilings(bad);
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("ceiling 'tensor_int8'"), std::string::npos) << e.what();
+  }
+  MachineCeilings twice = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
+  twice.ceilings.push_back(twice.ceilings[0]);  // UNIQUE (machine_ceilings_id, name)
+  EXPECT_THROW(store->save_ceilings(twice), StoreError);
+  MachineCeilings unit = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
+  unit.ceilings[0].unit = "GFLOPS";
+  EXPECT_THROW(store->save_ceilings(unit), StoreError);
+  MachineCeilings nameless = make_ceilings("", "2026-11-01T00:00:00Z");
+  EXPECT_THROW(store->save_ceilings(nameless), StoreError);
+  // Nothing of the failed measurements was kept.
+  EXPECT_EQ(count_rows(file, "machine_ceilings"), 0);
+  EXPECT_EQ(count_rows(file, "ceilings"), 0);
+  EXPECT_TRUE(store->list_ceilings().empty());
+}
+
+TEST(Store, MigratesVersion2StoreToVersion3) {
+  TempDir dir;
+  const fs::path file = dir.path() / "v2.db";
+  EvaluationRecord record = make_record();
+  {
+    auto store = Store::open(file);
+    store->save(record);
+  }
+  exec_sql(file, "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
+  auto store = Store::open(file);
+  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->load(record.id), record);
+  const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
+  store->save_ceilings(m);
+  EXPECT_EQ(store->list_ceilings(), std::vector<MachineCeilings>{m});
+}
+
+TEST(Store, RecordedGpuFixtureMigratesCleanly) {
+  // A store written by an older XSP on an H200 (schema version 1): opening migrates it in one transaction and
+  // every evaluation still reads back. Work on a copy: opening writes.
+  TempDir dir;
+  const fs::path file = dir.path() / "fixture.db";
+  fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
+  auto store = Store::open(file);
+  EXPECT_EQ(store->schema_version(), 3);
+  const auto e = store->load(1);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->runs.size(), 3u);
+  EXPECT_EQ(e->system["host"]["hostname"], "vm");
+  EXPECT_TRUE(store->list_ceilings().empty());
+  store->save_ceilings(make_ceilings("NVIDIA H200", "2026-11-21T00:00:00Z"));
+  EXPECT_EQ(count_rows(file, "machine_ceilings"), 1);
+}
 }  // namespace
 }  // namespace xsp
