@@ -342,6 +342,7 @@ std::string format_scenario_record(const EvaluationRecord& record) {
     std::vector<std::int64_t> raw(run.predict_latency_ns.begin(), run.predict_latency_ns.end());
     const double es = loadgen::early_stopping_latency(std::move(raw), pct, confidence);
     std::string rate = record.scenario;
+    if (s.contains("sweep")) rate += " bs" + std::to_string(run.batch_size);
     if (peak) {
       char q[32];
       std::snprintf(q, sizeof q, "@%.1f", num(r, "target_qps"));
