@@ -395,7 +395,7 @@ std::string format_scenario_record(const EvaluationRecord& record) {
        << tt.value("traced_queries", std::uint64_t{0}) << " queries traced): kept";
     for (const auto& k : tt.value("kept", nlohmann::json::array())) {
       char q[160];
-      std::snprintf(q, sizeof q, " query %llu (%s, rank %llu, p%.1f, %.3f ms, %zu spans);",
+      std::snprintf(q, sizeof q, " query %llu (%s, rank %llu, p%.2f, %.3f ms, %zu spans);",
                     static_cast<unsigned long long>(k.value("query", std::uint64_t{0})),
                     k.value("kind", std::string()).c_str(), static_cast<unsigned long long>(k.value("rank", std::uint64_t{0})),
                     num(k, "percentile"), num(k, "latency_ns") / 1e6, k.value("spans", std::size_t{0}));

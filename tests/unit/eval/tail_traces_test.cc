@@ -273,7 +273,7 @@ TEST(TailTracesScenario, SingleStreamKeepsExactlyTheSlowestQueriesFrameworkSpans
   EXPECT_EQ(tt["trace_level"], "framework");
   const std::string report = format_scenario_record(rec);
   EXPECT_NE(report.find("dropped 31 query traces"), std::string::npos) << report;
-  EXPECT_NE(report.find("rank 1, p100.0"), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1, p100.00"), std::string::npos) << report;
 }
 
 TEST(TailTracesScenario, MultiStreamQueriesKeepAllTheirBatches) {
