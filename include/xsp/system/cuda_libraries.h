@@ -17,7 +17,8 @@ std::string format_cuda_version(int version);
 /// 10000·major + 100·minor + patch (90100), per cudnn_version.h (CUDNN_VERSION) of each release. "" for 0.
 std::string format_cudnn_version(std::uint64_t version);
 
-/// How a library was found: kLoaded = already mapped into this process (what the framework actually uses),
+/// How a library was found: kLoaded = already mapped into this process (by the framework, or by XSP's own
+/// CUPTI profiler in a CUDA build: either way the copy this process runs with),
 /// kFound = not loaded, but dlopen found it on the library path (installed, not used by this evaluation),
 /// kAbsent = neither.
 enum class LibraryPresence { kLoaded, kFound, kAbsent };
