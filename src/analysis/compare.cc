@@ -186,7 +186,8 @@ Table a1_significance(const std::vector<EvaluationRecord>& records, const Compar
                {"batches_a", "n A"},          {"batches_b", "n B"},           {"median_a_ms", "median A ms"},
                {"median_b_ms", "median B ms"}, {"median_diff_ms", "B-A ms"},   {"ci_low_ms", "CI" + conf + " low"},
                {"ci_high_ms", "CI" + conf + " high"}, {"u", "U (A)"},          {"z", "z"},
-               {"p_value", "p"},              {"significant", std::string("significant (alpha=") + alpha + ")"}};
+               {"p_value", "p"},              {"significant", std::string("significant (alpha=") + alpha + ")"},
+               {"p_method", "p method"}};
   if (records.size() < 2) return t;
   std::set<int> batches;
   for (const auto& r : records) batches.insert(r.batch_sizes.begin(), r.batch_sizes.end());
@@ -204,13 +205,14 @@ Table a1_significance(const std::vector<EvaluationRecord>& records, const Compar
                         Cell(median(first->predict_latency_ns) / 1e6), Cell(median(other->predict_latency_ns) / 1e6),
                         Cell(c.median_difference.difference / 1e6), Cell(c.median_difference.low / 1e6),
                         Cell(c.median_difference.high / 1e6), Cell(c.test.u1), Cell(c.test.z), Cell(c.test.p_value),
-                        Cell(std::string(c.significant ? "yes" : (c.test.enough_samples ? "no" : "no (too few batches)")))});
+                        Cell(std::string(c.significant ? "yes" : "no")), Cell(std::string(c.test.exact ? "exact" : "normal"))});
     }
   }
-  t.notes.push_back("two-sided Mann-Whitney U (Mann & Whitney 1947), normal approximation with tie and continuity "
-                    "correction (as scipy.stats.mannwhitneyu, method=asymptotic) on the raw per-batch predict "
-                    "latencies of the M runs; significant: p < " + std::string(alpha) + " with >= " +
-                    std::to_string(kMinSamplesPerSide) + " batches per side");
+  t.notes.push_back("two-sided Mann-Whitney U (Mann & Whitney 1947) on the raw per-batch predict latencies of the M "
+                    "runs; p exact (permutation distribution of the midrank sum, as scipy.stats.mannwhitneyu "
+                    "method=exact without ties) when n A + n B <= " + std::to_string(kExactMaxTotal) +
+                    ", else normal approximation with tie and continuity correction (method=asymptotic); "
+                    "significant: p < " + std::string(alpha));
   t.notes.push_back("CI: bootstrap percentile interval of median(B) - median(A), " +
                     std::to_string(options.bootstrap_resamples) + " resamples, seed " +
                     std::to_string(options.bootstrap_seed));

@@ -203,13 +203,17 @@ int run_cli(int argc, char** argv) {
                        "predictor to use: libtorch, opencv-dnn, onnxruntime (those built in: see `xsp models`); "
                        "default: the manifest's first framework");
   evaluate->add_option("--device", device, "cpu|cuda")->capture_default_str();
-  evaluate->add_option("--batch-sizes", batch_sizes_text, "comma-separated batch sizes")->capture_default_str();
+  auto* batch_sizes_option = evaluate->add_option("--batch-sizes", batch_sizes_text,
+                                                  "comma-separated batch sizes; with --scenario offline: a sweep, "
+                                                  "one offline run per max batch, and the optimal batch (A1)")
+                                 ->capture_default_str();
   evaluate->add_option("--trace-level", trace_level_text, "model|framework|library|system|kernel|hardware")
       ->capture_default_str();
   int counter_iterations = 1;
   evaluate
       ->add_option("--counter-iterations", counter_iterations,
-                   "measured batches of the hardware-counter run (each kernel replayed once per metric pass)")
+                   "measured batches of the hardware-counter run (at least one per metric pass: the counter "
+                   "profiler rotates passes over identical batches)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   evaluate->add_flag("--leveled", leveled, "leveled experimentation: run M, M/F, ... and take each level's "
@@ -289,7 +293,11 @@ int run_cli(int argc, char** argv) {
   std::int64_t export_id = 0;
   std::string export_format = "chrome", export_out, export_level;
   std::optional<int> export_batch;
+  std::optional<int> export_run;
   trace_export->add_option("id", export_id, "evaluation id")->required();
+  trace_export->add_option("--run", export_run,
+                           "the N-th run of the evaluation (1-based, as `xsp show` numbers scenario runs); "
+                           "overrides --batch-size/--trace-level");
   trace_export->add_option("--format", export_format, "chrome|otlp")->capture_default_str();
   trace_export->add_option("-o,--output", export_out, "output file")->required();
   trace_export->add_option("--batch-size", export_batch, "run's batch size (default: the first)");
@@ -375,7 +383,8 @@ int run_cli(int argc, char** argv) {
     predictor->load(manifest, DeviceSpec{device, 0});
     if (scenario_command.active())
       return scenario_command.run(manifest, *predictor, *store, store_path, seed, synthetic, inputs_dir, device,
-                                  trace_level_text);
+                                  trace_level_text,
+                                  batch_sizes_option->count() > 0 ? batch_sizes : std::vector<int>{});
 
     EvaluationOptions options;
     options.batch_sizes = batch_sizes;
@@ -547,7 +556,15 @@ int run_cli(int argc, char** argv) {
     const auto record = load_or_fail(*store, export_id);
     const RunRecord* chosen = nullptr;
     const int batch = export_batch.value_or(record.batch_sizes.front());
+    if (export_run) {
+      if (*export_run < 1 || static_cast<std::size_t>(*export_run) > record.runs.size())
+        throw CLI::ValidationError("--run", "expected a run number from 1 to " + std::to_string(record.runs.size()) +
+                                                " (evaluation " + std::to_string(export_id) + "), got '" +
+                                                std::to_string(*export_run) + "'");
+      chosen = &record.runs[static_cast<std::size_t>(*export_run - 1)];
+    }
     for (const auto& run : record.runs) {
+      if (export_run) break;
       if (run.batch_size != batch) continue;
       if (!export_level.empty() && to_string(run.trace_level) != export_level) continue;
       if (!chosen || run.trace_level > chosen->trace_level) chosen = &run;

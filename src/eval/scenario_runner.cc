@@ -8,9 +8,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "xsp/analysis/analyses.h"
+#include "xsp/eval/tail_traces.h"
 #include "xsp/loadgen/sut.h"
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/stats/stats.h"
+#include "xsp/trace/assembler.h"
 
 namespace xsp {
 namespace {
@@ -51,23 +54,30 @@ SampleLibrary prepare_library(const Manifest& manifest, const ScenarioOptions& o
   return lib;
 }
 
-// Keeps the first predictor error of a run after the adapter is gone: find_peak_qps destroys each SUT it gets
-// from the factory, so the error must be copied out in stop().
-class ErrorKeepingSut final : public loadgen::SystemUnderTest {
+// What one run leaves behind after its adapter is gone: find_peak_qps destroys each SUT it gets from the
+// factory, so the first predictor error and the predict timings are copied out in stop().
+struct RunCapture {
+  std::string error;
+  std::vector<loadgen::BatchTiming> timings;
+  std::unique_ptr<TraceRecorder> recorder;  // with tail tracing
+};
+
+class CapturingSut final : public loadgen::SystemUnderTest {
  public:
-  ErrorKeepingSut(std::unique_ptr<loadgen::PredictorSut> inner, std::string* error)
-      : inner_(std::move(inner)), error_(error) {}
+  CapturingSut(std::unique_ptr<loadgen::PredictorSut> inner, RunCapture* capture)
+      : inner_(std::move(inner)), capture_(capture) {}
   std::string name() const override { return inner_->name(); }
   void start(loadgen::QueryCompleter& c) override { inner_->start(c); }
   void issue(const loadgen::Query& q) override { inner_->issue(q); }
   void stop() override {
     inner_->stop();
-    if (error_->empty()) *error_ = inner_->first_error();
+    capture_->error = inner_->first_error();
+    capture_->timings = inner_->timings();
   }
 
  private:
   std::unique_ptr<loadgen::PredictorSut> inner_;
-  std::string* error_;
+  RunCapture* capture_;
 };
 
 nlohmann::json nullable(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -110,6 +120,8 @@ nlohmann::json settings_json(const loadgen::Settings& s, const ScenarioOptions& 
           {"early_stopping_confidence", s.early_stopping_confidence},
           {"max_batch", o.max_batch},
           {"find_peak_qps", o.find_peak_qps},
+          {"trace_tail", o.trace_tail},
+          {"trace_level", std::string(to_string(o.trace_level))},
           {"measured", "predict only (inputs prepared before the run; batch assembly copy included)"}};
 }
 
@@ -126,13 +138,52 @@ RunRecord to_run(const loadgen::Result& r, int batch_size) {
   return run;
 }
 
+// Predict calls of the measured queries (warm-up queries are served first, one at a time).
+std::vector<double> measured_batch_latencies(const RunCapture& c, std::uint64_t warmup_queries) {
+  std::vector<double> out;
+  out.reserve(c.timings.size());
+  for (const auto& t : c.timings)
+    if (t.sequence >= warmup_queries) out.push_back(static_cast<double>(t.end_ns - t.start_ns));
+  return out;
+}
+
+// The largest batch predict() sees: what a run's batch_size records.
+int largest_batch(const loadgen::Settings& settings, std::size_t max_batch) {
+  if (settings.scenario == loadgen::Scenario::kMultiStream)
+    return static_cast<int>(std::min<std::uint64_t>(settings.samples_per_query, max_batch));
+  if (settings.scenario == loadgen::Scenario::kOffline) return static_cast<int>(max_batch);
+  return 1;
+}
+
+void check_options(const ScenarioOptions& options, Predictor& predictor) {
+  const auto scenario = options.settings.scenario;
+  if (options.max_batch < 1) throw std::invalid_argument("max batch must be >= 1, got 0");
+  if (options.find_peak_qps && scenario != loadgen::Scenario::kServer)
+    throw std::invalid_argument("peak-QPS search needs the server scenario, got " + loadgen::to_string(scenario));
+  if (!options.sweep_batch_sizes.empty() && scenario != loadgen::Scenario::kOffline)
+    throw std::invalid_argument("a batch-size sweep needs the offline scenario, got " + loadgen::to_string(scenario));
+  for (std::size_t b : options.sweep_batch_sizes)
+    if (b < 1) throw std::invalid_argument("sweep batch sizes must be >= 1, got 0");
+  if (options.sweep_latency_bound_ms && !(*options.sweep_latency_bound_ms > 0))
+    throw std::invalid_argument("sweep latency bound must be > 0 ms, got " + std::to_string(*options.sweep_latency_bound_ms));
+  if (options.trace_tail > 0 && scenario == loadgen::Scenario::kOffline)
+    throw std::invalid_argument("tail-query traces need single-stream, multi-stream or server: offline has one query");
+  if (options.trace_level > TraceLevel::kFramework)
+    throw std::invalid_argument("scenario traces support trace levels model and framework, got " +
+                                std::string(to_string(options.trace_level)));
+  if (options.trace_level == TraceLevel::kFramework) {
+    if (options.trace_tail == 0)
+      throw std::invalid_argument("trace level framework in a scenario needs tail tracing (trace_tail >= 1)");
+    if (predictor.framework_profiler() == nullptr)
+      throw std::invalid_argument("trace level framework needs a framework profiler; " + predictor.framework_name() +
+                                  " has none");
+  }
+}
+
 }  // namespace
 
 EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const ScenarioOptions& options) {
-  if (options.max_batch < 1) throw std::invalid_argument("max batch must be >= 1, got 0");
-  if (options.find_peak_qps && options.settings.scenario != loadgen::Scenario::kServer)
-    throw std::invalid_argument("peak-QPS search needs the server scenario, got " +
-                                loadgen::to_string(options.settings.scenario));
+  check_options(options, predictor);
   const SampleLibrary lib = prepare_library(manifest, options);
   if (lib.count == 0) throw std::runtime_error("no input samples");
 
@@ -152,12 +203,8 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
     return t;
   };
 
-  // The largest batch predict() sees: what the run's batch_size records.
-  int batch_size = 1;
-  if (settings.scenario == loadgen::Scenario::kMultiStream)
-    batch_size = static_cast<int>(std::min<std::uint64_t>(settings.samples_per_query, options.max_batch));
-  else if (settings.scenario == loadgen::Scenario::kOffline)
-    batch_size = static_cast<int>(options.max_batch);
+  const std::vector<std::size_t> max_batches =
+      options.sweep_batch_sizes.empty() ? std::vector<std::size_t>{options.max_batch} : options.sweep_batch_sizes;
 
   EvaluationRecord record;
   record.model_name = manifest.name;
@@ -167,31 +214,93 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
   record.framework_version = predictor.framework_version();
   record.device = options.device.kind + (options.device.kind == "cpu" ? "" : ":" + std::to_string(options.device.index));
   record.scenario = loadgen::to_string(settings.scenario);
-  record.trace_level = TraceLevel::kModel;
-  record.batch_sizes = {batch_size};
+  record.trace_level = options.trace_tail > 0 ? options.trace_level : TraceLevel::kModel;
+  for (std::size_t mb : max_batches) record.batch_sizes.push_back(largest_batch(settings, mb));
   record.settings = {{"scenario_settings", settings_json(settings, options)},
                      {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
                      {"input_count", lib.count},
                      {"results", nlohmann::json::array()}};
 
-  std::string error;
-  auto factory = [&]() -> std::unique_ptr<loadgen::SystemUnderTest> {
-    return std::make_unique<ErrorKeepingSut>(
-        std::make_unique<loadgen::PredictorSut>(predictor, build, options.max_batch), &error);
-  };
-  std::vector<loadgen::Result> results;
-  if (options.find_peak_qps) {
-    auto peak = loadgen::find_peak_qps(factory, settings);
-    results = std::move(peak.tried);
-    record.settings["peak_qps"] = peak.peak_qps;
-  } else {
-    auto sut = factory();
-    results.push_back(loadgen::run(*sut, settings));
+  FrameworkProfiler* framework =
+      options.trace_tail > 0 && options.trace_level == TraceLevel::kFramework ? predictor.framework_profiler() : nullptr;
+  const std::string app_name = manifest.name + " " + record.scenario;
+  nlohmann::json sweep_rows = nlohmann::json::array();
+  std::vector<std::pair<int, double>> sweep_throughput;
+  std::vector<BatchThroughput> sweep_points;
+  for (std::size_t mb : max_batches) {
+    const int batch_size = largest_batch(settings, mb);
+    std::vector<std::unique_ptr<RunCapture>> captures;  // one per run, in run order (one factory call per run)
+    auto factory = [&]() -> std::unique_ptr<loadgen::SystemUnderTest> {
+      auto& c = *captures.emplace_back(std::make_unique<RunCapture>());
+      loadgen::SutTracing tracing;
+      if (options.trace_tail > 0) {
+        c.recorder = std::make_unique<TraceRecorder>();
+        tracing.recorder = c.recorder.get();
+        tracing.framework = framework;
+      }
+      return std::make_unique<CapturingSut>(std::make_unique<loadgen::PredictorSut>(predictor, build, mb, tracing), &c);
+    };
+    std::vector<loadgen::Result> results;
+    if (options.find_peak_qps) {
+      auto peak = loadgen::find_peak_qps(factory, settings);
+      results = std::move(peak.tried);
+      record.settings["peak_qps"] = peak.peak_qps;
+    } else {
+      auto sut = factory();
+      results.push_back(loadgen::run(*sut, settings));
+    }
+    for (const auto& c : captures)
+      if (!c->error.empty()) throw std::runtime_error("predict failed during the " + record.scenario + " run: " + c->error);
+    if (captures.size() != results.size())
+      throw std::logic_error("scenario runner: " + std::to_string(captures.size()) + " SUTs for " +
+                             std::to_string(results.size()) + " runs");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      RunCapture& c = *captures[i];
+      RunRecord run = to_run(r, batch_size);
+      nlohmann::json summary = result_json(r);
+      const std::vector<double> batch_ns = measured_batch_latencies(c, r.settings.warmup_queries);
+      const LatencySummary batches = summarize(batch_ns);
+      summary["batch_latency"] = {{"batches", batch_ns.size()},
+                                  {"p50_ns", batches.p50},
+                                  {"p99_ns", batches.p99},
+                                  {"trimmed_mean_ns", batches.trimmed_mean}};
+      // Offline's one query is the whole run: the predict stage is what one batch costs, as in A1.
+      if (settings.scenario == loadgen::Scenario::kOffline && !batch_ns.empty())
+        run.stage_latency_ns[kStagePredict] = batches;
+      if (c.recorder) {
+        run.trace = c.recorder->take();
+        run.trace.clock.unix_offset_ns = unix_offset_now_ns();
+        const TailTraceSelection sel = keep_tail_query_traces(run.trace, r, options.trace_tail, app_name);
+        assemble(run.trace);
+        run.trace_level = options.trace_level;
+        summary["tail_traces"] = to_json(sel);
+        summary["tail_traces"]["trace_level"] = std::string(to_string(options.trace_level));
+      }
+      if (!options.sweep_batch_sizes.empty()) {
+        sweep_rows.push_back({{"batch_size", batch_size},
+                              {"samples_per_second", nullable(r.samples_per_second)},
+                              {"batch_p99_ms", nullable(batches.p99 / 1e6)}});
+        sweep_throughput.emplace_back(batch_size, r.samples_per_second);
+        sweep_points.push_back({batch_size, r.samples_per_second, batch_ns.empty() ? std::nan("") : batches.p99 / 1e6});
+      }
+      record.runs.push_back(std::move(run));
+      record.settings["results"].push_back(std::move(summary));
+    }
   }
-  if (!error.empty()) throw std::runtime_error("predict failed during the " + record.scenario + " run: " + error);
-  for (const auto& r : results) {
-    record.runs.push_back(to_run(r, batch_size));
-    record.settings["results"].push_back(result_json(r));
+  if (!options.sweep_batch_sizes.empty()) {
+    // SPEC §4 A1's rule, the same function `xsp analyze --analysis A1` uses, on the Offline throughput.
+    const auto best = options.sweep_latency_bound_ms
+                          ? optimal_batch_size_within_bound(sweep_points, *options.sweep_latency_bound_ms)
+                          : optimal_batch_size(sweep_throughput);
+    record.settings["sweep"] = {
+        {"rule", options.sweep_latency_bound_ms
+                     ? "highest samples/s whose per-batch p99 predict latency meets the bound (SPEC §4 A1)"
+                     : "smallest batch after which doubling raises samples/s by <= 5% (SPEC §4 A1)"},
+        {"latency_bound_ms", options.sweep_latency_bound_ms ? nlohmann::json(*options.sweep_latency_bound_ms)
+                                                            : nlohmann::json(nullptr)},
+        {"optimal_batch_size", best ? nlohmann::json(*best) : nlohmann::json(nullptr)},
+        {"rows", std::move(sweep_rows)}};
   }
   return record;
 }
@@ -233,6 +342,7 @@ std::string format_scenario_record(const EvaluationRecord& record) {
     std::vector<std::int64_t> raw(run.predict_latency_ns.begin(), run.predict_latency_ns.end());
     const double es = loadgen::early_stopping_latency(std::move(raw), pct, confidence);
     std::string rate = record.scenario;
+    if (s.contains("sweep")) rate += " bs" + std::to_string(run.batch_size);
     if (peak) {
       char q[32];
       std::snprintf(q, sizeof q, "@%.1f", num(r, "target_qps"));
@@ -256,6 +366,46 @@ std::string format_scenario_record(const EvaluationRecord& record) {
        << ss.value("latency_bound_ns", std::int64_t{0}) / 1e6 << " ms\n";
   if (peak) os << "peak QPS: " << s.value("peak_qps", 0.0) << " (highest tried rate whose p" << pct
                << " met the bound)\n";
+  if (s.contains("sweep") && s["sweep"].is_object()) {
+    const auto& sw = s["sweep"];
+    os << "offline batch-size sweep (samples/s per max batch; batch p99 = p99 of one predict call):\n";
+    std::snprintf(line, sizeof line, "  %6s %12s %10s %8s\n", "batch", "samples/s", "vs prev", "p99 ms");
+    os << line;
+    double prev = std::nan("");
+    const auto optimal = sw.value("optimal_batch_size", nlohmann::json(nullptr));
+    for (const auto& row : sw.value("rows", nlohmann::json::array())) {
+      const double thr = num(row, "samples_per_second");
+      char gain[32] = "";
+      if (std::isfinite(prev) && prev > 0) std::snprintf(gain, sizeof gain, "%+.1f%%", 100.0 * (thr / prev - 1));
+      const bool is_best = optimal.is_number() && optimal.get<int>() == row.value("batch_size", 0);
+      std::snprintf(line, sizeof line, "  %6d %12.1f %10s %8.3f%s\n", row.value("batch_size", 0), thr, gain,
+                    num(row, "batch_p99_ms"), is_best ? "  <- optimal" : "");
+      os << line;
+      prev = thr;
+    }
+    os << "optimal batch size: " << (optimal.is_number() ? std::to_string(optimal.get<int>()) : std::string("none"));
+    if (sw.contains("latency_bound_ms") && sw["latency_bound_ms"].is_number())
+      os << " under a per-batch p99 bound of " << sw["latency_bound_ms"].get<double>() << " ms";
+    os << " (" << sw.value("rule", std::string()) << ")\n";
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].contains("tail_traces")) continue;
+    const auto& tt = results[i]["tail_traces"];
+    os << "run " << i + 1 << " tail traces (" << tt.value("trace_level", std::string("model")) << " level, "
+       << tt.value("traced_queries", std::uint64_t{0}) << " queries traced): kept";
+    for (const auto& k : tt.value("kept", nlohmann::json::array())) {
+      char q[160];
+      std::snprintf(q, sizeof q, " query %llu (%s, rank %llu, p%.2f, %.3f ms, %zu spans);",
+                    static_cast<unsigned long long>(k.value("query", std::uint64_t{0})),
+                    k.value("kind", std::string()).c_str(), static_cast<unsigned long long>(k.value("rank", std::uint64_t{0})),
+                    num(k, "percentile"), num(k, "latency_ns") / 1e6, k.value("spans", std::size_t{0}));
+      os << q;
+    }
+    os << " dropped " << tt.value("dropped_query_traces", std::uint64_t{0}) << " query traces ("
+       << tt.value("dropped_spans", std::uint64_t{0}) << " spans), summarized in the table above\n";
+  }
+  if (results.size() > 0 && results[0].contains("tail_traces"))
+    os << "open a kept query: xsp trace export " << record.id << " --run N -o trace.json (Chrome/Perfetto)\n";
   return os.str();
 }
 

@@ -63,10 +63,12 @@ void FakeSut::work() {
   }
 }
 
-PredictorSut::PredictorSut(Predictor& predictor, BatchBuilder build, std::size_t max_batch)
-    : predictor_(predictor), build_(std::move(build)), max_batch_(max_batch) {
+PredictorSut::PredictorSut(Predictor& predictor, BatchBuilder build, std::size_t max_batch, SutTracing tracing)
+    : predictor_(predictor), build_(std::move(build)), max_batch_(max_batch), tracing_(tracing) {
   if (max_batch < 1) throw std::invalid_argument("PredictorSut: max_batch must be >= 1");
   if (!build_) throw std::invalid_argument("PredictorSut: no batch builder");
+  if (tracing_.framework != nullptr && tracing_.recorder == nullptr)
+    throw std::invalid_argument("PredictorSut: framework tracing needs a trace recorder");
 }
 
 PredictorSut::~PredictorSut() { stop(); }
@@ -75,6 +77,7 @@ void PredictorSut::start(QueryCompleter& completer) {
   stop();
   completer_ = &completer;
   stopping_ = false;
+  timings_.clear();
   thread_ = std::thread([this] { work(); });
 }
 
@@ -101,27 +104,84 @@ std::string PredictorSut::first_error() const {
 }
 
 void PredictorSut::work() {
+  auto keep_error = [this](const std::string& what) {
+    std::lock_guard lk(mu_);
+    if (error_.empty()) error_ = what;
+  };
+  TraceRecorder* recorder = tracing_.recorder;
+  FrameworkProfiler* framework = tracing_.framework;
+  if (framework != nullptr) {
+    try {
+      framework->start(*recorder, kNoSpan);
+    } catch (const std::exception& e) {
+      keep_error(std::string("framework profiler: ") + e.what());
+      framework = nullptr;
+    }
+  }
+  // Span ids are taken up front per batch so the framework profiler can parent its ops to them; the spans
+  // themselves are built after the run.
+  std::vector<SpanId> span_ids;
+  std::uint64_t sequence = 0;
   for (;;) {
     Query q;
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
+      if (queue_.empty()) break;
       q = queue_.front();
       queue_.pop_front();
     }
-    for (std::size_t off = 0; off < q.samples.size(); off += max_batch_) {
+    std::uint32_t batch = 0;
+    for (std::size_t off = 0; off < q.samples.size(); off += max_batch_, ++batch) {
       auto chunk = q.samples.subspan(off, std::min(max_batch_, q.samples.size() - off));
+      BatchTiming t{sequence, q.id, batch, static_cast<std::uint32_t>(chunk.size()), 0, 0};
+      if (recorder != nullptr) {
+        span_ids.push_back(recorder->next_id());
+        if (framework != nullptr) framework->set_parent(span_ids.back());
+      }
       try {
-        Tensor out = predictor_.predict(build_(chunk));
+        Tensor input = build_(chunk);
+        t.start_ns = now_ns();
+        Tensor out = predictor_.predict(input);
+        t.end_ns = now_ns();
         (void)out;
       } catch (const std::exception& e) {
-        std::lock_guard lk(mu_);
-        if (error_.empty()) error_ = e.what();
+        if (t.end_ns == 0) t.end_ns = now_ns();
+        if (t.start_ns == 0) t.start_ns = t.end_ns;
+        keep_error(e.what());
       }
+      timings_.push_back(t);
     }
     completer_->complete(q.id, now_ns());
+    ++sequence;
   }
+  if (framework != nullptr) {
+    try {
+      framework->stop();
+    } catch (const std::exception& e) {
+      keep_error(std::string("framework profiler: ") + e.what());
+    }
+  }
+  if (recorder == nullptr) return;
+  std::vector<Span> spans;
+  spans.reserve(timings_.size());
+  const std::uint64_t thread = current_thread_id();
+  for (std::size_t i = 0; i < timings_.size(); ++i) {
+    const BatchTiming& t = timings_[i];
+    Span s;
+    s.id = span_ids[i];
+    s.level = Level::kModel;
+    s.name = "predict";
+    s.start_ns = t.start_ns;
+    s.end_ns = t.end_ns;
+    s.thread_id = thread;
+    s.tags = {{"query", std::to_string(t.query)},
+              {"sequence", std::to_string(t.sequence)},
+              {"batch", std::to_string(t.batch)},
+              {"batch_size", std::to_string(t.size)}};
+    spans.push_back(std::move(s));
+  }
+  recorder->add_all(std::move(spans));
 }
 
 }  // namespace xsp::loadgen

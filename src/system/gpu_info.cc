@@ -116,7 +116,23 @@ std::string format_system(const nlohmann::json& s) {
       o << ", " << g["memory_total_bytes"].get<double>() / (1024.0 * 1024 * 1024) << " GiB";
     o << "\n";
   }
-  if (s.contains("cuda")) o << "cuda: " << s["cuda"].dump() << "\n";
+  if (s.contains("cuda") && s["cuda"].is_object()) {
+    const auto& c = s["cuda"];
+    // One line per library: version and whether the framework had it loaded or it only sits on the path.
+    auto lib = [&](const char* key, const char* label) {
+      if (!c.contains(key) || !c[key].is_object()) return;
+      const auto& l = c[key];
+      o << label << ": " << (l.contains("version") ? str(l, "version") : std::string("absent"));
+      if (l.value("status", "absent") != "absent") o << " (" << str(l, "status");
+      if (l.contains("library")) o << ", " << str(l, "library");
+      if (l.value("status", "absent") != "absent") o << ")";
+      if (l.contains("driver_version")) o << ", driver API " << str(l, "driver_version");
+      o << "\n";
+    };
+    lib("runtime", "cuda runtime");
+    lib("cudnn", "cudnn");
+    if (c.contains("driver_cuda_version")) o << "cuda (driver supports): " << str(c, "driver_cuda_version") << "\n";
+  }
   if (s.contains("software")) o << "software: " << s["software"].dump() << "\n";
   if (s.contains("framework")) o << "framework: " << str(s["framework"], "name") << " " << str(s["framework"], "version") << "\n";
   if (s.contains("environment") && !s["environment"].empty()) o << "environment: " << s["environment"].dump() << "\n";

@@ -2,6 +2,7 @@
 // only leaves that fact out: a missing /proc file must never cost the user an evaluation.
 #include "xsp/system/system_info.h"
 
+#include "xsp/system/cuda_libraries.h"
 #include "xsp/system/gpu_info.h"
 
 #include <sched.h>
@@ -198,13 +199,6 @@ void describe_software(nlohmann::json& out) {
   out["software"] = std::move(sw);
 }
 
-bool performance_relevant(std::string_view name) {
-  static constexpr std::string_view kExact[] = {"OMP_NUM_THREADS",     "MKL_NUM_THREADS",  "OPENBLAS_NUM_THREADS",
-                                                "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "LD_PRELOAD"};
-  if (std::find(std::begin(kExact), std::end(kExact), name) != std::end(kExact)) return true;
-  return name.starts_with("TORCH_") || name.starts_with("XSP_");
-}
-
 void describe_environment(nlohmann::json& out) {
   nlohmann::json env = nlohmann::json::object();
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -212,7 +206,7 @@ void describe_environment(nlohmann::json& out) {
     const auto eq = entry.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string_view name = entry.substr(0, eq);
-    if (performance_relevant(name)) env[std::string(name)] = std::string(entry.substr(eq + 1));
+    if (is_performance_relevant_env(std::string(name))) env[std::string(name)] = std::string(entry.substr(eq + 1));
   }
   out["environment"] = std::move(env);
 }
@@ -243,11 +237,12 @@ nlohmann::json describe_system() {
     }
   }
   try {
-    // GPUs through nvidia-smi (none found: empty list); CUDA as the driver reports it. The toolkit/cuDNN a
-    // framework was built with are the framework's business (recorded with it when known).
+    // GPUs through nvidia-smi (none found: empty list); CUDA as the driver reports it, and the CUDA runtime
+    // and cuDNN the process has loaded (or could load), each with its own version call.
     const auto nv = describe_nvidia_gpus();
     out["gpu"] = nv.value("gpus", nlohmann::json::array());
-    if (nv.contains("driver_cuda_version")) out["cuda"] = {{"driver_cuda_version", nv["driver_cuda_version"]}};
+    out["cuda"] = describe_cuda_libraries();
+    if (nv.contains("driver_cuda_version")) out["cuda"]["driver_cuda_version"] = nv["driver_cuda_version"];
     out["captured_at"] = utc_now_iso8601();
   } catch (...) {
   }

@@ -81,7 +81,8 @@ Table a1_side_by_side(const std::vector<EvaluationRecord>& records);
 /// "compare.A1.significance": one row per batch size and evaluation after the first that both it and the first
 /// evaluation measured (M run, raw RunRecord::predict_latency_ns): batches per side, medians (ms), median
 /// difference (ms, other − first) with its bootstrap (1−α) interval, Mann–Whitney U of the first evaluation,
-/// z, two-sided p and "significant" (p < α with ≥ kMinSamplesPerSide batches per side). Formulas and sources:
+/// z, two-sided p, "significant" (p < α) and "p method" (exact below kExactMaxTotal batches in all, else
+/// normal). Formulas and sources:
 /// include/xsp/analysis/stats_tests.h.
 Table a1_significance(const std::vector<EvaluationRecord>& records, const CompareOptions& options = {});
 /// "compare.A6.totals": one row per evaluation and common batch size with the layer count (layers per batch),

@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "xsp/loadgen/loadgen.h"
 #include "xsp/manifest/manifest.h"
@@ -35,14 +37,33 @@ struct ScenarioOptions {
   std::size_t synthetic_samples = 64;
   /// Recorded in the record's device field.
   DeviceSpec device;
+  /// Keep the full trace of this many slowest measured queries of each run, plus the median query (tail_traces.h);
+  /// 0 = no per-query tracing. Every query is then traced on the predictor's thread (SutTracing) and the rest
+  /// dropped at the end; not for Offline (its single query is the whole run).
+  std::size_t trace_tail = 0;
+  /// Depth of the per-query traces: model (query → predict spans) or framework (+ the predictor's operator
+  /// spans; needs a FrameworkProfiler). Deeper levels are not supported in scenarios yet.
+  TraceLevel trace_level = TraceLevel::kModel;
+  /// Offline only: run the scenario once per entry as max_batch (batch-size sweep) and pick the optimal batch
+  /// by SPEC §4 A1 (optimal_batch_size(), or optimal_batch_size_within_bound() with sweep_latency_bound_ms
+  /// on the per-batch p99 predict latency). Empty = one run with max_batch.
+  std::vector<std::size_t> sweep_batch_sizes;
+  std::optional<double> sweep_latency_bound_ms;
 };
 
-/// Runs the scenario (or the peak-QPS search) with `predictor`, already loaded with `manifest`, and returns the
-/// record (not yet stored): scenario = the scenario name, one RunRecord per run (trace level model, batch_size
-/// = largest predict batch, predict_latency_ns = raw per-query latencies in ns, issue order), settings with
-/// "scenario_settings" (seed included), "results" (one JSON summary per run, same order as runs) and, for a
-/// peak search, "peak_qps". Throws std::invalid_argument for bad options (max_batch 0, find_peak_qps outside
-/// Server, bad loadgen settings), std::runtime_error when preparing inputs or predict() fails.
+/// Runs the scenario (or the peak-QPS search, or the Offline batch-size sweep) with `predictor`, already loaded
+/// with `manifest`, and returns the record (not yet stored): scenario = the scenario name, one RunRecord per run
+/// (trace level model, or options.trace_level with trace_tail; batch_size = largest predict batch;
+/// predict_latency_ns = raw per-query latencies in ns, issue order; Offline: stage "predict" summarizes the
+/// per-batch predict latencies; trace = the kept tail-query traces, assembled), settings with
+/// "scenario_settings" (seed included), "results" (one JSON summary per run, same order as runs, with
+/// "batch_latency" {batches, p50_ns, p99_ns, trimmed_mean_ns} of the predict calls and, with trace_tail,
+/// "tail_traces" (to_json(TailTraceSelection))), for a peak search "peak_qps", and for a sweep "sweep"
+/// {rule, latency_bound_ms, optimal_batch_size (null when no batch meets the bound), rows: [{batch_size,
+/// samples_per_second, batch_p99_ms}]}. Throws std::invalid_argument for bad options (max_batch 0,
+/// find_peak_qps outside Server, a sweep outside Offline or with a 0 batch size, trace_tail with Offline,
+/// trace level above framework or framework without a framework profiler, bad loadgen settings),
+/// std::runtime_error when preparing inputs or predict() fails.
 EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const ScenarioOptions& options);
 
 /// True when `record` came from run_scenario() (its scenario is a load-generator scenario name).
@@ -50,7 +71,9 @@ bool is_scenario_record(const EvaluationRecord& record);
 
 /// A text table of a scenario record: per run, queries, samples, duration, p50/p90/p95/p99/p99.9 (ms) and
 /// trimmed mean recomputed from the raw latencies, QPS with and without harness, harness ns/query, early-stopping
-/// estimate; for a peak search the tried rates with pass/fail and the peak.
+/// estimate; for a peak search the tried rates with pass/fail and the peak; for a sweep the samples/s per batch
+/// size and the optimal batch; with tail traces, which queries were kept (query, rank, percentile, latency,
+/// spans) and how many query traces were dropped.
 std::string format_scenario_record(const EvaluationRecord& record);
 
 }  // namespace xsp

@@ -17,11 +17,14 @@ std::string xsp_git_revision();
 ///  memory: total_bytes, available_bytes (/proc/meminfo)
 ///  gpu: one object per NVIDIA GPU from nvidia-smi when it is on PATH (name, driver_version, sm_clock_mhz,
 ///       mem_clock_mhz, memory_total_bytes; see gpu_info.h), [] otherwise
-///  cuda: {driver_cuda_version} from nvidia-smi's banner, when known
+///  cuda: {runtime: {status, version, driver_version, library}, cudnn: {status, version, library}} found by
+///        dlopen (cuda_libraries.h; status "absent" without them), plus driver_cuda_version from nvidia-smi's
+///        banner when known
 ///  software: compiler (__VERSION__ with GCC/Clang prefix), cxx_standard, xsp_version, xsp_git_revision,
 ///            build_type, libc (gnu_get_libc_version)
-///  environment: values of variables that change performance when set: OMP_NUM_THREADS, MKL_NUM_THREADS,
-///               OPENBLAS_NUM_THREADS, CUDA_VISIBLE_DEVICES, CUDA_LAUNCH_BLOCKING, TORCH_*, XSP_*, LD_PRELOAD
+///  environment: values of the set variables that change performance (is_performance_relevant_env():
+///               OMP_*, MKL_*, CUDA_VISIBLE_DEVICES, CUDA_LAUNCH_BLOCKING, CUBLAS_WORKSPACE_CONFIG, CUDNN_*,
+///               TORCH_*, PYTORCH_*, LD_PRELOAD...)
 ///  captured_at: ISO 8601 UTC
 /// Never throws: a fact that cannot be read is left out.
 nlohmann::json describe_system();

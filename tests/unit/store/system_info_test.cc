@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "xsp/system/cuda_libraries.h"
+#include "xsp/system/gpu_info.h"
 #include "xsp/system/system_info.h"
 
 namespace xsp {
@@ -46,6 +48,62 @@ TEST(SystemInfo, RecordsPerformanceRelevantEnvironmentOnly) {
   ::unsetenv("XSP_TEST_MARKER");
   ::unsetenv("XSP_UNRELATED_NAME_NOT");
   ::unsetenv("SOME_UNRELATED_VARIABLE");
+}
+
+TEST(SystemInfo, CudaAndCudnnVersionEncodings) {
+  EXPECT_EQ(format_cuda_version(12020), "12.2");   // cudaRuntimeGetVersion on CUDA 12.2
+  EXPECT_EQ(format_cuda_version(11080), "11.8");
+  EXPECT_EQ(format_cuda_version(13000), "13.0");
+  EXPECT_EQ(format_cuda_version(0), "");           // cudaDriverGetVersion without a driver
+  EXPECT_EQ(format_cudnn_version(8902), "8.9.2");  // cuDNN 8: 1000*major + 100*minor + patch
+  EXPECT_EQ(format_cudnn_version(7605), "7.6.5");
+  EXPECT_EQ(format_cudnn_version(90100), "9.1.0");  // cuDNN 9: 10000*major + 100*minor + patch
+  EXPECT_EQ(format_cudnn_version(91002), "9.10.2");
+  EXPECT_EQ(format_cudnn_version(0), "");
+}
+
+TEST(SystemInfo, CudaLibrariesAreDescribedOrMarkedAbsent) {
+  const nlohmann::json c = describe_system()["cuda"];
+  for (const char* key : {"runtime", "cudnn"}) {
+    ASSERT_TRUE(c.contains(key)) << c.dump(2);
+    const std::string status = c[key].value("status", "");
+    EXPECT_TRUE(status == "loaded" || status == "found (not loaded by the framework)" || status == "absent") << status;
+    // A library that was found answers its version call with a well-formed version; an absent one has none.
+    if (status == "absent") {
+      EXPECT_FALSE(c[key].contains("version"));
+    } else {
+      EXPECT_TRUE(std::regex_match(c[key].value("version", ""), std::regex(R"(\d+\.\d+(\.\d+)?)")))
+          << c[key].dump();
+      EXPECT_FALSE(c[key].value("library", "").empty());
+    }
+  }
+  // This test binary links no CUDA: whatever is found was not loaded by a framework.
+  EXPECT_NE(c["runtime"].value("status", ""), "loaded");
+}
+
+TEST(SystemInfo, FormatsCudaLines) {
+  nlohmann::json s = {{"cuda",
+                       {{"runtime", {{"status", "loaded"}, {"version", "12.2"}, {"library", "/x/libcudart.so.12"},
+                                     {"driver_version", "12.4"}}},
+                        {"cudnn", {{"status", "absent"}}},
+                        {"driver_cuda_version", "12.4"}}}};
+  const std::string text = format_system(s);
+  EXPECT_NE(text.find("cuda runtime: 12.2 (loaded, /x/libcudart.so.12), driver API 12.4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cudnn: absent\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cuda (driver supports): 12.4\n"), std::string::npos) << text;
+}
+
+TEST(SystemInfo, PerformanceRelevantEnvironmentNames) {
+  for (const char* n : {"OMP_NUM_THREADS", "OMP_PROC_BIND", "MKL_NUM_THREADS", "KMP_AFFINITY", "CUDA_VISIBLE_DEVICES",
+                        "CUDA_LAUNCH_BLOCKING", "CUBLAS_WORKSPACE_CONFIG", "CUDNN_LOGINFO_DBG", "NVIDIA_TF32_OVERRIDE",
+                        "TORCH_CUDNN_V8_API_DISABLED", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "PYTORCH_CUDA_ALLOC_CONF",
+                        "DNNL_MAX_CPU_ISA", "LD_PRELOAD", "LD_LIBRARY_PATH", "XSP_STORE"})
+    EXPECT_TRUE(is_performance_relevant_env(n)) << n;
+  for (const char* n : {"HOME", "PATH", "USER", "CUDA", "TORCHVISION_X", "MY_OMP_NUM_THREADS"})
+    EXPECT_FALSE(is_performance_relevant_env(n)) << n;
+  ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 1);
+  EXPECT_EQ(describe_system()["environment"].value("CUBLAS_WORKSPACE_CONFIG", ""), ":4096:8");
+  ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
 }
 
 TEST(SystemInfo, UtcNowIsIso8601) {

@@ -1,0 +1,60 @@
+// Tail-query traces of a scenario run (SPEC §4 "Beyond the paper": the trace of the slowest queries): every
+// query is traced on the predictor side during the run; afterwards only the full traces of the slowest queries
+// (and of the median query, for reference) are kept, the others are counted and summarized.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "xsp/loadgen/loadgen.h"
+#include "xsp/trace/trace.h"
+
+namespace xsp {
+
+/// One query whose trace was kept.
+struct KeptQuery {
+  std::uint64_t query = 0;      ///< query id (0-based, issue order of the measured queries)
+  std::int64_t latency_ns = 0;  ///< issue to completion, as the load generator measured it
+  std::uint64_t rank = 0;       ///< 1 = slowest of the run
+  /// Nearest-rank percentile of its latency within the run: 100·(n − rank + 1)/n for n measured queries (the
+  /// slowest query is the 100th percentile, the 10th slowest of 1000 the 99.1th).
+  double percentile = 0;
+  std::string kind;             ///< "tail" (one of the n slowest) or "median" (the reference query)
+  std::size_t spans = 0;        ///< spans kept under it (its query span included)
+};
+
+/// What keep_tail_query_traces() kept and dropped.
+struct TailTraceSelection {
+  std::vector<KeptQuery> kept;            ///< slowest first, then the median query when it is not among them
+  std::uint64_t traced_queries = 0;       ///< measured queries the run traced
+  std::uint64_t dropped_query_traces = 0; ///< measured queries whose spans were dropped
+  std::uint64_t dropped_spans = 0;        ///< spans removed (warm-up queries' spans included)
+};
+
+/// Reduces the trace of a run in which PredictorSut traced every query (SutTracing: MODEL spans "predict"
+/// tagged "query"/"sequence", FRAMEWORK spans under them) to the queries worth opening:
+///  - ranks the measured queries by result.latency_ns (descending; ties: lower query id first) and keeps the
+///    `tail` slowest, plus the median query (ascending position ⌊(n−1)/2⌋) when it is not one of them;
+///  - spans of warm-up queries (sequence < result.settings.warmup_queries) are dropped;
+///  - per kept query adds a MODEL span "query" from its issue to its completion (result.issue_ns/complete_ns)
+///    on the worker's thread, tagged query, latency_ns, rank, percentile (see KeptQuery), kept ("tail" |
+///    "median") and queue_ns (issue to the start of its first predict), and makes it the context parent of
+///    its predict spans; everything a kept predict span encloses stays: spans whose parent chain reaches it,
+///    and parentless spans below MODEL level whose interval lies inside it (ops of LibTorch's helper threads:
+///    kept, but left unparented, since containment is a same-thread rule, SPEC §2);
+///  - adds an APPLICATION root span "<app_name>" over the run, parent of every query span;
+///  - drops every other span and writes the counters "scenario.traced_queries", "scenario.kept_query_traces",
+///    "scenario.dropped_query_traces" and "scenario.dropped_spans".
+/// The trace is left unassembled (call assemble()). Throws std::invalid_argument when `tail` is 0 or the
+/// result's per-query vectors are shorter than its query_count.
+TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& result, std::size_t tail,
+                                          const std::string& app_name);
+
+/// The selection as stored in a scenario record's settings ("results"[i]["tail_traces"]).
+nlohmann::json to_json(const TailTraceSelection& selection);
+
+}  // namespace xsp
