@@ -36,7 +36,7 @@ for b in ${NCU_BATCHES:-1}; do
     grep -n '^"ID"' "$ART/ncu_${b}_$cache.out" | head -1 | cut -d: -f1 > /tmp/hdr
     tail -n +"$(cat /tmp/hdr)" "$ART/ncu_${b}_$cache.out" > "$ART/ncu_${b}_$cache.csv"
     kernels=$(grep -c '^"[0-9]' "$ART/ncu_${b}_$cache.csv")
-    echo "ncu bs=$b cache=$cache rc=$rc wall_s=$(echo "$t3 - $t2" | bc) plain_program_s=$(echo "$t1 - $t0" | bc) kernels_profiled=$kernels" | tee -a "$ART/report.txt"
+    echo "ncu bs=$b cache=$cache rc=$rc wall_s=$(python3 -c "print(round($t3 - $t2, 2))") plain_program_s=$(python3 -c "print(round($t1 - $t0, 2))") kernels_profiled=$kernels" | tee -a "$ART/report.txt"
     idx=$([ "$b" = 1 ] && echo 0 || echo 1)
     python3 scripts/gpu/ncu_compare.py "$ART/dump/counters_$idx.json" "$ART/ncu_${b}_$cache.csv" --label "bs$b cache=$cache" \
       > "$ART/compare_${b}_$cache.json" 2>&1
