@@ -1,12 +1,13 @@
 // GPU self-test of the counter profiler and the ceilings benchmark (needs a GPU; not part of CI):
 //  1. counters of cuBLAS GEMMs with known work: tensor-path FP16 FLOPs and CUDA-core FP32 FLOPs must equal
-//     2·M·N·K (this checks the FMA weights of xsp/profilers/hardware_counters.h), and DRAM bytes must be at least
+//     2·M·N·K within 1% (the FMA weights of xsp/profilers/hardware_counters.h), and DRAM bytes must be at least
 //     the bytes the operands occupy once;
 //  2. `measure_machine_ceilings` on the device, printed as JSON.
 // Exit status 0 when every check passes. Output: one JSON object on stdout.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -67,7 +68,13 @@ int main(int argc, char** argv) {
     TraceRecorder recorder;
     auto profiler = create_counter_profiler();
     profiler->start(recorder, {});
-    const auto status = gemm();
+    // User replay (the default) needs the same work once per metric pass; kernel replay needs it once.
+    cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+    for (int pass = 0; pass < std::max(1, profiler->batches_needed()); ++pass) {
+      profiler->begin_batch();
+      if (const auto st = gemm(); st != CUBLAS_STATUS_SUCCESS) status = st;
+      profiler->end_batch();
+    }
     profiler->stop();
     const Trace t = recorder.take();
     double flops = 0, total = 0, dram = 0;
@@ -83,7 +90,7 @@ int main(int argc, char** argv) {
       kernels.push_back({{"name", s.name}, {"counters", counters}});
     }
     const double expected = 2.0 * n * n * n;
-    const bool pass = status == CUBLAS_STATUS_SUCCESS && std::abs(flops - expected) <= 0.001 * expected &&
+    const bool pass = status == CUBLAS_STATUS_SUCCESS && std::abs(flops - expected) <= 0.01 * expected &&
                       dram >= 2.0 * n * n * g.elem * 0.99;
     ok = ok && pass;
     out[g.name] = {{"expected_flops", expected}, {g.flop_counter, flops},     {"all_flops", total},

@@ -18,6 +18,7 @@
 #include <cupti_target.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -110,6 +111,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       throw;
     }
     running_ = true;
+    recorder.count("counters.setup_ns", static_cast<std::uint64_t>(now_ns() - started_ns_));
   }
 
   void stop() override {
@@ -210,8 +212,18 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     return names_.emplace(mangled, demangle(mangled)).first->second;
   }
 
+  /// XSP_COUNTER_TIMING=1: each setup step's duration on stderr (where the seconds of a counter run's start go).
+  void mark(const char* step) {
+    const std::int64_t now = now_ns();
+    if (timing_) std::fprintf(stderr, "counter profiler: %-48s %9.3f ms\n", step, (now - last_mark_ns_) / 1e6);
+    last_mark_ns_ = now;
+  }
+
   void setup() {
+    timing_ = std::getenv("XSP_COUNTER_TIMING") != nullptr;
+    last_mark_ns_ = now_ns();
     check_cuda(cudaFree(nullptr), "cudaFree(0) (context creation)");
+    mark("cudaFree");
     // The driver's cuCtxGetCurrent through the runtime, so xsp_cupti links no libcuda (absent on CI machines).
     using CtxGetCurrent = CUresult (*)(CUcontext*);
     void* fn = nullptr;
@@ -223,29 +235,35 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       throw std::runtime_error("counter profiler: no current CUDA context on the calling thread");
     int device = 0;
     check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    mark("cudaGetDevice");
 
     CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
     check(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
+    mark("cuptiProfilerInitialize");
     profiler_initialized_ = true;
 
     CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
     chip.deviceIndex = static_cast<std::size_t>(device);
     check(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
+    mark("cuptiDeviceGetChipName");
     collection_.chip = chip.pChipName;
 
     // Counter availability filters out counters a virtualized or restricted GPU does not expose.
     CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
     avail.ctx = ctx;
     check(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability (size)");
+    mark("cuptiProfilerGetCounterAvailability");
     availability_.assign(avail.counterAvailabilityImageSize, 0);
     avail.pCounterAvailabilityImage = availability_.data();
     check(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability");
+    mark("cuptiProfilerGetCounterAvailability");
 
     CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
     host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
     host.pChipName = collection_.chip.c_str();
     host.pCounterAvailabilityImage = availability_.data();
     check(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize");
+    mark("cuptiProfilerHostInitialize");
     host_ = host.pHostObject;
 
     metric_storage_ = hw::metric_names();
@@ -261,21 +279,25 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
     size.pHostObject = host_;
     check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize");
+    mark("cuptiProfilerHostGetConfigImageSize");
     config_.assign(size.configImageSize, 0);
     CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
     image.pHostObject = host_;
     image.pConfigImage = config_.data();
     image.configImageSize = config_.size();
     check(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage");
+    mark("cuptiProfilerHostGetConfigImage");
     CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
     passes.pConfigImage = config_.data();
     passes.configImageSize = config_.size();
     check(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
+    mark("cuptiProfilerHostGetNumOfPasses");
     collection_.passes = passes.numOfPasses;
 
     CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
     enable.ctx = ctx;
     check(cuptiRangeProfilerEnable(&enable), "cuptiRangeProfilerEnable");
+    mark("cuptiRangeProfilerEnable");
     range_profiler_ = enable.pRangeProfilerObject;
 
     // One range per kernel: the image must hold every kernel of the run, or CUPTI drops ranges (counted).
@@ -287,6 +309,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     data_size.maxNumOfRanges = max_ranges;
     data_size.maxNumRangeTreeNodes = static_cast<std::uint32_t>(max_ranges);
     check(cuptiRangeProfilerGetCounterDataSize(&data_size), "cuptiRangeProfilerGetCounterDataSize");
+    mark("cuptiRangeProfilerGetCounterDataSize");
     counter_data_.assign(data_size.counterDataSize, 0);
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params data_init{
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
@@ -294,6 +317,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     data_init.counterDataSize = counter_data_.size();
     data_init.pCounterData = counter_data_.data();
     check(cuptiRangeProfilerCounterDataImageInitialize(&data_init), "cuptiRangeProfilerCounterDataImageInitialize");
+    mark("cuptiRangeProfilerCounterDataImageInitialize");
 
     CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
     config.pRangeProfilerObject = range_profiler_;
@@ -309,12 +333,14 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     config.passIndex = 0;
     config.targetNestingLevel = 1;
     check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
+    mark("cuptiRangeProfilerSetConfig");
 
     subscribe();
     if (!user_replay_) {  // kernel replay: one session over the whole run
       CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
       start.pRangeProfilerObject = range_profiler_;
       check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    mark("cuptiRangeProfilerStart");
     }
   }
 
@@ -407,6 +433,8 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
 
   TraceRecorder* recorder_ = nullptr;
   std::int64_t started_ns_ = 0;
+  std::int64_t last_mark_ns_ = 0;
+  bool timing_ = false;
   bool running_ = false;
   bool user_replay_ = true;
   bool all_passes_submitted_ = false;

@@ -65,7 +65,24 @@ TEST(OfflineSweep, OptimalBatchFollowsTheA1RuleOnTheLatencyModel) {
   ASSERT_EQ(rec.runs.size(), sizes.size());
   EXPECT_EQ(rec.batch_sizes, (std::vector<int>{1, 2, 4, 8, 16, 32, 40}));
   const auto& sweep = rec.settings.at("sweep");
-  EXPECT_EQ(sweep.at("optimal_batch_size"), 32);
+  // The sweep applies A1's rule to what it measured. Sleeps overshoot by a roughly fixed amount per batch, which
+  // favours large batches; on a loaded machine (CI runs tests in parallel) that can push a measured step across
+  // the 5% threshold. So: the pick must always be A1's pick on the measured throughputs, and must be the model's
+  // 32 whenever every measured step lies on the model's side of the threshold.
+  std::vector<std::pair<int, double>> measured;
+  for (const auto& row : sweep.at("rows"))
+    measured.emplace_back(row.at("batch_size").get<int>(), row.at("samples_per_second").get<double>());
+  const auto picked_opt = optimal_batch_size(measured);
+  ASSERT_TRUE(picked_opt.has_value());
+  const int picked = *picked_opt;
+  EXPECT_EQ(sweep.at("optimal_batch_size"), picked);
+  bool same_side = true;
+  for (std::size_t i = 1; i < measured.size(); ++i) {
+    const bool model_gain = model[i].second / model[i - 1].second - 1 > 0.05;
+    const bool measured_gain = measured[i].second / measured[i - 1].second - 1 > 0.05;
+    same_side = same_side && model_gain == measured_gain;
+  }
+  if (same_side) EXPECT_EQ(sweep.at("optimal_batch_size"), 32);
   ASSERT_EQ(sweep.at("rows").size(), sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const auto& row = sweep["rows"][i];
@@ -80,11 +97,12 @@ TEST(OfflineSweep, OptimalBatchFollowsTheA1RuleOnTheLatencyModel) {
     EXPECT_EQ(rec.runs[i].stage_latency_ns.at(kStagePredict).n, 160 / sizes[i]);
   }
   const std::string report = format_scenario_record(rec);
-  EXPECT_NE(report.find("optimal batch size: 32"), std::string::npos) << report;
+  EXPECT_NE(report.find("optimal batch size: " + std::to_string(picked)), std::string::npos) << report;
   EXPECT_NE(report.find("<- optimal"), std::string::npos) << report;
   // A1 on the stored record reads the per-batch predict latencies and agrees.
   const Table a1 = a1_model_information(rec);
-  EXPECT_NE(a1.notes.back().find("optimal batch size: 32"), std::string::npos) << a1.notes.back();
+  EXPECT_NE(a1.notes.back().find("optimal batch size: " + std::to_string(picked)), std::string::npos)
+      << a1.notes.back();
 }
 
 TEST(OfflineSweep, LatencyBoundPicksTheLargestBatchWithinIt) {
