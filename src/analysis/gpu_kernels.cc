@@ -433,9 +433,13 @@ void join_counters(const EvaluationRecord& record, GpuRuns& r) {
   const CounterTimeline& ct = r.counter_timeline;
   std::size_t renamed = 0;
   r.counters = counters_by_occurrence(ct, &renamed);
+  // Batches that hold counters: with user replay (metric passes rotated over batches) only the first pass's batch
+  // carries HARDWARE spans, however many batches the run had.
+  std::set<std::size_t> counted_batches;
+  for (const auto& range : ct.ranges) counted_batches.insert(range.batch);
   r.counter_note = "counters from the counter run (trace level " + std::string(to_string(r.counter_run->trace_level)) +
-                   "), " + plural(ct.batches(), "batch", "batches") +
-                   (ct.batches() > 1 ? " averaged per kernel" : "") +
+                   "), " + plural(counted_batches.size(), "batch", "batches") + " with counters" +
+                   (counted_batches.size() > 1 ? ", averaged per kernel" : "") +
                    "; its timings are never used (SPEC §3): latencies, achieved FLOP/s and occupancy weights come "
                    "from the M/F/K run";
   auto& notes = r.counter_notes;
