@@ -9,7 +9,6 @@
 
 namespace xsp::cupti {
 
-
 inline std::string result_text(CUptiResult r) {
   const char* text = nullptr;
   if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return "CUPTI error " + std::to_string(r);

@@ -1,5 +1,6 @@
 #include "xsp/profilers/counter_spans.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
