@@ -17,9 +17,13 @@
 // kernel blocks come after all others: once CUPTI has been attached to a process it is never fully gone.
 // Prints median ms per mode, ops and kernels per forward, µs per op ((framework − plain) / ops) and µs per
 // kernel ((kernel − framework) / kernels).
+// The CUPTI profiler's options come from the XSP_* variables of env_overrides() (xsp/profilers/profiler_options.h):
+// scripts/gpu/cost_split.sh and overhead.sh compare XSP_CUPTI_CLOCK=offset, XSP_CUPTI_API_SOURCE=activity... with
+// the defaults. The options in effect are printed with the results; a bad value exits 2.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,7 @@
 #include "xsp/eval/runner.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
+#include "xsp/profilers/profiler_options.h"
 #include "xsp/trace/trace.h"
 
 #ifdef XSP_WITH_LIBTORCH
@@ -76,8 +81,16 @@ int main(int argc, char** argv) {
   noop_options.record = false;
   detailed_options.detail_batches = 0;
   xsp::libtorch::RecordFunctionProfiler noop(noop_options), detailed(detailed_options), framework;
+  xsp::CuptiOptions cupti_options;
+  try {
+    xsp::CounterOptions unused;
+    xsp::apply_env_overrides(cupti_options, unused);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
   std::unique_ptr<xsp::DeviceProfiler> cupti;
-  if (device == "cuda" && xsp::have_device_profiler()) cupti = xsp::create_device_profiler();
+  if (device == "cuda" && xsp::have_device_profiler()) cupti = xsp::create_device_profiler(cupti_options);
 
   enum Mode { kPlain, kPlainInput, kMRun, kNoop, kDetailed, kFramework, kKernel, kKernelOnly, kModes };
   const char* names[kModes] = {"plain",    "plain+input",    "M run",
@@ -139,6 +152,12 @@ int main(int argc, char** argv) {
   std::printf("model %s on %s, batch %ld, %d rounds x %d forwards per mode\n", model.c_str(), device.c_str(), batch,
               rounds, block);
   std::printf("ops per forward: %.1f; kernels (incl. memcpy/memset) per forward: %.1f\n", ops, kernels);
+  if (cupti) {
+    std::printf("CUPTI: api source %s, clock %s, zeroed buffers %d, latency timestamps %d, all apis %d\n",
+                std::string(xsp::to_string(cupti_options.api_source)).c_str(),
+                std::string(xsp::to_string(cupti_options.clock)).c_str(), cupti_options.zeroed_buffers,
+                cupti_options.latency_timestamps, cupti_options.all_apis);
+  }
   std::printf("%-16s %11s %10s %11s %13s\n", "mode", "median ms", "vs plain", "us per op", "us per kernel");
   for (int m = 0; m < kModes; ++m) {
     if (ms[m].empty()) continue;

@@ -3,7 +3,9 @@
 //     2·M·N·K within 1% (the FMA weights of xsp/profilers/hardware_counters.h), and DRAM bytes must be at least
 //     the bytes the operands occupy once;
 //  2. `measure_machine_ceilings` on the device, printed as JSON.
-// Exit status 0 when every check passes. Output: one JSON object on stdout.
+// Exit status 0 when every check passes. Output: one JSON object on stdout. The counter profiler's options come from
+// the XSP_* variables of env_overrides() (XSP_COUNTER_REPLAY, XSP_COUNTER_TIMING...: scripts/gpu/hardware_verify.sh);
+// a bad value exits 2.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -11,11 +13,13 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "xsp/profilers/ceilings_benchmark.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/hardware_counters.h"
+#include "xsp/profilers/profiler_options.h"
 #include "xsp/trace/trace.h"
 
 namespace {
@@ -39,7 +43,17 @@ int main(int argc, char** argv) {
     std::cout << list << "\n";
     return 0;
   }
+  CounterOptions counter_options;
+  try {
+    CuptiOptions unused;
+    apply_env_overrides(unused, counter_options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
   nlohmann::json out;
+  out["options"] = {{"replay", std::string(to_string(counter_options.replay))},
+                    {"max_ranges", counter_options.max_ranges}};
   bool ok = true;
   cublasHandle_t handle = nullptr;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
@@ -66,7 +80,7 @@ int main(int argc, char** argv) {
     gemm();  // warm-up: cuBLAS picks and loads its kernel outside the profiled region
     cudaDeviceSynchronize();
     TraceRecorder recorder;
-    auto profiler = create_counter_profiler();
+    auto profiler = create_counter_profiler(counter_options);
     profiler->start(recorder, {});
     // User replay (the default) needs the same work once per metric pass; kernel replay needs it once.
     cublasStatus_t status = CUBLAS_STATUS_SUCCESS;

@@ -4,14 +4,18 @@
 //
 //   build/xsp_cupti_selftest [RUNS]     # RUNS profiled runs in one process (default 2: start/stop twice)
 //   XSP_DUMP_GPU_ACTIVITY=tests/fixtures/gpu build/xsp_cupti_selftest 1   # also records the fixture
+// The profiler's options come from the XSP_* variables of env_overrides() (xsp/profilers/profiler_options.h), as
+// for `xsp evaluate`, so one script can run both the same way; a bad value exits 2.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "cupti_selftest.h"
 #include "xsp/profilers/device_profiler.h"
+#include "xsp/profilers/profiler_options.h"
 #include "xsp/trace/assembler.h"
 
 namespace {
@@ -23,13 +27,13 @@ void expect(bool ok, const std::string& what) {
 }
 
 /// One profiled run of the workload; returns 2 when the profiler fails, else 0 (checks count in `failures`).
-int profile_once(int run) {
+int profile_once(int run, const xsp::CuptiOptions& options) {
   using namespace xsp;
   std::printf("== run %d\n", run);
   const std::int64_t bytes = static_cast<std::int64_t>(selftest::buffer_bytes());
 
   TraceRecorder recorder;
-  std::unique_ptr<DeviceProfiler> profiler = create_device_profiler();
+  std::unique_ptr<DeviceProfiler> profiler = create_device_profiler(options);
   try {
     // Before any NVTX call: start() points NVTX_INJECTION64_PATH at libcupti when it is unset.
     profiler->start(recorder, DeviceProfilerOptions{});
@@ -181,10 +185,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FAIL: this build has no device profiler\n");
     return 2;
   }
+  xsp::CuptiOptions options;
+  try {
+    xsp::CounterOptions unused;
+    xsp::apply_env_overrides(options, unused);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "FAIL: %s\n", e.what());
+    return 2;
+  }
+  std::printf("options: api source %s, clock %s, zeroed buffers %d, latency timestamps %d, all apis %d, dump %s\n",
+              std::string(to_string(options.api_source)).c_str(), std::string(to_string(options.clock)).c_str(),
+              options.zeroed_buffers, options.latency_timestamps, options.all_apis,
+              options.dump_dir.empty() ? "-" : options.dump_dir.c_str());
   const int runs = argc > 1 ? std::atoi(argv[1]) : 2;
   selftest::setup();  // allocations and graph capture: outside the profiled runs
   for (int run = 0; run < runs; ++run) {
-    if (profile_once(run) != 0) return 2;
+    if (profile_once(run, options) != 0) return 2;
   }
   selftest::teardown();
   std::printf("%s (%d failed)\n", failures == 0 ? "PASS" : "FAIL", failures);

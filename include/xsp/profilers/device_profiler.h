@@ -6,6 +6,7 @@
 #include <string>
 
 #include "xsp/predictor/predictor.h"
+#include "xsp/profilers/profiler_options.h"
 #include "xsp/trace/trace.h"
 
 namespace xsp {
@@ -44,18 +45,22 @@ class DeviceProfiler {
 
 /// Whether this build has a device profiler (XSP_WITH_CUPTI).
 bool have_device_profiler();
-/// The CUPTI profiler; throws std::runtime_error("built without CUPTI ...") when this build has none.
-std::unique_ptr<DeviceProfiler> create_device_profiler();
+/// The CUPTI profiler, configured by `options` for its whole life (it reads no environment variable; callers that
+/// honour XSP_* variables pass options through apply_env_overrides()). Throws std::runtime_error("built without
+/// CUPTI ...") when this build has none.
+std::unique_ptr<DeviceProfiler> create_device_profiler(const CuptiOptions& options = {});
 
 /// The hardware-counter profiler of counter runs (TraceLevel::kHardware): HARDWARE spans from the CUPTI Profiler
-/// Host and Range Profiler APIs (auto ranges: one per kernel, xsp/profilers/hardware_counters.h). By default it
-/// rotates the metric passes over identical batches (user replay: batches_needed() = passes, one pass per batch
-/// between begin_batch() and end_batch(); each batch must launch the same kernels, which it checks and counts);
-/// XSP_COUNTER_REPLAY=kernel replays every kernel once per pass inside its launch instead (one batch suffices;
-/// slower: CUPTI saves and restores device memory around every replay). It ignores DeviceProfilerOptions. Its correlation_listener() ties launches
-/// to framework ops. start() throws std::runtime_error saying why counters are unavailable (no GPU, chip not
-/// supported, no permission to profile (NVreg_RestrictProfilingToAdminUsers), another profiler attached).
-/// Throws std::runtime_error("built without CUPTI ...") when this build has none.
-std::unique_ptr<DeviceProfiler> create_counter_profiler();
+/// Host and Range Profiler APIs (auto ranges: one per kernel, xsp/profilers/hardware_counters.h), configured by
+/// `options` for its whole life (it reads no environment variable). With CounterOptions::Replay::kUser (default) it
+/// rotates the metric passes over identical batches (batches_needed() = passes, one pass per batch between
+/// begin_batch() and end_batch(); each batch must launch the same kernels, which it checks and counts); with
+/// kKernel it replays every kernel once per pass inside its launch instead (one batch suffices; slower: CUPTI saves
+/// and restores device memory around every replay). It ignores DeviceProfilerOptions. Its correlation_listener()
+/// ties launches to framework ops. start() throws std::runtime_error saying why counters are unavailable (no GPU,
+/// chip not supported, no permission to profile (NVreg_RestrictProfilingToAdminUsers), another profiler attached).
+/// Throws std::invalid_argument when options.max_ranges is 0, std::runtime_error("built without CUPTI ...") when
+/// this build has none.
+std::unique_ptr<DeviceProfiler> create_counter_profiler(const CounterOptions& options = {});
 
 }  // namespace xsp

@@ -5,8 +5,8 @@
 //
 // Replay. The metric set needs several passes (15 on GH100). Default, user replay: one pass per measured batch,
 // the batches of an inference repeating identically; every pass's launches are recorded and compared by kernel
-// name, and passes that differ are counted (counters.mismatched_passes), never silently mixed. XSP_COUNTER_REPLAY
-// =kernel: every kernel replayed once per pass inside its launch call, with CUPTI saving and restoring the device
+// name, and passes that differ are counted (counters.mismatched_passes), never silently mixed. CounterOptions::replay
+// = kKernel: every kernel replayed once per pass inside its launch call, with CUPTI saving and restoring the device
 // memory around each replay — measured ~100x slower on ResNet-50 (a framework's caching allocator holds GBs).
 // Either way the counter run's timings are never used (SPEC §3).
 #include <cuda.h>
@@ -58,22 +58,17 @@ bool is_graph_launch_api(std::string_view name) {
   return name.substr(0, 15) == "cudaGraphLaunch" || name.substr(0, 13) == "cuGraphLaunch";
 }
 
-std::size_t env_size(const char* name, std::size_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (end == v || *end != '\0' || n == 0)
-    throw std::invalid_argument(std::string(name) + "=" + v + ": expected a positive integer");
-  return static_cast<std::size_t>(n);
-}
-
 class CounterProfiler;
 std::atomic<CounterProfiler*> g_counter_active{nullptr};
 
+/// Configured once, at construction, by CounterOptions (xsp/profilers/profiler_options.h); reads no environment.
 class CounterProfiler final : public DeviceProfiler, private OpCorrelationListener {
  public:
-  CounterProfiler() = default;
+  explicit CounterProfiler(const CounterOptions& options)
+      : options_(options), user_replay_(options.replay == CounterOptions::Replay::kUser) {
+    // Checked here, not at start(): a bad value is the caller's mistake, reported before any run begins.
+    if (options_.max_ranges == 0) throw std::invalid_argument("counter profiler: counters.max_ranges must be > 0");
+  }
   ~CounterProfiler() override {
     try {
       stop();
@@ -95,11 +90,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     recorder_ = &recorder;
     started_ns_ = now_ns();
     collection_ = CounterCollection{};
-    const char* mode = std::getenv("XSP_COUNTER_REPLAY");
-    user_replay_ = mode == nullptr || *mode == '\0' || std::string_view(mode) == "user";
-    if (!user_replay_ && std::string_view(mode) != "kernel")
-      throw std::invalid_argument(std::string("XSP_COUNTER_REPLAY=") + mode + ": expected user or kernel");
-    collection_.replay = user_replay_ ? "user" : "kernel";
+    collection_.replay = std::string(to_string(options_.replay));
     passes_done_ = 0;
     all_passes_submitted_ = false;
     pass_launches_.clear();
@@ -151,7 +142,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     append_counter_spans(collection_, *recorder_);
     // What counters cost, shown rather than hidden: start() to here, replays and metric evaluation included.
     recorder_->count("counters.collection_ns", static_cast<std::uint64_t>(now_ns() - started_ns_));
-    if (const char* dir = std::getenv("XSP_DUMP_COUNTERS"); dir != nullptr && *dir != '\0') dump(dir);
+    if (!options_.dump_dir.empty()) dump(options_.dump_dir);
     g_counter_active.store(nullptr);
     if (!error.empty()) throw std::runtime_error("counter profiler: " + error);
   }
@@ -212,15 +203,14 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     return names_.emplace(mangled, demangle(mangled)).first->second;
   }
 
-  /// XSP_COUNTER_TIMING=1: each setup step's duration on stderr (where the seconds of a counter run's start go).
+  /// CounterOptions::timing: each setup step's duration on stderr (where the seconds of a counter run's start go).
   void mark(const char* step) {
     const std::int64_t now = now_ns();
-    if (timing_) std::fprintf(stderr, "counter profiler: %-48s %9.3f ms\n", step, (now - last_mark_ns_) / 1e6);
+    if (options_.timing) std::fprintf(stderr, "counter profiler: %-48s %9.3f ms\n", step, (now - last_mark_ns_) / 1e6);
     last_mark_ns_ = now;
   }
 
   void setup() {
-    timing_ = std::getenv("XSP_COUNTER_TIMING") != nullptr;
     last_mark_ns_ = now_ns();
     check_cuda(cudaFree(nullptr), "cudaFree(0) (context creation)");
     mark("cudaFree");
@@ -302,8 +292,8 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
 
     // One range per kernel of a pass (a batch with user replay, the whole run with kernel replay): beyond that
     // CUPTI drops ranges (counted). Initializing the image costs ~0.9 ms per range on an H200 (7.6 s for 8192),
-    // so the default covers large models' batches without paying for more; XSP_COUNTER_MAX_RANGES raises it.
-    const std::size_t max_ranges = env_size("XSP_COUNTER_MAX_RANGES", 2048);
+    // so the default covers large models' batches without paying for more; CounterOptions::max_ranges raises it.
+    const std::size_t max_ranges = options_.max_ranges;
     CUpti_RangeProfiler_GetCounterDataSize_Params data_size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
     data_size.pRangeProfilerObject = range_profiler_;
     data_size.pMetricNames = metrics_.data();
@@ -424,7 +414,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     }
   }
 
-  void dump(const char* dir) const {
+  void dump(const std::filesystem::path& dir) const {
     static std::atomic<int> sequence{0};
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -433,12 +423,12 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     out << to_json(collection_).dump(1) << "\n";
   }
 
+  const CounterOptions options_;  // fixed for the profiler's life: every run behaves alike
   TraceRecorder* recorder_ = nullptr;
   std::int64_t started_ns_ = 0;
   std::int64_t last_mark_ns_ = 0;
-  bool timing_ = false;
   bool running_ = false;
-  bool user_replay_ = true;
+  const bool user_replay_;
   bool all_passes_submitted_ = false;
   std::size_t passes_done_ = 0;
   std::atomic<bool> pass_active_{false};
@@ -492,10 +482,14 @@ void CounterProfiler::subscribe() {
 
 }  // namespace
 
-std::unique_ptr<DeviceProfiler> make_counter_profiler() { return std::make_unique<CounterProfiler>(); }
+std::unique_ptr<DeviceProfiler> make_counter_profiler(const CounterOptions& options) {
+  return std::make_unique<CounterProfiler>(options);
+}
 
 }  // namespace xsp::cupti
 
 namespace xsp {
-std::unique_ptr<DeviceProfiler> create_counter_profiler() { return cupti::make_counter_profiler(); }
+std::unique_ptr<DeviceProfiler> create_counter_profiler(const CounterOptions& options) {
+  return cupti::make_counter_profiler(options);
+}
 }  // namespace xsp

@@ -203,7 +203,7 @@ bool is_noise_api(std::string_view name) {
 }
 
 /// APIs that launch, copy, set, wait, allocate or free: the SYSTEM spans XSP wants. Only these are traced (unless
-/// XSP_CUPTI_ALL_APIS=1): PyTorch makes thousands of bookkeeping calls per inference (cudaGetDevice,
+/// CuptiOptions::all_apis): PyTorch makes thousands of bookkeeping calls per inference (cudaGetDevice,
 /// cuCtxGetCurrent...), and recording each one costs more than the launches themselves.
 bool is_traced_api(std::string_view name) {
   static constexpr std::array<std::string_view, 13> kPrefixes = {
@@ -302,7 +302,8 @@ std::string loaded_cupti_path() {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-CuptiProfiler::CuptiProfiler() = default;
+CuptiProfiler::CuptiProfiler(const CuptiOptions& options)
+    : cupti_options_(options), api_callbacks_(options.api_source == CuptiOptions::ApiSource::kCallback) {}
 
 CuptiProfiler::~CuptiProfiler() {
   if (running_) {
@@ -341,9 +342,8 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType(SYSTEM)");
 
     // Clock: before any kind is enabled, as CUPTI requires.
-    // XSP_CUPTI_CLOCK=offset skips the callback (for measuring what it costs); the offset path below then runs.
-    const char* clock_env = std::getenv("XSP_CUPTI_CLOCK");
-    const bool offset_requested = clock_env != nullptr && std::string_view(clock_env) == "offset";
+    // Clock::kOffset skips the callback (for measuring what it costs); the offset path below then runs.
+    const bool offset_requested = cupti_options_.clock == CuptiOptions::Clock::kOffset;
     const CUptiResult ts =
         offset_requested ? CUPTI_ERROR_NOT_SUPPORTED : cuptiActivityRegisterTimestampCallback(&host_timestamp);
     if (ts == CUPTI_SUCCESS) {
@@ -366,14 +366,14 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       clock_offset_ns_ = best_offset;
       clock_mapping_ = "measured offset: CLOCK_MONOTONIC = cupti timestamp + " + std::to_string(best_offset) +
                        " ns (best of 16 samples, bracket " + std::to_string(best_bracket) +
-                       " ns); " + (offset_requested ? std::string("XSP_CUPTI_CLOCK=offset")
+                       " ns); " + (offset_requested ? std::string("cupti.clock = offset")
                                                     : "cuptiActivityRegisterTimestampCallback failed: " + result_text(ts));
     }
 
     prefill_pool(2);
     // Buffers come zeroed (buffer_requested, buffer_completed), so CUPTI skips zeroing each new 8 MiB buffer on
-    // the thread that launches kernels. XSP_CUPTI_ZEROED_BUFFERS=0 turns this off (to measure what it saves).
-    if (const char* z = std::getenv("XSP_CUPTI_ZEROED_BUFFERS"); z == nullptr || std::string_view(z) != "0") {
+    // the thread that launches kernels. zeroed_buffers = false turns this off (to measure what it saves).
+    if (cupti_options_.zeroed_buffers) {
       std::uint8_t zeroed = 1;
       std::size_t zeroed_size = sizeof zeroed;
       check(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size, &zeroed),
@@ -381,10 +381,8 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     }
     check(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed), "cuptiActivityRegisterCallbacks");
 
-    if (options.kernel) {
-      if (const char* v = std::getenv("XSP_CUPTI_LATENCY_TIMESTAMPS"); v != nullptr && std::string_view(v) == "1") {
-        check(cuptiActivityEnableLatencyTimestamps(1), "cuptiActivityEnableLatencyTimestamps");
-      }
+    if (options.kernel && cupti_options_.latency_timestamps) {
+      check(cuptiActivityEnableLatencyTimestamps(1), "cuptiActivityEnableLatencyTimestamps");
     }
 
     // Is there a device at all? Asked after the CUPTI set-up, which must precede CUDA's initialization.
@@ -399,8 +397,6 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       check(cuptiActivityEnable(kind), call);
       enabled.push_back(kind);
     };
-    const char* source = std::getenv("XSP_CUPTI_API_SOURCE");
-    api_callbacks_ = !(source != nullptr && std::string_view(source) == "activity");
     if (options.system && api_callbacks_) {
       check(cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&api_callback), this), "cuptiSubscribe");
       g_api_generation.fetch_add(1, std::memory_order_acq_rel);
@@ -411,7 +407,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
                 "cuptiEnableCallback");
       enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)");
     } else if (options.system) {
-      if (const char* v = std::getenv("XSP_CUPTI_ALL_APIS"); v != nullptr && std::string_view(v) == "1") {
+      if (cupti_options_.all_apis) {
         enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
         enable(CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)");
       } else {
@@ -531,14 +527,13 @@ void CuptiProfiler::stop() {
   log.counters.try_emplace("cupti.records", 0);
   log.counters.try_emplace("cupti.unknown_records", 0);
 
-  if (const char* dir = std::getenv("XSP_DUMP_GPU_ACTIVITY"); dir != nullptr && *dir != '\0') {
+  if (const std::filesystem::path& dir = cupti_options_.dump_dir; !dir.empty()) {
     attempt([&] {
       std::filesystem::create_directories(dir);
-      const auto path = std::filesystem::path(dir) /
-                        ("gpu_activity_" + std::to_string(g_dump_sequence.fetch_add(1)) + ".json");
+      const auto path = dir / ("gpu_activity_" + std::to_string(g_dump_sequence.fetch_add(1)) + ".json");
       std::ofstream out(path);
       out << to_json(log).dump(1) << '\n';
-      if (!out) throw std::runtime_error("XSP_DUMP_GPU_ACTIVITY: cannot write " + path.string());
+      if (!out) throw std::runtime_error("CUPTI profiler: cannot write the activity dump " + path.string());
     });
   }
 
@@ -805,6 +800,8 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
 
 bool have_device_profiler() { return true; }
 
-std::unique_ptr<DeviceProfiler> create_device_profiler() { return std::make_unique<cupti::CuptiProfiler>(); }
+std::unique_ptr<DeviceProfiler> create_device_profiler(const CuptiOptions& options) {
+  return std::make_unique<cupti::CuptiProfiler>(options);
+}
 
 }  // namespace xsp

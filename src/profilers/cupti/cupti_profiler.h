@@ -26,17 +26,18 @@ struct ApiThread;
 /// buffer back (CUpti_BuffersCallbackCompleteFunc), into a GpuActivityLog on the host clock; stop() turns that
 /// log into spans with append_spans().
 ///
-/// Environment:
-///  - XSP_CUPTI_API_SOURCE=activity: SYSTEM spans from RUNTIME/DRIVER activity records tied to ops by CUPTI's
-///    external correlation ids, instead of the default callback API (measured slower: BENCHMARKS.md).
-///  - XSP_DUMP_GPU_ACTIVITY=DIR: stop() also writes DIR/gpu_activity_<n>.json (to_json of the log; fixtures).
-///  - XSP_CUPTI_LATENCY_TIMESTAMPS=1: collect kernels' queued/submitted times
-///    (cuptiActivityEnableLatencyTimestamps; off by default because it adds launch overhead).
-///  - NVTX_INJECTION64_PATH: NVTX ranges reach CUPTI only through it; start() sets it to the loaded libcupti.so
-///    when unset and options.library is on (see start()).
+/// Configured once, at construction, by CuptiOptions (xsp/profilers/profiler_options.h); it reads no XSP_*
+/// environment variable. Among them:
+///  - api_source = kActivity: SYSTEM spans from RUNTIME/DRIVER activity records tied to ops by CUPTI's external
+///    correlation ids, instead of the default callback API (measured slower: BENCHMARKS.md).
+///  - dump_dir: stop() also writes dump_dir/gpu_activity_<n>.json (to_json of the log; fixtures).
+///  - latency_timestamps: collect kernels' queued/submitted times (cuptiActivityEnableLatencyTimestamps; off by
+///    default because it adds launch overhead).
+/// The one variable it does touch is CUDA's own: NVTX_INJECTION64_PATH. NVTX ranges reach CUPTI only through it;
+/// start() sets it to the loaded libcupti.so when unset and DeviceProfilerOptions::library is on (see start()).
 class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener {
  public:
-  CuptiProfiler();
+  explicit CuptiProfiler(const CuptiOptions& options = {});
   ~CuptiProfiler() override;
   CuptiProfiler(const CuptiProfiler&) = delete;
   CuptiProfiler& operator=(const CuptiProfiler&) = delete;
@@ -44,7 +45,7 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   std::string name() const override { return "cupti"; }
   /// Registers the timestamp and buffer callbacks and enables the activity kinds of `options`:
   /// system → callbacks (cuptiSubscribe/cuptiEnableCallback) on the traced APIs only plus SYNCHRONIZATION
-  /// (or, with XSP_CUPTI_API_SOURCE=activity, RUNTIME, DRIVER, SYNCHRONIZATION, EXTERNAL_CORRELATION);
+  /// (or, with CuptiOptions::api_source = kActivity, RUNTIME, DRIVER, SYNCHRONIZATION, EXTERNAL_CORRELATION);
   /// kernel → CONCURRENT_KERNEL, MEMCPY,
   /// MEMCPY2, MEMSET; library → MARKER; always OVERHEAD. Throws std::runtime_error naming the CUPTI call and
   /// cuptiGetResultString's text (with a hint for "another profiler attached", "insufficient privileges",
@@ -52,7 +53,7 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   void start(TraceRecorder& recorder, const DeviceProfilerOptions& options) override;
   /// Disable the API kinds (so the profiler's own sync is not traced) → cudaDeviceSynchronize →
   /// cuptiActivityFlushAll(FORCED) → disable the other kinds → flush again → spans and counters into the
-  /// recorder (and the XSP_DUMP_GPU_ACTIVITY file). Idempotent. Throws std::runtime_error on a CUPTI/CUDA error,
+  /// recorder (and the CuptiOptions::dump_dir file). Idempotent. Throws std::runtime_error on a CUPTI/CUDA error,
   /// after leaving CUPTI disabled and adding what was collected.
   void stop() override;
   OpCorrelationListener* correlation_listener() override { return this; }
@@ -79,6 +80,7 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   /// Stops the API callbacks (no-op without a subscription).
   void unsubscribe() noexcept;
 
+  const CuptiOptions cupti_options_;  // fixed for the profiler's life: every run behaves alike
   TraceRecorder* recorder_ = nullptr;
   DeviceProfilerOptions options_;
   bool running_ = false;
@@ -86,10 +88,10 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   std::int64_t clock_offset_ns_ = 0;  // host = CUPTI + offset (0 with the timestamp callback)
   std::atomic<std::uint64_t> correlation_errors_{0};
 
-  /// SYSTEM spans from the CUPTI callback API (default) rather than RUNTIME/DRIVER activity records
-  /// (XSP_CUPTI_API_SOURCE=activity): only the traced APIs are intercepted at all, and the op an API call belongs
-  /// to is read from the listener's thread-local op stack instead of CUPTI's external-correlation stack.
-  bool api_callbacks_ = true;
+  /// SYSTEM spans from the CUPTI callback API (api_source kCallback, the default) rather than RUNTIME/DRIVER
+  /// activity records (kActivity): only the traced APIs are intercepted at all, and the op an API call belongs to is
+  /// read from the listener's thread-local op stack instead of CUPTI's external-correlation stack.
+  const bool api_callbacks_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
 
   std::mutex mu_;  // guards everything below: buffers complete on CUPTI's worker thread

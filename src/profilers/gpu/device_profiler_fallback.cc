@@ -11,11 +11,11 @@ namespace xsp {
 
 bool have_device_profiler() { return false; }
 
-std::unique_ptr<DeviceProfiler> create_device_profiler() {
+std::unique_ptr<DeviceProfiler> create_device_profiler(const CuptiOptions&) {
   throw std::runtime_error("device profiler: built without CUPTI (CUDA toolkit not found at configure time)");
 }
 
-std::unique_ptr<DeviceProfiler> create_counter_profiler() {
+std::unique_ptr<DeviceProfiler> create_counter_profiler(const CounterOptions&) {
   throw std::runtime_error("counter profiler: built without CUPTI (CUDA toolkit not found at configure time)");
 }
 
