@@ -100,8 +100,12 @@ int main(int argc, char** argv) {
   xsp::EvaluationOptions m_run;
   m_run.batch_sizes = {static_cast<int>(batch)};
   m_run.synthetic = true;
-  m_run.warmup_iterations = 0;
-  m_run.iterations = block;
+  // A fixed block of `block` measured batches (no adaptive warm-up or stopping): the bench alternates modes itself.
+  m_run.measurement.warmup_min_batches = 0;
+  m_run.measurement.warmup_min_ms = m_run.measurement.warmup_max_ms = 0;
+  m_run.measurement.min_batches = block;
+  m_run.measurement.min_duration_ms = m_run.measurement.max_duration_ms = 0;
+  m_run.record_machine_state = false;
   for (int r = 0; r < 2 * rounds; ++r) {
     for (int m = 0; m < kModes; ++m) {
       const Mode mode = static_cast<Mode>(m);

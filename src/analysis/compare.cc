@@ -1,5 +1,6 @@
 // Side-by-side comparison of evaluations; formulas and sources in include/xsp/analysis/compare.h.
 #include "xsp/analysis/compare.h"
+#include "xsp/analysis/summary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -147,11 +148,17 @@ Table compare_summary(const std::vector<EvaluationRecord>& records) {
 Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
   Table t;
   t.id = "compare.A1";
-  t.title = "A1 side by side: predict latency (trimmed mean, ms) and throughput per batch size";
+  t.title = "A1 side by side: predict latency (trimmed mean, ms) with the median's 95% interval and stability, and "
+            "throughput per batch size";
   t.columns = {{"batch_size", "batch"}};
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
     t.columns.push_back({col_prefix(r) + "latency_ms", eval_label(r) + " ms"});
+    t.columns.push_back({col_prefix(r) + "median_ci95", eval_label(r) + " median [95% CI]"});
+    t.columns.push_back({col_prefix(r) + "median_ms", "", false});
+    t.columns.push_back({col_prefix(r) + "ci95_low_ms", "", false});
+    t.columns.push_back({col_prefix(r) + "ci95_high_ms", "", false});
+    t.columns.push_back({col_prefix(r) + "stability", eval_label(r) + " stability"});
     t.columns.push_back({col_prefix(r) + "throughput_samples_per_s", eval_label(r) + " samples/s"});
     if (i > 0) t.columns.push_back({col_prefix(r) + "latency_ratio", eval_label(r) + " / #" + std::to_string(records[0].id)});
   }
@@ -164,6 +171,20 @@ Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
       const RunRecord* run = records[i].run_for_level(b, Level::kModel);
       const LatencySummary* s = predict_summary(run);
       row.push_back(s ? Cell(s->trimmed_mean / 1e6) : Cell());
+      if (run) {
+        const StabilityAssessment st = run_stability(*run);
+        if (std::isfinite(st.median_ns)) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "%.3f [%.3f, %.3f]", st.median_ns / 1e6, st.ci95_ns.low / 1e6,
+                        st.ci95_ns.high / 1e6);
+          row.insert(row.end(), {Cell(std::string(buf)), Cell(st.median_ns / 1e6), Cell(st.ci95_ns.low / 1e6),
+                                 Cell(st.ci95_ns.high / 1e6), Cell(stability_label(st))});
+        } else {
+          row.insert(row.end(), {Cell(), Cell(), Cell(), Cell(), Cell(stability_label(st))});
+        }
+      } else {
+        row.insert(row.end(), {Cell(), Cell(), Cell(), Cell(), Cell()});
+      }
       row.push_back(run ? Cell(run->throughput_samples_per_s) : Cell());
       if (i > 0) row.push_back(s && first && first->trimmed_mean > 0 ? Cell(s->trimmed_mean / first->trimmed_mean) : Cell());
     }
@@ -171,6 +192,8 @@ Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
   }
   t.notes.push_back("each evaluation's latencies from its own M run (SPEC §3); ratio > 1: slower than #" +
                     std::to_string(records[0].id));
+  t.notes.push_back("two medians whose intervals overlap may not differ; an UNSTABLE run's number moved during its "
+                    "measurement by more than the tolerance");
   return t;
 }
 

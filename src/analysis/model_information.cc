@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/summary.h"
 #include "internal.h"
 #include "xsp/stats/stats.h"
 
@@ -103,6 +104,10 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
   t.id = "A1";
   t.title = "Model information";
   t.columns = {{"batch_size", "batch"},
+               {"median_ms", "median (ms)"},
+               {"ci95_low_ms", "95% CI low"},
+               {"ci95_high_ms", "95% CI high"},
+               {"stability", "stability"},
                {"latency_trimmed_mean_ms", "latency (ms, trimmed mean)"},
                {"p50_ms", "p50 (ms)"},
                {"p90_ms", "p90 (ms)"},
@@ -111,7 +116,7 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
 
   std::vector<std::pair<int, double>> thr;
   std::vector<BatchThroughput> points;
-  std::vector<int> missing;
+  std::vector<int> missing, unstable;
   std::set<TraceLevel> levels;
   std::size_t min_batches = SIZE_MAX, max_batches = 0;
   const RunRecord* any_run = nullptr;
@@ -137,8 +142,12 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
     max_batches = std::max(max_batches, s.n);
     const double tm_ms = s.trimmed_mean / 1e6;
     const double throughput = s.trimmed_mean > 0 ? b / (s.trimmed_mean * 1e-9) : std::nan("");
-    t.rows.push_back({Cell{static_cast<std::int64_t>(b)}, Cell{tm_ms}, Cell{s.p50 / 1e6}, Cell{s.p90 / 1e6},
-                      Cell{s.p99 / 1e6}, Cell{throughput}});
+    const StabilityAssessment st = run_stability(*run);
+    auto ms = [](double ns) { return std::isfinite(ns) ? Cell{ns / 1e6} : Cell{}; };
+    t.rows.push_back({Cell{static_cast<std::int64_t>(b)}, ms(st.median_ns), ms(st.ci95_ns.low), ms(st.ci95_ns.high),
+                      Cell{stability_label(st)}, Cell{tm_ms}, Cell{s.p50 / 1e6}, Cell{s.p90 / 1e6}, Cell{s.p99 / 1e6},
+                      Cell{throughput}});
+    if (st.verdict == Verdict::kUnstable) unstable.push_back(b);
     thr.emplace_back(b, throughput);
     points.push_back({b, throughput, s.p99 / 1e6});
   }
@@ -158,6 +167,11 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
     }
   } else {
     t.notes.push_back("no MODEL-level run in this evaluation");
+  }
+  if (!unstable.empty()) {
+    std::string s = "UNSTABLE latency at batch size";
+    for (int b : unstable) s += " " + std::to_string(b);
+    t.notes.push_back(s + ": its windows disagree beyond the tolerance; the optimal batch size below rests on it");
   }
   if (!missing.empty()) {
     std::string s = "batch sizes without MODEL-level predict latencies (left out):";

@@ -69,16 +69,6 @@ double mann_whitney_exact_p(const std::vector<double>& ranks, std::size_t n1, do
   return std::min(1.0, extreme / all);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) throw std::invalid_argument("median of an empty sample");
-  const std::size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
-  const double upper = v[m];
-  if (v.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m));
-  return 0.5 * (lower + upper);
-}
-
 MannWhitneyResult mann_whitney_u(const std::vector<double>& x, const std::vector<double>& y,
                                  MannWhitneyMethod method) {
   check_sample(x, "Mann-Whitney U (first sample)");

@@ -142,10 +142,13 @@ std::string render_text(const Table& table, int precision) {
 
   auto emit_row = [&](const std::vector<std::string>& cells, const std::string& bar_text) {
     std::string line;
+    bool first = true;
     for (std::size_t c = 0; c < ncol; ++c) {
+      if (!table.columns[c].in_text) continue;
       const std::string& s = c < cells.size() ? cells[c] : std::string();
       const std::size_t pad = width[c] - std::min(width[c], display_width(s));
-      if (c > 0) line += "  ";
+      if (!first) line += "  ";
+      first = false;
       if (right[c]) line.append(pad, ' ');
       line += s;
       if (!right[c]) line.append(pad, ' ');
@@ -160,7 +163,7 @@ std::string render_text(const Table& table, int precision) {
   std::size_t total_width = 0;
   for (std::size_t c = 0; c < ncol; ++c) {
     header[c] = table.columns[c].title.empty() ? table.columns[c].name : table.columns[c].title;
-    total_width += width[c] + (c > 0 ? 2 : 0);
+    if (table.columns[c].in_text) total_width += width[c] + (total_width > 0 ? 2 : 0);
   }
   emit_row(header, "");
   std::string rule;

@@ -2,49 +2,55 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 #include "xsp/stats/stats.h"
+#include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
 
 namespace xsp {
 namespace {
 
-// Opens a span now and closes it (adding it to the recorder) when the scope ends.
+// Opens a span now and closes it (adding it to the recorder) when the scope ends; times on `clock`.
 class ScopedSpan {
  public:
-  ScopedSpan(TraceRecorder* recorder, Level level, std::string name, SpanId parent, std::vector<Tag> tags = {})
-      : recorder_(recorder) {
+  ScopedSpan(const Clock& clock, TraceRecorder* recorder, Level level, std::string name, SpanId parent,
+             std::vector<Tag> tags = {})
+      : clock_(clock), recorder_(recorder) {
     span_.id = recorder ? recorder->next_id() : kNoSpan;
     span_.parent_id = parent;
     span_.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
     span_.level = level;
     span_.name = std::move(name);
     span_.thread_id = current_thread_id();
-    span_.tags = std::move(tags);
-    span_.start_ns = now_ns();
+    if (recorder) span_.tags = std::move(tags);
+    span_.start_ns = clock_.now_ns();
   }
   ~ScopedSpan() { close(); }
   /// Ends the span now; returns its duration.
   std::int64_t close() {
     if (!closed_) {
-      span_.end_ns = now_ns();
+      span_.end_ns = clock_.now_ns();
       closed_ = true;
-      if (recorder_) recorder_->add(span_);
+      if (recorder_) recorder_->add(std::move(span_));
     }
-    return span_.duration_ns();
+    return span_.end_ns - span_.start_ns;
   }
   SpanId id() const { return span_.id; }
 
  private:
+  const Clock& clock_;
   TraceRecorder* recorder_;
   Span span_;
   bool closed_ = false;
-};
-
-struct BatchInputs {
-  std::vector<std::filesystem::path> files;
 };
 
 std::vector<std::string> ids_of(const std::vector<EncodedInput>& inputs) {
@@ -122,38 +128,378 @@ std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool ha
   return levels;
 }
 
+namespace {
+
+std::string abbreviation(TraceLevel level) {
+  switch (level) {
+    case TraceLevel::kModel: return "M";
+    case TraceLevel::kFramework: return "M/F";
+    case TraceLevel::kLibrary: return "M/F/L";
+    case TraceLevel::kSystem: return "M/F/S";
+    case TraceLevel::kKernel: return "M/F/K";
+    case TraceLevel::kHardware: return "M/F/H";
+  }
+  return "?";
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+// One trace level's state during a phase: the run being built (when `stored`) or a baseline's blocks.
+struct LevelSlot {
+  TraceLevel level = TraceLevel::kModel;
+  bool stored = true;  // false: a phase-2 baseline (M or M/F blocks beside kernel tracing), not a run
+  RunRecord run;
+  // Ids of a run's trace: the APPLICATION span is 1, every block's recorder starts where the last one stopped.
+  SpanId app_id = 1;
+  SpanId next_id = 2;
+  std::unique_ptr<TraceRecorder> recorder;  // of the block in progress
+  std::deque<std::pair<std::size_t, Trace>> kept;  // (batches, spans) of the last measured blocks
+  std::size_t kept_batches = 0;
+  std::map<std::string, std::uint64_t> counters;
+  std::vector<std::map<std::string, std::vector<double>>> block_stages;  // per measured block: stage -> ns
+  std::set<std::string> predicted;
+  std::vector<Classification> last_outputs;
+  std::string clock_mapping;
+  std::size_t measured_batches = 0;  // tags MODEL spans with the batch's index among the measured ones
+};
+
+// What every phase shares: the model, inputs, profilers and clock of the evaluation.
+struct Context {
+  const Manifest& manifest;
+  Predictor& predictor;
+  const EvaluationOptions& options;
+  const Clock& clock;
+  const ProgressCallback& progress;
+  FrameworkProfiler* framework_profiler;
+  std::vector<std::filesystem::path> files;
+  std::optional<Preprocessor> preprocessor;
+  std::optional<Postprocessor> postprocessor;
+  bool softmax = false;
+  std::size_t top_k = 5;
+  std::size_t next_file = 0;
+  std::uint64_t batch_counter = 0;
+};
+
+DeviceProfiler* device_for(const Context& ctx, TraceLevel level) {
+  if (level == TraceLevel::kHardware) return ctx.options.counter_profiler;
+  return enables(level, Level::kLibrary) ? ctx.options.device_profiler : nullptr;
+}
+
+// Runs one batch through the pipeline; every stage is a MODEL span of `rec` when given. Returns the predict
+// latency (ns). `stages`, when given, receives each stage's latency.
+double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRecorder* rec, bool measured,
+                          std::map<std::string, std::vector<double>>* stages, DeviceProfiler* batch_hooks) {
+  const auto& options = ctx.options;
+  const SpanId parent = rec ? slot.app_id : kNoSpan;
+  const std::uint64_t j = ctx.batch_counter++ % kSyntheticBatches;
+  std::vector<Tag> batch_tag;
+  if (rec && measured) batch_tag.push_back({"batch", std::to_string(slot.measured_batches++)});
+  std::vector<EncodedInput> inputs;
+  Tensor tensor;
+  const bool framework = enables(slot.level, Level::kFramework) && ctx.framework_profiler;
+  {
+    ScopedSpan s(ctx.clock, rec, Level::kModel, kStageInput, parent, batch_tag);
+    if (!options.synthetic)
+      for (int k = 0; k < batch_size; ++k) inputs.push_back(read_input(ctx.files[ctx.next_file++ % ctx.files.size()]));
+    const auto d = s.close();
+    if (stages) (*stages)[kStageInput].push_back(static_cast<double>(d));
+  }
+  {
+    ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePreprocess, parent, batch_tag);
+    tensor = options.synthetic ? synthetic_batch(ctx.manifest.inputs.front().dimensions, batch_size, options.seed + j)
+                               : ctx.preprocessor->run(inputs);
+    const auto d = s.close();
+    if (stages) (*stages)[kStagePreprocess].push_back(static_cast<double>(d));
+  }
+  Tensor output;
+  double predict_ns = 0;
+  {
+    ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePredict, parent, batch_tag);
+    if (framework) ctx.framework_profiler->set_parent(s.id());
+    if (batch_hooks) batch_hooks->begin_batch();
+    output = ctx.predictor.predict(tensor);
+    if (batch_hooks) batch_hooks->end_batch();
+    predict_ns = static_cast<double>(s.close());
+    if (stages) (*stages)[kStagePredict].push_back(predict_ns);
+  }
+  {
+    ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePostprocess, parent, batch_tag);
+    slot.last_outputs = ctx.postprocessor->run(output, ids_of(inputs));
+    const auto d = s.close();
+    if (stages) (*stages)[kStagePostprocess].push_back(static_cast<double>(d));
+  }
+  // Outside every stage span: keeping predictions must not inflate what is measured.
+  if (measured && slot.stored && options.store_predictions && output.shape.size() >= 1 && output.shape[0] > 0) {
+    const auto rows = static_cast<std::size_t>(output.shape[0]);
+    const std::size_t classes = output.data.size() / rows;
+    for (std::size_t k = 0; k < rows; ++k) {
+      std::string id = options.synthetic ? "synthetic:seed=" + std::to_string(options.seed) + ":batch=" +
+                                               std::to_string(j) + ":" + std::to_string(k)
+                                         : (k < inputs.size() ? inputs[k].id : std::string());
+      if (id.empty() || !slot.predicted.insert(id).second) continue;
+      slot.run.predictions.push_back(
+          make_prediction(std::move(id), output.data.data() + k * classes, classes, ctx.softmax, ctx.top_k));
+    }
+  }
+  return predict_ns;
+}
+
+// Drives the blocks of one phase (BlockExecutor for run_phase): switches each level's profilers on for its
+// blocks, records measured blocks into their own recorders and keeps the last ones up to the trace budget.
+class PhaseExecutor final : public BlockExecutor {
+ public:
+  PhaseExecutor(Context& ctx, int batch_size, std::vector<LevelSlot*> slots, MachineMonitor* monitor,
+                std::string what)
+      : ctx_(ctx), batch_size_(batch_size), slots_(std::move(slots)), monitor_(monitor), what_(std::move(what)) {}
+
+  void begin_block(std::size_t l, bool warmup) override {
+    LevelSlot& slot = *slots_[l];
+    slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
+    stages_.clear();
+    DeviceProfiler* device = device_for(ctx_, slot.level);
+    const bool framework = enables(slot.level, Level::kFramework);
+    if (framework) ctx_.framework_profiler->set_correlation_listener(device ? device->correlation_listener() : nullptr);
+    if (device) {
+      DeviceProfilerOptions o;
+      o.library = enables(slot.level, Level::kLibrary);
+      o.system = enables(slot.level, Level::kSystem);
+      o.kernel = enables(slot.level, Level::kKernel);
+      device->start(*slot.recorder, o);
+    }
+    if (framework) ctx_.framework_profiler->start(*slot.recorder, kNoSpan);
+    (void)warmup;
+  }
+
+  double run_batch(std::size_t l, bool warmup) override {
+    LevelSlot& slot = *slots_[l];
+    // Warm-up batches are recorded into a recorder that is thrown away: the profilers run as in a measured
+    // block, so the warm-up warms them too, but nothing of it enters a trace.
+    return run_pipeline_batch(ctx_, slot, batch_size_, slot.recorder.get(), !warmup, warmup ? nullptr : &stages_,
+                              nullptr);
+  }
+
+  void end_block(std::size_t l, bool warmup, std::size_t round) override {
+    LevelSlot& slot = *slots_[l];
+    // The device profiler synchronizes and flushes first, while the ops its records point to are still open in
+    // the framework profiler's books.
+    if (DeviceProfiler* device = device_for(ctx_, slot.level)) {
+      device->stop();
+      slot.clock_mapping = device->clock_mapping();
+    }
+    if (enables(slot.level, Level::kFramework)) {
+      ctx_.framework_profiler->stop();
+      ctx_.framework_profiler->set_correlation_listener(nullptr);
+    }
+    Trace trace = slot.recorder->take();
+    slot.next_id = slot.recorder->peek_next_id();
+    slot.recorder.reset();
+    if (monitor_) monitor_->observe();
+    if (warmup) return;
+    (void)round;
+    for (const auto& [name, value] : trace.counters) slot.counters[name] += value;
+    std::size_t batches = stages_[kStagePredict].size();
+    slot.block_stages.push_back(std::move(stages_));
+    stages_.clear();
+    if (!slot.stored) return;
+    slot.kept.emplace_back(batches, std::move(trace));
+    slot.kept_batches += batches;
+    const auto budget = static_cast<std::size_t>(ctx_.options.measurement.max_traced_batches);
+    while (slot.kept.size() > 1 && slot.kept_batches > budget) {
+      slot.counters["trace.untraced_batches"] += slot.kept.front().first;
+      slot.counters["trace.discarded_spans"] += slot.kept.front().second.spans.size();
+      slot.kept_batches -= slot.kept.front().first;
+      slot.kept.pop_front();
+    }
+  }
+
+  void progress(std::size_t done, std::size_t total, std::string_view what) override {
+    if (!ctx_.progress) return;
+    ctx_.progress(Progress{static_cast<int>(done), static_cast<int>(total), what_ + ": " + std::string(what)});
+  }
+
+ private:
+  Context& ctx_;
+  int batch_size_;
+  std::vector<LevelSlot*> slots_;
+  MachineMonitor* monitor_;
+  std::string what_;
+  std::map<std::string, std::vector<double>> stages_;
+};
+
+// Turns a slot's measured blocks into its RunRecord: latencies of the result blocks, the trace of the kept
+// blocks under one APPLICATION span, the measurement and the machine state.
+void finish_run(Context& ctx, LevelSlot& slot, int batch_size, const LevelMeasurement* lm, const PhaseResult* phase,
+                const std::string& design) {
+  RunRecord& run = slot.run;
+  run.batch_size = batch_size;
+  run.trace_level = slot.level;
+  RunMeasurement& m = run.measurement;
+  m.design = design;
+  m.rule = ctx.options.measurement.rule;
+  if (lm && phase) {
+    run.predict_latency_ns = lm->result_latencies_ns();
+    m.stability = lm->stability;
+    m.warmup_batches = lm->warmup_batches;
+    m.warmup_ns = phase->warmup_ns;
+    m.warmup_converged = phase->warmup_converged;
+    m.warmup_block_medians_ns = lm->warmup_block_medians_ns;
+    m.batches_per_block = phase->batches_per_block;
+    for (const MeasuredBlock& b : lm->blocks)
+      m.blocks.push_back({b.round, b.start_ns, b.duration_ns, b.latencies_ns.size(), b.median_ns});
+    m.result_first_block = lm->result_first_block;
+    m.measure_ns = phase->measure_ns;
+    m.reached_max_duration = phase->reached_max_duration;
+    run.warmup_iterations = lm->warmup_batches;
+  }
+  run.iterations = static_cast<int>(run.predict_latency_ns.size());
+  std::map<std::string, std::vector<double>> stages;
+  for (std::size_t i = m.result_first_block; i < slot.block_stages.size(); ++i)
+    for (auto& [stage, ns] : slot.block_stages[i]) stages[stage].insert(stages[stage].end(), ns.begin(), ns.end());
+  for (auto& [stage, samples] : stages) run.stage_latency_ns[stage] = summarize(samples);
+  const auto predict = run.stage_latency_ns.find(kStagePredict);
+  const double predict_ns = predict == run.stage_latency_ns.end() ? 0 : predict->second.trimmed_mean;
+  run.throughput_samples_per_s = predict_ns > 0 ? batch_size * 1e9 / predict_ns : 0;
+
+  Trace& trace = run.trace;
+  Span app;
+  app.id = slot.app_id;
+  app.level = Level::kApplication;
+  app.name = ctx.manifest.name + " bs=" + std::to_string(batch_size) + " " + std::string(to_string(slot.level));
+  app.thread_id = current_thread_id();
+  app.tags = {{"model", ctx.manifest.name},
+              {"framework", ctx.predictor.framework_name()},
+              {"batch_size", std::to_string(batch_size)},
+              {"trace_level", std::string(to_string(slot.level))},
+              {"kept_batches", std::to_string(slot.kept_batches)}};
+  app.start_ns = std::numeric_limits<std::int64_t>::max();
+  app.end_ns = std::numeric_limits<std::int64_t>::min();
+  for (auto& [batches, t] : slot.kept) {
+    for (const Span& s : t.spans) {
+      app.start_ns = std::min(app.start_ns, s.start_ns);
+      app.end_ns = std::max(app.end_ns, s.end_ns);
+    }
+    trace.spans.insert(trace.spans.end(), std::make_move_iterator(t.spans.begin()),
+                       std::make_move_iterator(t.spans.end()));
+  }
+  if (trace.spans.empty()) app.start_ns = app.end_ns = ctx.clock.now_ns();
+  trace.spans.push_back(std::move(app));
+  slot.kept.clear();
+  for (const auto& [name, value] : slot.counters) trace.counters[name] += value;
+  trace.clock.unix_offset_ns = unix_offset_now_ns();
+  trace.clock.device_clock_mapping = slot.clock_mapping;
+  assemble(trace);
+}
+
+void attach_machine_state(LevelSlot& slot, MachineMonitor* monitor) {
+  if (!monitor) return;
+  slot.run.machine_state = monitor->to_json();
+  for (auto& w : monitor->warnings()) slot.run.warnings.push_back(w);
+}
+
+// Warnings about how the measurement went, in the run's own words.
+void add_measurement_warnings(LevelSlot& slot, const MeasurementOptions& o) {
+  const RunMeasurement& m = slot.run.measurement;
+  const std::string level = abbreviation(slot.level);
+  if (!m.warmup_converged && o.warmup_max_ms > 0)
+    slot.run.warnings.push_back(level + " warm-up did not converge within " + std::to_string(m.warmup_ns / 1000000) +
+                                " ms: its last " + std::to_string(o.rule.windows) + " warm-up blocks never agreed within " +
+                                percent(o.rule.tolerance));
+  if (m.stability.verdict == Verdict::kUnstable)
+    slot.run.warnings.push_back(level + " latency unstable: its last " + std::to_string(m.stability.window_medians_ns.size()) +
+                                " windows differ by " + percent(m.stability.spread_fraction) + " (tolerance " +
+                                percent(o.rule.tolerance) + ") after " + std::to_string(m.measure_ns / 1000000) +
+                                " ms of measurement");
+}
+
+LevelOverhead make_overhead(int batch_size, TraceLevel level, TraceLevel baseline, std::string design,
+                            const std::vector<double>& deeper, const std::vector<double>& shallower, std::string note) {
+  LevelOverhead o;
+  o.batch_size = batch_size;
+  o.level = level;
+  o.baseline = baseline;
+  o.design = std::move(design);
+  o.latency_ns = deeper.empty() ? 0 : median(deeper);
+  o.baseline_latency_ns = shallower.empty() ? 0 : median(shallower);
+  o.note = std::move(note);
+  if (deeper.empty() || shallower.empty()) {
+    o.overhead = PairedOverhead{0, std::nan(""), {std::nan(""), std::nan("")}};
+  } else if (o.design == "residual") {
+    o.overhead = unpaired_change(deeper, shallower);
+  } else {
+    const std::size_t n = std::min(deeper.size(), shallower.size());
+    // Sequential blocks pair by position (the last n of each): the closest in time that exist.
+    o.overhead = paired_overhead(std::vector<double>(deeper.end() - static_cast<std::ptrdiff_t>(n), deeper.end()),
+                                 std::vector<double>(shallower.end() - static_cast<std::ptrdiff_t>(n), shallower.end()));
+  }
+  return o;
+}
+
+std::optional<MachineMonitor> new_monitor(const EvaluationOptions& options) {
+  if (!options.record_machine_state) return std::nullopt;
+  std::optional<MachineMonitor> m;
+  m.emplace(system_nvml(), options.device.kind == "cuda" ? options.device.index : -1);
+  m->start();
+  return m;
+}
+
+// Runs `slots` (one batch size) as one interleaved phase and finishes the stored runs.
+PhaseResult run_interleaved(Context& ctx, int batch_size, const std::vector<LevelSlot*>& slots,
+                            const std::string& design) {
+  auto monitor = new_monitor(ctx.options);
+  std::string what = ctx.manifest.name + " bs " + std::to_string(batch_size) + " ";
+  for (std::size_t i = 0; i < slots.size(); ++i) what += (i ? ", " : "") + abbreviation(slots[i]->level);
+  PhaseExecutor executor(ctx, batch_size, slots, monitor ? &*monitor : nullptr, what);
+  PhaseResult phase = run_phase(slots.size(), ctx.options.measurement, ctx.clock, executor);
+  if (monitor) monitor->finish();
+  for (std::size_t l = 0; l < slots.size(); ++l) {
+    LevelSlot& slot = *slots[l];
+    if (!slot.stored) continue;
+    finish_run(ctx, slot, batch_size, &phase.levels[l], &phase, design);
+    attach_machine_state(slot, monitor ? &*monitor : nullptr);
+    add_measurement_warnings(slot, ctx.options.measurement);
+  }
+  return phase;
+}
+
+}  // namespace
+
 EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, const EvaluationOptions& options,
                                 const ProgressCallback& progress) {
-  if (options.batch_sizes.empty()) throw std::invalid_argument("no batch size given");
+  if (options.batch_sizes.empty()) throw std::invalid_argument("batch_sizes: no batch size given");
   for (int b : options.batch_sizes)
-    if (b < 1) throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(b));
-  if (options.iterations < 1) throw std::invalid_argument("iterations must be >= 1");
-  if (options.counter_iterations < 1) throw std::invalid_argument("counter iterations must be >= 1");
-  if (options.warmup_iterations < 0) throw std::invalid_argument("warm-up iterations must be >= 0");
+    if (b < 1) throw std::invalid_argument("batch_sizes: every batch size must be >= 1, got " + std::to_string(b));
+  if (options.counter_iterations < 1)
+    throw std::invalid_argument("counter_iterations: expected a number >= 1, got " +
+                                std::to_string(options.counter_iterations));
+  validate(options.measurement);
   if (manifest.inputs.empty() || manifest.outputs.empty())
     throw std::invalid_argument("manifest " + manifest.path.string() + " has no input or output");
 
-  FrameworkProfiler* framework_profiler = predictor.framework_profiler();
-  const auto levels = run_levels(options.trace_level, options.leveled, framework_profiler != nullptr,
+  Context ctx{manifest, predictor, options, options.clock ? *options.clock : system_clock(), progress,
+              predictor.framework_profiler()};
+  const auto levels = run_levels(options.trace_level, options.leveled, ctx.framework_profiler != nullptr,
                                  options.device_profiler != nullptr, options.counter_profiler != nullptr);
-  const auto iterations_of = [&](TraceLevel level) {
-    return level == TraceLevel::kHardware ? options.counter_iterations : options.iterations;
-  };
 
   const InputSpec& input_spec = manifest.inputs.front();
   const OutputSpec& output_spec = manifest.outputs.front();
-  std::vector<std::filesystem::path> files;
-  std::optional<Preprocessor> preprocessor;
   if (!options.synthetic) {
     if (input_spec.type != "image")
       throw std::invalid_argument("inputs of type '" + input_spec.type + "' need --synthetic");
-    files = list_images(options.inputs_dir);
-    preprocessor.emplace(input_spec);
+    ctx.files = list_images(options.inputs_dir);
+    ctx.preprocessor.emplace(input_spec);
   }
   std::vector<std::string> labels;
   const auto labels_path = manifest.resolved_labels_path(0);
   if (!labels_path.empty()) labels = load_labels(labels_path);
-  const Postprocessor postprocessor(output_spec, labels);
+  ctx.postprocessor.emplace(output_spec, labels);
+  for (const auto& step : output_spec.steps) {
+    if (step.op == "softmax") ctx.softmax = true;
+    if (step.op == "top_k") ctx.top_k = static_cast<std::size_t>(std::stoul(step.params.at("k")));
+  }
 
   EvaluationRecord record;
   record.model_name = manifest.name;
@@ -165,199 +511,169 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   record.batch_sizes = options.batch_sizes;
   record.trace_level = options.trace_level;
   record.leveled = options.leveled;
-  record.settings = {{"warmup_iterations", options.warmup_iterations},
-                     {"iterations", options.iterations},
+  record.settings = {{"measurement", to_json(options.measurement)},
                      {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
-                     {"input_count", files.size()},
+                     {"input_count", ctx.files.size()},
                      {"synthetic_seed", options.seed},
+                     {"synthetic_batches", kSyntheticBatches},
                      {"run_levels", nlohmann::json::array()}};
   for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
   record.settings["sample_outputs"] = nlohmann::json::object();
-  bool softmax = false;
-  std::size_t top_k = 5;
-  for (const auto& step : output_spec.steps) {
-    if (step.op == "softmax") softmax = true;
-    if (step.op == "top_k") top_k = static_cast<std::size_t>(std::stoul(step.params.at("k")));
-  }
   if (options.store_predictions)
-    record.settings["predictions"] = {{"values", softmax ? "softmax" : "raw"}, {"top_k", top_k}};
+    record.settings["predictions"] = {{"values", ctx.softmax ? "softmax" : "raw"}, {"top_k", ctx.top_k}};
 
-  Progress state;
-  for (TraceLevel level : levels)
-    state.total += static_cast<int>(options.batch_sizes.size()) * (options.warmup_iterations + iterations_of(level));
-  std::size_t next_file = 0;
+  std::vector<TraceLevel> in_process, cupti;
+  bool hardware = false;
+  for (TraceLevel l : levels) {
+    if (l == TraceLevel::kHardware) hardware = true;
+    else if (l <= TraceLevel::kFramework) in_process.push_back(l);
+    else cupti.push_back(l);
+  }
+  const bool sequential = options.measurement.order == LevelOrder::kSequential;
+  const std::string design_of_phase = sequential ? "sequential" : "interleaved";
 
-  for (TraceLevel level : levels) {
-    for (int batch_size : options.batch_sizes) {
-      RunRecord run;
-      run.batch_size = batch_size;
-      run.trace_level = level;
-      run.warmup_iterations = options.warmup_iterations;
-      run.iterations = iterations_of(level);
-
-      TraceRecorder recorder;
-      const bool framework = enables(level, Level::kFramework);
-      // The counter run records framework ops and counters only: kernel replay serializes and repeats every
-      // kernel, so activity records of that run would describe the replays, not the model.
-      DeviceProfiler* device = level == TraceLevel::kHardware           ? options.counter_profiler
-                               : enables(level, Level::kLibrary) ? options.device_profiler
-                                                                 : nullptr;
-      if (framework) framework_profiler->set_correlation_listener(device ? device->correlation_listener() : nullptr);
-      std::map<std::string, std::vector<double>> stage_ns;
-      ScopedSpan app(&recorder, Level::kApplication,
-                     manifest.name + " bs=" + std::to_string(batch_size) + " " + std::string(to_string(level)),
-                     kNoSpan,
-                     {{"model", manifest.name},
-                      {"framework", record.framework_name},
-                      {"batch_size", std::to_string(batch_size)},
-                      {"trace_level", std::string(to_string(level))}});
-      std::vector<Classification> last_outputs;
-      std::set<std::string> predicted;  // input ids whose prediction this run already keeps
-
-      int total = options.warmup_iterations + run.iterations;
-      for (int i = 0; i < total; ++i) {
-        const bool measured = i >= options.warmup_iterations;
-        // Warm-up batches get no recorder: nothing of them enters the trace.
-        TraceRecorder* rec = measured ? &recorder : nullptr;
-        const SpanId parent = measured ? app.id() : kNoSpan;
-        if (measured && i == options.warmup_iterations) {
-          if (device) {
-            DeviceProfilerOptions device_options;
-            device_options.library = enables(level, Level::kLibrary);
-            device_options.system = enables(level, Level::kSystem);
-            device_options.kernel = enables(level, Level::kKernel);
-            try {
-              device->start(recorder, device_options);
-            } catch (const std::runtime_error& e) {
-              // Counters can be unavailable where tracing works (profiling restricted to admins, another
-              // profiler attached, a virtualized GPU): the evaluation goes on without them and says why.
-              if (level != TraceLevel::kHardware) throw;
-              record.settings["counters_unavailable"] = e.what();
-              recorder.count("counters.unavailable", 1);
-              device = nullptr;
-              if (framework) framework_profiler->set_correlation_listener(nullptr);
-            }
-          }
-          if (framework) framework_profiler->start(recorder, kNoSpan);
-          // A counter profiler that rotates metric passes over batches needs one batch per pass.
-          if (device && device->batches_needed() > run.iterations) {
-            const int extra = device->batches_needed() - run.iterations;
-            run.iterations += extra;
-            total += extra;
-            state.total += extra;
-          }
-        }
-        std::vector<Tag> batch_tag{{"batch", std::to_string(i - options.warmup_iterations)}};
-
-        std::vector<EncodedInput> inputs;
-        Tensor tensor;
-        {
-          ScopedSpan s(rec, Level::kModel, kStageInput, parent, batch_tag);
-          if (!options.synthetic) {
-            for (int k = 0; k < batch_size; ++k) inputs.push_back(read_input(files[next_file++ % files.size()]));
-          }
-          const auto d = s.close();
-          if (measured) stage_ns[kStageInput].push_back(static_cast<double>(d));
-        }
-        {
-          ScopedSpan s(rec, Level::kModel, kStagePreprocess, parent, batch_tag);
-          tensor = options.synthetic
-                       ? synthetic_batch(input_spec.dimensions, batch_size, options.seed + static_cast<std::uint64_t>(i))
-                       : preprocessor->run(inputs);
-          const auto d = s.close();
-          if (measured) stage_ns[kStagePreprocess].push_back(static_cast<double>(d));
-        }
-        Tensor output;
-        {
-          ScopedSpan s(rec, Level::kModel, kStagePredict, parent, batch_tag);
-          if (measured && framework) framework_profiler->set_parent(s.id());
-          if (measured && device) device->begin_batch();
-          output = predictor.predict(tensor);
-          if (measured && device) device->end_batch();
-          const auto d = s.close();
-          if (measured) {
-            stage_ns[kStagePredict].push_back(static_cast<double>(d));
-            run.predict_latency_ns.push_back(static_cast<double>(d));
-          }
-        }
-        {
-          ScopedSpan s(rec, Level::kModel, kStagePostprocess, parent, batch_tag);
-          last_outputs = postprocessor.run(output, ids_of(inputs));
-          const auto d = s.close();
-          if (measured) stage_ns[kStagePostprocess].push_back(static_cast<double>(d));
-        }
-        // Outside every stage span: keeping predictions must not inflate what is measured.
-        if (measured && options.store_predictions && output.shape.size() >= 1 && output.shape[0] > 0) {
-          const auto rows = static_cast<std::size_t>(output.shape[0]);
-          const std::size_t classes = output.data.size() / rows;
-          for (std::size_t k = 0; k < rows; ++k) {
-            std::string id = options.synthetic ? "synthetic:seed=" + std::to_string(options.seed) + ":batch=" +
-                                                     std::to_string(i) + ":" + std::to_string(k)
-                                               : (k < inputs.size() ? inputs[k].id : std::string());
-            if (id.empty() || !predicted.insert(id).second) continue;
-            run.predictions.push_back(
-                make_prediction(std::move(id), output.data.data() + k * classes, classes, softmax, top_k));
-          }
-        }
-        ++state.done;
-        if (progress) {
-          state.what = manifest.name + " batch " + std::to_string(batch_size) + ", " +
-                       std::string(to_string(level)) + (measured ? "" : " (warm-up)");
-          progress(state);
-        }
-      }
-      // The device profiler synchronizes and flushes first, while the ops its records point to are still open
-      // in the framework profiler's books.
-      if (device) device->stop();
-      if (framework) {
-        framework_profiler->stop();
-        framework_profiler->set_correlation_listener(nullptr);
-      }
-      app.close();
-
-      run.trace = recorder.take();
-      run.trace.clock.unix_offset_ns = unix_offset_now_ns();
-      if (device) run.trace.clock.device_clock_mapping = device->clock_mapping();
-      assemble(run.trace);
-      for (auto& [stage, samples] : stage_ns) run.stage_latency_ns[stage] = summarize(samples);
-      const double predict_ns = run.stage_latency_ns[kStagePredict].trimmed_mean;
-      run.throughput_samples_per_s = predict_ns > 0 ? batch_size * 1e9 / predict_ns : 0;
-      const std::string key = std::to_string(batch_size);
-      if (!record.settings["sample_outputs"].contains(key))
-        record.settings["sample_outputs"][key] = to_json(last_outputs, 5);
-      record.runs.push_back(std::move(run));
+  // Slots of stored runs, per batch size and level.
+  std::map<std::pair<int, TraceLevel>, std::unique_ptr<LevelSlot>> slots;
+  auto slot_of = [&](int b, TraceLevel l) -> LevelSlot& {
+    auto& s = slots[{b, l}];
+    if (!s) {
+      s = std::make_unique<LevelSlot>();
+      s->level = l;
     }
+    return *s;
+  };
+  std::map<int, std::map<TraceLevel, std::vector<double>>> result_blocks;  // stored runs' result block medians
+
+  // Phase 1: M and M/F of every batch size, before any CUPTI level touched the process.
+  for (int b : options.batch_sizes) {
+    if (in_process.empty()) break;
+    if (sequential || in_process.size() == 1) {
+      for (TraceLevel l : in_process) {
+        LevelSlot& s = slot_of(b, l);
+        const auto phase = run_interleaved(ctx, b, {&s}, in_process.size() == 1 ? "single" : design_of_phase);
+        result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
+      }
+    } else {
+      std::vector<LevelSlot*> ps;
+      for (TraceLevel l : in_process) ps.push_back(&slot_of(b, l));
+      const auto phase = run_interleaved(ctx, b, ps, design_of_phase);
+      for (std::size_t i = 0; i < ps.size(); ++i) result_blocks[b][in_process[i]] = phase.levels[i].result_block_medians_ns();
+    }
+    for (std::size_t i = 1; i < in_process.size(); ++i)
+      record.level_overheads.push_back(make_overhead(b, in_process[i], in_process[i - 1], design_of_phase,
+                                                     result_blocks[b][in_process[i]],
+                                                     result_blocks[b][in_process[i - 1]], ""));
+  }
+
+  // Phase 2: the CUPTI levels, each beside M and M/F blocks that share CUPTI's leftover state (leveled).
+  for (int b : options.batch_sizes) {
+    for (TraceLevel l : cupti) {
+      LevelSlot& s = slot_of(b, l);
+      if (!options.leveled || sequential) {
+        const auto phase = run_interleaved(ctx, b, {&s}, options.leveled ? design_of_phase : "single");
+        result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
+        if (options.leveled && !in_process.empty())
+          record.level_overheads.push_back(make_overhead(b, l, in_process.back(), "sequential", result_blocks[b][l],
+                                                         result_blocks[b][in_process.back()], ""));
+        continue;
+      }
+      std::vector<std::unique_ptr<LevelSlot>> baselines;
+      std::vector<LevelSlot*> ps;
+      for (TraceLevel base : in_process) {
+        baselines.push_back(std::make_unique<LevelSlot>());
+        baselines.back()->level = base;
+        baselines.back()->stored = false;
+        ps.push_back(baselines.back().get());
+      }
+      ps.push_back(&s);
+      const auto phase = run_interleaved(ctx, b, ps, "interleaved");
+      const auto kernel_blocks = phase.levels.back().result_block_medians_ns();
+      result_blocks[b][l] = kernel_blocks;
+      for (std::size_t i = 0; i < in_process.size(); ++i)
+        s.run.measurement.baseline_block_medians_ns[std::string(to_string(in_process[i]))] =
+            phase.levels[i].result_block_medians_ns();
+      const std::string shallower = abbreviation(in_process.back());
+      record.level_overheads.push_back(make_overhead(
+          b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
+          "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "
+          "process (its tracing never fully leaves)"));
+      record.level_overheads.push_back(make_overhead(
+          b, TraceLevel::kModel, TraceLevel::kModel, "residual", phase.levels[0].result_block_medians_ns(),
+          result_blocks[b][TraceLevel::kModel],
+          "M blocks beside kernel tracing against the M run before it: machine drift and CUPTI's leftover state "
+          "together, not an overhead"));
+    }
+  }
+
+  // Counter runs: a fixed number of batches; their timings are never used (SPEC §3).
+  if (hardware) {
+    for (int b : options.batch_sizes) {
+      LevelSlot& slot = slot_of(b, TraceLevel::kHardware);
+      auto monitor = new_monitor(options);
+      const std::int64_t w0 = ctx.clock.now_ns();
+      int warmup = 0;
+      for (; warmup < options.measurement.warmup_min_batches; ++warmup)
+        run_pipeline_batch(ctx, slot, b, nullptr, false, nullptr, nullptr);
+      slot.run.measurement.warmup_ns = ctx.clock.now_ns() - w0;
+      slot.run.measurement.warmup_batches = warmup;
+      DeviceProfiler* device = options.counter_profiler;
+      slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
+      if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(device->correlation_listener());
+      try {
+        device->start(*slot.recorder, DeviceProfilerOptions{});
+      } catch (const std::runtime_error& e) {
+        // Counters can be unavailable where tracing works (profiling restricted to admins, another profiler
+        // attached, a virtualized GPU): the evaluation goes on without them and says why.
+        record.settings["counters_unavailable"] = e.what();
+        slot.recorder->count("counters.unavailable", 1);
+        device = nullptr;
+        if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(nullptr);
+      }
+      if (ctx.framework_profiler) ctx.framework_profiler->start(*slot.recorder, kNoSpan);
+      // A counter profiler that rotates metric passes over batches needs one batch per pass.
+      const int batches = std::max(options.counter_iterations, device ? device->batches_needed() : 0);
+      std::map<std::string, std::vector<double>> stages;
+      std::vector<double> latencies;
+      const std::int64_t m0 = ctx.clock.now_ns();
+      for (int i = 0; i < batches; ++i) {
+        latencies.push_back(run_pipeline_batch(ctx, slot, b, slot.recorder.get(), true, &stages, device));
+        if (progress) progress(Progress{i + 1, batches, manifest.name + " bs " + std::to_string(b) + " M/F/H: counters"});
+      }
+      if (device) device->stop();
+      if (ctx.framework_profiler) {
+        ctx.framework_profiler->stop();
+        ctx.framework_profiler->set_correlation_listener(nullptr);
+      }
+      Trace t = slot.recorder->take();
+      for (const auto& [name, value] : t.counters) slot.counters[name] += value;
+      slot.kept.emplace_back(latencies.size(), std::move(t));
+      slot.kept_batches = latencies.size();
+      slot.block_stages.push_back(std::move(stages));
+      slot.run.predict_latency_ns = latencies;
+      slot.run.measurement.measure_ns = ctx.clock.now_ns() - m0;
+      slot.run.measurement.blocks.push_back({0, m0, slot.run.measurement.measure_ns, latencies.size(), median(latencies)});
+      slot.run.measurement.stability = assess_series(latencies, options.measurement.rule);
+      slot.run.measurement.stability.verdict = Verdict::kNotAssessed;  // timings of a counter run are never used
+      slot.run.warmup_iterations = warmup;
+      if (device) slot.clock_mapping = device->clock_mapping();
+      finish_run(ctx, slot, b, nullptr, nullptr, "fixed");
+      if (monitor) {
+        monitor->finish();
+        attach_machine_state(slot, &*monitor);
+      }
+    }
+  }
+
+  for (auto& [key, slot] : slots) {
+    const std::string b = std::to_string(key.first);
+    if (!record.settings["sample_outputs"].contains(b))
+      record.settings["sample_outputs"][b] = to_json(slot->last_outputs, 5);
+    record.runs.push_back(std::move(slot->run));
   }
   std::stable_sort(record.runs.begin(), record.runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return a.batch_size != b.batch_size ? a.batch_size < b.batch_size : a.trace_level < b.trace_level;
   });
   return record;
-}
-
-std::vector<LevelOverhead> level_overheads(const EvaluationRecord& record) {
-  std::vector<LevelOverhead> out;
-  for (int batch_size : record.batch_sizes) {
-    std::vector<const RunRecord*> runs;
-    for (const auto& run : record.runs)
-      if (run.batch_size == batch_size) runs.push_back(&run);
-    std::sort(runs.begin(), runs.end(), [](auto* a, auto* b) { return a->trace_level < b->trace_level; });
-    const RunRecord* shallower = nullptr;
-    for (const auto* run : runs) {
-      LevelOverhead o;
-      o.batch_size = batch_size;
-      o.level = run->trace_level;
-      auto it = run->stage_latency_ns.find(kStagePredict);
-      o.model_latency_ns = it == run->stage_latency_ns.end() ? 0 : it->second.trimmed_mean;
-      if (shallower) {
-        const double base = shallower->stage_latency_ns.at(kStagePredict).trimmed_mean;
-        o.overhead_ns = o.model_latency_ns - base;
-        o.overhead_percent = base > 0 ? 100.0 * o.overhead_ns / base : 0;
-      }
-      out.push_back(o);
-      shallower = run;
-    }
-  }
-  return out;
 }
 
 }  // namespace xsp

@@ -106,6 +106,40 @@ CREATE TABLE ceilings (
   UNIQUE (machine_ceilings_id, name)
 );
 )sql"},
+    // Version 4: is a latency a result (SPEC §3 "Stability")? Per run the stability verdict and the figures users
+    // query (median, its 95% interval, CV, drift, warm-up) as typed columns; the windows, blocks and machine
+    // state (GPU clocks, temperature, power, throttling; CPU governor and load) as JSON; warnings stored with the
+    // run. Per evaluation the level overheads with their intervals. Runs of older files read as 'not_assessed'.
+    {4, R"sql(
+ALTER TABLE runs ADD COLUMN stability TEXT NOT NULL DEFAULT 'not_assessed'
+  CHECK (stability IN ('stable', 'unstable', 'not_assessed'));
+ALTER TABLE runs ADD COLUMN latency_median_ns REAL;
+ALTER TABLE runs ADD COLUMN latency_ci95_low_ns REAL;
+ALTER TABLE runs ADD COLUMN latency_ci95_high_ns REAL;
+ALTER TABLE runs ADD COLUMN latency_cv REAL;
+ALTER TABLE runs ADD COLUMN drift_fraction REAL;
+ALTER TABLE runs ADD COLUMN warmup_ns INTEGER NOT NULL DEFAULT 0 CHECK (warmup_ns >= 0);
+ALTER TABLE runs ADD COLUMN measurement TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE runs ADD COLUMN machine_state TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE runs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE level_overheads (
+  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,
+  position INTEGER NOT NULL CHECK (position >= 0),
+  batch_size INTEGER NOT NULL CHECK (batch_size > 0),
+  trace_level TEXT NOT NULL,
+  baseline_trace_level TEXT NOT NULL,
+  design TEXT NOT NULL CHECK (design IN ('interleaved', 'sequential', 'residual')),
+  rounds INTEGER NOT NULL CHECK (rounds >= 0),
+  latency_ns REAL,
+  baseline_latency_ns REAL,
+  overhead_fraction REAL,
+  ci95_low_fraction REAL,
+  ci95_high_fraction REAL,
+  significant INTEGER NOT NULL CHECK (significant IN (0, 1)),
+  note TEXT NOT NULL,
+  PRIMARY KEY (evaluation_id, position)
+);
+)sql"},
 };
 
 constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
@@ -260,6 +294,7 @@ class SqliteStore final : public Store {
       for (std::size_t i = 0; i < record.runs.size(); ++i) {
         run_ids.push_back(insert_run(evaluation_id, record.runs[i], i));
       }
+      insert_level_overheads(evaluation_id, record);
       exec("COMMIT", "save evaluation (COMMIT)");
     } catch (...) {
       // ROLLBACK can itself fail when SQLite already rolled back (e.g. on SQLITE_FULL); nothing to add then.
@@ -531,7 +566,9 @@ class SqliteStore final : public Store {
     Statement st = prepare(
         "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
         "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
-        "counters, trace) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, latency_cv, "
+        "drift_fraction, warmup_ns, measurement, machine_state, warnings) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
         op);
     bind_int(st, 1, evaluation_id, op);
     bind_int(st, 2, run.batch_size, op);
@@ -545,6 +582,17 @@ class SqliteStore final : public Store {
     bind_int(st, 10, static_cast<std::int64_t>(run.trace.assembly.unparented), op);
     bind_text(st, 11, counters.dump(), op);
     bind_blob(st, 12, trace_blob, op);
+    const StabilityAssessment& a = run.measurement.stability;
+    bind_text(st, 13, std::string(to_string(a.verdict)), op);
+    bind_double(st, 14, a.median_ns, op);
+    bind_double(st, 15, a.ci95_ns.low, op);
+    bind_double(st, 16, a.ci95_ns.high, op);
+    bind_double(st, 17, a.cv, op);
+    bind_double(st, 18, a.drift_fraction, op);
+    bind_int(st, 19, run.measurement.warmup_ns, op);
+    bind_text(st, 20, dump_json(to_json(run.measurement), op + ": measurement"), op);
+    bind_text(st, 21, dump_json(run.machine_state, op + ": machine_state"), op);
+    bind_text(st, 22, dump_json(nlohmann::json(run.warnings), op + ": warnings"), op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     const std::int64_t run_id = sqlite3_last_insert_rowid(db_);
     if (!run.predictions.empty()) {
@@ -649,7 +697,8 @@ class SqliteStore final : public Store {
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     Statement rs = prepare(
         "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace FROM runs WHERE evaluation_id = ?1 ORDER BY id",
+        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings FROM runs "
+        "WHERE evaluation_id = ?1 ORDER BY id",
         op);
     bind_int(rs, 1, id, op);
     while (step(rs, op)) {
@@ -688,10 +737,78 @@ class SqliteStore final : public Store {
           fail(run_op + ": decode trace", e.what());
         }
       }
+      try {
+        run.measurement = run_measurement_from_json(parse_json(text(q, 9), run_op + ": measurement"));
+      } catch (const std::invalid_argument& e) {
+        fail(run_op + ": measurement", e.what());
+      }
+      run.machine_state = parse_json(text(q, 10), run_op + ": machine_state");
+      try {
+        run.warnings = parse_json(text(q, 11), run_op + ": warnings").get<std::vector<std::string>>();
+      } catch (const nlohmann::json::exception& e) {
+        fail(run_op + ": warnings", e.what());
+      }
       read_predictions(run, run_op);
       r.runs.push_back(std::move(run));
     }
+    read_level_overheads(r, op);
     return r;
+  }
+
+  void read_level_overheads(EvaluationRecord& r, const std::string& eval_op) {
+    const std::string op = eval_op + ": level overheads";
+    Statement st = prepare(
+        "SELECT batch_size, trace_level, baseline_trace_level, design, rounds, latency_ns, baseline_latency_ns, "
+        "overhead_fraction, ci95_low_fraction, ci95_high_fraction, note FROM level_overheads "
+        "WHERE evaluation_id = ?1 ORDER BY position",
+        op);
+    bind_int(st, 1, r.id, op);
+    auto real = [](sqlite3_stmt* q, int col) {
+      return sqlite3_column_type(q, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, col);
+    };
+    while (step(st, op)) {
+      sqlite3_stmt* q = st.get();
+      LevelOverhead o;
+      o.batch_size = sqlite3_column_int(q, 0);
+      o.level = trace_level_from(text(q, 1), op);
+      o.baseline = trace_level_from(text(q, 2), op);
+      o.design = text(q, 3);
+      o.overhead.rounds = static_cast<std::size_t>(sqlite3_column_int64(q, 4));
+      o.latency_ns = real(q, 5);
+      o.baseline_latency_ns = real(q, 6);
+      o.overhead.overhead_fraction = real(q, 7);
+      o.overhead.ci95_fraction = {real(q, 8), real(q, 9)};
+      o.note = text(q, 10);
+      r.level_overheads.push_back(std::move(o));
+    }
+  }
+
+  void insert_level_overheads(std::int64_t evaluation_id, const EvaluationRecord& r) {
+    const std::string op = "save level overheads of model " + r.model_name;
+    Statement st = prepare(
+        "INSERT INTO level_overheads (evaluation_id, position, batch_size, trace_level, baseline_trace_level, design, "
+        "rounds, latency_ns, baseline_latency_ns, overhead_fraction, ci95_low_fraction, ci95_high_fraction, "
+        "significant, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        op);
+    for (std::size_t i = 0; i < r.level_overheads.size(); ++i) {
+      const LevelOverhead& o = r.level_overheads[i];
+      sqlite3_reset(st.get());
+      bind_int(st, 1, evaluation_id, op);
+      bind_int(st, 2, static_cast<std::int64_t>(i), op);
+      bind_int(st, 3, o.batch_size, op);
+      bind_text(st, 4, std::string(to_string(o.level)), op);
+      bind_text(st, 5, std::string(to_string(o.baseline)), op);
+      bind_text(st, 6, o.design, op);
+      bind_int(st, 7, static_cast<std::int64_t>(o.overhead.rounds), op);
+      bind_double(st, 8, o.latency_ns, op);
+      bind_double(st, 9, o.baseline_latency_ns, op);
+      bind_double(st, 10, o.overhead.overhead_fraction, op);
+      bind_double(st, 11, o.overhead.ci95_fraction.low, op);
+      bind_double(st, 12, o.overhead.ci95_fraction.high, op);
+      bind_int(st, 13, o.overhead.significant() ? 1 : 0, op);
+      bind_text(st, 14, o.note, op);
+      if (step(st, op)) fail(op, "INSERT returned a row");
+    }
   }
 
   void read_predictions(RunRecord& run, const std::string& run_op) {

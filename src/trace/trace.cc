@@ -6,6 +6,7 @@
 
 #include <iterator>
 #include <limits>
+#include <stdexcept>
 
 namespace xsp {
 
@@ -46,6 +47,11 @@ std::uint64_t current_thread_id() {
 }
 
 TraceRecorder::TraceRecorder() { trace_.clock.unix_offset_ns = unix_offset_now_ns(); }
+
+TraceRecorder::TraceRecorder(SpanId first_id) : TraceRecorder() {
+  if (first_id == kNoSpan) throw std::invalid_argument("TraceRecorder: span ids start at 1, got 0");
+  next_.store(first_id, std::memory_order_relaxed);
+}
 
 SpanId TraceRecorder::next_id() { return next_.fetch_add(1, std::memory_order_relaxed); }
 

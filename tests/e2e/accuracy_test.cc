@@ -57,7 +57,7 @@ TEST(DigitsAccuracy, CliStoresAndShows) {
   fs::create_directories(dir);
   const std::string cli = std::string(XSP_CLI) + " --zoo " + kAccZoo.string() + " --store " + (dir / "x.db").string();
   auto [rc, out] = run_shell(cli + " evaluate digits_cnn --dataset digits --accuracy --batch-sizes 1,16 "
-                                   "--iterations 2 --warmup 1 --no-progress");
+                                   "--iterations 2 --warmup 1 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress");
   ASSERT_EQ(rc, 0) << out;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(top-1 ([0-9.]+)% \((\d+)/360\))"))) << out;

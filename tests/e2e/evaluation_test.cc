@@ -56,8 +56,12 @@ class Resnet18 : public ::testing::Test {
     options.batch_sizes = {1, 2};
     options.trace_level = TraceLevel::kFramework;
     options.leveled = true;
-    options.warmup_iterations = 2;
-    options.iterations = 5;
+    // Fixed counts (no adaptive warm-up or stopping): 2 warm-up and 5 measured batches per level, interleaved.
+    options.measurement.warmup_min_batches = 2;
+    options.measurement.warmup_min_ms = options.measurement.warmup_max_ms = 0;
+    options.measurement.min_batches = 5;
+    options.measurement.min_duration_ms = options.measurement.max_duration_ms = 0;
+    options.record_machine_state = false;
     options.inputs_dir = fs::path(XSP_SOURCE_DIR) / "data" / "images";
     record_ = new EvaluationRecord(run_evaluation(*manifest_, *predictor, options));
     record_->created_at = "2026-11-21T00:00:00Z";
@@ -78,6 +82,9 @@ TEST_F(Resnet18, LeveledRunsPerBatchSize) {
   ASSERT_EQ(record_->runs.size(), 4u);  // {1, 2} x {M, M/F}
   for (const auto& run : record_->runs) {
     EXPECT_EQ(run.iterations, 5);
+    EXPECT_EQ(run.warmup_iterations, 2);
+    EXPECT_EQ(run.measurement.design, "interleaved");
+    EXPECT_EQ(run.measurement.blocks.size(), 5u);  // one batch per block, M and M/F alternating
     EXPECT_EQ(run.predict_latency_ns.size(), 5u);
     EXPECT_EQ(run.trace.assembly.unparented, 0u);
     EXPECT_EQ(run.trace.assembly.roots, 1u);
@@ -223,7 +230,7 @@ TEST(Cli, BadInputFailsClearlyAndLeavesTheStoreUnchanged) {
   const auto dir = temp_dir("bad");
   const auto db = dir / "xsp.db";
   const std::string store = " --store " + db.string();
-  auto [rc, out] = sh(cli() + store + " evaluate resnet18 --iterations 1 --warmup 0 --no-progress");
+  auto [rc, out] = sh(cli() + store + " evaluate resnet18 --iterations 1 --warmup 0 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress");
   ASSERT_EQ(rc, 0) << out;
   const auto size_before = fs::file_size(db);
 

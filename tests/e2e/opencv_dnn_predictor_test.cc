@@ -240,7 +240,7 @@ TEST(CompareCli, TwoFrameworksSameInputs) {
   const fs::path db = dir / "xsp.db";
   const std::string cli = std::string(XSP_CLI) + " --zoo " + kZoo.string() + " --store " + db.string();
   const std::string common = " evaluate resnet18 --batch-sizes 1,2 --trace-level framework --leveled --iterations 3 "
-                             "--warmup 1 --no-progress --store-predictions";
+                             "--warmup 1 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress --store-predictions";
   for (const char* fw : {"opencv-dnn", "libtorch"}) {
     auto [rc, out] = sh(cli + common + " --framework " + fw);
     ASSERT_EQ(rc, 0) << out;

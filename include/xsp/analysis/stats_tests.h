@@ -38,6 +38,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "xsp/stats/stability.h"
+
 namespace xsp {
 
 /// Up to this many values in total (n1 + n2) the p-value is exact (permutation distribution); above it, the
@@ -69,8 +71,7 @@ MannWhitneyResult mann_whitney_u(const std::vector<double>& x, const std::vector
 /// n1 is 0 or ≥ N, or a rank is not a multiple of ½.
 double mann_whitney_exact_p(const std::vector<double>& ranks, std::size_t n1, double r1);
 
-/// Median (mean of the two middle values for even sizes). Throws std::invalid_argument when v is empty.
-double median(std::vector<double> v);
+// median() is xsp::median of xsp/stats/stability.h (NaN for an empty sample).
 
 /// Bootstrap percentile confidence interval of median(y) − median(x), in the units of the samples.
 struct BootstrapInterval {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "xsp/eval/measurement.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/predictor/predictor.h"
@@ -19,10 +20,10 @@ namespace xsp {
 struct EvaluationOptions {
   std::vector<int> batch_sizes{1};
   TraceLevel trace_level = TraceLevel::kModel;
-  /// Leveled experimentation (SPEC §3): run M, then M/F, ... down to trace_level, for each batch size.
+  /// Leveled experimentation (SPEC §3): run M, M/F, ... down to trace_level, for each batch size.
   bool leveled = false;
-  int warmup_iterations = 3;  ///< batches run before measuring; never measured, never traced
-  int iterations = 10;        ///< measured batches per run
+  /// Warm-up, minimum/maximum measurement, stability rule and level order (xsp/eval/measurement.h).
+  MeasurementOptions measurement;
   std::filesystem::path inputs_dir;  ///< folder of images; ignored when synthetic
   bool synthetic = false;            ///< feed seeded random tensors instead of images (no decode)
   std::uint64_t seed = 0;            ///< seed of synthetic inputs (recorded in settings)
@@ -33,15 +34,24 @@ struct EvaluationOptions {
   /// Records HARDWARE spans (counters) in the counter run of trace level hardware (create_counter_profiler()).
   /// Owned by the caller.
   DeviceProfiler* counter_profiler = nullptr;
-  /// Measured batches of the counter run (its timings are never used; kernel replay makes each batch cost
-  /// passes × kernels replays, so one batch is the default).
+  /// Measured batches of the counter run (at least the profiler's batches_needed(); its timings are never
+  /// used, so it is not measured for stability).
   int counter_iterations = 1;
   /// Keep, per run, every distinct measured input's output (RunRecord::predictions): softmax over the first
   /// output's row (raw values when the manifest has no softmax step) and its top-k classes (k of the manifest's
-  /// top_k step, else 5). Synthetic inputs get ids "synthetic:seed=S:batch=I:K" (I counts warm-up batches,
-  /// K the sample in the batch), so two evaluations with the same options feed and name the same tensors.
+  /// top_k step, else 5). Synthetic inputs cycle through kSyntheticBatches seeded batches named
+  /// "synthetic:seed=S:batch=J:K" (J = 0..kSyntheticBatches−1, K the sample in the batch), so two evaluations
+  /// with the same seed and batch size feed and name the same tensors however long each one measured.
   bool store_predictions = false;
+  /// Time source of every span and duration; nullptr = system_clock(). Tests inject a fake one.
+  const Clock* clock = nullptr;
+  /// Sample the machine's state (GPU clocks, temperature, power, throttling through NVML; CPU governor, load)
+  /// around every phase and between its blocks, and store it with warnings in each run.
+  bool record_machine_state = true;
 };
+
+/// Distinct synthetic batches an evaluation cycles through (see EvaluationOptions::store_predictions).
+inline constexpr std::uint64_t kSyntheticBatches = 16;
 
 /// Progress of an evaluation: `done` of `total` batches (warm-up included) and what runs now.
 struct Progress {
@@ -60,24 +70,17 @@ using ProgressCallback = std::function<void(const Progress&)>;
 std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler,
                                    bool have_device_profiler = false, bool have_counter_profiler = false);
 
-/// Runs the whole evaluation with `predictor` (already loaded with `manifest`). Runs go level by level (all
-/// M runs first, then M/F, then M/F/K) so that no shallower run follows a deeper profiler's start; the
-/// record lists them sorted by (batch size, level). Returns the record (not yet
-/// stored) with assembled traces and per-run summaries; settings["sample_outputs"] holds the top-k of the
-/// last measured batch of each batch size's first run (input id, classes, probabilities, labels). Throws std::invalid_argument for bad options
-/// (batch size < 1, no iterations) and propagates pipeline/predictor errors (std::runtime_error).
+/// Runs the whole evaluation with `predictor` (already loaded with `manifest`), phase by phase
+/// (xsp/eval/measurement.h): for every batch size the levels that can be switched in-process (M, M/F) in one
+/// interleaved phase; then, for every batch size, the CUPTI levels (M/F/L, M/F/S, M/F/K) in a second phase with
+/// M and M/F blocks beside them (leveled) or alone; then the counter runs (hardware). With
+/// options.measurement.order == kSequential each level is measured alone, in that order. The record lists the
+/// runs sorted by (batch size, level) and holds the level overheads with their intervals; settings hold the
+/// measurement options, and settings["sample_outputs"] the top-k of the last measured batch of each batch
+/// size's first run. Throws std::invalid_argument for bad options (batch size < 1, measurement options out of
+/// range) and propagates pipeline/predictor errors (std::runtime_error).
 EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, const EvaluationOptions& options,
                                 const ProgressCallback& progress = {});
 
-/// Per-level overhead (SPEC §3): for a batch size, the model latency (trimmed mean predict, ns) of each
-/// level's run and the increase over the next shallower run.
-struct LevelOverhead {
-  int batch_size = 0;
-  TraceLevel level = TraceLevel::kModel;
-  double model_latency_ns = 0;  ///< trimmed mean predict latency of that run
-  double overhead_ns = 0;       ///< minus the shallower run's (0 for the M run)
-  double overhead_percent = 0;  ///< overhead_ns / shallower run's latency × 100
-};
-std::vector<LevelOverhead> level_overheads(const EvaluationRecord& record);
 
 }  // namespace xsp

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -109,5 +110,13 @@ inline const char* process_getenv(const char* name) { return std::getenv(name); 
 /// then apply command-line flags. Throws std::invalid_argument "XSP_COUNTER_REPLAY=foo: expected user or kernel"
 /// for a bad value (the variable, its value, what it accepts). Never reads XSP_STORE / XSP_ZOO.
 void apply_env_overrides(CuptiOptions& cupti, CounterOptions& counters, const GetEnv& getenv = process_getenv);
+
+/// The options as JSON (stored with every request: EvaluationRequest::cupti / counters), keys as the fields above,
+/// enums as their to_string() text.
+nlohmann::json to_json(const CuptiOptions& options);
+nlohmann::json to_json(const CounterOptions& options);
+/// Inverses; missing keys keep their defaults. Throw std::invalid_argument "cupti.<key>: expected ..., got ...".
+CuptiOptions cupti_options_from_json(const nlohmann::json& j);
+CounterOptions counter_options_from_json(const nlohmann::json& j);
 
 }  // namespace xsp

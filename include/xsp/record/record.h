@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "xsp/stats/stability.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/trace.h"
 
@@ -29,6 +30,58 @@ struct InputPrediction {
   bool operator==(const InputPrediction&) const = default;
 };
 
+/// One measured block of a run (xsp/eval/measurement.h): its round, when it ran and its median.
+struct BlockSummary {
+  std::size_t round = 0;
+  std::int64_t start_ns = 0;     ///< host clock (CLOCK_MONOTONIC) of the block's start
+  std::int64_t duration_ns = 0;  ///< wall time of the block
+  std::size_t batches = 0;
+  double median_ns = 0;          ///< median predict latency of its batches
+  bool operator==(const BlockSummary&) const = default;
+};
+
+/// How a run was measured and whether its latency is a result (SPEC §3 "Stability").
+struct RunMeasurement {
+  /// "interleaved" (rounds with the other levels of its phase), "sequential" (alone), "single" (the only level
+  /// of its phase), "fixed" (a counter run: a set number of batches, timings unused), "scenario" (load
+  /// generator), "" (stored before XSP measured stability).
+  std::string design;
+  StabilityRule rule;
+  StabilityAssessment stability;   ///< of the result windows (their batches are RunRecord::predict_latency_ns)
+  int warmup_batches = 0;          ///< warm-up batches of this level
+  std::int64_t warmup_ns = 0;      ///< wall time of the phase's warm-up (all its levels)
+  bool warmup_converged = false;   ///< false: the warm-up ended at its maximum time
+  std::vector<double> warmup_block_medians_ns;
+  int batches_per_block = 0;
+  std::vector<BlockSummary> blocks;     ///< every measured block, in time order
+  std::size_t result_first_block = 0;   ///< blocks from here on are the result
+  std::int64_t measure_ns = 0;          ///< wall time of the phase's measured rounds (all its levels)
+  bool reached_max_duration = false;    ///< measuring stopped at max_duration_ms, not because it was stable
+  /// Phase-2 runs (kernel tracing): the medians of the shallower levels' blocks that ran in the same rounds,
+  /// keyed by trace level name ("model", "framework"), in round order.
+  std::map<std::string, std::vector<double>> baseline_block_medians_ns;
+  bool operator==(const RunMeasurement&) const = default;
+};
+nlohmann::json to_json(const RunMeasurement& m);
+/// Inverse of to_json(RunMeasurement); throws std::invalid_argument naming the key on a malformed object.
+RunMeasurement run_measurement_from_json(const nlohmann::json& j);
+
+/// The overhead a deeper level adds over a shallower one, for one batch size (SPEC §3), with its interval.
+struct LevelOverhead {
+  int batch_size = 0;
+  TraceLevel level = TraceLevel::kModel;     ///< the deeper run
+  TraceLevel baseline = TraceLevel::kModel;  ///< the shallower one
+  /// "interleaved": paired blocks of the same rounds; "sequential": the levels ran one after the other (blocks
+  /// paired by position: drift between them counts as overhead); "residual": M blocks after kernel tracing began
+  /// against M blocks before it (not an overhead: drift and CUPTI's leftover state together).
+  std::string design;
+  double latency_ns = 0;           ///< median predict latency of the deeper level's paired blocks
+  double baseline_latency_ns = 0;  ///< the same for the baseline's blocks
+  PairedOverhead overhead;
+  std::string note;  ///< where the baseline blocks come from when it is not the baseline run itself
+  bool operator==(const LevelOverhead&) const = default;
+};
+
 /// One execution at one trace level and batch size (SPEC §1 "run").
 struct RunRecord {
   std::int64_t id = 0;  ///< store id (0 until stored)
@@ -38,13 +91,21 @@ struct RunRecord {
   int iterations = 0;  ///< measured batches
   /// Latency summary per pipeline stage name (ns), over the measured batches.
   std::map<std::string, LatencySummary> stage_latency_ns;
-  /// Raw per-batch predict latencies (ns), in issue order, so percentiles can be recomputed later.
+  /// Raw per-batch predict latencies (ns) of the result (measurement.stability), in issue order, so
+  /// percentiles can be recomputed later.
   std::vector<double> predict_latency_ns;
   double throughput_samples_per_s = 0;  ///< batch_size / trimmed mean predict latency
   Trace trace;                          ///< assembled
   /// With stored predictions: one per distinct input of the measured batches (first occurrence, in issue
   /// order); empty otherwise.
   std::vector<InputPrediction> predictions;
+  RunMeasurement measurement;
+  /// MachineMonitor::to_json() of the run (xsp/system/machine_state.h): GPU clocks, temperature, power and
+  /// throttle reasons, CPU governor and load average at the start and end; {} when not recorded.
+  nlohmann::json machine_state = nlohmann::json::object();
+  /// Warnings stored with the run: throttling or a clock change during it, an overloaded CPU, a warm-up that
+  /// did not converge, an unstable result. One sentence each.
+  std::vector<std::string> warnings;
   bool operator==(const RunRecord&) const = default;
 };
 
@@ -64,6 +125,8 @@ struct EvaluationRecord {
   nlohmann::json settings = nlohmann::json::object();  ///< iterations, warm-up, inputs, seeds...
   nlohmann::json system = nlohmann::json::object();    ///< system description (SPEC §7)
   std::vector<RunRecord> runs;
+  /// Per batch size, each level's overhead over the next shallower one (and the residual M check).
+  std::vector<LevelOverhead> level_overheads;
   bool operator==(const EvaluationRecord&) const = default;
 
   /// The run for (batch size, trace level), or nullptr.

@@ -55,6 +55,11 @@ std::uint64_t current_thread_id();
 class TraceRecorder {
  public:
   TraceRecorder();
+  /// Ids start at `first_id` (>= 1): recorders that take turns filling one trace (one per block of batches)
+  /// keep ids unique across the trace by starting where the previous one stopped (peek_next_id()).
+  explicit TraceRecorder(SpanId first_id);
+  /// The id next_id() would return now.
+  SpanId peek_next_id() const { return next_.load(std::memory_order_relaxed); }
   /// A fresh span id (lock-free).
   SpanId next_id();
   /// Reserves `n` consecutive ids and returns the first (lock-free); for profilers that batch their spans.

@@ -142,4 +142,55 @@ void apply_env_overrides(CuptiOptions& cupti, CounterOptions& counters, const Ge
   }
 }
 
+nlohmann::json to_json(const CuptiOptions& o) {
+  return {{"api_source", std::string(to_string(o.api_source))},
+          {"clock", std::string(to_string(o.clock))},
+          {"zeroed_buffers", o.zeroed_buffers},
+          {"latency_timestamps", o.latency_timestamps},
+          {"all_apis", o.all_apis},
+          {"dump_dir", o.dump_dir.string()}};
+}
+
+nlohmann::json to_json(const CounterOptions& o) {
+  return {{"replay", std::string(to_string(o.replay))},
+          {"max_ranges", o.max_ranges},
+          {"timing", o.timing},
+          {"dump_dir", o.dump_dir.string()}};
+}
+
+namespace {
+
+// JSON values go through the same string parser as flags and environment variables (set_profiler_option).
+void set_from_json(CuptiOptions& cupti, CounterOptions& counters, const std::string& group, const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument(group + ": expected an object, got " + j.dump());
+  for (const auto& [key, value] : j.items()) {
+    std::string text;
+    if (value.is_string()) text = value.get<std::string>();
+    else if (value.is_boolean()) text = value.get<bool>() ? "true" : "false";
+    else if (value.is_number_unsigned()) text = std::to_string(value.get<std::uint64_t>());
+    else throw std::invalid_argument(group + "." + key + ": expected a string, boolean or count, got " + value.dump());
+    try {
+      set_profiler_option(cupti, counters, group + "." + key, text);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(group + "." + key + ": " + e.what());
+    }
+  }
+}
+
+}  // namespace
+
+CuptiOptions cupti_options_from_json(const nlohmann::json& j) {
+  CuptiOptions cupti;
+  CounterOptions unused;
+  set_from_json(cupti, unused, "cupti", j);
+  return cupti;
+}
+
+CounterOptions counter_options_from_json(const nlohmann::json& j) {
+  CuptiOptions unused;
+  CounterOptions counters;
+  set_from_json(unused, counters, "counters", j);
+  return counters;
+}
+
 }  // namespace xsp

@@ -212,18 +212,27 @@ TEST(A1, NumbersAndOptimalBatch) {
   const Table t = a1_model_information(sweep_record(), std::nullopt);
   EXPECT_EQ(t.id, "A1");
   ASSERT_EQ(t.rows.size(), 4u);
-  ASSERT_EQ(t.columns.size(), 6u);
-  EXPECT_EQ(t.columns[5].name, "throughput_samples_per_s");
+  ASSERT_EQ(t.columns.size(), 10u);
+  EXPECT_EQ(t.columns[1].name, "median_ms");
+  EXPECT_EQ(t.columns[4].name, "stability");
+  EXPECT_EQ(t.columns[9].name, "throughput_samples_per_s");
   const std::vector<int> b = {1, 2, 4, 8};
   const std::vector<double> thr = {100, 180, 200, 205};
   for (std::size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(num(t.rows[i][0]), b[i]);
     const double ns = b[i] / thr[i] * 1e9;
-    EXPECT_DOUBLE_EQ(num(t.rows[i][1]), ns / 1e6);
-    EXPECT_NEAR(num(t.rows[i][5]), thr[i], 1e-9);
-    EXPECT_DOUBLE_EQ(num(t.rows[i][2]), ns / 1e6);                                 // p50
-    EXPECT_DOUBLE_EQ(num(t.rows[i][4]), percentile({ns * 0.9, ns, ns, ns, ns * 1.5}, 99) / 1e6);
+    EXPECT_DOUBLE_EQ(num(t.rows[i][5]), ns / 1e6);  // trimmed mean
+    EXPECT_NEAR(num(t.rows[i][9]), thr[i], 1e-9);
+    EXPECT_DOUBLE_EQ(num(t.rows[i][6]), ns / 1e6);                                 // p50
+    EXPECT_DOUBLE_EQ(num(t.rows[i][8]), percentile({ns * 0.9, ns, ns, ns, ns * 1.5}, 99) / 1e6);
+    // Stored before stability: assessed afterwards on 3 windows {0.9, 1}, {1, 1}, {1.5} x ns: medians 0.95, 1, 1.5.
+    EXPECT_DOUBLE_EQ(num(t.rows[i][1]), ns / 1e6);  // median
+    EXPECT_LE(num(t.rows[i][2]), 0.9 * ns / 1e6);   // interval holds every batch of 5 (n < 6)
+    EXPECT_GE(num(t.rows[i][3]), 1.5 * ns / 1e6);
+    EXPECT_EQ(std::get<std::string>(t.rows[i][4]).rfind("UNSTABLE (spread 47.8%)", 0), 0u)
+        << std::get<std::string>(t.rows[i][4]);
   }
+  EXPECT_TRUE(has_note(t, "UNSTABLE latency at batch size 1 2 4 8"));
   EXPECT_TRUE(has_note(t, "optimal batch size: 4"));
   EXPECT_TRUE(has_note(t, "M run (trace level model)"));
 }

@@ -123,10 +123,14 @@ TEST(CompareEvaluations, TablesSideBySide) {
   ASSERT_EQ(a1.id, "compare.A1");
   ASSERT_EQ(a1.rows.size(), 2u);
   EXPECT_EQ(a1.columns[1].name, "e7_latency_ms");
-  EXPECT_EQ(a1.columns[5].name, "e9_latency_ratio");
+  EXPECT_EQ(a1.columns[2].name, "e7_median_ci95");
+  EXPECT_EQ(a1.columns[6].name, "e7_stability");
+  EXPECT_EQ(a1.columns[8].name, "e9_latency_ms");
+  EXPECT_EQ(a1.columns[15].name, "e9_latency_ratio");
   EXPECT_EQ(std::get<double>(a1.rows[0][1]), 4.0);  // M run, not the M/F run
-  EXPECT_EQ(std::get<double>(a1.rows[0][3]), 2.0);
-  EXPECT_EQ(std::get<double>(a1.rows[0][5]), 0.5);
+  EXPECT_EQ(std::get<double>(a1.rows[0][8]), 2.0);
+  EXPECT_EQ(std::get<double>(a1.rows[0][15]), 0.5);
+  EXPECT_EQ(std::get<std::string>(a1.rows[0][6]), "not assessed");  // no raw latencies to assess
   EXPECT_EQ(std::get<double>(a1.rows[1][1]), 6.0);
 
   EXPECT_EQ(tables[2].id, "compare.A1.significance");

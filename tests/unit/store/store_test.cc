@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -116,6 +117,14 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
   return r;
 }
 
+// What schema version 4 added, removed again: turns a current file into what versions 1-3 wrote.
+constexpr const char* kDropVersion4 =
+    "DROP TABLE level_overheads; ALTER TABLE runs DROP COLUMN stability; ALTER TABLE runs DROP COLUMN latency_median_ns; "
+    "ALTER TABLE runs DROP COLUMN latency_ci95_low_ns; ALTER TABLE runs DROP COLUMN latency_ci95_high_ns; "
+    "ALTER TABLE runs DROP COLUMN latency_cv; ALTER TABLE runs DROP COLUMN drift_fraction; "
+    "ALTER TABLE runs DROP COLUMN warmup_ns; ALTER TABLE runs DROP COLUMN measurement; "
+    "ALTER TABLE runs DROP COLUMN machine_state; ALTER TABLE runs DROP COLUMN warnings; ";
+
 /// Number of rows in `table` of the SQLite file, read through a separate connection.
 int count_rows(const fs::path& file, const std::string& table) {
   sqlite3* db = nullptr;
@@ -146,8 +155,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 3);
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(Store::current_schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 4);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -284,7 +293,7 @@ TEST(Store, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = Store::open(file);
-  EXPECT_EQ(reopened->schema_version(), 3);
+  EXPECT_EQ(reopened->schema_version(), 4);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -323,6 +332,75 @@ TEST(Store, PredictionsRoundTripInOrder) {
   EXPECT_EQ(count_rows(file, "predictions"), 3);
 }
 
+TEST(Store, StabilityMachineStateWarningsAndOverheadsRoundTrip) {
+  TempDir dir;
+  const fs::path file = dir.path() / "v4.db";
+  EvaluationRecord r = make_record();
+  RunMeasurement& m = r.runs[0].measurement;
+  m.design = "interleaved";
+  m.rule = StabilityRule{4, 0.05};
+  m.stability = assess_windows({{1.5e6, 1.6e6}, {1.55e6}, {1.7e6, 1.45e6}, {1.52e6}}, m.rule);
+  m.warmup_batches = 37;
+  m.warmup_ns = 1'234'567'890;
+  m.warmup_converged = true;
+  m.warmup_block_medians_ns = {3e6, 2e6, 1.6e6};
+  m.batches_per_block = 2;
+  m.blocks = {{0, 100, 3'000'000, 2, 1.55e6}, {1, 3'100'100, 3'000'000, 2, 1.52e6}};
+  m.result_first_block = 1;
+  m.measure_ns = 6'000'000;
+  m.reached_max_duration = true;
+  m.baseline_block_medians_ns["model"] = {1.0e6, 1.1e6};
+  // A run with one window: drift and spread do not exist (NaN) and must read back as such.
+  r.runs[1].measurement.design = "single";
+  r.runs[1].measurement.stability = assess_windows({{2e6, 2.1e6}}, StabilityRule{});
+  ASSERT_TRUE(std::isnan(r.runs[1].measurement.stability.drift_fraction));
+  r.runs[0].machine_state = {{"start", {{"nvml_status", "loaded"}}}, {"samples", 3}};
+  r.runs[0].warnings = {"gpu 0: SM clock changed during the run: 1980 -> 1755 MHz (-11.4%)", "w \u00b5"};
+  LevelOverhead o;
+  o.batch_size = 1;
+  o.level = TraceLevel::kFramework;
+  o.baseline = TraceLevel::kModel;
+  o.design = "interleaved";
+  o.latency_ns = 1.6e6;
+  o.baseline_latency_ns = 1.5e6;
+  o.overhead = paired_overhead({1.6, 1.7, 1.58}, {1.5, 1.55, 1.5});
+  o.note = "note";
+  r.level_overheads.push_back(o);
+  o.design = "residual";
+  o.overhead = paired_overhead({1.6}, {1.5});  // one round: NaN interval
+  r.level_overheads.push_back(o);
+  auto store = Store::open(file);
+  store->save(r);
+  EXPECT_EQ(store->load(r.id), r);
+  // The figures users query are typed columns.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT stability, latency_median_ns, latency_ci95_low_ns, warmup_ns FROM runs "
+                                   "ORDER BY id LIMIT 1", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), std::string(to_string(m.stability.verdict)).c_str());
+  EXPECT_EQ(sqlite3_column_type(st, 1), SQLITE_FLOAT);
+  EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 1), m.stability.median_ns);
+  EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 2), m.stability.ci95_ns.low);
+  EXPECT_EQ(sqlite3_column_int64(st, 3), 1'234'567'890);
+  sqlite3_finalize(st);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT significant, design FROM level_overheads ORDER BY position", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 1);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  // The database refuses a design no writer should produce, and the save leaves nothing behind.
+  EvaluationRecord bad = make_record();
+  bad.level_overheads.push_back(o);
+  bad.level_overheads.back().design = "guessed";
+  EXPECT_THROW(store->save(bad), StoreError);
+  EXPECT_EQ(count_rows(file, "evaluations"), 1);
+}
+
 TEST(Store, MigratesVersion1StoreToCurrent) {
   TempDir dir;
   const fs::path file = dir.path() / "old.db";
@@ -333,10 +411,10 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
     store->save(old);
   }
   // Turn the file back into what version 1 wrote: no predictions or ceilings tables, schema_version 1.
-  exec_sql(file, "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
+  exec_sql(file, std::string(kDropVersion4) + "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
                  "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 4);
   EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
   EXPECT_EQ(store->load(old.id), old);  // old evaluations read back unchanged
@@ -548,9 +626,10 @@ TEST(Store, MigratesVersion2StoreToVersion3) {
     auto store = Store::open(file);
     store->save(record);
   }
-  exec_sql(file, "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
+  exec_sql(file, std::string(kDropVersion4) +
+                     "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 4);
   EXPECT_EQ(store->load(record.id), record);
   const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
   store->save_ceilings(m);
@@ -564,11 +643,18 @@ TEST(Store, RecordedGpuFixtureMigratesCleanly) {
   const fs::path file = dir.path() / "fixture.db";
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 4);
   const auto e = store->load(1);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->runs.size(), 3u);
   EXPECT_EQ(e->system["host"]["hostname"], "vm");
+  // Runs measured before stability was assessed read back as such.
+  for (const auto& run : e->runs) {
+    EXPECT_EQ(run.measurement.design, "");
+    EXPECT_EQ(run.measurement.stability.verdict, Verdict::kNotAssessed);
+    EXPECT_TRUE(run.warnings.empty());
+  }
+  EXPECT_TRUE(e->level_overheads.empty());
   EXPECT_TRUE(store->list_ceilings().empty());
   store->save_ceilings(make_ceilings("NVIDIA H200", "2026-11-21T00:00:00Z"));
   EXPECT_EQ(count_rows(file, "machine_ceilings"), 1);

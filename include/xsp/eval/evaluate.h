@@ -1,0 +1,108 @@
+// The one library call that runs an evaluation (SPEC §1 "evaluation"): the CLI, the server and the agents map
+// their input onto an EvaluationRequest and call evaluate(). It validates once, picks the profilers, loads the
+// model, runs the batch sweep or the scenario, measures accuracy when asked, describes the system and saves.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xsp/eval/measurement.h"
+#include "xsp/eval/runner.h"
+#include "xsp/manifest/manifest.h"
+#include "xsp/profilers/profiler_options.h"
+#include "xsp/record/record.h"
+
+namespace xsp {
+
+class Store;
+
+/// Where the inputs come from.
+struct InputOptions {
+  std::filesystem::path images_dir;  ///< folder of images (every image of it, cycled); "" = the repo's data/images
+  bool synthetic = false;            ///< seeded random tensors instead of images
+  std::uint64_t seed = 0;            ///< seed of synthetic inputs and of the load generator
+  /// A labeled dataset named by the manifest (e.g. "digits"): timed runs then use synthetic inputs and, with
+  /// `accuracy`, every held-out sample is scored at every batch size.
+  std::string dataset;
+  bool accuracy = false;
+  bool operator==(const InputOptions&) const = default;
+};
+
+/// A load-generator scenario instead of the batch sweep (SPEC §6). Its minimum duration is
+/// EvaluationRequest::measurement.min_duration_ms.
+struct ScenarioRequest {
+  std::string scenario;              ///< single-stream | multi-stream | server | offline
+  std::uint64_t min_queries = 100;   ///< LoadGen's min_query_count
+  double target_qps = 100;           ///< server arrival rate; offline: sizes the sample count
+  std::optional<double> latency_bound_ms;  ///< server: bound of the target percentile (default 10 ms); offline
+                                           ///< sweep: pick the best batch whose p99 meets it
+  std::uint64_t samples_per_query = 8;     ///< multi-stream
+  double percentile = 0;                   ///< (0, 100); 0 = the scenario's default (90 single-stream, else 99)
+  bool find_peak_qps = false;              ///< server: search the highest QPS meeting the bound
+  std::optional<int> max_batch;            ///< multi-stream, offline: largest batch per predict() (default 1)
+  std::optional<int> trace_tail;           ///< keep the N slowest queries' traces (default 0, or 5 at framework)
+  std::vector<int> sweep_batch_sizes;      ///< offline: one run per max batch, optimal batch by A1's rule
+  bool operator==(const ScenarioRequest&) const = default;
+};
+
+/// Everything that defines an evaluation. Field names are the JSON keys of to_json() and the `field()` of a
+/// RequestError.
+struct EvaluationRequest {
+  std::string model;                 ///< name in the zoo (`xsp models`)
+  std::string framework;             ///< libtorch | opencv-dnn | onnxruntime; "" = the manifest's first
+  std::string device = "cpu";        ///< cpu | cuda
+  int device_index = 0;              ///< CUDA device ordinal
+  std::vector<int> batch_sizes{1};
+  TraceLevel trace_level = TraceLevel::kModel;
+  bool leveled = false;              ///< SPEC §3: M, M/F, ... each from its own run
+  MeasurementOptions measurement;
+  InputOptions inputs;
+  bool store_predictions = false;    ///< keep every measured input's output (for `xsp compare`)
+  int counter_iterations = 1;        ///< measured batches of a counter run (trace level hardware)
+  CuptiOptions cupti;                ///< kernel/system/library levels
+  CounterOptions counters;           ///< hardware level
+  std::optional<ScenarioRequest> scenario;
+  bool operator==(const EvaluationRequest&) const = default;
+};
+
+/// The request as JSON (stored in every record as settings["request"], so that an evaluation can be repeated
+/// or re-submitted exactly).
+nlohmann::json to_json(const EvaluationRequest& request);
+/// Inverse of to_json(EvaluationRequest); missing keys keep their defaults. Throws RequestError naming the key.
+EvaluationRequest evaluation_request_from_json(const nlohmann::json& j);
+
+/// Where an evaluation runs: what the front end owns, not what defines the evaluation.
+struct EvaluationContext {
+  std::filesystem::path zoo;           ///< folder of manifests
+  std::filesystem::path default_images_dir;  ///< used when InputOptions::images_dir is empty
+  Store* store = nullptr;              ///< saved there when not null (one transaction)
+  ProgressCallback progress;           ///< optional
+  const Clock* clock = nullptr;        ///< nullptr = system_clock(); tests inject a fake one
+  bool record_machine_state = true;    ///< see EvaluationOptions
+};
+
+/// What validate() resolved: the manifest, its graph for the chosen framework, and the runs to make.
+struct ValidatedRequest {
+  EvaluationRequest request;           ///< with framework and images_dir filled in
+  Manifest manifest;
+  std::vector<TraceLevel> run_levels;  ///< batch sweeps; empty for scenarios
+};
+
+/// Checks everything that can be checked before loading the model and without running it: every field's range,
+/// trace level against device and build (CUPTI for kernel levels), the model in the zoo, a graph for the
+/// framework, the framework in this build and its version against the manifest's constraint, the graph's
+/// checksum, the dataset, the scenario's options. Throws RequestError naming the field (as in to_json()) and
+/// what was expected; lower layers do not check again.
+ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context);
+
+/// validate(), then create the predictor and load the model, create the profilers the levels need, run
+/// (run_evaluation() or run_scenario()), score accuracy, close, describe the system and save to context.store.
+/// Returns the record (with its store id when saved). Throws RequestError for a bad request, std::runtime_error
+/// for failures while running (nothing is saved then) and StoreError when saving fails.
+EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationContext& context);
+
+}  // namespace xsp

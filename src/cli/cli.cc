@@ -1,0 +1,98 @@
+// The `xsp` application: global options, the commands, the help text's environment table, error mapping.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "common.h"
+#include "xsp/profilers/profiler_options.h"
+#ifdef XSP_WITH_LIBTORCH
+#include "xsp/predictors/libtorch.h"
+#endif
+#ifdef XSP_WITH_OPENCV_DNN
+#include "xsp/predictors/opencv_dnn.h"
+#endif
+#ifdef XSP_WITH_ONNXRUNTIME
+#include "xsp/predictors/onnxruntime.h"
+#endif
+
+namespace xsp::cli {
+namespace {
+
+// --help lists every environment variable XSP reads, from the one table (xsp/profilers/profiler_options.h).
+std::string environment_help() {
+  std::string out = "Environment (each overrides a default; the flag wins over it):\n";
+  for (const EnvOverride& e : env_overrides())
+    out += "  " + e.variable + std::string(e.variable.size() < 30 ? 30 - e.variable.size() : 1, ' ') + e.flag + "\n";
+  return out;
+}
+
+void register_predictors() {
+  static const bool once = [] {
+#ifdef XSP_WITH_LIBTORCH
+    register_libtorch_predictor();
+#endif
+#ifdef XSP_WITH_OPENCV_DNN
+    register_opencv_dnn_predictor();
+#endif
+#ifdef XSP_WITH_ONNXRUNTIME
+    register_onnxruntime_predictor();
+#endif
+    return true;
+  }();
+  (void)once;
+}
+
+int run(int argc, const char* const* argv, const CliEnvironment& env) {
+  CLI::App app{"XSP: across-stack profiling and benchmarking of ML models"};
+  app.require_subcommand(1);
+  // Global options are accepted before or after the command name ("xsp list --store f.db").
+  app.fallthrough();
+  app.footer(environment_help());
+  Globals g;
+  g.env = env;
+  g.store_path = default_store().string();
+  g.zoo_path = default_zoo().string();
+  app.add_option("--store", g.store_path, "results store (SQLite file); env XSP_STORE")->capture_default_str();
+  app.add_option("--zoo", g.zoo_path, "model-zoo folder of manifests; env XSP_ZOO")->capture_default_str();
+  app.add_flag("-v,--verbose", g.verbose,
+               "log the measurement's decisions on stderr (warm-up convergence, block size, window verdicts)");
+  Commands commands;
+  add_models_command(app, g, commands);
+  add_evaluate_command(app, g, commands);
+  add_list_command(app, g, commands);
+  add_show_command(app, g, commands);
+  add_analyze_command(app, g, commands);
+  add_compare_command(app, g, commands);
+  add_machine_command(app, g, commands);
+  add_trace_command(app, g, commands);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  static auto logger = spdlog::stderr_color_mt("xsp");
+  logger->set_pattern("xsp: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(g.verbose ? spdlog::level::debug : spdlog::level::warn);
+  register_predictors();
+  for (const Command& c : commands)
+    if (c.app->parsed()) return c.run();
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, const CliEnvironment& env) {
+  try {
+    return run(argc, argv, env);
+  } catch (const CLI::Error& e) {
+    std::cerr << "xsp: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "xsp: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace xsp::cli

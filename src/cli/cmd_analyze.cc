@@ -1,0 +1,62 @@
+// xsp analyze ID: analyses of a stored evaluation (SPEC §4), as tables; A9/A14 also as a Vega-Lite roofline.
+#include <algorithm>
+#include <iostream>
+#include <optional>
+
+#include "common.h"
+#include "xsp/analysis/roofline.h"
+
+namespace xsp::cli {
+namespace {
+
+std::string join_ids(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+  return out;
+}
+
+}  // namespace
+
+void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
+  auto* sub = app.add_subcommand("analyze", "print analyses of a stored evaluation");
+  struct Args {
+    std::int64_t id = 0;
+    std::string analyses = "A1,A2,A3,A4,A5,A6,A7", format = "table", chart;
+    std::optional<int> batch;
+    std::optional<double> latency_bound_ms;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("id", a->id, "evaluation id")->required();
+  sub->add_option("--analysis", a->analyses, "comma-separated analysis ids: " + join_ids(analysis_ids()))
+      ->capture_default_str();
+  sub->add_option("--format", a->format, "table|csv|json")->capture_default_str();
+  sub->add_option("--batch-size", a->batch, "only this batch size (layer analyses)");
+  sub->add_option("--latency-bound-ms", a->latency_bound_ms, "A1: optimal batch under this p99 bound");
+  sub->add_option("--chart", a->chart,
+                  "A9 or A14: also write the roofline scatter as a Vega-Lite v5 spec to this file (.vl.json)");
+  out.push_back({sub, [&g, a] {
+                   const auto format = parse_table_format(a->format);
+                   auto store = open_store(g);
+                   const auto record = load_or_fail(*store, a->id, g);
+                   AnalysisOptions options = analysis_options_for(record, *store);
+                   options.batch_size = a->batch;
+                   options.latency_bound_ms = a->latency_bound_ms;
+                   const auto tables = run_analyses(record, split_ids(a->analyses), options);
+                   if (!a->chart.empty()) {
+                     std::vector<Table> roofline;
+                     for (const auto& t : tables)
+                       if (t.id == "A9" || t.id == "A14") roofline.push_back(t);
+                     if (roofline.empty())
+                       throw CLI::ValidationError("--chart", "draws the roofline of A9 or A14: add one of them to --analysis");
+                     if (std::any_of(roofline.begin(), roofline.end(), [&](const Table& t) { return t.id != roofline[0].id; }))
+                       throw CLI::ValidationError("--chart", "draws one roofline: ask for A9 or A14, not both");
+                     write_file_atomically(
+                         a->chart, roofline_chart(roofline, options.ceilings ? &*options.ceilings : nullptr).dump(2));
+                     std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) to " << a->chart << "\n";
+                   }
+                   print_tables(tables, format);
+                   return 0;
+                 }});
+}
+
+}  // namespace xsp::cli

@@ -1,0 +1,375 @@
+// The library entry point: see include/xsp/eval/evaluate.h.
+#include "xsp/eval/evaluate.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "xsp/eval/accuracy.h"
+#include "xsp/eval/scenario_runner.h"
+#include "xsp/loadgen/loadgen.h"
+#include "xsp/manifest/semver.h"
+#include "xsp/pipeline/pipeline.h"
+#include "xsp/predictor/predictor.h"
+#include "xsp/profilers/device_profiler.h"
+#include "xsp/store/store.h"
+#include "xsp/system/machine_state.h"
+#include "xsp/system/system_info.h"
+
+namespace xsp {
+namespace {
+
+std::string number_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+[[noreturn]] void reject(const std::string& field, const std::string& message) { throw RequestError(field, message); }
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "none" : out;
+}
+
+// ---- JSON of the request --------------------------------------------------------------------------------------
+
+template <typename T>
+void read(const nlohmann::json& j, const char* key, T& field, const std::string& path, const char* expected) {
+  if (!j.contains(key) || j[key].is_null()) return;
+  try {
+    j.at(key).get_to(field);
+  } catch (const nlohmann::json::exception&) {
+    reject(path + key, std::string("expected ") + expected + ", got " + j.at(key).dump());
+  }
+}
+
+nlohmann::json scenario_json(const ScenarioRequest& s) {
+  nlohmann::json j = {{"scenario", s.scenario},
+                      {"min_queries", s.min_queries},
+                      {"target_qps", s.target_qps},
+                      {"samples_per_query", s.samples_per_query},
+                      {"percentile", s.percentile},
+                      {"find_peak_qps", s.find_peak_qps},
+                      {"sweep_batch_sizes", s.sweep_batch_sizes}};
+  j["latency_bound_ms"] = s.latency_bound_ms ? nlohmann::json(*s.latency_bound_ms) : nlohmann::json(nullptr);
+  j["max_batch"] = s.max_batch ? nlohmann::json(*s.max_batch) : nlohmann::json(nullptr);
+  j["trace_tail"] = s.trace_tail ? nlohmann::json(*s.trace_tail) : nlohmann::json(nullptr);
+  return j;
+}
+
+ScenarioRequest scenario_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) reject("scenario", "expected an object, got " + j.dump());
+  ScenarioRequest s;
+  read(j, "scenario", s.scenario, "scenario.", "a scenario name");
+  read(j, "min_queries", s.min_queries, "scenario.", "an integer >= 1");
+  read(j, "target_qps", s.target_qps, "scenario.", "a number");
+  read(j, "samples_per_query", s.samples_per_query, "scenario.", "an integer >= 1");
+  read(j, "percentile", s.percentile, "scenario.", "a number");
+  read(j, "find_peak_qps", s.find_peak_qps, "scenario.", "true or false");
+  read(j, "sweep_batch_sizes", s.sweep_batch_sizes, "scenario.", "a list of batch sizes");
+  if (j.contains("latency_bound_ms") && !j["latency_bound_ms"].is_null()) {
+    double v = 0;
+    read(j, "latency_bound_ms", v, "scenario.", "a number");
+    s.latency_bound_ms = v;
+  }
+  if (j.contains("max_batch") && !j["max_batch"].is_null()) {
+    int v = 0;
+    read(j, "max_batch", v, "scenario.", "an integer");
+    s.max_batch = v;
+  }
+  if (j.contains("trace_tail") && !j["trace_tail"].is_null()) {
+    int v = 0;
+    read(j, "trace_tail", v, "scenario.", "an integer");
+    s.trace_tail = v;
+  }
+  return s;
+}
+
+// ---- validation -------------------------------------------------------------------------------------------------
+
+void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Predictor& predictor) {
+  const ScenarioRequest& s = *r.scenario;
+  loadgen::Scenario scenario;
+  try {
+    scenario = loadgen::parse_scenario(s.scenario);
+  } catch (const std::invalid_argument&) {
+    reject("scenario.scenario", "expected single-stream, multi-stream, server or offline, got '" + s.scenario + "'");
+  }
+  if (r.trace_level > TraceLevel::kFramework)
+    reject("trace_level", "model or framework with a scenario (tail-query traces), got " +
+                              std::string(to_string(r.trace_level)));
+  if (r.leveled) reject("leveled", "false with a scenario (a scenario measures predict only, at one level)");
+  if (r.batch_sizes != std::vector<int>{1})
+    reject("batch_sizes", "[1] with a scenario: it takes scenario.max_batch or scenario.sweep_batch_sizes");
+  const int tail = s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0);
+  if (tail < 0) reject("scenario.trace_tail", "a number >= 0, got " + std::to_string(tail));
+  if (r.trace_level == TraceLevel::kFramework && tail == 0)
+    reject("scenario.trace_tail", ">= 1 with trace level framework (the framework level traces the tail queries), got 0");
+  if (r.trace_level == TraceLevel::kFramework && predictor.framework_profiler() == nullptr)
+    reject("trace_level", "model: " + predictor.framework_name() + " has no framework profiler");
+  if (tail > 0 && scenario == loadgen::Scenario::kOffline)
+    reject("scenario.trace_tail", "0 with offline (it has a single query), got " + std::to_string(tail));
+  if (!s.sweep_batch_sizes.empty() && scenario != loadgen::Scenario::kOffline)
+    reject("scenario.sweep_batch_sizes", "empty except for offline (other scenarios take scenario.max_batch)");
+  if (!s.sweep_batch_sizes.empty() && s.max_batch)
+    reject("scenario.max_batch", "unset with a batch-size sweep (either one max batch or a sweep, not both)");
+  for (int b : s.sweep_batch_sizes)
+    if (b < 1) reject("scenario.sweep_batch_sizes", "positive batch sizes, got " + std::to_string(b));
+  if (r.measurement.min_duration_ms < 1)
+    reject("measurement.min_duration_ms", "a positive number with a scenario, got " + number_text(r.measurement.min_duration_ms));
+  if (s.min_queries < 1) reject("scenario.min_queries", "a positive number, got 0");
+  if (!(s.target_qps > 0) || !std::isfinite(s.target_qps))
+    reject("scenario.target_qps", "a positive number, got " + number_text(s.target_qps));
+  if (s.latency_bound_ms && (!(*s.latency_bound_ms > 0) || !std::isfinite(*s.latency_bound_ms)))
+    reject("scenario.latency_bound_ms", "a positive number, got " + number_text(*s.latency_bound_ms));
+  if (s.samples_per_query < 1) reject("scenario.samples_per_query", "a positive number, got 0");
+  if (s.percentile != 0 && !(s.percentile > 0 && s.percentile < 100))
+    reject("scenario.percentile", "a number in (0, 100), got " + number_text(s.percentile));
+  if (s.max_batch && *s.max_batch < 1) reject("scenario.max_batch", "a positive number, got " + std::to_string(*s.max_batch));
+  if (s.find_peak_qps && scenario != loadgen::Scenario::kServer)
+    reject("scenario.find_peak_qps", "false except for server, got true with " + s.scenario);
+  if (!manifest.inputs.empty() && manifest.inputs.front().type != "image" && !r.inputs.synthetic)
+    reject("inputs.synthetic", "true: inputs of type '" + manifest.inputs.front().type + "' need synthetic inputs");
+}
+
+// ---- running ----------------------------------------------------------------------------------------------------
+
+ScenarioOptions scenario_options(const ValidatedRequest& v) {
+  const EvaluationRequest& r = v.request;
+  const ScenarioRequest& s = *r.scenario;
+  ScenarioOptions o;
+  o.settings.scenario = loadgen::parse_scenario(s.scenario);
+  o.settings.min_duration_ms = static_cast<std::int64_t>(std::llround(r.measurement.min_duration_ms));
+  o.settings.min_query_count = s.min_queries;
+  o.settings.seed = r.inputs.seed;
+  o.settings.target_qps = s.target_qps;
+  o.settings.latency_bound_ns = static_cast<std::int64_t>(std::llround(s.latency_bound_ms.value_or(10.0) * 1e6));
+  o.settings.samples_per_query = s.samples_per_query;
+  o.settings.target_percentile = s.percentile;
+  o.max_batch = static_cast<std::size_t>(s.max_batch.value_or(1));
+  o.find_peak_qps = s.find_peak_qps;
+  o.synthetic = r.inputs.synthetic;
+  o.inputs_dir = r.inputs.images_dir;
+  o.device = DeviceSpec{r.device, r.device_index};
+  o.trace_level = r.trace_level;
+  o.trace_tail = static_cast<std::size_t>(s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0));
+  for (int b : s.sweep_batch_sizes) o.sweep_batch_sizes.push_back(static_cast<std::size_t>(b));
+  if (!s.sweep_batch_sizes.empty() && s.latency_bound_ms) o.sweep_latency_bound_ms = *s.latency_bound_ms;
+  return o;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const EvaluationRequest& r) {
+  return {{"model", r.model},
+          {"framework", r.framework},
+          {"device", r.device},
+          {"device_index", r.device_index},
+          {"batch_sizes", r.batch_sizes},
+          {"trace_level", std::string(to_string(r.trace_level))},
+          {"leveled", r.leveled},
+          {"measurement", to_json(r.measurement)},
+          {"inputs",
+           {{"images_dir", r.inputs.images_dir.string()},
+            {"synthetic", r.inputs.synthetic},
+            {"seed", r.inputs.seed},
+            {"dataset", r.inputs.dataset},
+            {"accuracy", r.inputs.accuracy}}},
+          {"store_predictions", r.store_predictions},
+          {"counter_iterations", r.counter_iterations},
+          {"cupti", to_json(r.cupti)},
+          {"counters", to_json(r.counters)},
+          {"scenario", r.scenario ? scenario_json(*r.scenario) : nlohmann::json(nullptr)}};
+}
+
+EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) reject("request", "expected a JSON object, got " + j.dump());
+  EvaluationRequest r;
+  read(j, "model", r.model, "", "a model name");
+  read(j, "framework", r.framework, "", "a framework name");
+  read(j, "device", r.device, "", "cpu or cuda");
+  read(j, "device_index", r.device_index, "", "an integer >= 0");
+  read(j, "batch_sizes", r.batch_sizes, "", "a list of batch sizes");
+  if (j.contains("trace_level")) {
+    const auto level = j["trace_level"].is_string() ? parse_trace_level(j["trace_level"].get<std::string>()) : std::nullopt;
+    if (!level) reject("trace_level", "model, framework, library, system, kernel or hardware, got " + j["trace_level"].dump());
+    r.trace_level = *level;
+  }
+  read(j, "leveled", r.leveled, "", "true or false");
+  if (j.contains("measurement")) r.measurement = measurement_options_from_json(j["measurement"]);
+  if (j.contains("inputs")) {
+    const auto& in = j["inputs"];
+    if (!in.is_object()) reject("inputs", "expected an object, got " + in.dump());
+    std::string dir;
+    read(in, "images_dir", dir, "inputs.", "a folder");
+    r.inputs.images_dir = dir;
+    read(in, "synthetic", r.inputs.synthetic, "inputs.", "true or false");
+    read(in, "seed", r.inputs.seed, "inputs.", "an integer >= 0");
+    read(in, "dataset", r.inputs.dataset, "inputs.", "a dataset name");
+    read(in, "accuracy", r.inputs.accuracy, "inputs.", "true or false");
+  }
+  read(j, "store_predictions", r.store_predictions, "", "true or false");
+  read(j, "counter_iterations", r.counter_iterations, "", "an integer >= 1");
+  try {
+    if (j.contains("cupti")) r.cupti = cupti_options_from_json(j["cupti"]);
+    if (j.contains("counters")) r.counters = counter_options_from_json(j["counters"]);
+  } catch (const RequestError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    reject(j.contains("cupti") && !j.contains("counters") ? "cupti" : "cupti/counters", e.what());
+  }
+  if (j.contains("scenario") && !j["scenario"].is_null()) r.scenario = scenario_from_json(j["scenario"]);
+  return r;
+}
+
+ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context) {
+  ValidatedRequest v;
+  v.request = request;
+  EvaluationRequest& r = v.request;
+  if (r.model.empty()) reject("model", "a model name from the zoo (xsp models), got an empty name");
+  if (r.device != "cpu" && r.device != "cuda") reject("device", "cpu or cuda, got '" + r.device + "'");
+  if (r.device_index < 0) reject("device_index", "a number >= 0, got " + std::to_string(r.device_index));
+  if (r.batch_sizes.empty()) reject("batch_sizes", "at least one batch size");
+  for (int b : r.batch_sizes)
+    if (b < 1 || b > (1 << 20)) reject("batch_sizes", "batch sizes from 1 to 1048576, got " + std::to_string(b));
+  if (r.trace_level > TraceLevel::kFramework && r.device != "cuda")
+    reject("trace_level", "model or framework on device cpu: level '" + std::string(to_string(r.trace_level)) +
+                              "' traces GPU work, use device cuda");
+  if (r.trace_level > TraceLevel::kFramework && !have_device_profiler())
+    reject("trace_level", "model or framework: this build has no CUPTI profiler (CUDA toolkit not found at configure time)");
+  validate(r.measurement);
+  if (r.counter_iterations < 1) reject("counter_iterations", "a number >= 1, got " + std::to_string(r.counter_iterations));
+  if (r.inputs.accuracy && r.inputs.dataset.empty()) reject("inputs.accuracy", "a dataset (inputs.dataset) to score on");
+
+  std::vector<Manifest> zoo;
+  try {
+    zoo = load_zoo(context.zoo);
+  } catch (const std::exception& e) {
+    reject("zoo", e.what());
+  }
+  try {
+    v.manifest = find_model(zoo, r.model);
+  } catch (const std::exception& e) {
+    reject("model", e.what());
+  }
+  if (r.framework.empty()) r.framework = v.manifest.default_framework();
+  const GraphSpec* graph = nullptr;
+  try {
+    graph = &v.manifest.graph_for(r.framework);
+  } catch (const std::exception& e) {
+    reject("framework", e.what());
+  }
+  const auto built = registered_predictors();
+  if (std::find(built.begin(), built.end(), r.framework) == built.end())
+    reject("framework", "one built into this XSP (" + join(built) + "), got '" + r.framework + "'");
+  // A predictor is cheap to create and says its framework's version; the model is loaded only by evaluate().
+  const auto predictor = create_predictor(r.framework);
+  if (!satisfies(predictor->framework_version(), graph->constraint))
+    reject("framework", "a version of " + r.framework + " satisfying " + graph->constraint + " (model " +
+                            v.manifest.name + "), this build has " + predictor->framework_version());
+  if (r.trace_level > TraceLevel::kModel && predictor->framework_profiler() == nullptr && !r.scenario)
+    reject("trace_level", "model: " + r.framework + " has no framework profiler");
+  try {
+    verify_checksum(v.manifest, r.framework);
+  } catch (const std::exception& e) {
+    reject("model", e.what());
+  }
+  if (!r.inputs.dataset.empty()) {
+    try {
+      (void)manifest_dataset_path(v.manifest, r.inputs.dataset);
+    } catch (const std::exception& e) {
+      reject("inputs.dataset", e.what());
+    }
+    r.inputs.synthetic = true;  // the timed runs stay synthetic; the dataset feeds the accuracy pass
+  }
+  if (r.inputs.images_dir.empty()) r.inputs.images_dir = context.default_images_dir;
+  if (!r.inputs.synthetic) {
+    if (!v.manifest.inputs.empty() && v.manifest.inputs.front().type != "image")
+      reject("inputs.synthetic", "true: inputs of type '" + v.manifest.inputs.front().type + "' need synthetic inputs");
+    try {
+      (void)list_images(r.inputs.images_dir);
+    } catch (const std::exception& e) {
+      reject("inputs.images_dir", e.what());
+    }
+  }
+  if (r.scenario) {
+    validate_scenario(r, v.manifest, *predictor);
+  } else {
+    try {
+      v.run_levels = run_levels(r.trace_level, r.leveled, predictor->framework_profiler() != nullptr,
+                                r.trace_level > TraceLevel::kFramework, r.trace_level == TraceLevel::kHardware);
+    } catch (const std::invalid_argument& e) {
+      reject("trace_level", e.what());
+    }
+  }
+  return v;
+}
+
+EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationContext& context) {
+  const ValidatedRequest v = validate(request, context);
+  const EvaluationRequest& r = v.request;
+  spdlog::debug("evaluate {} on {} ({}), request {}", r.model, r.framework, r.device, to_json(r).dump());
+  auto predictor = create_predictor(r.framework);
+  predictor->load(v.manifest, DeviceSpec{r.device, r.device_index});
+  EvaluationRecord record;
+  if (r.scenario) {
+    std::optional<MachineMonitor> monitor;
+    if (context.record_machine_state) {
+      monitor.emplace(system_nvml(), r.device == "cuda" ? r.device_index : -1);
+      monitor->start();
+    }
+    record = run_scenario(v.manifest, *predictor, scenario_options(v));
+    if (monitor) monitor->finish();
+    // A scenario's queries were not planned in windows: the stability rule splits them afterwards.
+    for (RunRecord& run : record.runs) {
+      run.measurement.design = "scenario";
+      run.measurement.rule = r.measurement.rule;
+      run.measurement.stability = assess_series(run.predict_latency_ns, r.measurement.rule);
+      if (monitor) {
+        run.machine_state = monitor->to_json();
+        run.warnings = monitor->warnings();
+      }
+    }
+  } else {
+    EvaluationOptions o;
+    o.batch_sizes = r.batch_sizes;
+    o.trace_level = r.trace_level;
+    o.leveled = r.leveled;
+    o.measurement = r.measurement;
+    o.inputs_dir = r.inputs.images_dir;
+    o.synthetic = r.inputs.synthetic;
+    o.seed = r.inputs.seed;
+    o.device = DeviceSpec{r.device, r.device_index};
+    o.counter_iterations = r.counter_iterations;
+    o.store_predictions = r.store_predictions;
+    o.clock = context.clock;
+    o.record_machine_state = context.record_machine_state;
+    std::unique_ptr<DeviceProfiler> device_profiler, counter_profiler;
+    if (r.trace_level > TraceLevel::kFramework) {
+      device_profiler = create_device_profiler(r.cupti);
+      o.device_profiler = device_profiler.get();
+    }
+    if (r.trace_level == TraceLevel::kHardware) {
+      counter_profiler = create_counter_profiler(r.counters);
+      o.counter_profiler = counter_profiler.get();
+    }
+    record = run_evaluation(v.manifest, *predictor, o, context.progress);
+    if (record.settings.contains("counters_unavailable"))
+      spdlog::warn("hardware counters not collected: {}", record.settings["counters_unavailable"].get<std::string>());
+    if (r.inputs.accuracy)
+      record.settings["accuracy"] = run_accuracy(v.manifest, *predictor, r.inputs.dataset, r.batch_sizes);
+  }
+  predictor->close();
+  record.settings["request"] = to_json(r);
+  record.created_at = utc_now_iso8601();
+  record.system = describe_system();
+  record.system["framework"] = {{"name", record.framework_name}, {"version", record.framework_version}};
+  if (context.store) context.store->save(record);
+  return record;
+}
+
+}  // namespace xsp
