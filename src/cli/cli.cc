@@ -69,7 +69,8 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every other parse error is a usage error.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   static auto logger = spdlog::stderr_color_mt("xsp");
   logger->set_pattern("xsp: %l: %v");

@@ -1,0 +1,150 @@
+// Leveled runs that drift cannot fool (SPEC §3): a fake model whose latency drifts +30% across the evaluation
+// and whose framework profiler truly adds 10%. Interleaved rounds recover 10% ± 3%; the sequential order (all
+// M, then all M/F) does not. A profiler that adds nothing is reported "not significant".
+#include <gtest/gtest.h>
+
+#include "fake_model.h"
+#include "xsp/analysis/summary.h"
+#include "xsp/eval/runner.h"
+
+namespace xsp {
+namespace {
+
+using testing::FakeClock;
+using testing::FakePredictor;
+using testing::LatencyModel;
+
+// Fake time the leveled evaluation below takes (~0.5 s warm-up + 2 × 2 s of measurement, M/F 10% slower).
+constexpr double kEvaluationS = 4.7;
+
+EvaluationOptions leveled_options(LevelOrder order) {
+  EvaluationOptions o;
+  o.batch_sizes = {1};
+  o.trace_level = TraceLevel::kFramework;
+  o.leveled = true;
+  o.synthetic = true;
+  o.record_machine_state = false;
+  o.measurement.warmup_min_ms = 500;
+  o.measurement.min_duration_ms = 2000;
+  o.measurement.max_duration_ms = 2000;
+  o.measurement.order = order;
+  return o;
+}
+
+struct Outcome {
+  EvaluationRecord record;
+  double drift = 0;  // realized drift at the end of the evaluation
+};
+
+Outcome evaluate_fake(LatencyModel model, EvaluationOptions options) {
+  FakeClock clock;
+  FakePredictor predictor(clock, model);
+  options.clock = &clock;
+  Outcome out;
+  out.record = run_evaluation(testing::fake_manifest(), predictor, options);
+  out.drift = model.drift_per_s * predictor.age_s();
+  return out;
+}
+
+const LevelOverhead& framework_overhead(const EvaluationRecord& r) {
+  for (const auto& o : r.level_overheads)
+    if (o.level == TraceLevel::kFramework && o.baseline == TraceLevel::kModel) return o;
+  throw std::runtime_error("no M/F overhead in the record");
+}
+
+LatencyModel drifting() {
+  LatencyModel m;
+  m.drift_per_s = 0.30 / kEvaluationS;
+  m.framework_overhead = 0.10;
+  m.noise_cv = 0.02;
+  m.seed = 7;
+  return m;
+}
+
+TEST(LeveledDrift, InterleavedRoundsRecoverTheTrueOverhead) {
+  const Outcome o = evaluate_fake(drifting(), leveled_options(LevelOrder::kInterleaved));
+  EXPECT_GT(o.drift, 0.25);
+  EXPECT_LT(o.drift, 0.35);
+  const LevelOverhead& f = framework_overhead(o.record);
+  EXPECT_EQ(f.design, "interleaved");
+  EXPECT_EQ(f.overhead.rounds, 6u);
+  EXPECT_NEAR(f.overhead.overhead_fraction, 0.10, 0.03);
+  EXPECT_TRUE(f.overhead.ci95_fraction.contains(0.10))
+      << f.overhead.ci95_fraction.low << " " << f.overhead.ci95_fraction.high;
+  EXPECT_TRUE(f.overhead.significant());
+  // The drift itself is not hidden: each run's windows moved by more than 10%.
+  for (const auto& run : o.record.runs) {
+    EXPECT_EQ(run.measurement.stability.verdict, Verdict::kUnstable);
+    EXPECT_TRUE(run.measurement.reached_max_duration);
+    EXPECT_GT(run.measurement.stability.drift_fraction, 0.10);
+  }
+}
+
+TEST(LeveledDrift, SequentialOrderMistakesDriftForOverhead) {
+  const Outcome o = evaluate_fake(drifting(), leveled_options(LevelOrder::kSequential));
+  EXPECT_GT(o.drift, 0.25);
+  EXPECT_LT(o.drift, 0.40);
+  const LevelOverhead& f = framework_overhead(o.record);
+  EXPECT_EQ(f.design, "sequential");
+  EXPECT_GT(std::abs(f.overhead.overhead_fraction - 0.10), 0.03) << f.overhead.overhead_fraction;
+  EXPECT_GT(f.overhead.overhead_fraction, 0.20);  // about +17% of drift between the two runs on top of 10%
+}
+
+TEST(LeveledDrift, NoOverheadReadsNotSignificant) {
+  LatencyModel m;
+  m.noise_cv = 0.05;
+  m.seed = 3;
+  const Outcome o = evaluate_fake(m, leveled_options(LevelOrder::kInterleaved));
+  const LevelOverhead& f = framework_overhead(o.record);
+  EXPECT_TRUE(f.overhead.ci95_fraction.contains(0.0));
+  EXPECT_FALSE(f.overhead.significant());
+  for (const auto& run : o.record.runs) EXPECT_EQ(run.measurement.stability.verdict, Verdict::kStable);
+  // What the user reads: the overhead with its interval and "not significant", never a bare number.
+  const auto tables = evaluation_summary(o.record);
+  ASSERT_EQ(tables.size(), 2u);
+  const Table& t = tables[1];
+  ASSERT_EQ(t.rows.size(), 1u);
+  std::size_t col = 0;
+  while (t.columns[col].name != "overhead") ++col;
+  const auto& text = std::get<std::string>(t.rows[0][col]);
+  EXPECT_NE(text.find("not significant"), std::string::npos) << text;
+  EXPECT_NE(render_text(t).find("not significant"), std::string::npos);
+  EXPECT_EQ(render_text(t).find("overhead_percent"), std::string::npos);  // the bare figure is CSV/JSON only
+}
+
+TEST(LeveledDrift, RunsKeepTheirBlocksWindowsAndABoundedTrace) {
+  LatencyModel m;
+  m.noise_cv = 0.05;
+  EvaluationOptions options = leveled_options(LevelOrder::kInterleaved);
+  options.batch_sizes = {1, 4};
+  options.measurement.max_traced_batches = 40;
+  const Outcome o = evaluate_fake(m, options);
+  ASSERT_EQ(o.record.runs.size(), 4u);
+  for (const RunRecord& run : o.record.runs) {
+    const RunMeasurement& rm = run.measurement;
+    EXPECT_EQ(rm.design, "interleaved");
+    EXPECT_EQ(rm.batches_per_block, 33);  // round(2000 ms / (6 × 10 ms))
+    ASSERT_GE(rm.blocks.size(), 6u);
+    EXPECT_EQ(rm.blocks.size() % 2, 0u);                 // whole windows
+    EXPECT_EQ(rm.result_first_block, rm.blocks.size() - 6);  // the result: the last 3 windows
+    EXPECT_EQ(run.predict_latency_ns.size(), 6u * 33u);
+    EXPECT_EQ(rm.stability.window_medians_ns.size(), 3u);
+    EXPECT_TRUE(rm.warmup_converged);
+    EXPECT_GE(rm.warmup_batches, 3);
+    // Trace budget 40 batches with blocks of 33: the last block only (the profiler ran in every block).
+    std::size_t predicts = 0, ops = 0;
+    for (const Span& s : run.trace.spans) {
+      predicts += s.level == Level::kModel && s.name == kStagePredict;
+      ops += s.level == Level::kFramework;
+    }
+    EXPECT_EQ(predicts, 33u);
+    EXPECT_EQ(ops, run.trace_level == TraceLevel::kFramework ? 33u : 0u);
+    EXPECT_EQ(run.trace.counters.at("trace.untraced_batches"), (rm.blocks.size() - 1) * 33u);
+    EXPECT_EQ(run.trace.assembly.unparented, 0u);
+  }
+  EXPECT_EQ(o.record.level_overheads.size(), 2u);  // one per batch size
+  EXPECT_EQ(o.record.settings["measurement"]["min_duration_ms"], 2000.0);
+}
+
+}  // namespace
+}  // namespace xsp
