@@ -146,5 +146,53 @@ TEST(LeveledDrift, RunsKeepTheirBlocksWindowsAndABoundedTrace) {
   EXPECT_EQ(o.record.settings["measurement"]["min_duration_ms"], 2000.0);
 }
 
+TEST(LeveledDrift, KernelLevelRunsBesideTheShallowerLevelsAfterTheOthers) {
+  // The device profiler adds 20% while on and leaves 3% behind once started.
+  FakeClock clock;
+  testing::FakeDeviceProfiler device(clock), counters(clock, /*batches_needed=*/4);
+  LatencyModel m;
+  m.framework_overhead = 0.10;
+  m.device_overhead = 0.20;
+  m.device_residue = 0.03;
+  m.noise_cv = 0.01;
+  FakePredictor predictor(clock, m, &device);
+  EvaluationOptions o = leveled_options(LevelOrder::kInterleaved);
+  o.trace_level = TraceLevel::kHardware;
+  o.batch_sizes = {1, 2};
+  o.device_profiler = &device;
+  o.counter_profiler = &counters;
+  o.clock = &clock;
+  const EvaluationRecord r = run_evaluation(testing::fake_manifest(), predictor, o);
+  // M, M/F, M/F/K, M/F/H per batch size.
+  ASSERT_EQ(r.runs.size(), 8u);
+  const RunRecord* k = r.find_run(1, TraceLevel::kKernel);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->measurement.design, "interleaved");
+  ASSERT_EQ(k->measurement.baseline_block_medians_ns.size(), 2u);  // M and M/F blocks beside it
+  EXPECT_EQ(k->measurement.baseline_block_medians_ns.at("framework").size(), 6u);
+  EXPECT_GT(k->trace.counters.at("fake.stops"), 0u);
+  // The M and M/F runs ran before the device profiler ever started: no residue in them.
+  EXPECT_NEAR(r.find_run(1, TraceLevel::kModel)->measurement.stability.median_ns, 10e6, 0.2e6);
+  std::map<std::string, const LevelOverhead*> by;
+  for (const auto& v : r.level_overheads)
+    if (v.batch_size == 1) by[std::string(to_string(v.level)) + "/" + v.design] = &v;
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_NEAR(by.at("framework/interleaved")->overhead.overhead_fraction, 0.10, 0.01);
+  // The kernel level over M/F blocks that share the residue: its own 20%, not 20% + 3%.
+  EXPECT_NEAR(by.at("kernel/interleaved")->overhead.overhead_fraction, 0.20, 0.01);
+  EXPECT_EQ(by.at("kernel/interleaved")->baseline, TraceLevel::kFramework);
+  EXPECT_NE(by.at("kernel/interleaved")->note.find("after CUPTI first attached"), std::string::npos);
+  // The residue shows as the M blocks beside kernel tracing against the M run before it.
+  EXPECT_NEAR(by.at("model/residual")->overhead.overhead_fraction, 0.03, 0.01);
+  EXPECT_TRUE(by.at("model/residual")->overhead.significant());
+  // Counter run: the profiler's batches, a fixed count, no verdict.
+  const RunRecord* h = r.find_run(1, TraceLevel::kHardware);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->measurement.design, "fixed");
+  EXPECT_EQ(h->iterations, 4);
+  EXPECT_EQ(h->measurement.stability.verdict, Verdict::kNotAssessed);
+  EXPECT_EQ(counters.batches, 8);  // 4 per batch size, inside begin_batch/end_batch
+}
+
 }  // namespace
 }  // namespace xsp
