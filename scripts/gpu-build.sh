@@ -24,4 +24,4 @@ fi
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DXSP_BUILD_TESTS=ON -DXSP_BUILD_BENCH=ON
-cmake --build build-gpu -j"$(nproc)" ${XSP_TARGETS:+--target $XSP_TARGETS}  # XSP_TARGETS="xsp bench_framework_overhead": only those
+cmake --build build-gpu -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}  # BUILD_TARGETS="xsp bench_framework_overhead": only those

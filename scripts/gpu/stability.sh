@@ -32,7 +32,7 @@ case $stage in
     { nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE | head -60; nproc; } > "$A/env.txt" 2>&1
     t0=$(now)
     if [ ! -x $XSP ]; then
-      XSP_TARGETS="xsp bench_framework_overhead" scripts/gpu-build.sh > "$A/build.log" 2>&1 || { tail -60 "$A/build.log"; exit 1; }
+      BUILD_TARGETS="xsp bench_framework_overhead" scripts/gpu-build.sh > "$A/build.log" 2>&1 || { tail -60 "$A/build.log"; exit 1; }
     fi
     echo "build_s=$(elapsed $t0)" | tee -a "$A/timing.txt"
     t0=$(now)
