@@ -182,7 +182,26 @@ struct Context {
   std::size_t top_k = 5;
   std::size_t next_file = 0;
   std::uint64_t batch_counter = 0;
+  // Synthetic inputs, made once per batch size before any timing (generating them per batch cost more than a
+  // GPU predict of large batches); cycled through in order.
+  std::map<int, std::vector<Tensor>> synthetic_pool;
 };
+
+// At most this many bytes of synthetic batches per batch size (at least one batch).
+constexpr std::size_t kSyntheticPoolBytes = 512u << 20;  // over all batch sizes of the evaluation
+
+const std::vector<Tensor>& synthetic_pool(Context& ctx, int batch_size) {
+  auto& pool = ctx.synthetic_pool[batch_size];
+  if (!pool.empty()) return pool;
+  std::size_t numel = static_cast<std::size_t>(batch_size);
+  for (long d : ctx.manifest.inputs.front().dimensions) numel *= static_cast<std::size_t>(d);
+  const std::size_t budget = kSyntheticPoolBytes / std::max<std::size_t>(1, ctx.options.batch_sizes.size());
+  const std::size_t fit = std::max<std::size_t>(1, budget / std::max<std::size_t>(1, numel * sizeof(float)));
+  const auto n = static_cast<std::uint64_t>(std::min<std::size_t>(kSyntheticBatches, fit));
+  for (std::uint64_t j = 0; j < n; ++j)
+    pool.push_back(synthetic_batch(ctx.manifest.inputs.front().dimensions, batch_size, ctx.options.seed + j));
+  return pool;
+}
 
 DeviceProfiler* device_for(const Context& ctx, TraceLevel level) {
   if (level == TraceLevel::kHardware) return ctx.options.counter_profiler;
@@ -195,11 +214,13 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
                           std::map<std::string, std::vector<double>>* stages, DeviceProfiler* batch_hooks) {
   const auto& options = ctx.options;
   const SpanId parent = rec ? slot.app_id : kNoSpan;
-  const std::uint64_t j = ctx.batch_counter++ % kSyntheticBatches;
+  const std::uint64_t j =
+      options.synthetic ? ctx.batch_counter++ % synthetic_pool(ctx, batch_size).size() : ctx.batch_counter++;
   std::vector<Tag> batch_tag;
   if (rec && measured) batch_tag.push_back({"batch", std::to_string(slot.measured_batches++)});
   std::vector<EncodedInput> inputs;
-  Tensor tensor;
+  Tensor decoded;
+  const Tensor* tensor = &decoded;
   const bool framework = enables(slot.level, Level::kFramework) && ctx.framework_profiler;
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStageInput, parent, batch_tag);
@@ -210,8 +231,8 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   }
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePreprocess, parent, batch_tag);
-    tensor = options.synthetic ? synthetic_batch(ctx.manifest.inputs.front().dimensions, batch_size, options.seed + j)
-                               : ctx.preprocessor->run(inputs);
+    if (options.synthetic) tensor = &synthetic_pool(ctx, batch_size)[j];
+    else decoded = ctx.preprocessor->run(inputs);
     const auto d = s.close();
     if (stages) (*stages)[kStagePreprocess].push_back(static_cast<double>(d));
   }
@@ -221,7 +242,7 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePredict, parent, batch_tag);
     if (framework) ctx.framework_profiler->set_parent(s.id());
     if (batch_hooks) batch_hooks->begin_batch();
-    output = ctx.predictor.predict(tensor);
+    output = ctx.predictor.predict(*tensor);
     if (batch_hooks) batch_hooks->end_batch();
     predict_ns = static_cast<double>(s.close());
     if (stages) (*stages)[kStagePredict].push_back(predict_ns);
@@ -427,13 +448,11 @@ LevelOverhead make_overhead(int batch_size, TraceLevel level, TraceLevel baselin
   o.note = std::move(note);
   if (deeper.empty() || shallower.empty()) {
     o.overhead = PairedOverhead{0, std::nan(""), {std::nan(""), std::nan("")}};
-  } else if (o.design == "residual") {
-    o.overhead = unpaired_change(deeper, shallower);
+  } else if (o.design == "interleaved") {
+    o.overhead = paired_overhead(deeper, shallower);
   } else {
-    const std::size_t n = std::min(deeper.size(), shallower.size());
-    // Sequential blocks pair by position (the last n of each): the closest in time that exist.
-    o.overhead = paired_overhead(std::vector<double>(deeper.end() - static_cast<std::ptrdiff_t>(n), deeper.end()),
-                                 std::vector<double>(shallower.end() - static_cast<std::ptrdiff_t>(n), shallower.end()));
+    // Blocks of different phases have no pairing: compare the two groups of block medians (Welch).
+    o.overhead = unpaired_change(deeper, shallower);
   }
   return o;
 }
@@ -511,6 +530,8 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   record.batch_sizes = options.batch_sizes;
   record.trace_level = options.trace_level;
   record.leveled = options.leveled;
+  if (options.synthetic)
+    for (int b : options.batch_sizes) synthetic_pool(ctx, b);  // before anything is timed
   record.settings = {{"measurement", to_json(options.measurement)},
                      {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
                      {"input_count", ctx.files.size()},
@@ -597,6 +618,10 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
           b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
           "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "
           "process (its tracing never fully leaves)"));
+      record.level_overheads.push_back(make_overhead(
+          b, l, in_process.back(), "sequential", kernel_blocks, result_blocks[b][in_process.back()],
+          "against the " + shallower + " run before CUPTI first attached (a clean process): CUPTI's leftover state "
+          "and the machine's drift between the phases count too"));
       record.level_overheads.push_back(make_overhead(
           b, TraceLevel::kModel, TraceLevel::kModel, "residual", phase.levels[0].result_block_medians_ns(),
           result_blocks[b][TraceLevel::kModel],

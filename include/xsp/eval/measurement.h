@@ -16,8 +16,9 @@
 //  2. Block size. b = max(1, ceil(min_batches / (2K)), round(min_duration_ms / (2K · warm-up median))), K =
 //     rule.windows, so that the last K windows (2K rounds) hold at least min_batches batches and last about
 //     min_duration_ms per level. Without a warm-up the duration term is left out.
-//  3. Measurement. Rounds until, for every level, `min_batches` batches and `min_duration_ms` of measurement
-//     are reached, then window by window until the last K windows of every level are stable or a level has
+//  3. Measurement. Rounds until, for every level, `min_batches` batches and `min_duration_ms` of measured time
+//     (the sum of its batches' predict latencies: the harness's own time, such as decoding inputs, does not
+//     count) are reached, then window by window until the last K windows of every level are stable or a level has
 //     been measured for `max_duration_ms` (then the verdict is "unstable"; with fewer than K windows, "not
 //     assessed"). As in Triton perf_analyzer, the *result* is the last K windows: earlier windows were still
 //     settling and are kept only as window medians in the record.
@@ -85,8 +86,10 @@ struct MeasurementOptions {
   /// at least 10 ms.
   double warmup_block_ms = 0;
   int min_batches = 10;            ///< per level; `--min-batches` (LoadGen's min_query_count)
-  double min_duration_ms = 1000;   ///< per level; `--min-duration-ms` (LoadGen's min_duration, trtexec --duration)
-  double max_duration_ms = 10000;  ///< per level; `--max-duration-ms`; below the minimums: the minimums win
+  /// Per level, of measured (predict) time; `--min-duration-ms` (LoadGen's min_duration, trtexec --duration).
+  double min_duration_ms = 1000;
+  /// Per level, of measured (predict) time; `--max-duration-ms`; below the minimums: the minimums win.
+  double max_duration_ms = 10000;
   StabilityRule rule;              ///< `--stability-windows`, `--stability-tolerance`
   LevelOrder order = LevelOrder::kInterleaved;  ///< `--level-order`
   /// Traced runs keep the spans of their last blocks up to this many batches (at least one block); the

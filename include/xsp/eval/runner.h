@@ -39,9 +39,10 @@ struct EvaluationOptions {
   int counter_iterations = 1;
   /// Keep, per run, every distinct measured input's output (RunRecord::predictions): softmax over the first
   /// output's row (raw values when the manifest has no softmax step) and its top-k classes (k of the manifest's
-  /// top_k step, else 5). Synthetic inputs cycle through kSyntheticBatches seeded batches named
-  /// "synthetic:seed=S:batch=J:K" (J = 0..kSyntheticBatches−1, K the sample in the batch), so two evaluations
-  /// with the same seed and batch size feed and name the same tensors however long each one measured.
+  /// top_k step, else 5). Synthetic inputs cycle through up to kSyntheticBatches seeded batches per batch size
+  /// (fewer when they would exceed 256 MB), made before the first batch, named "synthetic:seed=S:batch=J:K" (J
+  /// the batch of the cycle, K the sample in the batch), so two evaluations with the same seed and batch size feed
+  /// and name the same tensors however long each one measured.
   bool store_predictions = false;
   /// Time source of every span and duration; nullptr = system_clock(). Tests inject a fake one.
   const Clock* clock = nullptr;

@@ -176,12 +176,14 @@ TEST(LeveledDrift, KernelLevelRunsBesideTheShallowerLevelsAfterTheOthers) {
   std::map<std::string, const LevelOverhead*> by;
   for (const auto& v : r.level_overheads)
     if (v.batch_size == 1) by[std::string(to_string(v.level)) + "/" + v.design] = &v;
-  ASSERT_EQ(by.size(), 3u);
+  ASSERT_EQ(by.size(), 4u);
   EXPECT_NEAR(by.at("framework/interleaved")->overhead.overhead_fraction, 0.10, 0.01);
   // The kernel level over M/F blocks that share the residue: its own 20%, not 20% + 3%.
   EXPECT_NEAR(by.at("kernel/interleaved")->overhead.overhead_fraction, 0.20, 0.01);
   EXPECT_EQ(by.at("kernel/interleaved")->baseline, TraceLevel::kFramework);
   EXPECT_NE(by.at("kernel/interleaved")->note.find("after CUPTI first attached"), std::string::npos);
+  // Against the clean M/F run before it: its 20% and the 3% residue, (1.2 × 1.03) − 1.
+  EXPECT_NEAR(by.at("kernel/sequential")->overhead.overhead_fraction, 0.236, 0.01);
   // The residue shows as the M blocks beside kernel tracing against the M run before it.
   EXPECT_NEAR(by.at("model/residual")->overhead.overhead_fraction, 0.03, 0.01);
   EXPECT_TRUE(by.at("model/residual")->overhead.significant());
