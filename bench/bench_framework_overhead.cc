@@ -15,8 +15,9 @@
 //   kernel-only  framework + CUPTI with device activity only (no API records): splits the per-kernel cost
 // A profiler is started once per block and told each forward as a new batch (set_parent), as in a run. The
 // kernel blocks come after all others: once CUPTI has been attached to a process it is never fully gone.
-// Prints median ms per mode, ops and kernels per forward, µs per op ((framework − plain) / ops) and µs per
-// kernel ((kernel − framework) / kernels).
+// Prints per mode the median ms with its 95% interval, the ratio to plain with its 95% interval (block medians
+// paired by round; xsp/stats/stability.h), ops and kernels per forward, µs per op ((framework − plain) / ops)
+// and µs per kernel ((kernel − framework) / kernels).
 // The CUPTI profiler's options come from the XSP_* variables of env_overrides() (xsp/profilers/profiler_options.h):
 // scripts/gpu/cost_split.sh and overhead.sh compare XSP_CUPTI_CLOCK=offset, XSP_CUPTI_API_SOURCE=activity... with
 // the defaults. The options in effect are printed with the results; a bad value exits 2.
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/stats/stability.h"
 #include "xsp/eval/runner.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
@@ -40,10 +42,17 @@
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+using xsp::median;
+
+// "1.029x [1.012, 1.047]": a ratio of block medians with its 95% interval (xsp/stats/stability.h).
+std::string ratio_text(const xsp::PairedOverhead& o) {
+  char buf[96];
+  if (o.rounds >= 2)
+    std::snprintf(buf, sizeof buf, "%.3fx [%.3f, %.3f]", 1 + o.overhead_fraction, 1 + o.ci95_fraction.low,
+                  1 + o.ci95_fraction.high);
+  else
+    std::snprintf(buf, sizeof buf, "%.3fx", 1 + o.overhead_fraction);
+  return buf;
 }
 
 }  // namespace
@@ -96,6 +105,7 @@ int main(int argc, char** argv) {
   const char* names[kModes] = {"plain",    "plain+input",    "M run",
                                "noop observer", "detailed", "framework", "kernel (CUPTI)", "kernel-only (CUPTI)"};
   std::vector<double> ms[kModes];
+  std::vector<double> block_medians[kModes];  // one per round: modes of one round are paired
   double ops = 0, kernels = 0;
   xsp::EvaluationOptions m_run;
   m_run.batch_sizes = {static_cast<int>(batch)};
@@ -114,7 +124,10 @@ int main(int argc, char** argv) {
       if (device_mode != (r >= rounds) || (device_mode && !cupti)) continue;
       if (mode == kMRun) {
         const auto record = xsp::run_evaluation(manifest, *predictor, m_run);
-        for (double ns : record.runs.at(0).predict_latency_ns) ms[kMRun].push_back(ns / 1e6);
+        std::vector<double> block_ms;
+        for (double ns : record.runs.at(0).predict_latency_ns) block_ms.push_back(ns / 1e6);
+        ms[kMRun].insert(ms[kMRun].end(), block_ms.begin(), block_ms.end());
+        block_medians[kMRun].push_back(median(block_ms));
         continue;
       }
       xsp::TraceRecorder rec;
@@ -129,13 +142,16 @@ int main(int argc, char** argv) {
         cupti->start(rec, device_options);
       }
       if (prof) prof->start(rec, xsp::kNoSpan);
+      std::vector<double> block_ms;
       for (int i = 0; i < block; ++i) {
         if (prof) prof->set_parent(rec.next_id());
         if (mode == kPlainInput) input = xsp::synthetic_batch({3, side, side}, static_cast<int>(batch), i);
         const std::int64_t t0 = xsp::now_ns();
         predictor->predict(input);
-        ms[mode].push_back((xsp::now_ns() - t0) / 1e6);
+        block_ms.push_back((xsp::now_ns() - t0) / 1e6);
       }
+      ms[mode].insert(ms[mode].end(), block_ms.begin(), block_ms.end());
+      block_medians[mode].push_back(median(block_ms));
       if (device_mode) cupti->stop();
       if (prof) prof->stop();
       if (device_mode) framework.set_correlation_listener(nullptr);
@@ -162,17 +178,29 @@ int main(int argc, char** argv) {
                 std::string(xsp::to_string(cupti_options.clock)).c_str(), cupti_options.zeroed_buffers,
                 cupti_options.latency_timestamps, cupti_options.all_apis);
   }
-  std::printf("%-16s %11s %10s %11s %13s\n", "mode", "median ms", "vs plain", "us per op", "us per kernel");
+  // Ratios to plain: paired by round (geometric mean of per-round ratios of block medians, t interval) for the
+  // modes that share plain's rounds; the CUPTI modes ran in later rounds, so theirs is unpaired (Welch).
+  std::printf("%-16s %11s %21s %28s %11s %13s\n", "mode", "median ms", "95% CI of median", "vs plain [95% CI]",
+              "us per op", "us per kernel");
   for (int m = 0; m < kModes; ++m) {
     if (ms[m].empty()) continue;
     const double med = median(ms[m]);
-    const bool per_kernel = (m == kKernel || m == kKernelOnly) && kernels > 0;
-    std::printf("%-16s %11.3f %9.3fx %11.3f %13s\n", names[m], med, med / plain,
+    const xsp::Interval ci = xsp::median_ci95(ms[m]);
+    const bool device_mode = m == kKernel || m == kKernelOnly;
+    const bool per_kernel = device_mode && kernels > 0;
+    const auto vs_plain = device_mode ? xsp::unpaired_change(block_medians[m], block_medians[kPlain])
+                                      : xsp::paired_overhead(block_medians[m], block_medians[kPlain]);
+    char ci_text[48];
+    std::snprintf(ci_text, sizeof ci_text, "[%.3f, %.3f]", ci.low, ci.high);
+    std::printf("%-16s %11.3f %21s %28s %11.3f %13s\n", names[m], med, ci_text, ratio_text(vs_plain).c_str(),
                 m <= kMRun || m >= kKernel ? 0.0 : (med - plain) * 1e3 / ops,
                 per_kernel ? std::to_string((med - fw) * 1e3 / kernels).substr(0, 6).c_str() : "");
   }
-  if (!ms[kMRun].empty() && !ms[kPlainInput].empty())
-    std::printf("M run / plain+input: %.4f\n", median(ms[kMRun]) / median(ms[kPlainInput]));
+  if (!ms[kMRun].empty() && !ms[kPlainInput].empty()) {
+    std::printf("M run / plain+input: %s (paired over %d rounds)\n",
+                ratio_text(xsp::paired_overhead(block_medians[kMRun], block_medians[kPlainInput])).c_str(), rounds);
+    std::printf("M run / plain: %s\n", ratio_text(xsp::paired_overhead(block_medians[kMRun], block_medians[kPlain])).c_str());
+  }
   return 0;
 }
 

@@ -22,19 +22,6 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-// Short run names as SPEC §3 writes them (M, M/F, M/F/K, M/F/K/H); library and system runs, which the SPEC
-// does not name, follow the same pattern.
-const char* run_abbreviation(TraceLevel level) {
-  switch (level) {
-    case TraceLevel::kModel: return "M";
-    case TraceLevel::kFramework: return "M/F";
-    case TraceLevel::kLibrary: return "M/F/L";
-    case TraceLevel::kSystem: return "M/F/L/S";
-    case TraceLevel::kKernel: return "M/F/K";
-    case TraceLevel::kHardware: return "M/F/K/H";
-  }
-  return "?";
-}
 
 std::string level_upper(Level level) {
   std::string s(to_string(level));
@@ -46,7 +33,7 @@ std::string level_upper(Level level) {
 
 std::string run_note(const RunRecord& run, Level level, std::size_t batches) {
   std::string note = "latencies from the ";
-  note += run_abbreviation(run.trace_level);
+  note += run_name(run.trace_level);
   note += " run (trace level ";
   note += to_string(run.trace_level);
   note += "), " + std::to_string(batches) + (batches == 1 ? " batch" : " batches") + ", trimmed mean";

@@ -16,17 +16,6 @@ std::string fixed(double v, int decimals) {
 
 Cell real_or_empty(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
 
-const char* run_name(TraceLevel level) {
-  switch (level) {
-    case TraceLevel::kModel: return "M";
-    case TraceLevel::kFramework: return "M/F";
-    case TraceLevel::kLibrary: return "M/F/L";
-    case TraceLevel::kSystem: return "M/F/S";
-    case TraceLevel::kKernel: return "M/F/K";
-    case TraceLevel::kHardware: return "M/F/H";
-  }
-  return "?";
-}
 
 }  // namespace
 

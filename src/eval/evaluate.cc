@@ -47,6 +47,15 @@ void read(const nlohmann::json& j, const char* key, T& field, const std::string&
   }
 }
 
+// An optional scenario field: absent or null leaves it unset.
+template <typename T>
+void read_optional(const nlohmann::json& j, const char* key, std::optional<T>& field, const char* expected) {
+  if (!j.contains(key) || j[key].is_null()) return;
+  T value{};
+  read(j, key, value, "scenario.", expected);
+  field = value;
+}
+
 nlohmann::json scenario_json(const ScenarioRequest& s) {
   nlohmann::json j = {{"scenario", s.scenario},
                       {"min_queries", s.min_queries},
@@ -71,21 +80,9 @@ ScenarioRequest scenario_from_json(const nlohmann::json& j) {
   read(j, "percentile", s.percentile, "scenario.", "a number");
   read(j, "find_peak_qps", s.find_peak_qps, "scenario.", "true or false");
   read(j, "sweep_batch_sizes", s.sweep_batch_sizes, "scenario.", "a list of batch sizes");
-  if (j.contains("latency_bound_ms") && !j["latency_bound_ms"].is_null()) {
-    double v = 0;
-    read(j, "latency_bound_ms", v, "scenario.", "a number");
-    s.latency_bound_ms = v;
-  }
-  if (j.contains("max_batch") && !j["max_batch"].is_null()) {
-    int v = 0;
-    read(j, "max_batch", v, "scenario.", "an integer");
-    s.max_batch = v;
-  }
-  if (j.contains("trace_tail") && !j["trace_tail"].is_null()) {
-    int v = 0;
-    read(j, "trace_tail", v, "scenario.", "an integer");
-    s.trace_tail = v;
-  }
+  read_optional(j, "latency_bound_ms", s.latency_bound_ms, "a number");
+  read_optional(j, "max_batch", s.max_batch, "an integer");
+  read_optional(j, "trace_tail", s.trace_tail, "an integer");
   return s;
 }
 

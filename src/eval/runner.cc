@@ -130,17 +130,6 @@ std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool ha
 
 namespace {
 
-std::string abbreviation(TraceLevel level) {
-  switch (level) {
-    case TraceLevel::kModel: return "M";
-    case TraceLevel::kFramework: return "M/F";
-    case TraceLevel::kLibrary: return "M/F/L";
-    case TraceLevel::kSystem: return "M/F/S";
-    case TraceLevel::kKernel: return "M/F/K";
-    case TraceLevel::kHardware: return "M/F/H";
-  }
-  return "?";
-}
 
 std::string percent(double fraction) {
   char buf[32];
@@ -424,7 +413,7 @@ void attach_machine_state(LevelSlot& slot, MachineMonitor* monitor) {
 // Warnings about how the measurement went, in the run's own words.
 void add_measurement_warnings(LevelSlot& slot, const MeasurementOptions& o) {
   const RunMeasurement& m = slot.run.measurement;
-  const std::string level = abbreviation(slot.level);
+  const std::string level = std::string(run_name(slot.level));
   if (!m.warmup_converged && o.warmup_max_ms > 0)
     slot.run.warnings.push_back(level + " warm-up did not converge within " + std::to_string(m.warmup_ns / 1000000) +
                                 " ms: its last " + std::to_string(o.rule.windows) + " warm-up blocks never agreed within " +
@@ -470,7 +459,7 @@ PhaseResult run_interleaved(Context& ctx, int batch_size, const std::vector<Leve
                             const std::string& design) {
   auto monitor = new_monitor(ctx.options);
   std::string what = ctx.manifest.name + " bs " + std::to_string(batch_size) + " ";
-  for (std::size_t i = 0; i < slots.size(); ++i) what += (i ? ", " : "") + abbreviation(slots[i]->level);
+  for (std::size_t i = 0; i < slots.size(); ++i) what += (i ? ", " : "") + std::string(run_name(slots[i]->level));
   PhaseExecutor executor(ctx, batch_size, slots, monitor ? &*monitor : nullptr, what);
   PhaseResult phase = run_phase(slots.size(), ctx.options.measurement, ctx.clock, executor);
   if (monitor) monitor->finish();
@@ -613,7 +602,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
       for (std::size_t i = 0; i < in_process.size(); ++i)
         s.run.measurement.baseline_block_medians_ns[std::string(to_string(in_process[i]))] =
             phase.levels[i].result_block_medians_ns();
-      const std::string shallower = abbreviation(in_process.back());
+      const std::string shallower = std::string(run_name(in_process.back()));
       record.level_overheads.push_back(make_overhead(
           b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
           "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "

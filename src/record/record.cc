@@ -3,6 +3,18 @@
 
 namespace xsp {
 
+const char* run_name(TraceLevel level) {
+  switch (level) {
+    case TraceLevel::kModel: return "M";
+    case TraceLevel::kFramework: return "M/F";
+    case TraceLevel::kLibrary: return "M/F/L";
+    case TraceLevel::kSystem: return "M/F/S";
+    case TraceLevel::kKernel: return "M/F/K";
+    case TraceLevel::kHardware: return "M/F/H";
+  }
+  return "?";
+}
+
 const RunRecord* EvaluationRecord::find_run(int batch_size, TraceLevel level) const {
   for (const RunRecord& run : runs) {
     if (run.batch_size == batch_size && run.trace_level == level) return &run;

@@ -19,6 +19,10 @@ inline constexpr const char* kStagePreprocess = "preprocess";
 inline constexpr const char* kStagePredict = "predict";
 inline constexpr const char* kStagePostprocess = "postprocess";
 
+/// A run's short name as SPEC §3 writes them: "M", "M/F", "M/F/K" and, for the levels the SPEC does not name,
+/// "M/F/L" (library), "M/F/S" (system), "M/F/H" (the counter run of trace level hardware).
+const char* run_name(TraceLevel level);
+
 /// One input's model output, kept when an evaluation stores predictions (`xsp evaluate --store-predictions`),
 /// so that evaluations of the same inputs on different frameworks can be compared (xsp::compare_predictions).
 struct InputPrediction {
