@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <unordered_map>
+#include <string>
 #include <vector>
 
 #include "xsp/record/record.h"
@@ -13,6 +14,9 @@ namespace xsp::detail {
 
 /// Measured batch sizes, ascending and unique: the evaluation's list, or the runs' when that list is empty.
 std::vector<int> measured_batch_sizes(const EvaluationRecord& record);
+
+/// `v` with `decimals` digits after the point ("%.*f"), for notes and labels.
+std::string fixed(double v, int decimals);
 
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
 

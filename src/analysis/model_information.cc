@@ -16,11 +16,6 @@
 namespace xsp {
 namespace {
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 
 std::string level_upper(Level level) {
@@ -77,6 +72,12 @@ std::optional<int> optimal_batch_size_within_bound(const std::vector<BatchThroug
 }
 
 namespace detail {
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 std::vector<int> measured_batch_sizes(const EvaluationRecord& record) {
   std::set<int> s(record.batch_sizes.begin(), record.batch_sizes.end());
   if (s.empty()) {
@@ -167,13 +168,13 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
   }
 
   if (latency_bound_ms) {
-    const std::string bound = fixed(*latency_bound_ms, 3) + " ms";
+    const std::string bound = detail::fixed(*latency_bound_ms, 3) + " ms";
     if (auto best = optimal_batch_size_within_bound(points, *latency_bound_ms)) {
       const auto& p = *std::find_if(points.begin(), points.end(),
                                     [&](const BatchThroughput& q) { return q.batch_size == *best; });
       t.notes.push_back("optimal batch size under a p99 latency bound of " + bound + ": " + std::to_string(*best) +
-                        " (highest throughput meeting the bound: " + fixed(p.throughput_samples_per_s, 1) +
-                        " samples/s, p99 " + fixed(p.p99_latency_ms, 3) + " ms)");
+                        " (highest throughput meeting the bound: " + detail::fixed(p.throughput_samples_per_s, 1) +
+                        " samples/s, p99 " + detail::fixed(p.p99_latency_ms, 3) + " ms)");
     } else if (!points.empty()) {
       t.notes.push_back("optimal batch size: none: no batch size meets the p99 latency bound of " + bound);
     }
@@ -186,7 +187,7 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
     } else if (it + 1 != thr.end()) {
       const double gain = 100.0 * ((it + 1)->second / it->second - 1.0);
       why = "the next measured batch size, " + std::to_string((it + 1)->first) + ", changes throughput by " +
-            (gain >= 0 ? "+" : "") + fixed(gain, 1) + "% (<= +5%)";
+            (gain >= 0 ? "+" : "") + detail::fixed(gain, 1) + "% (<= +5%)";
     } else {
       why = "the largest measured: throughput rose by more than 5% at every step";
     }

@@ -1,6 +1,8 @@
 // Run summary with stability and level overheads: see include/xsp/analysis/summary.h.
 #include "xsp/analysis/summary.h"
 
+#include "internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,11 +10,7 @@
 namespace xsp {
 namespace {
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+using detail::fixed;
 
 Cell real_or_empty(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
 
