@@ -47,7 +47,7 @@ RunRecord synthetic_run(std::size_t target_spans, std::uint64_t seed) {
       s.name = name;
       s.start_ns = now;
       s.end_ns = now + length;
-      s.thread_id = 1;
+      s.track = Track::host_thread(1);
       s.tags = {{"batch", batch}};
       t.spans.push_back(std::move(s));
       return t.spans.size() - 1;
@@ -64,7 +64,7 @@ RunRecord synthetic_run(std::size_t target_spans, std::uint64_t seed) {
       op.level = Level::kFramework;
       op.name = kTypes[l % 5];
       op.start_ns = now;
-      op.thread_id = 1;
+      op.track = Track::host_thread(1);
       op.tags = {{"module", "layer" + std::to_string(l / 40) + "." + std::to_string(l % 40) + ".conv"},
                  {"shapes", "[1,64,56,56],[64,64,3,3]"},
                  {"allocated_bytes", std::to_string(802816 * (l % 3))}};
@@ -79,7 +79,7 @@ RunRecord synthetic_run(std::size_t target_spans, std::uint64_t seed) {
         n.name = "aten::_inner";
         n.start_ns = inner;
         n.end_ns = inner + dur(rng);
-        n.thread_id = 1;
+        n.track = Track::host_thread(1);
         inner = n.end_ns + 50;
         t.spans.push_back(std::move(n));
       }
@@ -99,7 +99,7 @@ RunRecord synthetic_run(std::size_t target_spans, std::uint64_t seed) {
   root.name = "application";
   root.start_ns = -1;
   root.end_ns = now + 1;
-  root.thread_id = 1;
+  root.track = Track::host_thread(1);
   t.spans.push_back(std::move(root));
   std::shuffle(t.spans.begin(), t.spans.end(), rng);  // profilers flush out of order
   run.predict_latency_ns = predict;

@@ -9,13 +9,14 @@ inline constexpr const char* kNvtxRange = "selftest.nvtx_range";
 
 /// Bytes of each buffer (the size of every memcpy and of the memset).
 std::size_t buffer_bytes();
-/// Allocates buffers and a stream, captures the 2-kernel graph. Exits with status 2 on a CUDA error.
+/// Allocates buffers and two streams, captures the 2-kernel graph. Exits with status 2 on a CUDA error.
 void setup();
 /// NVTX range { vector_add kernel, cudaMemsetAsync }.
 void op_a_work();
-/// cudaMemcpyAsync HtoD, cudaGraphLaunch x2, cudaMemcpyAsync DtoH.
+/// On stream B after op A: cudaMemcpyAsync HtoD, cudaGraphLaunch x2, cudaMemcpyAsync DtoH; meanwhile a vector add
+/// on stream A.
 void op_b_work();
-/// cudaStreamSynchronize on the workload's stream.
+/// cudaStreamSynchronize on both streams.
 void synchronize();
 void teardown();
 

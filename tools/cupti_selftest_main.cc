@@ -4,12 +4,15 @@
 //
 //   build/xsp_cupti_selftest [RUNS]     # RUNS profiled runs in one process (default 2: start/stop twice)
 //   XSP_DUMP_GPU_ACTIVITY=tests/fixtures/gpu build/xsp_cupti_selftest 1   # also records the fixture
+//   build/xsp_cupti_selftest 1 t.xspt   # also writes the assembled trace (xsp-trace blob) of run 0 to t.xspt
 // The profiler's options come from the XSP_* variables of env_overrides() (xsp/profilers/profiler_options.h), as
 // for `xsp evaluate`, so one script can run both the same way; a bad value exits 2.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +20,7 @@
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/profiler_options.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/serialize.h"
 
 namespace {
 
@@ -27,7 +31,7 @@ void expect(bool ok, const std::string& what) {
 }
 
 /// One profiled run of the workload; returns 2 when the profiler fails, else 0 (checks count in `failures`).
-int profile_once(int run, const xsp::CuptiOptions& options) {
+int profile_once(int run, const xsp::CuptiOptions& options, const std::string& dump_trace) {
   using namespace xsp;
   std::printf("== run %d\n", run);
   const std::int64_t bytes = static_cast<std::int64_t>(selftest::buffer_bytes());
@@ -55,7 +59,7 @@ int profile_once(int run, const xsp::CuptiOptions& options) {
     span.name = name;
     span.start_ns = s;
     span.end_ns = e;
-    span.thread_id = tid;
+    span.track = Track::host_thread(tid);
     recorder.add(std::move(span));
   };
 
@@ -123,7 +127,9 @@ int profile_once(int run, const xsp::CuptiOptions& options) {
   std::printf("checks:\n");
   int kernels = 0, graph_kernels = 0, memcpys = 0, memsets = 0, markers = 0;
   bool kernel_parents_system = true, graph_under_launch = true, graph_under_b = true, memcpy_under_b = true;
-  bool add_under_a = false, memset_under_a = false, marker_under_a = false, sync_under_predict = false;
+  int adds_under_a = 0, adds_under_b = 0;
+  std::set<Track> streams;
+  bool memset_under_a = false, marker_under_a = false, sync_under_predict = false;
   for (const Span& s : trace.spans) {
     const Span* p = parent_of(s);
     if (s.level == Level::kKernel) {
@@ -139,8 +145,10 @@ int profile_once(int run, const xsp::CuptiOptions& options) {
           graph_under_launch = graph_under_launch && p != nullptr && p->name == "cudaGraphLaunch";
           graph_under_b = graph_under_b && has_ancestor(s, op_b);
         } else if (s.name.find("vector_add") != std::string::npos) {
-          add_under_a = has_ancestor(s, op_a);
+          if (has_ancestor(s, op_a)) ++adds_under_a;
+          if (has_ancestor(s, op_b)) ++adds_under_b;
         }
+        streams.insert(s.track);
       } else if (kind == "memcpy") {
         ++memcpys;
         memcpy_under_b = memcpy_under_b && has_ancestor(s, op_b) && s.tag_int("bytes") == bytes;
@@ -160,8 +168,9 @@ int profile_once(int run, const xsp::CuptiOptions& options) {
     return it == trace.counters.end() ? -1 : static_cast<long long>(it->second);
   };
   expect(kernel_parents_system, "every KERNEL span has a SYSTEM parent (correlation id)");
-  expect(kernels == 5, "5 kernels ran (1 vector add + 2 graph replays x 2 nodes): " + std::to_string(kernels));
-  expect(add_under_a, "the vector_add kernel has op A as ancestor");
+  expect(kernels == 6, "6 kernels ran (2 vector adds + 2 graph replays x 2 nodes): " + std::to_string(kernels));
+  expect(adds_under_a == 1 && adds_under_b == 1, "one vector_add kernel under op A, one under op B");
+  expect(streams.size() == 2, "kernels ran on 2 stream tracks: " + std::to_string(streams.size()));
   expect(memsets == 1 && memset_under_a, "1 memset, under op A: " + std::to_string(memsets));
   expect(memcpys == 2 && memcpy_under_b, "2 memcpys of the buffer size, under op B: " + std::to_string(memcpys));
   expect(graph_kernels == 4, "4 graph-replayed kernels tagged attribution=graph-launch: " +
@@ -174,6 +183,17 @@ int profile_once(int run, const xsp::CuptiOptions& options) {
   expect(counter("cupti.buffers_completed") > 0, "cupti.buffers_completed > 0");
   expect(counter("cupti.external_correlation_errors") <= 0, "no external correlation push/pop errors");
   expect(report.unparented == 0, "no unparented spans: " + std::to_string(report.unparented));
+
+  if (!dump_trace.empty() && run == 0) {
+    const char* dump = dump_trace.c_str();
+    const std::vector<std::uint8_t> blob = encode_trace(trace);
+    std::FILE* f = std::fopen(dump, "wb");
+    if (f == nullptr || std::fwrite(blob.data(), 1, blob.size(), f) != blob.size() || std::fclose(f) != 0) {
+      std::fprintf(stderr, "FAIL: cannot write %s\n", dump);
+      return 2;
+    }
+    std::printf("wrote %s (%zu bytes)\n", dump, blob.size());
+  }
 
   return 0;
 }
@@ -198,9 +218,10 @@ int main(int argc, char** argv) {
               options.zeroed_buffers, options.latency_timestamps, options.all_apis,
               options.dump_dir.empty() ? "-" : options.dump_dir.c_str());
   const int runs = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::string dump_trace = argc > 2 ? argv[2] : "";
   selftest::setup();  // allocations and graph capture: outside the profiled runs
   for (int run = 0; run < runs; ++run) {
-    if (profile_once(run, options) != 0) return 2;
+    if (profile_once(run, options, dump_trace) != 0) return 2;
   }
   selftest::teardown();
   std::printf("%s (%d failed)\n", failures == 0 ? "PASS" : "FAIL", failures);

@@ -170,7 +170,7 @@ KernelTimeline extract_kernels(const Trace& trace) {
     k.name = s.name;
     k.start_ns = s.start_ns;
     k.end_ns = s.end_ns;
-    k.stream = s.thread_id;
+    k.stream = s.track.id;
     k.span_id = s.id;
     k.compute = is_compute_kernel(s);
     // docs/spans.md: a KERNEL span's parent is the SYSTEM span of its launch (same correlation id).

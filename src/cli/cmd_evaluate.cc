@@ -3,7 +3,6 @@
 // which is mapped back onto the flag here.
 #include <iostream>
 #include <map>
-#include <set>
 
 #include "common.h"
 #include "xsp/eval/evaluate.h"
@@ -53,10 +52,6 @@ const std::map<std::string, std::string>& flag_of_field() {
   return m;
 }
 
-// Profiler options whose flag takes no value (env_overrides() names them all).
-const std::set<std::string> kBooleanOptions = {"cupti.zeroed_buffers", "cupti.latency_timestamps", "cupti.all_apis",
-                                               "counters.timing"};
-
 struct Args {
   EvaluationRequest request;
   std::string device = "cpu", batch_sizes = "1", trace_level = "model", level_order = "interleaved";
@@ -79,7 +74,7 @@ void add_profiler_flags(CLI::App* sub, Args& a) {
     if (e.option.rfind("cupti.", 0) != 0 && e.option.rfind("counters.", 0) != 0) continue;
     const std::string help = e.meaning + " (env " + e.variable + ")";
     CLI::Option* opt = nullptr;
-    if (kBooleanOptions.count(e.option)) opt = sub->add_flag(e.flag, a.profiler_switches[e.option], help);
+    if (!e.switch_value.empty()) opt = sub->add_flag(e.flag, a.profiler_switches[e.option], help);
     else opt = sub->add_option(e.flag, a.profiler_values[e.option], help);
     opt->group("Profilers (trace levels library..hardware)");
     a.profiler_flags.emplace_back(&e, opt);
@@ -91,9 +86,7 @@ void apply_profiler_flags(Args& a) {
   apply_env_overrides(a.request.cupti, a.request.counters);
   for (const auto& [e, opt] : a.profiler_flags) {
     if (opt->count() == 0) continue;
-    std::string value;
-    if (kBooleanOptions.count(e->option)) value = e->flag.rfind("--no-", 0) == 0 ? "false" : "true";
-    else value = a.profiler_values[e->option];
+    const std::string value = e->switch_value.empty() ? a.profiler_values[e->option] : e->switch_value;
     try {
       set_profiler_option(a.request.cupti, a.request.counters, e->option, value);
     } catch (const std::invalid_argument& err) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 
+#include "format.h"
 #include "xsp/eval/accuracy.h"
 #include "xsp/eval/scenario_runner.h"
 #include "xsp/loadgen/loadgen.h"
@@ -21,11 +22,7 @@
 namespace xsp {
 namespace {
 
-std::string number_text(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+using detail::number_text;
 
 [[noreturn]] void reject(const std::string& field, const std::string& message) { throw RequestError(field, message); }
 
@@ -263,8 +260,9 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   const auto built = registered_predictors();
   if (std::find(built.begin(), built.end(), r.framework) == built.end())
     reject("framework", "one built into this XSP (" + join(built) + "), got '" + r.framework + "'");
-  // A predictor is cheap to create and says its framework's version; the model is loaded only by evaluate().
-  const auto predictor = create_predictor(r.framework);
+  // The predictor says its framework's version; the model is loaded only by evaluate(), with this predictor.
+  v.predictor = create_predictor(r.framework);
+  Predictor* predictor = v.predictor.get();
   if (!satisfies(predictor->framework_version(), graph->constraint))
     reject("framework", "a version of " + r.framework + " satisfying " + graph->constraint + " (model " +
                             v.manifest.name + "), this build has " + predictor->framework_version());
@@ -307,10 +305,10 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
 }
 
 EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationContext& context) {
-  const ValidatedRequest v = validate(request, context);
+  ValidatedRequest v = validate(request, context);
   const EvaluationRequest& r = v.request;
   spdlog::debug("evaluate {} on {} ({}), request {}", r.model, r.framework, r.device, to_json(r).dump());
-  auto predictor = create_predictor(r.framework);
+  Predictor* predictor = v.predictor.get();
   predictor->load(v.manifest, DeviceSpec{r.device, r.device_index});
   EvaluationRecord record;
   if (r.scenario) {

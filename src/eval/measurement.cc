@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "format.h"
 #include "xsp/trace/trace.h"
 
 namespace xsp {
@@ -43,11 +44,7 @@ std::vector<std::vector<double>> windows_of(const LevelMeasurement& level, std::
   return windows;
 }
 
-std::string number_text(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+using detail::number_text;
 
 void check(bool ok, const std::string& field, const std::string& expected, double got) {
   if (!ok) throw RequestError("measurement." + field, "expected " + expected + ", got " + number_text(got));
@@ -181,7 +178,7 @@ PhaseResult run_phase(std::size_t n, const MeasurementOptions& o, const Clock& c
                            : clock.now_ns() - tb >= block_ns)
             break;
         }
-        ex.end_block(l, true, 0);
+        ex.end_block(l, true);
         lm.warmup_batches += static_cast<int>(lat.size());
         lm.warmup_block_medians_ns.push_back(median(lat));
         if (l == 0) first_level_warmup.insert(first_level_warmup.end(), lat.begin(), lat.end());
@@ -230,7 +227,7 @@ PhaseResult run_phase(std::size_t n, const MeasurementOptions& o, const Clock& c
       block.latencies_ns.reserve(per_block);
       for (std::size_t j = 0; j < per_block; ++j) block.latencies_ns.push_back(ex.run_batch(l, false));
       block.duration_ns = clock.now_ns() - block.start_ns;
-      ex.end_block(l, false, r);
+      ex.end_block(l, false);
       block.median_ns = median(block.latencies_ns);
       batches[l] += per_block;
       // The minimum and maximum durations count measured time (predict), not the harness around it: a slow

@@ -30,7 +30,7 @@ class ScopedSpan {
     span_.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
     span_.level = level;
     span_.name = std::move(name);
-    span_.thread_id = current_thread_id();
+    span_.track = Track::host_thread(current_thread_id());
     if (recorder) span_.tags = std::move(tags);
     span_.start_ns = clock_.now_ns();
   }
@@ -203,10 +203,10 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
                           std::map<std::string, std::vector<double>>* stages, DeviceProfiler* batch_hooks) {
   const auto& options = ctx.options;
   const SpanId parent = rec ? slot.app_id : kNoSpan;
-  const std::uint64_t j =
-      options.synthetic ? ctx.batch_counter++ % synthetic_pool(ctx, batch_size).size() : ctx.batch_counter++;
+  const std::vector<Tensor>* pool = options.synthetic ? &synthetic_pool(ctx, batch_size) : nullptr;
+  const std::uint64_t j = pool ? ctx.batch_counter++ % pool->size() : ctx.batch_counter++;
   std::vector<Tag> batch_tag;
-  if (rec && measured) batch_tag.push_back({"batch", std::to_string(slot.measured_batches++)});
+  if (rec) batch_tag.emplace_back("batch", slot.measured_batches++);
   std::vector<EncodedInput> inputs;
   Tensor decoded;
   const Tensor* tensor = &decoded;
@@ -220,7 +220,7 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   }
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePreprocess, parent, batch_tag);
-    if (options.synthetic) tensor = &synthetic_pool(ctx, batch_size)[j];
+    if (pool) tensor = &(*pool)[j];
     else decoded = ctx.preprocessor->run(inputs);
     const auto d = s.close();
     if (stages) (*stages)[kStagePreprocess].push_back(static_cast<double>(d));
@@ -266,7 +266,7 @@ class PhaseExecutor final : public BlockExecutor {
                 std::string what)
       : ctx_(ctx), batch_size_(batch_size), slots_(std::move(slots)), monitor_(monitor), what_(std::move(what)) {}
 
-  void begin_block(std::size_t l, bool warmup) override {
+  void begin_block(std::size_t l, bool /*warmup: profilers run in warm-up blocks too*/) override {
     LevelSlot& slot = *slots_[l];
     slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
     stages_.clear();
@@ -281,18 +281,17 @@ class PhaseExecutor final : public BlockExecutor {
       device->start(*slot.recorder, o);
     }
     if (framework) ctx_.framework_profiler->start(*slot.recorder, kNoSpan);
-    (void)warmup;
   }
 
   double run_batch(std::size_t l, bool warmup) override {
     LevelSlot& slot = *slots_[l];
-    // Warm-up batches are recorded into a recorder that is thrown away: the profilers run as in a measured
-    // block, so the warm-up warms them too, but nothing of it enters a trace.
-    return run_pipeline_batch(ctx_, slot, batch_size_, slot.recorder.get(), !warmup, warmup ? nullptr : &stages_,
-                              nullptr);
+    // In warm-up blocks the profilers run as in a measured block (their recorder is thrown away), so the warm-up
+    // warms them too; the pipeline's own MODEL spans are not made at all.
+    return warmup ? run_pipeline_batch(ctx_, slot, batch_size_, nullptr, false, nullptr, nullptr)
+                  : run_pipeline_batch(ctx_, slot, batch_size_, slot.recorder.get(), true, &stages_, nullptr);
   }
 
-  void end_block(std::size_t l, bool warmup, std::size_t round) override {
+  void end_block(std::size_t l, bool warmup) override {
     LevelSlot& slot = *slots_[l];
     // The device profiler synchronizes and flushes first, while the ops its records point to are still open in
     // the framework profiler's books.
@@ -309,7 +308,6 @@ class PhaseExecutor final : public BlockExecutor {
     slot.recorder.reset();
     if (monitor_) monitor_->observe();
     if (warmup) return;
-    (void)round;
     for (const auto& [name, value] : trace.counters) slot.counters[name] += value;
     std::size_t batches = stages_[kStagePredict].size();
     slot.block_stages.push_back(std::move(stages_));
@@ -379,12 +377,12 @@ void finish_run(Context& ctx, LevelSlot& slot, int batch_size, const LevelMeasur
   app.id = slot.app_id;
   app.level = Level::kApplication;
   app.name = ctx.manifest.name + " bs=" + std::to_string(batch_size) + " " + std::string(to_string(slot.level));
-  app.thread_id = current_thread_id();
+  app.track = Track::host_thread(current_thread_id());
   app.tags = {{"model", ctx.manifest.name},
               {"framework", ctx.predictor.framework_name()},
-              {"batch_size", std::to_string(batch_size)},
+              {"batch_size", batch_size},
               {"trace_level", std::string(to_string(slot.level))},
-              {"kept_batches", std::to_string(slot.kept_batches)}};
+              {"kept_batches", slot.kept_batches}};
   app.start_ns = std::numeric_limits<std::int64_t>::max();
   app.end_ns = std::numeric_limits<std::int64_t>::min();
   for (auto& [batches, t] : slot.kept) {

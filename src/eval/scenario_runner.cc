@@ -80,24 +80,22 @@ class CapturingSut final : public loadgen::SystemUnderTest {
   RunCapture* capture_;
 };
 
-nlohmann::json nullable(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
 nlohmann::json result_json(const loadgen::Result& r) {
   return {{"scenario", loadgen::to_string(r.settings.scenario)},
           {"percentile", r.percentile},
           {"query_count", r.query_count},
           {"sample_count", r.sample_count},
           {"duration_ns", r.duration_ns},
-          {"target_latency_ns", nullable(r.target_latency_ns)},
-          {"qps_with_overhead", nullable(r.qps_with_overhead)},
-          {"qps_without_overhead", nullable(r.qps_without_overhead)},
-          {"samples_per_second", nullable(r.samples_per_second)},
+          {"target_latency_ns", number_or_null(r.target_latency_ns)},
+          {"qps_with_overhead", number_or_null(r.qps_with_overhead)},
+          {"qps_without_overhead", number_or_null(r.qps_without_overhead)},
+          {"samples_per_second", number_or_null(r.samples_per_second)},
           {"harness_ns_total", r.harness_ns_total},
-          {"harness_ns_per_query", nullable(r.harness_ns_per_query)},
-          {"mean_issue_delay_ns", nullable(r.mean_issue_delay_ns)},
+          {"harness_ns_per_query", number_or_null(r.harness_ns_per_query)},
+          {"mean_issue_delay_ns", number_or_null(r.mean_issue_delay_ns)},
           {"overlatency_count", r.overlatency_count},
-          {"early_stopping_latency_ns", nullable(r.early_stopping_latency_ns)},
-          {"early_stopping_percentile", nullable(r.early_stopping_percentile)},
+          {"early_stopping_latency_ns", number_or_null(r.early_stopping_latency_ns)},
+          {"early_stopping_percentile", number_or_null(r.early_stopping_percentile)},
           {"target_qps", r.settings.target_qps},
           {"latency_bound_ns", r.settings.latency_bound_ns},
           {"meets_bound", r.meets_bound},
@@ -279,8 +277,8 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
       }
       if (!options.sweep_batch_sizes.empty()) {
         sweep_rows.push_back({{"batch_size", batch_size},
-                              {"samples_per_second", nullable(r.samples_per_second)},
-                              {"batch_p99_ms", nullable(batches.p99 / 1e6)}});
+                              {"samples_per_second", number_or_null(r.samples_per_second)},
+                              {"batch_p99_ms", number_or_null(batches.p99 / 1e6)}});
         sweep_throughput.emplace_back(batch_size, r.samples_per_second);
         sweep_points.push_back({batch_size, r.samples_per_second, batch_ns.empty() ? std::nan("") : batches.p99 / 1e6});
       }

@@ -56,7 +56,7 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
   struct Predict {
     SpanId id;
     std::int64_t start, end;
-    std::uint64_t thread;
+    Track thread;
   };
   std::vector<std::vector<Predict>> predicts(sel.kept.size());
   SpanId max_id = 0;
@@ -69,7 +69,7 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
     auto it = kept_index.find(static_cast<std::uint64_t>(*q));
     if (it == kept_index.end()) continue;
     owner[s.id] = it->second;
-    predicts[it->second].push_back({s.id, s.start_ns, s.end_ns, s.thread_id});
+    predicts[it->second].push_back({s.id, s.start_ns, s.end_ns, s.track});
   }
   // Kept predict intervals, sorted, for the parentless spans of helper threads.
   struct Interval {
@@ -150,14 +150,11 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
     std::int64_t first_predict = q.end_ns;
     for (const Predict& p : predicts[k]) {
       first_predict = std::min(first_predict, p.start);
-      q.thread_id = p.thread;
+      q.track = p.thread;
       predict_parent[p.id] = q.id;
     }
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%.3f", kq.percentile);
-    q.tags = {{"query", std::to_string(kq.query)},       {"latency_ns", std::to_string(kq.latency_ns)},
-              {"rank", std::to_string(kq.rank)},         {"percentile", pct},
-              {"kept", kq.kind},                         {"queue_ns", std::to_string(first_predict - q.start_ns)}};
+    q.tags = {{"query", kq.query}, {"latency_ns", kq.latency_ns}, {"rank", kq.rank}, {"percentile", kq.percentile},
+              {"kept", kq.kind}, {"queue_ns", first_predict - q.start_ns}};
     kq.spans = span_count[k] + 1;
     kept_spans.push_back(std::move(q));
   }
@@ -173,7 +170,7 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
     app.name = app_name;
     app.start_ns = app_start;
     app.end_ns = app_end;
-    app.tags = {{"traced_queries", std::to_string(n)}, {"kept_query_traces", std::to_string(sel.kept.size())}};
+    app.tags = {{"traced_queries", n}, {"kept_query_traces", sel.kept.size()}};
     kept_spans.push_back(std::move(app));
   }
   trace.spans = std::move(kept_spans);

@@ -174,11 +174,8 @@ void PredictorSut::work() {
     s.name = "predict";
     s.start_ns = t.start_ns;
     s.end_ns = t.end_ns;
-    s.thread_id = thread;
-    s.tags = {{"query", std::to_string(t.query)},
-              {"sequence", std::to_string(t.sequence)},
-              {"batch", std::to_string(t.batch)},
-              {"batch_size", std::to_string(t.size)}};
+    s.track = Track::host_thread(thread);
+    s.tags = {{"query", t.query}, {"sequence", t.sequence}, {"batch", t.batch}, {"batch_size", t.size}};
     spans.push_back(std::move(s));
   }
   recorder->add_all(std::move(spans));

@@ -9,8 +9,6 @@
 namespace xsp {
 namespace {
 
-nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
 [[noreturn]] void bad(const std::string& key, const std::string& expected, const nlohmann::json& got) {
   throw std::invalid_argument("run measurement: " + key + ": expected " + expected + ", got " + got.dump());
 }
@@ -44,18 +42,20 @@ std::vector<double> read_nums(const nlohmann::json& j, const std::string& key) {
 
 nlohmann::json nums(const std::vector<double>& v) {
   auto out = nlohmann::json::array();
-  for (double x : v) out.push_back(num(x));
+  for (double x : v) out.push_back(number_or_null(x));
   return out;
 }
 
 }  // namespace
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json to_json(const RunMeasurement& m) {
   const auto& s = m.stability;
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& b : m.blocks)
     blocks.push_back({{"round", b.round}, {"start_ns", b.start_ns}, {"duration_ns", b.duration_ns},
-                      {"batches", b.batches}, {"median_ns", num(b.median_ns)}});
+                      {"batches", b.batches}, {"median_ns", number_or_null(b.median_ns)}});
   nlohmann::json baselines = nlohmann::json::object();
   for (const auto& [level, medians] : m.baseline_block_medians_ns) baselines[level] = nums(medians);
   return {{"design", m.design},
@@ -63,13 +63,13 @@ nlohmann::json to_json(const RunMeasurement& m) {
           {"stability_tolerance", m.rule.tolerance},
           {"verdict", std::string(to_string(s.verdict))},
           {"window_medians_ns", nums(s.window_medians_ns)},
-          {"spread_fraction", num(s.spread_fraction)},
-          {"cv", num(s.cv)},
-          {"drift_fraction", num(s.drift_fraction)},
+          {"spread_fraction", number_or_null(s.spread_fraction)},
+          {"cv", number_or_null(s.cv)},
+          {"drift_fraction", number_or_null(s.drift_fraction)},
           {"samples", s.samples},
-          {"median_ns", num(s.median_ns)},
-          {"ci95_low_ns", num(s.ci95_ns.low)},
-          {"ci95_high_ns", num(s.ci95_ns.high)},
+          {"median_ns", number_or_null(s.median_ns)},
+          {"ci95_low_ns", number_or_null(s.ci95_ns.low)},
+          {"ci95_high_ns", number_or_null(s.ci95_ns.high)},
           {"warmup_batches", m.warmup_batches},
           {"warmup_ns", m.warmup_ns},
           {"warmup_converged", m.warmup_converged},

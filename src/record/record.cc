@@ -1,7 +1,55 @@
 // Look-ups on an evaluation's runs (SPEC §3: which run each level's latencies come from).
 #include "xsp/record/record.h"
 
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+
 namespace xsp {
+
+namespace {
+
+// std::random_device reads the kernel's entropy (getrandom) on Linux: ids from two processes never follow one
+// seed, which a PRNG seeded from the clock could.
+std::array<std::uint8_t, 16> random_bytes() {
+  std::random_device rd;
+  std::array<std::uint8_t, 16> out{};
+  for (std::size_t i = 0; i < out.size(); i += 4) {
+    const std::uint32_t v = rd();
+    for (std::size_t k = 0; k < 4; ++k) out[i + k] = static_cast<std::uint8_t>(v >> (8 * k));
+  }
+  return out;
+}
+
+std::string hex(const std::uint8_t* p, std::size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out += kDigits[p[i] >> 4];
+    out += kDigits[p[i] & 0xF];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string random_trace_id() {
+  for (;;) {
+    const auto b = random_bytes();
+    // The W3C Trace Context forbids the all-zero id ("invalid").
+    for (std::uint8_t x : b) {
+      if (x != 0) return hex(b.data(), b.size());
+    }
+  }
+}
+
+std::string random_uuid() {
+  auto b = random_bytes();
+  b[6] = static_cast<std::uint8_t>((b[6] & 0x0F) | 0x40);  // version 4
+  b[8] = static_cast<std::uint8_t>((b[8] & 0x3F) | 0x80);  // RFC 4122 variant
+  return hex(&b[0], 4) + "-" + hex(&b[4], 2) + "-" + hex(&b[6], 2) + "-" + hex(&b[8], 2) + "-" + hex(&b[10], 6);
+}
 
 const char* run_name(TraceLevel level) {
   switch (level) {

@@ -140,6 +140,18 @@ CREATE TABLE level_overheads (
   PRIMARY KEY (evaluation_id, position)
 );
 )sql"},
+    // Version 5: ids that outlive the store (issue 11). Each run gets a random OTLP trace id and each evaluation a
+    // random UUID (OTLP service.instance.id), so exports of "evaluation 1, run 1" from two stores never merge in
+    // Jaeger or Tempo, and re-exporting a run gives the same ids. Rows of older files get theirs here.
+    {5, R"sql(
+ALTER TABLE runs ADD COLUMN trace_id TEXT CHECK (trace_id IS NULL OR (length(trace_id) = 32 AND trace_id NOT GLOB '*[^0-9a-f]*'));
+UPDATE runs SET trace_id = lower(hex(randomblob(16))) WHERE trace_id IS NULL;
+CREATE UNIQUE INDEX runs_trace_id ON runs (trace_id);
+ALTER TABLE evaluations ADD COLUMN uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36);
+UPDATE evaluations SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||
+  substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) ||
+  '-' || hex(randomblob(6))) WHERE uuid IS NULL;
+)sql"},
 };
 
 constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
@@ -157,9 +169,13 @@ class Statement {
   sqlite3_stmt* stmt_;
 };
 
+// A REAL column that may be NULL (a figure that does not exist): NaN then, as bind_double() wrote it.
+double column_real(sqlite3_stmt* q, int col) {
+  return sqlite3_column_type(q, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, col);
+}
+
 // Doubles as JSON: nlohmann writes NaN/inf as null, so null reads back as NaN. (Infinity thus also reads back
 // as NaN; no summary XSP computes is infinite.)
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 double number_from(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return kNaN;
@@ -283,6 +299,10 @@ class SqliteStore final : public Store {
   std::int64_t save(EvaluationRecord& record) override {
     std::lock_guard lock(mu_);
     if (record.created_at.empty()) record.created_at = now_iso8601_utc();
+    if (record.uuid.empty()) record.uuid = random_uuid();
+    for (RunRecord& run : record.runs) {
+      if (run.trace_id.empty()) run.trace_id = random_trace_id();
+    }
     // Ids are only published into `record` once the transaction has committed, so a failed save leaves the
     // caller's record exactly as it was (id 0: "not stored").
     std::vector<std::int64_t> run_ids;
@@ -519,8 +539,8 @@ class SqliteStore final : public Store {
     const std::string op = "save evaluation of model " + r.model_name;
     Statement st = prepare(
         "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         op);
     bind_text(st, 1, r.created_at, op);
     bind_text(st, 2, r.status, op);
@@ -536,6 +556,7 @@ class SqliteStore final : public Store {
     bind_int(st, 12, r.leveled ? 1 : 0, op);
     bind_text(st, 13, dump_json(r.settings, op + ": settings"), op);
     bind_text(st, 14, dump_json(r.system, op + ": system"), op);
+    bind_text(st, 15, r.uuid, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     return sqlite3_last_insert_rowid(db_);
   }
@@ -567,8 +588,9 @@ class SqliteStore final : public Store {
         "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
         "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
         "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, latency_cv, "
-        "drift_fraction, warmup_ns, measurement, machine_state, warnings) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+        "drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
+        "?23)",
         op);
     bind_int(st, 1, evaluation_id, op);
     bind_int(st, 2, run.batch_size, op);
@@ -593,6 +615,7 @@ class SqliteStore final : public Store {
     bind_text(st, 20, dump_json(to_json(run.measurement), op + ": measurement"), op);
     bind_text(st, 21, dump_json(run.machine_state, op + ": machine_state"), op);
     bind_text(st, 22, dump_json(nlohmann::json(run.warnings), op + ": warnings"), op);
+    bind_text(st, 23, run.trace_id, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     const std::int64_t run_id = sqlite3_last_insert_rowid(db_);
     if (!run.predictions.empty()) {
@@ -667,7 +690,7 @@ class SqliteStore final : public Store {
   std::optional<EvaluationRecord> read_evaluation(std::int64_t id, const std::string& op) {
     Statement st = prepare(
         "SELECT id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system "
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid "
         "FROM evaluations WHERE id = ?1",
         op);
     bind_int(st, 1, id, op);
@@ -693,11 +716,12 @@ class SqliteStore final : public Store {
     r.leveled = sqlite3_column_int(s, 12) != 0;
     r.settings = parse_json(text(s, 13), op + ": settings");
     r.system = parse_json(text(s, 14), op + ": system");
+    r.uuid = text(s, 15);
 
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     Statement rs = prepare(
         "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings FROM runs "
+        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id FROM runs "
         "WHERE evaluation_id = ?1 ORDER BY id",
         op);
     bind_int(rs, 1, id, op);
@@ -710,8 +734,7 @@ class SqliteStore final : public Store {
       run.trace_level = trace_level_from(text(q, 2), run_op);
       run.warmup_iterations = sqlite3_column_int(q, 3);
       run.iterations = sqlite3_column_int(q, 4);
-      run.throughput_samples_per_s =
-          sqlite3_column_type(q, 5) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, 5);
+      run.throughput_samples_per_s = column_real(q, 5);
       try {
         // Named, not iterated as a temporary: items() only refers to the json it is called on.
         const nlohmann::json stages = parse_json(text(q, 6), run_op + ": stage_latency_ns");
@@ -748,6 +771,7 @@ class SqliteStore final : public Store {
       } catch (const nlohmann::json::exception& e) {
         fail(run_op + ": warnings", e.what());
       }
+      run.trace_id = text(q, 12);
       read_predictions(run, run_op);
       r.runs.push_back(std::move(run));
     }
@@ -763,9 +787,6 @@ class SqliteStore final : public Store {
         "WHERE evaluation_id = ?1 ORDER BY position",
         op);
     bind_int(st, 1, r.id, op);
-    auto real = [](sqlite3_stmt* q, int col) {
-      return sqlite3_column_type(q, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, col);
-    };
     while (step(st, op)) {
       sqlite3_stmt* q = st.get();
       LevelOverhead o;
@@ -774,10 +795,10 @@ class SqliteStore final : public Store {
       o.baseline = trace_level_from(text(q, 2), op);
       o.design = text(q, 3);
       o.overhead.rounds = static_cast<std::size_t>(sqlite3_column_int64(q, 4));
-      o.latency_ns = real(q, 5);
-      o.baseline_latency_ns = real(q, 6);
-      o.overhead.overhead_fraction = real(q, 7);
-      o.overhead.ci95_fraction = {real(q, 8), real(q, 9)};
+      o.latency_ns = column_real(q, 5);
+      o.baseline_latency_ns = column_real(q, 6);
+      o.overhead.overhead_fraction = column_real(q, 7);
+      o.overhead.ci95_fraction = {column_real(q, 8), column_real(q, 9)};
       o.note = text(q, 10);
       r.level_overheads.push_back(std::move(o));
     }

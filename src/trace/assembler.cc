@@ -45,7 +45,8 @@ class IdIndex {
 struct Key {
   std::int64_t start_ns;
   std::int64_t end_ns;
-  std::uint64_t group;  // thread_id for containment, correlation_id for correlation
+  std::uint64_t group;    // track id for containment, correlation_id for correlation
+  std::uint32_t device;   // track device for containment (Track::kHost for host threads), 0 for correlation
   SpanId id;
   std::uint32_t index;
   std::uint8_t level;
@@ -106,7 +107,7 @@ AssemblyReport assemble(Trace& trace) {
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const Span& s = spans[i];
     if (s.correlation_id != 0) {
-      keys.push_back({s.start_ns, s.end_ns, s.correlation_id, s.id, static_cast<std::uint32_t>(i), level_of(s),
+      keys.push_back({s.start_ns, s.end_ns, s.correlation_id, 0, s.id, static_cast<std::uint32_t>(i), level_of(s),
                       s.parent_id != kNoSpan});
     }
   }
@@ -135,10 +136,11 @@ AssemblyReport assemble(Trace& trace) {
   keys.clear();
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const Span& s = spans[i];
-    keys.push_back({s.start_ns, s.end_ns, s.thread_id, s.id, static_cast<std::uint32_t>(i), level_of(s),
+    keys.push_back({s.start_ns, s.end_ns, s.track.id, s.track.device, s.id, static_cast<std::uint32_t>(i), level_of(s),
                     s.parent_id != kNoSpan || derived_parent[i] != kNoSpan});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.device != b.device) return a.device < b.device;
     if (a.group != b.group) return a.group < b.group;
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
     if (a.level != b.level) return a.level < b.level;
@@ -148,7 +150,7 @@ AssemblyReport assemble(Trace& trace) {
   std::vector<const Key*> stack;
   for (std::size_t k = 0; k < keys.size(); ++k) {
     const Key& key = keys[k];
-    if (k == 0 || keys[k - 1].group != key.group) stack.clear();
+    if (k == 0 || keys[k - 1].group != key.group || keys[k - 1].device != key.device) stack.clear();
     // Later spans start no earlier than this one, so a span that ended before it can contain none of them.
     while (!stack.empty() && stack.back()->end_ns < key.start_ns) stack.pop_back();
     if (!key.placed) {

@@ -1,16 +1,24 @@
-// Format "xsp-trace-v1". A blob is an uncompressed header followed by one zstd frame:
-//   header : "XSPT" | version u8 (=1) | payload size u64 LE
+// Format "xsp-trace-v2" (docs/store.md). A blob is an uncompressed header followed by one zstd frame:
+//   header : "XSPT" | version u8 (=2; 1 is still read) | payload size u64 LE
 //   frame  : zstd level 3, with content size and checksum
 //   payload: string table | clock | counters | assembly report | spans
 // Integers in the payload are LEB128 varints, signed ones zigzag-encoded; strings are varint length + bytes.
-// Span names and tag keys/values are indices into the string table, since they repeat across spans.
+// Span names, tag keys and text tag values are indices into the string table, since they repeat across spans.
+// Per span, v2 writes the track as two varints (device + 1, 0 for a host thread; then the thread or stream id)
+// and each tag as key index, type byte, then the value: a string index (kString), a zigzag varint (kInt), 8
+// bytes IEEE-754 little-endian (kReal) or a count and zigzag varints (kIntList).
+// v1 (read only) wrote one varint "thread id", with device streams as 0x5354 << 48 | device << 32 | stream, and
+// every tag value as a string index; decode_trace() turns both into v2's typed model (v1_tag_type below).
 // Ids and start times are written as deltas from the previous span (traces are usually sorted), durations as
 // end - start: both keep the varints short.
 #include "xsp/trace/serialize.h"
 
 #include <zstd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -20,7 +28,8 @@ namespace xsp {
 namespace {
 
 constexpr char kMagic[4] = {'X', 'S', 'P', 'T'};
-constexpr std::uint8_t kVersion = 1;
+constexpr std::uint8_t kVersion = 2;
+constexpr std::uint8_t kOldestVersion = 1;
 constexpr std::size_t kHeaderBytes = 4 + 1 + 8;
 constexpr int kZstdLevel = 3;
 constexpr std::uint8_t kMaxLevel = static_cast<std::uint8_t>(Level::kHardware);
@@ -44,6 +53,11 @@ class Writer {
     out_.push_back(static_cast<std::uint8_t>(v));
   }
   void svarint(std::int64_t v) { varint(zigzag(v)); }
+  void f64(double v) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<std::uint8_t>(bits >> (8 * i)));
+  }
   void str(std::string_view s) {
     varint(s.size());
     out_.insert(out_.end(), s.begin(), s.end());
@@ -74,6 +88,15 @@ class Reader {
     fail(std::string("varint overflow in ") + what);
   }
   std::int64_t svarint(const char* what) { return unzigzag(varint(what)); }
+  double f64(const char* what) {
+    need(8, what);
+    std::uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits |= static_cast<std::uint64_t>(p_[i]) << (8 * i);
+    p_ += 8;
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
   std::string str(const char* what) {
     const std::uint64_t n = varint(what);
     need(n, what);
@@ -91,7 +114,7 @@ class Reader {
   std::size_t remaining() const { return static_cast<std::size_t>(end_ - p_); }
 
   [[noreturn]] static void fail(const std::string& msg) {
-    throw std::runtime_error("decode_trace: corrupt xsp-trace-v1 blob: " + msg);
+    throw std::runtime_error("decode_trace: corrupt xsp-trace blob: " + msg);
   }
 
  private:
@@ -116,13 +139,87 @@ class StringTable {
   std::vector<const std::string*> strings_;
 };
 
+void write_tag_value(Writer& w, StringTable& table, const Tag& t) {
+  // A typed tag whose text does not parse (possible only if someone edited `value` by hand) is kept as text.
+  TagType type = t.type;
+  std::optional<std::int64_t> i;
+  std::optional<double> r;
+  std::vector<std::int64_t> list;
+  if (type == TagType::kInt && !(i = t.as_int())) type = TagType::kString;
+  if (type == TagType::kReal && !(r = t.as_real())) type = TagType::kString;
+  if (type == TagType::kIntList) list = t.as_int_list();
+  w.u8(static_cast<std::uint8_t>(type));
+  switch (type) {
+    case TagType::kString: w.varint(table.intern(t.value)); break;
+    case TagType::kInt: w.svarint(*i); break;
+    case TagType::kReal: w.f64(*r); break;
+    case TagType::kIntList:
+      w.varint(list.size());
+      for (std::int64_t x : list) w.svarint(x);
+      break;
+  }
+}
+
+// Keys whose values are text even when they look like numbers (a module named "0" in an nn.Sequential).
+bool is_text_key(std::string_view key) {
+  static constexpr std::string_view kText[] = {"module", "module_type", "shapes",    "model",    "framework",
+                                               "trace_level", "domain", "kind",     "replay",   "sync",
+                                               "copy_kind",   "src_kind", "dst_kind", "attribution", "kept",
+                                               "split",       "layer"};
+  for (std::string_view k : kText) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+bool all_digits(std::string_view s) {
+  if (!s.empty() && s.front() == '-') s.remove_prefix(1);
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// v1 wrote every tag value as text; v1 writers wrote numbers in decimal (integers) or "%.17g"/"%.3f" (reals) and
+// grid/block as "x,y,z". Reading those back as typed values makes old stores export numbers like new ones.
+Tag v1_tag(std::string key, std::string value) {
+  Tag t(std::move(key), std::move(value));
+  if (is_text_key(t.key) || t.value.empty()) return t;
+  if ((t.key == "grid" || t.key == "block") && std::count(t.value.begin(), t.value.end(), ',') == 2) {
+    std::vector<std::int64_t> xyz;
+    std::string_view rest = t.value;
+    for (int i = 0; i < 3; ++i) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view part = rest.substr(0, comma);
+      if (!all_digits(part)) return t;
+      xyz.push_back(std::stoll(std::string(part)));
+      rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+    }
+    return Tag(t.key, xyz);
+  }
+  // Leading zeros ("007") are an identifier, not a number.
+  const std::string_view digits = t.value.front() == '-' ? std::string_view(t.value).substr(1) : t.value;
+  // Typed values are rebuilt from the number, so their text is the canonical one a v2 writer gives.
+  if (all_digits(t.value)) {
+    if (digits.size() > 1 && digits.front() == '0') return t;
+    if (const auto i = t.as_int()) return Tag(t.key, *i);
+    return t;
+  }
+  const bool numeric_chars = t.value.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  if (numeric_chars && t.value.find_first_of("0123456789") != std::string::npos) {
+    if (const auto r = t.as_real()) return Tag(t.key, *r);
+  }
+  return t;
+}
+
 std::vector<std::uint8_t> encode_payload(const Trace& trace) {
   StringTable table;
   for (const Span& s : trace.spans) {
     table.intern(s.name);
     for (const Tag& t : s.tags) {
       table.intern(t.key);
-      table.intern(t.value);
+      if (t.type == TagType::kString) table.intern(t.value);
     }
   }
 
@@ -158,12 +255,13 @@ std::vector<std::uint8_t> encode_payload(const Trace& trace) {
     w.varint(table.intern(s.name));
     w.svarint(static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) - static_cast<std::uint64_t>(prev_start)));
     w.svarint(static_cast<std::int64_t>(static_cast<std::uint64_t>(s.end_ns) - static_cast<std::uint64_t>(s.start_ns)));
-    w.varint(s.thread_id);
+    w.varint(s.track.is_device() ? std::uint64_t{s.track.device} + 1 : 0);
+    w.varint(s.track.id);
     w.varint(s.correlation_id);
     w.varint(s.tags.size());
     for (const Tag& t : s.tags) {
       w.varint(table.intern(t.key));
-      w.varint(table.intern(t.value));
+      write_tag_value(w, table, t);
     }
     prev_id = s.id;
     prev_start = s.start_ns;
@@ -171,7 +269,16 @@ std::vector<std::uint8_t> encode_payload(const Trace& trace) {
   return std::move(w.bytes());
 }
 
-Trace decode_payload(const std::uint8_t* data, std::size_t size) {
+// v1's device-stream track ids: "ST" in the top 16 bits, the device in the next 16, the stream in the low 32.
+constexpr std::uint64_t kV1StreamTag = 0x5354000000000000ULL;
+constexpr std::uint64_t kV1StreamTagMask = 0xFFFF000000000000ULL;
+
+Track v1_track(std::uint64_t thread_id) {
+  if ((thread_id & kV1StreamTagMask) != kV1StreamTag) return Track::host_thread(thread_id);
+  return Track::stream(static_cast<std::uint32_t>((thread_id >> 32) & 0xFFFFu), thread_id & 0xFFFFFFFFu);
+}
+
+Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t version) {
   Reader r(data, size);
   Trace trace;
 
@@ -219,13 +326,45 @@ Trace decode_payload(const std::uint8_t* data, std::size_t size) {
                                            static_cast<std::uint64_t>(r.svarint("span start")));
     s.end_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) +
                                          static_cast<std::uint64_t>(r.svarint("span duration")));
-    s.thread_id = r.varint("span thread id");
+    if (version == 1) {
+      s.track = v1_track(r.varint("span thread id"));
+    } else {
+      const std::uint64_t device = r.varint("span track device");
+      if (device > std::uint64_t{Track::kHost}) Reader::fail("span track device out of range");
+      s.track.device = device == 0 ? Track::kHost : static_cast<std::uint32_t>(device - 1);
+      s.track.id = r.varint("span track id");
+    }
     s.correlation_id = r.varint("span correlation id");
     const std::size_t n_tags = r.count("span tags", 2);
-    s.tags.resize(n_tags);
-    for (Tag& t : s.tags) {
-      t.key = string_at(r.varint("tag key"), "tag key");
-      t.value = string_at(r.varint("tag value"), "tag value");
+    s.tags.reserve(n_tags);
+    for (std::size_t k = 0; k < n_tags; ++k) {
+      std::string key = string_at(r.varint("tag key"), "tag key");
+      if (version == 1) {
+        s.tags.push_back(v1_tag(std::move(key), string_at(r.varint("tag value"), "tag value")));
+        continue;
+      }
+      const std::uint8_t type = r.u8("tag type");
+      switch (type) {
+        case static_cast<std::uint8_t>(TagType::kString):
+          s.tags.emplace_back(std::move(key), string_at(r.varint("tag value"), "tag value"));
+          break;
+        case static_cast<std::uint8_t>(TagType::kInt): s.tags.emplace_back(std::move(key), r.svarint("tag value")); break;
+        case static_cast<std::uint8_t>(TagType::kReal): {
+          const double v = r.f64("tag value");
+          if (!std::isfinite(v)) Reader::fail("non-finite real tag value");
+          s.tags.emplace_back(std::move(key), v);
+          break;
+        }
+        case static_cast<std::uint8_t>(TagType::kIntList): {
+          const std::size_t n = r.count("tag list", 1);
+          std::vector<std::int64_t> xs;
+          xs.reserve(n);
+          for (std::size_t x = 0; x < n; ++x) xs.push_back(r.svarint("tag list value"));
+          s.tags.emplace_back(std::move(key), xs);
+          break;
+        }
+        default: Reader::fail("unknown tag type " + std::to_string(type));
+      }
     }
     prev_id = s.id;
     prev_start = s.start_ns;
@@ -266,8 +405,9 @@ Trace decode_trace(const std::vector<std::uint8_t>& blob) {
                              " bytes is shorter than the xsp-trace header");
   }
   if (std::memcmp(blob.data(), kMagic, 4) != 0) throw std::runtime_error("decode_trace: bad magic (not an XSPT blob)");
-  if (blob[4] != kVersion) {
-    throw std::runtime_error("decode_trace: unknown format version " + std::to_string(blob[4]) + " (expected 1)");
+  if (blob[4] < kOldestVersion || blob[4] > kVersion) {
+    throw std::runtime_error("decode_trace: unknown format version " + std::to_string(blob[4]) + " (expected " +
+                             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
   }
   std::uint64_t payload_bytes = 0;
   for (int i = 0; i < 8; ++i) payload_bytes |= static_cast<std::uint64_t>(blob[5 + i]) << (8 * i);
@@ -294,7 +434,7 @@ Trace decode_trace(const std::vector<std::uint8_t>& blob) {
     throw std::runtime_error(std::string("decode_trace: zstd decompression failed: ") + ZSTD_getErrorName(got));
   }
   if (got != payload.size()) throw std::runtime_error("decode_trace: zstd frame shorter than announced");
-  return decode_payload(payload.data(), payload.size());
+  return decode_payload(payload.data(), payload.size(), blob[4]);
 }
 
 }  // namespace xsp

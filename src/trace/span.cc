@@ -2,6 +2,8 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 namespace xsp {
 
@@ -58,6 +60,92 @@ std::string_view to_string(ParentRule rule) {
   return "unknown";
 }
 
+std::string_view to_string(TagType type) {
+  switch (type) {
+    case TagType::kString: return "string";
+    case TagType::kInt: return "int";
+    case TagType::kReal: return "real";
+    case TagType::kIntList: return "int_list";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string shortest(double v) {
+  char buf[32];
+  // to_chars without a precision gives the shortest text that reads back to the same double.
+  const auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, ptr) : std::to_string(v);
+}
+
+std::string join(const auto& values) {
+  std::string out;
+  for (std::int64_t x : values) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(x);
+  }
+  return out;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+  std::int64_t out = 0;
+  const char* last = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), last, out);
+  // A partially numeric value ("12ms") is not an integer.
+  if (text.empty() || ec != std::errc() || ptr != last) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+Tag::Tag(std::string k, double v) : key(std::move(k)), value(shortest(v)), type(TagType::kReal) {
+  if (!std::isfinite(v)) type = TagType::kString;
+}
+Tag::Tag(std::string k, std::initializer_list<std::int64_t> v)
+    : key(std::move(k)), value(join(v)), type(TagType::kIntList) {}
+Tag::Tag(std::string k, const std::vector<std::int64_t>& v)
+    : key(std::move(k)), value(join(v)), type(TagType::kIntList) {}
+
+std::optional<std::int64_t> Tag::as_int() const {
+  if (type != TagType::kInt && type != TagType::kString) return std::nullopt;
+  return parse_int(value);
+}
+
+std::optional<double> Tag::as_real() const {
+  if (type == TagType::kIntList || value.empty()) return std::nullopt;
+  double out = 0;
+  const char* last = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), last, out);
+  if (ec != std::errc() || ptr != last || !std::isfinite(out)) return std::nullopt;
+  return out;
+}
+
+std::vector<std::int64_t> Tag::as_int_list() const {
+  std::vector<std::int64_t> out;
+  if (type != TagType::kIntList) return out;
+  std::string_view rest = value;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    if (const auto x = parse_int(rest.substr(0, comma))) out.push_back(*x);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::string to_string(const Track& track) {
+  if (track.is_device()) return "GPU " + std::to_string(track.device) + " stream " + std::to_string(track.id);
+  return "thread " + std::to_string(track.id);
+}
+
+const Tag* Span::find_tag(std::string_view key) const {
+  for (const Tag& t : tags) {
+    if (t.key == key) return &t;
+  }
+  return nullptr;
+}
+
 std::optional<std::string_view> Span::tag(std::string_view key) const {
   for (const Tag& t : tags) {
     if (t.key == key) return std::string_view(t.value);
@@ -67,14 +155,8 @@ std::optional<std::string_view> Span::tag(std::string_view key) const {
 
 std::optional<std::int64_t> Span::tag_int(std::string_view key) const {
   const auto value = tag(key);
-  if (!value || value->empty()) return std::nullopt;
-  std::int64_t out = 0;
-  const char* first = value->data();
-  const char* last = first + value->size();
-  const auto [ptr, ec] = std::from_chars(first, last, out);
-  // A partially numeric value ("12ms") is not an integer tag.
-  if (ec != std::errc() || ptr != last) return std::nullopt;
-  return out;
+  if (!value) return std::nullopt;
+  return parse_int(*value);
 }
 
 }  // namespace xsp

@@ -173,7 +173,7 @@ TEST_F(Resnet18, ExportsHaveTheExpectedStructure) {
   const auto chrome = nlohmann::json::parse(to_chrome_trace(run->trace, TraceResource{}).dump());
   ASSERT_TRUE(chrome.contains("traceEvents"));
   std::size_t complete = 0;
-  for (const auto& e : chrome["traceEvents"]) complete += e["ph"] == "X";
+  for (const auto& e : chrome["traceEvents"]) complete += e["ph"] == "X" && e["args"].contains("xsp.span_id");
   EXPECT_EQ(complete, run->trace.spans.size());
   const auto otlp = nlohmann::json::parse(
       to_otlp_json(run->trace, TraceResource{}, "0123456789abcdef0123456789abcdef").dump());

@@ -11,7 +11,7 @@
 //    that launched it (same correlation id), which hangs under the innermost FRAMEWORK op open at the call, whose
 //    chain of enclosing ops ends at a *layer* (top-level op, parent = MODEL "predict"); API calls made outside any
 //    op hang directly under "predict";
-//  - a KERNEL span's thread_id is its stream's track; its "kind" tag says kernel|memcpy|memset.
+//  - a KERNEL span's track is its GPU stream (Track::stream); its "kind" tag says kernel|memcpy|memset.
 // All KERNEL-level spans count as GPU work ("kernels" below): memcpy and memset occupy the device as kernels do,
 // and SPEC §2 puts them on the same level.
 //
@@ -74,7 +74,7 @@ struct GpuKernel {
   std::size_t kernel_index = 0;        ///< order within (batch, layer) by start time, then span id
   std::string_view name;               ///< kernel name, or "Memcpy HtoD" / "Memset" ...
   std::int64_t start_ns = 0, end_ns = 0;  ///< on the device, mapped onto the host clock (ns)
-  std::uint64_t stream = 0;            ///< stream track id (Span::thread_id)
+  std::uint64_t stream = 0;            ///< CUDA stream id (Span::track.id of a device track)
   SpanId span_id = kNoSpan;
   /// The launching SYSTEM span (the KERNEL span's parent, docs/spans.md); kNoSpan when the parent is not SYSTEM.
   SpanId launch_span_id = kNoSpan;

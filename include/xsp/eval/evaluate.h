@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "xsp/eval/measurement.h"
 #include "xsp/eval/runner.h"
 #include "xsp/manifest/manifest.h"
+#include "xsp/predictor/predictor.h"
 #include "xsp/profilers/profiler_options.h"
 #include "xsp/record/record.h"
 
@@ -85,10 +87,12 @@ struct EvaluationContext {
   bool record_machine_state = true;    ///< see EvaluationOptions
 };
 
-/// What validate() resolved: the manifest, its graph for the chosen framework, and the runs to make.
+/// What validate() resolved: the manifest, the framework's predictor (created, model not loaded: it told validate()
+/// its framework version) and the runs to make.
 struct ValidatedRequest {
   EvaluationRequest request;           ///< with framework and images_dir filled in
   Manifest manifest;
+  std::unique_ptr<Predictor> predictor;
   std::vector<TraceLevel> run_levels;  ///< batch sweeps; empty for scenarios
 };
 

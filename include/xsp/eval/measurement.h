@@ -111,8 +111,8 @@ class BlockExecutor {
   virtual void begin_block(std::size_t level, bool warmup) = 0;
   /// Runs one batch of `level` and returns its predict latency (ns).
   virtual double run_batch(std::size_t level, bool warmup) = 0;
-  /// Switch them off again; `round` is the measured round (meaningless for warm-up blocks).
-  virtual void end_block(std::size_t level, bool warmup, std::size_t round) = 0;
+  /// Switch them off again.
+  virtual void end_block(std::size_t level, bool warmup) = 0;
   /// Progress: called after every block with the phase's batches done and the current estimate of the total.
   virtual void progress(std::size_t done, std::size_t total, std::string_view what) { (void)done, (void)total, (void)what; }
 };

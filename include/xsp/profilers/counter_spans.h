@@ -43,7 +43,7 @@ struct CounterCollection {
 /// kernel's passes inside its launch call, so the orders agree). Span: name = the launch's kernel name, interval
 /// = the launch call, thread = the launch's thread, parent = the launch's op (ParentRule::kContext) or none (the
 /// assembler then places it by containment, under "predict"); tags = xsp::hw::evaluate_counters of the range's
-/// metrics (decimal, 17 significant digits), "range_index", "replay". Counters added: "counters.ranges",
+/// metrics (TagType::kReal, exact doubles), "range_index" (kInt), "replay". Counters added: "counters.ranges",
 /// "counters.passes", and when non-zero "counters.dropped_ranges", "counters.unmatched_ranges" (ranges without a
 /// launch), "counters.unmatched_launches" (launches without a range: e.g. a kernel the profiler did not replay).
 void append_counter_spans(const CounterCollection& collection, TraceRecorder& recorder);

@@ -171,21 +171,6 @@ struct GpuActivityLog {
   bool operator==(const GpuActivityLog&) const = default;
 };
 
-/// Track id prefix of device streams ("ST"): KERNEL spans' thread_id = kStreamTrackTag | device << 32 | stream.
-inline constexpr std::uint64_t kStreamTrackTag = 0x5354000000000000ULL;
-inline constexpr std::uint64_t kStreamTrackTagMask = 0xFFFF000000000000ULL;
-
-/// The track id of stream `stream` of device `device` (docs/spans.md, KERNEL).
-constexpr std::uint64_t stream_track_id(std::uint32_t device, std::uint32_t stream) {
-  return kStreamTrackTag | (static_cast<std::uint64_t>(device & 0xFFFFu) << 32) | stream;
-}
-/// Whether a span thread_id is a stream track made by stream_track_id().
-constexpr bool is_stream_track(std::uint64_t thread_id) {
-  return (thread_id & kStreamTrackTagMask) == kStreamTrackTag;
-}
-/// "GPU D stream S" for a stream track; std::nullopt for any other thread id. For exporters.
-std::optional<std::string> stream_track_name(std::uint64_t thread_id);
-
 /// Turns a log into spans in `recorder` (ids from recorder.reserve_ids) and adds the log's counters plus
 /// "cupti.orphan_activities" and "cupti.overhead_ns" (docs/spans.md):
 ///  - each ApiRecord → a SYSTEM span; when an ExternalCorrelationRecord maps its correlation id, parent_id =

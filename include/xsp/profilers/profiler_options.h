@@ -92,6 +92,9 @@ struct EnvOverride {
   std::string option;    ///< the option key: "counters.replay" (set_profiler_option), or "store" / "zoo"
   std::string flag;      ///< the CLI flag of the same option: "--counter-replay"
   std::string meaning;   ///< one line for --help and docs: accepted values and effect
+  /// For a flag that takes no value, the value it sets ("true", or "false" for --no-...); "" when the flag takes
+  /// a value.
+  std::string switch_value;
 };
 
 /// THE one place listing every environment variable XSP reads as an override, in a stable order: the profiler

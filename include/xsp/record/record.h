@@ -19,6 +19,11 @@ inline constexpr const char* kStagePreprocess = "preprocess";
 inline constexpr const char* kStagePredict = "predict";
 inline constexpr const char* kStagePostprocess = "postprocess";
 
+/// 32 lower-case hex digits from 16 bytes of std::random_device: an OTLP/W3C trace id (never all zeros).
+std::string random_trace_id();
+/// A random RFC 4122 version-4 UUID in its 36-character text form.
+std::string random_uuid();
+
 /// A run's short name as SPEC §3 writes them: "M", "M/F", "M/F/K" and, for the levels the SPEC does not name,
 /// "M/F/L" (library), "M/F/S" (system), "M/F/H" (the counter run of trace level hardware).
 const char* run_name(TraceLevel level);
@@ -67,6 +72,9 @@ struct RunMeasurement {
   bool operator==(const RunMeasurement&) const = default;
 };
 nlohmann::json to_json(const RunMeasurement& m);
+/// A figure as JSON: the number, or null for NaN or ±inf (a figure that does not exist, e.g. the drift of a single
+/// window); JSON has no NaN. Readers turn null back into NaN.
+nlohmann::json number_or_null(double v);
 /// Inverse of to_json(RunMeasurement); throws std::invalid_argument naming the key on a malformed object.
 RunMeasurement run_measurement_from_json(const nlohmann::json& j);
 
@@ -110,6 +118,10 @@ struct RunRecord {
   /// Warnings stored with the run: throttling or a clock change during it, an overloaded CPU, a warm-up that
   /// did not converge, an unstable result. One sentence each.
   std::vector<std::string> warnings;
+  /// OTLP trace id of the run's trace: 32 lower-case hex digits (16 random bytes, W3C Trace Context). Given by
+  /// Store::save() when empty and stored with the run, so that every export of the run carries the same ids
+  /// and runs of different stores never share one (span ids derive from it: xsp::otlp_span_id).
+  std::string trace_id;
   bool operator==(const RunRecord&) const = default;
 };
 
@@ -118,6 +130,9 @@ struct EvaluationRecord {
   std::int64_t id = 0;  ///< store id (0 until stored)
   std::string status = "complete";  ///< complete | incomplete
   std::string created_at;           ///< ISO 8601 UTC
+  /// A random RFC 4122 version-4 UUID, given by Store::save() when empty: the evaluation's identity across
+  /// stores (OTLP `service.instance.id`).
+  std::string uuid;
   std::string model_name, model_version;
   std::string manifest_yaml;
   std::string framework_name, framework_version;

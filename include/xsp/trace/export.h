@@ -2,36 +2,60 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "xsp/trace/trace.h"
 
 namespace xsp {
 
-/// Descriptive attributes of the trace's process (evaluation id, model, framework, batch size...).
+/// Who made a trace and where (OpenTelemetry resource semantic conventions; Kineto's process metadata).
 struct TraceResource {
   std::string service_name = "xsp";
+  std::string service_version;  ///< XSP's version (OTLP service.version)
+  std::string host_name;        ///< machine that recorded the trace (OTLP host.name)
+  std::string instance_id;      ///< the evaluation's UUID (OTLP service.instance.id)
+  /// Further descriptive attributes (evaluation id, model, framework, batch size...), typed like span tags.
   std::vector<Tag> attributes;
-  /// Names a track (span thread_id) the producer knows, e.g. "GPU 0 stream 7" for a CUDA stream track;
-  /// std::nullopt or no function: "thread N" / "device track N".
-  std::function<std::optional<std::string>(std::uint64_t)> track_name;
+  /// GPU names by CUDA device ordinal ("NVIDIA H100 80GB HBM3"), for the per-GPU process names.
+  std::map<std::uint32_t, std::string> device_names;
 };
 
-/// Chrome Trace Event Format ("JSON Object Format"): {"traceEvents":[...], "displayTimeUnit":"ns",
-/// "otherData":{...}}. One complete event ("ph":"X") per span with ts/dur in microseconds (fractional),
-/// pid 1, tid = span.thread_id, cat = level name, args = tags + span id, parent id, parent rule; thread-name
-/// metadata events ("ph":"M"). Spans with a correlation id and a parent of another thread get flow events
-/// ("ph":"s"/"f", bp "e") from parent to child. Format reference: "Trace Event Format" (Google, 2016).
+/// Chrome Trace Event process id of the host's tracks. GPUs take their CUDA ordinal as process id, as Kineto
+/// does; 2^22 is Linux's PID_MAX_LIMIT, so no device ordinal or real pid equals it.
+inline constexpr std::uint32_t kChromeHostPid = 4194304;
+
+/// Chrome Trace Event Format ("JSON Object Format", Google 2016), written to read like a PyTorch/Kineto trace so
+/// that Perfetto, chrome://tracing, DevTools and Holistic Trace Analysis (HTA) read it correctly (docs/exports.md):
+/// - tracks: host threads are (pid kChromeHostPid, tid = OS thread id); GPU d stream s is (pid d, tid s); every
+///   process and thread gets "process_name"/"thread_name" and sort-index metadata ("ph":"M");
+/// - one complete event ("ph":"X") per span, ts/dur in microseconds (fractional), "cat" = Kineto's category
+///   (user_annotation, cpu_op, gpu_user_annotation, cuda_runtime, cuda_driver, kernel, gpu_memcpy, gpu_memset,
+///   cuda_profiler_range) and args = the span's tags with their types (numbers as JSON numbers, int lists as
+///   arrays), Kineto's "correlation", "External id" (the span id of the nearest FRAMEWORK span: the op itself, or
+///   the op that issued a call or kernel), "registers per thread", "shared memory", "queued", "memory bandwidth
+///   (GB/s)", and XSP's "xsp.level", "xsp.span_id", "xsp.parent_id", "xsp.parent_rule";
+/// - one "ProfilerStep#N" user_annotation per measured batch N (the extent of the MODEL spans tagged batch=N), the
+///   iteration marker HTA and TensorBoard look for, with arg "xsp.derived": true;
+/// - flow events ("ph":"s"/"f", cat "ac2g", bp "e") from each call to the device work it launched;
+/// - "otherData" with the resource, clock, counters and assembly report; "deviceProperties" with the GPU names.
 nlohmann::json to_chrome_trace(const Trace& trace, const TraceResource& resource);
 
-/// OTLP/JSON as in opentelemetry-proto (ExportTraceServiceRequest, JSON mapping): resourceSpans[0].resource
-/// .attributes, scopeSpans[0].scope{name:"xsp"}, spans[] with traceId (32 hex), spanId/parentSpanId
-/// (16 hex), name, kind 1 (INTERNAL), startTimeUnixNano/endTimeUnixNano as decimal strings (host clock +
-/// clock.unix_offset_ns), attributes [{key, value:{stringValue|intValue}}] including "xsp.level".
-/// `trace_id_hex` must be 32 lower-case hex digits (throws std::invalid_argument otherwise).
+/// The OTLP span id of span `span_id` in the trace `trace_id_hex`: a bijective 64-bit mix (splitmix64's
+/// finalizer, Steele et al. 2014) of the span id XOR the trace id's two halves, as 16 hex digits. Unique within a
+/// trace, unrelated across traces, and the same at every export of a stored run.
+std::string otlp_span_id(const std::string& trace_id_hex, std::uint64_t span_id);
+
+/// OTLP/JSON as in opentelemetry-proto (ExportTraceServiceRequest, JSON mapping of the OTLP specification):
+/// resourceSpans[0].resource.attributes (service.name, service.version, host.name, service.instance.id, then
+/// `resource.attributes`), scopeSpans[0].scope{name:"xsp", version}, spans[] with traceId (32 hex), spanId /
+/// parentSpanId (otlp_span_id), name, kind 1 (INTERNAL), startTimeUnixNano/endTimeUnixNano as decimal strings
+/// (host clock + clock.unix_offset_ns), attributes with typed values (stringValue, intValue as a decimal string,
+/// doubleValue, arrayValue) including "xsp.level", "xsp.track", "xsp.span_id".
+/// `trace_id_hex` must be 32 lower-case hex digits, not all zero (throws std::invalid_argument otherwise).
 nlohmann::json to_otlp_json(const Trace& trace, const TraceResource& resource, const std::string& trace_id_hex);
 
 }  // namespace xsp

@@ -1,10 +1,15 @@
 // Span model of XSP (SPEC §2). Knows nothing of CUDA or of any framework.
 #pragma once
 
+#include <compare>
+#include <concepts>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace xsp {
@@ -48,12 +53,69 @@ enum class ParentRule : std::uint8_t {
 };
 std::string_view to_string(ParentRule rule);
 
-/// A key/value annotation. Values are strings; numeric tags are written in decimal.
+/// How a tag's value is typed. Exporters write kInt and kReal as JSON numbers (OTLP intValue/doubleValue) and
+/// kIntList as an array, so Perfetto SQL, TraceQL and pandas can sum and compare them (docs/exports.md).
+enum class TagType : std::uint8_t {
+  kString = 0,
+  kInt = 1,      ///< a signed 64-bit integer
+  kReal = 2,     ///< a double
+  kIntList = 3,  ///< a short list of integers, e.g. a CUDA grid "x,y,z"
+};
+std::string_view to_string(TagType type);
+
+/// A key/value annotation. `value` always holds the text form (decimal for kInt, the shortest text that reads
+/// back to the same double for kReal, comma-separated decimals for kIntList), so readers that only want text
+/// need not look at `type`; the constructors set both.
 struct Tag {
   std::string key;
   std::string value;
+  TagType type = TagType::kString;
+
+  Tag() = default;
+  Tag(std::string k, std::string v) : key(std::move(k)), value(std::move(v)) {}
+  Tag(std::string k, const char* v) : key(std::move(k)), value(v) {}
+  /// A boolean is written as the string "true"/"false" (OTLP has boolValue, Chrome JSON true/false, but no
+  /// consumer sums them; keeping text avoids a fifth type).
+  Tag(std::string k, bool v) : key(std::move(k)), value(v ? "true" : "false") {}
+  /// An integer tag. Unsigned values above INT64_MAX do not fit kInt and are kept as text.
+  template <std::integral I>
+    requires(!std::same_as<I, bool> && !std::same_as<I, char>)
+  Tag(std::string k, I v) : key(std::move(k)), value(std::to_string(v)), type(TagType::kInt) {
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::int64_t)) {
+      if (v > static_cast<I>(std::numeric_limits<std::int64_t>::max())) type = TagType::kString;
+    }
+  }
+  /// A real tag; non-finite values are kept as text ("nan", "inf"), since JSON has no number for them.
+  Tag(std::string k, double v);
+  /// An integer-list tag (e.g. grid {x, y, z}).
+  Tag(std::string k, std::initializer_list<std::int64_t> v);
+  Tag(std::string k, const std::vector<std::int64_t>& v);
+
+  /// The integer of a kInt tag (or of a kString tag holding exactly a decimal integer); std::nullopt otherwise.
+  std::optional<std::int64_t> as_int() const;
+  /// The number of a kInt/kReal tag (or of a kString tag holding exactly a number); std::nullopt otherwise.
+  std::optional<double> as_real() const;
+  /// The integers of a kIntList tag; empty when the tag is of another type.
+  std::vector<std::int64_t> as_int_list() const;
   bool operator==(const Tag&) const = default;
 };
+
+/// Where a span ran: a host thread, or one stream of one GPU. Exporters map host tracks to (one process, one
+/// thread per OS thread) and device tracks to (one process per GPU, one thread per stream), as Kineto does.
+struct Track {
+  /// `device` of a host-thread track.
+  static constexpr std::uint32_t kHost = std::numeric_limits<std::uint32_t>::max();
+  std::uint32_t device = kHost;  ///< CUDA device ordinal, or kHost
+  std::uint64_t id = 0;          ///< host: OS thread id (gettid); device: stream id (CUPTI streamId)
+
+  static constexpr Track host_thread(std::uint64_t thread_id) { return Track{kHost, thread_id}; }
+  static constexpr Track stream(std::uint32_t device, std::uint64_t stream_id) { return Track{device, stream_id}; }
+  constexpr bool is_device() const { return device != kHost; }
+  auto operator<=>(const Track&) const = default;
+};
+
+/// "thread 1234" or "GPU 0 stream 7".
+std::string to_string(const Track& track);
 
 /// A timed interval on the host clock (nanoseconds of the trace's host clock, see ClockInfo).
 struct Span {
@@ -64,8 +126,8 @@ struct Span {
   std::string name;
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;  ///< end_ns >= start_ns
-  /// Host thread id for CPU spans; for device work a track id (e.g. a stream) chosen by the profiler.
-  std::uint64_t thread_id = 0;
+  /// The host thread or GPU stream the span ran on. Containment (SPEC §2, rule c) only looks within a track.
+  Track track;
   /// Joins asynchronous work to the call that issued it (0 = none). Rule (b) of SPEC §2: a span with a
   /// non-zero correlation id and no parent is parented by the shallowest-level span carrying the same id.
   std::uint64_t correlation_id = 0;
@@ -76,6 +138,8 @@ struct Span {
   std::optional<std::string_view> tag(std::string_view key) const;
   /// Numeric value of tag `key`; std::nullopt when absent or not an integer.
   std::optional<std::int64_t> tag_int(std::string_view key) const;
+  /// The tag named `key` itself (type included), or nullptr.
+  const Tag* find_tag(std::string_view key) const;
   bool operator==(const Span&) const = default;
 };
 

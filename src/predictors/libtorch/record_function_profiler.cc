@@ -428,7 +428,7 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
       s.name = r.long_name >= 0 ? t->long_names[static_cast<std::size_t>(r.long_name)] : std::string(r.name);
       s.start_ns = r.start_ns;
       s.end_ns = std::max(r.end_ns, r.start_ns);
-      s.thread_id = t->thread_id;
+      s.track = Track::host_thread(t->thread_id);
       const SpanId parent = r.parent >= 0 ? ids[static_cast<std::size_t>(r.parent)] : r.context_parent;
       if (parent != kNoSpan) {
         s.parent_id = parent;
@@ -445,7 +445,7 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
         format_shapes(t->shapes, detail, shapes);
         s.tags.push_back({"shapes", shapes});
       }
-      if (options.record_memory) s.tags.push_back({"allocated_bytes", std::to_string(r.alloc_bytes)});
+      if (options.record_memory) s.tags.emplace_back("allocated_bytes", r.alloc_bytes);
       spans.push_back(std::move(s));
     }
   }

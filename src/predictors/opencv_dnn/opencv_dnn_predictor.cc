@@ -74,15 +74,15 @@ class LayerTimingProfiler final : public FrameworkProfiler {
         s.start_ns = cursor;
         s.end_ns = cursor + static_cast<std::int64_t>(ticks * ns_per_tick + 0.5);
         cursor = s.end_ns;
-        s.thread_id = thread_;
+        s.track = Track::host_thread(thread_);
         if (f.parent != kNoSpan) {
           s.parent_id = f.parent;
           s.parent_rule = ParentRule::kContext;
         }
         if (id < names_.size()) s.tags.push_back({"module", names_[id]});
-        s.tags.push_back({"layer_id", std::to_string(id)});
+        s.tags.emplace_back("layer_id", id);
         if (id < shapes.size() && !shapes[id].empty()) s.tags.push_back({"shapes", shapes[id]});
-        s.tags.push_back({"start_reconstructed", "true"});
+        s.tags.emplace_back("start_reconstructed", true);
         spans.push_back(std::move(s));
       }
       if (cursor > f.end_ns) ++overrun;  // layer times exceed the forward's wall time: clocks disagree

@@ -8,15 +8,6 @@
 
 namespace xsp {
 
-namespace {
-
-std::string decimal(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-}  // namespace
 
 void append_counter_spans(const CounterCollection& collection, TraceRecorder& recorder) {
   const std::size_t n = std::min(collection.launches.size(), collection.ranges.size());
@@ -32,13 +23,13 @@ void append_counter_spans(const CounterCollection& collection, TraceRecorder& re
     s.name = launch.kernel_name;
     s.start_ns = launch.start_ns;
     s.end_ns = std::max(launch.end_ns, launch.start_ns);
-    s.thread_id = launch.thread_id;
+    s.track = Track::host_thread(launch.thread_id);
     if (launch.op != kNoSpan) {
       s.parent_id = launch.op;
       s.parent_rule = ParentRule::kContext;
     }
-    for (const auto& [name, value] : hw::evaluate_counters(range.metrics)) s.tags.push_back({name, decimal(value)});
-    s.tags.push_back({"range_index", std::to_string(range.index)});
+    for (const auto& [name, value] : hw::evaluate_counters(range.metrics)) s.tags.emplace_back(name, value);
+    s.tags.emplace_back("range_index", range.index);
     s.tags.push_back({"replay", collection.replay});
     spans.push_back(std::move(s));
   }

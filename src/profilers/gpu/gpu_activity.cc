@@ -27,13 +27,11 @@ std::optional<Enum> parse_enum(const std::array<std::string_view, N>& names, std
   return std::nullopt;
 }
 
-void tag(Span& s, std::string key, std::string value) { s.tags.push_back({std::move(key), std::move(value)}); }
-template <typename Int>
+void tag(Span& s, std::string key, std::string value) { s.tags.emplace_back(std::move(key), std::move(value)); }
+// Numbers stay numbers (TagType::kInt) from here to the exporters.
+template <std::integral Int>
 void tag_num(Span& s, std::string key, Int value) {
-  s.tags.push_back({std::move(key), std::to_string(value)});
-}
-std::string xyz(std::int32_t x, std::int32_t y, std::int32_t z) {
-  return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
+  s.tags.emplace_back(std::move(key), value);
 }
 
 /// Tags shared by every KERNEL-level span, and the graph attribution (docs/spans.md, KERNEL).
@@ -72,13 +70,6 @@ std::optional<MemoryKind> parse_memory_kind(std::string_view text) {
 }
 std::optional<ApiDomain> parse_api_domain(std::string_view text) {
   return parse_enum<ApiDomain>(kApiDomainNames, text);
-}
-
-std::optional<std::string> stream_track_name(std::uint64_t thread_id) {
-  if (!is_stream_track(thread_id)) return std::nullopt;
-  const auto device = (thread_id >> 32) & 0xFFFFu;
-  const auto stream = thread_id & 0xFFFFFFFFu;
-  return "GPU " + std::to_string(device) + " stream " + std::to_string(stream);
 }
 
 std::string demangle(const char* mangled) {
@@ -125,7 +116,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     s.name = a.name;
     s.start_ns = a.start_ns;
     s.end_ns = a.end_ns;
-    s.thread_id = a.thread_id;
+    s.track = Track::host_thread(a.thread_id);
     s.correlation_id = a.correlation_id;
     // The op's span id is known from the external correlation record: a parent known by the profiler, which
     // assemble() keeps (rule a) when that op is in the trace and re-places by containment when it is not.
@@ -155,11 +146,11 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     s.name = k.name;
     s.start_ns = k.start_ns;
     s.end_ns = k.end_ns;
-    s.thread_id = stream_track_id(k.device, k.stream);
+    s.track = Track::stream(k.device, k.stream);
     s.correlation_id = resolve(k.correlation_id, 0);
     device_tags(s, "kernel", k.device, k.context, k.stream);
-    tag(s, "grid", xyz(k.grid_x, k.grid_y, k.grid_z));
-    tag(s, "block", xyz(k.block_x, k.block_y, k.block_z));
+    s.tags.emplace_back("grid", std::initializer_list<std::int64_t>{k.grid_x, k.grid_y, k.grid_z});
+    s.tags.emplace_back("block", std::initializer_list<std::int64_t>{k.block_x, k.block_y, k.block_z});
     tag_num(s, "registers_per_thread", k.registers_per_thread);
     tag_num(s, "static_shared_bytes", k.static_shared_bytes);
     tag_num(s, "dynamic_shared_bytes", k.dynamic_shared_bytes);
@@ -176,7 +167,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     s.name = "Memcpy " + std::string(to_string(m.copy_kind));
     s.start_ns = m.start_ns;
     s.end_ns = m.end_ns;
-    s.thread_id = stream_track_id(m.device, m.stream);
+    s.track = Track::stream(m.device, m.stream);
     s.correlation_id = resolve(m.correlation_id, m.runtime_correlation_id);
     device_tags(s, "memcpy", m.device, m.context, m.stream);
     tag_num(s, "bytes", m.bytes);
@@ -184,9 +175,9 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     tag(s, "src_kind", std::string(to_string(m.src_kind)));
     tag(s, "dst_kind", std::string(to_string(m.dst_kind)));
     if (m.end_ns > m.start_ns) {
-      // bytes / duration in seconds, rounded down: integral like every numeric tag.
+      // bytes / duration in seconds, rounded down: integral, as it was before tags had types.
       const double bw = static_cast<double>(m.bytes) * 1e9 / static_cast<double>(m.end_ns - m.start_ns);
-      tag_num(s, "bandwidth_bytes_per_s", static_cast<std::uint64_t>(bw));
+      tag_num(s, "bandwidth_bytes_per_s", static_cast<std::int64_t>(bw));
     }
     graph_tags(s, m.graph_id, m.graph_node_id);
     spans.push_back(std::move(s));
@@ -199,7 +190,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     s.name = "Memset";
     s.start_ns = m.start_ns;
     s.end_ns = m.end_ns;
-    s.thread_id = stream_track_id(m.device, m.stream);
+    s.track = Track::stream(m.device, m.stream);
     s.correlation_id = resolve(m.correlation_id, 0);
     device_tags(s, "memset", m.device, m.context, m.stream);
     tag_num(s, "bytes", m.bytes);
@@ -215,7 +206,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     s.name = m.name;
     s.start_ns = m.start_ns;
     s.end_ns = m.end_ns;
-    s.thread_id = m.thread_id;
+    s.track = Track::host_thread(m.thread_id);
     tag(s, "domain", m.domain.empty() ? "default" : m.domain);
     spans.push_back(std::move(s));
   }

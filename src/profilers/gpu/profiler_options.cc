@@ -40,6 +40,7 @@ struct OptionSpec {
   std::string_view flag;
   std::string_view meaning;
   Setter set;
+  std::string_view switch_value = "";  // the value a flag without argument sets (EnvOverride::switch_value)
 };
 
 constexpr std::array<OptionSpec, 10> kOptions{{
@@ -53,14 +54,14 @@ constexpr std::array<OptionSpec, 10> kOptions{{
      [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.clock = parse_clock(v); }},
     {"cupti.zeroed_buffers", "XSP_CUPTI_ZEROED_BUFFERS", "--no-cupti-zeroed-buffers",
      "0 turns off: CUPTI gets buffers XSP zeroed off the launching thread (default 1)",
-     [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.zeroed_buffers = parse_bool(v); }},
+     [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.zeroed_buffers = parse_bool(v); }, "false"},
     {"cupti.latency_timestamps", "XSP_CUPTI_LATENCY_TIMESTAMPS", "--cupti-latency-timestamps",
      "1: record kernels' queued/submitted times (adds launch overhead; default 0)",
-     [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.latency_timestamps = parse_bool(v); }},
+     [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.latency_timestamps = parse_bool(v); }, "true"},
     {"cupti.all_apis", "XSP_CUPTI_ALL_APIS", "--cupti-all-apis",
      "1: with API source activity, trace every CUDA API, not only launches, copies, syncs and allocations "
      "(default 0)",
-     [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.all_apis = parse_bool(v); }},
+     [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.all_apis = parse_bool(v); }, "true"},
     {"cupti.dump_dir", "XSP_DUMP_GPU_ACTIVITY", "--dump-gpu-activity",
      "DIR: also write each run's raw CUPTI records to DIR/gpu_activity_<n>.json",
      [](CuptiOptions& c, CounterOptions&, std::string_view v) { c.dump_dir = std::filesystem::path(v); }},
@@ -73,7 +74,7 @@ constexpr std::array<OptionSpec, 10> kOptions{{
      [](CuptiOptions&, CounterOptions& c, std::string_view v) { c.max_ranges = parse_positive(v); }},
     {"counters.timing", "XSP_COUNTER_TIMING", "--counter-timing",
      "1: print the duration of each counter profiler setup step on stderr (default 0)",
-     [](CuptiOptions&, CounterOptions& c, std::string_view v) { c.timing = parse_bool(v); }},
+     [](CuptiOptions&, CounterOptions& c, std::string_view v) { c.timing = parse_bool(v); }, "true"},
     {"counters.dump_dir", "XSP_DUMP_COUNTERS", "--dump-counters",
      "DIR: also write each counter run's raw ranges and launches to DIR/counters_<n>.json",
      [](CuptiOptions&, CounterOptions& c, std::string_view v) { c.dump_dir = std::filesystem::path(v); }},
@@ -119,7 +120,8 @@ const std::vector<EnvOverride>& env_overrides() {
   static const std::vector<EnvOverride> table = [] {
     std::vector<EnvOverride> t;
     for (const OptionSpec& s : kOptions)
-      t.push_back({std::string(s.variable), std::string(s.option), std::string(s.flag), std::string(s.meaning)});
+      t.push_back({std::string(s.variable), std::string(s.option), std::string(s.flag), std::string(s.meaning),
+                   std::string(s.switch_value)});
     // Read by the CLI itself (src/cli/), listed here so that --help and the docs have every variable in one place.
     t.push_back({"XSP_STORE", "store", "--store",
                  "FILE: results store (SQLite); default $XDG_DATA_HOME/xsp/xsp.db, else ~/.local/share/xsp/xsp.db"});

@@ -38,7 +38,7 @@ struct TraceBuilder {
     s.name = name;
     s.start_ns = start;
     s.end_ns = end;
-    s.thread_id = thread;
+    s.track = Track::host_thread(thread);
     s.tags = std::move(tags);
     trace.spans.push_back(std::move(s));
     return next - 1;

@@ -121,9 +121,11 @@ class Cli : public ::testing::Test {
 EvaluationRecord comparable(EvaluationRecord r) {
   r.id = 0;
   r.created_at.clear();
+  r.uuid.clear();  // random per save
   r.system = nlohmann::json::object();
   for (auto& run : r.runs) {
     run.id = 0;
+    run.trace_id.clear();
     run.trace.clock.unix_offset_ns = 0;
   }
   return r;

@@ -32,7 +32,7 @@ class FakeFrameworkProfiler final : public FrameworkProfiler {
     s.level = Level::kFramework;
     s.name = "fake::op";
     s.start_ns = s.end_ns = clock_.now_ns();
-    s.thread_id = current_thread_id();
+    s.track = Track::host_thread(current_thread_id());
     recorder_->add(std::move(s));
   }
   void stop() override {

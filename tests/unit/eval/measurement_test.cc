@@ -35,7 +35,7 @@ class SeriesExecutor final : public BlockExecutor {
     ++(warmup ? warmup_batches : measured_batches);
     return ns;
   }
-  void end_block(std::size_t, bool, std::size_t) override {}
+  void end_block(std::size_t, bool) override {}
   int warmup_batches = 0, measured_batches = 0;
 
  private:
@@ -154,7 +154,7 @@ TEST(Measurement, InterleavedRoundsAlternateTheOrder) {
       clock.advance(5 * kMs);
       return 5 * kMs;
     }
-    void end_block(std::size_t, bool, std::size_t) override {}
+    void end_block(std::size_t, bool) override {}
   } ex(clock, order);
   const PhaseResult r = run_phase(2, defaults(), clock, ex);
   ASSERT_GE(order.size(), 8u);

@@ -26,7 +26,7 @@ Span make_span(SpanId id, SpanId parent, Level level, std::string name, std::int
   s.name = std::move(name);
   s.start_ns = start;
   s.end_ns = end;
-  s.thread_id = thread;
+  s.track = Track::host_thread(thread);
   s.tags = std::move(tags);
   return s;
 }
@@ -102,7 +102,8 @@ TEST(TailTraces, KeepsTheSlowestAndTheMedianWithTheirWholeSubtree) {
   const Span& q1 = *query_spans.at("1");
   EXPECT_EQ(q1.tag("latency_ns"), "9000000");
   EXPECT_EQ(q1.tag("rank"), "1");
-  EXPECT_EQ(q1.tag("percentile"), "100.000");
+  EXPECT_EQ(q1.tag("percentile"), "100");
+  EXPECT_EQ(q1.find_tag("percentile")->type, TagType::kReal);
   EXPECT_EQ(q1.tag("kept"), "tail");
   EXPECT_EQ(q1.tag("queue_ns"), "100000");
   EXPECT_EQ(q1.start_ns, h.result.issue_ns[1]);

@@ -35,7 +35,7 @@ struct Fixture {
     span.name = name;
     span.start_ns = s;
     span.end_ns = e;
-    span.thread_id = kTid;
+    span.track = Track::host_thread(kTid);
     recorder.add(std::move(span));
   }
   Trace assembled(const GpuActivityLog& log) {
@@ -112,7 +112,7 @@ TEST(AppendSpans, KernelUnderApiUnderOpUnderPredict) {
   EXPECT_EQ(launch.parent_id, f.op);
   EXPECT_EQ(launch.parent_rule, ParentRule::kContext);  // known from the external correlation record
   EXPECT_EQ(launch.correlation_id, 11u);
-  EXPECT_EQ(launch.thread_id, kTid);
+  EXPECT_EQ(launch.track, Track::host_thread(kTid));
   EXPECT_EQ(tag(launch, "domain"), "runtime");
   EXPECT_EQ(tag(launch, "cbid"), "211");
 
@@ -124,6 +124,14 @@ TEST(AppendSpans, KernelUnderApiUnderOpUnderPredict) {
   EXPECT_EQ(tag(k, "kind"), "kernel");
   EXPECT_EQ(tag(k, "grid"), "4096,1,1");
   EXPECT_EQ(tag(k, "block"), "256,1,1");
+  // Numbers are typed from the profiler on (issue 11): exporters write them as numbers, not strings.
+  EXPECT_EQ(k.find_tag("grid")->as_int_list(), (std::vector<std::int64_t>{4096, 1, 1}));
+  EXPECT_EQ(k.find_tag("registers_per_thread")->type, TagType::kInt);
+  EXPECT_EQ(k.find_tag("dynamic_shared_bytes")->type, TagType::kInt);
+  EXPECT_EQ(k.find_tag("stream")->type, TagType::kInt);
+  EXPECT_EQ(k.find_tag("kind")->type, TagType::kString);
+  EXPECT_EQ(launch.find_tag("cbid")->type, TagType::kInt);
+  EXPECT_EQ(k.track, Track::stream(0, 7));
   EXPECT_EQ(tag(k, "registers_per_thread"), "16");
   EXPECT_EQ(tag(k, "static_shared_bytes"), "0");
   EXPECT_EQ(tag(k, "dynamic_shared_bytes"), "1024");
@@ -187,7 +195,7 @@ TEST(AppendSpans, MemcpyAndMemsetTags) {
   EXPECT_EQ(tag(copy, "src_kind"), "pinned");
   EXPECT_EQ(tag(copy, "dst_kind"), "device");
   EXPECT_EQ(copy.tag_int("bandwidth_bytes_per_s"), 50'000'000'000);
-  EXPECT_EQ(copy.thread_id, stream_track_id(0, 3));
+  EXPECT_EQ(copy.track, Track::stream(0, 3));
 
   const Span& set = named(t, "Memset");
   EXPECT_EQ(set.parent_id, named(t, "cudaMemsetAsync").id);
@@ -215,13 +223,13 @@ TEST(AppendSpans, ZeroLengthMemcpyHasNoBandwidth) {
 }
 
 TEST(AppendSpans, StreamTracks) {
-  EXPECT_EQ(stream_track_id(0, 7), 0x5354000000000007ULL);
-  EXPECT_EQ(stream_track_id(3, 13), 0x5354000300000000ULL | 13u);
-  EXPECT_TRUE(is_stream_track(stream_track_id(1, 2)));
-  EXPECT_FALSE(is_stream_track(kTid));
-  EXPECT_EQ(stream_track_name(stream_track_id(1, 2)), "GPU 1 stream 2");
-  EXPECT_EQ(stream_track_name(stream_track_id(0, 0xFFFFFFFFu)), "GPU 0 stream 4294967295");
-  EXPECT_EQ(stream_track_name(kTid), std::nullopt);
+  EXPECT_TRUE(Track::stream(1, 2).is_device());
+  EXPECT_FALSE(Track::host_thread(kTid).is_device());
+  EXPECT_EQ(to_string(Track::stream(1, 2)), "GPU 1 stream 2");
+  EXPECT_EQ(to_string(Track::stream(0, 0xFFFFFFFFu)), "GPU 0 stream 4294967295");
+  EXPECT_EQ(to_string(Track::host_thread(kTid)), "thread " + std::to_string(kTid));
+  // A stream id equal to a thread id is still another track.
+  EXPECT_NE(Track::stream(0, kTid), Track::host_thread(kTid));
 
   Fixture f;
   GpuActivityLog log;
@@ -230,8 +238,8 @@ TEST(AppendSpans, StreamTracks) {
   log.kernels.push_back(kernel("on7", 1, 20'000, 21'000, 7));
   log.kernels.push_back(kernel("on13", 2, 20'500, 22'000, 13));
   const Trace t = f.assembled(log);
-  EXPECT_EQ(named(t, "on7").thread_id, stream_track_id(0, 7));
-  EXPECT_EQ(named(t, "on13").thread_id, stream_track_id(0, 13));
+  EXPECT_EQ(named(t, "on7").track, Track::stream(0, 7));
+  EXPECT_EQ(named(t, "on13").track, Track::stream(0, 13));
   // Overlapping kernels on different streams never contain each other: each keeps its launch as parent.
   EXPECT_EQ(named(t, "on13").parent_rule, ParentRule::kCorrelation);
 }

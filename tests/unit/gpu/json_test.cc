@@ -162,7 +162,7 @@ TEST(GpuActivityJson, RecordedFixturesAssemble) {
     for (const Span& s : t.spans) {
       if (s.level == Level::kKernel) {
         EXPECT_NE(s.parent_id, kNoSpan) << s.name;
-        EXPECT_TRUE(is_stream_track(s.thread_id)) << s.name;
+        EXPECT_TRUE(s.track.is_device()) << s.name;
         if (s.tag("kind") == std::optional<std::string_view>("kernel")) ++kernels;
         if (s.tag("attribution")) ++graph_kernels;
       }

@@ -51,7 +51,7 @@ TEST(RecordedGpuRun, EveryKernelHangsUnderItsLaunchAndAFrameworkOp) {
   for (const auto& s : run->trace.spans) {
     if (s.level != Level::kKernel) continue;
     ++kernels;
-    EXPECT_TRUE(is_stream_track(s.thread_id)) << s.name;
+    EXPECT_TRUE(s.track.is_device()) << s.name;
     ASSERT_TRUE(by_id.count(s.parent_id)) << s.name;
     const Span& launch = *by_id.at(s.parent_id);
     EXPECT_EQ(launch.level, Level::kSystem);

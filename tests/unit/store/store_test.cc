@@ -1,5 +1,7 @@
 // Results store (SPEC §7): exact round trip, listing, persistence, schema versioning, failures, transactions.
 #include <gtest/gtest.h>
+
+#include <set>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -42,7 +44,7 @@ Span make_span(SpanId id, SpanId parent, Level level, std::string name, std::int
   s.name = std::move(name);
   s.start_ns = start;
   s.end_ns = end;
-  s.thread_id = 4242;
+  s.track = Track::host_thread(4242);
   s.tags = std::move(tags);
   return s;
 }
@@ -117,8 +119,12 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
   return r;
 }
 
-// What schema version 4 added, removed again: turns a current file into what versions 1-3 wrote.
+// What schema version 5 added, removed again: turns a current file into what version 4 wrote.
+constexpr const char* kDropVersion5 =
+    "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; ";
+// What schema versions 4 and 5 added, removed again: turns a current file into what versions 1-3 wrote.
 constexpr const char* kDropVersion4 =
+    "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; "
     "DROP TABLE level_overheads; ALTER TABLE runs DROP COLUMN stability; ALTER TABLE runs DROP COLUMN latency_median_ns; "
     "ALTER TABLE runs DROP COLUMN latency_ci95_low_ns; ALTER TABLE runs DROP COLUMN latency_ci95_high_ns; "
     "ALTER TABLE runs DROP COLUMN latency_cv; ALTER TABLE runs DROP COLUMN drift_fraction; "
@@ -155,8 +161,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 4);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(Store::current_schema_version(), 5);
+  EXPECT_EQ(store->schema_version(), 5);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -293,7 +299,7 @@ TEST(Store, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = Store::open(file);
-  EXPECT_EQ(reopened->schema_version(), 4);
+  EXPECT_EQ(reopened->schema_version(), 5);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -401,6 +407,81 @@ TEST(Store, StabilityMachineStateWarningsAndOverheadsRoundTrip) {
   EXPECT_EQ(count_rows(file, "evaluations"), 1);
 }
 
+bool is_trace_id(const std::string& id) {
+  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos &&
+         id != std::string(32, '0');
+}
+
+// A migrated file gives each old run a fresh random trace id and each evaluation a UUID. Checks them, then copies
+// them into `expected` (which was saved before the ids were dropped) so the rest can compare whole records.
+void expect_fresh_ids_then_adopt(const EvaluationRecord& loaded, EvaluationRecord& expected) {
+  EXPECT_EQ(loaded.uuid.size(), 36u);
+  EXPECT_NE(loaded.uuid, expected.uuid);
+  ASSERT_EQ(loaded.runs.size(), expected.runs.size());
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < loaded.runs.size(); ++i) {
+    EXPECT_TRUE(is_trace_id(loaded.runs[i].trace_id)) << loaded.runs[i].trace_id;
+    EXPECT_NE(loaded.runs[i].trace_id, expected.runs[i].trace_id);
+    ids.insert(loaded.runs[i].trace_id);
+    expected.runs[i].trace_id = loaded.runs[i].trace_id;
+  }
+  EXPECT_EQ(ids.size(), loaded.runs.size());
+  expected.uuid = loaded.uuid;
+}
+
+// Issue 11: OTLP trace ids must not collide across stores. Every saved run gets a random trace id, every
+// evaluation a UUID; two stores' "evaluation 1, run 1" differ; reloading (re-exporting) gives the same ids.
+TEST(Store, RunsGetRandomTraceIdsThatSurviveReopening) {
+  TempDir dir;
+  EvaluationRecord a = make_record(), b = make_record();
+  std::string first_a;
+  {
+    auto sa = Store::open(dir.path() / "a.db");
+    auto sb = Store::open(dir.path() / "b.db");
+    EXPECT_EQ(sa->save(a), 1);
+    EXPECT_EQ(sb->save(b), 1);
+  }
+  ASSERT_EQ(a.runs.size(), 2u);
+  EXPECT_TRUE(is_trace_id(a.runs[0].trace_id));
+  EXPECT_NE(a.runs[0].trace_id, a.runs[1].trace_id);
+  EXPECT_NE(a.runs[0].trace_id, b.runs[0].trace_id);  // same ids 1/1 in two stores, different traces
+  EXPECT_NE(a.uuid, b.uuid);
+  EXPECT_EQ(a.uuid[14], '4');  // RFC 4122 version 4
+  auto sa = Store::open(dir.path() / "a.db");
+  const auto back = sa->load(1);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->runs[0].trace_id, a.runs[0].trace_id);
+  EXPECT_EQ(back->uuid, a.uuid);
+  // A trace id is unique in a store: the database refuses a copy.
+  EvaluationRecord copy = make_record();
+  copy.runs[0].trace_id = a.runs[0].trace_id;
+  EXPECT_THROW(sa->save(copy), StoreError);
+  copy.runs[0].trace_id = "not hex";
+  EXPECT_THROW(sa->save(copy), StoreError);
+}
+
+TEST(Store, MigratesVersion4StoreGivingTraceIds) {
+  TempDir dir;
+  const fs::path file = dir.path() / "v4.db";
+  EvaluationRecord record = make_record();
+  {
+    auto store = Store::open(file);
+    store->save(record);
+  }
+  exec_sql(file, std::string(kDropVersion5) + "UPDATE schema_version SET version = 4;");
+  std::string first;
+  {
+    auto store = Store::open(file);
+    EXPECT_EQ(store->schema_version(), 5);
+    const auto loaded = store->load(record.id);
+    ASSERT_TRUE(loaded);
+    expect_fresh_ids_then_adopt(*loaded, record);
+    EXPECT_EQ(*loaded, record);
+  }
+  auto again = Store::open(file);
+  EXPECT_EQ(again->load(record.id), record);  // migrated once: the ids stay
+}
+
 TEST(Store, MigratesVersion1StoreToCurrent) {
   TempDir dir;
   const fs::path file = dir.path() / "old.db";
@@ -414,10 +495,11 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
   exec_sql(file, std::string(kDropVersion4) + "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
                  "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
   EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
-  EXPECT_EQ(store->load(old.id), old);  // old evaluations read back unchanged
+  expect_fresh_ids_then_adopt(*store->load(old.id), old);
+  EXPECT_EQ(store->load(old.id), old);  // old evaluations read back unchanged, with ids given by the migration
   EvaluationRecord fresh = make_record("2026-12-02T00:00:00Z");
   store->save(fresh);
   EXPECT_EQ(store->load(fresh.id), fresh);
@@ -629,7 +711,8 @@ TEST(Store, MigratesVersion2StoreToVersion3) {
   exec_sql(file, std::string(kDropVersion4) +
                      "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
+  expect_fresh_ids_then_adopt(*store->load(record.id), record);
   EXPECT_EQ(store->load(record.id), record);
   const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
   store->save_ceilings(m);
@@ -643,11 +726,25 @@ TEST(Store, RecordedGpuFixtureMigratesCleanly) {
   const fs::path file = dir.path() / "fixture.db";
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
   const auto e = store->load(1);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->runs.size(), 3u);
   EXPECT_EQ(e->system["host"]["hostname"], "vm");
+  // Its v1 traces read into the typed model: kernels on GPU stream tracks, numbers as numbers.
+  std::size_t kernels = 0;
+  for (const Span& s : e->runs.back().trace.spans) {
+    if (s.level != Level::kKernel) continue;
+    ++kernels;
+    EXPECT_TRUE(s.track.is_device()) << s.name;
+    EXPECT_LT(s.track.id, 1ULL << 32) << s.name;
+    if (s.tag("kind") == std::optional<std::string_view>("kernel")) {
+      EXPECT_EQ(s.find_tag("grid")->as_int_list().size(), 3u) << s.name;
+      EXPECT_EQ(s.find_tag("registers_per_thread")->type, TagType::kInt) << s.name;
+    }
+  }
+  EXPECT_EQ(kernels, 222u);
+  for (const auto& run : e->runs) EXPECT_TRUE(is_trace_id(run.trace_id));
   // Runs measured before stability was assessed read back as such.
   for (const auto& run : e->runs) {
     EXPECT_EQ(run.measurement.design, "");

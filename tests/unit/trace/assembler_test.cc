@@ -244,7 +244,7 @@ TEST(Assembler, ArbitraryIdsUseSparseLookup) {
 SpanId brute_force_container(const std::vector<Span>& spans, const Span& s) {
   const Span* best = nullptr;
   for (const Span& c : spans) {
-    if (c.thread_id != s.thread_id || c.level >= s.level || c.start_ns > s.start_ns || s.end_ns > c.end_ns) continue;
+    if (c.track != s.track || c.level >= s.level || c.start_ns > s.start_ns || s.end_ns > c.end_ns) continue;
     auto better = [](const Span& a, const Span& b) {  // a more inner than b
       if (a.start_ns != b.start_ns) return a.start_ns > b.start_ns;
       if (a.level != b.level) return a.level > b.level;

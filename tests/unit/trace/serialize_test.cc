@@ -26,8 +26,9 @@ Trace rich_trace() {
              make_span(5, Level::kKernel, 1'000'000'500'000, 1'000'000'600'000, 1ULL << 40, kNoSpan, 77),
              make_span(6, Level::kHardware, 1'000'000'500'000, 1'000'000'600'000, 1ULL << 40, 5)};
   t.spans[2].tags = {{"op", "aten::conv2d"}, {"shape", "[32,3,224,224]"}};
-  t.spans[4].tags = {{"grid", "[128,1,1]"}, {"op", "aten::conv2d"}};
-  t.spans[5].tags = {{"flop_count", "123456789"}, {"dram_bytes", "1000"}, {"dram_bytes", "1000"}};
+  t.spans[4].tags = {{"grid", {128, 1, 1}}, {"op", "aten::conv2d"}, {"bytes", std::int64_t{-7}}, {"empty", std::vector<std::int64_t>{}}};
+  t.spans[4].track = Track::stream(3, 1ULL << 40);
+  t.spans[5].tags = {{"flop_count", 123456789.25}, {"dram_bytes", 1000u}, {"dram_bytes", "1000"}, {"tiny", 5e-324}};
   t.spans[1].name = "predict";
   t.spans[2].name = "";  // empty strings are strings too
   assemble(t);
@@ -40,9 +41,12 @@ TEST(Serialize, RoundTripExact) {
   const std::vector<std::uint8_t> blob = encode_trace(t);
   ASSERT_GE(blob.size(), 13u);
   EXPECT_EQ(std::memcmp(blob.data(), "XSPT", 4), 0);
-  EXPECT_EQ(blob[4], 1);
+  EXPECT_EQ(blob[4], 2);
   const Trace back = decode_trace(blob);
-  EXPECT_EQ(back, t);
+  EXPECT_EQ(back, t);  // types included: Tag::operator== compares them
+  EXPECT_EQ(back.spans[4].track, Track::stream(3, 1ULL << 40));
+  EXPECT_EQ(back.spans[5].find_tag("flop_count")->as_real(), 123456789.25);
+  EXPECT_EQ(back.spans[5].tags[2].type, TagType::kString);  // the text "1000" stays text
   EXPECT_EQ(back.assembly, t.assembly);
   EXPECT_EQ(back.counters.at("big"), ~std::uint64_t{0});
   EXPECT_EQ(back.clock.unix_offset_ns, -42);
@@ -96,10 +100,10 @@ TEST(Serialize, CorruptBlobsThrow) {
     EXPECT_NE(std::string(e.what()).find("magic"), std::string::npos) << e.what();
   }
   auto bad_version = blob;
-  bad_version[4] = 2;
+  bad_version[4] = 3;
   try {
     decode_trace(bad_version);
-    FAIL() << "version 2 accepted";
+    FAIL() << "version 3 accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("version"), std::string::npos) << e.what();
   }
@@ -121,8 +125,8 @@ TEST(Serialize, CorruptBlobsThrow) {
 }
 
 // A well-formed header and zstd frame around a payload that is not a trace: the payload checks must catch it.
-std::vector<std::uint8_t> wrap(const std::vector<std::uint8_t>& payload) {
-  std::vector<std::uint8_t> blob = {'X', 'S', 'P', 'T', 1};
+std::vector<std::uint8_t> wrap(const std::vector<std::uint8_t>& payload, std::uint8_t version = 1) {
+  std::vector<std::uint8_t> blob = {'X', 'S', 'P', 'T', version};
   for (int i = 0; i < 8; ++i) blob.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(payload.size()) >> (8 * i)));
   std::vector<std::uint8_t> frame(ZSTD_compressBound(payload.size()));
   const std::size_t n = ZSTD_compress(frame.data(), frame.size(), payload.data(), payload.size(), 3);
@@ -148,7 +152,7 @@ TEST(Serialize, CorruptPayloadThrows) {
   EXPECT_EQ(ok.spans[0].name, "a");
   EXPECT_EQ(ok.spans[0].start_ns, 2);
   EXPECT_EQ(ok.spans[0].end_ns, 5);
-  EXPECT_EQ(ok.spans[0].thread_id, 9u);
+  EXPECT_EQ(ok.spans[0].track, Track::host_thread(9));
 
   EXPECT_THROW(decode_trace(with_span({2, 0, 7, 0, 0, 4, 6, 9, 0, 0})), std::runtime_error);  // level 7
   EXPECT_THROW(decode_trace(with_span({2, 0, 2, 4, 0, 4, 6, 9, 0, 0})), std::runtime_error);  // rule 4
@@ -164,6 +168,61 @@ TEST(Serialize, CorruptPayloadThrows) {
   std::vector<std::uint8_t> p = head;
   p.insert(p.end(), {0xff, 0xff, 0xff, 0xff, 0x0f});
   EXPECT_THROW(decode_trace(wrap(p)), std::runtime_error);
+}
+
+// Stores written before tags had types and spans had tracks (format v1) read into the typed model: a v1 device
+// stream track (0x5354 << 48 | device << 32 | stream) becomes Track::stream, and numeric text becomes numbers,
+// except under keys that name things (a module "0" stays text).
+TEST(Serialize, Version1BlobsReadAsTypedTagsAndTracks) {
+  // strings: 0 "k", 1 "grid", 2 "4096,1,1", 3 "bytes", 4 "1024", 5 "module", 6 "0", 7 "fp32_flops", 8 "1.5e+09",
+  // 9 "name", 10 "007"
+  const std::vector<std::string> strings = {"k", "grid", "4096,1,1", "bytes", "1024", "module",
+                                            "0", "fp32_flops", "1.5e+09", "name", "007"};
+  std::vector<std::uint8_t> p = {static_cast<std::uint8_t>(strings.size())};
+  for (const std::string& x : strings) {
+    p.push_back(static_cast<std::uint8_t>(x.size()));
+    p.insert(p.end(), x.begin(), x.end());
+  }
+  p.insert(p.end(), {0, 0, 0, 0, 0, 0, 0, 0, 0, 0});  // clock "", 0, ""; no counters; report of zeros
+  p.push_back(1);                                       // one span
+  p.insert(p.end(), {2, 0, 5, 0, 0, 4, 6});             // id 1, no parent, kernel, rule none, name "k", start, dur
+  // thread id 0x5354'0002'0000'0007 as a varint (GPU 2, stream 7)
+  std::uint64_t tid = 0x5354000200000007ULL;
+  while (tid >= 0x80) {
+    p.push_back(static_cast<std::uint8_t>(tid | 0x80));
+    tid >>= 7;
+  }
+  p.push_back(static_cast<std::uint8_t>(tid));
+  p.insert(p.end(), {0, 5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10});  // no correlation; 5 tags
+  const Trace t = decode_trace(wrap(p, 1));
+  ASSERT_EQ(t.spans.size(), 1u);
+  const Span& s = t.spans[0];
+  EXPECT_EQ(s.track, Track::stream(2, 7));
+  EXPECT_EQ(s.find_tag("grid")->as_int_list(), (std::vector<std::int64_t>{4096, 1, 1}));
+  EXPECT_EQ(s.find_tag("bytes")->type, TagType::kInt);
+  EXPECT_EQ(s.find_tag("module")->type, TagType::kString);
+  EXPECT_EQ(s.find_tag("fp32_flops")->type, TagType::kReal);
+  EXPECT_EQ(s.find_tag("fp32_flops")->as_real(), 1.5e9);
+  EXPECT_EQ(s.find_tag("name")->type, TagType::kString);  // leading zero: an identifier
+  // Written back, it is a v2 blob that reads the same.
+  EXPECT_EQ(decode_trace(encode_trace(t)), t);
+}
+
+TEST(Serialize, Version2UnknownTagTypeThrows) {
+  // strings: "a"; clock; counters; report; one span with one tag of type 9.
+  std::vector<std::uint8_t> p = {1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  p.insert(p.end(), {2, 0, 2, 0, 0, 4, 6, 0, 9, 0, 1, 0, 1, 3});  // host thread 9; tag key 0, type 1, value -2
+  const Trace ok = decode_trace(wrap(p, 2));
+  ASSERT_EQ(ok.spans.size(), 1u);
+  EXPECT_EQ(ok.spans[0].track, Track::host_thread(9));
+  EXPECT_EQ(ok.spans[0].tags[0], Tag("a", std::int64_t{-2}));
+  p[p.size() - 2] = 9;  // tag type 9
+  try {
+    decode_trace(wrap(p, 2));
+    FAIL() << "tag type 9 accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("tag type"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

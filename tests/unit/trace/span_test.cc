@@ -90,7 +90,7 @@ TEST(Recorder, ConcurrentAddCountTake) {
       for (int i = 0; i < kPerThread; ++i) {
         Span s;
         s.id = r.next_id();
-        s.thread_id = current_thread_id();
+        s.track = Track::host_thread(current_thread_id());
         if (t % 2 == 0) {
           r.add(std::move(s));
         } else {
@@ -109,7 +109,7 @@ TEST(Recorder, ConcurrentAddCountTake) {
   std::set<std::uint64_t> tids;
   for (const Span& s : trace.spans) {
     ids.insert(s.id);
-    tids.insert(s.thread_id);
+    tids.insert(s.track.id);
   }
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(kThreads * kPerThread));
   EXPECT_EQ(*ids.begin(), 1u);

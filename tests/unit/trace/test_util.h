@@ -16,7 +16,7 @@ inline Span make_span(SpanId id, Level level, std::int64_t start_ns, std::int64_
   s.level = level;
   s.start_ns = start_ns;
   s.end_ns = end_ns;
-  s.thread_id = thread_id;
+  s.track = Track::host_thread(thread_id);
   s.parent_id = parent_id;
   s.correlation_id = correlation_id;
   s.name = std::string(to_string(level)) + "#" + std::to_string(id);

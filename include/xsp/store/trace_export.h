@@ -1,0 +1,58 @@
+// One stored run's trace in the formats users' own tools read (docs/exports.md): Chrome Trace Event JSON
+// (Perfetto, chrome://tracing, DevTools, HTA), OTLP/JSON (Jaeger, Tempo) and a relational SQLite file (SQL, pandas).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "xsp/record/record.h"
+#include "xsp/trace/export.h"
+
+namespace xsp {
+
+enum class TraceFormat { kChrome, kOtlp, kSqlite };
+/// "chrome" | "otlp" | "sqlite"; std::nullopt for anything else.
+std::optional<TraceFormat> parse_trace_format(std::string_view name);
+std::string_view to_string(TraceFormat format);
+
+/// Which run of an evaluation to export. `run` (1-based, in stored order, as `xsp show` numbers runs) wins; else
+/// the run of `batch_size` (default: the evaluation's first) and `trace_level` (default: the deepest of it).
+struct RunChoice {
+  std::optional<int> run;
+  std::optional<int> batch_size;
+  std::optional<TraceLevel> trace_level;
+};
+
+/// The chosen run. Throws std::invalid_argument naming the option (--run, --batch-size, --trace-level) and the
+/// values the evaluation has when none matches.
+const RunRecord& choose_run(const EvaluationRecord& record, const RunChoice& choice);
+
+/// The resource of a stored run's trace: service.version = the XSP version that recorded it (system.software),
+/// host.name = system.host.hostname, service.instance.id = the evaluation's UUID, GPU names from system.gpu, and
+/// attributes xsp.evaluation_id, xsp.run_id, model, framework, device, batch_size, trace_level.
+TraceResource trace_resource(const EvaluationRecord& record, const RunRecord& run);
+
+/// Writes `run`'s trace to `path` in `format`, through a temporary file renamed into place, so a failure leaves no
+/// partial file and an existing file is replaced only by a complete one. OTLP uses the run's stored trace id
+/// (std::invalid_argument if the run has none, i.e. it was never saved). Throws std::runtime_error naming the path
+/// when it cannot be written.
+void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
+                      const std::filesystem::path& path);
+
+/// The relational export (format kSqlite, docs/exports.md "SQL"): a new SQLite file with tables
+///   meta(key, value)                         evaluation/run ids, model, framework, device, trace id, clock...
+///   tracks(id, device, stream, thread, name) one row per host thread or GPU stream
+///   spans(id, parent_id, level, level_index, parent_rule, name, start_ns, end_ns, duration_ns, track_id,
+///         correlation_id, op_id)            every span; op_id = the nearest FRAMEWORK span (the op it belongs to)
+///   tags(span_id, key, value)                every tag, value typed (INTEGER, REAL or TEXT)
+///   ops(span_id, name, start_ns, end_ns, duration_ns, thread, module, parent_op_id)
+///   launches(span_id, name, start_ns, end_ns, duration_ns, thread, correlation_id, cbid, op_id)
+///   kernels(span_id, kind, name, start_ns, end_ns, duration_ns, device, stream, correlation_id, grid_x..z,
+///           block_x..z, registers_per_thread, shared_bytes, bytes, launch_id, op_id)
+/// with foreign keys launches.op_id → ops, kernels.launch_id → launches, kernels.op_id → ops; one transaction.
+void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, const std::filesystem::path& path);
+
+}  // namespace xsp

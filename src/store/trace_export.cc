@@ -1,0 +1,444 @@
+// Run trace exports (include/xsp/store/trace_export.h).
+#include "xsp/store/trace_export.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace xsp {
+
+namespace fs = std::filesystem;
+
+std::optional<TraceFormat> parse_trace_format(std::string_view name) {
+  if (name == "chrome") return TraceFormat::kChrome;
+  if (name == "otlp") return TraceFormat::kOtlp;
+  if (name == "sqlite") return TraceFormat::kSqlite;
+  return std::nullopt;
+}
+
+std::string_view to_string(TraceFormat format) {
+  switch (format) {
+    case TraceFormat::kChrome: return "chrome";
+    case TraceFormat::kOtlp: return "otlp";
+    case TraceFormat::kSqlite: return "sqlite";
+  }
+  return "unknown";
+}
+
+const RunRecord& choose_run(const EvaluationRecord& record, const RunChoice& choice) {
+  const std::string eval = "evaluation " + std::to_string(record.id);
+  if (record.runs.empty()) throw std::invalid_argument(eval + " has no runs");
+  if (choice.run) {
+    if (*choice.run < 1 || static_cast<std::size_t>(*choice.run) > record.runs.size()) {
+      throw std::invalid_argument("--run: expected a run number from 1 to " + std::to_string(record.runs.size()) +
+                                  " (" + eval + "), got " + std::to_string(*choice.run));
+    }
+    return record.runs[static_cast<std::size_t>(*choice.run - 1)];
+  }
+  const int batch = choice.batch_size.value_or(record.batch_sizes.empty() ? record.runs.front().batch_size
+                                                                          : record.batch_sizes.front());
+  const RunRecord* chosen = nullptr;
+  std::string sizes, levels;
+  for (const RunRecord& run : record.runs) {
+    sizes += (sizes.empty() ? "" : ", ") + std::to_string(run.batch_size);
+    if (run.batch_size != batch) continue;
+    levels += (levels.empty() ? "" : ", ") + std::string(to_string(run.trace_level));
+    if (choice.trace_level && run.trace_level != *choice.trace_level) continue;
+    if (chosen == nullptr || run.trace_level > chosen->trace_level) chosen = &run;
+  }
+  if (chosen != nullptr) return *chosen;
+  if (levels.empty()) {
+    throw std::invalid_argument("--batch-size: " + eval + " has no run with batch size " + std::to_string(batch) +
+                                " (its runs have batch sizes " + sizes + ")");
+  }
+  throw std::invalid_argument("--trace-level: " + eval + " has no run of batch size " + std::to_string(batch) +
+                              " at trace level " + std::string(to_string(*choice.trace_level)) +
+                              " (that batch size has " + levels + ")");
+}
+
+TraceResource trace_resource(const EvaluationRecord& record, const RunRecord& run) {
+  TraceResource r;
+  const nlohmann::json& sys = record.system;
+  if (sys.is_object()) {
+    if (const auto sw = sys.find("software"); sw != sys.end() && sw->is_object()) {
+      r.service_version = sw->value("xsp_version", "");
+    }
+    if (const auto host = sys.find("host"); host != sys.end() && host->is_object()) {
+      r.host_name = host->value("hostname", "");
+    }
+    if (const auto gpus = sys.find("gpu"); gpus != sys.end() && gpus->is_array()) {
+      for (const auto& g : *gpus) {
+        if (g.is_object() && g.contains("index") && g["index"].is_number_unsigned() && g.contains("name")) {
+          r.device_names[g["index"].get<std::uint32_t>()] = g["name"].is_string() ? g["name"].get<std::string>() : "";
+        }
+      }
+    }
+  }
+  r.instance_id = record.uuid;
+  r.attributes = {{"xsp.evaluation_id", record.id},
+                  {"xsp.run_id", run.id},
+                  {"model", record.model_name + " " + record.model_version},
+                  {"framework", record.framework_name + " " + record.framework_version},
+                  {"device", record.device},
+                  {"batch_size", run.batch_size},
+                  {"trace_level", std::string(to_string(run.trace_level))}};
+  return r;
+}
+
+namespace {
+
+fs::path temporary_beside(const fs::path& path) { return path.string() + ".tmp-" + std::to_string(::getpid()); }
+
+void publish(const fs::path& tmp, const fs::path& path) {
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
+  }
+}
+
+void write_text(const fs::path& path, const std::string& content) {
+  const fs::path tmp = temporary_beside(path);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) throw std::runtime_error("cannot write " + path.string() + " (cannot create " + tmp.string() + ")");
+    out << content;
+    if (!out.flush()) {
+      out.close();
+      fs::remove(tmp);
+      throw std::runtime_error("cannot write " + path.string());
+    }
+  }
+  publish(tmp, path);
+}
+
+/// The relational export's connection: every failure names the file and the statement.
+class Db {
+ public:
+  explicit Db(const fs::path& file) : file_(file) {
+    if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      throw std::runtime_error("cannot create " + file.string() + ": " + msg);
+    }
+  }
+  ~Db() { sqlite3_close(db_); }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw std::runtime_error("writing " + file_.string() + ": " + msg);
+    }
+  }
+
+  /// A prepared statement bound by position and stepped once per row.
+  class Insert {
+   public:
+    Insert(Db& db, const char* sql) : db_(db) {
+      if (sqlite3_prepare_v2(db.db_, sql, -1, &st_, nullptr) != SQLITE_OK) db.fail("prepare");
+    }
+    ~Insert() { sqlite3_finalize(st_); }
+    Insert& null(int i) { return check(sqlite3_bind_null(st_, i)); }
+    Insert& i64(int i, std::int64_t v) { return check(sqlite3_bind_int64(st_, i, v)); }
+    Insert& opt(int i, std::optional<std::int64_t> v) { return v ? i64(i, *v) : null(i); }
+    Insert& id(int i, SpanId v) { return v == kNoSpan ? null(i) : i64(i, static_cast<std::int64_t>(v)); }
+    Insert& real(int i, double v) { return check(sqlite3_bind_double(st_, i, v)); }
+    Insert& text(int i, std::string_view v) {
+      return check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    }
+    void row() {
+      if (sqlite3_step(st_) != SQLITE_DONE) db_.fail("insert");
+      sqlite3_reset(st_);
+      sqlite3_clear_bindings(st_);
+    }
+
+   private:
+    Insert& check(int rc) {
+      if (rc != SQLITE_OK) db_.fail("bind");
+      return *this;
+    }
+    Db& db_;
+    sqlite3_stmt* st_ = nullptr;
+  };
+
+ private:
+  [[noreturn]] void fail(const char* what) {
+    throw std::runtime_error("writing " + file_.string() + ": " + what + ": " + sqlite3_errmsg(db_));
+  }
+  fs::path file_;
+  sqlite3* db_ = nullptr;
+};
+
+constexpr const char* kSchema = R"sql(
+PRAGMA foreign_keys = ON;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE tracks (
+  id INTEGER PRIMARY KEY,
+  device INTEGER,            -- CUDA device ordinal; NULL for a host thread
+  stream INTEGER,            -- CUDA stream id; NULL for a host thread
+  thread INTEGER,            -- OS thread id; NULL for a GPU stream
+  name TEXT NOT NULL
+);
+CREATE TABLE spans (
+  id INTEGER PRIMARY KEY,
+  parent_id INTEGER REFERENCES spans (id),
+  level TEXT NOT NULL,       -- application | model | framework | library | system | kernel | hardware
+  level_index INTEGER NOT NULL,
+  parent_rule TEXT NOT NULL, -- none | context | correlation | containment
+  name TEXT NOT NULL,
+  start_ns INTEGER NOT NULL, -- host clock (meta.host_clock)
+  end_ns INTEGER NOT NULL,
+  duration_ns INTEGER NOT NULL,
+  track_id INTEGER NOT NULL REFERENCES tracks (id),
+  correlation_id INTEGER,    -- CUPTI correlation id of a call and the device work it launched
+  op_id INTEGER REFERENCES spans (id)  -- nearest FRAMEWORK span: the op this span belongs to
+);
+CREATE TABLE tags (span_id INTEGER NOT NULL REFERENCES spans (id), key TEXT NOT NULL, value);
+CREATE TABLE ops (
+  span_id INTEGER PRIMARY KEY REFERENCES spans (id),
+  name TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
+  thread INTEGER, module TEXT, parent_op_id INTEGER REFERENCES ops (span_id)
+);
+CREATE TABLE launches (
+  span_id INTEGER PRIMARY KEY REFERENCES spans (id),
+  name TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
+  thread INTEGER, correlation_id INTEGER, cbid INTEGER, op_id INTEGER REFERENCES ops (span_id)
+);
+CREATE TABLE kernels (
+  span_id INTEGER PRIMARY KEY REFERENCES spans (id),
+  kind TEXT NOT NULL,        -- kernel | memcpy | memset
+  name TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
+  device INTEGER, stream INTEGER, correlation_id INTEGER,
+  grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER,
+  registers_per_thread INTEGER, shared_bytes INTEGER, bytes INTEGER,
+  launch_id INTEGER REFERENCES launches (span_id),
+  op_id INTEGER REFERENCES ops (span_id)
+);
+CREATE INDEX spans_parent ON spans (parent_id);
+CREATE INDEX spans_op ON spans (op_id);
+CREATE INDEX tags_span ON tags (span_id);
+CREATE INDEX kernels_op ON kernels (op_id);
+CREATE INDEX kernels_launch ON kernels (launch_id);
+)sql";
+
+void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs::path& file) {
+  const Trace& trace = run.trace;
+  std::unordered_map<SpanId, const Span*> by_id;
+  by_id.reserve(trace.spans.size());
+  for (const Span& s : trace.spans) by_id.emplace(s.id, &s);
+  auto parent = [&](const Span& s) -> const Span* {
+    const auto it = by_id.find(s.parent_id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
+  // The op of a span: itself when FRAMEWORK, else its nearest FRAMEWORK ancestor below the MODEL level.
+  std::unordered_map<SpanId, SpanId> op_cache;
+  auto op_of = [&](const Span& start) -> SpanId {
+    std::vector<SpanId> path;
+    SpanId found = kNoSpan;
+    for (const Span* s = &start; s != nullptr && path.size() <= trace.spans.size(); s = parent(*s)) {
+      if (const auto it = op_cache.find(s->id); it != op_cache.end()) {
+        found = it->second;
+        break;
+      }
+      path.push_back(s->id);
+      if (s->level == Level::kFramework) {
+        found = s->id;
+        break;
+      }
+      if (s->level < Level::kFramework) break;
+    }
+    for (SpanId id : path) op_cache[id] = found;
+    return found;
+  };
+
+  Db db(file);
+  db.exec(kSchema);
+  db.exec("BEGIN");
+
+  {
+    Db::Insert meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
+    auto put = [&](const char* key, const std::string& value) { meta.text(1, key).text(2, value).row(); };
+    auto put_int = [&](const char* key, std::int64_t value) { meta.text(1, key).i64(2, value).row(); };
+    put("format", "xsp-trace-sqlite-1");
+    put_int("evaluation_id", record.id);
+    put("evaluation_uuid", record.uuid);
+    put_int("run_id", run.id);
+    put("trace_id", run.trace_id);
+    put("model", record.model_name + " " + record.model_version);
+    put("framework", record.framework_name + " " + record.framework_version);
+    put("device", record.device);
+    put_int("batch_size", run.batch_size);
+    put("trace_level", std::string(to_string(run.trace_level)));
+    put("host_clock", trace.clock.host_clock);
+    put_int("unix_offset_ns", trace.clock.unix_offset_ns);
+    put("device_clock_mapping", trace.clock.device_clock_mapping);
+  }
+
+  std::map<Track, std::int64_t> track_ids;
+  for (const Span& s : trace.spans) track_ids.emplace(s.track, 0);
+  {
+    Db::Insert ins(db, "INSERT INTO tracks (id, device, stream, thread, name) VALUES (?1, ?2, ?3, ?4, ?5)");
+    std::int64_t next = 1;
+    for (auto& [track, id] : track_ids) {
+      id = next++;
+      ins.i64(1, id);
+      if (track.is_device()) {
+        ins.i64(2, track.device).i64(3, static_cast<std::int64_t>(track.id)).null(4);
+      } else {
+        ins.null(2).null(3).i64(4, static_cast<std::int64_t>(track.id));
+      }
+      ins.text(5, to_string(track)).row();
+    }
+  }
+
+  // Parents may come after children in span order: spans are inserted first, foreign keys checked at COMMIT.
+  db.exec("PRAGMA defer_foreign_keys = ON");
+  Db::Insert span_ins(db,
+                      "INSERT INTO spans (id, parent_id, level, level_index, parent_rule, name, start_ns, end_ns, "
+                      "duration_ns, track_id, correlation_id, op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                      "?11, ?12)");
+  Db::Insert tag_ins(db, "INSERT INTO tags (span_id, key, value) VALUES (?1, ?2, ?3)");
+  Db::Insert op_ins(db,
+                    "INSERT INTO ops (span_id, name, start_ns, end_ns, duration_ns, thread, module, parent_op_id) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  Db::Insert launch_ins(db,
+                        "INSERT INTO launches (span_id, name, start_ns, end_ns, duration_ns, thread, correlation_id, "
+                        "cbid, op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+  Db::Insert kernel_ins(db,
+                        "INSERT INTO kernels (span_id, kind, name, start_ns, end_ns, duration_ns, device, stream, "
+                        "correlation_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+                        "shared_bytes, bytes, launch_id, op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                        "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
+
+  for (const Span& s : trace.spans) {
+    const auto id = static_cast<std::int64_t>(s.id);
+    const bool has_parent = s.parent_id != kNoSpan && by_id.contains(s.parent_id);
+    const SpanId op = s.level >= Level::kFramework ? op_of(s) : kNoSpan;
+    span_ins.i64(1, id);
+    if (has_parent) {
+      span_ins.id(2, s.parent_id);
+    } else {
+      span_ins.null(2);
+    }
+    span_ins.text(3, to_string(s.level))
+        .i64(4, static_cast<std::int64_t>(s.level))
+        .text(5, to_string(s.parent_rule))
+        .text(6, s.name)
+        .i64(7, s.start_ns)
+        .i64(8, s.end_ns)
+        .i64(9, s.duration_ns())
+        .i64(10, track_ids.at(s.track));
+    if (s.correlation_id != 0) {
+      span_ins.i64(11, static_cast<std::int64_t>(s.correlation_id));
+    } else {
+      span_ins.null(11);
+    }
+    span_ins.id(12, op).row();
+
+    for (const Tag& t : s.tags) {
+      tag_ins.i64(1, id).text(2, t.key);
+      const auto i = t.type == TagType::kInt ? t.as_int() : std::nullopt;
+      const auto r = t.type == TagType::kReal ? t.as_real() : std::nullopt;
+      if (i) {
+        tag_ins.i64(3, *i);
+      } else if (r) {
+        tag_ins.real(3, *r);
+      } else {
+        tag_ins.text(3, t.value);
+      }
+      tag_ins.row();
+    }
+
+    const std::optional<std::int64_t> thread =
+        s.track.is_device() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(s.track.id));
+    if (s.level == Level::kFramework) {
+      const Span* p = parent(s);
+      const SpanId parent_op = p != nullptr ? op_of(*p) : kNoSpan;
+      op_ins.i64(1, id).text(2, s.name).i64(3, s.start_ns).i64(4, s.end_ns).i64(5, s.duration_ns()).opt(6, thread);
+      if (const auto m = s.tag("module")) {
+        op_ins.text(7, *m);
+      } else {
+        op_ins.null(7);
+      }
+      op_ins.id(8, parent_op).row();
+    } else if (s.level == Level::kSystem) {
+      launch_ins.i64(1, id).text(2, s.name).i64(3, s.start_ns).i64(4, s.end_ns).i64(5, s.duration_ns()).opt(6, thread);
+      launch_ins.opt(7, s.correlation_id != 0 ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
+                                                : std::nullopt);
+      launch_ins.opt(8, s.tag_int("cbid")).id(9, op).row();
+    } else if (s.level == Level::kKernel) {
+      const Span* p = parent(s);
+      const SpanId launch = p != nullptr && p->level == Level::kSystem ? p->id : kNoSpan;
+      kernel_ins.i64(1, id)
+          .text(2, s.tag("kind").value_or("kernel"))
+          .text(3, s.name)
+          .i64(4, s.start_ns)
+          .i64(5, s.end_ns)
+          .i64(6, s.duration_ns());
+      if (s.track.is_device()) {
+        kernel_ins.i64(7, s.track.device).i64(8, static_cast<std::int64_t>(s.track.id));
+      } else {
+        kernel_ins.opt(7, s.tag_int("device")).opt(8, s.tag_int("stream"));
+      }
+      kernel_ins.opt(9, s.correlation_id != 0
+                            ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
+                            : std::nullopt);
+      for (int k = 0; k < 2; ++k) {
+        const Tag* t = s.find_tag(k == 0 ? "grid" : "block");
+        const std::vector<std::int64_t> xyz = t != nullptr ? t->as_int_list() : std::vector<std::int64_t>{};
+        for (int c = 0; c < 3; ++c) {
+          kernel_ins.opt(10 + 3 * k + c, xyz.size() == 3 ? std::optional<std::int64_t>(xyz[static_cast<std::size_t>(c)])
+                                                         : std::nullopt);
+        }
+      }
+      const auto st = s.tag_int("static_shared_bytes"), dyn = s.tag_int("dynamic_shared_bytes");
+      kernel_ins.opt(16, s.tag_int("registers_per_thread"))
+          .opt(17, st || dyn ? std::optional<std::int64_t>(st.value_or(0) + dyn.value_or(0)) : std::nullopt)
+          .opt(18, s.tag_int("bytes"))
+          .id(19, launch)
+          .id(20, op)
+          .row();
+    }
+  }
+  db.exec("COMMIT");
+}
+
+}  // namespace
+
+void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
+                      const fs::path& path) {
+  switch (format) {
+    case TraceFormat::kChrome: write_text(path, to_chrome_trace(run.trace, trace_resource(record, run)).dump()); return;
+    case TraceFormat::kOtlp:
+      if (run.trace_id.empty()) {
+        throw std::invalid_argument("run " + std::to_string(run.id) + " has no trace id (it was never stored)");
+      }
+      write_text(path, to_otlp_json(run.trace, trace_resource(record, run), run.trace_id).dump());
+      return;
+    case TraceFormat::kSqlite: export_run_sqlite(record, run, path); return;
+  }
+}
+
+void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs::path& path) {
+  const fs::path tmp = temporary_beside(path);
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  try {
+    write_sqlite(record, run, tmp);
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  publish(tmp, path);
+}
+
+}  // namespace xsp
