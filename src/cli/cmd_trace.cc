@@ -52,6 +52,23 @@ void add_trace_command(CLI::App& app, Globals& g, Commands& out) {
                              << chosen->trace.spans.size() << " spans) to " << a->output << "\n";
                    return 0;
                  }});
+
+  auto* conv = trace->add_subcommand("convert", "export a trace file (.xspt, as xsp_cupti_selftest writes) without a store");
+  struct ConvertArgs {
+    std::string input, format = "chrome", output;
+  };
+  auto c = std::make_shared<ConvertArgs>();
+  conv->add_option("file", c->input, "xsp-trace file (.xspt)")->required()->check(CLI::ExistingFile);
+  conv->add_option("--format", c->format, "chrome, otlp or sqlite")->capture_default_str();
+  conv->add_option("-o,--output", c->output, "output file")->required();
+  out.push_back({conv, [c] {
+                   const auto format = parse_trace_format(c->format);
+                   if (!format)
+                     throw CLI::ValidationError("--format", "expected chrome, otlp or sqlite, got '" + c->format + "'");
+                   export_trace_file(c->input, *format, c->output);
+                   std::cout << "wrote " << c->format << " trace of " << c->input << " to " << c->output << "\n";
+                   return 0;
+                 }});
 }
 
 }  // namespace xsp::cli

@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "xsp/trace/serialize.h"
 
 namespace xsp {
 
@@ -439,6 +442,29 @@ void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, con
     throw;
   }
   publish(tmp, path);
+}
+
+void export_trace_file(const fs::path& blob, TraceFormat format, const fs::path& out) {
+  std::ifstream in(blob, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + blob.string());
+  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  RunRecord run;
+  try {
+    run.trace = decode_trace(bytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(blob.string() + ": not an xsp-trace file: " + e.what());
+  }
+  EvaluationRecord record;
+  record.model_name = blob.stem().string();
+  record.uuid = random_uuid();
+  run.trace_id = random_trace_id();
+  // The shallowest setting that enables every span the file holds.
+  for (const Span& s : run.trace.spans) {
+    while (!enables(run.trace_level, s.level) && run.trace_level != TraceLevel::kHardware) {
+      run.trace_level = static_cast<TraceLevel>(static_cast<int>(run.trace_level) + 1);
+    }
+  }
+  export_run_trace(record, run, format, out);
 }
 
 }  // namespace xsp

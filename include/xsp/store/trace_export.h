@@ -55,4 +55,11 @@ void export_run_trace(const EvaluationRecord& record, const RunRecord& run, Trac
 /// with foreign keys launches.op_id → ops, kernels.launch_id → launches, kernels.op_id → ops; one transaction.
 void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, const std::filesystem::path& path);
 
+/// Exports a trace file outside any store: an xsp-trace blob as encode_trace writes it (`.xspt`, e.g. from
+/// `xsp_cupti_selftest 1 t.xspt` or tests/fixtures/gpu/two_streams_h100.xspt) to `out` in `format`, as
+/// export_run_trace does. The resource names the file (service.instance.id = a fresh UUID, model = the file's stem)
+/// and OTLP gets a fresh random trace id, so two conversions of one file are two traces. Throws
+/// std::runtime_error naming `blob` when it cannot be read or decoded, or `out` when it cannot be written.
+void export_trace_file(const std::filesystem::path& blob, TraceFormat format, const std::filesystem::path& out);
+
 }  // namespace xsp

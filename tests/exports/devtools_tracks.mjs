@@ -1,0 +1,79 @@
+// Reads a Chrome Trace Event export with Chrome DevTools' own trace engine (@paulirish/trace_engine, the
+// Performance panel's parser, pinned in tools/trace-check) and checks that each GPU stream is its own track:
+//   node tests/exports/devtools_tracks.mjs TRACE.json MIN_STREAMS
+// For every GPU process (pid != the host's 4194304) it prints one line per thread (= stream) and checks:
+//   - at least MIN_STREAMS stream tracks in all, each named "stream N" by the thread_name metadata;
+//   - the engine kept every complete event the file puts on that (pid, tid);
+//   - nothing nests on a stream track (tree depth 1): work on one CUDA stream runs in order, so nesting there means
+//     the viewer merged tracks (the defect of issue 11: one track holding 444 wrongly nested entries).
+// Exit 0 when all hold, 1 with the failed checks listed, 2 on a usage or parse error.
+import fs from 'node:fs';
+import path from 'node:path';
+import {fileURLToPath} from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const engineDir = path.join(here, '..', '..', 'tools', 'trace-check', 'node_modules', '@paulirish', 'trace_engine');
+const kHostPid = 4194304;  // kChromeHostPid, include/xsp/trace/export.h
+
+const [file, minStreamsArg] = process.argv.slice(2);
+const minStreams = Number.parseInt(minStreamsArg ?? '1', 10);
+if (!file || !Number.isInteger(minStreams) || minStreams < 1) {
+  console.error('usage: devtools_tracks.mjs TRACE.json MIN_STREAMS');
+  process.exit(2);
+}
+if (!fs.existsSync(engineDir)) {
+  console.error(`${engineDir} is missing: run scripts/install-deps.sh (npm ci in tools/trace-check)`);
+  process.exit(77);  // CTest's SKIP_RETURN_CODE
+}
+// The engine measures boxes with DOMRect, which Node lacks; only its geometry methods are used.
+globalThis.DOMRect ??= class DOMRect {
+  constructor(x = 0, y = 0, width = 0, height = 0) { Object.assign(this, {x, y, width, height}); }
+  static fromRect(r = {}) { return new DOMRect(r.x, r.y, r.width, r.height); }
+};
+const Trace = await import(path.join(engineDir, 'models', 'trace', 'trace.js'));
+
+let events;
+try {
+  const json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  events = json.traceEvents ?? json;
+  if (!Array.isArray(events)) throw new Error('no traceEvents array');
+} catch (e) {
+  console.error(`${file}: not a Chrome trace: ${e.message}`);
+  process.exit(2);
+}
+
+const model = Trace.TraceModel.Model.createWithAllHandlers();
+await model.parse(events);
+const parsed = model.parsedTrace().data;
+const failures = [];
+const expect = (ok, what) => { if (!ok) failures.push(what); };
+
+// What the file itself puts on each GPU track: complete events per "pid/tid".
+const inFile = new Map();
+for (const e of events) {
+  if (e.ph === 'X' && e.pid !== kHostPid) {
+    const key = `${e.pid}/${e.tid}`;
+    inFile.set(key, (inFile.get(key) ?? 0) + 1);
+  }
+}
+
+let streams = 0;
+for (const [pid, proc] of parsed.Renderer.processes) {
+  if (pid === kHostPid) continue;
+  for (const [tid, thread] of proc.threads) {
+    const complete = thread.entries.filter(e => e.ph === 'X').length;
+    const depth = thread.tree?.maxDepth ?? 0;
+    const want = inFile.get(`${pid}/${tid}`) ?? 0;
+    console.log(`pid ${pid} tid ${tid} "${thread.name}": ${complete} entries (file: ${want}), tree depth ${depth}`);
+    ++streams;
+    expect(/^stream \d+$/.test(thread.name ?? ''), `pid ${pid} tid ${tid}: thread name "${thread.name}", expected "stream N"`);
+    expect(complete === want, `pid ${pid} tid ${tid}: DevTools kept ${complete} of the file's ${want} events`);
+    expect(depth <= 1, `pid ${pid} tid ${tid}: entries nest (tree depth ${depth}) on one stream`);
+  }
+}
+const fileTracks = inFile.size;
+console.log(`${streams} GPU stream tracks in DevTools, ${fileTracks} in the file`);
+expect(streams >= minStreams, `${streams} GPU stream tracks, expected at least ${minStreams}`);
+expect(streams === fileTracks, `DevTools shows ${streams} GPU tracks, the file has ${fileTracks}`);
+for (const f of failures) console.error(`FAIL: ${f}`);
+process.exit(failures.length === 0 ? 0 : 1);
