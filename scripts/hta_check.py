@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs Holistic Trace Analysis (HTA) on XSP's Chrome export of a stored run and sets its figures beside XSP's own.
 
-    scripts/hta_check.py --store K.db --hta-src DIR [--id 1] [--run N] [--xsp build/xsp]
+    scripts/hta_check.py --store K.db --hta-src DIR [--id 1] [--run N] [--xsp build/xsp] [--kineto TRACE.json]
 
 HTA is not packaged; DIR holds its source (the `hta` package of facebookresearch/HolisticTraceAnalysis, e.g.
 `git archive HEAD hta | tar x -C DIR`) and runs on Debian's python3-pandas, python3-plotly, python3-networkx and
@@ -9,7 +9,9 @@ python3-pydot. The store is copied first (opening a store migrates it), the run 
 as Chrome JSON (read by HTA) and as SQLite (XSP's own spans), and five HTA analyses run: kernel breakdown, temporal
 breakdown, idle time breakdown, CUDA kernel launch statistics and queue length. Each line prints HTA's figure, XSP's
 and whether they agree; exit 1 when an analysis fails or a figure that must match does not (launch statistics: one
-row per launch of device work; kernel breakdown: the same total device time per kind)."""
+row per launch of device work; kernel breakdown: the same total device time per kind). With --kineto, HTA also reads
+PyTorch's own profiler trace of the same model (scripts/gpu/kineto_trace.py) and the figures per step are set side
+by side: HTA should see the same work in both."""
 import argparse
 import json
 import os
@@ -103,6 +105,32 @@ def analyze(analyzer, db, keep_ns, idle_json, row, failures):
         print("    " + queue.to_string().replace("\n", "\n    "))
 
 
+def per_step(TraceAnalysis, trace_dir):
+    """HTA's figures per ProfilerStep of one trace (nanoseconds kept)."""
+    analyzer = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True)
+    steps = len(analyzer.get_profiler_steps())
+    launches = analyzer.get_cuda_kernel_launch_stats(ranks=[0], visualize=False)[0]
+    by_type, _ = analyzer.get_gpu_kernel_breakdown(visualize=False)
+    temporal = analyzer.get_temporal_breakdown(visualize=False).iloc[0]
+    pct = dict(zip(by_type["kernel_type"], by_type["percentage"]))
+    return {"ProfilerSteps": steps,
+            "launch-stats rows / step": len(launches) / max(steps, 1),
+            "median launch delay (us)": float(launches["launch_delay"].median()),
+            "median CPU launch call (us)": float(launches["cpu_duration"].median()),
+            "COMPUTATION % of device time": float(pct.get("COMPUTATION", 0)),
+            "compute_time / step (us)": float(temporal["compute_time(us)"]) / max(steps, 1)}
+
+
+def compare_with_kineto(TraceAnalysis, kineto, xsp_dir, tmp):
+    kdir = os.path.join(tmp, "kineto")
+    os.mkdir(kdir)
+    shutil.copy(kineto, os.path.join(kdir, "rank0.json"))
+    print(f"== HTA on XSP's export and on Kineto's trace of the same model ({os.path.basename(kineto)}), per step")
+    x, k = per_step(TraceAnalysis, xsp_dir), per_step(TraceAnalysis, kdir)
+    for key in x:
+        print(f"  {key:<34} XSP {x[key]:>12,.3f}   Kineto {k[key]:>12,.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", required=True, help="an XSP store (copied, never opened in place)")
@@ -110,6 +138,7 @@ def main():
     ap.add_argument("--id", type=int, default=1, help="evaluation id (default 1)")
     ap.add_argument("--run", type=int, help="the N-th run of the evaluation (default: xsp's default run)")
     ap.add_argument("--xsp", default=os.path.join(HERE, "..", "build", "xsp"))
+    ap.add_argument("--kineto", help="a torch.profiler trace of the same model (scripts/gpu/kineto_trace.py)")
     args = ap.parse_args()
     if not os.path.isdir(os.path.join(args.hta_src, "hta")):
         sys.exit(f"--hta-src {args.hta_src}: no hta/ package there")
@@ -157,6 +186,8 @@ def main():
             print(f"== HTA {'with HTA_DISABLE_NS_ROUNDING (nanoseconds kept)' if keep_ns else 'as users run it (rounds to whole us)'}")
             analyze(TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True), db, keep_ns, idle_json,
                     row, failures)
+        if args.kineto:
+            compare_with_kineto(TraceAnalysis, args.kineto, trace_dir, tmp)
         db.close()
 
     print("PASS" if not failures else "FAIL: " + ", ".join(failures))

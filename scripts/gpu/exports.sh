@@ -23,5 +23,8 @@ for f in chrome otlp sqlite; do
   ./build-gpu/xsp trace export 1 --format $f -o "$ART/resnet18_kernel.$f" >> "$ART/report.txt" 2>&1
 done
 ./build-gpu/xsp show 1 > "$ART/show.txt" 2>&1
+# Kineto's own trace of the same model and predict step, for HTA side by side (scripts/hta_check.py --kineto).
+python3 scripts/gpu/kineto_trace.py $ZOO/resnet18.pt 1 "$ART/resnet18_kineto.json" 4 >> "$ART/report.txt" 2>&1
+echo "kineto rc=$?" | tee -a "$ART/report.txt"
 tar czf "$OUT/exports.tgz" -C "$OUT" exports
 cat "$ART/report.txt"; grep -E "ok|FAIL|PASS" "$ART/selftest.log" | tail -25
