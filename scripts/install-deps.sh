@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch python3-torchvision
   python3-onnx python3-sklearn
+  librsvg2-bin
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -16,10 +17,22 @@ for p in "${packages[@]}"; do
 done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Chart rendering (tests/roofline_chart_test.sh, docs/roofline.md): vega, vega-lite and vega-cli at the exact
+# versions of tools/vega/package-lock.json. --ignore-scripts: vega-cli's optional PNG backend (the `canvas` native
+# module) is not built; SVG comes from vg2svg and PNG from rsvg-convert (librsvg2-bin above).
+vega_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/vega"
+if [ -d "$vega_dir/node_modules" ]; then
+  echo "install-deps: $vega_dir/node_modules present"
+elif command -v npm > /dev/null; then
+  npm ci --prefix "$vega_dir" --ignore-scripts --no-audit --no-fund
+else
+  echo "install-deps: npm not found: the roofline chart rendering test will be skipped"
+fi
