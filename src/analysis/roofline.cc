@@ -626,7 +626,8 @@ RooflineChart make_roofline_chart(const std::vector<Table>& tables, const Machin
     for (const auto& [reason, count] : chart.left_out) n += count;
     subtitle.push_back(std::to_string(n) + " of " + std::to_string(chart.rows) + " " + chart.what +
                        "s left out (log axes have no place for them):");
-    for (const auto& [reason, count] : chart.left_out) subtitle.push_back("– " + std::to_string(count) + " " + reason);
+    for (const auto& [reason, count] : chart.left_out)
+      subtitle.push_back("– " + std::to_string(count) + " " + reason);
   }
   if (ceilings == nullptr) subtitle.push_back("no measured ceilings for this machine: points only");
   if (batches.size() > 1) {

@@ -171,7 +171,7 @@ TEST(HierarchicalBound, RecordedH200BatchNormAndElementwiseKernelsAreMemoryBound
     // One rule: the hierarchical table's verdict and A8's bound are A9's.
     EXPECT_EQ(text(hier, i, "name"), name);
     EXPECT_EQ(text(hier, i, "limiting"), level);
-    EXPECT_NEAR(real(hier, i, "attainable_flops_per_s"), real(a9, i, "attainable_flops_per_s"), 1e-3);
+    EXPECT_DOUBLE_EQ(real(hier, i, "attainable_flops_per_s"), real(a9, i, "attainable_flops_per_s"));
     const bool is_bn = name.find("bn_fw") != std::string::npos;
     const bool is_elementwise = name.find("elementwise") != std::string::npos;
     if (is_bn || is_elementwise) EXPECT_EQ(bound, "memory");  // at 0.1–0.6 % of their DRAM roof
