@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -568,7 +569,7 @@ RooflineChart make_roofline_chart(const std::vector<Table>& tables, const Machin
   const double width = 720, height = 460;
   const double x_decades = std::log10(x1 / x0), y_decades = std::log10(y1 / y0);
   // On log-log axes a bandwidth diagonal (y = bw × x) has slope 1 decade per decade: its angle on screen.
-  const double diagonal_deg = -std::atan((height / y_decades) / (width / x_decades)) * 180.0 / M_PI;
+  const double diagonal_deg = -std::atan((height / y_decades) / (width / x_decades)) * 180.0 / std::numbers::pi;
   for (std::size_t i = 0; i < bandwidths.size(); ++i) {
     const auto& [l, bw] = bandwidths[i];
     const std::string label = bandwidth_label(l, *bw);
