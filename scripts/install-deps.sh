@@ -10,6 +10,7 @@ packages=(
   libtorch-dev python3-torch python3-torchvision
   python3-onnx python3-sklearn
   python3-protobuf protobuf-compiler  # scripts/otlp_check.py: the OTLP export against OpenTelemetry's protos
+  librsvg2-bin                        # rsvg-convert: the roofline chart's SVG to PNG (tests/roofline_chart_test.sh)
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm
 # (NodeSource's) is kept.
@@ -28,9 +29,12 @@ else
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The npm packages, at the versions package-lock.json pins, when missing or older than the lock file.
+# The npm packages, at the versions package-lock.json pins, when missing or older than the lock file:
+# tools/trace-check (DevTools' trace engine, OpenTelemetry's protos) and tools/vega (vega, vega-lite, vega-cli).
+# --ignore-scripts: vega-cli's optional PNG backend (the `canvas` native module) is not built; SVG comes from
+# vg2svg and PNG from rsvg-convert.
 cd "$(dirname "$0")/.."
-for dir in tools/trace-check; do
+for dir in tools/trace-check tools/vega; do
   if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     echo "install-deps: npm ci in $dir"
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)

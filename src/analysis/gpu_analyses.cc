@@ -76,7 +76,8 @@ Table skeleton(const std::string& id) {
                  {"peak_flops_per_s", "peak FLOP/s"},
                  {"attainable_flops_per_s", "attainable FLOP/s"},
                  {"percent_of_roofline", "% of roof"},
-                 {"bound", "bound"}};
+                 {"bound", "bound"},
+                 {"binding_level", "binding level"}};
     t.bar_column = 13;
   } else if (id == "A12") {
     t.title = "Counters by layer";
@@ -109,7 +110,8 @@ Table skeleton(const std::string& id) {
                  {"peak_flops_per_s", "peak FLOP/s"},
                  {"attainable_flops_per_s", "attainable FLOP/s"},
                  {"percent_of_roofline", "% of roof"},
-                 {"bound", "bound"}};
+                 {"bound", "bound"},
+                 {"binding_level", "binding level"}};
     t.bar_column = 12;
   } else if (id == "roofline-hier") {
     t.title = "Hierarchical roofline";
@@ -336,6 +338,14 @@ Cell value_cell(const CounterValues& c, std::string_view name) {
 }
 Cell gflops_cell(std::optional<double> flops) { return flops ? opt_cell(*flops / 1e9) : Cell{}; }
 Cell bound_cell(std::optional<Bound> b) { return b ? Cell{std::string(to_string(*b))} : Cell{}; }
+// The hierarchical verdict (roofline.h hierarchical_bound()) of a point: memory|compute, and its binding level.
+Cell bound_cell(const RooflinePoint& p) { return p.binding ? bound_cell(p.binding->bound) : Cell{}; }
+Cell binding_cell(const RooflinePoint& p) {
+  return p.binding ? Cell{std::string(to_string(p.binding->level))} : Cell{};
+}
+Cell attainable_cell(const RooflinePoint& p) {
+  return p.binding ? Cell{p.binding->attainable_flops_per_s} : Cell{};
+}
 Cell text_cell(const std::optional<std::string>& s) { return s ? Cell{*s} : Cell{}; }
 
 std::string format_g(double v) {
@@ -387,8 +397,10 @@ void add_counter_notes(Table& t, const GpuRuns& runs, const PrecisionUse* precis
     t.notes.push_back("no measured ceiling for precision " + names + ": the bound and roofline cells of those "
                       "rows are empty");
   }
-  t.notes.push_back("precision = compute ceiling of the FLOP counter with the most FLOPs (roofline.h); bound = "
-                    "memory when AI < ridge point of the measured ceilings, else compute (SPEC §4)");
+  t.notes.push_back("precision = compute ceiling of the FLOP counter with the most FLOPs (roofline.h); bound and "
+                    "binding level by the hierarchical roofline rule (Yang, Kurth, Williams 2020; roofline.h "
+                    "hierarchical_bound()): attainable = min(peak, AI_L1 × BW_L1, AI_L2 × BW_L2, AI_DRAM × BW_DRAM), "
+                    "the tightest of L1, L2, DRAM and compute binds; memory-bound when a memory level binds");
 }
 
 // The M/F/K occurrence latency of each joined counter position (the weight of its occupancy in a mean).
@@ -474,10 +486,10 @@ Table a8_kernel_information(const GpuRuns& runs) {
       const RooflinePoint p = roofline_point(c, runs.ceilings, o.latency_ns);
       precisions.add(p);
       const LevelPoint& dram = p.at(MemoryLevel::kDram);
-      with_bound += dram.bound.has_value();
+      with_bound += p.binding.has_value();
       row.insert(row.end(), {gflops_cell(p.flops), value_cell(c, hw::kDramReadBytes),
                              value_cell(c, hw::kDramWriteBytes), value_cell(c, hw::kAchievedOccupancyPercent),
-                             opt_cell(dram.ai), opt_cell(p.achieved_flops_per_s), bound_cell(dram.bound),
+                             opt_cell(dram.ai), opt_cell(p.achieved_flops_per_s), bound_cell(p),
                              value_cell(c, hw::kL2Bytes), value_cell(c, hw::kL1Bytes),
                              value_cell(c, hw::kSmThroughputPercent), text_cell(p.precision)});
     } else {
@@ -514,13 +526,14 @@ Table a9_kernel_roofline(const GpuRuns& runs) {
                       gflops_cell(p.flops), text_cell(p.precision), opt_cell(dram.ai),
                       opt_cell(p.at(MemoryLevel::kL2).ai), opt_cell(p.at(MemoryLevel::kL1).ai),
                       opt_cell(p.achieved_flops_per_s), opt_cell(p.peak_flops_per_s),
-                      opt_cell(dram.attainable_flops_per_s), opt_cell(p.percent_of_roofline), bound_cell(dram.bound)});
+                      attainable_cell(p), opt_cell(p.percent_of_roofline), bound_cell(p), binding_cell(p)});
   }
   add_counter_notes(t, runs, &precisions);
   if (runs.has_counters()) {
-    t.notes.push_back("one row per compute kernel with counters (A8 order); attainable = min(peak, DRAM bandwidth × "
-                      "AI at DRAM) (Williams, Waterman, Patterson, CACM 2009); % of roof = achieved / attainable; "
-                      "achieved FLOP/s from the M/F/K latency");
+    t.notes.push_back("one row per compute kernel with counters (A8 order); attainable = the tightest roof, "
+                      "min(peak, bandwidth × AI) over L1, L2 and DRAM (Williams, Waterman, Patterson, CACM 2009, per "
+                      "level as in Yang, Kurth, Williams 2020); binding level = the level (or compute) giving it; "
+                      "% of roof = achieved / attainable; achieved FLOP/s from the M/F/K latency");
   }
   return t;
 }
@@ -550,7 +563,7 @@ Table a12_counters_by_layer(const GpuRuns& runs) {
                       gflops_cell(p.flops), value_cell(v, hw::kDramReadBytes), value_cell(v, hw::kDramWriteBytes),
                       value_cell(v, hw::kL2Bytes), value_cell(v, hw::kL1Bytes),
                       value_cell(v, hw::kAchievedOccupancyPercent), opt_cell(dram.ai), text_cell(p.precision),
-                      bound_cell(dram.bound)});
+                      bound_cell(p)});
   }
   add_counter_notes(t, runs, &precisions);
   note_unweighted(t, unweighted);
@@ -584,8 +597,8 @@ Table a14_layer_roofline(const GpuRuns& runs) {
                       Cell{counter_layer_type(runs, index)}, ms_cell(latency), gflops_cell(p.flops),
                       text_cell(p.precision), opt_cell(dram.ai), opt_cell(p.at(MemoryLevel::kL2).ai),
                       opt_cell(p.at(MemoryLevel::kL1).ai), opt_cell(p.achieved_flops_per_s),
-                      opt_cell(p.peak_flops_per_s), opt_cell(dram.attainable_flops_per_s),
-                      opt_cell(p.percent_of_roofline), bound_cell(dram.bound)});
+                      opt_cell(p.peak_flops_per_s), attainable_cell(p), opt_cell(p.percent_of_roofline),
+                      bound_cell(p), binding_cell(p)});
   }
   add_counter_notes(t, runs, &precisions);
   t.notes.push_back("per layer: FLOPs and bytes summed over its kernels in the counter run; achieved FLOP/s = FLOPs "
@@ -605,14 +618,9 @@ Table roofline_hierarchical(const GpuRuns& runs) {
   auto level_cells = [](const RooflinePoint& p, std::vector<Cell>& row) {
     for (MemoryLevel l : kMemoryLevels) row.push_back(opt_cell(p.at(l).ai));
     for (MemoryLevel l : kMemoryLevels) row.push_back(bound_cell(p.at(l).bound));
-    std::optional<double> lowest;
-    for (MemoryLevel l : kMemoryLevels)
-      if (auto a = p.at(l).attainable_flops_per_s) lowest = lowest ? std::min(*lowest, *a) : *a;
-    const bool any = lowest.has_value() && p.peak_flops_per_s.has_value();
-    row.push_back(p.limiting_level ? Cell{std::string(to_string(*p.limiting_level))}
-                  : any            ? Cell{std::string("compute")}
-                                   : Cell{});
-    row.push_back(opt_cell(lowest));
+    // The same verdict as A9/A14's binding_level (roofline.h hierarchical_bound()).
+    row.push_back(binding_cell(p));
+    row.push_back(attainable_cell(p));
     row.push_back(opt_cell(p.achieved_flops_per_s));
   };
   for (const KernelOccurrence& o : runs.occurrences) {
@@ -638,7 +646,8 @@ Table roofline_hierarchical(const GpuRuns& runs) {
   add_counter_notes(t, runs, &precisions);
   t.notes.push_back("hierarchical roofline (Yang, Kurth, Williams 2020): AI and bound at each memory level against "
                     "that level's measured bandwidth; limiting = the level whose roof (bandwidth × AI) is lowest, or "
-                    "compute when the peak is below every roof; attainable = that lowest roof");
+                    "compute when the peak is below every roof (roofline.h hierarchical_bound(), the binding_level of "
+                    "A9 and A14); attainable = that lowest roof");
   return t;
 }
 
@@ -822,7 +831,7 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
       const LevelPoint& dram = p.at(MemoryLevel::kDram);
       row.insert(row.end(), {gflops_cell(p.flops), value_cell(v, hw::kDramReadBytes),
                              value_cell(v, hw::kDramWriteBytes), value_cell(v, hw::kAchievedOccupancyPercent),
-                             bound_cell(dram.bound), value_cell(v, hw::kL2Bytes), value_cell(v, hw::kL1Bytes),
+                             bound_cell(p), value_cell(v, hw::kL2Bytes), value_cell(v, hw::kL1Bytes),
                              opt_cell(dram.ai), opt_cell(p.achieved_flops_per_s), text_cell(p.precision)});
       std::vector<std::string> cn = runs.counter_notes;
       if (a.unweighted() > 0)

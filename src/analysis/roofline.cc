@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <map>
+#include <numbers>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -133,13 +136,15 @@ RooflinePoint roofline_point(const CounterValues& counters, const MachineCeiling
   if (p.flops && latency_ns && std::isfinite(*latency_ns) && *latency_ns > 0)
     p.achieved_flops_per_s = *p.flops / (*latency_ns * 1e-9);
 
-  double lowest_roof = std::numeric_limits<double>::infinity();
+  std::optional<double> bytes_at[3], bandwidth_at[3];
   for (const MemoryLevel l : kMemoryLevels) {
     LevelPoint& lp = p.levels[static_cast<int>(l)];
     const auto bytes = level_bytes(counters, l);
+    bytes_at[static_cast<int>(l)] = bytes;
     if (p.flops && bytes) lp.ai = arithmetic_intensity(*p.flops, *bytes);
     const Ceiling* bw = ceiling(ceilings, std::string(to_string(l)));
     if (bw != nullptr) lp.bandwidth_bytes_per_s = bw->value;
+    bandwidth_at[static_cast<int>(l)] = lp.bandwidth_bytes_per_s;
     if (!lp.ai || !lp.bandwidth_bytes_per_s) continue;
     if (*p.flops == 0) {
       // No FLOPs: on the roofline's x axis at 0, below any ridge; there is no compute peak to compare with.
@@ -151,16 +156,73 @@ RooflinePoint roofline_point(const CounterValues& counters, const MachineCeiling
     lp.ridge = ridge_point(*p.peak_flops_per_s, *lp.bandwidth_bytes_per_s);
     lp.attainable_flops_per_s = attainable_flops_per_s(*p.peak_flops_per_s, *lp.bandwidth_bytes_per_s, *lp.ai);
     lp.bound = classify(*lp.ai, *lp.ridge);
-    const double roof = *lp.bandwidth_bytes_per_s * *lp.ai;
-    if (roof < lowest_roof && roof < *p.peak_flops_per_s) {
-      lowest_roof = roof;
-      p.limiting_level = l;
+  }
+  if (ceilings != nullptr) p.binding = hierarchical_bound(p.flops, p.peak_flops_per_s, bytes_at, bandwidth_at);
+  if (p.achieved_flops_per_s && p.binding && p.binding->attainable_flops_per_s > 0)
+    p.percent_of_roofline = 100.0 * *p.achieved_flops_per_s / p.binding->attainable_flops_per_s;
+  return p;
+}
+
+std::string_view to_string(BindingLevel level) {
+  switch (level) {
+    case BindingLevel::kL1: return "l1";
+    case BindingLevel::kL2: return "l2";
+    case BindingLevel::kDram: return "dram";
+    case BindingLevel::kCompute: return "compute";
+  }
+  return "?";
+}
+
+BindingLevel binding_level_of(MemoryLevel level) {
+  switch (level) {
+    case MemoryLevel::kL1: return BindingLevel::kL1;
+    case MemoryLevel::kL2: return BindingLevel::kL2;
+    case MemoryLevel::kDram: return BindingLevel::kDram;
+  }
+  return BindingLevel::kDram;
+}
+
+std::optional<HierarchicalBound> hierarchical_bound(std::optional<double> flops,
+                                                    std::optional<double> peak_flops_per_s,
+                                                    const std::optional<double> (&level_bytes)[3],
+                                                    const std::optional<double> (&bandwidth_bytes_per_s)[3]) {
+  if (!flops || !std::isfinite(*flops) || *flops < 0) return std::nullopt;
+  // The levels with a roof: traffic measured and > 0, bandwidth measured and > 0.
+  struct Level {
+    MemoryLevel level;
+    double bytes, bandwidth;
+  };
+  std::vector<Level> levels;
+  for (const MemoryLevel l : kMemoryLevels) {
+    const auto& b = level_bytes[static_cast<int>(l)];
+    const auto& bw = bandwidth_bytes_per_s[static_cast<int>(l)];
+    if (b && std::isfinite(*b) && *b > 0 && bw && std::isfinite(*bw) && *bw > 0) levels.push_back({l, *b, *bw});
+  }
+  if (levels.empty()) return std::nullopt;
+  HierarchicalBound out;
+  if (*flops == 0) {
+    // AI 0 everywhere: every roof is 0; the level whose traffic takes longest binds (first on ties).
+    const Level* slowest = &levels.front();
+    for (const Level& l : levels)
+      if (l.bytes / l.bandwidth > slowest->bytes / slowest->bandwidth) slowest = &l;
+    out.level = binding_level_of(slowest->level);
+    out.bound = Bound::kMemory;
+    out.attainable_flops_per_s = 0;
+    return out;
+  }
+  if (!peak_flops_per_s || !std::isfinite(*peak_flops_per_s) || *peak_flops_per_s <= 0) return std::nullopt;
+  out.attainable_flops_per_s = *peak_flops_per_s;
+  for (const Level& l : levels) {
+    // attainable_level = min(peak, AI_level × bandwidth_level); strictly lower wins, so the peak wins ties
+    // (a point at a ridge is compute-bound) and an inner level wins ties with an outer one.
+    const double roof = *arithmetic_intensity(*flops, l.bytes) * l.bandwidth;
+    if (roof < out.attainable_flops_per_s) {
+      out.attainable_flops_per_s = roof;
+      out.level = binding_level_of(l.level);
+      out.bound = Bound::kMemory;
     }
   }
-  const LevelPoint& dram = p.at(MemoryLevel::kDram);
-  if (p.achieved_flops_per_s && dram.attainable_flops_per_s && *dram.attainable_flops_per_s > 0)
-    p.percent_of_roofline = 100.0 * *p.achieved_flops_per_s / *dram.attainable_flops_per_s;
-  return p;
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -339,14 +401,70 @@ Table machine_ceilings_table(const MachineCeilings& m) {
 
 // ---------------------------------------------------------------------------------------------------------
 
-nlohmann::json roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings) {
+namespace {
+
+// "25.2 T" style: 3 significant digits and an SI prefix (k, M, G, T, P, E).
+std::string si(double v) {
+  static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (std::fabs(v) >= 1000 && i < 6) v /= 1000, ++i;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", v, prefixes[i]);
+  return buf;
+}
+
+std::string level_name(MemoryLevel l) {
+  switch (l) {
+    case MemoryLevel::kL1: return "L1";
+    case MemoryLevel::kL2: return "L2";
+    case MemoryLevel::kDram: return "DRAM";
+  }
+  return "?";
+}
+
+// Ceiling labels, one per drawn line: "L2 7.33 TB/s", "tensor_tf32 peak 452 TFLOP/s".
+std::string bandwidth_label(MemoryLevel l, const Ceiling& c) { return level_name(l) + " " + si(c.value) + "B/s"; }
+std::string peak_label(const Ceiling& c) {
+  return c.name + " peak " + si(c.value) + (c.unit == "op/s" ? "OP/s" : "FLOP/s");
+}
+
+double decade_floor(double v) { return std::pow(10.0, std::floor(std::log10(v))); }
+double decade_ceil(double v) { return std::pow(10.0, std::ceil(std::log10(v))); }
+nlohmann::json decades(double lo, double hi) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double d = decade_floor(lo); d <= hi * 1.0001; d *= 10)
+    if (d >= lo * 0.9999) out.push_back(d);
+  return out;
+}
+
+}  // namespace
+
+std::string RooflineChart::left_out_note() const {
+  if (left_out.empty()) return "";
+  std::size_t n = 0;
+  std::string why;
+  for (const auto& [reason, count] : left_out) {
+    n += count;
+    why += (why.empty() ? "" : "; ") + std::to_string(count) + " " + reason;
+  }
+  return std::to_string(n) + " of " + std::to_string(rows) + " " + what + "s left out (log axes have no place for "
+         "them): " + why;
+}
+
+RooflineChart make_roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings) {
+  RooflineChart chart;
   nlohmann::json points = nlohmann::json::array();
   std::set<std::string> precisions;
+  std::map<std::string, std::size_t> left_out;
   double ai_min = std::numeric_limits<double>::infinity(), ai_max = 0;
+  double f_min = std::numeric_limits<double>::infinity(), f_max = 0;
   std::string kind;
+  std::vector<std::string> batches;
   for (const Table& t : tables) {
     if (t.id != "A9" && t.id != "A14")
       throw std::invalid_argument("roofline_chart: table " + t.id + " is not a roofline table (A9 or A14)");
+    if (!kind.empty() && kind != t.id)
+      throw std::invalid_argument("roofline_chart: tables " + kind + " and " + t.id + " mixed: draw A9 or A14");
     kind = t.id;
     auto col = [&](const std::string& name) -> int {
       for (std::size_t i = 0; i < t.columns.size(); ++i)
@@ -355,97 +473,246 @@ nlohmann::json roofline_chart(const std::vector<Table>& tables, const MachineCei
     };
     const int ai_c = col("ai_dram"), f_c = col("achieved_flops_per_s"), p_c = col("precision");
     const int name_c = col(t.id == "A9" ? "kernel_name" : "layer_name");
-    const int layer_c = col("layer_index");
-    if (ai_c < 0 || f_c < 0) throw std::invalid_argument("roofline_chart: table " + t.id + " lacks ai_dram or "
-                                                         "achieved_flops_per_s");
+    const int layer_c = col("layer_index"), layer_name_c = col("layer_name"), gflops_c = col("gflops");
+    const int binding_c = col("binding_level"), bound_c = col("bound"), pct_c = col("percent_of_roofline");
+    const int attainable_c = col("attainable_flops_per_s");
+    if (ai_c < 0 || f_c < 0)
+      throw std::invalid_argument("roofline_chart: table " + t.id + " lacks column " +
+                                  (ai_c < 0 ? "ai_dram" : "achieved_flops_per_s"));
+    const auto open = t.title.rfind(" (batch size ");
+    const std::string batch = open == std::string::npos ? t.title : t.title.substr(open + 13, t.title.size() - open - 14);
+    batches.push_back(batch);
+    auto real = [&](const std::vector<Cell>& row, int c) -> const double* {
+      return c < 0 ? nullptr : std::get_if<double>(&row[static_cast<std::size_t>(c)]);
+    };
+    auto text = [&](const std::vector<Cell>& row, int c) -> const std::string* {
+      return c < 0 ? nullptr : std::get_if<std::string>(&row[static_cast<std::size_t>(c)]);
+    };
     for (const auto& row : t.rows) {
-      const double* ai = std::get_if<double>(&row[static_cast<std::size_t>(ai_c)]);
-      const double* f = std::get_if<double>(&row[static_cast<std::size_t>(f_c)]);
-      if (ai == nullptr || f == nullptr || !(*ai > 0) || !(*f > 0)) continue;
-      nlohmann::json p = {{"ai", *ai}, {"flops_per_s", *f}, {"table", t.title}};
-      if (p_c >= 0)
-        if (auto* s = std::get_if<std::string>(&row[static_cast<std::size_t>(p_c)])) {
-          p["precision"] = *s;
-          precisions.insert(*s);
-        }
-      if (name_c >= 0)
-        if (auto* s = std::get_if<std::string>(&row[static_cast<std::size_t>(name_c)])) p["name"] = *s;
+      ++chart.rows;
+      const double* ai = real(row, ai_c);
+      const double* f = real(row, f_c);
+      const double* g = real(row, gflops_c);
+      if (gflops_c >= 0 && (g == nullptr || !(*g > 0))) {
+        ++left_out[g == nullptr ? "without FLOP counters" : "with no FLOPs (AI 0, 0 FLOP/s)"];
+        continue;
+      }
+      if (ai == nullptr || !(*ai > 0)) {
+        ++left_out["without DRAM traffic (AI at DRAM undefined)"];
+        continue;
+      }
+      if (f == nullptr || !(*f > 0)) {
+        ++left_out["without a latency (achieved FLOP/s unknown)"];
+        continue;
+      }
+      nlohmann::json p = {{"ai", *ai}, {"flops_per_s", *f}, {"batch", batch}};
+      if (const auto* s = text(row, p_c)) {
+        p["precision"] = *s;
+        precisions.insert(*s);
+      }
+      if (const auto* s = text(row, name_c)) p["name"] = *s;
+      std::string layer;
       if (layer_c >= 0)
-        if (auto* i = std::get_if<std::int64_t>(&row[static_cast<std::size_t>(layer_c)])) p["layer_index"] = *i;
+        if (auto* i = std::get_if<std::int64_t>(&row[static_cast<std::size_t>(layer_c)])) layer = std::to_string(*i);
+      if (t.id == "A9")
+        if (const auto* s = text(row, layer_name_c)) layer += (layer.empty() ? "" : " ") + *s;
+      if (!layer.empty()) p["layer"] = layer;
+      if (const auto* s = text(row, binding_c)) p["binding_level"] = *s;
+      if (const auto* s = text(row, bound_c)) p["bound"] = *s;
+      if (const double* v = real(row, pct_c)) p["percent_of_roof"] = *v;
+      if (const double* v = real(row, attainable_c)) p["attainable_flops_per_s"] = *v;
       points.push_back(std::move(p));
       ai_min = std::min(ai_min, *ai);
       ai_max = std::max(ai_max, *ai);
+      f_min = std::min(f_min, *f);
+      f_max = std::max(f_max, *f);
     }
   }
-  // The x range covers the points and every ridge, a decade beyond on each side.
-  const Ceiling* dram = ceilings != nullptr ? ceilings->find("dram") : nullptr;
+  chart.what = kind == "A14" ? "layer" : "kernel";
+  chart.drawn = points.size();
+  chart.left_out.assign(left_out.begin(), left_out.end());
+
+  // Ceilings: the peaks of the precisions drawn, and the measured bandwidth of each memory level.
   std::vector<const Ceiling*> peaks;
   for (const auto& p : precisions)
-    if (const Ceiling* c = ceilings != nullptr ? ceilings->find(p) : nullptr) peaks.push_back(c);
-  if (dram != nullptr)
-    for (const Ceiling* c : peaks) {
-      const double r = c->value / dram->value;
-      ai_min = std::min(ai_min, r);
-      ai_max = std::max(ai_max, r);
-    }
+    if (const Ceiling* c = ceiling(ceilings, p)) peaks.push_back(c);
+  std::sort(peaks.begin(), peaks.end(), [](const Ceiling* a, const Ceiling* b) { return a->value < b->value; });
+  std::vector<std::pair<MemoryLevel, const Ceiling*>> bandwidths;
+  for (const MemoryLevel l : kMemoryLevels)
+    if (const Ceiling* c = ceiling(ceilings, std::string(to_string(l)))) bandwidths.emplace_back(l, c);
+  const double top_peak = peaks.empty() ? 0 : peaks.back()->value;
+  // The innermost measured level has the highest bandwidth: the peaks start at its ridge.
+  double max_bw = 0;
+  for (const auto& [l, c] : bandwidths) max_bw = std::max(max_bw, c->value);
+
+  // Axis domains: whole decades covering the points, the ridges and the peaks.
   if (!std::isfinite(ai_min)) ai_min = 1, ai_max = 1;
-  const double x0 = ai_min / 10, x1 = ai_max * 10;
-
-  nlohmann::json roofs = nlohmann::json::array();
-  if (dram != nullptr) {
-    for (const Ceiling* c : peaks) {
-      const double r = c->value / dram->value;
-      const std::string label = c->name + " peak / DRAM";
-      for (double x : {x0, r, x1}) roofs.push_back({{"ai", x}, {"flops_per_s", std::min(c->value, dram->value * x)},
-                                                    {"roof", label}});
+  if (!std::isfinite(f_min)) f_min = top_peak > 0 ? top_peak / 1e4 : 1e9, f_max = f_min;
+  for (const Ceiling* pk : peaks)
+    for (const auto& [l, bw] : bandwidths) {
+      ai_min = std::min(ai_min, pk->value / bw->value);
+      ai_max = std::max(ai_max, pk->value / bw->value);
     }
-  }
-  // L2 and L1 bandwidth diagonals up to the highest peak used (hierarchical roofline).
-  if (!peaks.empty()) {
-    double top = 0;
-    for (const Ceiling* c : peaks) top = std::max(top, c->value);
-    for (const char* lvl : {"l2", "l1"}) {
-      const Ceiling* bw = ceilings->find(lvl);
-      if (bw == nullptr) continue;
-      const std::string label = std::string(lvl == std::string("l2") ? "L2" : "L1") + " bandwidth";
-      const double xr = std::max(x0, std::min(x1, top / bw->value));
-      roofs.push_back({{"ai", x0}, {"flops_per_s", bw->value * x0}, {"roof", label}});
-      roofs.push_back({{"ai", xr}, {"flops_per_s", bw->value * xr}, {"roof", label}});
-    }
-  }
+  const double x0 = decade_floor(ai_min / 2), x1 = decade_ceil(ai_max * 2);
+  const double y0 = decade_floor(f_min / 2), y1 = decade_ceil(std::max(f_max, top_peak) * 2);
 
-  const std::string what = kind == "A14" ? "layer" : "kernel";
-  nlohmann::json log_x = {{"type", "log"}, {"domain", {x0, x1}}};
-  nlohmann::json spec = {
-      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-      {"title", (kind == "A14" ? "Layer roofline (A14)" : "Kernel roofline (A9)") +
-                    std::string(ceilings != nullptr ? " — " + ceilings->gpu_name + " on " + ceilings->hostname : "")},
-      {"width", 640},
-      {"height", 420},
-      {"layer",
-       {{{"data", {{"values", roofs}}},
-         {"mark", {{"type", "line"}, {"clip", true}}},
-         {"encoding",
-          {{"x", {{"field", "ai"}, {"type", "quantitative"}, {"scale", log_x},
-                  {"title", "arithmetic intensity at DRAM (FLOP/byte)"}}},
-           {"y", {{"field", "flops_per_s"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
-                  {"title", "FLOP/s"}}},
-           {"detail", {{"field", "roof"}}},
-           {"strokeDash", {{"field", "roof"}, {"type", "nominal"}, {"title", "roof"}}}}}},
-        {{"data", {{"values", points}}},
-         {"mark", {{"type", "point"}, {"filled", true}, {"tooltip", true}}},
-         {"encoding",
-          {{"x", {{"field", "ai"}, {"type", "quantitative"}, {"scale", log_x}}},
-           {"y", {{"field", "flops_per_s"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}}},
-           {"color", {{"field", "precision"}, {"type", "nominal"}, {"title", "precision"}}},
-           {"shape", {{"field", "table"}, {"type", "nominal"}, {"title", "table"}}},
-           {"tooltip", {{{"field", "name"}, {"title", what}},
-                        {{"field", "ai"}, {"format", ".3g"}},
-                        {{"field", "flops_per_s"}, {"format", ".3s"}},
-                        {{"field", "precision"}}}}}}}}},
+  // Colours: one per ceiling (Tableau 10), in drawing order L1, L2, DRAM, then the peaks from low to high.
+  static const char* palette[] = {"#4c78a8", "#54a24b", "#e45756", "#f58518", "#b279a2", "#9d755d", "#72b7b2",
+                                  "#eeca3b", "#ff9da6", "#bab0ac"};
+  nlohmann::json domain = nlohmann::json::array(), range = nlohmann::json::array();
+  auto add_colour = [&](const std::string& label) {
+    range.push_back(palette[domain.size() % (sizeof palette / sizeof *palette)]);
+    domain.push_back(label);
   };
-  if (ceilings == nullptr) spec["description"] = "no measured ceilings: points only";
-  return spec;
+  std::map<std::string, std::string> level_label;  // binding_level value -> ceiling label
+  nlohmann::json lines = nlohmann::json::array(), labels = nlohmann::json::array();
+  const double width = 720, height = 460;
+  const double x_decades = std::log10(x1 / x0), y_decades = std::log10(y1 / y0);
+  // On log-log axes a bandwidth diagonal (y = bw × x) has slope 1 decade per decade: its angle on screen.
+  const double diagonal_deg = -std::atan((height / y_decades) / (width / x_decades)) * 180.0 / std::numbers::pi;
+  for (std::size_t i = 0; i < bandwidths.size(); ++i) {
+    const auto& [l, bw] = bandwidths[i];
+    const std::string label = bandwidth_label(l, *bw);
+    add_colour(label);
+    level_label[std::string(to_string(l))] = label;
+    const double end = top_peak > 0 ? std::min(x1, top_peak / bw->value) : x1;
+    lines.push_back({{"ai", x0}, {"flops_per_s", bw->value * x0}, {"ceiling", label}});
+    lines.push_back({{"ai", end}, {"flops_per_s", bw->value * end}, {"ceiling", label}});
+    // The label sits on its diagonal, a little right of where the line enters the plot; the levels are
+    // staggered along x so that neighbouring diagonals' labels do not overlap.
+    const double enter = std::max(x0, y0 / bw->value);
+    const double at = enter * std::pow(10.0, x_decades * (0.04 + 0.1 * static_cast<double>(i)));
+    if (at < end)
+      labels.push_back({{"ai", at}, {"flops_per_s", bw->value * at}, {"ceiling", label}, {"text", label},
+                        {"angle", diagonal_deg}, {"align", "left"}});
+  }
+  for (const Ceiling* pk : peaks) {
+    const std::string label = peak_label(*pk);
+    add_colour(label);
+    level_label["compute/" + pk->name] = label;
+    const double start = max_bw > 0 ? std::max(x0, pk->value / max_bw) : x0;
+    lines.push_back({{"ai", start}, {"flops_per_s", pk->value}, {"ceiling", label}});
+    lines.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}});
+    labels.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}, {"text", label}, {"angle", 0},
+                      {"align", "right"}});
+  }
+  // Each point takes the colour of the ceiling that binds it (hierarchical rule, the table's binding_level).
+  const std::string unknown = "binding ceiling unknown";
+  bool any_unknown = false;
+  for (auto& p : points) {
+    std::string key = p.value("binding_level", "");
+    if (key == "compute") key += "/" + p.value("precision", "");
+    auto it = level_label.find(key);
+    if (it != level_label.end()) {
+      p["ceiling"] = it->second;
+    } else {
+      p["ceiling"] = unknown;
+      any_unknown = true;
+    }
+  }
+  if (any_unknown) {
+    domain.push_back(unknown);
+    range.push_back("#888888");
+  }
+
+  nlohmann::json subtitle = nlohmann::json::array();
+  // Short lines: vega without a canvas (vega-cli's SVG) sizes the chart by an estimate of 0.8 × font size per
+  // character, so a long line widens the picture.
+  subtitle.push_back(std::to_string(chart.drawn) + " of " + std::to_string(chart.rows) + " " + chart.what +
+                     "s drawn at their arithmetic intensity at DRAM.");
+  subtitle.push_back("Point colour: the ceiling that binds the " + chart.what + ", the tightest of");
+  subtitle.push_back("L1, L2, DRAM and compute (hierarchical roofline, Yang et al. 2020).");
+  if (!chart.left_out.empty()) {
+    std::size_t n = 0;
+    for (const auto& [reason, count] : chart.left_out) n += count;
+    subtitle.push_back(std::to_string(n) + " of " + std::to_string(chart.rows) + " " + chart.what +
+                       "s left out (log axes have no place for them):");
+    for (const auto& [reason, count] : chart.left_out)
+      subtitle.push_back("– " + std::to_string(count) + " " + reason);
+  }
+  if (ceilings == nullptr) subtitle.push_back("no measured ceilings for this machine: points only");
+  if (batches.size() > 1) {
+    std::string b;
+    for (const auto& s : batches) b += (b.empty() ? "" : ", ") + s;
+    subtitle.push_back("batch sizes " + b + " (in the tooltip)");
+  }
+
+  const nlohmann::json x_scale = {{"type", "log"}, {"domain", {x0, x1}}};
+  const nlohmann::json y_scale = {{"type", "log"}, {"domain", {y0, y1}}};
+  const nlohmann::json x_axis = {{"title", "arithmetic intensity at DRAM (FLOP/byte)"}, {"format", "~g"},
+                                 {"values", decades(x0, x1)}, {"grid", true}};
+  const nlohmann::json y_axis = {{"title", "performance (FLOP/s)"}, {"format", "~s"}, {"values", decades(y0, y1)},
+                                 {"grid", true}};
+  const nlohmann::json color = {{"field", "ceiling"}, {"type", "nominal"},
+                                {"scale", {{"domain", domain}, {"range", range}}},
+                                {"legend", {{"title", "ceiling (point colour: the ceiling that binds it)"},
+                                            {"orient", "bottom"}, {"columns", 3}, {"labelLimit", 320},
+                                            {"titleLimit", 600}}}};
+  // x and y are shared by every layer (one scale and one axis each): every layer's data has "ai" and "flops_per_s".
+  const nlohmann::json x = {{"field", "ai"}, {"type", "quantitative"}, {"scale", x_scale}, {"axis", x_axis}};
+  const nlohmann::json y = {{"field", "flops_per_s"}, {"type", "quantitative"}, {"scale", y_scale}, {"axis", y_axis}};
+  const std::string who = chart.what;
+  nlohmann::json tooltip = nlohmann::json::array();
+  tooltip.push_back({{"field", "name"}, {"title", who}});
+  tooltip.push_back({{"field", "layer"}, {"title", "layer"}});
+  tooltip.push_back({{"field", "binding_level"}, {"title", "binding level"}});
+  tooltip.push_back({{"field", "bound"}, {"title", "bound"}});
+  tooltip.push_back({{"field", "percent_of_roof"}, {"type", "quantitative"}, {"title", "% of roof"},
+                     {"format", ".3~g"}});
+  tooltip.push_back({{"field", "ai"}, {"type", "quantitative"}, {"title", "AI at DRAM (FLOP/byte)"},
+                     {"format", ".3~g"}});
+  tooltip.push_back({{"field", "flops_per_s"}, {"type", "quantitative"}, {"title", "achieved (FLOP/s)"},
+                     {"format", ".3~s"}});
+  tooltip.push_back({{"field", "attainable_flops_per_s"}, {"type", "quantitative"}, {"title", "roof (FLOP/s)"},
+                     {"format", ".3~s"}});
+  tooltip.push_back({{"field", "precision"}, {"title", "precision"}});
+  if (batches.size() > 1) tooltip.push_back({{"field", "batch"}, {"title", "batch size"}});
+
+  nlohmann::json title = {
+      {"text", (kind == "A14" ? "Layer roofline (A14)" : "Kernel roofline (A9)") +
+                   std::string(ceilings != nullptr ? " — " + ceilings->gpu_name + " on " + ceilings->hostname : "")},
+      {"subtitle", subtitle},
+      {"anchor", "start"}};
+  nlohmann::json layers = nlohmann::json::array();
+  layers.push_back({{"data", {{"values", lines}}},
+                    {"mark", {{"type", "line"}, {"clip", true}, {"strokeWidth", 2}}},
+                    {"encoding", {{"detail", {{"field", "ceiling"}}}, {"color", color}}}});
+  // The labels: along the diagonals (left-aligned, rotated) and at the right end of the peaks (right-aligned).
+  for (const char* align : {"left", "right"}) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& l : labels)
+      if (l["align"] == align) values.push_back(l);
+    layers.push_back({{"data", {{"values", values}}},
+                      {"mark", {{"type", "text"}, {"align", align}, {"baseline", "bottom"}, {"dy", -3},
+                                {"fontSize", 12}, {"fontWeight", "bold"}}},
+                      {"encoding", {{"text", {{"field", "text"}}},
+                                    {"angle", {{"field", "angle"}, {"type", "quantitative"}, {"scale", nullptr}}},
+                                    {"color", color}}}});
+  }
+  nlohmann::json point_encoding = {{"color", color}, {"tooltip", tooltip}};
+  if (!precisions.empty())
+    point_encoding["shape"] = {{"field", "precision"}, {"type", "nominal"},
+                               {"legend", {{"title", "precision"}, {"orient", "bottom"}}}};
+  layers.push_back({{"data", {{"values", points}}},
+                    {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}, {"opacity", 0.85},
+                              {"stroke", "black"}, {"strokeWidth", 0.5}}},
+                    {"encoding", point_encoding}});
+  chart.spec = {
+      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+      {"title", title},
+      {"width", width},
+      {"height", height},
+      {"background", "white"},
+      {"encoding", {{"x", x}, {"y", y}}},
+      {"layer", layers},
+  };
+  chart.spec["description"] = chart.left_out.empty() ? subtitle[0].get<std::string>()
+                                                      : subtitle[0].get<std::string>() + " " + chart.left_out_note();
+  return chart;
+}
+
+nlohmann::json roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings) {
+  return make_roofline_chart(tables, ceilings).spec;
 }
 
 }  // namespace xsp

@@ -2,8 +2,11 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 #include "common.h"
+#include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/roofline.h"
 
 namespace xsp::cli {
@@ -13,6 +16,17 @@ std::string join_ids(const std::vector<std::string>& ids) {
   std::string out;
   for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
   return out;
+}
+
+// Why a roofline chart has no point: the tables' own explanation (no kernel run, no counter run), or the rows left
+// out.
+std::string why_no_points(const std::vector<Table>& tables, const RooflineChart& chart) {
+  if (chart.rows > 0) return chart.left_out_note();
+  for (const Table& t : tables)
+    for (const std::string& note : t.notes)
+      if (note == kNoKernelRun || note == kNoCounterRun || note.rfind("no measured ceilings", 0) == 0)
+        return t.title + " has no rows (" + note + ")";
+  return tables.front().title + " has no rows (no compute kernel with hardware counters)";
 }
 
 }  // namespace
@@ -50,9 +64,18 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                        throw CLI::ValidationError("--chart", "draws the roofline of A9 or A14: add one of them to --analysis");
                      if (std::any_of(roofline.begin(), roofline.end(), [&](const Table& t) { return t.id != roofline[0].id; }))
                        throw CLI::ValidationError("--chart", "draws one roofline: ask for A9 or A14, not both");
-                     write_file_atomically(
-                         a->chart, roofline_chart(roofline, options.ceilings ? &*options.ceilings : nullptr).dump(2));
-                     std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) to " << a->chart << "\n";
+                     const RooflineChart chart =
+                         make_roofline_chart(roofline, options.ceilings ? &*options.ceilings : nullptr);
+                     if (chart.drawn == 0)
+                       throw std::runtime_error("evaluation " + std::to_string(a->id) + " (" + record.model_name +
+                                                "): no " + chart.what + " to draw on the " + roofline[0].id +
+                                                " roofline: " + why_no_points(roofline, chart) + "; " + a->chart +
+                                                " not written");
+                     write_file_atomically(a->chart, chart.spec.dump(2));
+                     std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) of evaluation " << a->id
+                               << " to " << a->chart << ": " << chart.drawn << " of " << chart.rows << " "
+                               << chart.what << "s drawn\n";
+                     if (!chart.left_out.empty()) std::cerr << chart.left_out_note() << "\n";
                    }
                    print_tables(tables, format);
                    return 0;

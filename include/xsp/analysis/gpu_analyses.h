@@ -303,8 +303,8 @@ class GpuRunsCache {
 /// latency_ms (trimmed mean over batches of that occurrence's duration, M/F/K run), then the hardware counters of
 /// the joined counter-run kernel: gflops (hw::total_flops / 1e9), dram_read_bytes, dram_write_bytes,
 /// achieved_occupancy (percent), arithmetic_intensity (FLOPs / DRAM read+write bytes), achieved_flops_per_s
-/// (FLOPs / latency_ms of the M/F/K run, never the replayed duration), bound (memory|compute against the measured
-/// ceilings, roofline.h), l2_bytes, l1_bytes, sm_throughput_percent, precision (roofline.h's precision rule).
+/// (FLOPs / latency_ms of the M/F/K run, never the replayed duration), bound (memory|compute by the hierarchical
+/// rule of roofline.h hierarchical_bound() against the measured ceilings: the tightest of L1, L2, DRAM, compute), l2_bytes, l1_bytes, sm_throughput_percent, precision (roofline.h's precision rule).
 /// Counter cells stay empty for memcpy/memset, for positions the join left out, and (all) without a counter run.
 Table a8_kernel_information(const EvaluationRecord& record, int batch_size);
 Table a8_kernel_information(const GpuRuns& runs);
@@ -312,28 +312,31 @@ Table a8_kernel_information(const GpuRuns& runs);
 /// A9 "Kernel roofline": one row per compute-kernel occurrence with joined counters, in A8's order:
 /// layer_index, kernel_index, layer_name, kernel_name, latency_ms, gflops, precision, ai_dram, ai_l2, ai_l1
 /// (FLOP/byte), achieved_flops_per_s, peak_flops_per_s (the precision's measured ceiling),
-/// attainable_flops_per_s (min(peak, DRAM bandwidth × ai_dram)), percent_of_roofline (100 × achieved /
-/// attainable), bound (at DRAM). Notes give the ceilings used and the ridge point of each precision present.
+/// attainable_flops_per_s (FLOP/s, the tightest roof: min(peak, ai_l1 × L1, ai_l2 × L2, ai_dram × DRAM
+/// bandwidth)), percent_of_roofline (100 × achieved / attainable), bound (memory|compute), binding_level
+/// (l1|l2|dram|compute): both from roofline.h hierarchical_bound() (Yang, Kurth, Williams 2020), the rule
+/// roofline_hierarchical()'s "limiting" column uses too. Notes give the ceilings used and the ridge point of each precision present.
 /// roofline_chart() draws it.
 Table a9_kernel_roofline(const GpuRuns& runs);
 
 /// A12 "Counters by layer": per layer index of the counter run (outside-layer kernels in a last row with empty
 /// index): layer_index, layer_name, layer_type, kernels (counted kernels per batch), gflops, dram_read_bytes,
 /// dram_write_bytes, l2_bytes, l1_bytes (sums, SPEC §4), achieved_occupancy (mean weighted by each kernel's
-/// M/F/K latency), arithmetic_intensity (summed FLOPs / summed DRAM bytes), precision, bound. Bar on gflops.
+/// M/F/K latency), arithmetic_intensity (summed FLOPs / summed DRAM bytes), precision, bound (hierarchical rule,
+/// roofline.h hierarchical_bound()). Bar on gflops.
 Table a12_counters_by_layer(const GpuRuns& runs);
 
 /// A14 "Layer roofline": A9 per layer, from A12's sums: layer_index, layer_name, layer_type,
 /// kernel_latency_ms (trimmed mean of the per-batch sum of the layer's compute-kernel latencies, M/F/K run: the
 /// time its FLOPs took), gflops, precision, ai_dram, ai_l2, ai_l1, achieved_flops_per_s (FLOPs /
-/// kernel_latency_ms), peak_flops_per_s, attainable_flops_per_s, percent_of_roofline, bound.
+/// kernel_latency_ms), peak_flops_per_s, attainable_flops_per_s, percent_of_roofline, bound, binding_level (as A9).
 Table a14_layer_roofline(const GpuRuns& runs);
 
 /// "Hierarchical roofline" (id "roofline-hier", after Yang et al. 2020): one row per A9 kernel, then one per A14
 /// layer: scope (kernel|layer), layer_index, kernel_index (empty for layers), name, precision, ai_l1, ai_l2,
 /// ai_dram, bound_l1, bound_l2, bound_dram (each against that level's measured bandwidth and the precision's
-/// peak), limiting (the level with the lowest roof, or "compute" when the peak is lower than every memory roof),
-/// attainable_flops_per_s (the lowest roof), achieved_flops_per_s.
+/// peak), limiting (l1|l2|dram|compute: roofline.h hierarchical_bound(), the same verdict as A9/A14's
+/// binding_level), attainable_flops_per_s (the lowest roof), achieved_flops_per_s.
 Table roofline_hierarchical(const GpuRuns& runs);
 
 /// A10 "Kernels by name": kernel_name, count (occurrences / batches), total_latency_ms (trimmed mean of the
@@ -371,7 +374,7 @@ Table kernel_launch_delay_top(const GpuRuns& runs, std::size_t top = 10);
 /// of the per-batch sum of kernel durations, M/F/K run), kernel_count (per batch), gpu_busy_ms (trimmed mean of
 /// the per-batch union of kernel intervals, all streams: overlapping kernels count once), then the counters of
 /// all kernels of the counter run aggregated (SPEC §4): gflops, dram_read_bytes, dram_write_bytes,
-/// achieved_occupancy (latency-weighted), bound, l2_bytes, l1_bytes, arithmetic_intensity (from the sums),
+/// achieved_occupancy (latency-weighted), bound (hierarchical rule), l2_bytes, l1_bytes, arithmetic_intensity (from the sums),
 /// achieved_flops_per_s (FLOPs / per-batch compute-kernel latency), precision; empty without a counter run.
 Table a15_kernels_by_model(const EvaluationRecord& record);
 Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_sizes);

@@ -23,10 +23,12 @@
 // Every ceiling comes from MachineCeilings measured on the machine (`xsp machine ceilings`), never a datasheet.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -99,13 +101,52 @@ class CounterAggregate {
   std::size_t kernels_ = 0, unweighted_ = 0;
 };
 
+/// What limits a kernel in the hierarchical roofline: one of the memory levels, or the compute peak.
+enum class BindingLevel { kL1, kL2, kDram, kCompute };
+/// "l1" | "l2" | "dram" | "compute" (the values of the binding_level / limiting columns).
+std::string_view to_string(BindingLevel level);
+/// The memory level as a BindingLevel.
+BindingLevel binding_level_of(MemoryLevel level);
+
+/// The verdict of the hierarchical roofline rule for one point.
+struct HierarchicalBound {
+  BindingLevel level = BindingLevel::kCompute;  ///< the binding ceiling
+  Bound bound = Bound::kCompute;                ///< kMemory when `level` is a memory level
+  double attainable_flops_per_s = 0;            ///< the tightest roof, FLOP/s (0 for a point without FLOPs)
+};
+
+/// THE bound rule of every XSP analysis (A8, A9, A12, A14, A15, roofline-hier): the hierarchical roofline of
+/// C. Yang, T. Kurth, S. Williams, "Hierarchical Roofline analysis for GPUs: accelerating performance optimization
+/// for the NERSC-9 Perlmutter system", Concurrency and Computation: Practice and Experience 32(20), 2020, e5547:
+///
+///     attainable_level = min(peak FLOP/s, AI_level × bandwidth_level)     for level in {L1, L2, DRAM}
+///     attainable       = min over the levels            (the tightest of L1, L2, DRAM and compute)
+///     binding level    = the memory level whose AI_level × bandwidth_level is strictly below the peak and below
+///                        every other level's (ties: the innermost, L1 before L2 before DRAM); compute when no
+///                        memory roof is below the peak (a point exactly at a ridge is compute-bound, SPEC §4).
+///
+/// Units: `flops` FLOPs; `peak_flops_per_s` FLOP/s; `level_bytes[l]` bytes moved at level l (indexed by
+/// MemoryLevel; std::nullopt = not measured, the level is left out); `bandwidth_bytes_per_s[l]` bytes/s
+/// (std::nullopt or <= 0 = no measured ceiling, left out). AI_level = flops / bytes (FLOP/byte); a level with
+/// no traffic (bytes = 0) has no roof.
+/// A point without FLOPs (flops = 0, e.g. a transpose or copy) has AI 0 at every level: it is memory-bound and
+/// the binding level is the one whose traffic takes longest (largest bytes / bandwidth: for flops > 0 that is
+/// the same argmin, since AI × bandwidth = flops / (bytes / bandwidth)); its attainable FLOP/s is 0 and the peak
+/// may be unknown.
+/// std::nullopt when nothing can be decided: flops unknown, negative or not finite; flops > 0 with no peak
+/// (a precision the machine has no ceiling for); or no level with both traffic and bandwidth.
+std::optional<HierarchicalBound> hierarchical_bound(std::optional<double> flops,
+                                                    std::optional<double> peak_flops_per_s,
+                                                    const std::optional<double> (&level_bytes)[3],
+                                                    const std::optional<double> (&bandwidth_bytes_per_s)[3]);
+
 /// Per memory level of one roofline point.
 struct LevelPoint {
   std::optional<double> ai;                     ///< FLOP/byte at this level
   std::optional<double> bandwidth_bytes_per_s;  ///< measured ceiling of this level
   std::optional<double> ridge;                  ///< peak / bandwidth
   std::optional<double> attainable_flops_per_s; ///< min(peak, bandwidth × ai)
-  std::optional<Bound> bound;                   ///< ai vs ridge
+  std::optional<Bound> bound;                   ///< ai vs ridge of this level alone (roofline-hier's bound_<level>)
 };
 
 /// A kernel (or aggregate) placed on the (hierarchical) roofline of a machine.
@@ -116,16 +157,18 @@ struct RooflinePoint {
   std::optional<double> achieved_flops_per_s;  ///< flops / latency (latency from the M/F/K run)
   LevelPoint levels[3];                      ///< indexed by MemoryLevel (L1, L2, DRAM)
   const LevelPoint& at(MemoryLevel l) const { return levels[static_cast<int>(l)]; }
-  /// The memory level whose roof is lowest at this point's intensities, or std::nullopt when the compute peak is
-  /// (or nothing is known): the level that limits in the hierarchical roofline.
-  std::optional<MemoryLevel> limiting_level;
-  /// 100 × achieved / the DRAM roof's attainable FLOP/s (the classic roofline); std::nullopt when either is unknown.
+  /// hierarchical_bound() of this point: the binding level (l1/l2/dram/compute), memory|compute, and the
+  /// attainable FLOP/s of the tightest roof. std::nullopt when it cannot be decided (see hierarchical_bound()).
+  std::optional<HierarchicalBound> binding;
+  /// 100 × achieved / binding->attainable_flops_per_s (% of the tightest roof); std::nullopt when either is
+  /// unknown or the attainable is 0.
   std::optional<double> percent_of_roofline;
 };
 
 /// Places `counters` on the roofline of `ceilings` (nullptr: intensities only; peaks, ridges, bounds stay empty).
 /// `latency_ns` (from the M/F/K run, never the counter run) gives the achieved FLOP/s. A kernel with FLOPs = 0 and
-/// traffic has AI 0 and is memory-bound at every level whose bandwidth is known, whatever the peak.
+/// traffic has AI 0 and is memory-bound at every level whose bandwidth is known, whatever the peak. `binding` is
+/// hierarchical_bound() of the point's FLOPs, peak, level bytes and the machine's l1/l2/dram ceilings.
 RooflinePoint roofline_point(const CounterValues& counters, const MachineCeilings* ceilings,
                              std::optional<double> latency_ns);
 
@@ -168,12 +211,41 @@ Table machine_ceilings_table(const MachineCeilings& ceilings);
 // Chart
 // ---------------------------------------------------------------------------------------------------------
 
-/// A Vega-Lite v5 spec (https://vega.github.io/schema/vega-lite/v5.json) of a roofline scatter: log-log axes
-/// (x = arithmetic intensity at DRAM, FLOP/byte; y = FLOP/s), one roof line per compute ceiling used by the points
-/// (min(peak, DRAM bandwidth × AI)), the L2 and L1 bandwidth diagonals when measured, and one point per row of the
-/// A9 or A14 tables `tables` (columns ai_dram, achieved_flops_per_s, precision and kernel_name or layer_name);
-/// rows without both values are left out. Points are colored by precision, shaped by table (batch size).
-/// Throws std::invalid_argument when a table is not A9 or A14.
+/// The roofline chart of A9 or A14 tables, and what it could not draw.
+struct RooflineChart {
+  /// A Vega-Lite v5 spec (https://vega.github.io/schema/vega-lite/v5.json), docs/roofline.md:
+  ///  - log-log axes, whole decades, one tick per decade: x = arithmetic intensity at DRAM (FLOP/byte, d3 format
+  ///    "~g"), y = performance (FLOP/s, SI format "~s": 10G, 1T, 100T);
+  ///  - one line, colour and text label per ceiling: the L1, L2 and DRAM bandwidth diagonals (bandwidth × AI, up
+  ///    to the highest peak drawn; label "L2 7.33 TB/s") and the peak of every precision of the points
+  ///    (horizontal from its ridge with the fastest memory level; label "fp32 peak 64.7 TFLOP/s");
+  ///  - one point per drawable row at (ai_dram, achieved_flops_per_s), coloured like the ceiling that binds it
+  ///    (the row's binding_level; "compute" → its precision's peak), shaped by precision; tooltip: name, layer,
+  ///    binding level, bound, % of roof, AI, achieved and attainable FLOP/s, precision (and batch size when the
+  ///    tables are of several batch sizes);
+  ///  - title naming the GPU and host, subtitle saying how many rows were drawn and, by reason, how many were
+  ///    left out (left_out_note()).
+  nlohmann::json spec;
+  std::string what = "kernel";  ///< "kernel" (A9) or "layer" (A14)
+  std::size_t rows = 0;         ///< rows of the tables
+  std::size_t drawn = 0;        ///< points drawn
+  /// Rows left out, by reason ("with no FLOPs (AI 0, 0 FLOP/s)", "without DRAM traffic (AI at DRAM undefined)",
+  /// "without a latency (achieved FLOP/s unknown)", "without FLOP counters"): a log axis has no place for 0 or
+  /// an unknown value.
+  std::vector<std::pair<std::string, std::size_t>> left_out;
+  /// "18 of 102 kernels left out (log axes have no place for them): 18 with no FLOPs (AI 0, 0 FLOP/s)"; "" when
+  /// none was.
+  std::string left_out_note() const;
+};
+
+/// Draws the A9 or A14 tables `tables` (columns ai_dram, achieved_flops_per_s, gflops, precision, binding_level,
+/// bound, percent_of_roofline, attainable_flops_per_s, layer_index, and kernel_name or layer_name) against
+/// `ceilings` (nullptr: points only, grey). Throws std::invalid_argument when a table is not A9 or A14, when A9
+/// and A14 are mixed, or when a table lacks ai_dram or achieved_flops_per_s. A chart with no point is returned
+/// as is (drawn == 0): the caller decides whether that is an error (`xsp analyze --chart` says it is).
+RooflineChart make_roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings);
+
+/// make_roofline_chart(tables, ceilings).spec.
 nlohmann::json roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings);
 
 }  // namespace xsp

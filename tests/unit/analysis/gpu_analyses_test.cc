@@ -719,20 +719,24 @@ TEST(HardwareAnalyses, A9KernelRoofline) {
   EXPECT_EQ(str(t.rows[3][col(t, "bound")]), "compute");
   EXPECT_TRUE(empty(t.rows[4][col(t, "ai_l2")]));  // no l2_bytes counter on that kernel
 
+  EXPECT_EQ(str(t.rows[0][col(t, "binding_level")]), "dram");  // roofs L1 120e12, L2 100e12, DRAM 80e12
+  EXPECT_EQ(str(t.rows[3][col(t, "binding_level")]), "compute");
+
   const nlohmann::json chart = roofline_chart({t}, &c);
   EXPECT_EQ(chart["$schema"], "https://vega.github.io/schema/vega-lite/v5.json");
-  ASSERT_EQ(chart["layer"].size(), 2u);
-  EXPECT_EQ(chart["layer"][1]["data"]["values"].size(), 6u);
-  // Roofs: one polyline of 3 points per precision used (fp32, tensor_fp16) + L2 and L1 diagonals (2 points each).
+  ASSERT_EQ(chart["layer"].size(), 4u);  // ceiling lines, diagonal labels, peak labels, points
+  EXPECT_EQ(chart["layer"][3]["data"]["values"].size(), 6u);
+  // Ceilings: L1, L2 and DRAM diagonals and the fp32 and tensor_fp16 peaks, 2 points each, one label each.
   const auto& roofs = chart["layer"][0]["data"]["values"];
-  EXPECT_EQ(roofs.size(), 3u * 2 + 2 * 2);
-  bool ridge_seen = false;
+  EXPECT_EQ(roofs.size(), 5u * 2);
+  EXPECT_EQ(chart["layer"][1]["data"]["values"].size() + chart["layer"][2]["data"]["values"].size(), 5u);
+  bool peak_seen = false;
   for (const auto& r : roofs)
-    if (r["roof"] == "fp32 peak / DRAM" && std::fabs(r["ai"].get<double>() - 12.5) < 1e-12) {
-      ridge_seen = true;
+    if (r["ceiling"] == "fp32 peak 50 TFLOP/s" && std::fabs(r["ai"].get<double>() - 50.0 / 30) < 1e-12) {
+      peak_seen = true;  // starts at its ridge with L1, the fastest level: 50e12 / 30e12
       EXPECT_DOUBLE_EQ(r["flops_per_s"].get<double>(), 50e12);
     }
-  EXPECT_TRUE(ridge_seen);
+  EXPECT_TRUE(peak_seen);
   EXPECT_THROW(roofline_chart({a8_kernel_information(gpu_runs(e, 1, &c))}, &c), std::invalid_argument);
 }
 

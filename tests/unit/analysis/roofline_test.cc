@@ -99,9 +99,10 @@ TEST(Roofline, PointOnMeasuredCeilings) {
   EXPECT_EQ(*d.bound, Bound::kMemory);
   EXPECT_DOUBLE_EQ(*p.at(MemoryLevel::kL2).ai, 3);
   EXPECT_DOUBLE_EQ(*p.at(MemoryLevel::kL1).ai, 1);
-  // Roofs: L1 36e12, L2 36e12, DRAM 40.5e12: L1 is the first strictly lowest.
-  EXPECT_EQ(*p.limiting_level, MemoryLevel::kL1);
-  EXPECT_NEAR(*p.percent_of_roofline, 100 * 1.8e12 / 40.5e12, 1e-9);
+  // Roofs: L1 36e12, L2 36e12, DRAM 40.5e12: L1 is the first strictly lowest, and the roof of % of roof.
+  EXPECT_EQ(p.binding->level, BindingLevel::kL1);
+  EXPECT_DOUBLE_EQ(p.binding->attainable_flops_per_s, 36e12);
+  EXPECT_NEAR(*p.percent_of_roofline, 100 * 1.8e12 / 36e12, 1e-9);
 
   // Without ceilings: intensities only.
   const RooflinePoint q = roofline_point(c, nullptr, 5e6);

@@ -260,5 +260,42 @@ TEST_F(Cli, ProfilerFlagsOverrideTheEnvironmentAndLandInTheRequest) {
   EXPECT_NE(err_.find("--counter-replay"), std::string::npos) << err_;
 }
 
+// Issue 11: the roofline chart of the recorded H200 run says how many kernels it left out and why; an evaluation
+// with nothing to draw fails naming the evaluation and the reason, and writes no file.
+TEST_F(Cli, RooflineChartSaysWhatItLeftOutAndFailsWithoutPoints) {
+  FakeClock clock;
+  const fs::path h = dir_ / "H.db";  // a copy: opening a store migrates it
+  fs::copy_file(fs::path(XSP_SOURCE_DIR) / "tests" / "fixtures" / "counters" / "resnet18_bs1_hardware_h200.db", h);
+  ASSERT_EQ(xsp({"--store", h.string(), "analyze", "1", "--analysis", "A9", "--format", "csv", "--chart",
+                 (dir_ / "r.vl.json").string()},
+                clock),
+            0)
+      << err_;
+  EXPECT_NE(err_.find("84 of 102 kernels drawn"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("18 of 102 kernels left out (log axes have no place for them): 18 with no FLOPs (AI 0, 0 "
+                      "FLOP/s)"),
+            std::string::npos)
+      << err_;
+  EXPECT_NE(out_.find("binding_level"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir_ / "r.vl.json"));
+
+  // An evaluation of the fake framework has no KERNEL-level run: nothing to draw.
+  ASSERT_EQ(xsp({"--zoo", (dir_ / "zoo").string(), "--store", (dir_ / "f.db").string(), "evaluate", "fake_model",
+                 "--synthetic", "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"},
+                clock),
+            0)
+      << err_;
+  EXPECT_EQ(xsp({"--store", (dir_ / "f.db").string(), "analyze", "1", "--analysis", "A9", "--chart",
+                 (dir_ / "empty.vl.json").string()},
+                clock),
+            1);
+  EXPECT_NE(err_.find("evaluation 1 (fake_model): no kernel to draw on the A9 roofline: Kernel roofline (batch size "
+                      "1) has no rows (no KERNEL-level run in this evaluation"),
+            std::string::npos)
+      << err_;
+  EXPECT_NE(err_.find("empty.vl.json not written"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "empty.vl.json"));
+}
+
 }  // namespace
 }  // namespace xsp
