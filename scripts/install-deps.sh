@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch python3-torchvision
   python3-onnx python3-sklearn
+  python3-pandas
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""pandas reads `xsp analyze --format csv|json` of a multi-batch-size evaluation as one frame per analysis.
+
+On a copy of a recorded evaluation measured at batch sizes 1 and 32 (to the kernel level): for the per-batch
+analyses A6 (layers) and A8 (kernels), pandas.read_csv of the CSV and pandas.read_json of the JSON table's rows
+give one frame whose batch_size column is int64, holds exactly the measured batch sizes, and has as many rows
+per batch size as `--batch-size B` alone gives; CSV and JSON agree row by row.
+Exit 77 (CTest SKIP_RETURN_CODE) when pandas is missing (Debian: python3-pandas, scripts/install-deps.sh).
+
+Usage: pandas_tables.py XSP_BINARY FIXTURE_DB
+"""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import pandas as pd
+except ImportError as exc:
+    print(f"pandas_tables: SKIP: pandas is not installed ({exc}); install python3-pandas")
+    sys.exit(77)
+
+BATCH_SIZES = [1, 32]
+
+
+def fail(msg):
+    print(f"pandas_tables: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def xsp(binary, store, *args):
+    r = subprocess.run([binary, "--store", store, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    if r.returncode != 0:
+        fail(f"xsp {' '.join(args)} exited {r.returncode}: {r.stderr}")
+    return r.stdout
+
+
+def check(binary, store, analysis):
+    where = f"xsp analyze 1 --analysis {analysis}"
+    csv = pd.read_csv(io.StringIO(xsp(binary, store, "analyze", "1", "--analysis", analysis, "--format", "csv")))
+    tables = json.loads(xsp(binary, store, "analyze", "1", "--analysis", analysis, "--format", "json"))
+    if len(tables) != 1:
+        fail(f"{where} --format json: {len(tables)} tables, expected 1 (one per analysis)")
+    js = pd.read_json(io.StringIO(json.dumps(tables[0]["rows"])), orient="records", dtype=False)
+    for name, frame in (("csv", csv), ("json", js)):
+        if list(frame.columns) != tables[0]["columns"]:
+            fail(f"{where} --format {name}: columns {list(frame.columns)}, expected {tables[0]['columns']}")
+        if str(frame["batch_size"].dtype) != "int64":
+            fail(f"{where} --format {name}: batch_size has dtype {frame['batch_size'].dtype}, expected int64")
+        if sorted(frame["batch_size"].unique().tolist()) != BATCH_SIZES:
+            fail(f"{where} --format {name}: batch sizes {sorted(frame['batch_size'].unique())}, expected {BATCH_SIZES}")
+        for b in BATCH_SIZES:
+            alone = pd.read_csv(io.StringIO(xsp(binary, store, "analyze", "1", "--analysis", analysis, "--format",
+                                                "csv", "--batch-size", str(b))))
+            got = int((frame["batch_size"] == b).sum())
+            if got != len(alone) or len(alone) == 0:
+                fail(f"{where} --format {name}: {got} rows of batch size {b}, expected {len(alone)} (> 0)")
+    if len(csv) != len(js):
+        fail(f"{where}: {len(csv)} CSV rows but {len(js)} JSON rows")
+    text_columns = [c for c in csv.columns if csv[c].dtype == object]
+    for c in text_columns:
+        if csv[c].fillna("").tolist() != js[c].fillna("").tolist():
+            fail(f"{where}: column {c} differs between CSV and JSON")
+    print(f"{where}: {len(csv)} rows, batch sizes {BATCH_SIZES}, int64 batch_size in CSV and JSON")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    binary, fixture = sys.argv[1:]
+    work = tempfile.mkdtemp(prefix="xsp-pandas-")
+    try:
+        store = os.path.join(work, os.path.basename(fixture))  # opening a store migrates it: a copy
+        shutil.copyfile(fixture, store)
+        for analysis in ("A6", "A8"):
+            check(binary, store, analysis)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
