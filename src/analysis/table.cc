@@ -94,6 +94,29 @@ void csv_field(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// `text` broken at spaces into lines of at most `width` columns where a space allows, the later lines indented
+// by `indent`; each line ends in '\n'.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t p = 0;
+  while (p < text.size()) {
+    std::size_t q = text.find(' ', p);
+    if (q == std::string::npos) q = text.size();
+    const std::string word = text.substr(p, q - p);
+    const std::size_t line_width = display_width(line);
+    if (line_width > display_width(indent) && line_width + 1 + display_width(word) > width) {
+      out += line + '\n';
+      line = indent + word;
+    } else {
+      line += (line.empty() || p == 0 ? "" : " ") + word;
+    }
+    p = q + 1;
+  }
+  return out + line + '\n';
+}
+
+constexpr std::size_t kNoteWidth = 120;
+
 }  // namespace
 
 TableFormat parse_table_format(const std::string& name) {
@@ -135,6 +158,16 @@ std::string render_text(const Table& table, int precision) {
     }
   }
 
+  // Columns shown: those meant for the terminal that hold a value in some row (all of them when there is no row,
+  // so that the header still says what the table would hold). CSV and JSON keep every column.
+  std::vector<bool> shown(ncol, false);
+  for (std::size_t c = 0; c < ncol; ++c) {
+    shown[c] = table.columns[c].in_text;
+    if (shown[c] && !table.rows.empty())
+      shown[c] = std::any_of(table.rows.begin(), table.rows.end(),
+                             [&](const auto& row) { return c < row.size() && row[c].index() != 0; });
+  }
+
   std::string out;
   if (!table.id.empty()) {
     out += table.id;
@@ -147,7 +180,7 @@ std::string render_text(const Table& table, int precision) {
     std::string line;
     bool first = true;
     for (std::size_t c = 0; c < ncol; ++c) {
-      if (!table.columns[c].in_text) continue;
+      if (!shown[c]) continue;
       const std::string& s = c < cells.size() ? cells[c] : std::string();
       const std::size_t pad = width[c] - std::min(width[c], display_width(s));
       if (!first) line += "  ";
@@ -166,7 +199,7 @@ std::string render_text(const Table& table, int precision) {
   std::size_t total_width = 0;
   for (std::size_t c = 0; c < ncol; ++c) {
     header[c] = table.columns[c].title.empty() ? table.columns[c].name : table.columns[c].title;
-    if (table.columns[c].in_text) total_width += width[c] + (total_width > 0 ? 2 : 0);
+    if (shown[c]) total_width += width[c] + (total_width > 0 ? 2 : 0);
   }
   emit_row(header, "");
   std::string rule;
@@ -180,7 +213,7 @@ std::string render_text(const Table& table, int precision) {
     emit_row(text[r], b);
   }
   if (table.rows.empty()) out += "(no rows)\n";
-  for (const std::string& note : table.notes) out += "note: " + note + '\n';
+  for (const std::string& note : table.notes) out += wrap("note: " + note, kNoteWidth, "      ");
   return out;
 }
 

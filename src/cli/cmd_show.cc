@@ -13,6 +13,14 @@ namespace {
 
 constexpr std::size_t kShowWidth = 120;
 
+// A scalar as JSON; an array of scalars as "[a, b, c]" (nlohmann's compact dump leaves out the spaces).
+std::string inline_value(const nlohmann::json& v) {
+  if (!v.is_array()) return v.dump();
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i].dump();
+  return out + "]";
+}
+
 bool is_leaf(const nlohmann::json& v) {
   if (!v.is_structured() || v.empty()) return true;
   if (!v.is_array()) return false;
@@ -30,8 +38,8 @@ void readable_lines(const nlohmann::json& j, std::size_t indent, std::vector<std
       return;
     }
     std::string line = pad + key + ": ";
-    if (!v.is_array() || v.empty() || line.size() + v.dump().size() <= kShowWidth) {
-      out.push_back(line + v.dump());
+    if (!v.is_array() || v.empty() || line.size() + inline_value(v).size() <= kShowWidth) {
+      out.push_back(line + inline_value(v));
       return;
     }
     // Wrap the elements; continuation lines under the first element.

@@ -42,7 +42,8 @@ enum class TableFormat { kText, kCsv, kJson };
 TableFormat parse_table_format(const std::string& name);
 
 /// Aligned text with a title line, header, rows and notes; reals with `precision` significant decimals;
-/// a unicode bar column when bar_column >= 0.
+/// a unicode bar column when bar_column >= 0. Columns without a value in any row are left out (CSV and JSON keep
+/// them), symbol columns are shortened (short_symbol()), notes wrapped at 120 columns.
 std::string render_text(const Table& table, int precision = 3);
 /// RFC 4180 CSV: header of column names, then rows; reals printed with full precision (%.17g trimmed).
 std::string render_csv(const Table& table);

@@ -132,7 +132,8 @@ TEST_F(Tables, PerBatchTablesAreOneTableWithABatchSizeColumnInCsvAndJson) {
     ASSERT_EQ(fields.size(), 4u) << lines[i];
     batch_sizes.insert(fields[0]);
     EXPECT_EQ(fields[1], "fake::op") << lines[i];
-    EXPECT_EQ(fields[3], "100") << lines[i];  // the one layer type has all the latency
+    EXPECT_EQ(fields[2], "0") << lines[i];  // the fake op is a point in time
+    EXPECT_EQ(fields[3], "") << lines[i];   // no percentage of a zero total
   }
   // The fake framework records one op per batch: one row per batch size.
   EXPECT_EQ(batch_sizes, (std::multiset<std::string>{"1", "2", "4"})) << out_;
@@ -152,7 +153,8 @@ TEST_F(Tables, PerBatchTablesAreOneTableWithABatchSizeColumnInCsvAndJson) {
   }
   EXPECT_EQ(tables[1]["id"], "A6");
   EXPECT_EQ(tables[1]["rows"][2]["layer_type"], "fake::op");
-  EXPECT_EQ(tables[1]["rows"][2]["percent"], 100.0);
+  EXPECT_EQ(tables[1]["rows"][2]["latency_ms"], 0.0);
+  EXPECT_TRUE(tables[1]["rows"][2]["percent"].is_null());
 
   // The terminal keeps a section per batch size.
   ASSERT_EQ(xsp({"--store", db, "analyze", "1", "--analysis", "A6"}), 0) << err_;
@@ -239,6 +241,7 @@ TEST_F(Tables, ShowPrintsReadableSettingsAndSpanCountsThatAddUp) {
   EXPECT_GE(settings_lines, 8u) << out_;
   EXPECT_NE(out_.find("\n  iterations: 2\n"), std::string::npos) << out_;
   EXPECT_NE(out_.find("\n  run_levels: [\"model\", \"framework\", \"kernel\"]\n"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("\n        classes: [238, 58, 381, 590, 76]\n"), std::string::npos) << out_;
 
   const std::regex run_line(
       R"(run (\d+): batch 1, (\w+), \d+ batches, (\d+) spans \((\d+) roots, (\d+) by context, (\d+) by correlation, )"
