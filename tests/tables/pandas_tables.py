@@ -43,6 +43,11 @@ def xsp(binary, store, *args):
 def check(binary, store, analysis):
     where = f"xsp analyze 1 --analysis {analysis}"
     csv = pd.read_csv(io.StringIO(xsp(binary, store, "analyze", "1", "--analysis", analysis, "--format", "csv")))
+    if "batch_size" not in csv.columns:
+        fail(f"{where} --format csv: no batch_size column in {list(csv.columns)}")
+    headers = int((csv[csv.columns[0]] == csv.columns[0]).sum())
+    if headers:
+        fail(f"{where} --format csv: the header repeats {headers} times among the rows")
     tables = json.loads(xsp(binary, store, "analyze", "1", "--analysis", analysis, "--format", "json"))
     if len(tables) != 1:
         fail(f"{where} --format json: {len(tables)} tables, expected 1 (one per analysis)")
