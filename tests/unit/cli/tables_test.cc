@@ -209,6 +209,39 @@ TEST_F(Tables, ShortSymbolDropsTemplateArgumentsParametersAndReturnType) {
   EXPECT_EQ(width(cut), 20u);
 }
 
+TEST_F(Tables, TerminalLeavesOutEmptyColumnsAndWrapsNotes) {
+  Table t;
+  t.id = "A8";
+  t.title = "Kernel information";
+  t.columns = {{"kernel_name", "kernel name", true, true}, {"gflops", "GFLOPs"}, {"latency_ms", "latency (ms)"}};
+  const std::string name = "void at::native::k<float, 4>(int, float*)";
+  t.rows = {{Cell{name}, Cell{}, Cell{1.5}}};
+  std::string note;
+  for (int i = 0; i < 40; ++i) note += "word" + std::to_string(i) + " ";
+  note += "end";
+  t.notes = {note};
+  const std::string text = render_text(t);
+  EXPECT_EQ(text.find("GFLOPs"), std::string::npos) << text;  // no row has a value
+  EXPECT_NE(text.find("latency (ms)"), std::string::npos) << text;
+  EXPECT_NE(text.find("at::native::k<…>(…)"), std::string::npos) << text;
+  EXPECT_EQ(text.find(name), std::string::npos) << text;
+  EXPECT_EQ(render_csv(t), "kernel_name,gflops,latency_ms\n\"" + name + "\",,1.5\n");
+  // The note: lines of at most 120 columns, continuation lines indented, every word kept in order.
+  std::string joined;
+  std::size_t note_lines = 0;
+  for (const auto& line : lines_of(text)) {
+    if (line.rfind("note: ", 0) != 0 && line.rfind("      ", 0) != 0) continue;
+    ++note_lines;
+    EXPECT_LE(width(line), 120u) << line;
+    joined += (joined.empty() ? "" : " ") + line.substr(6);
+  }
+  EXPECT_EQ(note_lines, 3u) << text;
+  EXPECT_EQ(joined, note);
+  // Without rows the header still names every column.
+  t.rows.clear();
+  EXPECT_NE(render_text(t).find("GFLOPs"), std::string::npos);
+}
+
 TEST_F(Tables, TerminalTablesShortenKernelNamesAndCsvKeepsThem) {
   const std::string db = fixture_copy(kKernelFixture);
   const std::string analyses = "A1,A2,A3,A4,A5,A6,A7,A8,A10,A11,A13,A15,gpu-idle,launch-stats";
