@@ -47,7 +47,7 @@ Table skeleton(const std::string& id) {
     t.columns = {{"layer_index", "layer"},
                  {"kernel_index", "kernel"},
                  {"layer_name", "layer name"},
-                 {"kernel_name", "kernel name"},
+                 {"kernel_name", "kernel name", true, true},
                  {"latency_ms", "latency (ms)"},
                  {"gflops", "GFLOPs"},
                  {"dram_read_bytes", "DRAM read (B)"},
@@ -65,7 +65,7 @@ Table skeleton(const std::string& id) {
     t.columns = {{"layer_index", "layer"},
                  {"kernel_index", "kernel"},
                  {"layer_name", "layer name"},
-                 {"kernel_name", "kernel name"},
+                 {"kernel_name", "kernel name", true, true},
                  {"latency_ms", "latency (ms)"},
                  {"gflops", "GFLOPs"},
                  {"precision", "precision"},
@@ -131,7 +131,7 @@ Table skeleton(const std::string& id) {
                  {"achieved_flops_per_s", "FLOP/s"}};
   } else if (id == "A10") {
     t.title = "Kernels by name";
-    t.columns = {{"kernel_name", "kernel name"},
+    t.columns = {{"kernel_name", "kernel name", true, true},
                  {"count", "count / batch"},
                  {"total_latency_ms", "total (ms / batch)"},
                  {"mean_latency_us", "mean (µs)"},
@@ -206,7 +206,7 @@ Table skeleton(const std::string& id) {
     t.columns = {{"batch", "batch"},
                  {"layer_index", "layer"},
                  {"layer_name", "layer name"},
-                 {"kernel_name", "kernel name"},
+                 {"kernel_name", "kernel name", true, true},
                  {"launch_api", "launch API"},
                  {"launch_delay_us", "delay (µs)"},
                  {"duration_us", "duration (µs)"}};
@@ -221,6 +221,7 @@ Table skeleton(const std::string& id) {
 Table start(const std::string& id, const GpuRuns& runs, bool with_model, bool with_layers) {
   Table t = skeleton(id);
   t.title += suffix(runs.batch_size);
+  t.batch_size = runs.batch_size;
   if (!runs.kernel_run) {
     t.notes.push_back(kNoKernelRun);
     return t;

@@ -62,6 +62,7 @@ Table skeleton(int which, int batch_size) {
       throw std::logic_error("skeleton: not a layer analysis");
   }
   t.title += suffix;
+  t.batch_size = batch_size;
   return t;
 }
 

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -92,6 +94,29 @@ void csv_field(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// `text` broken at spaces into lines of at most `width` columns where a space allows, the later lines indented
+// by `indent`; each line ends in '\n'.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t p = 0;
+  while (p < text.size()) {
+    std::size_t q = text.find(' ', p);
+    if (q == std::string::npos) q = text.size();
+    const std::string word = text.substr(p, q - p);
+    const std::size_t line_width = display_width(line);
+    if (line_width > display_width(indent) && line_width + 1 + display_width(word) > width) {
+      out += line + '\n';
+      line = indent + word;
+    } else {
+      line += (line.empty() || p == 0 ? "" : " ") + word;
+    }
+    p = q + 1;
+  }
+  return out + line + '\n';
+}
+
+constexpr std::size_t kNoteWidth = 120;
+
 }  // namespace
 
 TableFormat parse_table_format(const std::string& name) {
@@ -120,6 +145,7 @@ std::string render_text(const Table& table, int precision) {
     text[r].resize(ncol);
     for (std::size_t c = 0; c < ncol && c < row.size(); ++c) {
       text[r][c] = cell_text(row[c], precision);
+      if (table.columns[c].symbol && std::holds_alternative<std::string>(row[c])) text[r][c] = short_symbol(text[r][c]);
       // A line break inside a cell would tear the table apart; CSV and JSON keep the text as is.
       for (char& ch : text[r][c]) {
         if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
@@ -130,6 +156,16 @@ std::string render_text(const Table& table, int precision) {
     if (has_bar && static_cast<std::size_t>(table.bar_column) < row.size()) {
       if (auto v = cell_number(row[table.bar_column]); v && std::isfinite(*v)) bar_max = std::max(bar_max, *v);
     }
+  }
+
+  // Columns shown: those meant for the terminal that hold a value in some row (all of them when there is no row,
+  // so that the header still says what the table would hold). CSV and JSON keep every column.
+  std::vector<bool> shown(ncol, false);
+  for (std::size_t c = 0; c < ncol; ++c) {
+    shown[c] = table.columns[c].in_text;
+    if (shown[c] && !table.rows.empty())
+      shown[c] = std::any_of(table.rows.begin(), table.rows.end(),
+                             [&](const auto& row) { return c < row.size() && row[c].index() != 0; });
   }
 
   std::string out;
@@ -144,7 +180,7 @@ std::string render_text(const Table& table, int precision) {
     std::string line;
     bool first = true;
     for (std::size_t c = 0; c < ncol; ++c) {
-      if (!table.columns[c].in_text) continue;
+      if (!shown[c]) continue;
       const std::string& s = c < cells.size() ? cells[c] : std::string();
       const std::size_t pad = width[c] - std::min(width[c], display_width(s));
       if (!first) line += "  ";
@@ -163,7 +199,7 @@ std::string render_text(const Table& table, int precision) {
   std::size_t total_width = 0;
   for (std::size_t c = 0; c < ncol; ++c) {
     header[c] = table.columns[c].title.empty() ? table.columns[c].name : table.columns[c].title;
-    if (table.columns[c].in_text) total_width += width[c] + (total_width > 0 ? 2 : 0);
+    if (shown[c]) total_width += width[c] + (total_width > 0 ? 2 : 0);
   }
   emit_row(header, "");
   std::string rule;
@@ -177,7 +213,7 @@ std::string render_text(const Table& table, int precision) {
     emit_row(text[r], b);
   }
   if (table.rows.empty()) out += "(no rows)\n";
-  for (const std::string& note : table.notes) out += "note: " + note + '\n';
+  for (const std::string& note : table.notes) out += wrap("note: " + note, kNoteWidth, "      ");
   return out;
 }
 
@@ -204,27 +240,30 @@ std::string render_csv(const Table& table) {
   return out;
 }
 
-nlohmann::json to_json(const Table& table) {
-  nlohmann::json j;
+nlohmann::ordered_json to_json(const Table& table) {
+  nlohmann::ordered_json j;
   j["id"] = table.id;
   j["title"] = table.title;
-  nlohmann::json cols = nlohmann::json::array();
+  nlohmann::ordered_json cols = nlohmann::ordered_json::array();
   for (const Column& c : table.columns) cols.push_back(c.name);
   j["columns"] = std::move(cols);
-  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& row : table.rows) {
-    nlohmann::json r = nlohmann::json::array();
-    for (const Cell& cell : row) {
+    nlohmann::ordered_json r = nlohmann::ordered_json::object();
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+      auto& v = r[table.columns[c].name];  // null unless the cell has a value
+      if (c >= row.size()) continue;
+      const Cell& cell = row[c];
       switch (cell.index()) {
-        case 1: r.push_back(std::get<std::int64_t>(cell)); break;
+        case 1: v = std::get<std::int64_t>(cell); break;
         case 2: {
           const double d = std::get<double>(cell);
           // JSON has no NaN/Inf; null says "no value" like an empty cell.
-          if (std::isfinite(d)) r.push_back(d); else r.push_back(nullptr);
+          if (std::isfinite(d)) v = d;
           break;
         }
-        case 3: r.push_back(std::get<std::string>(cell)); break;
-        default: r.push_back(nullptr);
+        case 3: v = std::get<std::string>(cell); break;
+        default: break;
       }
     }
     rows.push_back(std::move(r));
@@ -232,6 +271,127 @@ nlohmann::json to_json(const Table& table) {
   j["rows"] = std::move(rows);
   j["notes"] = table.notes;
   return j;
+}
+
+std::vector<Table> merge_batch_tables(const std::vector<Table>& tables) {
+  struct Group {
+    std::size_t out_index;
+    std::vector<std::pair<int, std::vector<std::string>>> notes;  // per member: batch size, notes
+  };
+  std::vector<Table> out;
+  std::map<std::string, Group> groups;
+  std::vector<std::string> order;
+  for (const Table& t : tables) {
+    if (!t.batch_size) {
+      out.push_back(t);
+      continue;
+    }
+    const int b = *t.batch_size;
+    std::string base = t.title;
+    const std::string suffix = " (batch size " + std::to_string(b) + ")";
+    if (base.size() >= suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0)
+      base.erase(base.size() - suffix.size());
+    const std::string key = t.id + '\x1f' + base;
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      Table m;
+      m.id = t.id;
+      m.title = base;
+      m.columns = t.columns;
+      m.bar_column = t.bar_column;
+      const bool has_batch = std::any_of(t.columns.begin(), t.columns.end(),
+                                         [](const Column& c) { return c.name == "batch_size"; });
+      if (!has_batch) {
+        m.columns.insert(m.columns.begin(), Column{"batch_size", "batch size"});
+        if (m.bar_column >= 0) ++m.bar_column;
+      }
+      it = groups.emplace(key, Group{out.size(), {}}).first;
+      order.push_back(key);
+      out.push_back(std::move(m));
+    }
+    Table& m = out[it->second.out_index];
+    const bool prepend = m.columns.size() == t.columns.size() + 1;
+    for (const auto& row : t.rows) {
+      if (!prepend) {
+        m.rows.push_back(row);
+        continue;
+      }
+      std::vector<Cell> r;
+      r.reserve(row.size() + 1);
+      r.emplace_back(std::int64_t{b});
+      r.insert(r.end(), row.begin(), row.end());
+      m.rows.push_back(std::move(r));
+    }
+    it->second.notes.emplace_back(b, t.notes);
+  }
+  for (const std::string& key : order) {
+    const Group& g = groups.at(key);
+    Table& m = out[g.out_index];
+    auto everywhere = [&](const std::string& note) {
+      return std::all_of(g.notes.begin(), g.notes.end(), [&](const auto& member) {
+        return std::find(member.second.begin(), member.second.end(), note) != member.second.end();
+      });
+    };
+    for (const std::string& note : g.notes.front().second)
+      if (everywhere(note) && std::find(m.notes.begin(), m.notes.end(), note) == m.notes.end()) m.notes.push_back(note);
+    for (const auto& [b, notes] : g.notes)
+      for (const std::string& note : notes)
+        if (!everywhere(note)) m.notes.push_back("batch size " + std::to_string(b) + ": " + note);
+  }
+  return out;
+}
+
+std::string short_symbol(std::string_view symbol, std::size_t max_width) {
+  // Template arguments -> "<…>" (nested ones disappear inside); an unbalanced name is kept as it is.
+  std::string s;
+  int depth = 0;
+  for (char c : symbol) {
+    if (c == '<') {
+      if (depth++ == 0) s += "<…>";
+    } else if (c == '>' && depth > 0) {
+      --depth;
+    } else if (depth == 0) {
+      s += c;
+    }
+  }
+  if (depth != 0) s = std::string(symbol);
+  // Only C++ names lose parameters and return type: "Memcpy HtoD (Pageable -> Device)" stays as it is.
+  const bool cxx = symbol.find("::") != std::string_view::npos || symbol.find('<') != std::string_view::npos;
+  // The parameter list: the parenthesized group that ends the name, right after it ("f(int)", not "f (int)").
+  std::size_t name_end = s.size();
+  if (cxx && !s.empty() && s.back() == ')') {
+    int parens = 0;
+    for (std::size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++parens;
+      if (s[i] == '(' && --parens == 0) {
+        name_end = i;
+        break;
+      }
+    }
+    if (name_end == 0 || name_end == s.size() || s[name_end - 1] == ' ') {
+      name_end = s.size();
+    } else if (s.size() - name_end > 2) {
+      s = s.substr(0, name_end) + "(…)";
+    }
+  }
+  // The return type: everything up to the last space outside parentheses before the parameter list
+  // ("(anonymous namespace)" has a space of its own).
+  int parens = 0;
+  std::size_t last_space = std::string::npos;
+  for (std::size_t i = 0; i < std::min(name_end, s.size()); ++i) {
+    if (s[i] == '(') ++parens;
+    if (s[i] == ')') --parens;
+    if (s[i] == ' ' && parens == 0) last_space = i;
+  }
+  if (cxx && last_space != std::string::npos) s.erase(0, last_space + 1);
+  if (display_width(s) <= max_width || max_width == 0) return s;
+  // Keep the end (the function's own name), cut at a code-point boundary.
+  std::size_t keep = max_width - 1, start = s.size();
+  while (start > 0 && keep > 0) {
+    --start;
+    if ((static_cast<unsigned char>(s[start]) & 0xC0) != 0x80) --keep;
+  }
+  return "…" + s.substr(start);
 }
 
 std::string render(const Table& table, TableFormat format) {

@@ -2,7 +2,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "common.h"
 #include "xsp/profilers/profiler_options.h"
@@ -27,6 +29,32 @@ std::string environment_help() {
   return out;
 }
 
+// CLI11 appends "Needs: --x" and "Excludes: --y" to an option's name column, where they run into the
+// description; this formatter moves them onto lines of their own under the description.
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string opts = CLI::Formatter::make_option_opts(opt);
+    const std::size_t cut = std::min(opts.find(" " + get_label("Needs") + ":"), opts.find(" " + get_label("Excludes") + ":"));
+    return cut == std::string::npos ? opts : opts.substr(0, cut);
+  }
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string desc = CLI::Formatter::make_option_desc(opt);
+    auto names = [](const std::set<CLI::Option*>& options) {
+      std::string out;
+      for (const CLI::Option* o : options) out += " " + o->get_name();
+      return out;
+    };
+    if (!opt->get_needs().empty())
+      desc += (desc.empty() ? "" : "\n") + get_label("Needs") + ":" +
+              names(opt->get_needs());
+    if (!opt->get_excludes().empty())
+      desc += (desc.empty() ? "" : "\n") + get_label("Excludes") + ":" +
+              names(opt->get_excludes());
+    return desc;
+  }
+};
+
 void register_predictors() {
   static const bool once = [] {
 #ifdef XSP_WITH_LIBTORCH
@@ -45,6 +73,7 @@ void register_predictors() {
 
 int run(int argc, const char* const* argv, const CliEnvironment& env) {
   CLI::App app{"XSP: across-stack profiling and benchmarking of ML models"};
+  app.formatter(std::make_shared<Formatter>());  // before the subcommands, which copy it
   app.require_subcommand(1);
   // Global options are accepted before or after the command name ("xsp list --store f.db").
   app.fallthrough();

@@ -44,13 +44,19 @@ EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g) {
 }
 
 void print_tables(const std::vector<Table>& tables, TableFormat format) {
+  if (format == TableFormat::kText) {
+    for (const auto& t : tables) std::cout << render(t, format) << "\n";  // a section per batch size
+    return;
+  }
+  // CSV and JSON: one table per analysis, with a batch_size column, so that a data frame reads it whole.
+  const std::vector<Table> merged = merge_batch_tables(tables);
   if (format == TableFormat::kJson) {
-    auto all = nlohmann::json::array();
-    for (const auto& t : tables) all.push_back(to_json(t));
+    auto all = nlohmann::ordered_json::array();
+    for (const auto& t : merged) all.push_back(to_json(t));
     std::cout << all.dump(2) << "\n";
     return;
   }
-  for (const auto& t : tables) std::cout << render(t, format) << (format == TableFormat::kText ? "\n" : "");
+  for (const auto& t : merged) std::cout << render(t, format);
 }
 
 void write_file_atomically(const fs::path& file, const std::string& content) {

@@ -54,7 +54,8 @@ std::unique_ptr<Store> open_store(const Globals& g);
 /// The evaluation, or std::runtime_error "no evaluation N in store PATH".
 EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g);
 
-/// Renders tables in `format` (JSON: one array of all tables).
+/// Renders tables in `format`: the terminal a section per table; CSV and JSON (one array of all tables) one table
+/// per analysis, the per-batch-size tables merged with a batch_size column (merge_batch_tables()).
 void print_tables(const std::vector<Table>& tables, TableFormat format);
 /// Write-then-rename, so that an interrupted export never leaves a half-written file under the final name.
 void write_file_atomically(const std::filesystem::path& file, const std::string& content);

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,6 +20,8 @@ struct Column {
   /// false: CSV and JSON only. For numbers that the terminal shows inside a worded column instead (an overhead
   /// with its interval and significance), so that a bare figure is never printed without its reading.
   bool in_text = true;
+  /// A C++ symbol (kernel name): the terminal shows short_symbol() of it, CSV and JSON the full text.
+  bool symbol = false;
 };
 
 struct Table {
@@ -28,6 +32,9 @@ struct Table {
   std::vector<std::string> notes;       ///< caveats printed under the table (which run the values come from...)
   /// Index of a numeric column to draw as a horizontal bar in the terminal rendering (-1 = none).
   int bar_column = -1;
+  /// The batch size of a per-batch-size table (its title ends in " (batch size N)"); merge_batch_tables() joins
+  /// the tables of one analysis into one with a batch_size column. nullopt: a table over all batch sizes.
+  std::optional<int> batch_size;
 };
 
 enum class TableFormat { kText, kCsv, kJson };
@@ -35,12 +42,26 @@ enum class TableFormat { kText, kCsv, kJson };
 TableFormat parse_table_format(const std::string& name);
 
 /// Aligned text with a title line, header, rows and notes; reals with `precision` significant decimals;
-/// a unicode bar column when bar_column >= 0.
+/// a unicode bar column when bar_column >= 0. Columns without a value in any row are left out (CSV and JSON keep
+/// them), symbol columns are shortened (short_symbol()), notes wrapped at 120 columns.
 std::string render_text(const Table& table, int precision = 3);
 /// RFC 4180 CSV: header of column names, then rows; reals printed with full precision (%.17g trimmed).
 std::string render_csv(const Table& table);
-/// {"id","title","columns":[names],"rows":[[...]],"notes":[...]}; empty cells are null.
-nlohmann::json to_json(const Table& table);
+/// {"id","title","columns":[names],"rows":[{name: value, ...}],"notes":[...]}: every row an object keyed by the
+/// column names (in column order); empty cells are null. pandas reads the rows of one table as one frame
+/// (`pandas.DataFrame(t["rows"])`), or of all tables with `pandas.json_normalize(doc, "rows", ["id"])`.
+nlohmann::ordered_json to_json(const Table& table);
+
+/// Joins the per-batch-size tables (Table::batch_size set) of one analysis (same id and title apart from the
+/// " (batch size N)" suffix) into one table at the place of the first, for CSV and JSON: one header, and a first
+/// column batch_size unless the table has one already; notes common to all once, the others prefixed
+/// "batch size N: ". Other tables pass through unchanged.
+std::vector<Table> merge_batch_tables(const std::vector<Table>& tables);
+
+/// Short form of a (demangled) C++ symbol for the terminal: no return type, template arguments shown as "<…>",
+/// parameter list as "(…)", and at most `max_width` characters (the start cut off with "…", keeping the name).
+/// "void at::native::foo<float, 4>(int, float*)" -> "at::native::foo<…>(…)".
+std::string short_symbol(std::string_view symbol, std::size_t max_width = 60);
 /// Renders in the chosen format (JSON pretty-printed with 2 spaces).
 std::string render(const Table& table, TableFormat format);
 

@@ -98,15 +98,17 @@ TEST(ToJson, RoundTrip) {
   ASSERT_EQ(j["columns"].size(), 4u);
   EXPECT_EQ(j["columns"][1], "latency_ms");
   ASSERT_EQ(j["rows"].size(), 4u);
-  EXPECT_EQ(j["rows"][0][0].get<std::string>(), "aten::conv2d, \"fused\"");
-  EXPECT_EQ(j["rows"][0][1].get<double>(), 2.5);
-  EXPECT_TRUE(j["rows"][0][2].is_number_integer());
-  EXPECT_EQ(j["rows"][0][2].get<std::int64_t>(), 3);
-  EXPECT_TRUE(j["rows"][0][3].is_null());
-  EXPECT_EQ(j["rows"][2][1].get<double>(), 0.0000123);
-  EXPECT_TRUE(j["rows"][3][1].is_null());  // NaN has no JSON form
+  // Rows are objects keyed by column name (pandas.DataFrame(rows) reads them), keys in column order.
+  EXPECT_EQ(j["rows"][0]["layer_type"].get<std::string>(), "aten::conv2d, \"fused\"");
+  EXPECT_EQ(j["rows"][0]["latency_ms"].get<double>(), 2.5);
+  EXPECT_TRUE(j["rows"][0]["count"].is_number_integer());
+  EXPECT_EQ(j["rows"][0]["count"].get<std::int64_t>(), 3);
+  EXPECT_TRUE(j["rows"][0]["note"].is_null());
+  EXPECT_EQ(j["rows"][2]["latency_ms"].get<double>(), 0.0000123);
+  EXPECT_TRUE(j["rows"][3]["latency_ms"].is_null());  // NaN has no JSON form
+  EXPECT_EQ(to_json(t)["rows"][1].dump(), R"({"layer_type":"aten::relu","latency_ms":0.1,"count":-1,"note":"a\nb"})");
   EXPECT_EQ(j["notes"][0], t.notes[0]);
-  EXPECT_EQ(j, to_json(t));
+  EXPECT_EQ(j, nlohmann::json(to_json(t)));
 }
 
 }  // namespace
