@@ -6,28 +6,19 @@ beside its reading of Kineto's own (docs/exports.md, scripts/hta_check.py --kine
 
 Input copied host to device, forward, output copied back, as in torch_reference.py; 20 warm-up steps unprofiled,
 then one profiler warm-up step and STEPS (default 2) active steps, each marked ProfilerStep#N by prof.step()."""
+import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_reference import make_predict  # noqa: E402  (the same predict step)
 
 
 def main():
     model_path, batch, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     steps = int(sys.argv[4]) if len(sys.argv) > 4 else 2
-    dev = torch.device("cuda")
-    model = torch.jit.load(model_path, map_location=dev).eval()
-    x_cpu = torch.randn(batch, 3, 224, 224)
-
-    def predict():
-        with torch.inference_mode():
-            y = model(x_cpu.to(dev))
-            if isinstance(y, (tuple, list)):
-                y = y[0]
-            return y.float().cpu()
-
-    for _ in range(20):
-        predict()
-    torch.cuda.synchronize()
+    predict = make_predict(model_path, batch)
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     sched = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
     with torch.profiler.profile(activities=acts, schedule=sched,

@@ -17,10 +17,9 @@ import time
 import torch
 
 
-def main():
-    model_path, batch = sys.argv[1], int(sys.argv[2])
-    iters = int(sys.argv[3]) if len(sys.argv) > 3 else 50
-    side = int(sys.argv[4]) if len(sys.argv) > 4 else 224
+def make_predict(model_path, batch, side=224):
+    """XSP's predict step for a TorchScript model on CUDA: a random NCHW input copied host->device, forward, the
+    (first) output copied device->host. Returns the step as a function, after 20 warm-up calls."""
     dev = torch.device("cuda")
     model = torch.jit.load(model_path, map_location=dev).eval()
     x_cpu = torch.randn(batch, 3, side, side)
@@ -35,6 +34,14 @@ def main():
     for _ in range(20):
         predict()
     torch.cuda.synchronize()
+    return predict
+
+
+def main():
+    model_path, batch = sys.argv[1], int(sys.argv[2])
+    iters = int(sys.argv[3]) if len(sys.argv) > 3 else 50
+    side = int(sys.argv[4]) if len(sys.argv) > 4 else 224
+    predict = make_predict(model_path, batch, side)
     lat = []
     for _ in range(iters):
         t0 = time.perf_counter_ns()

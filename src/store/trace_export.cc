@@ -243,24 +243,10 @@ void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs
     return it == by_id.end() ? nullptr : it->second;
   };
   // The op of a span: itself when FRAMEWORK, else its nearest FRAMEWORK ancestor below the MODEL level.
-  std::unordered_map<SpanId, SpanId> op_cache;
-  auto op_of = [&](const Span& start) -> SpanId {
-    std::vector<SpanId> path;
-    SpanId found = kNoSpan;
-    for (const Span* s = &start; s != nullptr && path.size() <= trace.spans.size(); s = parent(*s)) {
-      if (const auto it = op_cache.find(s->id); it != op_cache.end()) {
-        found = it->second;
-        break;
-      }
-      path.push_back(s->id);
-      if (s->level == Level::kFramework) {
-        found = s->id;
-        break;
-      }
-      if (s->level < Level::kFramework) break;
-    }
-    for (SpanId id : path) op_cache[id] = found;
-    return found;
+  const std::unordered_map<SpanId, SpanId> ops = op_of_spans(trace);
+  auto op_of = [&](const Span& s) -> SpanId {
+    const auto it = ops.find(s.id);
+    return it == ops.end() ? kNoSpan : it->second;
   };
 
   Db db(file);

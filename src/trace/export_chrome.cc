@@ -101,27 +101,11 @@ nlohmann::json to_chrome_trace(const Trace& trace, const TraceResource& resource
                       {"args", {{"sort_index", t.id}}}});
   }
 
-  // "External id": the op a span belongs to. Memoized walk up the parents to the nearest FRAMEWORK span.
-  std::unordered_map<SpanId, SpanId> op_of;
-  auto external_id = [&](const Span& start) -> SpanId {
-    std::vector<SpanId> path;
-    SpanId found = kNoSpan;
-    for (const Span* s = &start; s != nullptr;) {
-      if (const auto it = op_of.find(s->id); it != op_of.end()) {
-        found = it->second;
-        break;
-      }
-      path.push_back(s->id);
-      if (s->level == Level::kFramework) {
-        found = s->id;
-        break;
-      }
-      if (s->level < Level::kFramework || s->parent_id == kNoSpan || path.size() > trace.spans.size()) break;
-      const auto p = by_id.find(s->parent_id);
-      s = p == by_id.end() ? nullptr : p->second;
-    }
-    for (SpanId id : path) op_of[id] = found;
-    return found;
+  // "External id": the op a span belongs to.
+  const std::unordered_map<SpanId, SpanId> op_of = op_of_spans(trace);
+  auto external_id = [&](const Span& s) -> SpanId {
+    const auto it = op_of.find(s.id);
+    return it == op_of.end() ? kNoSpan : it->second;
   };
 
   // Measured batches: the MODEL spans of batch N span iteration N (HTA's and TensorBoard's "ProfilerStep#N").

@@ -87,4 +87,33 @@ Trace TraceRecorder::take() {
   return out;
 }
 
+std::unordered_map<SpanId, SpanId> op_of_spans(const Trace& trace) {
+  std::unordered_map<SpanId, const Span*> by_id;
+  by_id.reserve(trace.spans.size());
+  for (const Span& s : trace.spans) by_id.emplace(s.id, &s);
+  std::unordered_map<SpanId, SpanId> op_of;
+  op_of.reserve(trace.spans.size());
+  std::vector<SpanId> path;
+  for (const Span& start : trace.spans) {
+    path.clear();
+    SpanId found = kNoSpan;
+    for (const Span* s = &start; s != nullptr && path.size() <= trace.spans.size();) {
+      if (const auto it = op_of.find(s->id); it != op_of.end()) {
+        found = it->second;
+        break;
+      }
+      path.push_back(s->id);
+      if (s->level == Level::kFramework) {
+        found = s->id;
+        break;
+      }
+      if (s->level < Level::kFramework || s->parent_id == kNoSpan) break;
+      const auto p = by_id.find(s->parent_id);
+      s = p == by_id.end() ? nullptr : p->second;
+    }
+    for (SpanId id : path) op_of[id] = found;
+  }
+  return op_of;
+}
+
 }  // namespace xsp

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "xsp/trace/span.h"
@@ -43,6 +44,12 @@ struct Trace {
   AssemblyReport assembly;
   bool operator==(const Trace&) const = default;
 };
+
+/// The op each span belongs to, by span id: the span itself when it is a FRAMEWORK span, else its nearest FRAMEWORK
+/// ancestor; spans above the FRAMEWORK level, or with no FRAMEWORK ancestor, map to kNoSpan. Kineto's
+/// "External id" and the relational export's op_id. One memoized walk up the parents: O(spans) overall, and a
+/// parent cycle in a malformed trace ends the walk instead of looping.
+std::unordered_map<SpanId, SpanId> op_of_spans(const Trace& trace);
 
 /// Host clock used for every CPU span (CLOCK_MONOTONIC, ns).
 std::int64_t now_ns();

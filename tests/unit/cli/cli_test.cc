@@ -9,6 +9,7 @@
 
 #include "../eval/fake_model.h"
 #include "cli.h"
+#include "fake_zoo.h"
 #include "xsp/eval/evaluate.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/store/store.h"
@@ -61,14 +62,7 @@ class Cli : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("xsp-cli-test-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    fs::create_directories(dir_ / "zoo");
-    { std::ofstream(dir_ / "zoo" / "fake.bin") << "weights"; }
-    std::ofstream(dir_ / "zoo" / "fake_model.yaml")
-        << "name: fake_model\nversion: 1.0.0\ndescription: a model of the fake framework\n"
-           "framework:\n  name: fake\n  version: \">=1.0\"\n"
-           "model:\n  graph_path: fake.bin\n  checksum: sha256:" + sha256_file(dir_ / "zoo" / "fake.bin") + "\n"
-           "inputs:\n  - type: tensor\n    element_type: float32\n    dimensions: [4]\n"
-           "outputs:\n  - type: classification\n";
+    testing::write_fake_zoo(dir_ / "zoo", "fake_model", "fake");
     g_created = g_loads = 0;
   }
   void TearDown() override { fs::remove_all(dir_); }

@@ -13,6 +13,7 @@
 
 #include "../eval/fake_model.h"
 #include "cli.h"
+#include "fake_zoo.h"
 #include "xsp/analysis/table.h"
 #include "xsp/manifest/manifest.h"
 
@@ -72,14 +73,7 @@ class Tables : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("xsp-tables-test-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    fs::create_directories(dir_ / "zoo");
-    { std::ofstream(dir_ / "zoo" / "fake.bin") << "weights"; }
-    std::ofstream(dir_ / "zoo" / "tables_model.yaml")
-        << "name: tables_model\nversion: 1.0.0\ndescription: a model of the fake framework\n"
-           "framework:\n  name: tables-fake\n  version: \">=1.0\"\n"
-           "model:\n  graph_path: fake.bin\n  checksum: sha256:" + sha256_file(dir_ / "zoo" / "fake.bin") + "\n"
-           "inputs:\n  - type: tensor\n    element_type: float32\n    dimensions: [4]\n"
-           "outputs:\n  - type: classification\n";
+    testing::write_fake_zoo(dir_ / "zoo", "tables_model", "tables-fake");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

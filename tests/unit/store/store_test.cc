@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
 #include "xsp/store/store.h"
 
 namespace xsp {
@@ -17,22 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "xsp-store-test-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 Span make_span(SpanId id, SpanId parent, Level level, std::string name, std::int64_t start, std::int64_t end,
                std::vector<Tag> tags = {}) {

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "temp_dir.h"
 #include "xsp/store/store.h"
 #include "xsp/store/trace_export.h"
 #include "xsp/trace/export.h"
@@ -25,21 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "xsp-export-test-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 /// Evaluation 1 of a copy of the kernel-level fixture (a copy: opening a store migrates it).
 EvaluationRecord kernel_fixture(const TempDir& dir) {
