@@ -20,16 +20,27 @@ std::string lower(std::string s) {
   return s;
 }
 
+/// An image size parameter: an integer in [1, kMaxImageSide], the whole text (no "224px", no 4294967520 that an
+/// int would wrap to 224).
 long int_param(const ProcessingStep& step, const std::string& key) {
   auto it = step.params.find(key);
   if (it == step.params.end())
     throw std::invalid_argument("pre-processing step '" + step.op + "' needs parameter '" + key + "'");
+  const std::string& text = it->second;
+  const auto bad = [&] {
+    return std::invalid_argument("pre-processing step '" + step.op + "': '" + key + "' must be an integer from 1 to " +
+                                 std::to_string(kMaxImageSide) + ", got '" + text.substr(0, 40) +
+                                 (text.size() > 40 ? "...'" : "'"));
+  };
+  std::size_t used = 0;
+  long value = 0;
   try {
-    return std::stol(it->second);
+    value = std::stol(text, &used);
   } catch (const std::exception&) {
-    throw std::invalid_argument("pre-processing step '" + step.op + "': '" + key + "' must be an integer, got '" +
-                                it->second + "'");
+    throw bad();
   }
+  if (used != text.size() || value < 1 || value > kMaxImageSide) throw bad();
+  return value;
 }
 
 enum class Interpolation { kBilinear, kNearest, kBicubic, kArea };
@@ -73,13 +84,60 @@ std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir)
   return files;
 }
 
+std::optional<std::uint64_t> tensor_bytes(const std::vector<std::int64_t>& shape) {
+  std::uint64_t bytes = sizeof(float);
+  for (std::int64_t d : shape) {
+    if (d < 1 || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
+void check_tensor_bytes(const std::vector<std::int64_t>& shape, std::uint64_t max_bytes, const std::string& what) {
+  std::string dims;
+  for (std::int64_t d : shape) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+  const auto bytes = tensor_bytes(shape);
+  if (!bytes) throw std::invalid_argument(what + ": shape " + dims + " has a dimension below 1 or too many values");
+  if (*bytes > max_bytes) {
+    throw std::invalid_argument(what + ": a float32 tensor of shape " + dims + " needs " + std::to_string(*bytes) +
+                                " bytes, more than the limit of " + std::to_string(max_bytes) +
+                                " bytes (smaller batch sizes or inputs)");
+  }
+}
+
 EncodedInput read_input(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw std::runtime_error("cannot read input " + file.string() + ": not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec) throw std::runtime_error("cannot read input " + file.string() + ": " + ec.message());
+  if (size == 0) throw std::runtime_error("input " + file.string() + " is empty (0 bytes)");
+  if (size > kMaxInputFileBytes)
+    throw std::runtime_error("input " + file.string() + " has " + std::to_string(size) + " bytes, more than the " +
+                             std::to_string(kMaxInputFileBytes) + " an input may have");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read input " + file.string());
   EncodedInput input;
   input.id = file.filename().string();
   input.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (input.bytes.size() != size) throw std::runtime_error("cannot read input " + file.string() + ": short read");
   return input;
+}
+
+std::string truncation_problem(const std::vector<std::uint8_t>& bytes) {
+  std::size_t end = bytes.size();
+  while (end > 0 && bytes[end - 1] == 0) --end;  // padding after the last marker is common and harmless
+  if (bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8) {
+    if (end < 4 || bytes[end - 2] != 0xFF || bytes[end - 1] != 0xD9)
+      return "truncated JPEG: it does not end with the end-of-image marker FF D9";
+  }
+  static constexpr std::uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (bytes.size() >= 8 && std::equal(kPng, kPng + 8, bytes.begin())) {
+    static constexpr std::uint8_t kIend[4] = {'I', 'E', 'N', 'D'};
+    // The IEND chunk: length 0, "IEND", 4 bytes of CRC.
+    if (end < 8 + 12 || !std::equal(kIend, kIend + 4, bytes.begin() + static_cast<std::ptrdiff_t>(end - 8)))
+      return "truncated PNG: it does not end with an IEND chunk";
+  }
+  return "";
 }
 
 Preprocessor::Preprocessor(const InputSpec& spec) : spec_(spec) {
@@ -114,14 +172,27 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
   const long channels = spec_.dimensions[0], height = spec_.dimensions[1], width = spec_.dimensions[2];
   Tensor out;
   out.shape = {static_cast<std::int64_t>(batch.size()), channels, height, width};
+  check_tensor_bytes(out.shape, kDefaultMaxBatchBytes, "pre-processed batch");
   out.data.resize(static_cast<std::size_t>(out.numel()));
   const std::size_t plane = static_cast<std::size_t>(height * width);
 
   for (std::size_t n = 0; n < batch.size(); ++n) {
     const auto& input = batch[n];
+    if (input.bytes.empty()) throw std::runtime_error("input " + input.id + " is empty (0 bytes)");
+    if (const std::string why = truncation_problem(input.bytes); !why.empty())
+      throw std::runtime_error("input " + input.id + ": " + why);
     cv::Mat raw(1, static_cast<int>(input.bytes.size()), CV_8UC1, const_cast<std::uint8_t*>(input.bytes.data()));
-    cv::Mat image = cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    cv::Mat image;
+    try {
+      image = cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    } catch (const cv::Exception& e) {
+      throw std::runtime_error("cannot decode input " + input.id + " as an image: " + e.msg);
+    }
     if (image.empty()) throw std::runtime_error("cannot decode input " + input.id + " as an image");
+    if (static_cast<std::int64_t>(image.rows) * image.cols > kMaxImagePixels)
+      throw std::runtime_error("input " + input.id + ": " + std::to_string(image.cols) + "x" +
+                               std::to_string(image.rows) + " pixels, more than the " +
+                               std::to_string(kMaxImagePixels) + " an input image may have");
     if (channels == 3 && spec_.color_mode != "BGR") cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
 
     std::vector<double> mean(static_cast<std::size_t>(channels), 0.0), stddev(static_cast<std::size_t>(channels), 1.0);
@@ -129,10 +200,16 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
     for (const auto& step : spec_.steps) {
       if (step.op == "resize") {
         const long side = int_param(step, "shorter_side");
-        const int h = image.rows, w = image.cols;
+        const long h = image.rows, w = image.cols;
         // torchvision keeps the aspect ratio and truncates the longer side.
-        const int new_h = h <= w ? static_cast<int>(side) : static_cast<int>(side * static_cast<long>(h) / w);
-        const int new_w = h <= w ? static_cast<int>(side * static_cast<long>(w) / h) : static_cast<int>(side);
+        const long long_h = h <= w ? side : side * h / w;
+        const long long_w = h <= w ? side * w / h : side;
+        if (long_h < 1 || long_w < 1 || long_h * long_w > kMaxImagePixels)
+          throw std::runtime_error("input " + input.id + ": resizing " + std::to_string(w) + "x" + std::to_string(h) +
+                                   " to a shorter side of " + std::to_string(side) + " gives " +
+                                   std::to_string(long_w) + "x" + std::to_string(long_h) + ", more than the " +
+                                   std::to_string(kMaxImagePixels) + " pixels an image may have");
+        const int new_h = static_cast<int>(long_h), new_w = static_cast<int>(long_w);
         cv::resize(image, image, cv::Size(new_w, new_h), 0, 0, cv_interpolation(interpolation(step)));
       } else if (step.op == "center_crop") {
         const int size = static_cast<int>(int_param(step, "size"));
@@ -173,10 +250,12 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
 #endif
 }
 
-Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed) {
+Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed,
+                       std::uint64_t max_bytes) {
   Tensor out;
   out.shape.push_back(batch_size);
   for (long d : sample_dims) out.shape.push_back(d);
+  check_tensor_bytes(out.shape, max_bytes, "synthetic batch of " + std::to_string(batch_size));
   out.data.resize(static_cast<std::size_t>(out.numel()));
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -185,6 +264,13 @@ Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std
 }
 
 std::vector<std::string> load_labels(const std::filesystem::path& file) {
+  constexpr std::uintmax_t kMaxLabelsBytes = 64u << 20;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw std::runtime_error("labels file " + file.string() + " is not a regular file");
+  if (const auto size = std::filesystem::file_size(file, ec); ec || size > kMaxLabelsBytes)
+    throw std::runtime_error("labels file " + file.string() + ": " +
+                             (ec ? ec.message() : std::to_string(size) + " bytes, more than 64 MiB"));
   std::ifstream in(file);
   if (!in) throw std::runtime_error("cannot read labels file " + file.string());
   std::vector<std::string> labels;

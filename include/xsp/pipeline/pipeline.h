@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,29 @@ struct EncodedInput {
 /// naming the folder when it does not exist or holds no image.
 std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir);
 
-/// Reads a file's bytes; throws std::runtime_error naming the file.
+/// Limits on what one input may cost, so that a small hostile file cannot take the machine's memory. A 196-byte
+/// 1×40000 PNG resized to a shorter side of 256 would be 256×10,240,000 pixels.
+inline constexpr std::uintmax_t kMaxInputFileBytes = 256ull << 20;  ///< an encoded input file, bytes
+inline constexpr std::int64_t kMaxImagePixels = 64ll << 20;          ///< a decoded or resized image, pixels
+inline constexpr long kMaxImageSide = 1 << 16;                       ///< resize/center_crop sizes, pixels
+/// Default limit on one batch tensor (float32 values × 4 bytes), checked before allocating.
+inline constexpr std::uint64_t kDefaultMaxBatchBytes = 8ull << 30;
+
+/// The bytes of a float32 tensor of `shape`, or std::nullopt when a dimension is < 1 or the product overflows.
+std::optional<std::uint64_t> tensor_bytes(const std::vector<std::int64_t>& shape);
+/// Throws std::invalid_argument naming `what`, the shape and the limit when tensor_bytes(shape) is unknown or
+/// above `max_bytes`.
+void check_tensor_bytes(const std::vector<std::int64_t>& shape, std::uint64_t max_bytes, const std::string& what);
+
+/// Reads an input file's bytes. Throws std::runtime_error naming the file when it cannot be read, is not a regular
+/// file, is empty, or is larger than kMaxInputFileBytes.
 EncodedInput read_input(const std::filesystem::path& file);
+
+/// Checks the encoded bytes of an image for truncation before decoding: a JPEG (FF D8) must end with its
+/// end-of-image marker FF D9 (ITU-T T.81 §B.2.1) and a PNG must end with its IEND chunk (PNG spec §11.2.5),
+/// trailing zero bytes allowed. Decoders fill a truncated image with grey and only warn, so without this a cut
+/// file would be measured and stored as if whole. Returns an empty string when the bytes look whole, else why not.
+std::string truncation_problem(const std::vector<std::uint8_t>& bytes);
 
 /// Applies a manifest input's steps (decode, resize, center_crop, normalize) to a batch of encoded images
 /// and stacks them into one NCHW float32 tensor {N, C, H, W}.
@@ -46,8 +68,10 @@ class Preprocessor {
   InputSpec spec_;
 };
 
-/// A synthetic batch {N, dims...} of standard-normal values from a fixed seed (no decode, no steps).
-Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed);
+/// A synthetic batch {N, dims...} of standard-normal values from a fixed seed (no decode, no steps). Throws
+/// std::invalid_argument (check_tensor_bytes) when the batch would exceed `max_bytes`.
+Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed,
+                       std::uint64_t max_bytes = kDefaultMaxBatchBytes);
 
 /// One classification result.
 struct Classification {
@@ -57,7 +81,8 @@ struct Classification {
   std::vector<std::string> top_labels;  ///< label of each class ("" without labels)
 };
 
-/// Reads a labels file, one label per line. Throws std::runtime_error naming the file.
+/// Reads a labels file, one label per line. Throws std::runtime_error naming the file when it cannot be read, is
+/// not a regular file (a folder, /dev/zero), or is larger than 64 MiB.
 std::vector<std::string> load_labels(const std::filesystem::path& file);
 
 /// Applies a manifest output's steps (softmax, top_k) to logits {N, classes}.
