@@ -1,10 +1,12 @@
 // xsp evaluate MODEL: maps flags onto an EvaluationRequest and calls xsp::evaluate(); prints the summary.
 // Ranges and combinations are checked by the library (validate()); its RequestError names a request field,
 // which is mapped back onto the flag here.
+#include <cstring>
 #include <iostream>
 #include <map>
 
 #include "common.h"
+#include "signals.h"
 #include "xsp/eval/evaluate.h"
 #include "xsp/profilers/profiler_options.h"
 
@@ -145,6 +147,12 @@ int run_evaluate(Globals& g, Args& a) {
   context.record_machine_state = g.env.record_machine_state;
   ProgressBar bar(!a.no_progress);
   context.progress = [&bar](const Progress& p) { bar.update(p); };
+  // Batch sweeps stop cleanly on a signal and keep their complete runs; scenarios end at once as before.
+  std::optional<InterruptGuard> interrupt;
+  if (!a.request.scenario) {
+    interrupt.emplace();
+    context.interrupt = interrupt->flag();
+  }
   EvaluationRecord record;
   try {
     record = evaluate(a.request, context);
@@ -161,6 +169,12 @@ int run_evaluate(Globals& g, Args& a) {
   if (!a.analyses.empty() && record.scenario == "batch-sweep")
     print_tables(run_analyses(record, split_ids(a.analyses), analysis_options_for(record, *store)), TableFormat::kText);
   std::cout << "stored as evaluation " << record.id << " in " << g.store_path << "\n";
+  if (record.status == "incomplete" && interrupt && interrupt->signal() != 0) {
+    const int sig = interrupt->signal();
+    std::cerr << "xsp: interrupted by signal " << sig << " (" << strsignal(sig) << "): evaluation " << record.id
+              << " holds the " << record.runs.size() << " complete runs and is marked incomplete\n";
+    return exit_code_for_signal(sig);
+  }
   return 0;
 }
 

@@ -343,6 +343,7 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     o.store_predictions = r.store_predictions;
     o.clock = context.clock;
     o.record_machine_state = context.record_machine_state;
+    o.interrupt = context.interrupt;
     std::unique_ptr<DeviceProfiler> device_profiler, counter_profiler;
     if (r.trace_level > TraceLevel::kFramework) {
       device_profiler = create_device_profiler(r.cupti);
@@ -355,7 +356,7 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     record = run_evaluation(v.manifest, *predictor, o, context.progress);
     if (record.settings.contains("counters_unavailable"))
       spdlog::warn("hardware counters not collected: {}", record.settings["counters_unavailable"].get<std::string>());
-    if (r.inputs.accuracy)
+    if (r.inputs.accuracy && record.status == "complete")
       record.settings["accuracy"] = run_accuracy(v.manifest, *predictor, r.inputs.dataset, r.batch_sizes);
   }
   predictor->close();

@@ -138,8 +138,16 @@ std::string percent(double fraction) {
 }
 
 // One trace level's state during a phase: the run being built (when `stored`) or a baseline's blocks.
+// Thrown before a batch when EvaluationOptions::interrupt holds a signal number.
+struct Interrupted {
+  int signal = 0;
+};
+
+int interrupt_signal(const EvaluationOptions& o) { return o.interrupt ? o.interrupt->load() : 0; }
+
 struct LevelSlot {
   TraceLevel level = TraceLevel::kModel;
+  bool finished = false;  // finish_run() made its RunRecord: the run is complete
   bool stored = true;  // false: a phase-2 baseline (M or M/F blocks beside kernel tracing), not a run
   RunRecord run;
   // Ids of a run's trace: the APPLICATION span is 1, every block's recorder starts where the last one stopped.
@@ -284,6 +292,10 @@ class PhaseExecutor final : public BlockExecutor {
   }
 
   double run_batch(std::size_t l, bool warmup) override {
+    if (const int sig = interrupt_signal(ctx_.options); sig != 0) {
+      end_block(l, warmup);  // profilers off before the phase is abandoned
+      throw Interrupted{sig};
+    }
     LevelSlot& slot = *slots_[l];
     // In warm-up blocks the profilers run as in a measured block (their recorder is thrown away), so the warm-up
     // warms them too; the pipeline's own MODEL spans are not made at all.
@@ -342,6 +354,7 @@ class PhaseExecutor final : public BlockExecutor {
 // blocks under one APPLICATION span, the measurement and the machine state.
 void finish_run(Context& ctx, LevelSlot& slot, int batch_size, const LevelMeasurement* lm, const PhaseResult* phase,
                 const std::string& design) {
+  slot.finished = true;
   RunRecord& run = slot.run;
   run.batch_size = batch_size;
   run.trace_level = slot.level;
@@ -552,131 +565,139 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   };
   std::map<int, std::map<TraceLevel, std::vector<double>>> result_blocks;  // stored runs' result block medians
 
-  // Phase 1: M and M/F of every batch size, before any CUPTI level touched the process.
-  for (int b : options.batch_sizes) {
-    if (in_process.empty()) break;
-    if (sequential || in_process.size() == 1) {
-      for (TraceLevel l : in_process) {
-        LevelSlot& s = slot_of(b, l);
-        const auto phase = run_interleaved(ctx, b, {&s}, in_process.size() == 1 ? "single" : design_of_phase);
-        result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
-      }
-    } else {
-      std::vector<LevelSlot*> ps;
-      for (TraceLevel l : in_process) ps.push_back(&slot_of(b, l));
-      const auto phase = run_interleaved(ctx, b, ps, design_of_phase);
-      for (std::size_t i = 0; i < ps.size(); ++i) result_blocks[b][in_process[i]] = phase.levels[i].result_block_medians_ns();
-    }
-    for (std::size_t i = 1; i < in_process.size(); ++i)
-      record.level_overheads.push_back(make_overhead(b, in_process[i], in_process[i - 1], design_of_phase,
-                                                     result_blocks[b][in_process[i]],
-                                                     result_blocks[b][in_process[i - 1]], ""));
-  }
-
-  // Phase 2: the CUPTI levels, each beside M and M/F blocks that share CUPTI's leftover state (leveled).
-  for (int b : options.batch_sizes) {
-    for (TraceLevel l : cupti) {
-      LevelSlot& s = slot_of(b, l);
-      if (!options.leveled || sequential) {
-        const auto phase = run_interleaved(ctx, b, {&s}, options.leveled ? design_of_phase : "single");
-        result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
-        if (options.leveled && !in_process.empty())
-          record.level_overheads.push_back(make_overhead(b, l, in_process.back(), "sequential", result_blocks[b][l],
-                                                         result_blocks[b][in_process.back()], ""));
-        continue;
-      }
-      std::vector<std::unique_ptr<LevelSlot>> baselines;
-      std::vector<LevelSlot*> ps;
-      for (TraceLevel base : in_process) {
-        baselines.push_back(std::make_unique<LevelSlot>());
-        baselines.back()->level = base;
-        baselines.back()->stored = false;
-        ps.push_back(baselines.back().get());
-      }
-      ps.push_back(&s);
-      const auto phase = run_interleaved(ctx, b, ps, "interleaved");
-      const auto kernel_blocks = phase.levels.back().result_block_medians_ns();
-      result_blocks[b][l] = kernel_blocks;
-      for (std::size_t i = 0; i < in_process.size(); ++i)
-        s.run.measurement.baseline_block_medians_ns[std::string(to_string(in_process[i]))] =
-            phase.levels[i].result_block_medians_ns();
-      const std::string shallower = std::string(run_name(in_process.back()));
-      record.level_overheads.push_back(make_overhead(
-          b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
-          "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "
-          "process (its tracing never fully leaves)"));
-      record.level_overheads.push_back(make_overhead(
-          b, l, in_process.back(), "sequential", kernel_blocks, result_blocks[b][in_process.back()],
-          "against the " + shallower + " run before CUPTI first attached (a clean process): CUPTI's leftover state "
-          "and the machine's drift between the phases count too"));
-      record.level_overheads.push_back(make_overhead(
-          b, TraceLevel::kModel, TraceLevel::kModel, "residual", phase.levels[0].result_block_medians_ns(),
-          result_blocks[b][TraceLevel::kModel],
-          "M blocks beside kernel tracing against the M run before it: machine drift and CUPTI's leftover state "
-          "together, not an overhead"));
-    }
-  }
-
-  // Counter runs: a fixed number of batches; their timings are never used (SPEC §3).
-  if (hardware) {
+  // An interruption (EvaluationOptions::interrupt) ends the phases; the runs finished before it are kept.
+  int interrupted = 0;
+  try {
+    // Phase 1: M and M/F of every batch size, before any CUPTI level touched the process.
     for (int b : options.batch_sizes) {
-      LevelSlot& slot = slot_of(b, TraceLevel::kHardware);
-      auto monitor = new_monitor(options);
-      const std::int64_t w0 = ctx.clock.now_ns();
-      int warmup = 0;
-      for (; warmup < options.measurement.warmup_min_batches; ++warmup)
-        run_pipeline_batch(ctx, slot, b, nullptr, false, nullptr, nullptr);
-      slot.run.measurement.warmup_ns = ctx.clock.now_ns() - w0;
-      slot.run.measurement.warmup_batches = warmup;
-      DeviceProfiler* device = options.counter_profiler;
-      slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
-      if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(device->correlation_listener());
-      try {
-        device->start(*slot.recorder, DeviceProfilerOptions{});
-      } catch (const std::runtime_error& e) {
-        // Counters can be unavailable where tracing works (profiling restricted to admins, another profiler
-        // attached, a virtualized GPU): the evaluation goes on without them and says why.
-        record.settings["counters_unavailable"] = e.what();
-        slot.recorder->count("counters.unavailable", 1);
-        device = nullptr;
-        if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(nullptr);
+      if (in_process.empty()) break;
+      if (sequential || in_process.size() == 1) {
+        for (TraceLevel l : in_process) {
+          LevelSlot& s = slot_of(b, l);
+          const auto phase = run_interleaved(ctx, b, {&s}, in_process.size() == 1 ? "single" : design_of_phase);
+          result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
+        }
+      } else {
+        std::vector<LevelSlot*> ps;
+        for (TraceLevel l : in_process) ps.push_back(&slot_of(b, l));
+        const auto phase = run_interleaved(ctx, b, ps, design_of_phase);
+        for (std::size_t i = 0; i < ps.size(); ++i) result_blocks[b][in_process[i]] = phase.levels[i].result_block_medians_ns();
       }
-      if (ctx.framework_profiler) ctx.framework_profiler->start(*slot.recorder, kNoSpan);
-      // A counter profiler that rotates metric passes over batches needs one batch per pass.
-      const int batches = std::max(options.counter_iterations, device ? device->batches_needed() : 0);
-      std::map<std::string, std::vector<double>> stages;
-      std::vector<double> latencies;
-      const std::int64_t m0 = ctx.clock.now_ns();
-      for (int i = 0; i < batches; ++i) {
-        latencies.push_back(run_pipeline_batch(ctx, slot, b, slot.recorder.get(), true, &stages, device));
-        if (progress) progress(Progress{i + 1, batches, manifest.name + " bs " + std::to_string(b) + " M/F/H: counters"});
-      }
-      if (device) device->stop();
-      if (ctx.framework_profiler) {
-        ctx.framework_profiler->stop();
-        ctx.framework_profiler->set_correlation_listener(nullptr);
-      }
-      Trace t = slot.recorder->take();
-      for (const auto& [name, value] : t.counters) slot.counters[name] += value;
-      slot.kept.emplace_back(latencies.size(), std::move(t));
-      slot.kept_batches = latencies.size();
-      slot.block_stages.push_back(std::move(stages));
-      slot.run.predict_latency_ns = latencies;
-      slot.run.measurement.measure_ns = ctx.clock.now_ns() - m0;
-      slot.run.measurement.blocks.push_back({0, m0, slot.run.measurement.measure_ns, latencies.size(), median(latencies)});
-      slot.run.measurement.stability = assess_series(latencies, options.measurement.rule);
-      slot.run.measurement.stability.verdict = Verdict::kNotAssessed;  // timings of a counter run are never used
-      slot.run.warmup_iterations = warmup;
-      if (device) slot.clock_mapping = device->clock_mapping();
-      finish_run(ctx, slot, b, nullptr, nullptr, "fixed");
-      if (monitor) {
-        monitor->finish();
-        attach_machine_state(slot, &*monitor);
+      for (std::size_t i = 1; i < in_process.size(); ++i)
+        record.level_overheads.push_back(make_overhead(b, in_process[i], in_process[i - 1], design_of_phase,
+                                                       result_blocks[b][in_process[i]],
+                                                       result_blocks[b][in_process[i - 1]], ""));
+    }
+
+    // Phase 2: the CUPTI levels, each beside M and M/F blocks that share CUPTI's leftover state (leveled).
+    for (int b : options.batch_sizes) {
+      for (TraceLevel l : cupti) {
+        LevelSlot& s = slot_of(b, l);
+        if (!options.leveled || sequential) {
+          const auto phase = run_interleaved(ctx, b, {&s}, options.leveled ? design_of_phase : "single");
+          result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
+          if (options.leveled && !in_process.empty())
+            record.level_overheads.push_back(make_overhead(b, l, in_process.back(), "sequential", result_blocks[b][l],
+                                                           result_blocks[b][in_process.back()], ""));
+          continue;
+        }
+        std::vector<std::unique_ptr<LevelSlot>> baselines;
+        std::vector<LevelSlot*> ps;
+        for (TraceLevel base : in_process) {
+          baselines.push_back(std::make_unique<LevelSlot>());
+          baselines.back()->level = base;
+          baselines.back()->stored = false;
+          ps.push_back(baselines.back().get());
+        }
+        ps.push_back(&s);
+        const auto phase = run_interleaved(ctx, b, ps, "interleaved");
+        const auto kernel_blocks = phase.levels.back().result_block_medians_ns();
+        result_blocks[b][l] = kernel_blocks;
+        for (std::size_t i = 0; i < in_process.size(); ++i)
+          s.run.measurement.baseline_block_medians_ns[std::string(to_string(in_process[i]))] =
+              phase.levels[i].result_block_medians_ns();
+        const std::string shallower = std::string(run_name(in_process.back()));
+        record.level_overheads.push_back(make_overhead(
+            b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
+            "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "
+            "process (its tracing never fully leaves)"));
+        record.level_overheads.push_back(make_overhead(
+            b, l, in_process.back(), "sequential", kernel_blocks, result_blocks[b][in_process.back()],
+            "against the " + shallower + " run before CUPTI first attached (a clean process): CUPTI's leftover state "
+            "and the machine's drift between the phases count too"));
+        record.level_overheads.push_back(make_overhead(
+            b, TraceLevel::kModel, TraceLevel::kModel, "residual", phase.levels[0].result_block_medians_ns(),
+            result_blocks[b][TraceLevel::kModel],
+            "M blocks beside kernel tracing against the M run before it: machine drift and CUPTI's leftover state "
+            "together, not an overhead"));
       }
     }
+
+    // Counter runs: a fixed number of batches; their timings are never used (SPEC §3).
+    if (hardware) {
+      for (int b : options.batch_sizes) {
+        if (const int sig = interrupt_signal(options); sig != 0) throw Interrupted{sig};
+        LevelSlot& slot = slot_of(b, TraceLevel::kHardware);
+        auto monitor = new_monitor(options);
+        const std::int64_t w0 = ctx.clock.now_ns();
+        int warmup = 0;
+        for (; warmup < options.measurement.warmup_min_batches; ++warmup)
+          run_pipeline_batch(ctx, slot, b, nullptr, false, nullptr, nullptr);
+        slot.run.measurement.warmup_ns = ctx.clock.now_ns() - w0;
+        slot.run.measurement.warmup_batches = warmup;
+        DeviceProfiler* device = options.counter_profiler;
+        slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
+        if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(device->correlation_listener());
+        try {
+          device->start(*slot.recorder, DeviceProfilerOptions{});
+        } catch (const std::runtime_error& e) {
+          // Counters can be unavailable where tracing works (profiling restricted to admins, another profiler
+          // attached, a virtualized GPU): the evaluation goes on without them and says why.
+          record.settings["counters_unavailable"] = e.what();
+          slot.recorder->count("counters.unavailable", 1);
+          device = nullptr;
+          if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(nullptr);
+        }
+        if (ctx.framework_profiler) ctx.framework_profiler->start(*slot.recorder, kNoSpan);
+        // A counter profiler that rotates metric passes over batches needs one batch per pass.
+        const int batches = std::max(options.counter_iterations, device ? device->batches_needed() : 0);
+        std::map<std::string, std::vector<double>> stages;
+        std::vector<double> latencies;
+        const std::int64_t m0 = ctx.clock.now_ns();
+        for (int i = 0; i < batches; ++i) {
+          latencies.push_back(run_pipeline_batch(ctx, slot, b, slot.recorder.get(), true, &stages, device));
+          if (progress) progress(Progress{i + 1, batches, manifest.name + " bs " + std::to_string(b) + " M/F/H: counters"});
+        }
+        if (device) device->stop();
+        if (ctx.framework_profiler) {
+          ctx.framework_profiler->stop();
+          ctx.framework_profiler->set_correlation_listener(nullptr);
+        }
+        Trace t = slot.recorder->take();
+        for (const auto& [name, value] : t.counters) slot.counters[name] += value;
+        slot.kept.emplace_back(latencies.size(), std::move(t));
+        slot.kept_batches = latencies.size();
+        slot.block_stages.push_back(std::move(stages));
+        slot.run.predict_latency_ns = latencies;
+        slot.run.measurement.measure_ns = ctx.clock.now_ns() - m0;
+        slot.run.measurement.blocks.push_back({0, m0, slot.run.measurement.measure_ns, latencies.size(), median(latencies)});
+        slot.run.measurement.stability = assess_series(latencies, options.measurement.rule);
+        slot.run.measurement.stability.verdict = Verdict::kNotAssessed;  // timings of a counter run are never used
+        slot.run.warmup_iterations = warmup;
+        if (device) slot.clock_mapping = device->clock_mapping();
+        finish_run(ctx, slot, b, nullptr, nullptr, "fixed");
+        if (monitor) {
+          monitor->finish();
+          attach_machine_state(slot, &*monitor);
+        }
+      }
+    }
+  } catch (const Interrupted& i) {
+    interrupted = i.signal;
   }
 
   for (auto& [key, slot] : slots) {
+    if (interrupted && !slot->finished) continue;  // cut short: not a run
     const std::string b = std::to_string(key.first);
     if (!record.settings["sample_outputs"].contains(b))
       record.settings["sample_outputs"][b] = to_json(slot->last_outputs, 5);
@@ -685,6 +706,18 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   std::stable_sort(record.runs.begin(), record.runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return a.batch_size != b.batch_size ? a.batch_size < b.batch_size : a.trace_level < b.trace_level;
   });
+  if (interrupted) {
+    record.status = "incomplete";
+    record.settings["interrupted"] = {{"signal", interrupted}, {"complete_runs", record.runs.size()}};
+    // Overheads need both of their runs; keep only those whose runs were finished.
+    std::erase_if(record.level_overheads, [&](const LevelOverhead& o) {
+      auto has = [&](TraceLevel l) {
+        return std::any_of(record.runs.begin(), record.runs.end(),
+                           [&](const RunRecord& r) { return r.batch_size == o.batch_size && r.trace_level == l; });
+      };
+      return !has(o.level) || !has(o.baseline);
+    });
+  }
   return record;
 }
 

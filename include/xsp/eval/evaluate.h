@@ -3,6 +3,7 @@
 // model, runs the batch sweep or the scenario, measures accuracy when asked, describes the system and saves.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -85,6 +86,9 @@ struct EvaluationContext {
   ProgressCallback progress;           ///< optional
   const Clock* clock = nullptr;        ///< nullptr = system_clock(); tests inject a fake one
   bool record_machine_state = true;    ///< see EvaluationOptions
+  /// A signal number set by the front end's handler; batch sweeps stop before the next batch and save the runs
+  /// already finished as an "incomplete" evaluation (EvaluationOptions::interrupt). Scenarios do not read it.
+  const std::atomic<int>* interrupt = nullptr;
 };
 
 /// What validate() resolved: the manifest, the framework's predictor (created, model not loaded: it told validate()

@@ -2,6 +2,7 @@
 // each a sequence of warm-up and measured batches through the pipeline, every stage a MODEL span.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -49,6 +50,12 @@ struct EvaluationOptions {
   /// Sample the machine's state (GPU clocks, temperature, power, throttling through NVML; CPU governor, load)
   /// around every phase and between its blocks, and store it with warnings in each run.
   bool record_machine_state = true;
+  /// Set by the front end's signal handler to the signal's number (SIGINT, SIGTERM, SIGHUP); 0 = go on. Read
+  /// before every batch: when non-zero, the batch in progress is the last one, its block's profilers are switched
+  /// off, the run it belonged to is dropped (it is not complete), and run_evaluation() returns the runs already
+  /// finished in a record with status "incomplete" and settings["interrupted"] = {signal, complete_runs}. Counter
+  /// runs (a fixed, small number of batches) are not cut in the middle. nullptr = never interrupted.
+  const std::atomic<int>* interrupt = nullptr;
 };
 
 /// Distinct synthetic batches an evaluation cycles through (see EvaluationOptions::store_predictions).

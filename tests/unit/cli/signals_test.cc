@@ -1,0 +1,124 @@
+// Signals during `xsp evaluate` (issue 12): the first SIGINT/SIGTERM stops the batch sweep after the current batch,
+// saves the runs already complete as an "incomplete" evaluation, says so, and exits 128 + the signal. In-process on
+// a fake framework that raises the signal itself once the batch size 2 begins, so the batch size 1 runs are
+// complete and the batch size 2 runs are not.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+
+#include "../eval/fake_model.h"
+#include "cli.h"
+#include "fake_zoo.h"
+#include "xsp/store/store.h"
+
+namespace fs = std::filesystem;
+
+namespace xsp {
+namespace {
+
+testing::FakeClock* g_signal_clock = nullptr;
+int g_raise = 0;  // the signal to raise at the first batch of size 2; 0: none
+
+class SignalingPredictor final : public Predictor {
+ public:
+  explicit SignalingPredictor(testing::FakeClock& clock) : inner_(clock, testing::LatencyModel{}) {}
+  std::string framework_name() const override { return "signal-fake"; }
+  std::string framework_version() const override { return "1.0.0"; }
+  void load(const Manifest& m, const DeviceSpec& d) override { inner_.load(m, d); }
+  Tensor predict(const Tensor& t) override {
+    if (g_raise != 0 && !t.shape.empty() && t.shape[0] == 2) {
+      const int sig = g_raise;
+      g_raise = 0;  // once: a second signal would end the test process, as it ends xsp
+      std::raise(sig);
+    }
+    return inner_.predict(t);
+  }
+  void close() override {}
+  FrameworkProfiler* framework_profiler() override { return inner_.framework_profiler(); }
+
+ private:
+  testing::FakePredictor inner_;
+};
+
+class Signals : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static bool registered = false;
+    if (!registered) {
+      register_predictor("signal-fake", [] { return std::make_unique<SignalingPredictor>(*g_signal_clock); });
+      registered = true;
+    }
+    dir_ = fs::temp_directory_path() / ("xsp-signals-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    testing::write_fake_zoo(dir_ / "zoo", "signal_model", "signal-fake");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  int evaluate(int sig) {
+    g_signal_clock = &clock_;
+    g_raise = sig;
+    const std::string zoo = (dir_ / "zoo").string(), db = (dir_ / "s.db").string();
+    const std::vector<const char*> argv{"xsp", "--zoo", zoo.c_str(), "--store", db.c_str(), "evaluate",
+                                        "signal_model", "--framework", "signal-fake", "--batch-sizes", "1,2",
+                                        "--trace-level", "framework", "--leveled", "--synthetic",
+                                        "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"};
+    cli::CliEnvironment env;
+    env.clock = &clock_;
+    env.record_machine_state = false;
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
+    out_ = ::testing::internal::GetCapturedStdout();
+    err_ = ::testing::internal::GetCapturedStderr();
+    return rc;
+  }
+
+  void expect_incomplete_with_batch_size_1_runs(int sig) {
+    auto store = Store::open(dir_ / "s.db");
+    const auto e = store->load(1);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->status, "incomplete");
+    ASSERT_EQ(e->runs.size(), 2u);  // batch size 1: M and M/F, both complete; batch size 2 was cut short
+    for (const RunRecord& r : e->runs) {
+      EXPECT_EQ(r.batch_size, 1);
+      EXPECT_FALSE(r.predict_latency_ns.empty());
+    }
+    EXPECT_EQ(e->settings["interrupted"]["signal"], sig);
+    EXPECT_EQ(e->settings["interrupted"]["complete_runs"], 2);
+    for (const LevelOverhead& o : e->level_overheads) EXPECT_EQ(o.batch_size, 1);
+    EXPECT_NE(err_.find("interrupted by signal " + std::to_string(sig)), std::string::npos) << err_;
+    EXPECT_NE(err_.find("2 complete runs"), std::string::npos) << err_;
+  }
+
+  testing::FakeClock clock_;
+  fs::path dir_;
+  std::string out_, err_;
+};
+
+TEST_F(Signals, SigintSavesTheCompleteRunsAsIncompleteAndExits130) {
+  EXPECT_EQ(evaluate(SIGINT), 130) << err_;
+  expect_incomplete_with_batch_size_1_runs(SIGINT);
+}
+
+TEST_F(Signals, SigtermSavesTheCompleteRunsAsIncompleteAndExits143) {
+  EXPECT_EQ(evaluate(SIGTERM), 143) << err_;
+  expect_incomplete_with_batch_size_1_runs(SIGTERM);
+}
+
+TEST_F(Signals, WithoutASignalTheEvaluationIsCompleteAndTheHandlersAreGone) {
+  EXPECT_EQ(evaluate(0), 0) << err_;
+  auto store = Store::open(dir_ / "s.db");
+  const auto e = store->load(1);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->status, "complete");
+  EXPECT_EQ(e->runs.size(), 4u);
+  struct sigaction now {};
+  sigaction(SIGINT, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);  // the guard put the previous (default) handler back
+}
+
+}  // namespace
+}  // namespace xsp
