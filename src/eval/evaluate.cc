@@ -12,6 +12,7 @@
 #include "xsp/eval/scenario_runner.h"
 #include "xsp/loadgen/loadgen.h"
 #include "xsp/manifest/semver.h"
+#include "xsp/pipeline/dataset.h"
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
@@ -275,7 +276,21 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   }
   if (!r.inputs.dataset.empty()) {
     try {
-      (void)manifest_dataset_path(v.manifest, r.inputs.dataset);
+      // Read it whole now, not after the timed runs: a file whose checksum matches can still be unreadable here
+      // (a different format version) or shaped for another input.
+      const LabeledDataset data = read_labeled_dataset(manifest_dataset_path(v.manifest, r.inputs.dataset));
+      const auto& dims = v.manifest.inputs.front().dimensions;
+      if (!std::equal(data.sample_shape.begin(), data.sample_shape.end(), dims.begin(), dims.end(),
+                      [](auto a, auto b) { return static_cast<long>(a) == static_cast<long>(b); }))
+      {
+        auto shape = [](const auto& d) {
+          std::string out;
+          for (auto x : d) out += (out.empty() ? "" : "x") + std::to_string(x);
+          return out;
+        };
+        throw std::runtime_error("the dataset's samples are " + shape(data.sample_shape) + ", the model's input (" +
+                                 v.manifest.path.string() + ": inputs[0].dimensions) is " + shape(dims));
+      }
     } catch (const std::exception& e) {
       reject("inputs.dataset", e.what());
     }

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "xsp/eval/accuracy.h"
@@ -76,6 +77,33 @@ TEST(DigitsAccuracy, CliStoresAndShows) {
   // --accuracy without --dataset is refused.
   std::tie(rc, out) = run_shell(cli + " evaluate digits_cnn --accuracy --no-progress");
   EXPECT_NE(rc, 0);
+  fs::remove_all(dir);
+}
+
+// A dataset whose checksum matches the manifest but whose samples are cut short (issue 12): refused before the
+// first timed batch, naming the file, with nothing stored; before, it failed after all the timed runs.
+TEST(DigitsAccuracy, UnreadableDatasetIsRefusedBeforeMeasuring) {
+  const auto dir = fs::temp_directory_path() / ("xsp-e2e-badds-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "zoo");
+  for (const char* f : {"digits_cnn.yaml", "digits_cnn.pt"}) fs::copy_file(kAccZoo / f, dir / "zoo" / f);
+  const fs::path data = dir / "zoo" / "digits_test.bin";
+  fs::copy_file(kAccZoo / "digits_test.bin", data);
+  fs::resize_file(data, fs::file_size(data) / 2);
+  std::ifstream in(dir / "zoo" / "digits_cnn.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  yaml = std::regex_replace(yaml, std::regex("dataset_checksum: sha256:[0-9a-f]+"),
+                            "dataset_checksum: sha256:" + sha256_file(data));
+  std::ofstream(dir / "zoo" / "digits_cnn.yaml") << yaml;
+  const std::string cli = std::string(XSP_CLI) + " --zoo " + (dir / "zoo").string() + " --store " +
+                          (dir / "x.db").string();
+  const auto [rc, out] = run_shell(cli + " evaluate digits_cnn --framework libtorch --dataset digits --accuracy "
+                                         "--batch-sizes 1 --min-duration-ms 5000 --no-progress");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("digits_test.bin: truncated at sample"), std::string::npos) << out;
+  EXPECT_EQ(out.find("stored as evaluation"), std::string::npos) << out;
+  auto store = Store::open(dir / "x.db");
+  EXPECT_TRUE(store->list().empty());
   fs::remove_all(dir);
 }
 
