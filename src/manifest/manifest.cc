@@ -79,7 +79,8 @@ std::string semver_problem(const std::string& v) {
     ++i;
     if (auto why = identifiers("build metadata after '+'"); !why.empty()) return why;
   }
-  if (i < v.size()) return "unexpected character " + shown(std::string(1, v[i])) + " at position " + std::to_string(i + 1);
+  if (i < v.size())
+    return "unexpected character " + shown(std::string(1, v[i])) + " at position " + std::to_string(i + 1);
   return "";
 }
 
@@ -158,15 +159,16 @@ class Parser {
   // An integer from `lo` to `hi`; anything else (not an integer, too large for a long, out of range) is refused
   // naming the value and the range, never wrapped or clamped.
   long int_in_range(const YAML::Node& n, const std::string& path, long lo, long hi) const {
-    const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    const std::string range = std::string(lo == 1 ? "a positive integer" : "an integer") + " from " +
+                              std::to_string(lo) + " to " + std::to_string(hi);
     long v = 0;
     if (n.IsScalar()) {
       const std::string& s = n.Scalar();
       auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
       if (p == s.data() + s.size() && !s.empty()) {
-        if (ec == std::errc::result_out_of_range) fail(n, path, "expected " + range + ", got " + describe(n) + " (out of range)");
         if (ec == std::errc() && v >= lo && v <= hi) return v;
-        if (ec == std::errc()) fail(n, path, "expected " + range + ", got " + describe(n) + " (out of range)");
+        if (ec == std::errc() || ec == std::errc::result_out_of_range)
+          fail(n, path, "expected " + range + ", got " + describe(n) + " (out of range)");
       }
     }
     fail(n, path, "expected " + range + ", got " + describe(n));
@@ -247,8 +249,9 @@ class Parser {
       s.list_params["std"] = stdv;
       if (p["scale"].IsDefined()) {
         if (const double v = number(p["scale"], at + ".scale"); v <= 0 || v > limits::kMaxScale)
-          fail(p["scale"], at + ".scale", "expected a number > 0 and at most " + std::to_string(static_cast<long>(limits::kMaxScale)) +
-                                              ", got " + describe(p["scale"]));
+          fail(p["scale"], at + ".scale",
+               "expected a number > 0 and at most " + std::to_string(static_cast<long>(limits::kMaxScale)) +
+                   ", got " + describe(p["scale"]));
         scalar("scale");
       } else {
         s.params["scale"] = "1";
@@ -312,7 +315,8 @@ class Parser {
       elements *= in.dimensions.back();  // each factor <= 2^31 and the product so far <= 2^31: fits in 63 bits
       if (elements > limits::kMaxInputElements) {
         std::string shape;
-        for (std::size_t j = 0; j < dims.size(); ++j) shape += (j ? "x" : "") + (dims[j].IsScalar() ? dims[j].Scalar() : "?");
+        for (std::size_t j = 0; j < dims.size(); ++j)
+          shape += (j ? "x" : "") + (dims[j].IsScalar() ? dims[j].Scalar() : "?");
         fail(dims, path + ".dimensions", "expected at most " + std::to_string(limits::kMaxInputElements) +
                                              " elements per sample, got " + shape + " (more than " +
                                              std::to_string(limits::kMaxInputElements) + ")");
@@ -348,7 +352,8 @@ class Parser {
     check_map(n, path, {"type", "labels", "steps"});
     OutputSpec out;
     out.type = one_of(required(n, "type", path + ".type"), path + ".type", {"classification"});
-    if (n["labels"].IsDefined() && !n["labels"].IsNull()) out.labels = string_of(n["labels"], path + ".labels", limits::kMaxPathLength);
+    if (n["labels"].IsDefined() && !n["labels"].IsNull())
+      out.labels = string_of(n["labels"], path + ".labels", limits::kMaxPathLength);
     out.steps = steps(n, path + ".steps", false, 0);
     return out;
   }
@@ -392,7 +397,8 @@ class Parser {
             fail(e["name"], at + ".name", "duplicate framework '" + g.framework + "' (also at line " +
                                               std::to_string(other.line) + "); each framework has one graph");
         g.constraint = constraint(required(e, "version", at + ".version"), at + ".version");
-        g.graph_path = string_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path", limits::kMaxPathLength);
+        g.graph_path =
+            string_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path", limits::kMaxPathLength);
         g.checksum = checksum(required(e, "checksum", at + ".checksum"), at + ".checksum");
         m.graphs.push_back(std::move(g));
       }
@@ -560,7 +566,9 @@ Zoo scan(const std::filesystem::path& dir, bool strict) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw ManifestError(dir.string(), 0, "", "not a directory (expected a model-zoo folder of *.yaml manifests)");
-  auto list_error = [&] { return ManifestError(dir.string(), 0, "", "cannot list the model-zoo folder: " + ec.message()); };
+  auto list_error = [&] {
+    return ManifestError(dir.string(), 0, "", "cannot list the model-zoo folder: " + ec.message());
+  };
   std::vector<fs::path> files;
   fs::directory_iterator it(dir, ec), end;
   if (ec) throw list_error();

@@ -358,7 +358,7 @@ TEST(ZooRobustness, FindModelFailsOnlyForTheBadModel) {
   for (const char* name : {"resnet18", "RESNET18"}) {
     const std::string w = error_of(name);
     EXPECT_TRUE(has(w, (dir.path() / "resnet18.yaml").string() + " is invalid")) << w;
-    EXPECT_TRUE(has(w, "field 'inputs'")) << w;
+    EXPECT_TRUE(has(w, "field 'framework': missing required field 'framework'")) << w;
   }
   EXPECT_TRUE(has(error_of("other"), (dir.path() / "other.yaml").string())) << error_of("other");
   // Two files claim Good 1.0.0: which one was meant cannot be known.
