@@ -646,7 +646,7 @@ std::vector<Manifest> load_zoo(const std::filesystem::path& dir) { return scan(d
 
 const Manifest& find_model(const Zoo& zoo, const std::string& name, const std::string& version) {
   for (const auto& p : zoo.problems)
-    if (lower(p.name) == lower(name) || lower(p.file.stem().string()) == lower(name))
+    if ((!p.name.empty() && lower(p.name) == lower(name)) || lower(p.file.stem().string()) == lower(name))
       throw std::runtime_error("model '" + name + "': its manifest " + p.file.string() + " is invalid: " + p.message);
   try {
     return find_model(zoo.models, name, version);
