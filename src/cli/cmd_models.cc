@@ -1,4 +1,4 @@
-// xsp models: the model zoo, one row per framework graph.
+// xsp models: the model zoo, one row per framework graph, then the manifest files that could not be used.
 #include <algorithm>
 #include <iostream>
 
@@ -10,9 +10,13 @@ namespace xsp::cli {
 
 void add_models_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("models", "list the model zoo");
+  sub->footer("A manifest that cannot be used (malformed, invalid, unreadable) is listed under 'Problems:' with its\n"
+              "file and what is wrong; the other models are listed as usual and the exit status stays 0.");
   out.push_back({sub, [&g] {
                    namespace fs = std::filesystem;
-                   const auto zoo = load_zoo(g.zoo_path);
+                   // A bad file is reported after the table, never the end of the listing (issue 12).
+                   const Zoo scanned = scan_zoo(g.zoo_path);
+                   const auto& zoo = scanned.models;
                    Table t;
                    t.id = "models";
                    t.title = "Model zoo (" + g.zoo_path + ")";
@@ -42,6 +46,16 @@ void add_models_command(CLI::App& app, Globals& g, Commands& out) {
                    t.notes.push_back("predictors in this build: " + (names.empty() ? std::string("none") : names));
                    t.notes.push_back("export missing models with: /usr/bin/python3 scripts/export_zoo.py --models NAME");
                    std::cout << render_text(t);
+                   if (!scanned.problems.empty()) {
+                     std::cout << "\nProblems: " << scanned.problems.size() << " manifest file"
+                               << (scanned.problems.size() == 1 ? "" : "s")
+                               << " of the zoo could not be used (fix or remove them):\n";
+                     for (const auto& p : scanned.problems) {
+                       std::string line = p.message;  // names the file (and line and field when known)
+                       std::replace(line.begin(), line.end(), '\n', ' ');
+                       std::cout << "  " << line << "\n";
+                     }
+                   }
                    return 0;
                  }});
 }

@@ -240,9 +240,11 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   if (r.counter_iterations < 1) reject("counter_iterations", "a number >= 1, got " + std::to_string(r.counter_iterations));
   if (r.inputs.accuracy && r.inputs.dataset.empty()) reject("inputs.accuracy", "a dataset (inputs.dataset) to score on");
 
-  std::vector<Manifest> zoo;
+  // One bad manifest must not stop the evaluation of another model: it is a warning, unless it may be the model
+  // asked for (find_model() then names the file and what is wrong with it).
+  Zoo zoo;
   try {
-    zoo = load_zoo(context.zoo);
+    zoo = scan_zoo(context.zoo);
   } catch (const std::exception& e) {
     reject("zoo", e.what());
   }
@@ -250,6 +252,11 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
     v.manifest = find_model(zoo, r.model);
   } catch (const std::exception& e) {
     reject("model", e.what());
+  }
+  for (const ZooProblem& p : zoo.problems) {
+    std::string line = p.message;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    spdlog::warn("model zoo: skipped {}", line);
   }
   if (r.framework.empty()) r.framework = v.manifest.default_framework();
   const GraphSpec* graph = nullptr;

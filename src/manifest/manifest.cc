@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -20,6 +19,8 @@
 
 namespace xsp {
 namespace {
+
+namespace limits = manifest_limits;
 
 // "FILE:LINE: field 'x': MESSAGE"; the line is left out when unknown (0) and the field when there is none
 // (e.g. an unreadable file), so that messages never show ":0" or "field ''".
@@ -34,6 +35,60 @@ std::string format_error(const std::string& file, int line, const std::string& f
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
+}
+
+// A value for a message: quoted, and cut to its first 60 characters (with the full length) when longer, so that a
+// 50,000-character field does not become a 50,000-character error.
+std::string shown(const std::string& v) {
+  constexpr std::size_t kShown = 60;
+  if (v.size() <= kShown) return "'" + v + "'";
+  return "'" + v.substr(0, kShown) + "...' (" + std::to_string(v.size()) + " characters)";
+}
+
+// Why `v` is not a semantic version MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD] (semver.org 2.0.0; identifiers of
+// [0-9A-Za-z.-]), or "" when it is one. A loop, not std::regex: libstdc++'s regex recurses once per character
+// and overflowed the stack on long versions. Numbers are limited to kMaxVersionNumber so that they always fit.
+std::string semver_problem(const std::string& v) {
+  std::size_t i = 0;
+  const char* names[3] = {"MAJOR", "MINOR", "PATCH"};
+  for (int part = 0; part < 3; ++part) {
+    if (part > 0) {
+      if (i >= v.size() || v[i] != '.') return "expected '.' before " + std::string(names[part]);
+      ++i;
+    }
+    const std::size_t start = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    const std::size_t digits = i - start;
+    if (digits == 0) return std::string(names[part]) + " is not a number";
+    if (digits > 1 && v[start] == '0') return std::string(names[part]) + " has a leading zero";
+    if (digits > 9 || std::stol(v.substr(start, digits)) > kMaxVersionNumber)
+      return std::string(names[part]) + " " + shown(v.substr(start, digits)) + " is too large (at most " +
+             std::to_string(kMaxVersionNumber) + ")";
+  }
+  auto identifiers = [&](const char* what) -> std::string {
+    const std::size_t start = i;
+    while (i < v.size() && (std::isalnum(static_cast<unsigned char>(v[i])) || v[i] == '.' || v[i] == '-')) ++i;
+    if (i == start) return std::string("empty ") + what;
+    return "";
+  };
+  if (i < v.size() && v[i] == '-') {
+    ++i;
+    if (auto why = identifiers("prerelease after '-'"); !why.empty()) return why;
+  }
+  if (i < v.size() && v[i] == '+') {
+    ++i;
+    if (auto why = identifiers("build metadata after '+'"); !why.empty()) return why;
+  }
+  if (i < v.size())
+    return "unexpected character " + shown(std::string(1, v[i])) + " at position " + std::to_string(i + 1);
+  return "";
+}
+
+// Orders versions that may not parse (a Manifest built in code): those first, then by semver.
+bool version_less(const std::string& a, const std::string& b) {
+  const auto va = parse_semver(a), vb = parse_semver(b);
+  if (!va || !vb) return !va && vb;
+  return *va < *vb;
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -56,7 +111,7 @@ class Parser {
 
   static std::string describe(const YAML::Node& n) {
     if (!n.IsDefined() || n.IsNull()) return "nothing";
-    if (n.IsScalar()) return "'" + n.Scalar() + "'";
+    if (n.IsScalar()) return shown(n.Scalar());
     if (n.IsSequence()) return "a list";
     return "a mapping";
   }
@@ -83,27 +138,46 @@ class Parser {
     return n;
   }
 
-  std::string string_of(const YAML::Node& n, const std::string& path, bool allow_empty = false) const {
+  // A string of at most `max_length` bytes (manifest_limits): longer ones are refused before any further check.
+  std::string string_of(const YAML::Node& n, const std::string& path, std::size_t max_length,
+                        bool allow_empty = false) const {
     if (!n.IsScalar() || (!allow_empty && n.Scalar().empty()))
       fail(n, path, std::string("expected a ") + (allow_empty ? "" : "non-empty ") + "string, got " + describe(n));
+    if (n.Scalar().size() > max_length)
+      fail(n, path, "expected at most " + std::to_string(max_length) + " characters, got " +
+                        std::to_string(n.Scalar().size()) + " (" + shown(n.Scalar()) + ")");
     return n.Scalar();
   }
 
   std::string one_of(const YAML::Node& n, const std::string& path, const std::vector<std::string>& choices) const {
-    std::string v = string_of(n, path);
+    std::string v = string_of(n, path, limits::kMaxNameLength);
     if (std::find(choices.begin(), choices.end(), v) == choices.end())
-      fail(n, path, "expected one of " + join(choices, ", ") + ", got '" + v + "'");
+      fail(n, path, "expected one of " + join(choices, ", ") + ", got " + shown(v));
     return v;
   }
 
-  long positive_int(const YAML::Node& n, const std::string& path) const {
+  // An integer from `lo` to `hi`; anything else (not an integer, too large for a long, out of range) is refused
+  // naming the value and the range, never wrapped or clamped.
+  long int_in_range(const YAML::Node& n, const std::string& path, long lo, long hi) const {
+    const std::string range = std::string(lo == 1 ? "a positive integer" : "an integer") + " from " +
+                              std::to_string(lo) + " to " + std::to_string(hi);
     long v = 0;
     if (n.IsScalar()) {
       const std::string& s = n.Scalar();
       auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec == std::errc() && p == s.data() + s.size() && v > 0) return v;
+      if (p == s.data() + s.size() && !s.empty()) {
+        if (ec == std::errc() && v >= lo && v <= hi) return v;
+        if (ec == std::errc() || ec == std::errc::result_out_of_range)
+          fail(n, path, "expected " + range + ", got " + describe(n) + " (out of range)");
+      }
     }
-    fail(n, path, "expected a positive integer, got " + describe(n));
+    fail(n, path, "expected " + range + ", got " + describe(n));
+  }
+
+  // A YAML list of at most `max` entries (manifest_limits::kMaxListLength unless given).
+  void check_list_size(const YAML::Node& n, const std::string& path, std::size_t max = limits::kMaxListLength) const {
+    if (n.IsSequence() && n.size() > max)
+      fail(n, path, "expected at most " + std::to_string(max) + " entries, got " + std::to_string(n.size()));
   }
 
   double number(const YAML::Node& n, const std::string& path) const {
@@ -118,6 +192,7 @@ class Parser {
 
   std::vector<double> number_list(const YAML::Node& n, const std::string& path) const {
     if (!n.IsSequence() || n.size() == 0) fail(n, path, "expected a non-empty list of numbers, got " + describe(n));
+    check_list_size(n, path);
     std::vector<double> out;
     for (std::size_t i = 0; i < n.size(); ++i) out.push_back(number(n[i], path + "[" + std::to_string(i) + "]"));
     return out;
@@ -147,7 +222,7 @@ class Parser {
       check_map(p, at, {});
     } else if (s.op == "resize") {
       check_map(p, at, {"shorter_side", "method"});
-      positive_int(required(p, "shorter_side", at + ".shorter_side"), at + ".shorter_side");
+      int_in_range(required(p, "shorter_side", at + ".shorter_side"), at + ".shorter_side", 1, limits::kMaxImageSide);
       scalar("shorter_side");
       if (p["method"].IsDefined())
         s.params["method"] = one_of(p["method"], at + ".method", {"bilinear", "nearest", "bicubic", "area"});
@@ -155,7 +230,7 @@ class Parser {
         s.params["method"] = "bilinear";
     } else if (s.op == "center_crop") {
       check_map(p, at, {"size"});
-      positive_int(required(p, "size", at + ".size"), at + ".size");
+      int_in_range(required(p, "size", at + ".size"), at + ".size", 1, limits::kMaxImageSide);
       scalar("size");
     } else if (s.op == "normalize") {
       check_map(p, at, {"mean", "std", "scale"});
@@ -173,22 +248,24 @@ class Parser {
       s.list_params["mean"] = mean;
       s.list_params["std"] = stdv;
       if (p["scale"].IsDefined()) {
-        if (number(p["scale"], at + ".scale") <= 0)
-          fail(p["scale"], at + ".scale", "expected a number > 0, got " + describe(p["scale"]));
+        if (const double v = number(p["scale"], at + ".scale"); v <= 0 || v > limits::kMaxScale)
+          fail(p["scale"], at + ".scale",
+               "expected a number > 0 and at most " + std::to_string(static_cast<long>(limits::kMaxScale)) +
+                   ", got " + describe(p["scale"]));
         scalar("scale");
       } else {
         s.params["scale"] = "1";
       }
     } else if (s.op == "top_k") {
       check_map(p, at, {"k"});
-      positive_int(required(p, "k", at + ".k"), at + ".k");
+      int_in_range(required(p, "k", at + ".k"), at + ".k", 1, limits::kMaxTopK);
       scalar("k");
     }
     return s;
   }
 
   std::string constraint(const YAML::Node& n, const std::string& path) const {
-    std::string c = string_of(n, path);
+    std::string c = string_of(n, path, limits::kMaxNameLength);
     try {
       check_constraint(c);
     } catch (const std::invalid_argument& e) {
@@ -198,10 +275,12 @@ class Parser {
   }
 
   std::string checksum(const YAML::Node& n, const std::string& path) const {
-    std::string c = string_of(n, path);
-    static const std::regex checksum_re("^sha256:[0-9a-f]{64}$");
-    if (!std::regex_match(c, checksum_re))
-      fail(n, path, "expected 'sha256:' followed by 64 lower-case hex digits, got '" + c + "'");
+    std::string c = string_of(n, path, limits::kMaxNameLength);
+    const std::string prefix = "sha256:";
+    bool ok = c.size() == prefix.size() + 64 && c.compare(0, prefix.size(), prefix) == 0;
+    for (std::size_t i = prefix.size(); ok && i < c.size(); ++i)
+      ok = (c[i] >= '0' && c[i] <= '9') || (c[i] >= 'a' && c[i] <= 'f');
+    if (!ok) fail(n, path, "expected 'sha256:' followed by 64 lower-case hex digits, got " + shown(c));
     return c;
   }
 
@@ -211,6 +290,7 @@ class Parser {
     const YAML::Node n = map["steps"];
     if (!n.IsDefined() || n.IsNull()) return out;
     if (!n.IsSequence()) fail(n, path, "expected a list of steps, got " + describe(n));
+    check_list_size(n, path);
     for (std::size_t i = 0; i < n.size(); ++i)
       out.push_back(step(n[i], path + "[" + std::to_string(i) + "]", input_side, channels));
     return out;
@@ -225,8 +305,23 @@ class Parser {
     const YAML::Node dims = required(n, "dimensions", path + ".dimensions");
     if (!dims.IsSequence() || dims.size() == 0)
       fail(dims, path + ".dimensions", "expected a non-empty list of positive integers, got " + describe(dims));
-    for (std::size_t i = 0; i < dims.size(); ++i)
-      in.dimensions.push_back(positive_int(dims[i], path + ".dimensions[" + std::to_string(i) + "]"));
+    check_list_size(dims, path + ".dimensions", limits::kMaxRank);
+    // Each dimension and their product (one sample's elements) are bounded up front, so that a typo fails here
+    // with the field named rather than as std::bad_alloc or a wrapped size when the input tensor is allocated.
+    long elements = 1;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      in.dimensions.push_back(
+          int_in_range(dims[i], path + ".dimensions[" + std::to_string(i) + "]", 1, limits::kMaxInputElements));
+      elements *= in.dimensions.back();  // each factor <= 2^31 and the product so far <= 2^31: fits in 63 bits
+      if (elements > limits::kMaxInputElements) {
+        std::string shape;
+        for (std::size_t j = 0; j < dims.size(); ++j)
+          shape += (j ? "x" : "") + (dims[j].IsScalar() ? dims[j].Scalar() : "?");
+        fail(dims, path + ".dimensions", "expected at most " + std::to_string(limits::kMaxInputElements) +
+                                             " elements per sample, got " + shape + " (more than " +
+                                             std::to_string(limits::kMaxInputElements) + ")");
+      }
+    }
     long channels = 0;
     if (in.type == "image") {
       in.color_mode = n["color_mode"].IsDefined() ? one_of(n["color_mode"], path + ".color_mode", {"RGB", "BGR", "GRAY"})
@@ -236,6 +331,11 @@ class Parser {
       if (in.dimensions.size() != 3)
         fail(dims, path + ".dimensions", "expected [channels, height, width] for an image, got " +
                                              std::to_string(in.dimensions.size()) + " dimensions");
+      for (std::size_t i = 1; i < 3; ++i)
+        if (in.dimensions[i] > limits::kMaxImageSide)
+          fail(dims[i], path + ".dimensions[" + std::to_string(i) + "]",
+               "expected an image side from 1 to " + std::to_string(limits::kMaxImageSide) + ", got " +
+                   std::to_string(in.dimensions[i]));
       channels = in.dimensions[0];
       long want = in.color_mode == "GRAY" ? 1 : 3;
       if (channels != want)
@@ -252,7 +352,8 @@ class Parser {
     check_map(n, path, {"type", "labels", "steps"});
     OutputSpec out;
     out.type = one_of(required(n, "type", path + ".type"), path + ".type", {"classification"});
-    if (n["labels"].IsDefined() && !n["labels"].IsNull()) out.labels = string_of(n["labels"], path + ".labels");
+    if (n["labels"].IsDefined() && !n["labels"].IsNull())
+      out.labels = string_of(n["labels"], path + ".labels", limits::kMaxPathLength);
     out.steps = steps(n, path + ".steps", false, 0);
     return out;
   }
@@ -262,17 +363,16 @@ class Parser {
     check_map(root, "", {"name", "version", "description", "framework", "model", "frameworks", "inputs", "outputs",
                          "attributes"});
     Manifest m;
-    m.name = string_of(required(root, "name", "name"), "name");
+    m.name = string_of(required(root, "name", "name"), "name", limits::kMaxNameLength);
 
     const YAML::Node version = required(root, "version", "version");
-    m.version = string_of(version, "version");
-    static const std::regex semver_re(
-        R"(^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$)");
-    if (!std::regex_match(m.version, semver_re))
-      fail(version, "version", "expected a semantic version MAJOR.MINOR.PATCH (e.g. 1.0.0), got '" + m.version + "'");
+    m.version = string_of(version, "version", limits::kMaxNameLength);
+    if (const std::string why = semver_problem(m.version); !why.empty())
+      fail(version, "version", "expected a semantic version MAJOR.MINOR.PATCH (e.g. 1.0.0), got " + shown(m.version) +
+                                   ": " + why);
 
     if (root["description"].IsDefined() && !root["description"].IsNull())
-      m.description = string_of(root["description"], "description", true);
+      m.description = string_of(root["description"], "description", limits::kMaxTextLength, true);
 
     const YAML::Node list = root["frameworks"];
     if (list.IsDefined()) {
@@ -284,19 +384,21 @@ class Parser {
       if (!list.IsSequence() || list.size() == 0)
         fail(list, "frameworks", "expected a non-empty list of {name, version, graph_path, checksum}, got " +
                                      describe(list));
+      check_list_size(list, "frameworks");
       for (std::size_t i = 0; i < list.size(); ++i) {
         const std::string at = "frameworks[" + std::to_string(i) + "]";
         const YAML::Node e = list[i];
         check_map(e, at, {"name", "version", "graph_path", "checksum"});
         GraphSpec g;
         g.line = e.Mark().line + 1;
-        g.framework = string_of(required(e, "name", at + ".name"), at + ".name");
+        g.framework = string_of(required(e, "name", at + ".name"), at + ".name", limits::kMaxNameLength);
         for (const auto& other : m.graphs)
           if (other.framework == g.framework)
             fail(e["name"], at + ".name", "duplicate framework '" + g.framework + "' (also at line " +
                                               std::to_string(other.line) + "); each framework has one graph");
         g.constraint = constraint(required(e, "version", at + ".version"), at + ".version");
-        g.graph_path = string_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path");
+        g.graph_path =
+            string_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path", limits::kMaxPathLength);
         g.checksum = checksum(required(e, "checksum", at + ".checksum"), at + ".checksum");
         m.graphs.push_back(std::move(g));
       }
@@ -305,11 +407,12 @@ class Parser {
       check_map(fw, "framework", {"name", "version"});
       GraphSpec g;
       g.line = fw.Mark().line + 1;
-      g.framework = string_of(required(fw, "name", "framework.name"), "framework.name");
+      g.framework = string_of(required(fw, "name", "framework.name"), "framework.name", limits::kMaxNameLength);
       g.constraint = constraint(required(fw, "version", "framework.version"), "framework.version");
       const YAML::Node model = required(root, "model", "model");
       check_map(model, "model", {"graph_path", "checksum"});
-      g.graph_path = string_of(required(model, "graph_path", "model.graph_path"), "model.graph_path");
+      g.graph_path = string_of(required(model, "graph_path", "model.graph_path"), "model.graph_path",
+                               limits::kMaxPathLength);
       g.checksum = checksum(required(model, "checksum", "model.checksum"), "model.checksum");
       m.graphs.push_back(std::move(g));
     }
@@ -317,12 +420,14 @@ class Parser {
     const YAML::Node inputs = required(root, "inputs", "inputs");
     if (!inputs.IsSequence() || inputs.size() == 0)
       fail(inputs, "inputs", "expected a non-empty list of inputs, got " + describe(inputs));
+    check_list_size(inputs, "inputs");
     for (std::size_t i = 0; i < inputs.size(); ++i)
       m.inputs.push_back(input(inputs[i], "inputs[" + std::to_string(i) + "]"));
 
     const YAML::Node outputs = required(root, "outputs", "outputs");
     if (!outputs.IsSequence() || outputs.size() == 0)
       fail(outputs, "outputs", "expected a non-empty list of outputs, got " + describe(outputs));
+    check_list_size(outputs, "outputs");
     for (std::size_t i = 0; i < outputs.size(); ++i)
       m.outputs.push_back(output(outputs[i], "outputs[" + std::to_string(i) + "]"));
 
@@ -331,13 +436,19 @@ class Parser {
       if (!attrs.IsMap()) fail(attrs, "attributes", "expected a mapping, got " + describe(attrs));
       for (const auto& kv : attrs) {
         std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+        if (key.size() > limits::kMaxNameLength)
+          fail(kv.first, "attributes", "expected keys of at most " + std::to_string(limits::kMaxNameLength) +
+                                           " characters, got " + std::to_string(key.size()) + " (" + shown(key) + ")");
         // Attributes are free-form; nested values (e.g. accuracy tables) are kept as flow YAML text.
         if (kv.second.IsScalar()) {
-          m.attributes[key] = kv.second.Scalar();
+          m.attributes[key] = string_of(kv.second, "attributes." + key, limits::kMaxTextLength, true);
         } else if (!kv.second.IsNull()) {
           YAML::Emitter e;
           e << YAML::Flow << kv.second;
           m.attributes[key] = e.c_str();
+          if (m.attributes[key].size() > limits::kMaxTextLength)
+            fail(kv.second, "attributes." + key, "expected at most " + std::to_string(limits::kMaxTextLength) +
+                                                     " characters, got " + std::to_string(m.attributes[key].size()));
         } else {
           m.attributes[key] = "";
         }
@@ -413,43 +524,139 @@ Manifest parse_manifest(const std::string& yaml_text, const std::filesystem::pat
   return m;
 }
 
-Manifest load_manifest(const std::filesystem::path& file) {
+namespace {
+
+// The text of a manifest file: at most manifest_limits::kMaxFileBytes (a manifest is a page of YAML; a larger file
+// is a mistake, and its text would be stored with every evaluation).
+std::string read_manifest_text(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ManifestError(file.string(), 0, "", "cannot read the manifest file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_manifest(text.str(), file);
+  std::string text(manifest_limits::kMaxFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw ManifestError(file.string(), 0, "", "read error in the manifest file");
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > manifest_limits::kMaxFileBytes)
+    throw ManifestError(file.string(), 0, "", "expected a manifest of at most " +
+                                                  std::to_string(manifest_limits::kMaxFileBytes) +
+                                                  " bytes, the file is larger");
+  return text;
 }
 
-std::vector<Manifest> load_zoo(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw ManifestError(dir.string(), 0, "", "not a directory (expected a model-zoo folder of *.yaml manifests)");
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    auto ext = entry.path().extension();
-    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
+// The model name an invalid manifest claims, when its YAML has a usable top-level `name` ("" otherwise).
+std::string claimed_name(const std::string& text) {
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return "";
+    const YAML::Node n = root["name"];
+    if (n.IsDefined() && n.IsScalar() && n.Scalar().size() <= manifest_limits::kMaxNameLength) return n.Scalar();
+  } catch (const std::exception&) {
   }
-  std::sort(files.begin(), files.end());  // deterministic: the first invalid file reported is always the same
-  std::vector<Manifest> zoo;
-  for (const auto& f : files) zoo.push_back(load_manifest(f));
+  return "";
+}
 
-  auto by_version = [](const Manifest& a, const Manifest& b) {
-    auto va = parse_semver(a.version), vb = parse_semver(b.version);
-    return *va < *vb;  // validated as semver when parsed
+}  // namespace
+
+Manifest load_manifest(const std::filesystem::path& file) { return parse_manifest(read_manifest_text(file), file); }
+
+namespace {
+
+// scan_zoo(), or with `strict` load_zoo()'s behaviour: the first problem is thrown instead of collected.
+Zoo scan(const std::filesystem::path& dir, bool strict) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw ManifestError(dir.string(), 0, "", "not a directory (expected a model-zoo folder of *.yaml manifests)");
+  auto list_error = [&] {
+    return ManifestError(dir.string(), 0, "", "cannot list the model-zoo folder: " + ec.message());
   };
-  std::sort(zoo.begin(), zoo.end(), [&](const Manifest& a, const Manifest& b) {
+  std::vector<fs::path> files;
+  fs::directory_iterator it(dir, ec), end;
+  if (ec) throw list_error();
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw list_error();
+    const auto ext = it->path().extension();
+    if (ext == ".yaml" || ext == ".yml") files.push_back(it->path());
+  }
+  if (ec) throw list_error();
+  std::sort(files.begin(), files.end());  // deterministic: models and problems always in the same order
+
+  Zoo zoo;
+  auto problem = [&](const ManifestError& e, const std::string& name) {
+    if (strict) throw e;
+    zoo.problems.push_back({fs::path(e.file()), e.what(), name});
+  };
+  for (const auto& f : files) {
+    // A *.yaml that is not a readable regular file (a symlink loop, a dangling link, a folder) is a problem to
+    // report, not a reason to fail the whole zoo or to skip silently.
+    std::error_code sec;
+    const fs::file_status st = fs::status(f, sec);
+    if (sec && sec != std::errc::no_such_file_or_directory) {
+      problem(ManifestError(f.string(), 0, "", "cannot read the manifest file: " + sec.message()), "");
+      continue;
+    }
+    if (!fs::is_regular_file(st)) {
+      problem(ManifestError(f.string(), 0, "", fs::exists(st) ? "not a regular file"
+                                                               : "cannot read the manifest file: it does not exist "
+                                                                 "(a dangling symbolic link?)"),
+              "");
+      continue;
+    }
+    std::string text;
+    try {
+      text = read_manifest_text(f);
+      zoo.models.push_back(parse_manifest(text, f));
+    } catch (const ManifestError& e) {
+      problem(e, claimed_name(text));
+    } catch (const std::exception& e) {  // yaml-cpp's own errors, e.g. nesting too deep
+      problem(ManifestError(f.string(), 0, "", std::string("cannot parse the manifest: ") + e.what()),
+              claimed_name(text));
+    }
+  }
+
+  // By name, then version; files claiming the same name and version stay in path order (stable sort).
+  std::stable_sort(zoo.models.begin(), zoo.models.end(), [](const Manifest& a, const Manifest& b) {
     auto la = lower(a.name), lb = lower(b.name);
     if (la != lb) return la < lb;
-    return by_version(a, b);
+    return version_less(a.version, b.version);
   });
-  // Name and version identify a model (SPEC §5); two files claiming the same one would make lookups ambiguous.
-  for (std::size_t i = 1; i < zoo.size(); ++i)
-    if (lower(zoo[i].name) == lower(zoo[i - 1].name) && zoo[i].version == zoo[i - 1].version)
-      throw ManifestError(zoo[i].path.string(), 0, "name",
-                          "model " + zoo[i].name + " " + zoo[i].version + " is also defined in " +
-                              zoo[i - 1].path.string() + "; name and version must be unique in a zoo");
+  // Name and version identify a model (SPEC §5); two files claiming the same one would make lookups ambiguous:
+  // the first file (by path) is kept, the others are problems.
+  std::vector<Manifest> unique;
+  for (auto& m : zoo.models) {
+    if (!unique.empty() && lower(unique.back().name) == lower(m.name) && unique.back().version == m.version) {
+      problem(ManifestError(m.path.string(), 0, "name",
+                            "model " + m.name + " " + m.version + " is also defined in " +
+                                unique.back().path.string() + "; name and version must be unique in a zoo"),
+              m.name);
+      continue;
+    }
+    unique.push_back(std::move(m));
+  }
+  zoo.models = std::move(unique);
+  std::stable_sort(zoo.problems.begin(), zoo.problems.end(),
+                   [](const ZooProblem& a, const ZooProblem& b) { return a.file < b.file; });
   return zoo;
+}
+
+}  // namespace
+
+Zoo scan_zoo(const std::filesystem::path& dir) { return scan(dir, false); }
+
+std::vector<Manifest> load_zoo(const std::filesystem::path& dir) { return scan(dir, true).models; }
+
+const Manifest& find_model(const Zoo& zoo, const std::string& name, const std::string& version) {
+  for (const auto& p : zoo.problems)
+    if ((!p.name.empty() && lower(p.name) == lower(name)) || lower(p.file.stem().string()) == lower(name))
+      throw std::runtime_error("model '" + name + "': its manifest " + p.file.string() + " is invalid: " + p.message);
+  try {
+    return find_model(zoo.models, name, version);
+  } catch (const std::runtime_error& e) {
+    if (zoo.problems.empty()) throw;
+    std::vector<std::string> bad;
+    for (const auto& p : zoo.problems) bad.push_back(p.file.string());
+    throw std::runtime_error(std::string(e.what()) + " (" + std::to_string(bad.size()) +
+                             " manifest(s) of the zoo could not be read: " + join(bad, ", ") + ")");
+  }
 }
 
 const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& name, const std::string& version) {
@@ -460,7 +667,7 @@ const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& 
     versions.push_back(m.version);
     if (version.empty()) {
       // The zoo is usually sorted, but do not rely on it: pick the highest version.
-      if (!best || *parse_semver(best->version) < *parse_semver(m.version)) best = &m;
+      if (!best || version_less(best->version, m.version)) best = &m;
     } else if (m.version == version) {
       best = &m;
     }

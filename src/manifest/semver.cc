@@ -26,8 +26,9 @@ bool read_number(const std::string& s, std::size_t& i, long& out) {
   if (i >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) return false;
   long v = 0;
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
-    if (v > 100'000'000) return false;  // absurd component; refuse rather than overflow
-    v = v * 10 + (s[i] - '0');
+    const long digit = s[i] - '0';
+    if (v > (kMaxVersionNumber - digit) / 10) return false;  // absurd component; refuse rather than overflow
+    v = v * 10 + digit;
     ++i;
   }
   out = v;
@@ -45,7 +46,8 @@ std::optional<Parsed> parse_parts(const std::string& text) {
   while (p.parts < 3 && i + 1 < s.size() && s[i] == '.' &&
          std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
     ++i;
-    read_number(s, i, *fields[p.parts]);
+    // A number too large is refused, not cut short: its remaining digits would otherwise become the prerelease.
+    if (!read_number(s, i, *fields[p.parts])) return std::nullopt;
     ++p.parts;
   }
   // Whatever follows up to "+build" is the prerelease: "-rc.1" (semver) or "a0" (PEP 440 / Debian style).

@@ -104,7 +104,9 @@ struct ValidatedRequest {
 /// trace level against device and build (CUPTI for kernel levels), the model in the zoo, a graph for the
 /// framework, the framework in this build and its version against the manifest's constraint, the graph's
 /// checksum, the dataset, the scenario's options. Throws RequestError naming the field (as in to_json()) and
-/// what was expected; lower layers do not check again.
+/// what was expected; lower layers do not check again. The zoo is read with scan_zoo(): a bad manifest of another
+/// model is logged as one spdlog warning per file ("model zoo: skipped FILE: ..."); one that may be the model asked
+/// for is a RequestError on "model" naming the file (find_model(const Zoo&, ...)).
 ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context);
 
 /// validate(), then create the predictor and load the model, create the profilers the levels need, run

@@ -1,6 +1,7 @@
 // Model manifest (SPEC §5): YAML description of a model, its inputs, pre/post-processing and provenance.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -9,6 +10,26 @@
 #include <vector>
 
 namespace xsp {
+
+/// Bounds on what a manifest may hold. A manifest beyond one is refused with a ManifestError naming the file,
+/// the field, the value (cut to 60 characters when longer, with its length) and the bound, never truncated,
+/// wrapped or clamped.
+namespace manifest_limits {
+inline constexpr std::size_t kMaxFileBytes = 1 << 20;  ///< size of a manifest file (1 MiB)
+/// name, version, framework names, version constraints, checksums, enumerations (type, method, ...), attribute keys
+inline constexpr std::size_t kMaxNameLength = 256;
+inline constexpr std::size_t kMaxPathLength = 4096;    ///< graph_path, labels
+inline constexpr std::size_t kMaxTextLength = 65536;   ///< description, attribute values
+/// Entries of any list: inputs, outputs, frameworks, steps, mean/std values.
+inline constexpr std::size_t kMaxListLength = 1024;
+inline constexpr std::size_t kMaxRank = 8;              ///< entries of an input's dimensions
+/// Elements of one input sample (product of its dimensions, e.g. 3x224x224 = 150528); also bounds each dimension.
+inline constexpr long kMaxInputElements = 1L << 31;
+/// resize.shorter_side, center_crop.size, and an image input's height and width (dimensions[1], [2]).
+inline constexpr long kMaxImageSide = 16384;
+inline constexpr long kMaxTopK = 1'000'000;             ///< top_k.k
+inline constexpr double kMaxScale = 1e9;                ///< normalize.scale (must also be > 0)
+}  // namespace manifest_limits
 
 /// A manifest that cannot be used. what() reads "FILE:LINE: field 'a.b[2].c': expected ..., got ...".
 class ManifestError : public std::runtime_error {
@@ -90,7 +111,8 @@ struct Manifest {
 
 /// Reads and validates a manifest. Throws ManifestError (file, line, field, what was expected) for
 /// unreadable files, malformed YAML, missing or ill-typed required fields, bad semver / constraint /
-/// checksum syntax, unknown processing steps or bad step parameters.
+/// checksum syntax, unknown processing steps or bad step parameters, and any value beyond manifest_limits
+/// (version numbers above kMaxVersionNumber included). Never throws anything else for bad input.
 /// Required: name, version, inputs (non-empty; each with type, element_type, dimensions), outputs (non-empty;
 /// each with type), and the graphs in exactly one of two forms:
 ///  - single framework: framework.name, framework.version, model.graph_path, model.checksum;
@@ -100,14 +122,38 @@ Manifest load_manifest(const std::filesystem::path& file);
 /// Same, from text; `file` is only used in messages and to resolve relative paths.
 Manifest parse_manifest(const std::string& yaml_text, const std::filesystem::path& file);
 
-/// All manifests (*.yaml, *.yml) of a model-zoo folder, sorted by name then version. Throws ManifestError
-/// for the first invalid one.
+/// A *.yaml / *.yml file of a zoo folder that could not be used as a manifest.
+struct ZooProblem {
+  std::filesystem::path file;
+  std::string message;  ///< the ManifestError's what(): "FILE[:LINE]: [field 'F': ]what was expected, got ..."
+  std::string name;     ///< the model name the file claims when its YAML has a readable `name`, else ""
+};
+
+/// A model zoo as scan_zoo() found it: the usable manifests and the files that are not.
+struct Zoo {
+  std::vector<Manifest> models;     ///< sorted by name (case-insensitive) then semver; name+version unique
+  std::vector<ZooProblem> problems; ///< sorted by file
+};
+
+/// All manifests (*.yaml, *.yml) of a model-zoo folder, tolerating bad files: each file that is not a readable
+/// regular file (symlink loop, dangling link, folder), is malformed or invalid, or repeats the name and version
+/// of an earlier file (by path; that one is kept) becomes a ZooProblem and the others are still loaded.
+/// Throws ManifestError only when `dir` is not a directory or cannot be listed.
+Zoo scan_zoo(const std::filesystem::path& dir);
+
+/// As scan_zoo() but strict: returns the models and throws the ManifestError of the first problem (by file).
 std::vector<Manifest> load_zoo(const std::filesystem::path& dir);
 
 /// Finds a model by name (case-insensitive) and optional version in a zoo; throws std::runtime_error listing
 /// the known names when there is none.
 const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& name,
                            const std::string& version = "");
+
+/// find_model() on a scanned zoo. When a bad file may be the model asked for (its claimed name or its file
+/// name without extension equals `name`, case-insensitive), throws std::runtime_error naming that file and its
+/// problem, even if other versions of the model loaded (which one was meant cannot be known). When the model is
+/// not found, the message also lists the files that could not be read.
+const Manifest& find_model(const Zoo& zoo, const std::string& name, const std::string& version = "");
 
 /// Verifies that the graph file of `framework` exists and its SHA-256 equals the recorded checksum. Throws
 /// std::runtime_error naming the file and both digests (or "missing", with the export command to run), or,

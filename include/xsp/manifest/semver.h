@@ -12,9 +12,12 @@ struct SemVer {
   auto operator<=>(const SemVer&) const = default;
 };
 
+/// The largest number a version component may have (9 digits), so that every parsed component fits a long.
+inline constexpr long kMaxVersionNumber = 999'999'999;
+
 /// Parses "1", "1.13", "1.13.1", "v1.13.1", "1.13.0a0", "2.11.0+cu130" leniently (missing parts are 0;
 /// a trailing non-numeric suffix of the patch becomes the prerelease; "+..." build metadata is dropped).
-/// std::nullopt when there is no leading number.
+/// std::nullopt when there is no leading number or a component is larger than kMaxVersionNumber.
 std::optional<SemVer> parse_semver(const std::string& text);
 
 /// True when `version` satisfies `constraint`: comma- or space-separated clauses that must all hold, each
