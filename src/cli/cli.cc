@@ -71,13 +71,49 @@ void register_predictors() {
   (void)once;
 }
 
+// "a, b or c"
+std::string names_of(const std::vector<CLI::App*>& apps) {
+  std::string out;
+  for (std::size_t i = 0; i < apps.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == apps.size() ? " or " : ", ") + apps[i]->get_name();
+  return out;
+}
+
+// CLI11's message of a parse error, made to say what was expected where it does not: a missing or unknown command
+// names the commands there are.
+std::string usage_message(CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::RequiredError*>(&e) == nullptr) return e.what();
+  // The deepest command given ("xsp trace" -> trace); it is the one missing its subcommand when that is the error.
+  CLI::App* at = &app;
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (CLI::App* sub : at->get_subcommands())
+      if (sub->parsed()) {
+        at = sub;
+        deeper = true;
+        break;
+      }
+  }
+  const std::vector<CLI::App*> subs = at->get_subcommands([](CLI::App*) { return true; });
+  if (subs.empty() || at->get_require_subcommand_min() == 0 ||
+      std::any_of(subs.begin(), subs.end(), [](CLI::App* s) { return s->parsed(); }))
+    return e.what();
+  const std::string where = at == &app ? "xsp" : "xsp " + at->get_name();
+  std::vector<std::string> extra = app.remaining();
+  for (const std::string& r : at->remaining()) extra.push_back(r);
+  for (const std::string& r : extra)
+    if (!r.empty() && r[0] != '-')
+      return "unknown command '" + r + "' for " + where + "; expected " + names_of(subs) + " (see " + where + " --help)";
+  return where + " needs a command: " + names_of(subs) + " (see " + where + " --help)";
+}
+
 int run(int argc, const char* const* argv, const CliEnvironment& env) {
   CLI::App app{"XSP: across-stack profiling and benchmarking of ML models"};
   app.formatter(std::make_shared<Formatter>());  // before the subcommands, which copy it
   app.require_subcommand(1);
   // Global options are accepted before or after the command name ("xsp list --store f.db").
   app.fallthrough();
-  app.footer(environment_help());
+  app.footer(environment_help() + "\n" + exit_codes_help());
   Globals g;
   g.env = env;
   g.store_path = default_store().string();
@@ -95,11 +131,13 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_compare_command(app, g, commands);
   add_machine_command(app, g, commands);
   add_trace_command(app, g, commands);
+  check_numeric_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and --version exit 0; every other parse error is a usage error.
-    return app.exit(e) == 0 ? 0 : 2;
+    // --help and --version print and exit 0; every other parse error is a usage error, in xsp's format.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    throw CLI::ValidationError(usage_message(app, e));
   }
   static auto logger = spdlog::stderr_color_mt("xsp");
   logger->set_pattern("xsp: %l: %v");
@@ -114,14 +152,21 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, const CliEnvironment& env) {
+  // Every error is one line "xsp: error: MESSAGE" on stderr; the exit code says which kind (exit_codes_help()).
+  auto report = [](const std::exception& e, int code) {
+    std::cerr << "xsp: error: " << e.what() << "\n";
+    return code;
+  };
   try {
     return run(argc, argv, env);
   } catch (const CLI::Error& e) {
-    std::cerr << "xsp: " << e.what() << "\n";
-    return 2;
+    return report(e, kExitUsage);
+  } catch (const IoError& e) {  // StoreError included
+    return report(e, kExitIo);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return report(e, kExitIo);
   } catch (const std::exception& e) {
-    std::cerr << "xsp: error: " << e.what() << "\n";
-    return 1;
+    return report(e, kExitFailure);
   }
 }
 

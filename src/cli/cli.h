@@ -14,8 +14,10 @@ struct CliEnvironment {
   bool record_machine_state = true;
 };
 
-/// Parses argv and runs one command. Returns the exit status: 0 on success, 1 on a runtime error, 2 on a usage
-/// error (bad flag or value: the message names the flag). Messages go to stderr, results to stdout.
+/// Parses argv and runs one command. Returns the exit status: 0 on success, 1 when the work failed (an evaluation,
+/// a bad input file), 2 on a usage error (bad option or value, unknown command: the message names the option), 3 on
+/// an I/O or store error; 130/143 are reserved for SIGINT/SIGTERM (README "Exit codes"). Results go to stdout; every
+/// error is one line "xsp: error: MESSAGE" on stderr.
 int run_cli(int argc, const char* const* argv, const CliEnvironment& env = {});
 
 }  // namespace xsp::cli

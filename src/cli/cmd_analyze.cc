@@ -42,7 +42,8 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
   auto a = std::make_shared<Args>();
   sub->add_option("id", a->id, "evaluation id")->required();
   sub->add_option("--analysis", a->analyses, "comma-separated analysis ids: " + join_ids(analysis_ids()))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
   sub->add_option("--format", a->format, "table|csv|json")->capture_default_str();
   sub->add_option("--batch-size", a->batch, "only this batch size (layer analyses)");
   sub->add_option("--latency-bound-ms", a->latency_bound_ms, "A1: optimal batch under this p99 bound");
@@ -50,7 +51,7 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                   "A9 or A14: also write the roofline scatter as a Vega-Lite v5 spec to this file (.vl.json)");
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);
-                   auto store = open_store(g);
+                   auto store = open_store(g, StoreAccess::kRead);
                    const auto record = load_or_fail(*store, a->id, g);
                    AnalysisOptions options = analysis_options_for(record, *store);
                    options.batch_size = a->batch;

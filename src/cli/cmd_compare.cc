@@ -17,7 +17,7 @@ void add_compare_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--batch-size", a->batch, "only this batch size in the layer tables");
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);
-                   auto store = open_store(g);
+                   auto store = open_store(g, StoreAccess::kRead);
                    std::vector<EvaluationRecord> records;
                    for (std::int64_t id : a->ids) records.push_back(load_or_fail(*store, id, g));
                    CompareOptions options;

@@ -247,7 +247,8 @@ void add_evaluate_command(CLI::App& app, Globals& g, Commands& out) {
                 "keep every measured input's class probabilities with the runs (for `xsp compare`)")
       ->group(ig);
 
-  sub->add_option("--analysis", a->analyses, "analyses to print after the run, e.g. A1,A2,A6");
+  sub->add_option("--analysis", a->analyses, "analyses to print after the run, e.g. A1,A2,A6")
+      ->check(non_empty_list("analysis ids, e.g. A1,A2,A6"));
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
 
   const std::string sg = "Scenarios (SPEC §6, MLPerf LoadGen semantics)";

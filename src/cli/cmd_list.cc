@@ -8,7 +8,7 @@ namespace xsp::cli {
 void add_list_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("list", "list stored evaluations");
   out.push_back({sub, [&g] {
-                   auto store = open_store(g);
+                   auto store = open_store(g, StoreAccess::kRead);
                    Table t;
                    t.id = "evaluations";
                    t.title = "Evaluations in " + g.store_path;

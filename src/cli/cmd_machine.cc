@@ -15,7 +15,7 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
                  const std::string& import_file, const std::string& export_file) {
   std::vector<MachineCeilings> shown;
   if (show) {
-    auto store = open_store(g);
+    auto store = open_store(g, StoreAccess::kRead);
     shown = store->list_ceilings();
     if (shown.empty()) std::cout << "no ceilings stored in " << g.store_path << ": run `xsp machine ceilings`\n";
   } else if (!import_file.empty()) {
@@ -76,10 +76,10 @@ void add_machine_command(CLI::App& app, Globals& g, Commands& out) {
     std::string import_file, export_file;
   };
   auto a = std::make_shared<Args>();
-  ceilings->add_option("--device", a->options.device, "CUDA device ordinal")->capture_default_str()->check(CLI::NonNegativeNumber);
+  ceilings->add_option("--device", a->options.device, "CUDA device ordinal")->capture_default_str()->check(integer_at_least(0));
   ceilings->add_option("--repetitions", a->options.repetitions, "timed repetitions per ceiling (best kept)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_at_least(1));
   ceilings->add_flag("--show", a->show, "print the stored ceilings instead of measuring");
   ceilings->add_option("--import", a->import_file, "store ceilings from a JSON file (an object or an array, as --export writes)")
       ->check(CLI::ExistingFile);

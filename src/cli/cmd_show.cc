@@ -88,7 +88,7 @@ void add_show_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--format", a->format, "table|csv|json (the summary tables)")->capture_default_str();
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);
-                   auto store = open_store(g);
+                   auto store = open_store(g, StoreAccess::kRead);
                    const auto record = load_or_fail(*store, a->id, g);
                    print_summary(record, format);
                    if (format != TableFormat::kText) return 0;

@@ -39,7 +39,7 @@ void add_trace_command(CLI::App& app, Globals& g, Commands& out) {
                        throw CLI::ValidationError("--trace-level", "expected model, framework, library, system, "
                                                                    "kernel or hardware, got '" + a->level + "'");
                    }
-                   auto store = open_store(g);
+                   auto store = open_store(g, StoreAccess::kRead);
                    const auto record = load_or_fail(*store, a->id, g);
                    const RunRecord* chosen = nullptr;
                    try {

@@ -2,16 +2,20 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "xsp/analysis/roofline.h"
 #include "xsp/analysis/summary.h"
 #include "xsp/eval/accuracy.h"
 #include "xsp/eval/scenario_runner.h"
+#include "xsp/store/trace_export.h"
 
 namespace fs = std::filesystem;
 
@@ -31,10 +35,10 @@ fs::path default_zoo() {
 
 fs::path default_images() { return fs::path(XSP_SOURCE_DIR) / "data" / "images"; }
 
-std::unique_ptr<Store> open_store(const Globals& g) {
+std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access) {
   if (g.store_path.empty())
     throw CLI::ValidationError("--store", "expected a file path, got an empty one (from --store or XSP_STORE)");
-  return Store::open(g.store_path);
+  return Store::open(g.store_path, access);
 }
 
 EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g) {
@@ -60,19 +64,7 @@ void print_tables(const std::vector<Table>& tables, TableFormat format) {
 }
 
 void write_file_atomically(const fs::path& file, const std::string& content) {
-  const fs::path tmp = file.string() + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out << content;
-    if (!out.flush()) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp);
-    throw std::runtime_error("cannot write " + file.string() + ": " + ec.message());
-  }
+  xsp::write_file_atomically(file, content);  // the library's: every failure removes the temporary file
 }
 
 AnalysisOptions analysis_options_for(const EvaluationRecord& record, Store& store) {
@@ -82,6 +74,88 @@ AnalysisOptions analysis_options_for(const EvaluationRecord& record, Store& stor
   if (const MachineCeilings* c = select_ceilings(stored, evaluation_machine(record), &note)) options.ceilings = *c;
   options.ceilings_note = note;
   return options;
+}
+
+std::string exit_codes_help() {
+  return "Exit codes:\n"
+         "  0    success\n"
+         "  1    the work failed (an evaluation failed, a bad input file, no such evaluation)\n"
+         "  2    usage error (bad option or value, unknown command, missing argument)\n"
+         "  3    I/O or store error (the store or a file could not be opened, read or written)\n"
+         "  130  interrupted (SIGINT); 143: terminated (SIGTERM)\n";
+}
+
+namespace {
+
+// The number in `text`, whole text only (strtod: also "nan", "inf", "1e3"); std::nullopt when it is not one.
+std::optional<double> number_in(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+CLI::Validator integer_at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        long long v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stoll(text, &used);
+          if (used != text.size()) throw std::invalid_argument(text);
+        } catch (const std::exception&) {
+          return "expected a whole number of at least " + std::to_string(min) + ", got " + in_quotes(text);
+        }
+        if (v < min) return "must be at least " + std::to_string(min) + ", got " + text;
+        return "";
+      },
+      ">= " + std::to_string(min));
+}
+
+CLI::Validator finite_non_negative() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto v = number_in(text);
+        if (!v) return "expected a number, got " + in_quotes(text);
+        if (!std::isfinite(*v)) return "must be a finite number, got " + text;
+        if (*v < 0) return "must be at least 0, got " + text;
+        return "";
+      },
+      "");
+}
+
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::size_t first = text.find_first_not_of(" \t");
+        if (first != std::string::npos && text[first] == '-')
+          return "must be a whole number of at least 0, got " + text;
+        return "";
+      },
+      "");
+}
+
+CLI::Validator non_empty_list(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        return split_ids(text).empty() ? "expected a comma-separated list of " + what + ", got " + in_quotes(text) : "";
+      },
+      "");
+}
+
+void check_numeric_options(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options([](CLI::Option*) { return true; })) {
+    const std::string type = opt->get_type_name();
+    if (type == "FLOAT") opt->check(finite_non_negative());
+    else if (type == "UINT") opt->check(unsigned_integer());
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_numeric_options(*sub);
 }
 
 std::vector<std::string> split_ids(const std::string& text) {

@@ -48,9 +48,10 @@ std::filesystem::path default_store();  ///< $XSP_STORE, else $XDG_DATA_HOME/xsp
 std::filesystem::path default_zoo();    ///< $XSP_ZOO, else the source tree's models/
 std::filesystem::path default_images(); ///< the source tree's data/images
 
-/// Opens the store of --store. Throws CLI::ValidationError for an empty path (SQLite would silently open a
-/// temporary database and lose every result) and StoreError as Store::open.
-std::unique_ptr<Store> open_store(const Globals& g);
+/// Opens the store of --store: kRead for commands that only read (they never wait for a running evaluation's
+/// write lock). Throws CLI::ValidationError for an empty path (SQLite would silently open a temporary database and
+/// lose every result) and StoreError as Store::open.
+std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access = StoreAccess::kReadWrite);
 /// The evaluation, or std::runtime_error "no evaluation N in store PATH".
 EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g);
 
@@ -63,6 +64,31 @@ void write_file_atomically(const std::filesystem::path& file, const std::string&
 AnalysisOptions analysis_options_for(const EvaluationRecord& record, Store& store);
 /// "A1,A2" -> {"A1","A2"} (empty items dropped).
 std::vector<std::string> split_ids(const std::string& text);
+/// Exit statuses of `xsp` (README "Exit codes"; --help's footer prints exit_codes_help()).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,      ///< the work failed: an evaluation failed, an input file is bad, no such evaluation
+  kExitUsage = 2,        ///< bad option or value, unknown command, missing argument
+  kExitIo = 3,           ///< the store or a file could not be opened, read or written
+  kExitInterrupted = 130 ///< SIGINT (128 + 2); SIGTERM gives 143 (128 + 15)
+};
+std::string exit_codes_help();
+
+// Option checks, the one place their messages come from ("must be at least 1, got 0"). CLI11 prefixes the option's
+// name; run_cli() prints "xsp: error: --repetitions: must be at least 1, got 0" and exits kExitUsage.
+/// An integer >= `min` (also refuses text that is not an integer).
+CLI::Validator integer_at_least(long long min);
+/// A finite number >= 0 (NaN, inf and negative values refused).
+CLI::Validator finite_non_negative();
+/// A whole number >= 0 for an unsigned option (CLI11 would read "-1" as 2^64 - 1).
+CLI::Validator unsigned_integer();
+/// A comma-separated list with at least one item.
+CLI::Validator non_empty_list(const std::string& what);
+/// Adds finite_non_negative() to every floating-point option and unsigned_integer() to every unsigned one of `app`
+/// and its subcommands (by CLI11's type names FLOAT and UINT), so that no numeric option takes NaN, inf, a negative
+/// duration or a wrapped-around seed.
+void check_numeric_options(CLI::App& app);
+
 /// "1,2,4" -> {1,2,4}; CLI::ValidationError naming `flag` when an item is not an integer. Ranges are the library's.
 std::vector<int> parse_int_list(const std::string& text, const std::string& flag);
 /// The evaluation summary (xsp/analysis/summary.h) and accuracy line, as `evaluate` and `show` print them.

@@ -1,5 +1,7 @@
-// SQLite results store (SPEC §7). One file, rollback journal (not WAL) so that the whole store is that one
-// file and can be copied or mailed as is. Every write is one transaction: a failed save() leaves nothing.
+// SQLite results store (SPEC §7). One file, WAL journal: `xsp list` reads while an evaluation saves, and an
+// evaluation starts while `xsp show` reads. SQLite checkpoints the -wal file into the store and removes it when the
+// last connection closes, so a store no process has open is still that one file (copy or mail it as is). Every
+// write is one transaction: a failed save() leaves nothing.
 #include <sqlite3.h>
 
 #include <bit>
@@ -267,7 +269,10 @@ class SqliteStore final : public Store {
     if (db_ != nullptr) sqlite3_close_v2(db_);
   }
 
-  void open() {
+  void open(StoreAccess access) {
+    if (file_.empty())
+      throw StoreError("xsp store: expected a file path, got an empty one (SQLite would open a temporary database "
+                       "and lose every result)");
     const std::filesystem::path parent = file_.parent_path();
     if (!parent.empty()) {
       std::error_code ec;
@@ -285,9 +290,13 @@ class SqliteStore final : public Store {
     sqlite3_busy_timeout(db_, 5000);
     // foreign_keys must be set outside a transaction and per connection: SQLite's default is off.
     exec("PRAGMA foreign_keys = ON", "enable foreign keys");
-    // Opening a store we cannot write would only fail at the end of a long evaluation; fail now instead.
-    exec("BEGIN IMMEDIATE", "check the store is writable (BEGIN IMMEDIATE)");
-    exec("ROLLBACK", "check the store is writable (ROLLBACK)");
+    refuse_foreign_database();
+    use_wal();
+    if (access == StoreAccess::kReadWrite) {
+      // Opening a store we cannot write would only fail at the end of a long evaluation; fail now instead.
+      exec("BEGIN IMMEDIATE", "check the store is writable (BEGIN IMMEDIATE)");
+      exec("ROLLBACK", "check the store is writable (ROLLBACK)");
+    }
     migrate();
   }
 
@@ -509,7 +518,41 @@ class SqliteStore final : public Store {
     return sqlite3_column_int(st.get(), 0);
   }
 
+  // A SQLite file of another application (tables, no schema_version) is refused: adding XSP's tables to it would
+  // change someone else's database. An empty file, or one with XSP's schema_version table, is a store.
+  void refuse_foreign_database() {
+    const std::string op = "open";
+    Statement st = prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+        "ORDER BY name = 'schema_version' DESC, name",
+        op);
+    if (!step(st, op)) return;  // no table yet: a new store
+    const std::string first = text(st.get(), 0);
+    if (first == "schema_version") return;
+    fail(op, "not an XSP results store: it holds table '" + first +
+                 "' and no schema_version table (another application's database?); choose another --store file");
+  }
+
+  // WAL persists in the file, so this is a no-op after the first open. A file SQLite can only read stays in its
+  // journal mode (reads still work); a rollback-journal store another process holds open switches next time.
+  void use_wal() {
+    if (sqlite3_db_readonly(db_, "main") == 1) return;
+    Statement st = prepare("PRAGMA journal_mode = WAL", "use the WAL journal");
+    const int rc = sqlite3_step(st.get());
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_READONLY)
+      fail_sqlite("use the WAL journal");
+  }
+
+  // Reads the version without a transaction of its own (a plain SELECT, no lock beyond it) and takes the write
+  // lock only when there is something to migrate; the version is read again under that lock, as another process
+  // may have migrated in between.
   void migrate() {
+    const int seen = read_schema_version();
+    if (seen > kCurrentSchemaVersion) {
+      fail("open", "schema version " + std::to_string(seen) + " is newer than this build of XSP supports (" +
+                       std::to_string(kCurrentSchemaVersion) + "); use a newer XSP");
+    }
+    if (seen == kCurrentSchemaVersion) return;
     exec("BEGIN IMMEDIATE", "migrate schema (BEGIN IMMEDIATE)");
     try {
       const int found = read_schema_version();
@@ -865,9 +908,9 @@ class SqliteStore final : public Store {
 
 int Store::current_schema_version() { return kCurrentSchemaVersion; }
 
-std::unique_ptr<Store> Store::open(const std::filesystem::path& file) {
+std::unique_ptr<Store> Store::open(const std::filesystem::path& file, StoreAccess access) {
   auto store = std::make_unique<SqliteStore>(file);
-  store->open();
+  store->open(access);
   return store;
 }
 

@@ -4,12 +4,15 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "xsp/store/store.h"
 #include "xsp/trace/serialize.h"
 
 namespace xsp {
@@ -94,31 +97,56 @@ TraceResource trace_resource(const EvaluationRecord& record, const RunRecord& ru
 
 namespace {
 
-fs::path temporary_beside(const fs::path& path) { return path.string() + ".tmp-" + std::to_string(::getpid()); }
-
-void publish(const fs::path& tmp, const fs::path& path) {
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
+/// The temporary file an export writes beside its target before renaming it into place. Every path that does not
+/// publish it removes it, with the -journal SQLite may leave next to it: an export that fails (a full disk, a
+/// failed close, a failed rename, an exception) leaves nothing behind.
+class TempOutput {
+ public:
+  explicit TempOutput(fs::path target)
+      : target_(std::move(target)), tmp_(target_.string() + ".tmp-" + std::to_string(::getpid())) {
+    remove();  // a leftover of an earlier process with the same pid
   }
+  ~TempOutput() {
+    if (!published_) remove();
+  }
+  TempOutput(const TempOutput&) = delete;
+  TempOutput& operator=(const TempOutput&) = delete;
+  const fs::path& path() const { return tmp_; }
+
+  /// Renames the temporary file over the target; throws IoError naming the target (the destructor then
+  /// removes the temporary file).
+  void publish() {
+    std::error_code ec;
+    fs::rename(tmp_, target_, ec);
+    if (ec) throw IoError("cannot write " + target_.string() + ": " + ec.message());
+    published_ = true;
+  }
+
+ private:
+  void remove() const noexcept {
+    std::error_code ec;
+    fs::remove(tmp_, ec);
+    fs::remove(tmp_.string() + "-journal", ec);
+  }
+  fs::path target_, tmp_;
+  bool published_ = false;
+};
+
+}  // namespace
+
+void write_file_atomically(const fs::path& path, const std::string& content) {
+  TempOutput tmp(path);
+  std::ofstream out(tmp.path(), std::ios::binary);
+  if (!out)
+    throw IoError("cannot write " + path.string() + ": cannot create " + tmp.path().string() + ": " +
+                             std::strerror(errno));
+  out << content;
+  out.close();  // flushes: a write that fails now (a full disk) or a failing close sets failbit too
+  if (!out) throw IoError("cannot write " + path.string() + ": " + std::strerror(errno));
+  tmp.publish();
 }
 
-void write_text(const fs::path& path, const std::string& content) {
-  const fs::path tmp = temporary_beside(path);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw std::runtime_error("cannot write " + path.string() + " (cannot create " + tmp.string() + ")");
-    out << content;
-    if (!out.flush()) {
-      out.close();
-      fs::remove(tmp);
-      throw std::runtime_error("cannot write " + path.string());
-    }
-  }
-  publish(tmp, path);
-}
+namespace {
 
 /// The relational export's connection: every failure names the file and the statement.
 class Db {
@@ -127,7 +155,7 @@ class Db {
     if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
       const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
       sqlite3_close(db_);
-      throw std::runtime_error("cannot create " + file.string() + ": " + msg);
+      throw IoError("cannot create " + file.string() + ": " + msg);
     }
   }
   ~Db() { sqlite3_close(db_); }
@@ -139,7 +167,7 @@ class Db {
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string msg = err ? err : sqlite3_errmsg(db_);
       sqlite3_free(err);
-      throw std::runtime_error("writing " + file_.string() + ": " + msg);
+      throw IoError("writing " + file_.string() + ": " + msg);
     }
   }
 
@@ -175,7 +203,7 @@ class Db {
 
  private:
   [[noreturn]] void fail(const char* what) {
-    throw std::runtime_error("writing " + file_.string() + ": " + what + ": " + sqlite3_errmsg(db_));
+    throw IoError("writing " + file_.string() + ": " + what + ": " + sqlite3_errmsg(db_));
   }
   fs::path file_;
   sqlite3* db_ = nullptr;
@@ -406,33 +434,26 @@ void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs
 void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
                       const fs::path& path) {
   switch (format) {
-    case TraceFormat::kChrome: write_text(path, to_chrome_trace(run.trace, trace_resource(record, run)).dump()); return;
+    case TraceFormat::kChrome: write_file_atomically(path, to_chrome_trace(run.trace, trace_resource(record, run)).dump()); return;
     case TraceFormat::kOtlp:
       if (run.trace_id.empty()) {
         throw std::invalid_argument("run " + std::to_string(run.id) + " has no trace id (it was never stored)");
       }
-      write_text(path, to_otlp_json(run.trace, trace_resource(record, run), run.trace_id).dump());
+      write_file_atomically(path, to_otlp_json(run.trace, trace_resource(record, run), run.trace_id).dump());
       return;
     case TraceFormat::kSqlite: export_run_sqlite(record, run, path); return;
   }
 }
 
 void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs::path& path) {
-  const fs::path tmp = temporary_beside(path);
-  std::error_code ec;
-  fs::remove(tmp, ec);
-  try {
-    write_sqlite(record, run, tmp);
-  } catch (...) {
-    fs::remove(tmp, ec);
-    throw;
-  }
-  publish(tmp, path);
+  TempOutput tmp(path);
+  write_sqlite(record, run, tmp.path());  // closes its connection before returning or throwing
+  tmp.publish();
 }
 
 void export_trace_file(const fs::path& blob, TraceFormat format, const fs::path& out) {
   std::ifstream in(blob, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + blob.string());
+  if (!in) throw IoError("cannot read " + blob.string());
   const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   RunRecord run;
   try {

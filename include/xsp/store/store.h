@@ -14,10 +14,16 @@
 
 namespace xsp {
 
-/// Any store failure; what() names the store file and the operation.
-class StoreError : public std::runtime_error {
+/// A file could not be created, read or written (an export, a chart); what() names the file and the reason.
+class IoError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// Any store failure; what() names the store file and the operation.
+class StoreError : public IoError {
+ public:
+  using IoError::IoError;
 };
 
 /// One line of `xsp list`.
@@ -29,14 +35,23 @@ struct EvaluationListing {
   std::size_t run_count = 0;
 };
 
+/// What the opener of a store means to do with it.
+enum class StoreAccess {
+  kReadWrite,  ///< will save: open() checks that the file can be written (waits up to 5 s for another writer)
+  kRead,       ///< only reads: never takes a write lock (unless the file's schema must be migrated first)
+};
+
 /// SQLite results store: evaluations and measured machine ceilings. Schema versioned (table schema_version) and
-/// migrated forward on open (version 3 added the ceilings).
+/// migrated forward on open (version 3 added the ceilings). WAL journal: readers never wait for a writer and a
+/// writer never waits for readers (only for another writer, up to 5 s).
 class Store {
  public:
   /// Opens or creates the store at `file` (parent folders are created), migrating it to the current
-  /// schema in one transaction. Throws StoreError when the file cannot be created, opened or written
-  /// (checked with a write transaction that is rolled back), or has a newer schema than this build knows.
-  static std::unique_ptr<Store> open(const std::filesystem::path& file);
+  /// schema in one transaction when (and only when) its schema is older. Throws StoreError when `file` is empty
+  /// (SQLite would open a temporary database and lose every result), when the file cannot be created or opened,
+  /// holds another application's tables, has a newer schema than this build knows, or (kReadWrite) cannot be
+  /// written (checked with a write transaction that is rolled back).
+  static std::unique_ptr<Store> open(const std::filesystem::path& file, StoreAccess access = StoreAccess::kReadWrite);
   virtual ~Store() = default;
 
   /// Schema version this build writes.

@@ -42,6 +42,11 @@ TraceResource trace_resource(const EvaluationRecord& record, const RunRecord& ru
 void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
                       const std::filesystem::path& path);
 
+/// Writes `content` to `path` through a temporary file beside it (PATH.tmp-PID) renamed into place: a failure
+/// (cannot create, a write or close that fails, e.g. on a full disk, a failed rename) leaves neither a partial
+/// `path` nor the temporary file, and throws xsp::IoError (xsp/store/store.h) naming `path` and the reason.
+void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
 /// The relational export (format kSqlite, docs/exports.md "SQL"): a new SQLite file with tables
 ///   meta(key, value)                         evaluation/run ids, model, framework, device, trace id, clock...
 ///   tracks(id, device, stream, thread, name) one row per host thread or GPU stream
