@@ -12,6 +12,7 @@ packages=(
   python3-protobuf protobuf-compiler  # scripts/otlp_check.py: the OTLP export against OpenTelemetry's protos
   librsvg2-bin                        # rsvg-convert: the roofline chart's SVG to PNG (tests/roofline_chart_test.sh)
   python3-pandas                      # tests/tables/pandas_tables.py: CSV/JSON tables as pandas reads them
+  clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm
 # (NodeSource's) is kept.
