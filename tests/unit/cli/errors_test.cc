@@ -16,31 +16,13 @@
 #include <regex>
 #include <sstream>
 
-#include "../eval/fake_model.h"
-#include "cli.h"
-#include "fake_zoo.h"
+#include "cli_harness.h"
 #include "xsp/manifest/manifest.h"
 
 namespace fs = std::filesystem;
 
 namespace xsp {
 namespace {
-
-testing::FakeClock* g_errors_clock = nullptr;
-
-class ErrorsFakePredictor final : public Predictor {
- public:
-  explicit ErrorsFakePredictor(testing::FakeClock& clock) : inner_(clock, testing::LatencyModel{}) {}
-  std::string framework_name() const override { return "errors-fake"; }
-  std::string framework_version() const override { return "1.0.0"; }
-  void load(const Manifest& m, const DeviceSpec& d) override { inner_.load(m, d); }
-  Tensor predict(const Tensor& t) override { return inner_.predict(t); }
-  void close() override {}
-  FrameworkProfiler* framework_profiler() override { return inner_.framework_profiler(); }
-
- private:
-  testing::FakePredictor inner_;
-};
 
 /// Sets an environment variable for a scope and restores it after.
 class ScopedEnv {
@@ -89,35 +71,10 @@ std::vector<std::string> files_in(const fs::path& dir) {
   return out;
 }
 
-class Errors : public ::testing::Test {
+class Errors : public testing::CliHarness {
  protected:
-  void SetUp() override {
-    static bool registered = false;
-    if (!registered) {
-      register_predictor("errors-fake", [] { return std::make_unique<ErrorsFakePredictor>(*g_errors_clock); });
-      registered = true;
-    }
-    dir_ = fs::temp_directory_path() / ("xsp-errors-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    testing::write_fake_zoo(dir_ / "zoo", "errors_model", "errors-fake");
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { make_zoo("errors-fake", "errors_model"); }
 
-  int xsp(const std::vector<std::string>& args) {
-    g_errors_clock = &clock_;
-    std::vector<const char*> argv{"xsp"};
-    for (const auto& a : args) argv.push_back(a.c_str());
-    cli::CliEnvironment env;
-    env.clock = &clock_;
-    env.record_machine_state = false;
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
-    out_ = ::testing::internal::GetCapturedStdout();
-    err_ = ::testing::internal::GetCapturedStderr();
-    return rc;
-  }
   std::string store() const { return (dir_ / "s.db").string(); }
   // A quick evaluation of the fake model into store(); returns the exit code.
   int evaluate(std::vector<std::string> extra = {}) {
@@ -135,10 +92,6 @@ class Errors : public ::testing::Test {
     EXPECT_NE(err_.find(expected), std::string::npos) << "expected '" << expected << "' in: " << err_;
     EXPECT_FALSE(std::regex_search(err_, std::regex("[0-9]{20}"))) << err_;
   }
-
-  testing::FakeClock clock_;
-  fs::path dir_;
-  std::string out_, err_;
 };
 
 TEST_F(Errors, AnEmptyStorePathIsAUsageErrorAndNothingIsEvaluated) {

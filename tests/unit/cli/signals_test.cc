@@ -8,9 +8,7 @@
 #include <csignal>
 #include <filesystem>
 
-#include "../eval/fake_model.h"
-#include "cli.h"
-#include "fake_zoo.h"
+#include "cli_harness.h"
 #include "xsp/store/store.h"
 
 namespace fs = std::filesystem;
@@ -18,62 +16,27 @@ namespace fs = std::filesystem;
 namespace xsp {
 namespace {
 
-testing::FakeClock* g_signal_clock = nullptr;
 int g_raise = 0;  // the signal to raise at the first batch of size 2; 0: none
 
-class SignalingPredictor final : public Predictor {
- public:
-  explicit SignalingPredictor(testing::FakeClock& clock) : inner_(clock, testing::LatencyModel{}) {}
-  std::string framework_name() const override { return "signal-fake"; }
-  std::string framework_version() const override { return "1.0.0"; }
-  void load(const Manifest& m, const DeviceSpec& d) override { inner_.load(m, d); }
-  Tensor predict(const Tensor& t) override {
-    if (g_raise != 0 && !t.shape.empty() && t.shape[0] == 2) {
-      const int sig = g_raise;
-      g_raise = 0;  // once: a second signal would end the test process, as it ends xsp
-      std::raise(sig);
-    }
-    return inner_.predict(t);
+// Raises g_raise once, when the first batch of size 2 begins (a second signal would end the test process, as it
+// ends xsp).
+void raise_at_batch_size_2(const Tensor& t) {
+  if (g_raise != 0 && !t.shape.empty() && t.shape[0] == 2) {
+    const int sig = g_raise;
+    g_raise = 0;
+    std::raise(sig);
   }
-  void close() override {}
-  FrameworkProfiler* framework_profiler() override { return inner_.framework_profiler(); }
+}
 
- private:
-  testing::FakePredictor inner_;
-};
-
-class Signals : public ::testing::Test {
+class Signals : public testing::CliHarness {
  protected:
-  void SetUp() override {
-    static bool registered = false;
-    if (!registered) {
-      register_predictor("signal-fake", [] { return std::make_unique<SignalingPredictor>(*g_signal_clock); });
-      registered = true;
-    }
-    dir_ = fs::temp_directory_path() / ("xsp-signals-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    testing::write_fake_zoo(dir_ / "zoo", "signal_model", "signal-fake");
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { make_zoo("signal-fake", "signal_model", raise_at_batch_size_2); }
 
   int evaluate(int sig) {
-    g_signal_clock = &clock_;
     g_raise = sig;
-    const std::string zoo = (dir_ / "zoo").string(), db = (dir_ / "s.db").string();
-    const std::vector<const char*> argv{"xsp", "--zoo", zoo.c_str(), "--store", db.c_str(), "evaluate",
-                                        "signal_model", "--framework", "signal-fake", "--batch-sizes", "1,2",
-                                        "--trace-level", "framework", "--leveled", "--synthetic",
-                                        "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"};
-    cli::CliEnvironment env;
-    env.clock = &clock_;
-    env.record_machine_state = false;
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
-    out_ = ::testing::internal::GetCapturedStdout();
-    err_ = ::testing::internal::GetCapturedStderr();
-    return rc;
+    return xsp({"--zoo", (dir_ / "zoo").string(), "--store", (dir_ / "s.db").string(), "evaluate", "signal_model",
+                "--framework", "signal-fake", "--batch-sizes", "1,2", "--trace-level", "framework", "--leveled",
+                "--synthetic", "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"});
   }
 
   void expect_incomplete_with_batch_size_1_runs(int sig) {
@@ -92,10 +55,6 @@ class Signals : public ::testing::Test {
     EXPECT_NE(err_.find("interrupted by signal " + std::to_string(sig)), std::string::npos) << err_;
     EXPECT_NE(err_.find("2 complete runs"), std::string::npos) << err_;
   }
-
-  testing::FakeClock clock_;
-  fs::path dir_;
-  std::string out_, err_;
 };
 
 TEST_F(Signals, SigintSavesTheCompleteRunsAsIncompleteAndExits130) {

@@ -11,9 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "../eval/fake_model.h"
-#include "cli.h"
-#include "fake_zoo.h"
+#include "cli_harness.h"
 #include "xsp/analysis/table.h"
 #include "xsp/manifest/manifest.h"
 
@@ -21,22 +19,6 @@ namespace fs = std::filesystem;
 
 namespace xsp {
 namespace {
-
-testing::FakeClock* g_tables_clock = nullptr;
-
-class TablesFakePredictor final : public Predictor {
- public:
-  explicit TablesFakePredictor(testing::FakeClock& clock) : inner_(clock, testing::LatencyModel{}) {}
-  std::string framework_name() const override { return "tables-fake"; }
-  std::string framework_version() const override { return "1.0.0"; }
-  void load(const Manifest& m, const DeviceSpec& d) override { inner_.load(m, d); }
-  Tensor predict(const Tensor& t) override { return inner_.predict(t); }
-  void close() override {}
-  FrameworkProfiler* framework_profiler() override { return inner_.framework_profiler(); }
-
- private:
-  testing::FakePredictor inner_;
-};
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -62,35 +44,9 @@ std::size_t width(const std::string& s) {
   return w;
 }
 
-class Tables : public ::testing::Test {
+class Tables : public testing::CliHarness {
  protected:
-  void SetUp() override {
-    static bool registered = false;
-    if (!registered) {
-      register_predictor("tables-fake", [] { return std::make_unique<TablesFakePredictor>(*g_tables_clock); });
-      registered = true;
-    }
-    dir_ = fs::temp_directory_path() / ("xsp-tables-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    testing::write_fake_zoo(dir_ / "zoo", "tables_model", "tables-fake");
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  int xsp(const std::vector<std::string>& args) {
-    g_tables_clock = &clock_;
-    std::vector<const char*> argv{"xsp"};
-    for (const auto& a : args) argv.push_back(a.c_str());
-    cli::CliEnvironment env;
-    env.clock = &clock_;
-    env.record_machine_state = false;
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
-    out_ = ::testing::internal::GetCapturedStdout();
-    err_ = ::testing::internal::GetCapturedStderr();
-    return rc;
-  }
+  void SetUp() override { make_zoo("tables-fake", "tables_model"); }
 
   // A copy of a recorded fixture (opening a store migrates it: never the committed file).
   std::string fixture_copy(const std::string& relative) {
@@ -98,10 +54,6 @@ class Tables : public ::testing::Test {
     fs::copy_file(fs::path(XSP_TEST_FIXTURES) / relative, copy, fs::copy_options::overwrite_existing);
     return copy.string();
   }
-
-  testing::FakeClock clock_;
-  fs::path dir_;
-  std::string out_, err_;
 };
 
 constexpr const char* kKernelFixture = "gpu/resnet18_bs1_kernel_h200.db";

@@ -9,31 +9,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "../eval/fake_model.h"
-#include "cli.h"
-#include "fake_zoo.h"
+#include "cli_harness.h"
 #include "xsp/manifest/manifest.h"
 
 namespace fs = std::filesystem;
 
 namespace xsp {
 namespace {
-
-testing::FakeClock* g_zoo_clock = nullptr;
-
-class ZooFakePredictor final : public Predictor {
- public:
-  explicit ZooFakePredictor(testing::FakeClock& clock) : inner_(clock, testing::LatencyModel{}) {}
-  std::string framework_name() const override { return "zoo-fake"; }
-  std::string framework_version() const override { return "1.0.0"; }
-  void load(const Manifest& m, const DeviceSpec& d) override { inner_.load(m, d); }
-  Tensor predict(const Tensor& t) override { return inner_.predict(t); }
-  void close() override {}
-  FrameworkProfiler* framework_profiler() override { return inner_.framework_profiler(); }
-
- private:
-  testing::FakePredictor inner_;
-};
 
 std::string read(const fs::path& p) {
   std::ifstream in(p);
@@ -50,23 +32,14 @@ std::size_t count(const std::string& text, const std::string& part) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-class ZooProblems : public ::testing::Test {
+class ZooProblems : public testing::CliHarness {
  protected:
   void SetUp() override {
-    static bool registered = false;
-    if (!registered) {
-      register_predictor("zoo-fake", [] { return std::make_unique<ZooFakePredictor>(*g_zoo_clock); });
-      registered = true;
-    }
-    dir_ = fs::temp_directory_path() / ("xsp-zoo-problems-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    make_zoo("zoo-fake", "good_model");
     zoo_ = dir_ / "zoo";
-    testing::write_fake_zoo(zoo_, "good_model", "zoo-fake");
     good_ = read(zoo_ / "good_model.yaml");
     store_ = (dir_ / "xsp.db").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // good_model.yaml's text with each `from` replaced by its `to`, written to zoo/FILE.
   void write_variant(const std::string& file, const std::vector<std::pair<std::string, std::string>>& edits) {
@@ -79,23 +52,14 @@ class ZooProblems : public ::testing::Test {
     std::ofstream(zoo_ / file) << text;
   }
 
-  int xsp(const std::vector<std::string>& args) {
-    g_zoo_clock = &clock_;
-    std::vector<const char*> argv{"xsp", "--zoo", zoo_.c_str(), "--store", store_.c_str()};
-    for (const auto& a : args) argv.push_back(a.c_str());
-    cli::CliEnvironment env;
-    env.clock = &clock_;
-    env.record_machine_state = false;
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
-    out_ = ::testing::internal::GetCapturedStdout();
-    err_ = ::testing::internal::GetCapturedStderr();
-    return rc;
+  // xsp --zoo ZOO --store STORE ARGS...
+  int run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--zoo", zoo_.string(), "--store", store_});
+    return xsp(args);
   }
 
   int evaluate(const std::string& model) {
-    return xsp({"evaluate", model, "--framework", "zoo-fake", "--batch-sizes", "1", "--trace-level", "model",
+    return run({"evaluate", model, "--framework", "zoo-fake", "--batch-sizes", "1", "--trace-level", "model",
                 "--synthetic", "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"});
   }
 
@@ -107,15 +71,14 @@ class ZooProblems : public ::testing::Test {
     fs::create_symlink("loop.yaml", zoo_ / "loop.yaml");
   }
 
-  testing::FakeClock clock_;
-  fs::path dir_, zoo_;
+  fs::path zoo_;
   std::string store_;
-  std::string good_, out_, err_;
+  std::string good_;
 };
 
 TEST_F(ZooProblems, ModelsListsTheGoodModelsThenEachBadFile) {
   add_bad_files();
-  ASSERT_EQ(xsp({"models"}), 0) << err_;
+  ASSERT_EQ(run({"models"}), 0) << err_;
   EXPECT_TRUE(has(out_, "good_model")) << out_;
   const auto problems = out_.find("Problems:");
   ASSERT_NE(problems, std::string::npos) << out_;
@@ -134,7 +97,7 @@ TEST_F(ZooProblems, ModelsListsTheGoodModelsThenEachBadFile) {
 TEST_F(ZooProblems, LongVersionIsAProblemNotACrash) {
   // Used to overflow the stack (std::regex) and kill `xsp models` with SIGSEGV.
   write_variant("long.yaml", {{"version: 1.0.0", "version: \"1.0.0-" + std::string(50000, 'a') + "\""}});
-  ASSERT_EQ(xsp({"models"}), 0) << err_;
+  ASSERT_EQ(run({"models"}), 0) << err_;
   EXPECT_TRUE(has(out_, "good_model")) << out_;
   EXPECT_TRUE(has(out_, (zoo_ / "long.yaml").string() + ":2: field 'version': expected at most 256 characters"))
       << out_.substr(0, 2000);
@@ -144,7 +107,7 @@ TEST_F(ZooProblems, LongVersionIsAProblemNotACrash) {
 TEST_F(ZooProblems, SizeThatUsedToWrapIsAProblemNamingValueAndRange) {
   // 4294967520 = 2^32 + 224: an int cast made it 224 and the model ran as if the manifest were right.
   write_variant("wrap.yaml", {{"dimensions: [4]", "dimensions: [4294967520]"}});
-  ASSERT_EQ(xsp({"models"}), 0) << err_;
+  ASSERT_EQ(run({"models"}), 0) << err_;
   EXPECT_TRUE(has(out_, (zoo_ / "wrap.yaml").string())) << out_;
   EXPECT_TRUE(has(out_, "field 'inputs[0].dimensions[0]'")) << out_;
   EXPECT_TRUE(has(out_, "'4294967520'")) << out_;
