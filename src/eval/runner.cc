@@ -214,7 +214,7 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   const std::vector<Tensor>* pool = options.synthetic ? &synthetic_pool(ctx, batch_size) : nullptr;
   const std::uint64_t j = pool ? ctx.batch_counter++ % pool->size() : ctx.batch_counter++;
   std::vector<Tag> batch_tag;
-  if (rec) batch_tag.emplace_back("batch", slot.measured_batches++);
+  if (rec && measured) batch_tag.emplace_back("batch", slot.measured_batches++);
   std::vector<EncodedInput> inputs;
   Tensor decoded;
   const Tensor* tensor = &decoded;
@@ -297,10 +297,10 @@ class PhaseExecutor final : public BlockExecutor {
       throw Interrupted{sig};
     }
     LevelSlot& slot = *slots_[l];
-    // In warm-up blocks the profilers run as in a measured block (their recorder is thrown away), so the warm-up
-    // warms them too; the pipeline's own MODEL spans are not made at all.
-    return warmup ? run_pipeline_batch(ctx_, slot, batch_size_, nullptr, false, nullptr, nullptr)
-                  : run_pipeline_batch(ctx_, slot, batch_size_, slot.recorder.get(), true, &stages_, nullptr);
+    // Warm-up batches are recorded into a recorder that is thrown away: the profilers run as in a measured
+    // block, so the warm-up warms them too, but nothing of it enters a trace.
+    return run_pipeline_batch(ctx_, slot, batch_size_, slot.recorder.get(), !warmup, warmup ? nullptr : &stages_,
+                              nullptr);
   }
 
   void end_block(std::size_t l, bool warmup) override {
