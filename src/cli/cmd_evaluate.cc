@@ -40,6 +40,8 @@ const std::map<std::string, std::string>& flag_of_field() {
       {"inputs.synthetic", "--synthetic"},
       {"inputs.dataset", "--dataset"},
       {"inputs.accuracy", "--accuracy"},
+      {"inputs.skip_bad_inputs", "--skip-bad-inputs"},
+      {"max_batch_bytes", "--max-batch-bytes"},
       {"scenario.scenario", "--scenario"},
       {"scenario.min_queries", "--min-queries"},
       {"scenario.target_qps", "--target-qps"},
@@ -147,12 +149,10 @@ int run_evaluate(Globals& g, Args& a) {
   context.record_machine_state = g.env.record_machine_state;
   ProgressBar bar(!a.no_progress);
   context.progress = [&bar](const Progress& p) { bar.update(p); };
-  // Batch sweeps stop cleanly on a signal and keep their complete runs; scenarios end at once as before.
+  // Batch sweeps and scenarios stop cleanly on a first signal and keep their complete runs; a second one ends xsp.
   std::optional<InterruptGuard> interrupt;
-  if (!a.request.scenario) {
-    interrupt.emplace();
-    context.interrupt = interrupt->flag();
-  }
+  interrupt.emplace();
+  context.interrupt = interrupt->flag();
   EvaluationRecord record;
   try {
     record = evaluate(a.request, context);
@@ -242,6 +242,17 @@ void add_evaluate_command(CLI::App& app, Globals& g, Commands& out) {
                   "labeled dataset named by the manifest (e.g. digits); implies --synthetic for the timed runs")
       ->group(ig);
   sub->add_flag("--accuracy", r.inputs.accuracy, "measure top-1/top-5 accuracy on --dataset's held-out samples")
+      ->group(ig);
+  sub->add_flag("--skip-bad-inputs", r.inputs.skip_bad_inputs,
+                "leave out images that cannot be read or pre-processed (all are checked before the first batch), "
+                "counted in the record, instead of stopping")
+      ->group(ig);
+  sub->add_option("--max-batch-bytes", r.max_batch_bytes,
+                  "limit on one batch tensor's memory, checked before the model loads; a number of bytes or with a "
+                  "unit: 512MiB, 16GiB (binary units)")
+      ->check(unsigned_integer())
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("8GiB")
       ->group(ig);
   sub->add_flag("--store-predictions", r.store_predictions,
                 "keep every measured input's class probabilities with the runs (for `xsp compare`)")

@@ -149,6 +149,8 @@ ScenarioOptions scenario_options(const ValidatedRequest& v) {
   o.find_peak_qps = s.find_peak_qps;
   o.synthetic = r.inputs.synthetic;
   o.inputs_dir = r.inputs.images_dir;
+  o.skip_bad_inputs = r.inputs.skip_bad_inputs;
+  o.max_batch_bytes = r.max_batch_bytes;
   o.device = DeviceSpec{r.device, r.device_index};
   o.trace_level = r.trace_level;
   o.trace_tail = static_cast<std::size_t>(s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0));
@@ -173,7 +175,9 @@ nlohmann::json to_json(const EvaluationRequest& r) {
             {"synthetic", r.inputs.synthetic},
             {"seed", r.inputs.seed},
             {"dataset", r.inputs.dataset},
-            {"accuracy", r.inputs.accuracy}}},
+            {"accuracy", r.inputs.accuracy},
+            {"skip_bad_inputs", r.inputs.skip_bad_inputs}}},
+          {"max_batch_bytes", r.max_batch_bytes},
           {"store_predictions", r.store_predictions},
           {"counter_iterations", r.counter_iterations},
           {"cupti", to_json(r.cupti)},
@@ -206,7 +210,9 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
     read(in, "seed", r.inputs.seed, "inputs.", "an integer >= 0");
     read(in, "dataset", r.inputs.dataset, "inputs.", "a dataset name");
     read(in, "accuracy", r.inputs.accuracy, "inputs.", "true or false");
+    read(in, "skip_bad_inputs", r.inputs.skip_bad_inputs, "inputs.", "true or false");
   }
+  read(j, "max_batch_bytes", r.max_batch_bytes, "", "a number of bytes");
   read(j, "store_predictions", r.store_predictions, "", "true or false");
   read(j, "counter_iterations", r.counter_iterations, "", "an integer >= 1");
   try {
@@ -239,6 +245,11 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   validate(r.measurement);
   if (r.counter_iterations < 1) reject("counter_iterations", "a number >= 1, got " + std::to_string(r.counter_iterations));
   if (r.inputs.accuracy && r.inputs.dataset.empty()) reject("inputs.accuracy", "a dataset (inputs.dataset) to score on");
+  if (r.max_batch_bytes < 1 || r.max_batch_bytes > kMaxBatchBytesLimit)
+    reject("max_batch_bytes", "a number of bytes from 1 to " + std::to_string(kMaxBatchBytesLimit) + ", got " +
+                                  std::to_string(r.max_batch_bytes));
+  if (r.inputs.skip_bad_inputs && (r.inputs.synthetic || !r.inputs.dataset.empty()))
+    reject("inputs.skip_bad_inputs", "false with synthetic inputs or a dataset (only image files are screened)");
 
   // One bad manifest must not stop the evaluation of another model: it is a warning, unless it may be the model
   // asked for (find_model() then names the file and what is wrong with it).
@@ -313,6 +324,19 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
       reject("inputs.images_dir", e.what());
     }
   }
+  if (!r.scenario && !v.manifest.inputs.empty()) {
+    // Before the model is loaded: a batch that cannot be allocated must not be found after minutes of warm-up.
+    for (int b : r.batch_sizes) {
+      std::vector<std::int64_t> shape{b};
+      for (long d : v.manifest.inputs.front().dimensions) shape.push_back(d);
+      try {
+        check_tensor_bytes(shape, r.max_batch_bytes, "batch size " + std::to_string(b) + " of " + v.manifest.name);
+      } catch (const std::invalid_argument& e) {
+        reject("batch_sizes", std::string("batch sizes whose batch fits in max_batch_bytes (raise it with "
+                                          "`xsp evaluate --max-batch-bytes`); ") + e.what());
+      }
+    }
+  }
   if (r.scenario) {
     validate_scenario(r, v.manifest, *predictor);
   } else {
@@ -339,7 +363,9 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
       monitor.emplace(system_nvml(), r.device == "cuda" ? r.device_index : -1);
       monitor->start();
     }
-    record = run_scenario(v.manifest, *predictor, scenario_options(v));
+    ScenarioOptions so = scenario_options(v);
+    so.interrupt = context.interrupt;
+    record = run_scenario(v.manifest, *predictor, so);
     if (monitor) monitor->finish();
     // A scenario's queries were not planned in windows: the stability rule splits them afterwards.
     for (RunRecord& run : record.runs) {
@@ -360,6 +386,8 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     o.inputs_dir = r.inputs.images_dir;
     o.synthetic = r.inputs.synthetic;
     o.seed = r.inputs.seed;
+    o.skip_bad_inputs = r.inputs.skip_bad_inputs;
+    o.max_batch_bytes = r.max_batch_bytes;
     o.device = DeviceSpec{r.device, r.device_index};
     o.counter_iterations = r.counter_iterations;
     o.store_predictions = r.store_predictions;

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "format.h"
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
@@ -196,7 +197,8 @@ const std::vector<Tensor>& synthetic_pool(Context& ctx, int batch_size) {
   const std::size_t fit = std::max<std::size_t>(1, budget / std::max<std::size_t>(1, numel * sizeof(float)));
   const auto n = static_cast<std::uint64_t>(std::min<std::size_t>(kSyntheticBatches, fit));
   for (std::uint64_t j = 0; j < n; ++j)
-    pool.push_back(synthetic_batch(ctx.manifest.inputs.front().dimensions, batch_size, ctx.options.seed + j));
+    pool.push_back(synthetic_batch(ctx.manifest.inputs.front().dimensions, batch_size, ctx.options.seed + j,
+                                   ctx.options.max_batch_bytes));
   return pool;
 }
 
@@ -505,11 +507,14 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
 
   const InputSpec& input_spec = manifest.inputs.front();
   const OutputSpec& output_spec = manifest.outputs.front();
+  ScreenedInputs screened;
   if (!options.synthetic) {
     if (input_spec.type != "image")
       throw std::invalid_argument("inputs of type '" + input_spec.type + "' need --synthetic");
-    ctx.files = list_images(options.inputs_dir);
-    ctx.preprocessor.emplace(input_spec);
+    ctx.preprocessor.emplace(input_spec, options.max_batch_bytes);
+    screened = screen_inputs(list_images(options.inputs_dir), *ctx.preprocessor, options.skip_bad_inputs);
+    ctx.files = screened.usable;
+    for (const SkippedInput& s : screened.skipped) spdlog::warn("input left out: {}", s.reason);
   }
   std::vector<std::string> labels;
   const auto labels_path = manifest.resolved_labels_path(0);
@@ -539,6 +544,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
                      {"synthetic_batches", kSyntheticBatches},
                      {"run_levels", nlohmann::json::array()}};
   for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
+  if (options.skip_bad_inputs && !options.synthetic) record.settings.update(detail::skipped_inputs_json(screened.skipped));
   record.settings["sample_outputs"] = nlohmann::json::object();
   if (options.store_predictions)
     record.settings["predictions"] = {{"values", ctx.softmax ? "softmax" : "raw"}, {"top_k", ctx.top_k}};

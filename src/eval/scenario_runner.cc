@@ -8,6 +8,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
+#include "format.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/eval/tail_traces.h"
 #include "xsp/loadgen/sut.h"
@@ -24,6 +27,7 @@ struct SampleLibrary {
   std::size_t sample_numel = 0;
   std::size_t count = 0;
   std::vector<float> data;
+  std::vector<SkippedInput> skipped;  // images left out (ScenarioOptions::skip_bad_inputs)
 };
 
 SampleLibrary prepare_library(const Manifest& manifest, const ScenarioOptions& options) {
@@ -36,15 +40,21 @@ SampleLibrary prepare_library(const Manifest& manifest, const ScenarioOptions& o
   if (options.synthetic) {
     if (options.synthetic_samples == 0) throw std::invalid_argument("synthetic sample count must be > 0");
     // One seeded batch sliced into samples: same seed -> same library, hence comparable runs.
-    Tensor t = synthetic_batch(lib.dims, static_cast<int>(options.synthetic_samples), options.settings.seed);
+    Tensor t = synthetic_batch(lib.dims, static_cast<int>(options.synthetic_samples), options.settings.seed,
+                               options.max_batch_bytes);
     lib.count = options.synthetic_samples;
     lib.data = std::move(t.data);
   } else {
     if (spec.type != "image") throw std::invalid_argument("inputs of type '" + spec.type + "' need synthetic inputs");
     // Decode and pre-process every image once, before the timed region: the SUT then measures predict only.
-    const Preprocessor pre(spec);
-    for (const auto& file : list_images(options.inputs_dir)) {
-      Tensor t = pre.run({read_input(file)});
+    const Preprocessor pre(spec, options.max_batch_bytes);
+    const auto files = list_images(options.inputs_dir);
+    std::vector<std::int64_t> library_shape{static_cast<std::int64_t>(files.size())};
+    for (long d : lib.dims) library_shape.push_back(d);
+    check_tensor_bytes(library_shape, options.max_batch_bytes, "sample library of " + options.inputs_dir.string());
+    std::vector<Tensor> prepared;
+    lib.skipped = screen_inputs(files, pre, options.skip_bad_inputs, &prepared).skipped;
+    for (const Tensor& t : prepared) {
       lib.data.insert(lib.data.end(), t.data.begin(), t.data.end());
       ++lib.count;
     }
@@ -187,6 +197,9 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
 
   loadgen::Settings settings = options.settings;
   settings.sample_count = lib.count;
+  settings.interrupt = options.interrupt;
+  auto signal_now = [&options] { return options.interrupt ? options.interrupt->load() : 0; };
+  int interrupted = 0;
 
   // Runs on the adapter's worker thread; copies the prepared samples (sample index modulo library size).
   loadgen::BatchBuilder build = [&lib](std::span<const std::uint64_t> idx) {
@@ -218,6 +231,8 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
                      {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
                      {"input_count", lib.count},
                      {"results", nlohmann::json::array()}};
+  if (options.skip_bad_inputs && !options.synthetic) record.settings.update(detail::skipped_inputs_json(lib.skipped));
+  for (const SkippedInput& s : lib.skipped) spdlog::warn("input left out: {}", s.reason);
 
   FrameworkProfiler* framework =
       options.trace_tail > 0 && options.trace_level == TraceLevel::kFramework ? predictor.framework_profiler() : nullptr;
@@ -226,6 +241,10 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
   std::vector<std::pair<int, double>> sweep_throughput;
   std::vector<BatchThroughput> sweep_points;
   for (std::size_t mb : max_batches) {
+    if (const int sig = signal_now(); sig != 0) {
+      interrupted = sig;
+      break;
+    }
     const int batch_size = largest_batch(settings, mb);
     std::vector<std::unique_ptr<RunCapture>> captures;  // one per run, in run order (one factory call per run)
     auto factory = [&]() -> std::unique_ptr<loadgen::SystemUnderTest> {
@@ -252,6 +271,12 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
     if (captures.size() != results.size())
       throw std::logic_error("scenario runner: " + std::to_string(captures.size()) + " SUTs for " +
                              std::to_string(results.size()) + " runs");
+    // A run cut by a signal is not a result: only the runs before it are kept.
+    if (!results.empty() && results.back().interrupted) {
+      results.pop_back();
+      captures.pop_back();
+      interrupted = signal_now();
+    }
     for (std::size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       RunCapture& c = *captures[i];
@@ -285,6 +310,11 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
       record.runs.push_back(std::move(run));
       record.settings["results"].push_back(std::move(summary));
     }
+    if (interrupted) break;
+  }
+  if (interrupted) {
+    record.status = "incomplete";
+    record.settings["interrupted"] = {{"signal", interrupted}, {"complete_runs", record.runs.size()}};
   }
   if (!options.sweep_batch_sizes.empty()) {
     // SPEC §4 A1's rule, the same function `xsp analyze --analysis A1` uses, on the Offline throughput.

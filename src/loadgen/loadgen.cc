@@ -205,6 +205,7 @@ Result run(SystemUnderTest& sut, const Settings& s) {
   };
   if (s.scenario == Scenario::kServer) r.scheduled_ns = poisson_schedule(s.target_qps, planned, s.seed);
 
+  auto interrupted = [&s] { return s.interrupt != nullptr && s.interrupt->load(std::memory_order_relaxed) != 0; };
   Recorder rec;
   std::size_t cap = std::max<std::uint64_t>(planned, s.warmup_queries);
   if (s.scenario == Scenario::kSingleStream || s.scenario == Scenario::kMultiStream) cap = std::max<std::size_t>(cap, 1024);
@@ -229,6 +230,10 @@ Result run(SystemUnderTest& sut, const Settings& s) {
       for (;;) {
         std::int64_t t0 = now_ns();
         if (n >= s.min_query_count && t0 - loop_start >= min_dur_ns) break;
+        if (interrupted()) {
+          r.interrupted = true;
+          break;
+        }
         if (s.max_query_count > 0 && n >= s.max_query_count) break;
         if (n == r.issue_ns.size()) {  // grow: nothing is outstanding here
           r.issue_ns.resize(n * 2);
@@ -249,6 +254,10 @@ Result run(SystemUnderTest& sut, const Settings& s) {
     case Scenario::kServer: {
       // Issue at the pre-generated Poisson times, without waiting for completions.
       for (; n < planned; ++n) {
+        if (interrupted()) {
+          r.interrupted = true;
+          break;
+        }
         std::int64_t target = loop_start + r.scheduled_ns[n];
         std::int64_t t = now_ns();
         if (t < target) {
@@ -327,20 +336,23 @@ PeakSearchResult find_peak_qps(const SutFactory& factory, const Settings& settin
     s.target_qps = qps;
     auto sut = factory();
     out.tried.push_back(run(*sut, s));
+    if (out.tried.back().interrupted) return false;
     bool ok = out.tried.back().meets_bound;
     if (ok) pass = std::max(pass, qps); else fail = std::min(fail, qps);
     return ok;
   };
   int runs = 0;
   // Bracket: double while passing, halve while failing, until one of each is known.
-  while (runs < o.max_runs && (pass == 0 || std::isinf(fail))) {
+  auto interrupted = [&s] { return s.interrupt != nullptr && s.interrupt->load(std::memory_order_relaxed) != 0; };
+  while (runs < o.max_runs && (pass == 0 || std::isinf(fail)) && !interrupted()) {
     attempt(rate);
     ++runs;
     rate = pass == 0 ? rate / 2 : rate * 2;
     if (pass == 0 && rate < 1e-3) break;  // nothing passes
   }
   // Bisect between the highest pass and the lowest fail.
-  while (runs < o.max_runs && pass > 0 && !std::isinf(fail) && (fail - pass) / pass >= o.relative_tolerance) {
+  while (runs < o.max_runs && pass > 0 && !std::isinf(fail) && (fail - pass) / pass >= o.relative_tolerance &&
+         !interrupted()) {
     attempt(0.5 * (pass + fail));
     ++runs;
   }

@@ -140,7 +140,8 @@ std::string truncation_problem(const std::vector<std::uint8_t>& bytes) {
   return "";
 }
 
-Preprocessor::Preprocessor(const InputSpec& spec) : spec_(spec) {
+Preprocessor::Preprocessor(const InputSpec& spec, std::uint64_t max_batch_bytes)
+    : spec_(spec), max_batch_bytes_(max_batch_bytes) {
   if (spec_.dimensions.size() != 3)
     throw std::invalid_argument("image input needs dimensions [C, H, W], got " +
                                 std::to_string(spec_.dimensions.size()) + " dimensions");
@@ -172,7 +173,7 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
   const long channels = spec_.dimensions[0], height = spec_.dimensions[1], width = spec_.dimensions[2];
   Tensor out;
   out.shape = {static_cast<std::int64_t>(batch.size()), channels, height, width};
-  check_tensor_bytes(out.shape, kDefaultMaxBatchBytes, "pre-processed batch");
+  check_tensor_bytes(out.shape, max_batch_bytes_, "pre-processed batch");
   out.data.resize(static_cast<std::size_t>(out.numel()));
   const std::size_t plane = static_cast<std::size_t>(height * width);
 
@@ -248,6 +249,31 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
   }
   return out;
 #endif
+}
+
+ScreenedInputs screen_inputs(const std::vector<std::filesystem::path>& files, const Preprocessor& pre, bool skip_bad,
+                             std::vector<Tensor>* prepared) {
+  ScreenedInputs out;
+  for (const auto& file : files) {
+    try {
+      Tensor t = pre.run({read_input(file)});
+      if (prepared) prepared->push_back(std::move(t));
+      out.usable.push_back(file);
+    } catch (const std::exception& e) {
+      // run() names an input by its file name only; the whole path tells which folder it came from.
+      std::string why = e.what();
+      if (why.find(file.string()) == std::string::npos) why = file.string() + ": " + why;
+      if (!skip_bad)
+        throw std::runtime_error(why + " (found before measuring; set inputs.skip_bad_inputs, "
+                                 "`xsp evaluate --skip-bad-inputs`, to leave such files out)");
+      out.skipped.push_back({file.string(), why});
+    }
+  }
+  if (out.usable.empty() && !out.skipped.empty())
+    throw std::runtime_error("no usable input: all " + std::to_string(out.skipped.size()) +
+                             " files were left out; the first, " + out.skipped.front().file + ": " +
+                             out.skipped.front().reason);
+  return out;
 }
 
 Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std::uint64_t seed,

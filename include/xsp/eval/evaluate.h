@@ -15,6 +15,7 @@
 #include "xsp/eval/measurement.h"
 #include "xsp/eval/runner.h"
 #include "xsp/manifest/manifest.h"
+#include "xsp/pipeline/pipeline.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/profiler_options.h"
 #include "xsp/record/record.h"
@@ -32,6 +33,10 @@ struct InputOptions {
   /// `accuracy`, every held-out sample is scored at every batch size.
   std::string dataset;
   bool accuracy = false;
+  /// Images that cannot be read or pre-processed (empty, truncated, undecodable, too large) are found before the
+  /// first batch; with this flag they are left out and counted (record.settings "inputs_skipped_count" and
+  /// "inputs_skipped") instead of stopping the evaluation. Only with image inputs.
+  bool skip_bad_inputs = false;
   bool operator==(const InputOptions&) const = default;
 };
 
@@ -69,8 +74,14 @@ struct EvaluationRequest {
   CuptiOptions cupti;                ///< kernel/system/library levels
   CounterOptions counters;           ///< hardware level
   std::optional<ScenarioRequest> scenario;
+  /// Limit on the memory of one batch tensor (and of a scenario's sample library), in bytes, from 1 to
+  /// kMaxBatchBytesLimit: every batch size is checked against it before the model is loaded.
+  std::uint64_t max_batch_bytes = kDefaultMaxBatchBytes;
   bool operator==(const EvaluationRequest&) const = default;
 };
+
+/// The largest EvaluationRequest::max_batch_bytes accepted (1 TiB): beyond it a typo, not a machine.
+inline constexpr std::uint64_t kMaxBatchBytesLimit = 1ull << 40;
 
 /// The request as JSON (stored in every record as settings["request"], so that an evaluation can be repeated
 /// or re-submitted exactly).
@@ -87,7 +98,8 @@ struct EvaluationContext {
   const Clock* clock = nullptr;        ///< nullptr = system_clock(); tests inject a fake one
   bool record_machine_state = true;    ///< see EvaluationOptions
   /// A signal number set by the front end's handler; batch sweeps stop before the next batch and save the runs
-  /// already finished as an "incomplete" evaluation (EvaluationOptions::interrupt). Scenarios do not read it.
+  /// already finished as an "incomplete" evaluation (EvaluationOptions::interrupt); scenarios stop issuing queries
+  /// and save the runs already complete the same way (ScenarioOptions::interrupt).
   const std::atomic<int>* interrupt = nullptr;
 };
 

@@ -28,6 +28,12 @@ struct EvaluationOptions {
   std::filesystem::path inputs_dir;  ///< folder of images; ignored when synthetic
   bool synthetic = false;            ///< feed seeded random tensors instead of images (no decode)
   std::uint64_t seed = 0;            ///< seed of synthetic inputs (recorded in settings)
+  /// Image inputs are all read and pre-processed once before the first batch (screen_inputs()); a bad one stops
+  /// the evaluation then, or with this flag is left out and listed in settings["inputs_skipped"] ([{file,
+  /// reason}]) with its count in settings["inputs_skipped_count"].
+  bool skip_bad_inputs = false;
+  /// Limit on one batch tensor, in bytes, checked before it is allocated (synthetic or pre-processed).
+  std::uint64_t max_batch_bytes = kDefaultMaxBatchBytes;
   DeviceSpec device;
   /// Records LIBRARY/SYSTEM/KERNEL spans in runs whose level enables them; required for those levels.
   /// Owned by the caller (see create_device_profiler()).

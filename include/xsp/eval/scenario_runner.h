@@ -6,6 +6,7 @@
 // batch assembly (a copy of the prepared samples) and Predictor::predict(); no decode, no post-processing.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "xsp/loadgen/loadgen.h"
 #include "xsp/manifest/manifest.h"
+#include "xsp/pipeline/pipeline.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/record/record.h"
 
@@ -35,6 +37,11 @@ struct ScenarioOptions {
   std::filesystem::path inputs_dir;
   /// Synthetic library size (distinct tensors cycled through by sample index).
   std::size_t synthetic_samples = 64;
+  /// Leave out images that cannot be read or pre-processed (listed in settings["inputs_skipped"], counted in
+  /// settings["inputs_skipped_count"]) instead of failing; see screen_inputs().
+  bool skip_bad_inputs = false;
+  /// Limit, in bytes, on the prepared sample library (synthetic or images), checked before it is allocated.
+  std::uint64_t max_batch_bytes = kDefaultMaxBatchBytes;
   /// Recorded in the record's device field.
   DeviceSpec device;
   /// Keep the full trace of this many slowest measured queries of each run, plus the median query (tail_traces.h);
@@ -49,6 +56,10 @@ struct ScenarioOptions {
   /// on the per-batch p99 predict latency). Empty = one run with max_batch.
   std::vector<std::size_t> sweep_batch_sizes;
   std::optional<double> sweep_latency_bound_ms;
+  /// The front end's signal flag (EvaluationOptions::interrupt): when set, the run in progress stops issuing
+  /// queries (loadgen::Settings::interrupt) and is dropped, no further run starts, and run_scenario() returns the
+  /// runs already complete with status "incomplete" and settings["interrupted"] = {signal, complete_runs}.
+  const std::atomic<int>* interrupt = nullptr;
 };
 
 /// Runs the scenario (or the peak-QPS search, or the Offline batch-size sweep) with `predictor`, already loaded

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -82,6 +83,11 @@ struct Settings {
   std::uint64_t warmup_queries = 0;
   /// Early-stopping confidence (LoadGen uses 0.99).
   double early_stopping_confidence = 0.99;
+  /// A front end's signal flag (0 = go on), read before each query is issued. When it is set the run stops
+  /// issuing, waits for the queries already issued and returns with Result::interrupted: SingleStream and
+  /// MultiStream after the query in flight, Server before the next arrival. Offline's one query is not cut.
+  /// find_peak_qps() stops searching too. nullptr = never interrupted.
+  const std::atomic<int>* interrupt = nullptr;
 
   /// The effective target percentile (target_percentile, or the scenario's default).
   double percentile() const;
@@ -120,6 +126,8 @@ struct Result {
   double early_stopping_percentile = 0;
   /// Server: the target percentile meets the bound (target_latency_ns <= latency_bound_ns).
   bool meets_bound = false;
+  /// Settings::interrupt stopped the run before its minimums: its figures describe a cut run, not a result.
+  bool interrupted = false;
 };
 
 /// Runs `settings.scenario` against `sut` on the calling thread (the SUT does its work on its own threads or

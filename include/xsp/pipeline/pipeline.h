@@ -28,7 +28,8 @@ std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir)
 inline constexpr std::uintmax_t kMaxInputFileBytes = 256ull << 20;  ///< an encoded input file, bytes
 inline constexpr std::int64_t kMaxImagePixels = 64ll << 20;          ///< a decoded or resized image, pixels
 inline constexpr long kMaxImageSide = 1 << 16;                       ///< resize/center_crop sizes, pixels
-/// Default limit on one batch tensor (float32 values × 4 bytes), checked before allocating.
+/// Default limit on one batch tensor (float32 values × 4 bytes), checked before allocating. An evaluation raises
+/// or lowers it with EvaluationRequest::max_batch_bytes (`xsp evaluate --max-batch-bytes`).
 inline constexpr std::uint64_t kDefaultMaxBatchBytes = 8ull << 30;
 
 /// The bytes of a float32 tensor of `shape`, or std::nullopt when a dimension is < 1 or the product overflows.
@@ -55,9 +56,10 @@ std::string truncation_problem(const std::vector<std::uint8_t>& bytes);
 /// not antialias like PIL; outputs differ from torchvision's PIL path by a few grey levels.
 class Preprocessor {
  public:
-  /// Throws std::invalid_argument naming the step when a parameter is unusable (e.g. crop larger than the
-  /// resized image is only known per image, see run()).
-  explicit Preprocessor(const InputSpec& spec);
+  /// `max_batch_bytes` bounds the batch tensor run() makes (check_tensor_bytes, before allocating). Throws
+  /// std::invalid_argument naming the step when a parameter is unusable (e.g. crop larger than the resized image
+  /// is only known per image, see run()).
+  explicit Preprocessor(const InputSpec& spec, std::uint64_t max_batch_bytes = kDefaultMaxBatchBytes);
   /// Decodes and transforms every input. Throws std::runtime_error naming the input id when it cannot be
   /// decoded or when the result's shape differs from the manifest's dimensions.
   Tensor run(const std::vector<EncodedInput>& batch) const;
@@ -66,7 +68,29 @@ class Preprocessor {
 
  private:
   InputSpec spec_;
+  std::uint64_t max_batch_bytes_;
 };
+
+/// An input file that screen_inputs() left out, and why (the message run() or read_input() gave).
+struct SkippedInput {
+  std::string file;
+  std::string reason;
+};
+
+/// What screen_inputs() found: the files that read and pre-process, in the given order, and the ones left out.
+struct ScreenedInputs {
+  std::vector<std::filesystem::path> usable;
+  std::vector<SkippedInput> skipped;
+};
+
+/// Reads and pre-processes every file once, before anything is timed, so that an unreadable, empty, truncated or
+/// undecodable input stops an evaluation before its first batch rather than after minutes of measuring. With
+/// `skip_bad` such files are left out and listed instead. `prepared`, when given, receives the pre-processed
+/// tensor ({1, C, H, W}) of each usable file, in order (the scenario runner's sample library).
+/// Throws std::runtime_error naming the file and what is wrong with it when !skip_bad and one file is bad, and
+/// naming the count and the first reason when skip_bad and no file is usable.
+ScreenedInputs screen_inputs(const std::vector<std::filesystem::path>& files, const Preprocessor& pre, bool skip_bad,
+                             std::vector<Tensor>* prepared = nullptr);
 
 /// A synthetic batch {N, dims...} of standard-normal values from a fixed seed (no decode, no steps). Throws
 /// std::invalid_argument (check_tensor_bytes) when the batch would exceed `max_bytes`.

@@ -18,6 +18,7 @@
 
 #include "cli_harness.h"
 #include "xsp/manifest/manifest.h"
+#include "xsp/store/store.h"
 
 namespace fs = std::filesystem;
 
@@ -135,6 +136,9 @@ TEST_F(Errors, ParseErrorsAreUsageErrorsInXspsFormatNamingTheOptionAndTheRange) 
       {{"analyze", "1", "--analysis", ""}, "--analysis: expected a comma-separated list of analysis ids"},
       {{"analyze", "1", "--analysis", ","}, "--analysis: expected a comma-separated list of analysis ids"},
       {{"evaluate", "errors_model", "--analysis", ""}, "--analysis: expected a comma-separated list of analysis ids"},
+      {{"evaluate", "errors_model", "--max-batch-bytes", "-1"},
+       "--max-batch-bytes: must be a whole number of at least 0, got -1"},
+      {{"evaluate", "errors_model", "--max-batch-bytes", "8 parsecs"}, "--max-batch-bytes"},
   };
   for (const UsageCase& c : cases) {
     std::vector<std::string> args{"--zoo", zoo, "--store", store()};
@@ -147,6 +151,27 @@ TEST_F(Errors, ParseErrorsAreUsageErrorsInXspsFormatNamingTheOptionAndTheRange) 
     EXPECT_EQ(out_, "");
   }
   EXPECT_FALSE(fs::exists(store())) << "a usage error opened (and created) the store";
+}
+
+// Issue 12 defect 9: `--batch-sizes 1000000000` was a bare std::bad_alloc after loading the model. Every batch
+// size is now checked against a documented limit before the model loads, and the limit can be raised.
+TEST_F(Errors, BatchMemoryIsCheckedBeforeRunningAgainstALimitThatCanBeRaised) {
+  // The fake model's input is 4 float32 values: a batch of 100 needs 1600 bytes.
+  EXPECT_EQ(evaluate({"--batch-sizes", "100", "--max-batch-bytes", "1000"}), 2) << err_;
+  expect_error("--batch-sizes: batch sizes whose batch fits in max_batch_bytes");
+  expect_error("needs 1600 bytes, more than the limit of 1000 bytes");
+  EXPECT_EQ(evaluate({"--batch-sizes", "1000000000"}), 2) << err_;
+  expect_error("batch sizes from 1 to 1048576, got 1000000000");
+  EXPECT_EQ(evaluate({"--max-batch-bytes", "2TiB"}), 2) << err_;
+  expect_error("--max-batch-bytes: a number of bytes from 1 to 1099511627776, got 2199023255552");
+  EXPECT_EQ(evaluate({"--max-batch-bytes", "0"}), 2) << err_;
+  expect_error("--max-batch-bytes: a number of bytes from 1 to 1099511627776, got 0");
+
+  ASSERT_EQ(evaluate({"--batch-sizes", "100", "--max-batch-bytes", "2KiB"}), 0) << err_;
+  const auto record = Store::open(store(), StoreAccess::kRead)->load(1);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->settings["request"]["max_batch_bytes"], 2048);
+  EXPECT_EQ(record->batch_sizes, std::vector<int>{100});
 }
 
 TEST_F(Errors, ValidValuesAtTheLimitsStillWork) {

@@ -67,6 +67,26 @@ TEST_F(Signals, SigtermSavesTheCompleteRunsAsIncompleteAndExits143) {
   expect_incomplete_with_batch_size_1_runs(SIGTERM);
 }
 
+// A scenario stops the same way: an offline sweep over max batches 1, 2, 4 gets SIGINT during its max-batch-2 run.
+// Offline's single query is never cut, so that run completes; the max-batch-4 run never starts.
+TEST_F(Signals, AScenarioSavesItsCompleteRunsAsIncompleteAndExits130) {
+  g_raise = SIGINT;
+  EXPECT_EQ(xsp({"--zoo", (dir_ / "zoo").string(), "--store", (dir_ / "s.db").string(), "evaluate", "signal_model",
+                 "--framework", "signal-fake", "--synthetic", "--scenario", "offline", "--batch-sizes", "1,2,4",
+                 "--target-qps", "400", "--min-duration-ms", "50", "--no-progress"}),
+            130)
+      << err_;
+  const auto e = Store::open(dir_ / "s.db")->load(1);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->status, "incomplete");
+  ASSERT_EQ(e->runs.size(), 2u);
+  EXPECT_EQ(e->runs[0].batch_size, 1);
+  EXPECT_EQ(e->runs[1].batch_size, 2);
+  EXPECT_EQ(e->settings["interrupted"]["signal"], SIGINT);
+  EXPECT_EQ(e->settings["interrupted"]["complete_runs"], 2);
+  EXPECT_NE(err_.find("2 complete runs"), std::string::npos) << err_;
+}
+
 TEST_F(Signals, WithoutASignalTheEvaluationIsCompleteAndTheHandlersAreGone) {
   EXPECT_EQ(evaluate(0), 0) << err_;
   auto store = Store::open(dir_ / "s.db");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include <cmath>
 #include <numeric>
@@ -240,6 +241,75 @@ TEST(LoadgenPeakSearch, FindsPeakBelowCapacityOfOneWorker) {
   }
   EXPECT_TRUE(found);
   EXPECT_EQ(r.tried.front().settings.target_qps, 200.0);
+}
+
+// Completes inline and raises `flag` (as a signal handler would) when query `at` is issued.
+class SignallingSut final : public SystemUnderTest {
+ public:
+  SignallingSut(std::atomic<int>& flag, std::uint64_t at) : flag_(flag), at_(at) {}
+  std::string name() const override { return "signalling"; }
+  void start(QueryCompleter& c) override { c_ = &c; }
+  void issue(const Query& q) override {
+    if (q.id == at_) flag_.store(2);
+    ++issued;
+    c_->complete(q.id, now_ns());
+  }
+  void stop() override { c_ = nullptr; }
+  std::uint64_t issued = 0;
+
+ private:
+  std::atomic<int>& flag_;
+  std::uint64_t at_;
+  QueryCompleter* c_ = nullptr;
+};
+
+// Issue 12 defect 6 for scenarios: a signal stops issuing after the query in flight (SingleStream) or before the
+// next arrival (Server); the run says it was cut, and a peak search tries no further rate.
+TEST(LoadgenInterrupt, ASignalStopsIssuingAndMarksTheRunAsCut) {
+  for (Scenario scenario : {Scenario::kSingleStream, Scenario::kServer}) {
+    SCOPED_TRACE(to_string(scenario));
+    std::atomic<int> flag{0};
+    SignallingSut sut(flag, 9);  // no warm-up queries: query 9 is the 10th
+    Settings s;
+    s.scenario = scenario;
+    s.min_query_count = 1000;
+    s.min_duration_ms = 10;
+    s.target_qps = 100'000;
+    s.interrupt = &flag;
+    const Result r = run(sut, s);
+    EXPECT_TRUE(r.interrupted);
+    EXPECT_EQ(r.query_count, 10u);  // the one that raised the flag completes; none is issued after it
+    EXPECT_EQ(r.latency_ns.size(), 10u);
+    EXPECT_EQ(sut.issued, 10u);
+  }
+  std::atomic<int> flag{0};
+  Settings s;
+  s.scenario = Scenario::kServer;
+  s.min_query_count = 50;
+  s.min_duration_ms = 1;
+  s.target_qps = 1000;
+  s.interrupt = &flag;
+  int made = 0;
+  const auto peak = find_peak_qps(
+      [&] {
+        ++made;
+        return std::make_unique<SignallingSut>(flag, 5);
+      },
+      s);
+  EXPECT_EQ(made, 1);
+  ASSERT_EQ(peak.tried.size(), 1u);
+  EXPECT_TRUE(peak.tried[0].interrupted);
+
+  // Without a signal nothing is cut.
+  std::atomic<int> none{0};
+  SignallingSut quiet(none, ~0ull);
+  Settings q;
+  q.min_query_count = 20;
+  q.min_duration_ms = 0;
+  q.interrupt = &none;
+  const Result ok = run(quiet, q);
+  EXPECT_FALSE(ok.interrupted);
+  EXPECT_GE(ok.query_count, 20u);
 }
 
 TEST(LoadgenSettings, ParseAndValidate) {

@@ -133,6 +133,21 @@ TEST(PipelineRobustness, BatchesAreBoundedBeforeAllocating) {
   EXPECT_EQ(synthetic_batch({3, 2, 2}, 2, 0).data.size(), 24u);
 }
 
+TEST(PipelineRobustness, PreprocessedBatchesFollowTheirLimit) {
+#ifndef XSP_WITH_OPENCV
+  GTEST_SKIP() << "built without OpenCV";
+#else
+  const auto jpeg = file_bytes(fs::path(XSP_SOURCE_DIR) / "data" / "images" / "astronaut.jpg");
+  const InputSpec spec = spec_with({step("decode"), step("resize", {{"shorter_side", "256"}}),
+                                    step("center_crop", {{"size", "224"}})});
+  // Two 3x224x224 float32 images: 1,204,224 bytes.
+  const std::string m = message_of([&] { Preprocessor(spec, 1204223).run({{"a.jpg", jpeg}, {"b.jpg", jpeg}}); });
+  EXPECT_NE(m.find("2x3x224x224 needs 1204224 bytes, more than the limit of 1204223 bytes"), std::string::npos) << m;
+  EXPECT_EQ(Preprocessor(spec, 1204224).run({{"a.jpg", jpeg}, {"b.jpg", jpeg}}).shape,
+            (std::vector<std::int64_t>{2, 3, 224, 224}));
+#endif
+}
+
 TEST(PipelineRobustness, LabelsMustBeARegularFile) {
   EXPECT_NE(message_of([] { load_labels("/dev/zero"); }).find("/dev/zero is not a regular file"), std::string::npos);
   EXPECT_NE(message_of([] { load_labels(fs::temp_directory_path()); }).find("is not a regular file"),
