@@ -61,6 +61,7 @@ struct Args {
   std::string device = "cpu", batch_sizes = "1", trace_level = "model", level_order = "interleaved";
   std::string analyses;
   bool no_progress = false;
+  int store_wait_s = 120;
   // Scenario flags (only with --scenario).
   std::string scenario;
   ScenarioRequest s;
@@ -140,7 +141,8 @@ void to_request(Args& a) {
 
 int run_evaluate(Globals& g, Args& a) {
   to_request(a);
-  auto store = open_store(g);
+  // Opened (and checked: writable, not damaged) before the model is loaded, so a bad store costs no measuring.
+  auto store = open_store(g, StoreAccess::kReadWrite, a.store_wait_s);
   EvaluationContext context;
   context.zoo = g.zoo_path;
   context.default_images_dir = default_images();
@@ -261,6 +263,11 @@ void add_evaluate_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--analysis", a->analyses, "analyses to print after the run, e.g. A1,A2,A6")
       ->check(non_empty_list("analysis ids, e.g. A1,A2,A6"));
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
+  sub->add_option("--store-wait-s", a->store_wait_s,
+                  "when another process is writing to the store, wait this many seconds for it (a warning every 5 s) "
+                  "before writing the evaluation to a recovery file for `xsp import`")
+      ->check(integer_in_range(0, 86400))
+      ->capture_default_str();
 
   const std::string sg = "Scenarios (SPEC §6, MLPerf LoadGen semantics)";
   auto* scenario = sub->add_option("--scenario", a->scenario,

@@ -1,8 +1,10 @@
 #include "common.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,10 +37,17 @@ fs::path default_zoo() {
 
 fs::path default_images() { return fs::path(XSP_SOURCE_DIR) / "data" / "images"; }
 
-std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access) {
+std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access, int save_wait_s) {
   if (g.store_path.empty())
     throw CLI::ValidationError("--store", "expected a file path, got an empty one (from --store or XSP_STORE)");
-  return Store::open(g.store_path, access);
+  StoreOptions options;
+  options.save_wait.max_wait_ms = std::chrono::seconds(save_wait_s);
+  options.save_wait.progress = [file = g.store_path](std::chrono::milliseconds waited, std::chrono::milliseconds max) {
+    spdlog::warn("store {} is locked by another writer; waited {} s of {} s", file,
+                 std::chrono::duration_cast<std::chrono::seconds>(waited).count(),
+                 std::chrono::duration_cast<std::chrono::seconds>(max).count());
+  };
+  return Store::open(g.store_path, access, std::move(options));
 }
 
 EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g) {
@@ -116,6 +125,24 @@ CLI::Validator integer_at_least(long long min) {
         return "";
       },
       ">= " + std::to_string(min));
+}
+
+CLI::Validator integer_in_range(long long min, long long max) {
+  const std::string range = "from " + std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        long long v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stoll(text, &used);
+          if (used != text.size()) throw std::invalid_argument(text);
+        } catch (const std::exception&) {
+          return "expected a whole number " + range + ", got " + in_quotes(text);
+        }
+        if (v < min || v > max) return "must be " + range + ", got " + text;
+        return "";
+      },
+      std::to_string(min) + ".." + std::to_string(max));
 }
 
 CLI::Validator finite_non_negative() {

@@ -43,15 +43,17 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out);
 void add_compare_command(CLI::App& app, Globals& g, Commands& out);
 void add_machine_command(CLI::App& app, Globals& g, Commands& out);
 void add_trace_command(CLI::App& app, Globals& g, Commands& out);
+void add_import_command(CLI::App& app, Globals& g, Commands& out);
 
 std::filesystem::path default_store();  ///< $XSP_STORE, else $XDG_DATA_HOME/xsp/xsp.db, else ~/.local/share/xsp/xsp.db
 std::filesystem::path default_zoo();    ///< $XSP_ZOO, else the source tree's models/
 std::filesystem::path default_images(); ///< the source tree's data/images
 
 /// Opens the store of --store: kRead for commands that only read (they never wait for a running evaluation's
-/// write lock). Throws CLI::ValidationError for an empty path (SQLite would silently open a temporary database and
-/// lose every result) and StoreError as Store::open.
-std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access = StoreAccess::kReadWrite);
+/// write lock). Saves wait up to `save_wait_s` seconds for another writer's lock, with a spdlog warning about every
+/// 5 s ("store FILE is locked by another writer; waited 10 s of 120 s"). Throws CLI::ValidationError for an empty
+/// path (SQLite would silently open a temporary database and lose every result) and StoreError as Store::open.
+std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access = StoreAccess::kReadWrite, int save_wait_s = 120);
 /// The evaluation, or std::runtime_error "no evaluation N in store PATH".
 EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g);
 
@@ -78,6 +80,8 @@ std::string exit_codes_help();
 // name; run_cli() prints "xsp: error: --repetitions: must be at least 1, got 0" and exits kExitUsage.
 /// An integer >= `min` (also refuses text that is not an integer).
 CLI::Validator integer_at_least(long long min);
+/// An integer from `min` to `max` inclusive (also refuses text that is not an integer).
+CLI::Validator integer_in_range(long long min, long long max);
 /// A finite number >= 0 (NaN, inf and negative values refused).
 CLI::Validator finite_non_negative();
 /// A whole number >= 0 for an unsigned option (CLI11 would read "-1" as 2^64 - 1).

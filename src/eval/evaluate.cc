@@ -3,9 +3,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <system_error>
 
 #include "format.h"
 #include "xsp/eval/accuracy.h"
@@ -132,6 +135,29 @@ void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Pre
 }
 
 // ---- running ----------------------------------------------------------------------------------------------------
+
+// A finished evaluation that the store refused: saved to a recovery file instead, and the error says where.
+UnsavedEvaluationError unsaved(EvaluationRecord record, Store& store, const StoreError& error) {
+  namespace fs = std::filesystem;
+  const fs::path store_file = store.file();
+  std::vector<fs::path> folders;
+  folders.push_back(store_file.has_parent_path() ? store_file.parent_path() : fs::path("."));
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (!ec && fs::weakly_canonical(tmp, ec) != fs::weakly_canonical(folders.front(), ec)) folders.push_back(tmp);
+  const std::string what = "the evaluation of " + record.model_name + " finished but could not be saved in store " +
+                           store_file.string() + " (" + error.what() + ")";
+  try {
+    const fs::path recovery = write_recovery_file(std::move(record), folders);
+    spdlog::debug("recovery file {} written", recovery.string());
+    return UnsavedEvaluationError(what + "; it was written to " + recovery.string() +
+                                      " instead: load it into the store with `xsp import " + recovery.string() +
+                                      " --store " + store_file.string() + "`",
+                                  recovery);
+  } catch (const std::exception& e) {
+    return UnsavedEvaluationError(what + ", and " + e.what() + ": the measurement is lost", {});
+  }
+}
 
 ScenarioOptions scenario_options(const ValidatedRequest& v) {
   const EvaluationRequest& r = v.request;
@@ -414,8 +440,49 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
   record.created_at = utc_now_iso8601();
   record.system = describe_system();
   record.system["framework"] = {{"name", record.framework_name}, {"version", record.framework_version}};
-  if (context.store) context.store->save(record);
+  if (context.store) {
+    try {
+      context.store->save(record);
+    } catch (const StoreError& e) {
+      throw unsaved(std::move(record), *context.store, e);
+    }
+  }
   return record;
+}
+
+std::filesystem::path write_recovery_file(EvaluationRecord record, const std::vector<std::filesystem::path>& folders) {
+  namespace fs = std::filesystem;
+  // The uuid names the file; the failed save normally gave it already, and keeping it lets `xsp import` recognise
+  // an evaluation it has imported before.
+  if (record.uuid.empty()) record.uuid = random_uuid();
+  const std::string name = "xsp-recovered-" + record.uuid + ".db";
+  std::string failures;
+  for (const fs::path& folder : folders) {
+    const fs::path target = folder / name;
+    // A private temporary name: a crash part-way leaves no file that looks like a complete recovery file.
+    const fs::path tmp = folder / ("." + name + ".tmp-" + std::to_string(::getpid()));
+    auto remove_tmp = [&tmp] {
+      std::error_code ec;
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(tmp.string() + suffix, ec);
+    };
+    try {
+      if (fs::exists(target)) throw StoreError(target.string() + " exists already");
+      remove_tmp();
+      {
+        auto recovery = Store::open(tmp);
+        EvaluationRecord copy = record;
+        recovery->save(copy);
+      }  // closed: SQLite folds the WAL into the file and removes it
+      std::error_code ec;
+      fs::rename(tmp, target, ec);
+      if (ec) throw StoreError("rename " + tmp.string() + " to " + target.string() + ": " + ec.message());
+      return target;
+    } catch (const std::exception& e) {
+      remove_tmp();
+      failures += (failures.empty() ? "" : "; ") + std::string("in ") + folder.string() + ": " + e.what();
+    }
+  }
+  throw StoreError("could not write a recovery file (" + (failures.empty() ? std::string("no folder given") : failures) + ")");
 }
 
 }  // namespace xsp

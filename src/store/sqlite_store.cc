@@ -4,7 +4,9 @@
 // write is one transaction: a failed save() leaves nothing.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -264,10 +267,14 @@ std::string now_iso8601_utc() {
 
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(std::filesystem::path file) : file_(std::move(file)) {}
+  SqliteStore(std::filesystem::path file, StoreOptions options) : file_(std::move(file)), options_(std::move(options)) {
+    short_wait_.max_wait_ms = std::chrono::milliseconds(5'000);
+  }
   ~SqliteStore() override {
     if (db_ != nullptr) sqlite3_close_v2(db_);
   }
+
+  const std::filesystem::path& file() const override { return file_; }
 
   void open(StoreAccess access) {
     if (file_.empty())
@@ -286,15 +293,28 @@ class SqliteStore final : public Store {
       fail("open", msg);
     }
     sqlite3_extended_result_codes(db_, 1);
-    // A second writer (another xsp process on the same file) waits up to 5 s instead of failing at once.
-    sqlite3_busy_timeout(db_, 5000);
+    // A second writer (another xsp process on the same file) is waited for instead of failing at once: up to 5 s
+    // here and for reads, options_.save_wait when saving (sqlite3_busy_timeout would be one fixed, silent wait).
+    sqlite3_busy_handler(db_, &SqliteStore::on_busy, this);
     // foreign_keys must be set outside a transaction and per connection: SQLite's default is off.
     exec("PRAGMA foreign_keys = ON", "enable foreign keys");
     refuse_foreign_database();
     use_wal();
     if (access == StoreAccess::kReadWrite) {
-      // Opening a store we cannot write would only fail at the end of a long evaluation; fail now instead.
+      check_btrees();
+      // Opening a store we cannot write would only fail at the end of a long evaluation; fail now instead. A file
+      // of mode 0444 is opened read-only without an error, and in WAL mode BEGIN IMMEDIATE still succeeds on it
+      // (the write lock lives in the -shm file): only the first page written says "readonly", so write one.
+      if (sqlite3_db_readonly(db_, "main") == 1)
+        fail("open", "the file can only be read (check its permissions and its folder's), so nothing could be saved "
+                     "in it; choose another --store file");
       exec("BEGIN IMMEDIATE", "check the store is writable (BEGIN IMMEDIATE)");
+      try {
+        exec("CREATE TABLE xsp_write_probe (x)", "check the store is writable (write a page)");
+      } catch (...) {
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+      }
       exec("ROLLBACK", "check the store is writable (ROLLBACK)");
     }
     migrate();
@@ -307,32 +327,17 @@ class SqliteStore final : public Store {
 
   std::int64_t save(EvaluationRecord& record) override {
     std::lock_guard lock(mu_);
-    if (record.created_at.empty()) record.created_at = now_iso8601_utc();
-    if (record.uuid.empty()) record.uuid = random_uuid();
-    for (RunRecord& run : record.runs) {
-      if (run.trace_id.empty()) run.trace_id = random_trace_id();
-    }
-    // Ids are only published into `record` once the transaction has committed, so a failed save leaves the
-    // caller's record exactly as it was (id 0: "not stored").
-    std::vector<std::int64_t> run_ids;
-    std::int64_t evaluation_id = 0;
-    exec("BEGIN IMMEDIATE", "save evaluation (BEGIN IMMEDIATE)");
-    try {
-      evaluation_id = insert_evaluation(record);
-      run_ids.reserve(record.runs.size());
-      for (std::size_t i = 0; i < record.runs.size(); ++i) {
-        run_ids.push_back(insert_run(evaluation_id, record.runs[i], i));
-      }
-      insert_level_overheads(evaluation_id, record);
-      exec("COMMIT", "save evaluation (COMMIT)");
-    } catch (...) {
-      // ROLLBACK can itself fail when SQLite already rolled back (e.g. on SQLITE_FULL); nothing to add then.
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
-    }
-    record.id = evaluation_id;
-    for (std::size_t i = 0; i < run_ids.size(); ++i) record.runs[i].id = run_ids[i];
-    return evaluation_id;
+    return save_locked(record, false).first;
+  }
+
+  std::pair<std::int64_t, bool> save_if_new(EvaluationRecord& record) override {
+    std::lock_guard lock(mu_);
+    return save_locked(record, true);
+  }
+
+  std::optional<std::int64_t> find_by_uuid(const std::string& uuid) override {
+    std::lock_guard lock(mu_);
+    return id_of_uuid(uuid);
   }
 
   std::optional<EvaluationRecord> load(std::int64_t id) override {
@@ -350,9 +355,119 @@ class SqliteStore final : public Store {
     }
   }
 
+ private:
+  // save() and save_if_new(), under mu_.
+  std::pair<std::int64_t, bool> save_locked(EvaluationRecord& record, bool skip_if_stored) {
+    // The uuid and trace ids are given before the transaction and stay in `record` even when the save fails, so that
+    // a copy saved elsewhere (evaluate()'s recovery file) is the same evaluation when imported.
+    if (record.created_at.empty()) record.created_at = now_iso8601_utc();
+    if (record.uuid.empty()) record.uuid = random_uuid();
+    for (RunRecord& run : record.runs) {
+      if (run.trace_id.empty()) run.trace_id = random_trace_id();
+    }
+    // Ids are only published into `record` once the transaction has committed, so a failed save leaves the
+    // caller's record exactly as it was (id 0: "not stored").
+    std::vector<std::int64_t> run_ids;
+    std::int64_t evaluation_id = 0;
+    SaveWait waiting(*this);
+    exec("BEGIN IMMEDIATE", "save evaluation (BEGIN IMMEDIATE)");
+    try {
+      if (skip_if_stored) {
+        if (const auto stored = id_of_uuid(record.uuid)) {
+          exec("COMMIT", "save evaluation (COMMIT)");
+          return {*stored, false};
+        }
+      }
+      evaluation_id = insert_evaluation(record);
+      run_ids.reserve(record.runs.size());
+      for (std::size_t i = 0; i < record.runs.size(); ++i) {
+        run_ids.push_back(insert_run(evaluation_id, record.runs[i], i));
+      }
+      insert_level_overheads(evaluation_id, record);
+      exec("COMMIT", "save evaluation (COMMIT)");
+    } catch (...) {
+      // ROLLBACK can itself fail when SQLite already rolled back (e.g. on SQLITE_FULL); nothing to add then.
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    record.id = evaluation_id;
+    for (std::size_t i = 0; i < run_ids.size(); ++i) record.runs[i].id = run_ids[i];
+    return {evaluation_id, true};
+  }
+
+  std::optional<std::int64_t> id_of_uuid(const std::string& uuid) {
+    if (uuid.empty()) return std::nullopt;
+    const std::string op = "find evaluation " + uuid;
+    Statement st = prepare("SELECT id FROM evaluations WHERE uuid = ?1 ORDER BY id LIMIT 1", op);
+    bind_text(st, 1, uuid, op);
+    if (!step(st, op)) return std::nullopt;
+    return sqlite3_column_int64(st.get(), 0);
+  }
+
+  // Waiting for another writer's lock (sqlite3_busy_handler): saves wait long, everything else up to 5 s.
+  static int on_busy(void* self, int count) { return static_cast<SqliteStore*>(self)->wait_for_lock(count); }
+
+  int wait_for_lock(int count) {
+    using std::chrono::milliseconds;
+    const auto now = std::chrono::steady_clock::now();
+    const LockWait& w = *wait_;
+    if (count == 0) {  // SQLite counts per locking event: 0 is the first call of a new wait
+      busy_since_ = now;
+      next_progress_ = w.progress_every_ms;
+    }
+    const auto waited = std::chrono::duration_cast<milliseconds>(now - busy_since_);
+    if (waited >= w.max_wait_ms) return 0;  // SQLite fails the statement with SQLITE_BUSY
+    if (w.progress && w.progress_every_ms.count() > 0 && waited >= next_progress_) {
+      try {
+        w.progress(waited, w.max_wait_ms);
+      } catch (...) {
+        // An exception must not unwind through SQLite's C frames; a failed progress line is no reason to give up.
+      }
+      while (next_progress_ <= waited) next_progress_ += w.progress_every_ms;
+    }
+    // 1, 2, 4 ... 64, then 100 ms: a lock released soon is taken at once, a long wait costs next to no CPU.
+    milliseconds sleep(count < 7 ? (1 << count) : 100);
+    sleep = std::max(milliseconds(1), std::min(sleep, w.max_wait_ms - waited));
+    std::this_thread::sleep_for(sleep);
+    return 1;
+  }
+
+  // Saves wait with options_.save_wait while this lives.
+  class SaveWait {
+   public:
+    explicit SaveWait(SqliteStore& s) : s_(s) { s_.wait_ = &s_.options_.save_wait; }
+    ~SaveWait() { s_.wait_ = &s_.short_wait_; }
+    SaveWait(const SaveWait&) = delete;
+    SaveWait& operator=(const SaveWait&) = delete;
+
+   private:
+    SqliteStore& s_;
+  };
+
+  // PRAGMA quick_check reads every page of every b-tree and checks its structure (page types, cell pointers, key
+  // order, overflow chains, free-list), which covers every page a save can touch; it skips integrity_check's
+  // comparison of each index entry with its table row. Cost: reading the file once (bench/bench_store_check: a
+  // 300 MB store takes 0.1 s from the page cache, 1.5 s from disk). A save into a damaged file can spread the damage
+  // or fail half-way through the writes of a finished evaluation, so a damaged store is refused before the first
+  // batch.
+  void check_btrees() {
+    const std::string op = "check the file's structure (PRAGMA quick_check)";
+    Statement st = prepare("PRAGMA quick_check(5)", op);
+    std::vector<std::string> findings;
+    while (step(st, op)) findings.push_back(text(st.get(), 0));
+    if (findings.size() == 1 && findings[0] == "ok") return;
+    std::string joined;
+    for (const std::string& f : findings) joined += (joined.empty() ? "" : "; ") + f;
+    fail("open", "the file is damaged, refusing to save into it (PRAGMA quick_check: " + joined +
+                     "); save to another file with --store, and restore this one from a backup or rescue its "
+                     "contents with `sqlite3 " + file_.string() + " .recover`");
+  }
+
+ public:
   std::int64_t save_ceilings(const MachineCeilings& m) override {
     std::lock_guard lock(mu_);
     const std::string op = "save ceilings of " + m.gpu_name + " on host " + m.hostname;
+    SaveWait waiting(*this);
     exec("BEGIN IMMEDIATE", op + " (BEGIN IMMEDIATE)");
     try {
       Statement st = prepare(
@@ -900,6 +1015,11 @@ class SqliteStore final : public Store {
   }
 
   std::filesystem::path file_;
+  StoreOptions options_;
+  LockWait short_wait_;                     // reads, the open-time checks, migrations
+  const LockWait* wait_ = &short_wait_;     // the wait in force (SaveWait switches it)
+  std::chrono::steady_clock::time_point busy_since_;
+  std::chrono::milliseconds next_progress_{0};
   sqlite3* db_ = nullptr;
   std::mutex mu_;  // one connection: serialize this object's users instead of relying on SQLite's own mode
 };
@@ -908,8 +1028,8 @@ class SqliteStore final : public Store {
 
 int Store::current_schema_version() { return kCurrentSchemaVersion; }
 
-std::unique_ptr<Store> Store::open(const std::filesystem::path& file, StoreAccess access) {
-  auto store = std::make_unique<SqliteStore>(file);
+std::unique_ptr<Store> Store::open(const std::filesystem::path& file, StoreAccess access, StoreOptions options) {
+  auto store = std::make_unique<SqliteStore>(file, std::move(options));
   store->open(access);
   return store;
 }

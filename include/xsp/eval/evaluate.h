@@ -19,10 +19,23 @@
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/profiler_options.h"
 #include "xsp/record/record.h"
+#include "xsp/store/store.h"
 
 namespace xsp {
 
-class Store;
+/// evaluate() measured an evaluation but could not save it in the store (locked past StoreOptions::save_wait, disk
+/// full, ...). what() names the store, the reason, and either the recovery file holding the evaluation with the
+/// command that loads it (`xsp import FILE`) or, when that could not be written either, both failures.
+class UnsavedEvaluationError : public StoreError {
+ public:
+  UnsavedEvaluationError(const std::string& message, std::filesystem::path recovery_file)
+      : StoreError(message), recovery_file_(std::move(recovery_file)) {}
+  /// A one-evaluation XSP store holding the evaluation; empty when it could not be written.
+  const std::filesystem::path& recovery_file() const { return recovery_file_; }
+
+ private:
+  std::filesystem::path recovery_file_;
+};
 
 /// Where the inputs come from.
 struct InputOptions {
@@ -123,8 +136,18 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
 
 /// validate(), then create the predictor and load the model, create the profilers the levels need, run
 /// (run_evaluation() or run_scenario()), score accuracy, close, describe the system and save to context.store.
-/// Returns the record (with its store id when saved). Throws RequestError for a bad request, std::runtime_error
-/// for failures while running (nothing is saved then) and StoreError when saving fails.
+/// Returns the record (with its store id when saved). Throws RequestError for a bad request and std::runtime_error
+/// for failures while running (nothing is saved then). A finished evaluation is never thrown away: when saving to
+/// context.store fails (StoreError), it is written to a recovery file, itself a one-evaluation XSP store named
+/// xsp-recovered-UUID.db next to the store file (or in the system's temporary folder when that folder cannot be
+/// written), written under a temporary name and renamed into place, and evaluate() throws UnsavedEvaluationError
+/// naming the store, the reason, the file and `xsp import FILE`.
 EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationContext& context);
+
+/// The recovery step of evaluate(), for front ends that save records themselves: writes `record` as the only
+/// evaluation of a new store xsp-recovered-UUID.db in `folders`, the first that works, and returns its path.
+/// Throws StoreError naming each folder tried and why it failed. No file is left under the final name unless it
+/// is complete.
+std::filesystem::path write_recovery_file(EvaluationRecord record, const std::vector<std::filesystem::path>& folders);
 
 }  // namespace xsp

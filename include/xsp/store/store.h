@@ -1,12 +1,15 @@
 // Results store (SPEC §7): one SQLite file by default. Writes are transactional.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xsp/record/ceilings.h"
@@ -37,22 +40,47 @@ struct EvaluationListing {
 
 /// What the opener of a store means to do with it.
 enum class StoreAccess {
-  kReadWrite,  ///< will save: open() checks that the file can be written (waits up to 5 s for another writer)
+  kReadWrite,  ///< will save: open() checks the file's b-trees and that it can be written (waits up to 5 s for
+               ///< another writer)
   kRead,       ///< only reads: never takes a write lock (unless the file's schema must be migrated first)
+};
+
+/// How long a write (save(), save_ceilings(), save_if_new()) waits for another connection's write lock before it
+/// fails with SQLite's "database is locked", and what it says meanwhile. A finished evaluation is worth waiting for:
+/// another `xsp evaluate` saving gigabytes of traces may hold the lock for a minute.
+struct LockWait {
+  /// Give up after waiting this long in all (0: fail at once when the lock is taken).
+  std::chrono::milliseconds max_wait_ms{120'000};
+  /// Call `progress` each time about this much more waiting has passed.
+  std::chrono::milliseconds progress_every_ms{5'000};
+  /// Optional; called on the saving thread with the time waited so far and max_wait_ms. Exceptions it throws are
+  /// swallowed (it runs inside SQLite).
+  std::function<void(std::chrono::milliseconds waited_ms, std::chrono::milliseconds max_wait_ms)> progress;
+};
+
+/// Options of Store::open().
+struct StoreOptions {
+  /// Waiting for the write lock when saving. Reads, the open-time checks and migrations wait at most 5 s.
+  LockWait save_wait;
 };
 
 /// SQLite results store: evaluations and measured machine ceilings. Schema versioned (table schema_version) and
 /// migrated forward on open (version 3 added the ceilings). WAL journal: readers never wait for a writer and a
-/// writer never waits for readers (only for another writer, up to 5 s).
+/// writer never waits for readers (only for another writer: StoreOptions::save_wait).
 class Store {
  public:
   /// Opens or creates the store at `file` (parent folders are created), migrating it to the current
   /// schema in one transaction when (and only when) its schema is older. Throws StoreError when `file` is empty
   /// (SQLite would open a temporary database and lose every result), when the file cannot be created or opened,
-  /// holds another application's tables, has a newer schema than this build knows, or (kReadWrite) cannot be
-  /// written (checked with a write transaction that is rolled back).
-  static std::unique_ptr<Store> open(const std::filesystem::path& file, StoreAccess access = StoreAccess::kReadWrite);
+  /// is not an SQLite database, holds another application's tables, has a newer schema than this build knows, or
+  /// (kReadWrite) is damaged (`PRAGMA quick_check` finds a b-tree page in error: the message names the file and
+  /// SQLite's first findings) or cannot be written (checked with a write transaction that is rolled back).
+  static std::unique_ptr<Store> open(const std::filesystem::path& file, StoreAccess access = StoreAccess::kReadWrite,
+                                     StoreOptions options = {});
   virtual ~Store() = default;
+
+  /// The file this store was opened on, as given to open().
+  virtual const std::filesystem::path& file() const = 0;
 
   /// Schema version this build writes.
   static int current_schema_version();
@@ -62,6 +90,13 @@ class Store {
   /// Stores a whole evaluation (record, runs, summaries, compressed traces) in one transaction and returns
   /// its id (also set in `record.id` and each run's id). On failure nothing is written; throws StoreError.
   virtual std::int64_t save(EvaluationRecord& record) = 0;
+  /// As save(), unless an evaluation with the record's uuid (non-empty) is already stored: then nothing is written
+  /// and the record's ids stay as they were. The check and the insert are one write transaction, so two imports of the
+  /// same evaluation never both store it. Returns the evaluation's id in this store and whether it was saved now.
+  /// Throws StoreError as save().
+  virtual std::pair<std::int64_t, bool> save_if_new(EvaluationRecord& record) = 0;
+  /// The id of the evaluation with this uuid, std::nullopt when none (or `uuid` is empty). Throws StoreError.
+  virtual std::optional<std::int64_t> find_by_uuid(const std::string& uuid) = 0;
   /// Reads back evaluation `id` with runs and traces. std::nullopt if there is none.
   virtual std::optional<EvaluationRecord> load(std::int64_t id) = 0;
   /// Every evaluation, newest first (no traces loaded).

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -538,9 +539,11 @@ TEST(Store, NotADatabaseIsAStoreError) {
 TEST(Store, LockedStoreFailsWithStoreError) {
   TempDir dir;
   const fs::path file = dir.path() / "xsp.db";
-  auto store = Store::open(file);
-  // Another connection holds the write lock past the 5 s busy timeout: save() must fail cleanly (this test
-  // therefore takes about 5 s), leave the record unstored, and work once the lock is released.
+  StoreOptions options;
+  options.save_wait.max_wait_ms = std::chrono::milliseconds(1000);
+  auto store = Store::open(file, StoreAccess::kReadWrite, options);
+  // Another connection holds the write lock past the save's maximum wait: save() must fail cleanly (this test
+  // therefore takes about 1 s), leave the record unstored, and work once the lock is released.
   sqlite3* locker = nullptr;
   ASSERT_EQ(sqlite3_open(file.c_str(), &locker), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
