@@ -38,11 +38,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Title and columns of each table come from the registry (key: the analysis id, or "launch-top"); shared by filled
-// and empty tables.
-Table skeleton(const std::string& key) { return empty_table(table_spec(key)); }
-
-// A per-batch-size table: its skeleton with run and matching notes, or the empty table without a kernel run.
+// A per-batch-size table: the registry's empty table with run and matching notes (no rows without a kernel run).
 Table start(const std::string& id, const GpuRuns& runs, bool with_model, bool with_layers) {
   Table t = empty_table(table_spec(id), runs.batch_size);
   if (!runs.kernel_run) {
@@ -676,7 +672,7 @@ Table kernel_launch_delay_top(const EvaluationRecord& r, int b, std::size_t top)
 // ---------------------------------------------------------------------------------------------------------
 
 Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
-  Table t = skeleton("A15");
+  Table t = empty_table(table_spec("A15"));
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> model_notes, kernel_notes, counter_notes;
   PrecisionUse precisions;
@@ -767,7 +763,7 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
 }
 
 Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
-  Table t = skeleton("gpu-idle");
+  Table t = empty_table(table_spec("gpu-idle"));
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> kernel_notes;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;
@@ -830,7 +826,7 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
 }
 
 Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
-  Table t = skeleton("launch-stats");
+  Table t = empty_table(table_spec("launch-stats"));
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> kernel_notes;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;

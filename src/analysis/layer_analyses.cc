@@ -19,11 +19,6 @@ constexpr const char* kNoFrameworkRun = "no FRAMEWORK-level run in this evaluati
 Cell int_cell(std::int64_t v) { return Cell{v}; }
 Cell opt_int_cell(const std::optional<std::int64_t>& v) { return v ? Cell{*v} : Cell{}; }
 
-// Title, columns and bar of each layer analysis come from the registry; shared by the filled and the empty tables.
-Table skeleton(int which, int batch_size) {
-  return empty_table(analysis_spec("A" + std::to_string(which)), batch_size);
-}
-
 // run_note() speaks of latencies and their trimmed mean; memory and count tables say what they really show.
 std::string adapt_note(std::string note, int which) {
   if (which != 4 && which != 5 && which != 7) return note;
@@ -40,7 +35,7 @@ std::string adapt_note(std::string note, int which) {
 }
 
 Table start(int which, const LayerStats& stats, int batch_size, const std::string& note) {
-  Table t = skeleton(which, batch_size);
+  Table t = empty_table(analysis_spec("A" + std::to_string(which)), batch_size);
   if (!note.empty()) t.notes.push_back(adapt_note(note, which));
   t.notes.insert(t.notes.end(), stats.notes.begin(), stats.notes.end());
   return t;
@@ -81,8 +76,8 @@ FrameworkRun framework_run(const EvaluationRecord& record, int batch_size) {
   return fr;
 }
 
-Table empty_table(int which, int batch_size) {
-  Table t = skeleton(which, batch_size);
+Table no_run_table(int which, int batch_size) {
+  Table t = empty_table(analysis_spec("A" + std::to_string(which)), batch_size);
   t.notes.push_back(kNoFrameworkRun);
   return t;
 }
@@ -91,7 +86,7 @@ using StatsFn = Table (*)(const LayerStats&, int, const std::string&);
 
 Table from_record(const EvaluationRecord& record, int batch_size, int which, StatsFn fn) {
   FrameworkRun fr = framework_run(record, batch_size);
-  if (!fr.run) return empty_table(which, batch_size);
+  if (!fr.run) return no_run_table(which, batch_size);
   return fn(fr.stats, batch_size, fr.note);
 }
 
@@ -269,7 +264,7 @@ std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vecto
     }
     for (int b : batches) {
       const FrameworkRun& fr = get(b);
-      out.push_back(fr.run ? kFns[w - 2](fr.stats, b, fr.note) : empty_table(w, b));
+      out.push_back(fr.run ? kFns[w - 2](fr.stats, b, fr.note) : no_run_table(w, b));
     }
   }
   return out;
