@@ -372,6 +372,59 @@ std::vector<AnalysisSpec> make_tables() {
         chart(ChartKind::kScatter, "batch_size", "overhead_percent", "trace_level"));
     v.push_back(std::move(s));
   }
+  // ---- compare (compare.h): the tables with fixed columns (compare.A1 has columns per evaluation) ----
+  auto keyed = [&](AnalysisSpec s) { s.key = s.id; v.push_back(std::move(s)); };
+  keyed(spec("compare.evaluations", "Evaluations compared", "which evaluations a comparison puts side by side", {},
+             false,
+             {col("evaluation", "", "evaluation", "evaluation id in the store"),
+              col("model", "", "model", "model name and version"),
+              col("framework", "", "framework", "framework name and version"),
+              col("device", "", "device", "device the evaluation ran on"),
+              col("trace_level", "", "", "deepest trace level, with (leveled) when each level had its run"),
+              col("batch_sizes", "", "", "measured batch sizes"),
+              col("predictions", "count", "stored predictions", "inputs whose predictions were stored")},
+             {}));
+  keyed(spec("compare.A1.significance", "A1 significance",
+             "whether each evaluation's predict latency differs from the first's (Mann-Whitney U, bootstrap CI)",
+             {L::kModel}, false,
+             {batch_size_col(), col("evaluation_a", "", "A", "the first evaluation (the baseline)"),
+              col("evaluation_b", "", "B", "the evaluation compared with it"),
+              col("batches_a", "count", "n A", "measured batches of A's M run"),
+              col("batches_b", "count", "n B", "measured batches of B's M run"),
+              col("median_a_ms", "ms", "median A ms", "median predict latency of A's M run"),
+              col("median_b_ms", "ms", "median B ms", "median predict latency of B's M run"),
+              col("median_diff_ms", "ms", "B-A ms", "median(B) − median(A)"),
+              col("ci_low_ms", "ms", "CI low", "low end of the bootstrap interval of median(B) − median(A)"),
+              col("ci_high_ms", "ms", "CI high", "high end of the bootstrap interval of median(B) − median(A)"),
+              col("u", "", "U (A)", "Mann-Whitney U statistic of A"),
+              col("z", "", "z", "normal approximation's z score"),
+              col("p_value", "", "p", "two-sided p-value"),
+              col("significant", "", "significant", "yes when p < alpha"),
+              col("p_method", "", "p method", "exact (permutation distribution) or normal approximation")},
+             chart(ChartKind::kBar, "evaluation_b", "median_diff_ms", "")));
+  keyed(spec("compare.A6.totals", "Layer totals per evaluation (FRAMEWORK level)",
+             "how much of each evaluation's model latency its layers account for", {L::kModel, L::kFramework}, false,
+             {col("evaluation", "", "evaluation", "evaluation id in the store"),
+              col("framework", "", "framework", "framework name"), batch_size_col(),
+              col("layers", "count", "layers", "layers per batch (M/F run)"),
+              col("layer_types", "count", "types", "distinct layer types"),
+              col("layer_latency_ms", "ms", "layers ms", "sum over layer indexes of the trimmed-mean latency (M/F run)"),
+              col("model_latency_ms", "ms", "model ms", "trimmed-mean predict latency (M run)"),
+              col("layer_share_percent", "%", "layers % of model", "100 × layer latency / model latency")},
+             chart(ChartKind::kBar, "evaluation", "layer_latency_ms", "")));
+  keyed(spec("compare.predictions", "Output agreement on the same inputs",
+             "whether two evaluations give the same outputs on the same inputs", {}, false,
+             {col("evaluation_a", "", "A", "the first evaluation (the baseline)"),
+              col("evaluation_b", "", "B", "the evaluation compared with it"),
+              col("common_inputs", "count", "inputs", "inputs both stored predictions for"),
+              col("top1_agree", "count", "top-1 agree", "common inputs with the same top-1 class"),
+              col("top1_agree_percent", "%", "top-1 %", "100 × top-1 agreements / common inputs"),
+              col("max_abs_dp", "", "max |dp|", "largest absolute difference of a class probability"),
+              col("mean_kl_ab", "nat", "mean KL(A||B)", "mean Kullback-Leibler divergence of A from B"),
+              col("mean_kl_ba", "nat", "mean KL(B||A)", "mean Kullback-Leibler divergence of B from A"),
+              col("mean_js", "nat", "mean JS", "mean Jensen-Shannon divergence"),
+              col("max_js", "nat", "max JS", "largest Jensen-Shannon divergence")},
+             chart(ChartKind::kBar, "evaluation_b", "top1_agree_percent", "")));
   return v;
 }
 
@@ -569,7 +622,8 @@ nlohmann::json vega_lite_chart(const Table& table) {
   if (s == nullptr || s->chart.kind == ChartKind::kNone || table.rows.empty()) return nullptr;
   const ChartSpec& c = s->chart;
   nlohmann::json values = nlohmann::json::array();
-  for (const auto& row : to_json(table)["rows"]) values.push_back(nlohmann::json::parse(row.dump()));
+  const nlohmann::ordered_json rendered = to_json(table);  // a local: a temporary would die before the loop
+  for (const auto& row : rendered["rows"]) values.push_back(nlohmann::json::parse(row.dump()));
 
   nlohmann::json tooltip = nlohmann::json::array();
   for (const ColumnSpec& col : s->columns)
@@ -594,9 +648,9 @@ nlohmann::json vega_lite_chart(const Table& table) {
         // One series per value column: fold them into (series, value) pairs; the series title is the column's.
         const ColumnSpec& first = s->columns[s->column_index(c.series.front())];
         spec["transform"] = {{{"fold", c.series}, {"as", {"series", "value"}}}};
-        enc["y"] = {{"field", "value"}, {"type", "quantitative"}, {"stack", stacked ? "zero" : nullptr},
+        enc["y"] = {{"field", "value"}, {"type", "quantitative"},
                     {"title", first.unit.empty() ? std::string("value") : first.unit}};
-        if (!stacked) enc["y"].erase("stack");
+        if (stacked) enc["y"]["stack"] = "zero";
         enc["color"] = {{"field", "series"}, {"type", "nominal"}, {"sort", c.series}, {"title", ""}};
       } else {
         enc["y"] = field(*s, table, c.y, "quantitative");

@@ -52,6 +52,23 @@ void print_registry(TableFormat format) {
               << "\n";
 }
 
+// --chart for analyses other than the rooflines: the registry's default chart of the one table asked for.
+void write_default_chart(const std::vector<Table>& tables, const std::string& path) {
+  std::vector<const Table*> drawable;
+  for (const Table& t : tables)
+    if (const AnalysisSpec* s = spec_of(t); s && s->chart.kind != ChartKind::kNone) drawable.push_back(&t);
+  if (drawable.empty()) throw CLI::ValidationError("--chart", "none of the analyses asked for has a chart");
+  if (drawable.size() > 1)
+    throw CLI::ValidationError("--chart", "draws one table: ask for one analysis, and for one batch size "
+                                          "(--batch-size) of a per-batch-size analysis");
+  const Table& t = *drawable.front();
+  const nlohmann::json chart = vega_lite_chart(t);
+  if (chart.is_null()) throw std::runtime_error(t.title + " has no rows to draw; " + path + " not written");
+  write_file_atomically(path, chart.dump(2));
+  std::cerr << "wrote the " << to_string(spec_of(t)->chart.kind) << " chart of " << t.title << " (Vega-Lite v5, "
+            << t.rows.size() << " rows) to " << path << "\n";
+}
+
 }  // namespace
 
 void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
@@ -75,7 +92,8 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--batch-size", a->batch, "only this batch size (layer analyses)");
   sub->add_option("--latency-bound-ms", a->latency_bound_ms, "A1: optimal batch under this p99 bound");
   sub->add_option("--chart", a->chart,
-                  "A9 or A14: also write the roofline scatter as a Vega-Lite v5 spec to this file (.vl.json)");
+                  "also write a Vega-Lite v5 chart to this file (.vl.json): A9 or A14 the roofline scatter with its "
+                  "ceilings; another analysis (one table) its default chart from the registry (xsp analyze --list)");
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);
                    if (a->list) {
@@ -93,8 +111,11 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                      std::vector<Table> roofline;
                      for (const auto& t : tables)
                        if (t.id == "A9" || t.id == "A14") roofline.push_back(t);
-                     if (roofline.empty())
-                       throw CLI::ValidationError("--chart", "draws the roofline of A9 or A14: add one of them to --analysis");
+                     if (roofline.empty()) {
+                       write_default_chart(tables, a->chart);
+                       print_tables(tables, format);
+                       return 0;
+                     }
                      if (std::any_of(roofline.begin(), roofline.end(), [&](const Table& t) { return t.id != roofline[0].id; }))
                        throw CLI::ValidationError("--chart", "draws one roofline: ask for A9 or A14, not both");
                      const RooflineChart chart =

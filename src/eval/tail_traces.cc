@@ -176,9 +176,9 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
   }
   trace.spans = std::move(kept_spans);
   trace.counters[stat::kScenarioTracedQueries] = sel.traced_queries;
-  trace.counters["scenario.kept_query_traces"] = sel.kept.size();
-  trace.counters["scenario.dropped_query_traces"] = sel.dropped_query_traces;
-  trace.counters["scenario.dropped_spans"] = sel.dropped_spans;
+  trace.counters[stat::kScenarioKeptQueryTraces] = sel.kept.size();
+  trace.counters[stat::kScenarioDroppedQueryTraces] = sel.dropped_query_traces;
+  trace.counters[stat::kScenarioDroppedSpans] = sel.dropped_spans;
   return sel;
 }
 

@@ -59,7 +59,13 @@ std::vector<RunStatisticSpec> make_registry() {
       {k::kAssemblerNegativeDuration, S::kError, "spans that ended before they started: clamped to zero length"},
       {k::kTraceUntracedBatches, S::kInfo, "measured batches the trace budget (--trace-batches) left untraced"},
       {k::kTraceDiscardedSpans, S::kInfo, "spans of untraced batches discarded on purpose (--trace-batches)"},
-      {k::kScenarioTracedQueries, S::kInfo, "scenario queries whose traces were kept (the tail and a sample)"},
+      {k::kTraceStrippedForFixture, S::kInfo,
+       "the run's trace was stripped to keep a committed test fixture small (scripts/gpu/stability.sh)"},
+      {k::kScenarioTracedQueries, S::kInfo, "measured scenario queries the run traced"},
+      {k::kScenarioKeptQueryTraces, S::kInfo, "queries whose traces were kept: the slowest, and the median one"},
+      {k::kScenarioDroppedQueryTraces, S::kInfo,
+       "measured queries whose spans were dropped on purpose: only the tail's traces are kept"},
+      {k::kScenarioDroppedSpans, S::kInfo, "spans removed with the dropped queries (warm-up queries' included)"},
   };
 }
 

@@ -66,15 +66,17 @@ struct AnalysisSpec {
 /// Every analysis run_analyses() accepts, in analysis_ids() order (A1..A7, then gpu_analysis_ids()).
 const std::vector<AnalysisSpec>& analysis_registry();
 /// analysis_registry() followed by the further fixed-column tables: "launch-top" (id launch-stats, the
-/// kernels with the largest launch delay), "summary.runs" and "summary.overheads" (summary.h). Keys are unique.
+/// kernels with the largest launch delay), "summary.runs" and "summary.overheads" (summary.h), and the comparison
+/// tables "compare.evaluations", "compare.A1.significance", "compare.A6.totals", "compare.predictions" (compare.h;
+/// compare.A1 has columns per compared evaluation and is not registered). Keys are unique.
 const std::vector<AnalysisSpec>& table_registry();
 
 /// The analysis `id` (case-insensitive). Throws std::invalid_argument naming the id and listing the valid ones.
 const AnalysisSpec& analysis_spec(std::string_view id);
 /// The table_registry() entry with key `key` (exact). Throws std::invalid_argument naming it otherwise.
 const AnalysisSpec& table_spec(std::string_view key);
-/// The spec `table` was built from (Table::spec), or nullptr for a table outside the registry (compare tables,
-/// whose columns depend on the evaluations compared).
+/// The spec `table` was built from (Table::spec), or nullptr for a table outside the registry (compare.A1, whose
+/// columns depend on the evaluations compared).
 const AnalysisSpec* spec_of(const Table& table);
 
 /// A table with the spec's id, title (plus " (batch size N)" and Table::batch_size when `batch_size` is given),

@@ -68,7 +68,12 @@ inline constexpr const char* kCountersUnavailable = "counters.unavailable";
 inline constexpr const char* kAssemblerNegativeDuration = "assembler.negative_duration";
 inline constexpr const char* kTraceUntracedBatches = "trace.untraced_batches";
 inline constexpr const char* kTraceDiscardedSpans = "trace.discarded_spans";
+inline constexpr const char* kTraceStrippedForFixture = "trace.stripped_for_fixture";
+// Scenario runs (tail-query traces)
 inline constexpr const char* kScenarioTracedQueries = "scenario.traced_queries";
+inline constexpr const char* kScenarioKeptQueryTraces = "scenario.kept_query_traces";
+inline constexpr const char* kScenarioDroppedQueryTraces = "scenario.dropped_query_traces";
+inline constexpr const char* kScenarioDroppedSpans = "scenario.dropped_spans";
 }  // namespace stat
 
 /// Every run statistic, grouped by writer as in namespace stat. Keys are unique.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/compare.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/summary.h"
 #include "xsp/record/run_statistics.h"
@@ -91,6 +92,11 @@ EvaluationRecord cpu_record() {
   return e;
 }
 
+EvaluationRecord with_id(EvaluationRecord r, std::int64_t id) {
+  r.id = id;
+  return r;
+}
+
 // Every evaluation of a recorded store, read from a copy (opening a store may migrate it).
 std::vector<EvaluationRecord> load_fixture(const std::string& relative) {
   const fs::path copy = fs::temp_directory_path() / ("xsp-registry-" + std::to_string(::getpid()) + "-" +
@@ -140,7 +146,8 @@ void check_table(const Table& t) {
   EXPECT_EQ(t.title.rfind(spec->title, 0), 0u);
   EXPECT_EQ(names(t.columns), names(spec->columns));
   for (std::size_t i = 0; i < t.columns.size() && i < spec->columns.size(); ++i) {
-    EXPECT_EQ(t.columns[i].title, spec->columns[i].title);
+    // compare.A1.significance puts the comparison's confidence level and alpha into three titles.
+    if (t.id != "compare.A1.significance") EXPECT_EQ(t.columns[i].title, spec->columns[i].title);
     EXPECT_EQ(t.columns[i].in_text, spec->columns[i].in_text);
     EXPECT_EQ(t.columns[i].symbol, spec->columns[i].symbol);
   }
@@ -183,7 +190,8 @@ TEST(AnalysisRegistry, EveryColumnHasAMeaningAndTheUnitItsNamePromises) {
     SCOPED_TRACE(s.key);
     EXPECT_FALSE(s.title.empty());
     EXPECT_FALSE(s.meaning.empty());
-    EXPECT_FALSE(s.levels.empty());
+    // Only the comparison tables of stored metadata and predictions read no span level.
+    if (s.key.rfind("compare.", 0) != 0) EXPECT_FALSE(s.levels.empty());
     std::set<std::string> seen;
     for (const ColumnSpec& c : s.columns) {
       EXPECT_TRUE(seen.insert(c.name).second) << "duplicate column " << c.name;
@@ -261,6 +269,18 @@ TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   EXPECT_EQ(chart["data"]["values"][1]["batch_size"], 2);
   EXPECT_DOUBLE_EQ(chart["data"]["values"][1]["throughput_samples_per_s"].get<double>(),
                    std::get<double>(cell(a1, a1.rows[1], "throughput_samples_per_s")));
+
+  // The comparison tables with fixed columns are registry tables too.
+  EvaluationRecord other = record;
+  other.id = 2;
+  std::size_t compared = 0;
+  for (const Table& t : compare_evaluations({with_id(record, 1), other}, CompareOptions{})) {
+    const AnalysisSpec* spec = spec_of(t);
+    if (spec == nullptr || spec->id != t.id) continue;  // compare.A1 (columns per evaluation), compare.A6.e<id>
+    ++compared;
+    check_table(t);
+  }
+  EXPECT_EQ(compared, 4u);  // evaluations, A1 significance, A6 totals, predictions (empty: none stored)
 
   const Table* a5 = nullptr;
   for (const Table& t : tables)

@@ -279,5 +279,32 @@ TEST_F(Tables, AnalyzeListPrintsTheRegistries) {
   EXPECT_NE(xsp({"analyze"}), 0);
 }
 
+// --chart on a non-roofline analysis writes the registry's default chart of the one table asked for.
+TEST_F(Tables, ChartWritesTheDefaultChartOfOneTable) {
+  const std::string db = (dir_ / "c.db").string();
+  ASSERT_EQ(xsp({"--zoo", (dir_ / "zoo").string(), "--store", db, "evaluate", "tables_model", "--framework",
+                 "tables-fake", "--batch-sizes", "1,2", "--trace-level", "framework", "--leveled", "--synthetic",
+                 "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"}),
+            0)
+      << err_;
+  const std::string file = (dir_ / "a3.vl.json").string();
+  ASSERT_EQ(xsp({"--store", db, "analyze", "1", "--analysis", "A3", "--batch-size", "2", "--format", "json",
+                 "--chart", file}),
+            0)
+      << err_;
+  const auto tables = nlohmann::json::parse(out_);
+  std::ifstream in(file);
+  const auto chart = nlohmann::json::parse(in);
+  EXPECT_EQ(chart["mark"], "bar");
+  EXPECT_EQ(chart["encoding"]["x"]["field"], "layer_index");
+  EXPECT_EQ(chart["encoding"]["y"]["title"], "latency (ms)");
+  ASSERT_FALSE(tables[0]["rows"].empty());
+  EXPECT_EQ(chart["data"]["values"].size(), tables[0]["rows"].size());
+  EXPECT_EQ(chart["data"]["values"][0]["latency_ms"], tables[0]["rows"][0]["latency_ms"]);
+  // Two batch sizes are two tables: one chart cannot hold both.
+  EXPECT_NE(xsp({"--store", db, "analyze", "1", "--analysis", "A3", "--chart", file}), 0);
+  EXPECT_NE(err_.find("--batch-size"), std::string::npos) << err_;
+}
+
 }  // namespace
 }  // namespace xsp
