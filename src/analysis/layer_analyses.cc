@@ -19,6 +19,9 @@ constexpr const char* kNoFrameworkRun = "no FRAMEWORK-level run in this evaluati
 Cell int_cell(std::int64_t v) { return Cell{v}; }
 Cell opt_int_cell(const std::optional<std::int64_t>& v) { return v ? Cell{*v} : Cell{}; }
 
+// The registry entry of layer analysis A<which> (2..7): analysis_ids() lists A1..A7 first, in order.
+const AnalysisSpec& layer_spec(int which) { return analysis_spec(analysis_ids()[static_cast<std::size_t>(which - 1)]); }
+
 // run_note() speaks of latencies and their trimmed mean; memory and count tables say what they really show.
 std::string adapt_note(std::string note, int which) {
   if (which != 4 && which != 5 && which != 7) return note;
@@ -35,7 +38,7 @@ std::string adapt_note(std::string note, int which) {
 }
 
 Table start(int which, const LayerStats& stats, int batch_size, const std::string& note) {
-  Table t = empty_table(analysis_spec("A" + std::to_string(which)), batch_size);
+  Table t = empty_table(layer_spec(which), batch_size);
   if (!note.empty()) t.notes.push_back(adapt_note(note, which));
   t.notes.insert(t.notes.end(), stats.notes.begin(), stats.notes.end());
   return t;
@@ -77,7 +80,7 @@ FrameworkRun framework_run(const EvaluationRecord& record, int batch_size) {
 }
 
 Table no_run_table(int which, int batch_size) {
-  Table t = empty_table(analysis_spec("A" + std::to_string(which)), batch_size);
+  Table t = empty_table(layer_spec(which), batch_size);
   t.notes.push_back(kNoFrameworkRun);
   return t;
 }
