@@ -1,4 +1,5 @@
 // Side-by-side comparison of evaluations; formulas and sources in include/xsp/analysis/compare.h.
+#include "xsp/analysis/registry.h"
 #include "xsp/analysis/compare.h"
 #include "xsp/analysis/summary.h"
 
@@ -127,19 +128,19 @@ std::vector<InputPrediction> evaluation_predictions(const EvaluationRecord& reco
 }
 
 Table compare_summary(const std::vector<EvaluationRecord>& records) {
-  Table t;
-  t.id = "compare.evaluations";
-  t.title = "Evaluations compared";
-  t.columns = {{"evaluation", ""}, {"model", ""}, {"framework", ""}, {"device", ""}, {"trace_level", ""},
-               {"batch_sizes", ""}, {"predictions", "stored predictions"}};
+  Table t = empty_table(table_spec("compare.evaluations"));
   std::set<std::string> models;
   for (const auto& r : records) {
     models.insert(r.model_name + " " + r.model_version);
-    t.rows.push_back({Cell(r.id), Cell(r.model_name + " " + r.model_version),
-                      Cell(r.framework_name + " " + r.framework_version), Cell(r.device),
-                      Cell(std::string(to_string(r.trace_level)) + (r.leveled ? " (leveled)" : "")),
-                      Cell(join_ints(r.batch_sizes)),
-                      Cell(static_cast<std::int64_t>(evaluation_predictions(r).size()))});
+    RowBuilder row(t);
+    row.set("evaluation", r.id)
+        .set("model", r.model_name + " " + r.model_version)
+        .set("framework", r.framework_name + " " + r.framework_version)
+        .set("device", r.device)
+        .set("trace_level", std::string(to_string(r.trace_level)) + (r.leveled ? " (leveled)" : ""))
+        .set("batch_sizes", join_ints(r.batch_sizes))
+        .set("predictions", static_cast<std::int64_t>(evaluation_predictions(r).size()));
+    t.rows.push_back(row.take());
   }
   if (models.size() > 1) t.notes.push_back("the evaluations are of different models: latencies compare models, not only frameworks");
   return t;
@@ -198,19 +199,17 @@ Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
 }
 
 Table a1_significance(const std::vector<EvaluationRecord>& records, const CompareOptions& options) {
-  Table t;
-  t.id = "compare.A1.significance";
+  Table t = empty_table(table_spec("compare.A1.significance"));
   char alpha[32];
   std::snprintf(alpha, sizeof alpha, "%g", options.alpha);
   const std::string conf = std::to_string(static_cast<int>(std::lround(100 * (1 - options.alpha))));
-  t.title = "A1 significance: predict latency of each evaluation against #" +
-            (records.empty() ? std::string("?") : std::to_string(records[0].id)) + " (Mann-Whitney U, bootstrap CI)";
-  t.columns = {{"batch_size", "batch"},       {"evaluation_a", "A"},          {"evaluation_b", "B"},
-               {"batches_a", "n A"},          {"batches_b", "n B"},           {"median_a_ms", "median A ms"},
-               {"median_b_ms", "median B ms"}, {"median_diff_ms", "B-A ms"},   {"ci_low_ms", "CI" + conf + " low"},
-               {"ci_high_ms", "CI" + conf + " high"}, {"u", "U (A)"},          {"z", "z"},
-               {"p_value", "p"},              {"significant", std::string("significant (alpha=") + alpha + ")"},
-               {"p_method", "p method"}};
+  t.title += ": predict latency of each evaluation against #" +
+             (records.empty() ? std::string("?") : std::to_string(records[0].id)) + " (Mann-Whitney U, bootstrap CI)";
+  // The terminal titles carry the confidence level and alpha of this comparison.
+  t.columns[static_cast<std::size_t>(column_index(t, "ci_low_ms"))].title = "CI" + conf + " low";
+  t.columns[static_cast<std::size_t>(column_index(t, "ci_high_ms"))].title = "CI" + conf + " high";
+  t.columns[static_cast<std::size_t>(column_index(t, "significant"))].title =
+      std::string("significant (alpha=") + alpha + ")";
   if (records.size() < 2) return t;
   std::set<int> batches;
   for (const auto& r : records) batches.insert(r.batch_sizes.begin(), r.batch_sizes.end());
@@ -222,13 +221,23 @@ Table a1_significance(const std::vector<EvaluationRecord>& records, const Compar
       if (other == nullptr || other->predict_latency_ns.empty()) continue;
       const LatencyComparison c = compare_latencies(first->predict_latency_ns, other->predict_latency_ns,
                                                     options.alpha, options.bootstrap_resamples, options.bootstrap_seed);
-      t.rows.push_back({Cell(std::int64_t{b}), Cell(records[0].id), Cell(records[i].id),
-                        Cell(static_cast<std::int64_t>(first->predict_latency_ns.size())),
-                        Cell(static_cast<std::int64_t>(other->predict_latency_ns.size())),
-                        Cell(median(first->predict_latency_ns) / 1e6), Cell(median(other->predict_latency_ns) / 1e6),
-                        Cell(c.median_difference.difference / 1e6), Cell(c.median_difference.low / 1e6),
-                        Cell(c.median_difference.high / 1e6), Cell(c.test.u1), Cell(c.test.z), Cell(c.test.p_value),
-                        Cell(std::string(c.significant ? "yes" : "no")), Cell(std::string(c.test.exact ? "exact" : "normal"))});
+      RowBuilder row(t);
+      row.set("batch_size", std::int64_t{b})
+          .set("evaluation_a", records[0].id)
+          .set("evaluation_b", records[i].id)
+          .set("batches_a", static_cast<std::int64_t>(first->predict_latency_ns.size()))
+          .set("batches_b", static_cast<std::int64_t>(other->predict_latency_ns.size()))
+          .set("median_a_ms", median(first->predict_latency_ns) / 1e6)
+          .set("median_b_ms", median(other->predict_latency_ns) / 1e6)
+          .set("median_diff_ms", c.median_difference.difference / 1e6)
+          .set("ci_low_ms", c.median_difference.low / 1e6)
+          .set("ci_high_ms", c.median_difference.high / 1e6)
+          .set("u", c.test.u1)
+          .set("z", c.test.z)
+          .set("p_value", c.test.p_value)
+          .set("significant", std::string(c.significant ? "yes" : "no"))
+          .set("p_method", std::string(c.test.exact ? "exact" : "normal"));
+      t.rows.push_back(row.take());
     }
   }
   t.notes.push_back("two-sided Mann-Whitney U (Mann & Whitney 1947) on the raw per-batch predict latencies of the M "
@@ -243,20 +252,16 @@ Table a1_significance(const std::vector<EvaluationRecord>& records, const Compar
 }
 
 Table a6_totals(const std::vector<EvaluationRecord>& records, const std::vector<int>& batch_sizes) {
-  Table t;
-  t.id = "compare.A6.totals";
-  t.title = "Layer totals per evaluation (FRAMEWORK level)";
-  t.columns = {{"evaluation", ""},    {"framework", ""},   {"batch_size", "batch"},
-               {"layers", ""},        {"layer_types", "types"}, {"layer_latency_ms", "layers ms"},
-               {"model_latency_ms", "model ms"}, {"layer_share_percent", "layers % of model"}};
+  Table t = empty_table(table_spec("compare.A6.totals"));
   for (int b : batch_sizes) {
     for (const auto& r : records) {
       const RunRecord* fw = r.run_for_level(b, Level::kFramework);
       const LatencySummary* model = predict_summary(r.run_for_level(b, Level::kModel));
-      std::vector<Cell> row{Cell(r.id), Cell(r.framework_name), Cell(std::int64_t{b})};
+      RowBuilder row(t);
+      row.set("evaluation", r.id).set("framework", r.framework_name).set("batch_size", std::int64_t{b});
+      row.set("model_latency_ms", model ? Cell(model->trimmed_mean / 1e6) : Cell());
       if (fw == nullptr) {
-        row.insert(row.end(), {Cell(), Cell(), Cell(), model ? Cell(model->trimmed_mean / 1e6) : Cell(), Cell()});
-        t.rows.push_back(std::move(row));
+        t.rows.push_back(row.take());
         continue;
       }
       const LayerStats stats = layer_stats(fw->trace);
@@ -266,12 +271,12 @@ Table a6_totals(const std::vector<EvaluationRecord>& records, const std::vector<
         total += l.latency_ns;
         types.insert(l.type);
       }
-      row.push_back(Cell(static_cast<std::int64_t>(stats.layers.size())));
-      row.push_back(Cell(static_cast<std::int64_t>(types.size())));
-      row.push_back(Cell(total / 1e6));
-      row.push_back(model ? Cell(model->trimmed_mean / 1e6) : Cell());
-      row.push_back(model && model->trimmed_mean > 0 ? Cell(100.0 * total / model->trimmed_mean) : Cell());
-      t.rows.push_back(std::move(row));
+      row.set("layers", static_cast<std::int64_t>(stats.layers.size()))
+          .set("layer_types", static_cast<std::int64_t>(types.size()))
+          .set("layer_latency_ms", total / 1e6)
+          .set("layer_share_percent",
+               model && model->trimmed_mean > 0 ? Cell(100.0 * total / model->trimmed_mean) : Cell());
+      t.rows.push_back(row.take());
     }
   }
   t.notes.push_back("layer latency: sum over layer indexes of the trimmed-mean latency (M/F run); model latency: "
@@ -282,13 +287,7 @@ Table a6_totals(const std::vector<EvaluationRecord>& records, const std::vector<
 }
 
 Table predictions_side_by_side(const std::vector<EvaluationRecord>& records) {
-  Table t;
-  t.id = "compare.predictions";
-  t.title = "Output agreement on the same inputs";
-  t.columns = {{"evaluation_a", "A"}, {"evaluation_b", "B"}, {"common_inputs", "inputs"},
-               {"top1_agree", "top-1 agree"}, {"top1_agree_percent", "top-1 %"}, {"max_abs_dp", "max |dp|"},
-               {"mean_kl_ab", "mean KL(A||B)"}, {"mean_kl_ba", "mean KL(B||A)"}, {"mean_js", "mean JS"},
-               {"max_js", "max JS"}};
+  Table t = empty_table(table_spec("compare.predictions"));
   t.notes.push_back("KL(P||Q) = sum_c P_c ln(P_c/Q_c) (Kullback & Leibler 1951; Cover & Thomas eq. 2.26), Q_c "
                     "floored at 1e-30; JS = (KL(P||M) + KL(Q||M))/2, M = (P+Q)/2 (Lin 1991), 0 <= JS <= ln 2; "
                     "natural log; means over the common inputs");
@@ -305,9 +304,18 @@ Table predictions_side_by_side(const std::vector<EvaluationRecord>& records) {
       continue;
     }
     const PredictionAgreement a = compare_predictions(preds[0], preds[i]);
-    t.rows.push_back({Cell(records[0].id), Cell(records[i].id), Cell(static_cast<std::int64_t>(a.common_inputs)),
-                      Cell(static_cast<std::int64_t>(a.top1_agree)), Cell(a.top1_agree_percent), Cell(a.max_abs_diff),
-                      Cell(a.mean_kl_ab), Cell(a.mean_kl_ba), Cell(a.mean_js), Cell(a.max_js)});
+    RowBuilder row(t);
+    row.set("evaluation_a", records[0].id)
+        .set("evaluation_b", records[i].id)
+        .set("common_inputs", static_cast<std::int64_t>(a.common_inputs))
+        .set("top1_agree", static_cast<std::int64_t>(a.top1_agree))
+        .set("top1_agree_percent", a.top1_agree_percent)
+        .set("max_abs_dp", a.max_abs_diff)
+        .set("mean_kl_ab", a.mean_kl_ab)
+        .set("mean_kl_ba", a.mean_kl_ba)
+        .set("mean_js", a.mean_js)
+        .set("max_js", a.max_js);
+    t.rows.push_back(row.take());
     if (a.common_inputs == 0)
       t.notes.push_back("#" + std::to_string(records[0].id) + " and #" + std::to_string(records[i].id) +
                         " share no input id");

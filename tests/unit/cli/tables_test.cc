@@ -261,5 +261,50 @@ TEST_F(Tables, HelpPutsNeedsAndExcludesOnLinesOfTheirOwn) {
   EXPECT_NE(out_.find("minimum measured queries"), std::string::npos) << out_;
 }
 
+// `xsp analyze --list` prints the registries (issue 13): every analysis with its levels and chart, every column with
+// its unit and meaning, every run statistic with its severity; --format json the same for machines. No store needed.
+TEST_F(Tables, AnalyzeListPrintsTheRegistries) {
+  ASSERT_EQ(xsp({"analyze", "--list"}), 0) << err_;
+  for (const char* part :
+       {"A9: Kernel roofline", "levels: framework,kernel,hardware; one table per batch size; chart: roofline", "ai_dram",
+        "FLOP/byte", "launch-top (id launch-stats)", "cupti.dropped_records [data loss]", "counters.setup_ns [info, ns]"})
+    EXPECT_NE(out_.find(part), std::string::npos) << part << "\n" << out_;
+  ASSERT_EQ(xsp({"analyze", "--list", "--format", "json"}), 0) << err_;
+  const auto j = nlohmann::json::parse(out_);
+  EXPECT_EQ(j["analyses"][0]["id"], "A1");
+  EXPECT_EQ(j["analyses"][0]["columns"][0]["name"], "batch_size");
+  EXPECT_FALSE(j["analyses"][0]["columns"][1]["meaning"].get<std::string>().empty());
+  EXPECT_GT(j["run_statistics"].size(), 30u);
+  // Without --list the evaluation id is still required.
+  EXPECT_NE(xsp({"analyze"}), 0);
+}
+
+// --chart on a non-roofline analysis writes the registry's default chart of the one table asked for.
+TEST_F(Tables, ChartWritesTheDefaultChartOfOneTable) {
+  const std::string db = (dir_ / "c.db").string();
+  ASSERT_EQ(xsp({"--zoo", (dir_ / "zoo").string(), "--store", db, "evaluate", "tables_model", "--framework",
+                 "tables-fake", "--batch-sizes", "1,2", "--trace-level", "framework", "--leveled", "--synthetic",
+                 "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"}),
+            0)
+      << err_;
+  const std::string file = (dir_ / "a3.vl.json").string();
+  ASSERT_EQ(xsp({"--store", db, "analyze", "1", "--analysis", "A3", "--batch-size", "2", "--format", "json",
+                 "--chart", file}),
+            0)
+      << err_;
+  const auto tables = nlohmann::json::parse(out_);
+  std::ifstream in(file);
+  const auto chart = nlohmann::json::parse(in);
+  EXPECT_EQ(chart["mark"], "bar");
+  EXPECT_EQ(chart["encoding"]["x"]["field"], "layer_index");
+  EXPECT_EQ(chart["encoding"]["y"]["title"], "latency (ms)");
+  ASSERT_FALSE(tables[0]["rows"].empty());
+  EXPECT_EQ(chart["data"]["values"].size(), tables[0]["rows"].size());
+  EXPECT_EQ(chart["data"]["values"][0]["latency_ms"], tables[0]["rows"][0]["latency_ms"]);
+  // Two batch sizes are two tables: one chart cannot hold both.
+  EXPECT_NE(xsp({"--store", db, "analyze", "1", "--analysis", "A3", "--chart", file}), 0);
+  EXPECT_NE(err_.find("--batch-size"), std::string::npos) << err_;
+}
+
 }  // namespace
 }  // namespace xsp
