@@ -35,6 +35,9 @@ struct Table {
   /// The batch size of a per-batch-size table (its title ends in " (batch size N)"); merge_batch_tables() joins
   /// the tables of one analysis into one with a batch_size column. nullopt: a table over all batch sizes.
   std::optional<int> batch_size;
+  /// Key of the registry entry (registry.h AnalysisSpec::key) the table was built from; "" for tables outside
+  /// the registry (compare tables). Not rendered: front ends use it to find units, meanings and the chart.
+  std::string spec;
 };
 
 enum class TableFormat { kText, kCsv, kJson };

@@ -1,0 +1,111 @@
+// The registry of analyses: the one place that says what each analysis is (id, title, meaning, the span levels it
+// reads), what its columns are (name, unit, one-line meaning, terminal title) and how it is drawn by default.
+// The analyses build their tables from it (empty_table(), RowBuilder), and every front end renders from it: the
+// terminal and CSV/JSON tables (table.h), `xsp analyze --list`, the Vega-Lite charts (vega_lite_chart()), the
+// HTML report and the web UI. Adding an analysis = one entry here + the function that fills its rows
+// (docs/architecture.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xsp/analysis/table.h"
+#include "xsp/trace/span.h"
+
+namespace xsp {
+
+/// One column of an analysis table.
+struct ColumnSpec {
+  std::string name;     ///< machine name (CSV header, JSON key), with its unit suffix: "latency_ms"
+  std::string unit;     ///< unit of the values: "ms", "bytes", "FLOP/s", "%", "count"...; "" for text and ids
+  std::string meaning;  ///< one line: what the value is and which run it comes from
+  std::string title;    ///< short terminal title ("" = the name)
+  bool in_text = true;  ///< false: CSV and JSON only (Column::in_text)
+  bool symbol = false;  ///< a C++ symbol the terminal shortens (Column::symbol)
+};
+
+enum class ChartKind { kNone, kLine, kBar, kArc /*pie*/, kStackedBar, kRoofline, kScatter };
+
+/// "none", "line", "bar", "arc", "stacked-bar", "roofline", "scatter".
+std::string_view to_string(ChartKind kind);
+
+/// The default chart of an analysis. x, y and color are column names of the analysis ("" = not used). For
+/// kStackedBar, y is the first stacked column and `stack` lists all of them (the bars are their sum); for kArc, y
+/// is the angle (the share) and color the category.
+struct ChartSpec {
+  ChartKind kind = ChartKind::kNone;
+  std::string x, y, color;
+  bool log_x = false, log_y = false;
+  std::string title;
+  std::vector<std::string> stack;  ///< kStackedBar: the columns stacked in each bar, bottom first
+};
+
+/// One analysis (or one further fixed-column table an analysis or the summary returns).
+struct AnalysisSpec {
+  std::string id;       ///< Table::id: "A2", "gpu-idle"
+  std::string title;    ///< Table::title without the " (batch size N)" suffix
+  std::string meaning;  ///< one line: what the analysis answers
+  std::vector<Level> levels;    ///< the span levels whose runs it reads (SPEC §3: one run per level)
+  bool per_batch_size = false;  ///< one table per batch size (title suffix " (batch size N)") or one over all
+  std::vector<ColumnSpec> columns;
+  ChartSpec chart;
+  int bar_column = -1;  ///< Table::bar_column: index into columns of the terminal bar (-1 = none)
+  /// Unique key in table_registry(): the id for an analysis; for a further table of an analysis or the summary,
+  /// its own key ("launch-top", "summary.runs").
+  std::string key;
+  /// Index of the column named `name`; throws std::logic_error naming the analysis and the column when absent.
+  std::size_t column_index(std::string_view name) const;
+};
+
+/// Every analysis run_analyses() accepts, in analysis_ids() order (A1..A7, then gpu_analysis_ids()).
+const std::vector<AnalysisSpec>& analysis_registry();
+/// analysis_registry() followed by the further fixed-column tables: "launch-top" (id launch-stats, the
+/// kernels with the largest launch delay), "summary.runs" and "summary.overheads" (summary.h). Keys are unique.
+const std::vector<AnalysisSpec>& table_registry();
+
+/// The analysis `id` (case-insensitive). Throws std::invalid_argument naming the id and listing the valid ones.
+const AnalysisSpec& analysis_spec(std::string_view id);
+/// The table_registry() entry with key `key` (exact). Throws std::invalid_argument naming it otherwise.
+const AnalysisSpec& table_spec(std::string_view key);
+/// The spec `table` was built from (Table::spec), or nullptr for a table outside the registry (compare tables,
+/// whose columns depend on the evaluations compared).
+const AnalysisSpec* spec_of(const Table& table);
+
+/// A table with the spec's id, title (plus " (batch size N)" and Table::batch_size when `batch_size` is given),
+/// columns, bar column and Table::spec = spec.key; no rows, no notes.
+Table empty_table(const AnalysisSpec& spec);
+Table empty_table(const AnalysisSpec& spec, int batch_size);
+
+/// Builds one row of a registry table by column name, so that no code depends on column positions:
+///   RowBuilder row(table); row.set("latency_ms", 1.5); table.rows.push_back(row.take());
+/// Cells not set stay empty.
+class RowBuilder {
+ public:
+  /// A row for `table` (its columns; the table must have been made by empty_table() or have the same columns).
+  explicit RowBuilder(const Table& table);
+  /// Sets column `name`; throws std::logic_error naming the column and the table when it has no such column.
+  RowBuilder& set(std::string_view name, Cell value);
+  /// The finished row (columns.size() cells); the builder is empty afterwards.
+  std::vector<Cell> take();
+
+ private:
+  const Table* table_;
+  std::vector<Cell> cells_;
+};
+
+/// The cell of `row` in column `name` of `table`; throws std::logic_error when the table has no such column.
+const Cell& cell(const Table& table, const std::vector<Cell>& row, std::string_view name);
+/// Index of column `name` in `table`, or -1 when absent.
+int column_index(const Table& table, std::string_view name);
+
+/// The default chart of `table` (its analysis's ChartSpec) as a Vega-Lite v5 JSON spec
+/// (https://vega.github.io/schema/vega-lite/v5.json) with the table's rows inlined as data values (`data.values`,
+/// objects keyed by column name as in to_json()), axis titles with units, and tooltips on every column shown in
+/// the terminal. Rooflines are log-log scatters of ai_dram (FLOP/byte) against achieved_flops_per_s, with a
+/// horizontal rule per precision at its peak_flops_per_s when the table has that column. A null json when the
+/// table is outside the registry, its analysis has no chart, or the table has no rows.
+nlohmann::json vega_lite_chart(const Table& table);
+
+}  // namespace xsp
