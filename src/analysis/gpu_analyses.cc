@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/registry.h"
 #include "xsp/profilers/hardware_counters.h"
 #include "xsp/stats/stats.h"
 
@@ -31,197 +32,15 @@ Cell percent_cell(double part, double total) {
   return std::isfinite(part) && std::isfinite(total) && total > 0 ? Cell{100.0 * part / total} : Cell{};
 }
 
-std::string suffix(int batch_size) { return " (batch size " + std::to_string(batch_size) + ")"; }
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
-// Title and columns of each analysis; shared by filled and empty tables.
-Table skeleton(const std::string& id) {
-  Table t;
-  t.id = id;
-  if (id == "A8") {
-    t.title = "Kernel information";
-    t.columns = {{"layer_index", "layer"},
-                 {"kernel_index", "kernel"},
-                 {"layer_name", "layer name"},
-                 {"kernel_name", "kernel name", true, true},
-                 {"latency_ms", "latency (ms)"},
-                 {"gflops", "GFLOPs"},
-                 {"dram_read_bytes", "DRAM read (B)"},
-                 {"dram_write_bytes", "DRAM write (B)"},
-                 {"achieved_occupancy", "occupancy"},
-                 {"arithmetic_intensity", "AI (FLOP/B)"},
-                 {"achieved_flops_per_s", "FLOP/s"},
-                 {"bound", "bound"},
-                 {"l2_bytes", "L2 (B)"},
-                 {"l1_bytes", "L1 (B)"},
-                 {"sm_throughput_percent", "SM %"},
-                 {"precision", "precision"}};
-  } else if (id == "A9") {
-    t.title = "Kernel roofline";
-    t.columns = {{"layer_index", "layer"},
-                 {"kernel_index", "kernel"},
-                 {"layer_name", "layer name"},
-                 {"kernel_name", "kernel name", true, true},
-                 {"latency_ms", "latency (ms)"},
-                 {"gflops", "GFLOPs"},
-                 {"precision", "precision"},
-                 {"ai_dram", "AI DRAM"},
-                 {"ai_l2", "AI L2"},
-                 {"ai_l1", "AI L1"},
-                 {"achieved_flops_per_s", "FLOP/s"},
-                 {"peak_flops_per_s", "peak FLOP/s"},
-                 {"attainable_flops_per_s", "attainable FLOP/s"},
-                 {"percent_of_roofline", "% of roof"},
-                 {"bound", "bound"},
-                 {"binding_level", "binding level"}};
-    t.bar_column = 13;
-  } else if (id == "A12") {
-    t.title = "Counters by layer";
-    t.columns = {{"layer_index", "layer"},
-                 {"layer_name", "name"},
-                 {"layer_type", "type"},
-                 {"kernels", "kernels / batch"},
-                 {"gflops", "GFLOPs"},
-                 {"dram_read_bytes", "DRAM read (B)"},
-                 {"dram_write_bytes", "DRAM write (B)"},
-                 {"l2_bytes", "L2 (B)"},
-                 {"l1_bytes", "L1 (B)"},
-                 {"achieved_occupancy", "occupancy"},
-                 {"arithmetic_intensity", "AI (FLOP/B)"},
-                 {"precision", "precision"},
-                 {"bound", "bound"}};
-    t.bar_column = 4;
-  } else if (id == "A14") {
-    t.title = "Layer roofline";
-    t.columns = {{"layer_index", "layer"},
-                 {"layer_name", "name"},
-                 {"layer_type", "type"},
-                 {"kernel_latency_ms", "kernels (ms)"},
-                 {"gflops", "GFLOPs"},
-                 {"precision", "precision"},
-                 {"ai_dram", "AI DRAM"},
-                 {"ai_l2", "AI L2"},
-                 {"ai_l1", "AI L1"},
-                 {"achieved_flops_per_s", "FLOP/s"},
-                 {"peak_flops_per_s", "peak FLOP/s"},
-                 {"attainable_flops_per_s", "attainable FLOP/s"},
-                 {"percent_of_roofline", "% of roof"},
-                 {"bound", "bound"},
-                 {"binding_level", "binding level"}};
-    t.bar_column = 12;
-  } else if (id == "roofline-hier") {
-    t.title = "Hierarchical roofline";
-    t.columns = {{"scope", "scope"},
-                 {"layer_index", "layer"},
-                 {"kernel_index", "kernel"},
-                 {"name", "name"},
-                 {"precision", "precision"},
-                 {"ai_l1", "AI L1"},
-                 {"ai_l2", "AI L2"},
-                 {"ai_dram", "AI DRAM"},
-                 {"bound_l1", "bound L1"},
-                 {"bound_l2", "bound L2"},
-                 {"bound_dram", "bound DRAM"},
-                 {"limiting", "limiting"},
-                 {"attainable_flops_per_s", "attainable FLOP/s"},
-                 {"achieved_flops_per_s", "FLOP/s"}};
-  } else if (id == "A10") {
-    t.title = "Kernels by name";
-    t.columns = {{"kernel_name", "kernel name", true, true},
-                 {"count", "count / batch"},
-                 {"total_latency_ms", "total (ms / batch)"},
-                 {"mean_latency_us", "mean (µs)"},
-                 {"percent_of_model_latency", "% of model"},
-                 {"percent_of_kernel_time", "% of kernels"}};
-    t.bar_column = 2;
-  } else if (id == "A11") {
-    t.title = "Kernels by layer";
-    t.columns = {{"layer_index", "layer"},
-                 {"layer_name", "name"},
-                 {"layer_type", "type"},
-                 {"kernel_count", "kernels / batch"},
-                 {"kernel_latency_ms", "kernels (ms)"},
-                 {"layer_latency_ms", "layer (ms)"},
-                 {"gpu_percent", "GPU %"}};
-  } else if (id == "A13") {
-    t.title = "GPU vs non-GPU latency per layer";
-    t.columns = {{"layer_index", "layer"},
-                 {"layer_name", "name"},
-                 {"layer_latency_ms", "layer (ms)"},
-                 {"gpu_latency_ms", "GPU (ms)"},
-                 {"non_gpu_latency_ms", "non-GPU (ms)"}};
-    t.bar_column = 4;
-  } else if (id == "A15") {
-    t.title = "Kernels by model";
-    t.columns = {{"batch_size", "batch"},
-                 {"model_latency_ms", "model (ms)"},
-                 {"kernel_latency_ms", "kernels (ms)"},
-                 {"kernel_count", "kernels / batch"},
-                 {"gpu_busy_ms", "GPU busy (ms)"},
-                 {"gflops", "GFLOPs"},
-                 {"dram_read_bytes", "DRAM read (B)"},
-                 {"dram_write_bytes", "DRAM write (B)"},
-                 {"achieved_occupancy", "occupancy"},
-                 {"bound", "bound"},
-                 {"l2_bytes", "L2 (B)"},
-                 {"l1_bytes", "L1 (B)"},
-                 {"arithmetic_intensity", "AI (FLOP/B)"},
-                 {"achieved_flops_per_s", "FLOP/s"},
-                 {"precision", "precision"}};
-  } else if (id == "gpu-idle") {
-    t.title = "GPU idle time";
-    t.columns = {{"batch_size", "batch"},
-                 {"predict_ms", "predict (ms)"},
-                 {"gpu_busy_ms", "busy (ms)"},
-                 {"idle_ms", "idle (ms)"},
-                 {"idle_percent", "idle %"},
-                 {"host_wait_ms", "host-bound (ms)"},
-                 {"launch_latency_ms", "launch latency (ms)"},
-                 {"before_first_kernel_ms", "before first (ms)"},
-                 {"after_last_kernel_ms", "after last (ms)"},
-                 {"unattributed_ms", "unattributed (ms)"}};
-    t.bar_column = 4;
-  } else if (id == "launch-stats") {
-    t.title = "Kernel launch statistics";
-    t.columns = {{"batch_size", "batch"},
-                 {"launches_per_batch", "kernels / batch"},
-                 {"launch_api_calls_per_batch", "launch calls / batch"},
-                 {"launch_delay_p50_us", "delay p50 (µs)"},
-                 {"launch_delay_p90_us", "delay p90 (µs)"},
-                 {"launch_delay_p99_us", "delay p99 (µs)"},
-                 {"launch_api_p50_us", "API p50 (µs)"},
-                 {"launch_api_p99_us", "API p99 (µs)"},
-                 {"kernels_under_10us", "<10 µs / batch"},
-                 {"kernels_under_10us_percent", "<10 µs %"},
-                 {"kernels_under_2us", "<2 µs / batch"},
-                 {"kernels_under_2us_percent", "<2 µs %"},
-                 {"with_framework_op_percent", "under an op %"}};
-  } else if (id == "launch-top") {
-    t.id = "launch-stats";
-    t.title = "Kernels with the largest launch delay";
-    t.columns = {{"batch", "batch"},
-                 {"layer_index", "layer"},
-                 {"layer_name", "layer name"},
-                 {"kernel_name", "kernel name", true, true},
-                 {"launch_api", "launch API"},
-                 {"launch_delay_us", "delay (µs)"},
-                 {"duration_us", "duration (µs)"}};
-    t.bar_column = 5;
-  } else {
-    throw std::logic_error("gpu skeleton: unknown id " + id);
-  }
-  return t;
-}
-
-// A per-batch-size table: its skeleton with run and matching notes, or the empty table without a kernel run.
+// A per-batch-size table: the registry's empty table with run and matching notes (no rows without a kernel run).
 Table start(const std::string& id, const GpuRuns& runs, bool with_model, bool with_layers) {
-  Table t = skeleton(id);
-  t.title += suffix(runs.batch_size);
-  t.batch_size = runs.batch_size;
+  Table t = empty_table(table_spec(id), runs.batch_size);
   if (!runs.kernel_run) {
     t.notes.push_back(kNoKernelRun);
     return t;
@@ -460,6 +279,21 @@ double layer_compute_latency(const GpuRuns& runs, const LayerCounters& lc, std::
   return i < v.size() && (slot == lc.layers || slot < own_layers) ? v[i] : std::nan("");
 }
 
+// The roofline columns A9 and A14 share, from one point.
+void roofline_cells(RowBuilder& row, const RooflinePoint& p) {
+  row.set("gflops", gflops_cell(p.flops))
+      .set("precision", text_cell(p.precision))
+      .set("ai_dram", opt_cell(p.at(MemoryLevel::kDram).ai))
+      .set("ai_l2", opt_cell(p.at(MemoryLevel::kL2).ai))
+      .set("ai_l1", opt_cell(p.at(MemoryLevel::kL1).ai))
+      .set("achieved_flops_per_s", opt_cell(p.achieved_flops_per_s))
+      .set("peak_flops_per_s", opt_cell(p.peak_flops_per_s))
+      .set("attainable_flops_per_s", attainable_cell(p))
+      .set("percent_of_roofline", opt_cell(p.percent_of_roofline))
+      .set("bound", bound_cell(p))
+      .set("binding_level", binding_cell(p));
+}
+
 void note_unweighted(Table& t, std::size_t unweighted) {
   if (unweighted > 0)
     t.notes.push_back(std::to_string(unweighted) + " kernels of the counter run have no joined M/F/K latency: "
@@ -479,24 +313,30 @@ Table a8_kernel_information(const GpuRuns& runs) {
   PrecisionUse precisions;
   std::size_t with_bound = 0;
   for (const KernelOccurrence& o : runs.occurrences) {
-    std::vector<Cell> row = {layer_index_cell(o.layer_index), int_cell(o.kernel_index),
-                             Cell{layer_name(runs, o.layer_index, false)}, Cell{std::string(o.name)},
-                             ms_cell(o.latency_ns)};
+    RowBuilder row(t);
+    row.set("layer_index", layer_index_cell(o.layer_index))
+        .set("kernel_index", int_cell(o.kernel_index))
+        .set("layer_name", layer_name(runs, o.layer_index, false))
+        .set("kernel_name", std::string(o.name))
+        .set("latency_ms", ms_cell(o.latency_ns));
     if (o.counters != nullptr) {
       const CounterValues& c = o.counters->counters;
       const RooflinePoint p = roofline_point(c, runs.ceilings, o.latency_ns);
       precisions.add(p);
-      const LevelPoint& dram = p.at(MemoryLevel::kDram);
       with_bound += p.binding.has_value();
-      row.insert(row.end(), {gflops_cell(p.flops), value_cell(c, hw::kDramReadBytes),
-                             value_cell(c, hw::kDramWriteBytes), value_cell(c, hw::kAchievedOccupancyPercent),
-                             opt_cell(dram.ai), opt_cell(p.achieved_flops_per_s), bound_cell(p),
-                             value_cell(c, hw::kL2Bytes), value_cell(c, hw::kL1Bytes),
-                             value_cell(c, hw::kSmThroughputPercent), text_cell(p.precision)});
-    } else {
-      row.resize(t.columns.size());
+      row.set("gflops", gflops_cell(p.flops))
+          .set("dram_read_bytes", value_cell(c, hw::kDramReadBytes))
+          .set("dram_write_bytes", value_cell(c, hw::kDramWriteBytes))
+          .set("achieved_occupancy", value_cell(c, hw::kAchievedOccupancyPercent))
+          .set("arithmetic_intensity", opt_cell(p.at(MemoryLevel::kDram).ai))
+          .set("achieved_flops_per_s", opt_cell(p.achieved_flops_per_s))
+          .set("bound", bound_cell(p))
+          .set("l2_bytes", value_cell(c, hw::kL2Bytes))
+          .set("l1_bytes", value_cell(c, hw::kL1Bytes))
+          .set("sm_throughput_percent", value_cell(c, hw::kSmThroughputPercent))
+          .set("precision", text_cell(p.precision));
     }
-    t.rows.push_back(std::move(row));
+    t.rows.push_back(row.take());
   }
   t.notes.push_back("one row per kernel occurrence (layer index, kernel index in the layer by start time); "
                     "latency is the trimmed mean over the batches that have it");
@@ -521,13 +361,14 @@ Table a9_kernel_roofline(const GpuRuns& runs) {
     if (o.counters == nullptr) continue;
     const RooflinePoint p = roofline_point(o.counters->counters, runs.ceilings, o.latency_ns);
     precisions.add(p);
-    const LevelPoint& dram = p.at(MemoryLevel::kDram);
-    t.rows.push_back({layer_index_cell(o.layer_index), int_cell(o.kernel_index),
-                      Cell{layer_name(runs, o.layer_index, false)}, Cell{std::string(o.name)}, ms_cell(o.latency_ns),
-                      gflops_cell(p.flops), text_cell(p.precision), opt_cell(dram.ai),
-                      opt_cell(p.at(MemoryLevel::kL2).ai), opt_cell(p.at(MemoryLevel::kL1).ai),
-                      opt_cell(p.achieved_flops_per_s), opt_cell(p.peak_flops_per_s),
-                      attainable_cell(p), opt_cell(p.percent_of_roofline), bound_cell(p), binding_cell(p)});
+    RowBuilder row(t);
+    row.set("layer_index", layer_index_cell(o.layer_index))
+        .set("kernel_index", int_cell(o.kernel_index))
+        .set("layer_name", layer_name(runs, o.layer_index, false))
+        .set("kernel_name", std::string(o.name))
+        .set("latency_ms", ms_cell(o.latency_ns));
+    roofline_cells(row, p);
+    t.rows.push_back(row.take());
   }
   add_counter_notes(t, runs, &precisions);
   if (runs.has_counters()) {
@@ -558,13 +399,21 @@ Table a12_counters_by_layer(const GpuRuns& runs) {
     const RooflinePoint p = roofline_point(v, runs.ceilings, std::nullopt);
     precisions.add(p);
     unweighted += a.unweighted();
-    const LevelPoint& dram = p.at(MemoryLevel::kDram);
-    t.rows.push_back({layer_index_cell(index), Cell{counter_layer_name(runs, index)},
-                      Cell{counter_layer_type(runs, index)}, int_cell(a.kernels()),
-                      gflops_cell(p.flops), value_cell(v, hw::kDramReadBytes), value_cell(v, hw::kDramWriteBytes),
-                      value_cell(v, hw::kL2Bytes), value_cell(v, hw::kL1Bytes),
-                      value_cell(v, hw::kAchievedOccupancyPercent), opt_cell(dram.ai), text_cell(p.precision),
-                      bound_cell(p)});
+    RowBuilder row(t);
+    row.set("layer_index", layer_index_cell(index))
+        .set("layer_name", counter_layer_name(runs, index))
+        .set("layer_type", counter_layer_type(runs, index))
+        .set("kernels", int_cell(a.kernels()))
+        .set("gflops", gflops_cell(p.flops))
+        .set("dram_read_bytes", value_cell(v, hw::kDramReadBytes))
+        .set("dram_write_bytes", value_cell(v, hw::kDramWriteBytes))
+        .set("l2_bytes", value_cell(v, hw::kL2Bytes))
+        .set("l1_bytes", value_cell(v, hw::kL1Bytes))
+        .set("achieved_occupancy", value_cell(v, hw::kAchievedOccupancyPercent))
+        .set("arithmetic_intensity", opt_cell(p.at(MemoryLevel::kDram).ai))
+        .set("precision", text_cell(p.precision))
+        .set("bound", bound_cell(p));
+    t.rows.push_back(row.take());
   }
   add_counter_notes(t, runs, &precisions);
   note_unweighted(t, unweighted);
@@ -593,13 +442,13 @@ Table a14_layer_roofline(const GpuRuns& runs) {
     const double latency = layer_compute_latency(runs, lc, s);
     const RooflinePoint p = roofline_point(a.values(), runs.ceilings, latency);
     precisions.add(p);
-    const LevelPoint& dram = p.at(MemoryLevel::kDram);
-    t.rows.push_back({layer_index_cell(index), Cell{counter_layer_name(runs, index)},
-                      Cell{counter_layer_type(runs, index)}, ms_cell(latency), gflops_cell(p.flops),
-                      text_cell(p.precision), opt_cell(dram.ai), opt_cell(p.at(MemoryLevel::kL2).ai),
-                      opt_cell(p.at(MemoryLevel::kL1).ai), opt_cell(p.achieved_flops_per_s),
-                      opt_cell(p.peak_flops_per_s), attainable_cell(p), opt_cell(p.percent_of_roofline),
-                      bound_cell(p), binding_cell(p)});
+    RowBuilder row(t);
+    row.set("layer_index", layer_index_cell(index))
+        .set("layer_name", counter_layer_name(runs, index))
+        .set("layer_type", counter_layer_type(runs, index))
+        .set("kernel_latency_ms", ms_cell(latency));
+    roofline_cells(row, p);
+    t.rows.push_back(row.take());
   }
   add_counter_notes(t, runs, &precisions);
   t.notes.push_back("per layer: FLOPs and bytes summed over its kernels in the counter run; achieved FLOP/s = FLOPs "
@@ -616,22 +465,28 @@ Table roofline_hierarchical(const GpuRuns& runs) {
     return t;
   }
   PrecisionUse precisions;
-  auto level_cells = [](const RooflinePoint& p, std::vector<Cell>& row) {
-    for (MemoryLevel l : kMemoryLevels) row.push_back(opt_cell(p.at(l).ai));
-    for (MemoryLevel l : kMemoryLevels) row.push_back(bound_cell(p.at(l).bound));
+  auto level_cells = [](const RooflinePoint& p, RowBuilder& row) {
+    for (MemoryLevel l : kMemoryLevels) {
+      row.set("ai_" + std::string(to_string(l)), opt_cell(p.at(l).ai));
+      row.set("bound_" + std::string(to_string(l)), bound_cell(p.at(l).bound));
+    }
     // The same verdict as A9/A14's binding_level (roofline.h hierarchical_bound()).
-    row.push_back(binding_cell(p));
-    row.push_back(attainable_cell(p));
-    row.push_back(opt_cell(p.achieved_flops_per_s));
+    row.set("limiting", binding_cell(p))
+        .set("attainable_flops_per_s", attainable_cell(p))
+        .set("achieved_flops_per_s", opt_cell(p.achieved_flops_per_s));
   };
   for (const KernelOccurrence& o : runs.occurrences) {
     if (o.counters == nullptr) continue;
     const RooflinePoint p = roofline_point(o.counters->counters, runs.ceilings, o.latency_ns);
     precisions.add(p);
-    std::vector<Cell> row = {Cell{std::string("kernel")}, layer_index_cell(o.layer_index), int_cell(o.kernel_index),
-                             Cell{std::string(o.name)}, text_cell(p.precision)};
+    RowBuilder row(t);
+    row.set("scope", std::string("kernel"))
+        .set("layer_index", layer_index_cell(o.layer_index))
+        .set("kernel_index", int_cell(o.kernel_index))
+        .set("name", std::string(o.name))
+        .set("precision", text_cell(p.precision));
     level_cells(p, row);
-    t.rows.push_back(std::move(row));
+    t.rows.push_back(row.take());
   }
   const LayerCounters lc = layer_counters(runs);
   for (std::size_t s = 0; s <= lc.layers; ++s) {
@@ -639,10 +494,13 @@ Table roofline_hierarchical(const GpuRuns& runs) {
     const std::size_t index = s == lc.layers ? kNoLayer : s;
     const RooflinePoint p = roofline_point(lc.agg[s].values(), runs.ceilings, layer_compute_latency(runs, lc, s));
     precisions.add(p);
-    std::vector<Cell> row = {Cell{std::string("layer")}, layer_index_cell(index), Cell{},
-                             Cell{counter_layer_name(runs, index)}, text_cell(p.precision)};
+    RowBuilder row(t);
+    row.set("scope", std::string("layer"))
+        .set("layer_index", layer_index_cell(index))
+        .set("name", counter_layer_name(runs, index))
+        .set("precision", text_cell(p.precision));
     level_cells(p, row);
-    t.rows.push_back(std::move(row));
+    t.rows.push_back(row.take());
   }
   add_counter_notes(t, runs, &precisions);
   t.notes.push_back("hierarchical roofline (Yang, Kurth, Williams 2020): AI and bound at each memory level against "
@@ -685,9 +543,14 @@ Table a10_kernels_by_name(const GpuRuns& runs) {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
   });
   for (const Row& r : rows) {
-    t.rows.push_back({Cell{std::string(r.name)}, Cell{static_cast<double>(r.agg->n) / static_cast<double>(batches)},
-                      ms_cell(r.total_ns), Cell{r.agg->sum / static_cast<double>(r.agg->n) / 1e3},
-                      percent_cell(r.total_ns, runs.model_latency_ns), percent_cell(r.total_ns, all)});
+    RowBuilder row(t);
+    row.set("kernel_name", std::string(r.name))
+        .set("count", static_cast<double>(r.agg->n) / static_cast<double>(batches))
+        .set("total_latency_ms", ms_cell(r.total_ns))
+        .set("mean_latency_us", r.agg->sum / static_cast<double>(r.agg->n) / 1e3)
+        .set("percent_of_model_latency", percent_cell(r.total_ns, runs.model_latency_ns))
+        .set("percent_of_kernel_time", percent_cell(r.total_ns, all));
+    t.rows.push_back(row.take());
   }
   t.notes.push_back("count = occurrences / batches; total = trimmed mean over batches of the per-batch sum; "
                     "mean = sum of durations / occurrences; % of model = total / model latency of the M run");
@@ -708,10 +571,15 @@ Table a11_kernels_by_layer(const GpuRuns& runs) {
     const bool reached = outside || s < runs.kernels.layers.layers.size();
     const double gpu = reached ? g.latency_ns(s) : std::nan("");
     const double layer = !outside && s < f.size() ? f[s].latency_ns : std::nan("");
-    t.rows.push_back({outside ? Cell{} : int_cell(s), Cell{layer_name(runs, outside ? kNoLayer : s, true)},
-                      Cell{outside ? std::string() : layer_type(runs, s)},
-                      reached ? Cell{static_cast<double>(g.occurrences[s]) / batches} : Cell{}, ms_cell(gpu),
-                      ms_cell(layer), percent_cell(gpu, layer)});
+    RowBuilder row(t);
+    row.set("layer_index", outside ? Cell{} : int_cell(s))
+        .set("layer_name", layer_name(runs, outside ? kNoLayer : s, true))
+        .set("layer_type", outside ? std::string() : layer_type(runs, s))
+        .set("kernel_count", reached ? Cell{static_cast<double>(g.occurrences[s]) / batches} : Cell{})
+        .set("kernel_latency_ms", ms_cell(gpu))
+        .set("layer_latency_ms", ms_cell(layer))
+        .set("gpu_percent", percent_cell(gpu, layer));
+    t.rows.push_back(row.take());
   }
   t.notes.push_back("kernels per batch = occurrences / batches; kernel latency = trimmed mean over batches of the "
                     "per-batch sum; GPU % = kernel latency (M/F/K run) / layer latency (M/F run), above 100 when "
@@ -734,7 +602,13 @@ Table a13_gpu_vs_non_gpu(const GpuRuns& runs) {
     const double gpu = i < kernel_layers ? g.latency_ns(i) : std::nan("");
     const double non_gpu = layer - gpu;
     if (non_gpu < 0) ++negative;
-    t.rows.push_back({int_cell(i), Cell{layer_name(runs, i, true)}, ms_cell(layer), ms_cell(gpu), ms_cell(non_gpu)});
+    RowBuilder row(t);
+    row.set("layer_index", int_cell(i))
+        .set("layer_name", layer_name(runs, i, true))
+        .set("layer_latency_ms", ms_cell(layer))
+        .set("gpu_latency_ms", ms_cell(gpu))
+        .set("non_gpu_latency_ms", ms_cell(non_gpu));
+    t.rows.push_back(row.take());
   }
   t.notes.push_back("non-GPU latency = layer latency (M/F run) − sum of its kernels' latency (M/F/K run), SPEC §3");
   if (negative > 0) {
@@ -770,10 +644,15 @@ Table kernel_launch_delay_top(const GpuRuns& runs, std::size_t top) {
   std::partial_sort(ks.begin(), ks.begin() + static_cast<std::ptrdiff_t>(n), ks.end(), by_delay);
   for (std::size_t i = 0; i < n; ++i) {
     const GpuKernel& k = *ks[i];
-    t.rows.push_back({int_cell(k.batch), layer_index_cell(k.layer_index), Cell{layer_name(runs, k.layer_index, false)},
-                      Cell{std::string(k.name)}, Cell{std::string(k.launch_api)},
-                      Cell{static_cast<double>(k.launch_delay_ns()) / 1e3},
-                      Cell{static_cast<double>(k.duration_ns()) / 1e3}});
+    RowBuilder row(t);
+    row.set("batch", int_cell(k.batch))
+        .set("layer_index", layer_index_cell(k.layer_index))
+        .set("layer_name", layer_name(runs, k.layer_index, false))
+        .set("kernel_name", std::string(k.name))
+        .set("launch_api", std::string(k.launch_api))
+        .set("launch_delay_us", static_cast<double>(k.launch_delay_ns()) / 1e3)
+        .set("duration_us", static_cast<double>(k.duration_ns()) / 1e3);
+    t.rows.push_back(row.take());
   }
   t.notes.push_back("launch delay = kernel start − start of its launching API call (the KERNEL span's SYSTEM "
                     "parent); batch = 0-based measured batch");
@@ -793,7 +672,7 @@ Table kernel_launch_delay_top(const EvaluationRecord& r, int b, std::size_t top)
 // ---------------------------------------------------------------------------------------------------------
 
 Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
-  Table t = skeleton("A15");
+  Table t = empty_table(table_spec("A15"));
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> model_notes, kernel_notes, counter_notes;
   PrecisionUse precisions;
@@ -816,8 +695,12 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
       busy[batch] = static_cast<double>(union_length_ns(intervals));
     }
     const double per_batch = batches ? static_cast<double>(kt.kernels.size()) / static_cast<double>(batches) : 0;
-    std::vector<Cell> row = {Cell{static_cast<std::int64_t>(b)}, ms_cell(runs.model_latency_ns),
-                             ms_cell(trimmed_mean(kernel_sum)), Cell{per_batch}, ms_cell(trimmed_mean(busy))};
+    RowBuilder row(t);
+    row.set("batch_size", static_cast<std::int64_t>(b))
+        .set("model_latency_ms", ms_cell(runs.model_latency_ns))
+        .set("kernel_latency_ms", ms_cell(trimmed_mean(kernel_sum)))
+        .set("kernel_count", per_batch)
+        .set("gpu_busy_ms", ms_cell(trimmed_mean(busy)));
     if (runs.has_counters()) {
       // The whole model: every kernel position of the counter run (SPEC §4 aggregation rules).
       CounterAggregate a;
@@ -829,11 +712,16 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
       const CounterValues v = a.values();
       const RooflinePoint p = roofline_point(v, runs.ceilings, runs.compute_latency_ns);
       precisions.add(p);
-      const LevelPoint& dram = p.at(MemoryLevel::kDram);
-      row.insert(row.end(), {gflops_cell(p.flops), value_cell(v, hw::kDramReadBytes),
-                             value_cell(v, hw::kDramWriteBytes), value_cell(v, hw::kAchievedOccupancyPercent),
-                             bound_cell(p), value_cell(v, hw::kL2Bytes), value_cell(v, hw::kL1Bytes),
-                             opt_cell(dram.ai), opt_cell(p.achieved_flops_per_s), text_cell(p.precision)});
+      row.set("gflops", gflops_cell(p.flops))
+          .set("dram_read_bytes", value_cell(v, hw::kDramReadBytes))
+          .set("dram_write_bytes", value_cell(v, hw::kDramWriteBytes))
+          .set("achieved_occupancy", value_cell(v, hw::kAchievedOccupancyPercent))
+          .set("bound", bound_cell(p))
+          .set("l2_bytes", value_cell(v, hw::kL2Bytes))
+          .set("l1_bytes", value_cell(v, hw::kL1Bytes))
+          .set("arithmetic_intensity", opt_cell(p.at(MemoryLevel::kDram).ai))
+          .set("achieved_flops_per_s", opt_cell(p.achieved_flops_per_s))
+          .set("precision", text_cell(p.precision));
       std::vector<std::string> cn = runs.counter_notes;
       if (a.unweighted() > 0)
         cn.push_back(std::to_string(a.unweighted()) + " kernels of the counter run have no joined M/F/K latency: "
@@ -845,8 +733,7 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
     } else {
       counter_notes.emplace_back(b, runs.counter_note);
     }
-    row.resize(t.columns.size());
-    t.rows.push_back(std::move(row));
+    t.rows.push_back(row.take());
     model_notes.emplace_back(b, runs.model_run ? runs.model_note : "no MODEL-level run: model latency unknown");
     kernel_notes.emplace_back(b, runs.kernel_note);
     if (!runs.notes.empty()) batch_notes.emplace_back(b, runs.notes);
@@ -876,7 +763,7 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
 }
 
 Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
-  Table t = skeleton("gpu-idle");
+  Table t = empty_table(table_spec("gpu-idle"));
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> kernel_notes;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;
@@ -905,11 +792,18 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
     }
     const auto n = static_cast<double>(kt.batches());
     auto mean_ms = [&](std::int64_t v) { return n > 0 ? Cell{static_cast<double>(v) / n / 1e6} : Cell{}; };
-    t.rows.push_back({Cell{static_cast<std::int64_t>(b)}, mean_ms(sum.window_ns), mean_ms(sum.busy_ns),
-                      mean_ms(sum.idle_ns),
-                      percent_cell(static_cast<double>(sum.idle_ns), static_cast<double>(sum.window_ns)),
-                      mean_ms(sum.host_wait_ns), mean_ms(sum.launch_latency_ns), mean_ms(sum.before_first_ns),
-                      mean_ms(sum.after_last_ns), mean_ms(sum.unattributed_ns)});
+    RowBuilder row(t);
+    row.set("batch_size", static_cast<std::int64_t>(b))
+        .set("predict_ms", mean_ms(sum.window_ns))
+        .set("gpu_busy_ms", mean_ms(sum.busy_ns))
+        .set("idle_ms", mean_ms(sum.idle_ns))
+        .set("idle_percent", percent_cell(static_cast<double>(sum.idle_ns), static_cast<double>(sum.window_ns)))
+        .set("host_wait_ms", mean_ms(sum.host_wait_ns))
+        .set("launch_latency_ms", mean_ms(sum.launch_latency_ns))
+        .set("before_first_kernel_ms", mean_ms(sum.before_first_ns))
+        .set("after_last_kernel_ms", mean_ms(sum.after_last_ns))
+        .set("unattributed_ms", mean_ms(sum.unattributed_ns));
+    t.rows.push_back(row.take());
     kernel_notes.emplace_back(b, timeline_note(runs.kernel_note, "GPU timeline from"));
     std::vector<std::string> notes = runs.notes;
     if (kt.without_launch > 0) {
@@ -932,7 +826,7 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
 }
 
 Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
-  Table t = skeleton("launch-stats");
+  Table t = empty_table(table_spec("launch-stats"));
   std::vector<int> missing;
   std::vector<std::pair<int, std::string>> kernel_notes;
   std::vector<std::pair<int, std::vector<std::string>>> batch_notes;
@@ -963,12 +857,21 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
     const auto total = static_cast<double>(kt.kernels.size());
     auto pct = [](const std::vector<double>& v, double p) { return v.empty() ? Cell{} : Cell{percentile_sorted(v, p)}; };
     auto per_batch = [&](double v) { return batches > 0 ? Cell{v / batches} : Cell{}; };
-    t.rows.push_back({Cell{static_cast<std::int64_t>(b)}, per_batch(total),
-                      per_batch(static_cast<double>(calls.size())), pct(delays, 50), pct(delays, 90), pct(delays, 99),
-                      pct(api, 50), pct(api, 99), per_batch(static_cast<double>(under10)),
-                      percent_cell(static_cast<double>(under10), total), per_batch(static_cast<double>(under2)),
-                      percent_cell(static_cast<double>(under2), total),
-                      percent_cell(static_cast<double>(in_layer), total)});
+    RowBuilder row(t);
+    row.set("batch_size", static_cast<std::int64_t>(b))
+        .set("launches_per_batch", per_batch(total))
+        .set("launch_api_calls_per_batch", per_batch(static_cast<double>(calls.size())))
+        .set("launch_delay_p50_us", pct(delays, 50))
+        .set("launch_delay_p90_us", pct(delays, 90))
+        .set("launch_delay_p99_us", pct(delays, 99))
+        .set("launch_api_p50_us", pct(api, 50))
+        .set("launch_api_p99_us", pct(api, 99))
+        .set("kernels_under_10us", per_batch(static_cast<double>(under10)))
+        .set("kernels_under_10us_percent", percent_cell(static_cast<double>(under10), total))
+        .set("kernels_under_2us", per_batch(static_cast<double>(under2)))
+        .set("kernels_under_2us_percent", percent_cell(static_cast<double>(under2), total))
+        .set("with_framework_op_percent", percent_cell(static_cast<double>(in_layer), total));
+    t.rows.push_back(row.take());
     kernel_notes.emplace_back(b, timeline_note(runs.kernel_note, "kernel launches from"));
     std::vector<std::string> notes = runs.notes;
     if (kt.without_launch > 0) {

@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/registry.h"
 
 namespace xsp {
 namespace {
@@ -17,54 +18,6 @@ constexpr const char* kNoFrameworkRun = "no FRAMEWORK-level run in this evaluati
 
 Cell int_cell(std::int64_t v) { return Cell{v}; }
 Cell opt_int_cell(const std::optional<std::int64_t>& v) { return v ? Cell{*v} : Cell{}; }
-
-// Title, columns and bar of each layer analysis; shared by the filled and the empty (no run) tables.
-Table skeleton(int which, int batch_size) {
-  Table t;
-  const std::string suffix = " (batch size " + std::to_string(batch_size) + ")";
-  switch (which) {
-    case 2:
-      t.id = "A2";
-      t.title = "Layer information";
-      t.columns = {{"layer_index", "index"},       {"layer_name", "name"},          {"layer_type", "type"},
-                   {"shapes", "shapes"},           {"latency_ms", "latency (ms)"}, {"allocated_bytes", "allocated (B)"}};
-      break;
-    case 3:
-      t.id = "A3";
-      t.title = "Layer latency by index";
-      t.columns = {{"layer_index", "index"}, {"layer_name", "name"}, {"latency_ms", "latency (ms)"}};
-      t.bar_column = 2;
-      break;
-    case 4:
-      t.id = "A4";
-      t.title = "Layer allocated memory by index";
-      t.columns = {{"layer_index", "index"}, {"layer_name", "name"}, {"allocated_bytes", "allocated (B)"}};
-      t.bar_column = 2;
-      break;
-    case 5:
-      t.id = "A5";
-      t.title = "Layer type distribution";
-      t.columns = {{"layer_type", "type"}, {"count", "count"}, {"percent", "%"}};
-      break;
-    case 6:
-      t.id = "A6";
-      t.title = "Layer latency by type";
-      t.columns = {{"layer_type", "type"}, {"latency_ms", "latency (ms)"}, {"percent", "%"}};
-      t.bar_column = 1;
-      break;
-    case 7:
-      t.id = "A7";
-      t.title = "Layer memory by type";
-      t.columns = {{"layer_type", "type"}, {"allocated_bytes", "allocated (B)"}, {"percent", "%"}};
-      t.bar_column = 1;
-      break;
-    default:
-      throw std::logic_error("skeleton: not a layer analysis");
-  }
-  t.title += suffix;
-  t.batch_size = batch_size;
-  return t;
-}
 
 // run_note() speaks of latencies and their trimmed mean; memory and count tables say what they really show.
 std::string adapt_note(std::string note, int which) {
@@ -82,7 +35,7 @@ std::string adapt_note(std::string note, int which) {
 }
 
 Table start(int which, const LayerStats& stats, int batch_size, const std::string& note) {
-  Table t = skeleton(which, batch_size);
+  Table t = empty_table(analysis_spec("A" + std::to_string(which)), batch_size);
   if (!note.empty()) t.notes.push_back(adapt_note(note, which));
   t.notes.insert(t.notes.end(), stats.notes.begin(), stats.notes.end());
   return t;
@@ -123,8 +76,8 @@ FrameworkRun framework_run(const EvaluationRecord& record, int batch_size) {
   return fr;
 }
 
-Table empty_table(int which, int batch_size) {
-  Table t = skeleton(which, batch_size);
+Table no_run_table(int which, int batch_size) {
+  Table t = empty_table(analysis_spec("A" + std::to_string(which)), batch_size);
   t.notes.push_back(kNoFrameworkRun);
   return t;
 }
@@ -133,7 +86,7 @@ using StatsFn = Table (*)(const LayerStats&, int, const std::string&);
 
 Table from_record(const EvaluationRecord& record, int batch_size, int which, StatsFn fn) {
   FrameworkRun fr = framework_run(record, batch_size);
-  if (!fr.run) return empty_table(which, batch_size);
+  if (!fr.run) return no_run_table(which, batch_size);
   return fn(fr.stats, batch_size, fr.note);
 }
 
@@ -143,8 +96,14 @@ Table a2_layer_information(const LayerStats& stats, int batch_size, const std::s
   Table t = start(2, stats, batch_size, note);
   t.rows.reserve(stats.layers.size());
   for (const LayerStat& l : stats.layers) {
-    t.rows.push_back({int_cell(static_cast<std::int64_t>(l.index)), Cell{l.name}, Cell{l.type}, Cell{l.shapes},
-                      Cell{l.latency_ns / 1e6}, opt_int_cell(l.allocated_bytes)});
+    RowBuilder row(t);
+    row.set("layer_index", int_cell(static_cast<std::int64_t>(l.index)))
+        .set("layer_name", l.name)
+        .set("layer_type", l.type)
+        .set("shapes", l.shapes)
+        .set("latency_ms", l.latency_ns / 1e6)
+        .set("allocated_bytes", opt_int_cell(l.allocated_bytes));
+    t.rows.push_back(row.take());
   }
   note_no_bytes(t, stats);
   return t;
@@ -154,7 +113,9 @@ Table a3_layer_latency(const LayerStats& stats, int batch_size, const std::strin
   Table t = start(3, stats, batch_size, note);
   t.rows.reserve(stats.layers.size());
   for (const LayerStat& l : stats.layers) {
-    t.rows.push_back({int_cell(static_cast<std::int64_t>(l.index)), Cell{l.name}, Cell{l.latency_ns / 1e6}});
+    RowBuilder row(t);
+    row.set("layer_index", int_cell(static_cast<std::int64_t>(l.index))).set("layer_name", l.name);
+    t.rows.push_back(row.set("latency_ms", l.latency_ns / 1e6).take());
   }
   return t;
 }
@@ -163,7 +124,9 @@ Table a4_layer_memory(const LayerStats& stats, int batch_size, const std::string
   Table t = start(4, stats, batch_size, note);
   t.rows.reserve(stats.layers.size());
   for (const LayerStat& l : stats.layers) {
-    t.rows.push_back({int_cell(static_cast<std::int64_t>(l.index)), Cell{l.name}, opt_int_cell(l.allocated_bytes)});
+    RowBuilder row(t);
+    row.set("layer_index", int_cell(static_cast<std::int64_t>(l.index))).set("layer_name", l.name);
+    t.rows.push_back(row.set("allocated_bytes", opt_int_cell(l.allocated_bytes)).take());
   }
   note_no_bytes(t, stats);
   return t;
@@ -174,7 +137,9 @@ Table a5_layer_type_distribution(const LayerStats& stats, int batch_size, const 
   const auto counts = by_type<std::int64_t>(stats, [](const LayerStat&) -> std::int64_t { return 1; });
   const double total = static_cast<double>(stats.layers.size());
   for (const auto& [type, count] : counts) {
-    t.rows.push_back({Cell{type}, Cell{count}, percent_cell(static_cast<double>(count), total)});
+    RowBuilder row(t);
+    row.set("layer_type", type).set("count", count).set("percent", percent_cell(static_cast<double>(count), total));
+    t.rows.push_back(row.take());
   }
   return t;
 }
@@ -185,7 +150,9 @@ Table a6_layer_latency_by_type(const LayerStats& stats, int batch_size, const st
   double total = 0;
   for (const auto& s : sums) total += s.second;
   for (const auto& [type, ns] : sums) {
-    t.rows.push_back({Cell{type}, Cell{ns / 1e6}, percent_cell(ns, total)});
+    RowBuilder row(t);
+    row.set("layer_type", type).set("latency_ms", ns / 1e6).set("percent", percent_cell(ns, total));
+    t.rows.push_back(row.take());
   }
   return t;
 }
@@ -196,7 +163,10 @@ Table a7_layer_memory_by_type(const LayerStats& stats, int batch_size, const std
   std::int64_t total = 0;
   for (const auto& s : sums) total += s.second;
   for (const auto& [type, bytes] : sums) {
-    t.rows.push_back({Cell{type}, Cell{bytes}, percent_cell(static_cast<double>(bytes), static_cast<double>(total))});
+    RowBuilder row(t);
+    row.set("layer_type", type).set("allocated_bytes", bytes);
+    row.set("percent", percent_cell(static_cast<double>(bytes), static_cast<double>(total)));
+    t.rows.push_back(row.take());
   }
   note_no_bytes(t, stats);
   return t;
@@ -294,7 +264,7 @@ std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vecto
     }
     for (int b : batches) {
       const FrameworkRun& fr = get(b);
-      out.push_back(fr.run ? kFns[w - 2](fr.stats, b, fr.note) : empty_table(w, b));
+      out.push_back(fr.run ? kFns[w - 2](fr.stats, b, fr.note) : no_run_table(w, b));
     }
   }
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "xsp/analysis/registry.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/summary.h"
 #include "internal.h"
@@ -88,19 +89,7 @@ std::vector<int> measured_batch_sizes(const EvaluationRecord& record) {
 }  // namespace detail
 
 Table a1_model_information(const EvaluationRecord& record, std::optional<double> latency_bound_ms) {
-  Table t;
-  t.id = "A1";
-  t.title = "Model information";
-  t.columns = {{"batch_size", "batch"},
-               {"median_ms", "median (ms)"},
-               {"ci95_low_ms", "95% CI low"},
-               {"ci95_high_ms", "95% CI high"},
-               {"stability", "stability"},
-               {"latency_trimmed_mean_ms", "latency (ms, trimmed mean)"},
-               {"p50_ms", "p50 (ms)"},
-               {"p90_ms", "p90 (ms)"},
-               {"p99_ms", "p99 (ms)"},
-               {"throughput_samples_per_s", "throughput (samples/s)"}};
+  Table t = empty_table(analysis_spec("A1"));
 
   std::vector<std::pair<int, double>> thr;
   std::vector<BatchThroughput> points;
@@ -132,9 +121,18 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
     const double throughput = s.trimmed_mean > 0 ? b / (s.trimmed_mean * 1e-9) : std::nan("");
     const StabilityAssessment st = run_stability(*run);
     auto ms = [](double ns) { return std::isfinite(ns) ? Cell{ns / 1e6} : Cell{}; };
-    t.rows.push_back({Cell{static_cast<std::int64_t>(b)}, ms(st.median_ns), ms(st.ci95_ns.low), ms(st.ci95_ns.high),
-                      Cell{stability_label(st)}, Cell{tm_ms}, Cell{s.p50 / 1e6}, Cell{s.p90 / 1e6}, Cell{s.p99 / 1e6},
-                      Cell{throughput}});
+    RowBuilder row(t);
+    row.set("batch_size", static_cast<std::int64_t>(b))
+        .set("median_ms", ms(st.median_ns))
+        .set("ci95_low_ms", ms(st.ci95_ns.low))
+        .set("ci95_high_ms", ms(st.ci95_ns.high))
+        .set("stability", stability_label(st))
+        .set("latency_trimmed_mean_ms", tm_ms)
+        .set("p50_ms", s.p50 / 1e6)
+        .set("p90_ms", s.p90 / 1e6)
+        .set("p99_ms", s.p99 / 1e6)
+        .set("throughput_samples_per_s", throughput);
+    t.rows.push_back(row.take());
     if (st.verdict == Verdict::kUnstable) unstable.push_back(b);
     thr.emplace_back(b, throughput);
     points.push_back({b, throughput, s.p99 / 1e6});

@@ -1,4 +1,6 @@
 // Run summary with stability and level overheads: see include/xsp/analysis/summary.h.
+#include "xsp/analysis/registry.h"
+#include "xsp/record/run_statistics.h"
 #include "xsp/analysis/summary.h"
 
 #include "internal.h"
@@ -59,92 +61,65 @@ std::vector<LevelOverhead> level_overheads(const EvaluationRecord& record) {
 }
 
 std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
-  Table t;
-  t.id = "summary.runs";
-  t.title = "Predict latency per batch size and run (each level's latency from its own run), with its 95% interval "
-            "and stability";
-  t.columns = {{"batch_size", "batch"},
-               {"run", "run"},
-               {"trace_level", "level", false},
-               {"median_ms", "median ms"},
-               {"ci95_low_ms", "95% CI low"},
-               {"ci95_high_ms", "95% CI high"},
-               {"stability", "stability"},
-               {"spread_percent", "spread %", false},
-               {"cv_percent", "CV %"},
-               {"drift_percent", "drift %"},
-               {"trimmed_mean_ms", "trimmed mean ms"},
-               {"p50_ms", "p50 ms", false},
-               {"p90_ms", "p90 ms"},
-               {"p99_ms", "p99 ms"},
-               {"throughput_samples_per_s", "samples/s"},
-               {"batches", "batches"},
-               {"warmup_batches", "warm-up"},
-               {"warmup_ms", "warm-up ms"},
-               {"spans", "spans"},
-               {"unparented", "unparented"},
-               {"warnings", "warnings"}};
+  Table t = empty_table(table_spec("summary.runs"));
   for (const auto& run : record.runs) {
     const StabilityAssessment s = run_stability(run);
     const auto it = run.stage_latency_ns.find(kStagePredict);
     const LatencySummary p = it != run.stage_latency_ns.end() ? it->second : summarize(run.predict_latency_ns);
-    t.rows.push_back({Cell(std::int64_t{run.batch_size}), Cell(std::string(run_name(run.trace_level))),
-                      Cell(std::string(to_string(run.trace_level))), real_or_empty(s.median_ns / 1e6),
-                      real_or_empty(s.ci95_ns.low / 1e6), real_or_empty(s.ci95_ns.high / 1e6),
-                      Cell(run.trace_level == TraceLevel::kHardware ? std::string("n/a (counter run)")
-                                                                    : stability_label(s)),
-                      real_or_empty(100 * s.spread_fraction), real_or_empty(100 * s.cv),
-                      real_or_empty(100 * s.drift_fraction), real_or_empty(p.trimmed_mean / 1e6),
-                      real_or_empty(p.p50 / 1e6), real_or_empty(p.p90 / 1e6), real_or_empty(p.p99 / 1e6),
-                      real_or_empty(run.throughput_samples_per_s),
-                      Cell(static_cast<std::int64_t>(run.predict_latency_ns.size())),
-                      Cell(std::int64_t{run.warmup_iterations}),
-                      real_or_empty(static_cast<double>(run.measurement.warmup_ns) / 1e6),
-                      Cell(static_cast<std::int64_t>(run.trace.spans.size())),
-                      Cell(static_cast<std::int64_t>(run.trace.assembly.unparented)),
-                      Cell(static_cast<std::int64_t>(run.warnings.size()))});
+    RowBuilder row(t);
+    row.set("batch_size", std::int64_t{run.batch_size})
+        .set("run", std::string(run_name(run.trace_level)))
+        .set("trace_level", std::string(to_string(run.trace_level)))
+        .set("median_ms", real_or_empty(s.median_ns / 1e6))
+        .set("ci95_low_ms", real_or_empty(s.ci95_ns.low / 1e6))
+        .set("ci95_high_ms", real_or_empty(s.ci95_ns.high / 1e6))
+        .set("stability", run.trace_level == TraceLevel::kHardware ? std::string("n/a (counter run)")
+                                                                    : stability_label(s))
+        .set("spread_percent", real_or_empty(100 * s.spread_fraction))
+        .set("cv_percent", real_or_empty(100 * s.cv))
+        .set("drift_percent", real_or_empty(100 * s.drift_fraction))
+        .set("trimmed_mean_ms", real_or_empty(p.trimmed_mean / 1e6))
+        .set("p50_ms", real_or_empty(p.p50 / 1e6))
+        .set("p90_ms", real_or_empty(p.p90 / 1e6))
+        .set("p99_ms", real_or_empty(p.p99 / 1e6))
+        .set("throughput_samples_per_s", real_or_empty(run.throughput_samples_per_s))
+        .set("batches", static_cast<std::int64_t>(run.predict_latency_ns.size()))
+        .set("warmup_batches", std::int64_t{run.warmup_iterations})
+        .set("warmup_ms", real_or_empty(static_cast<double>(run.measurement.warmup_ns) / 1e6))
+        .set("spans", static_cast<std::int64_t>(run.trace.spans.size()))
+        .set("unparented", static_cast<std::int64_t>(run.trace.assembly.unparented))
+        .set("warnings", static_cast<std::int64_t>(run.warnings.size()));
+    t.rows.push_back(row.take());
   }
   t.notes.push_back("median and its 95% interval over the result windows (the wider of the order-statistic and the "
                     "batch-means interval); stable = the last windows agree within the tolerance (SPEC §3)");
   for (const auto& run : record.runs) {
     const std::string who = "batch " + std::to_string(run.batch_size) + " " + run_name(run.trace_level) + ": ";
     for (const auto& w : run.warnings) t.notes.push_back("WARNING " + who + w);
-    for (const auto& [name, value] : run.trace.counters) {
-      if (value == 0) continue;
-      // trace.* are the batches and spans the trace budget left out on purpose (--trace-batches), not losses.
-      const bool deliberate = name.rfind("trace.", 0) == 0;
-      t.notes.push_back((deliberate ? "info: " : "") + who + name + " = " + std::to_string(value));
-    }
+    // Severity and meaning from the run-statistics registry: errors and data losses first, in capitals.
+    for (const std::string& line : describe_run_statistics(run.trace.counters)) t.notes.push_back(who + line);
   }
   std::vector<Table> out{std::move(t)};
 
   const auto overheads = level_overheads(record);
   if (overheads.empty()) return out;
-  Table o;
-  o.id = "summary.overheads";
-  o.title = "Overhead each level adds over the next shallower one (SPEC §3), with its 95% interval";
-  o.columns = {{"batch_size", "batch"},
-               {"trace_level", "run"},
-               {"baseline", "over"},
-               {"design", "design"},
-               {"overhead", "overhead [95% CI]"},
-               {"overhead_percent", "", false},
-               {"ci95_low_percent", "", false},
-               {"ci95_high_percent", "", false},
-               {"significant", "", false},
-               {"latency_ms", "run ms"},
-               {"baseline_latency_ms", "over ms"},
-               {"rounds", "rounds"}};
+  Table o = empty_table(table_spec("summary.overheads"));
   for (const auto& v : overheads) {
     const bool residual = v.design == "residual";
-    o.rows.push_back({Cell(std::int64_t{v.batch_size}),
-                      Cell(std::string(residual ? "M (after CUPTI)" : run_name(v.level))),
-                      Cell(std::string(run_name(v.baseline))), Cell(v.design), Cell(describe_overhead(v.overhead)),
-                      real_or_empty(100 * v.overhead.overhead_fraction),
-                      real_or_empty(100 * v.overhead.ci95_fraction.low),
-                      real_or_empty(100 * v.overhead.ci95_fraction.high),
-                      Cell(std::string(v.overhead.significant() ? "yes" : "no")), real_or_empty(v.latency_ns / 1e6),
-                      real_or_empty(v.baseline_latency_ns / 1e6), Cell(static_cast<std::int64_t>(v.overhead.rounds))});
+    RowBuilder row(o);
+    row.set("batch_size", std::int64_t{v.batch_size})
+        .set("trace_level", std::string(residual ? "M (after CUPTI)" : run_name(v.level)))
+        .set("baseline", std::string(run_name(v.baseline)))
+        .set("design", v.design)
+        .set("overhead", describe_overhead(v.overhead))
+        .set("overhead_percent", real_or_empty(100 * v.overhead.overhead_fraction))
+        .set("ci95_low_percent", real_or_empty(100 * v.overhead.ci95_fraction.low))
+        .set("ci95_high_percent", real_or_empty(100 * v.overhead.ci95_fraction.high))
+        .set("significant", std::string(v.overhead.significant() ? "yes" : "no"))
+        .set("latency_ms", real_or_empty(v.latency_ns / 1e6))
+        .set("baseline_latency_ms", real_or_empty(v.baseline_latency_ns / 1e6))
+        .set("rounds", static_cast<std::int64_t>(v.overhead.rounds));
+    o.rows.push_back(row.take());
   }
   o.notes.push_back("overhead = geometric mean of per-round ratios of block medians − 1; interleaved rounds (AB, BA, "
                     "...) cancel drift; an interval holding 0 is not significant");

@@ -7,7 +7,9 @@
 
 #include "common.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
+#include "xsp/record/run_statistics.h"
 
 namespace xsp::cli {
 namespace {
@@ -29,18 +31,43 @@ std::string why_no_points(const std::vector<Table>& tables, const RooflineChart&
   return tables.front().title + " has no rows (no compute kernel with hardware counters)";
 }
 
+// The registries of analyses and run statistics: what every table column and statistic means (one source for the
+// docs, the report and the web UI).
+void print_registry(TableFormat format) {
+  if (format == TableFormat::kJson) {
+    nlohmann::ordered_json j = {{"analyses", nlohmann::ordered_json::array()},
+                                {"run_statistics", nlohmann::ordered_json::array()}};
+    for (const AnalysisSpec& s : table_registry()) j["analyses"].push_back(to_json(s));
+    for (const RunStatisticSpec& s : run_statistics_registry())
+      j["run_statistics"].push_back({{"key", s.key}, {"severity", std::string(to_string(s.severity))},
+                                     {"unit", s.unit}, {"meaning", s.meaning}});
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  if (format == TableFormat::kCsv) throw CLI::ValidationError("--list", "prints text or JSON (--format table|json)");
+  std::cout << "analyses (xsp analyze ID --analysis ...):\n" << describe_registry();
+  std::cout << "run statistics (shown by xsp show, severity: error / data loss / info):\n";
+  for (const RunStatisticSpec& s : run_statistics_registry())
+    std::cout << "  " << s.key << " [" << to_string(s.severity) << (s.unit == "ns" ? ", ns" : "") << "]: " << s.meaning
+              << "\n";
+}
+
 }  // namespace
 
 void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("analyze", "print analyses of a stored evaluation");
   struct Args {
-    std::int64_t id = 0;
+    std::optional<std::int64_t> id;
     std::string analyses = "A1,A2,A3,A4,A5,A6,A7", format = "table", chart;
     std::optional<int> batch;
     std::optional<double> latency_bound_ms;
+    bool list = false;
   };
   auto a = std::make_shared<Args>();
-  sub->add_option("id", a->id, "evaluation id")->required();
+  sub->add_option("id", a->id, "evaluation id (required unless --list)");
+  sub->add_flag("--list", a->list,
+                "print the registry of analyses (id, title, levels, chart, each column's unit and meaning) and of run "
+                "statistics, and exit; --format json for a machine-readable list");
   sub->add_option("--analysis", a->analyses, "comma-separated analysis ids: " + join_ids(analysis_ids()))
       ->capture_default_str()
       ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
@@ -51,8 +78,13 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                   "A9 or A14: also write the roofline scatter as a Vega-Lite v5 spec to this file (.vl.json)");
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);
+                   if (a->list) {
+                     print_registry(format);
+                     return 0;
+                   }
+                   if (!a->id) throw CLI::RequiredError("id (the evaluation to analyze; or --list)");
                    auto store = open_store(g, StoreAccess::kRead);
-                   const auto record = load_or_fail(*store, a->id, g);
+                   const auto record = load_or_fail(*store, *a->id, g);
                    AnalysisOptions options = analysis_options_for(record, *store);
                    options.batch_size = a->batch;
                    options.latency_bound_ms = a->latency_bound_ms;
@@ -68,12 +100,12 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                      const RooflineChart chart =
                          make_roofline_chart(roofline, options.ceilings ? &*options.ceilings : nullptr);
                      if (chart.drawn == 0)
-                       throw std::runtime_error("evaluation " + std::to_string(a->id) + " (" + record.model_name +
+                       throw std::runtime_error("evaluation " + std::to_string(*a->id) + " (" + record.model_name +
                                                 "): no " + chart.what + " to draw on the " + roofline[0].id +
                                                 " roofline: " + why_no_points(roofline, chart) + "; " + a->chart +
                                                 " not written");
                      write_file_atomically(a->chart, chart.spec.dump(2));
-                     std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) of evaluation " << a->id
+                     std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) of evaluation " << *a->id
                                << " to " << a->chart << ": " << chart.drawn << " of " << chart.rows << " "
                                << chart.what << "s drawn\n";
                      if (!chart.left_out.empty()) std::cerr << chart.left_out_note() << "\n";

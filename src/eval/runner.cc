@@ -16,6 +16,7 @@
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/record/run_statistics.h"
 
 namespace xsp {
 namespace {
@@ -331,8 +332,8 @@ class PhaseExecutor final : public BlockExecutor {
     slot.kept_batches += batches;
     const auto budget = static_cast<std::size_t>(ctx_.options.measurement.max_traced_batches);
     while (slot.kept.size() > 1 && slot.kept_batches > budget) {
-      slot.counters["trace.untraced_batches"] += slot.kept.front().first;
-      slot.counters["trace.discarded_spans"] += slot.kept.front().second.spans.size();
+      slot.counters[stat::kTraceUntracedBatches] += slot.kept.front().first;
+      slot.counters[stat::kTraceDiscardedSpans] += slot.kept.front().second.spans.size();
       slot.kept_batches -= slot.kept.front().first;
       slot.kept.pop_front();
     }
@@ -660,7 +661,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
           // Counters can be unavailable where tracing works (profiling restricted to admins, another profiler
           // attached, a virtualized GPU): the evaluation goes on without them and says why.
           record.settings["counters_unavailable"] = e.what();
-          slot.recorder->count("counters.unavailable", 1);
+          slot.recorder->count(stat::kCountersUnavailable, 1);
           device = nullptr;
           if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(nullptr);
         }

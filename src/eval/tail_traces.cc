@@ -1,5 +1,6 @@
 // Keeps the traces of a scenario run's slowest queries: see include/xsp/eval/tail_traces.h.
 #include "xsp/eval/tail_traces.h"
+#include "xsp/record/run_statistics.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -174,7 +175,7 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
     kept_spans.push_back(std::move(app));
   }
   trace.spans = std::move(kept_spans);
-  trace.counters["scenario.traced_queries"] = sel.traced_queries;
+  trace.counters[stat::kScenarioTracedQueries] = sel.traced_queries;
   trace.counters["scenario.kept_query_traces"] = sel.kept.size();
   trace.counters["scenario.dropped_query_traces"] = sel.dropped_query_traces;
   trace.counters["scenario.dropped_spans"] = sel.dropped_spans;

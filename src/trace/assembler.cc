@@ -1,4 +1,5 @@
 #include "xsp/trace/assembler.h"
+#include "xsp/record/run_statistics.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -68,7 +69,7 @@ AssemblyReport assemble(Trace& trace) {
       ++negative;
     }
   }
-  if (negative > 0) trace.counters["assembler.negative_duration"] += negative;
+  if (negative > 0) trace.counters[stat::kAssemblerNegativeDuration] += negative;
 
   const IdIndex ids(spans);
 

@@ -32,14 +32,18 @@ enum class ChartKind { kNone, kLine, kBar, kArc /*pie*/, kStackedBar, kRoofline,
 std::string_view to_string(ChartKind kind);
 
 /// The default chart of an analysis. x, y and color are column names of the analysis ("" = not used). For
-/// kStackedBar, y is the first stacked column and `stack` lists all of them (the bars are their sum); for kArc, y
+/// kStackedBar, y is the first stacked column and `series` lists all of them (the bars are their sum); for kArc, y
 /// is the angle (the share) and color the category.
 struct ChartSpec {
   ChartKind kind = ChartKind::kNone;
   std::string x, y, color;
   bool log_x = false, log_y = false;
   std::string title;
-  std::vector<std::string> stack;  ///< kStackedBar: the columns stacked in each bar, bottom first
+  /// kStackedBar: the columns stacked in each bar, bottom first; kLine: one line per column (same unit).
+  /// Empty: the single column y.
+  std::vector<std::string> series;
+  /// kLine: a second quantity with its own unit, drawn dashed on an independent right-hand axis ("" = none).
+  std::string y2;
 };
 
 /// One analysis (or one further fixed-column table an analysis or the summary returns).
@@ -99,6 +103,15 @@ class RowBuilder {
 const Cell& cell(const Table& table, const std::vector<Cell>& row, std::string_view name);
 /// Index of column `name` in `table`, or -1 when absent.
 int column_index(const Table& table, std::string_view name);
+
+/// `spec` as JSON, for front ends that describe the analyses (`xsp analyze --list --format json`, the web UI):
+/// {"key","id","title","meaning","levels":[level names],"per_batch_size","chart":{"kind","x","y","color","series",
+/// "y2","log_x","log_y","title"},"bar_column":name or null,"columns":[{"name","unit","meaning","title","in_text",
+/// "symbol"}]}.
+nlohmann::ordered_json to_json(const AnalysisSpec& spec);
+/// Every table_registry() entry as text: per entry a header line (key, title, levels, per batch size or not, chart)
+/// and one line per column (name, unit, meaning).
+std::string describe_registry();
 
 /// The default chart of `table` (its analysis's ChartSpec) as a Vega-Lite v5 JSON spec
 /// (https://vega.github.io/schema/vega-lite/v5.json) with the table's rows inlined as data values (`data.values`,

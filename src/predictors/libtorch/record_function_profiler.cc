@@ -8,6 +8,7 @@
 //   fixed array, raw input sizes into an int64 pool, and (top-level ops only) one call to
 //   torch::jit::currentModuleHierarchy(), whose result is moved, not formatted. Formatting happens in stop().
 #include "record_function_profiler.h"
+#include "xsp/record/run_statistics.h"
 
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
@@ -450,9 +451,9 @@ void RecordFunctionProfiler::Impl::flush(TraceRecorder& rec) {
     }
   }
   rec.add_all(std::move(spans));
-  rec.count("framework.dropped_spans", dropped);
-  if (unmatched > 0) rec.count("framework.unmatched_op_ends", unmatched);
-  if (detail_mismatches > 0) rec.count("framework.detail_mismatches", detail_mismatches);
+  rec.count(stat::kFrameworkDroppedSpans, dropped);
+  if (unmatched > 0) rec.count(stat::kFrameworkUnmatchedOpEnds, unmatched);
+  if (detail_mismatches > 0) rec.count(stat::kFrameworkDetailMismatches, detail_mismatches);
 }
 
 }  // namespace xsp::libtorch

@@ -18,6 +18,7 @@
 
 #include "xsp/predictor/predictor.h"
 #include "xsp/predictors/opencv_dnn.h"
+#include "xsp/record/run_statistics.h"
 
 namespace xsp {
 namespace {
@@ -92,9 +93,9 @@ class LayerTimingProfiler final : public FrameworkProfiler {
       for (Span& s : spans) s.id = id++;
     }
     recorder_->add_all(std::move(spans));
-    recorder_->count("framework.dropped_spans", 0);
-    recorder_->count("framework.fused_layers", fused);
-    if (overrun > 0) recorder_->count("framework.layer_times_exceed_forward", overrun);
+    recorder_->count(stat::kFrameworkDroppedSpans, 0);
+    recorder_->count(stat::kFrameworkFusedLayers, fused);
+    if (overrun > 0) recorder_->count(stat::kFrameworkLayerTimesExceedForward, overrun);
     forwards_.clear();
     timings_.clear();
     recorder_ = nullptr;

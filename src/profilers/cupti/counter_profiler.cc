@@ -32,6 +32,7 @@
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
 #include "xsp/profilers/hardware_counters.h"
+#include "xsp/record/run_statistics.h"
 
 namespace xsp::cupti {
 
@@ -102,7 +103,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       throw;
     }
     running_ = true;
-    recorder.count("counters.setup_ns", static_cast<std::uint64_t>(now_ns() - started_ns_));
+    recorder.count(stat::kCountersSetupNs, static_cast<std::uint64_t>(now_ns() - started_ns_));
   }
 
   void stop() override {
@@ -135,13 +136,13 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       for (std::size_t i = 0; same && i < a.size(); ++i) same = a[i].kernel_name == b[i].kernel_name;
       if (!same) ++mismatched;
     }
-    if (mismatched > 0) recorder_->count("counters.mismatched_passes", mismatched);
+    if (mismatched > 0) recorder_->count(stat::kCountersMismatchedPasses, mismatched);
     if (user_replay_ && !all_passes_submitted_)
-      recorder_->count("counters.missing_passes", collection_.passes > passes_done_ ? collection_.passes - passes_done_ : 1);
-    if (graph_launches_ > 0) recorder_->count("counters.graph_launches_not_profiled", graph_launches_);
+      recorder_->count(stat::kCountersMissingPasses, collection_.passes > passes_done_ ? collection_.passes - passes_done_ : 1);
+    if (graph_launches_ > 0) recorder_->count(stat::kCountersGraphLaunchesNotProfiled, graph_launches_);
     append_counter_spans(collection_, *recorder_);
     // What counters cost, shown rather than hidden: start() to here, replays and metric evaluation included.
-    recorder_->count("counters.collection_ns", static_cast<std::uint64_t>(now_ns() - started_ns_));
+    recorder_->count(stat::kCountersCollectionNs, static_cast<std::uint64_t>(now_ns() - started_ns_));
     if (!options_.dump_dir.empty()) dump(options_.dump_dir);
     g_counter_active.store(nullptr);
     if (!error.empty()) throw std::runtime_error("counter profiler: " + error);

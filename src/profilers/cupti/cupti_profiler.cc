@@ -5,6 +5,7 @@
 // reports a different CUPTI_API_VERSION at build time; the static_asserts below catch a header change.
 #include "cupti_profiler.h"
 #include "cupti_errors.h"
+#include "xsp/record/run_statistics.h"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -513,19 +514,19 @@ void CuptiProfiler::stop() {
     api_threads_.clear();
   }
   log.clock_mapping = clock_mapping_;
-  log.counters["cupti.dropped_records"] += take_dropped();
-  log.counters["cupti.buffers_completed"] += g_buffers_completed.exchange(0, std::memory_order_relaxed);
+  log.counters[stat::kCuptiDroppedRecords] += take_dropped();
+  log.counters[stat::kCuptiBuffersCompleted] += g_buffers_completed.exchange(0, std::memory_order_relaxed);
   {
     BufferPool& p = pool();
     std::lock_guard lock(p.mu);
-    if (p.refused > 0) log.counters["cupti.buffer_requests_refused"] += p.refused;
+    if (p.refused > 0) log.counters[stat::kCuptiBufferRequestsRefused] += p.refused;
     p.refused = 0;
   }
   if (const std::uint64_t e = correlation_errors_.exchange(0); e > 0) {
-    log.counters["cupti.external_correlation_errors"] += e;
+    log.counters[stat::kCuptiExternalCorrelationErrors] += e;
   }
-  log.counters.try_emplace("cupti.records", 0);
-  log.counters.try_emplace("cupti.unknown_records", 0);
+  log.counters.try_emplace(stat::kCuptiRecords, 0);
+  log.counters.try_emplace(stat::kCuptiUnknownRecords, 0);
 
   if (const std::filesystem::path& dir = cupti_options_.dump_dir; !dir.empty()) {
     attempt([&] {
@@ -624,7 +625,7 @@ void CuptiProfiler::finish_markers() {
   // Ranges still open at stop(): kept as zero-length marks at their start, and counted.
   for (auto& [id, m] : open_markers_) {
     log_.markers.push_back({std::move(m.name), std::move(m.domain), m.start_ns, m.start_ns, m.thread_id});
-    ++log_.counters["cupti.unclosed_markers"];
+    ++log_.counters[stat::kCuptiUnclosedMarkers];
   }
   open_markers_.clear();
 }
@@ -657,7 +658,7 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
     if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
     if (r != CUPTI_SUCCESS) {
       // An incomplete or invalid record ends the buffer; the rest of it cannot be walked.
-      ++log.counters["cupti.invalid_buffer_tails"];
+      ++log.counters[stat::kCuptiInvalidBufferTails];
       break;
     }
     ++records;
@@ -746,7 +747,7 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
         if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
           log.external_correlations.push_back({e->correlationId, e->externalId});
         } else {
-          ++log.counters["cupti.foreign_external_correlations"];  // another tool's ids, not XSP's ops
+          ++log.counters[stat::kCuptiForeignExternalCorrelations];  // another tool's ids, not XSP's ops
         }
         break;
       }
@@ -762,14 +763,14 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
         } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
           auto it = open_markers_.find(m->id);
           if (it == open_markers_.end()) {
-            ++log.counters["cupti.unmatched_marker_ends"];
+            ++log.counters[stat::kCuptiUnmatchedMarkerEnds];
           } else {
             log.markers.push_back({std::move(it->second.name), std::move(it->second.domain), it->second.start_ns,
                                    ts, it->second.thread_id});
             open_markers_.erase(it);
           }
         } else {
-          ++log.counters["cupti.ignored_markers"];  // sync acquire/release markers: no range
+          ++log.counters[stat::kCuptiIgnoredMarkers];  // sync acquire/release markers: no range
         }
         break;
       }
@@ -791,9 +792,9 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
         break;
     }
   }
-  log.counters["cupti.records"] += records;
-  if (unknown > 0) log.counters["cupti.unknown_records"] += unknown;
-  if (filtered > 0) log.counters["cupti.filtered_api_records"] += filtered;
+  log.counters[stat::kCuptiRecords] += records;
+  if (unknown > 0) log.counters[stat::kCuptiUnknownRecords] += unknown;
+  if (filtered > 0) log.counters[stat::kCuptiFilteredApiRecords] += filtered;
 }
 
 }  // namespace cupti

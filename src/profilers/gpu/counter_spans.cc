@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "xsp/profilers/hardware_counters.h"
+#include "xsp/record/run_statistics.h"
 
 namespace xsp {
 
@@ -34,11 +35,11 @@ void append_counter_spans(const CounterCollection& collection, TraceRecorder& re
     spans.push_back(std::move(s));
   }
   recorder.add_all(std::move(spans));
-  recorder.count("counters.ranges", collection.ranges.size());
-  recorder.count("counters.passes", collection.passes);
-  if (collection.dropped_ranges > 0) recorder.count("counters.dropped_ranges", collection.dropped_ranges);
-  if (collection.ranges.size() > n) recorder.count("counters.unmatched_ranges", collection.ranges.size() - n);
-  if (collection.launches.size() > n) recorder.count("counters.unmatched_launches", collection.launches.size() - n);
+  recorder.count(stat::kCountersRanges, collection.ranges.size());
+  recorder.count(stat::kCountersPasses, collection.passes);
+  if (collection.dropped_ranges > 0) recorder.count(stat::kCountersDroppedRanges, collection.dropped_ranges);
+  if (collection.ranges.size() > n) recorder.count(stat::kCountersUnmatchedRanges, collection.ranges.size() - n);
+  if (collection.launches.size() > n) recorder.count(stat::kCountersUnmatchedLaunches, collection.launches.size() - n);
 }
 
 nlohmann::json to_json(const CounterCollection& c) {

@@ -1,5 +1,6 @@
 // GpuActivityLog → spans (docs/spans.md: SYSTEM, KERNEL, LIBRARY), and the small helpers around it.
 #include "xsp/profilers/gpu_activity.h"
+#include "xsp/record/run_statistics.h"
 
 #include <cxxabi.h>
 
@@ -219,8 +220,8 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
   recorder.add_all(std::move(spans));
   for (const auto& [name, value] : log.counters) recorder.count(name, value);
   // Always present, zero included: a reader can tell "none" from "not measured".
-  recorder.count("cupti.orphan_activities", orphans);
-  recorder.count("cupti.overhead_ns", overhead_ns);
+  recorder.count(stat::kCuptiOrphanActivities, orphans);
+  recorder.count(stat::kCuptiOverheadNs, overhead_ns);
 }
 
 }  // namespace xsp

@@ -261,5 +261,23 @@ TEST_F(Tables, HelpPutsNeedsAndExcludesOnLinesOfTheirOwn) {
   EXPECT_NE(out_.find("minimum measured queries"), std::string::npos) << out_;
 }
 
+// `xsp analyze --list` prints the registries (issue 13): every analysis with its levels and chart, every column with
+// its unit and meaning, every run statistic with its severity; --format json the same for machines. No store needed.
+TEST_F(Tables, AnalyzeListPrintsTheRegistries) {
+  ASSERT_EQ(xsp({"analyze", "--list"}), 0) << err_;
+  for (const char* part :
+       {"A9: Kernel roofline", "levels: framework,kernel,hardware; one table per batch size; chart: roofline", "ai_dram",
+        "FLOP/byte", "launch-top (id launch-stats)", "cupti.dropped_records [data loss]", "counters.setup_ns [info, ns]"})
+    EXPECT_NE(out_.find(part), std::string::npos) << part << "\n" << out_;
+  ASSERT_EQ(xsp({"analyze", "--list", "--format", "json"}), 0) << err_;
+  const auto j = nlohmann::json::parse(out_);
+  EXPECT_EQ(j["analyses"][0]["id"], "A1");
+  EXPECT_EQ(j["analyses"][0]["columns"][0]["name"], "batch_size");
+  EXPECT_FALSE(j["analyses"][0]["columns"][1]["meaning"].get<std::string>().empty());
+  EXPECT_GT(j["run_statistics"].size(), 30u);
+  // Without --list the evaluation id is still required.
+  EXPECT_NE(xsp({"analyze"}), 0);
+}
+
 }  // namespace
 }  // namespace xsp

@@ -1,0 +1,670 @@
+// The registry of analyses (registry.h): every analysis table's id, title, columns and default chart, in one
+// place, and the Vega-Lite rendering of those charts.
+#include "xsp/analysis/registry.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <stdexcept>
+
+namespace xsp {
+namespace {
+
+using L = Level;
+
+ColumnSpec col(std::string name, std::string unit, std::string title, std::string meaning, bool in_text = true,
+               bool symbol = false) {
+  return {std::move(name), std::move(unit), std::move(meaning), std::move(title), in_text, symbol};
+}
+
+// Columns several analyses share, so that one name has one meaning everywhere.
+ColumnSpec layer_index(const char* title = "layer") {
+  return col("layer_index", "", title, "0-based execution order of the layer within its predict span; empty for "
+                                       "work outside layers");
+}
+ColumnSpec layer_name(const char* title = "name") {
+  return col("layer_name", "", title, "the layer's TorchScript module path when reported, else its op name");
+}
+ColumnSpec layer_type(const char* title = "type") {
+  return col("layer_type", "", title, "the layer's op name, e.g. aten::conv2d");
+}
+ColumnSpec kernel_index() {
+  return col("kernel_index", "", "kernel", "0-based position of the kernel within its layer, by start time");
+}
+ColumnSpec kernel_name() {
+  return col("kernel_name", "", "kernel name", "demangled name of the GPU kernel (or memcpy/memset)", true, true);
+}
+ColumnSpec batch_size_col() { return col("batch_size", "", "batch", "samples per batch of the run"); }
+ColumnSpec gflops() {
+  return col("gflops", "GFLOP", "GFLOPs", "floating-point operations counted by the hardware counters, in 1e9");
+}
+ColumnSpec dram_read() { return col("dram_read_bytes", "bytes", "DRAM read (B)", "bytes read from device DRAM"); }
+ColumnSpec dram_write() { return col("dram_write_bytes", "bytes", "DRAM write (B)", "bytes written to device DRAM"); }
+ColumnSpec l2_bytes() { return col("l2_bytes", "bytes", "L2 (B)", "bytes moved through the L2 cache"); }
+ColumnSpec l1_bytes() { return col("l1_bytes", "bytes", "L1 (B)", "bytes moved through the L1/shared memory"); }
+ColumnSpec occupancy() {
+  return col("achieved_occupancy", "%", "occupancy", "achieved warps per SM over the maximum, in percent");
+}
+ColumnSpec ai(const char* level, const char* title) {
+  return col(std::string("ai_") + level, "FLOP/byte", title,
+             std::string("arithmetic intensity at the ") + (std::string(level) == "dram" ? "DRAM" : level) +
+                 " level: FLOPs / bytes moved there");
+}
+ColumnSpec arithmetic_intensity() {
+  return col("arithmetic_intensity", "FLOP/byte", "AI (FLOP/B)", "FLOPs / DRAM read+write bytes");
+}
+ColumnSpec achieved_flops() {
+  return col("achieved_flops_per_s", "FLOP/s", "FLOP/s",
+             "FLOPs (counter run) / kernel latency of the M/F/K run (never the replayed duration)");
+}
+ColumnSpec peak_flops() {
+  return col("peak_flops_per_s", "FLOP/s", "peak FLOP/s", "measured compute ceiling of the row's precision");
+}
+ColumnSpec attainable_flops() {
+  return col("attainable_flops_per_s", "FLOP/s", "attainable FLOP/s",
+             "the tightest roof: min(peak, AI × bandwidth) over L1, L2 and DRAM");
+}
+ColumnSpec percent_of_roofline() {
+  return col("percent_of_roofline", "%", "% of roof", "100 × achieved / attainable FLOP/s");
+}
+ColumnSpec bound() {
+  return col("bound", "", "bound", "memory or compute, by the hierarchical roofline rule against measured ceilings");
+}
+ColumnSpec binding_level() {
+  return col("binding_level", "", "binding level", "l1, l2, dram or compute: the level whose roof is the lowest");
+}
+ColumnSpec precision() {
+  return col("precision", "", "precision", "compute ceiling of the FLOP counter with the most FLOPs (fp32, fp16...)");
+}
+
+AnalysisSpec spec(std::string id, std::string title, std::string meaning, std::vector<Level> levels,
+                  bool per_batch_size, std::vector<ColumnSpec> columns, ChartSpec chart, std::string bar = "") {
+  AnalysisSpec s{std::move(id), std::move(title), std::move(meaning), std::move(levels), per_batch_size,
+                 std::move(columns), std::move(chart), -1, ""};
+  s.key = s.id;
+  if (!bar.empty()) s.bar_column = static_cast<int>(s.column_index(bar));
+  return s;
+}
+
+ChartSpec chart(ChartKind kind, std::string x, std::string y, std::string color = "",
+                std::vector<std::string> series = {}) {
+  ChartSpec c;
+  c.kind = kind;
+  c.x = std::move(x);
+  c.y = std::move(y);
+  c.color = std::move(color);
+  c.series = std::move(series);
+  return c;
+}
+
+ChartSpec roofline(std::string color) {
+  ChartSpec c = chart(ChartKind::kRoofline, "ai_dram", "achieved_flops_per_s", std::move(color));
+  c.log_x = c.log_y = true;
+  return c;
+}
+
+std::vector<AnalysisSpec> make_analyses() {
+  std::vector<AnalysisSpec> v;
+  // ---- A1–A7 (MODEL and FRAMEWORK level) ----
+  {
+    ChartSpec c = chart(ChartKind::kLine, "batch_size", "latency_trimmed_mean_ms");
+    c.y2 = "throughput_samples_per_s";
+    c.title = "Predict latency and throughput by batch size";
+    v.push_back(spec(
+        "A1", "Model information", "predict latency, its stability and the throughput per batch size (M run)",
+        {L::kModel}, false,
+        {batch_size_col(),
+         col("median_ms", "ms", "median (ms)", "median predict latency over the result windows"),
+         col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
+         col("ci95_high_ms", "ms", "95% CI high", "high end of the median's 95% interval"),
+         col("stability", "", "stability", "whether the last result windows agree within the tolerance (SPEC §3)"),
+         col("latency_trimmed_mean_ms", "ms", "latency (ms, trimmed mean)",
+             "trimmed mean of the predict latency (20% dropped at each end)"),
+         col("p50_ms", "ms", "p50 (ms)", "50th percentile of the predict latency"),
+         col("p90_ms", "ms", "p90 (ms)", "90th percentile of the predict latency"),
+         col("p99_ms", "ms", "p99 (ms)", "99th percentile of the predict latency"),
+         col("throughput_samples_per_s", "samples/s", "throughput (samples/s)",
+             "batch size / trimmed-mean predict latency")},
+        c));
+  }
+  const ColumnSpec latency_ms =
+      col("latency_ms", "ms", "latency (ms)", "trimmed mean over the measured batches of the layer's latency (M/F run)");
+  const ColumnSpec allocated =
+      col("allocated_bytes", "bytes", "allocated (B)", "mean bytes the framework allocated while the layer ran");
+  v.push_back(spec("A2", "Layer information", "every layer of the model with its shapes, latency and memory",
+                   {L::kFramework}, true,
+                   {layer_index("index"), layer_name(), layer_type(),
+                    col("shapes", "", "shapes", "input shapes of the layer as the framework reports them"), latency_ms,
+                    allocated},
+                   chart(ChartKind::kBar, "layer_index", "latency_ms")));
+  v.push_back(spec("A3", "Layer latency by index", "which layers take the time", {L::kFramework}, true,
+                   {layer_index("index"), layer_name(), latency_ms}, chart(ChartKind::kBar, "layer_index", "latency_ms"),
+                   "latency_ms"));
+  v.push_back(spec("A4", "Layer allocated memory by index", "which layers allocate the memory", {L::kFramework}, true,
+                   {layer_index("index"), layer_name(), allocated},
+                   chart(ChartKind::kBar, "layer_index", "allocated_bytes"), "allocated_bytes"));
+  const ColumnSpec type = layer_type();
+  v.push_back(spec("A5", "Layer type distribution", "how many layers of each type the model has", {L::kFramework}, true,
+                   {type, col("count", "count", "count", "layers of the type"),
+                    col("percent", "%", "%", "share of all layers, in percent")},
+                   chart(ChartKind::kArc, "", "count", "layer_type")));
+  v.push_back(spec("A6", "Layer latency by type", "which layer types take the time", {L::kFramework}, true,
+                   {type,
+                    col("latency_ms", "ms", "latency (ms)",
+                        "sum of the per-index trimmed-mean latencies of the type's layers (M/F run)"),
+                    col("percent", "%", "%", "share of the summed latency of all layers, in percent")},
+                   chart(ChartKind::kArc, "", "latency_ms", "layer_type"), "latency_ms"));
+  v.push_back(spec("A7", "Layer memory by type", "which layer types allocate the memory", {L::kFramework}, true,
+                   {type,
+                    col("allocated_bytes", "bytes", "allocated (B)",
+                        "sum of the type's mean allocated bytes (layers without the tag count 0)"),
+                    col("percent", "%", "%", "share of the bytes allocated by all layers, in percent")},
+                   chart(ChartKind::kArc, "", "allocated_bytes", "layer_type"), "allocated_bytes"));
+
+  // ---- GPU analyses (KERNEL and HARDWARE level) ----
+  const ColumnSpec kernel_latency =
+      col("latency_ms", "ms", "latency (ms)",
+          "trimmed mean over the batches that have this kernel position of its duration (M/F/K run)");
+  v.push_back(spec(
+      "A8", "Kernel information", "every kernel the model launched, with its hardware counters",
+      {L::kFramework, L::kKernel, L::kHardware}, true,
+      {layer_index(), kernel_index(), layer_name("layer name"), kernel_name(), kernel_latency, gflops(), dram_read(),
+       dram_write(), occupancy(), arithmetic_intensity(), achieved_flops(), bound(), l2_bytes(), l1_bytes(),
+       col("sm_throughput_percent", "%", "SM %", "SM throughput over its peak, in percent"), precision()},
+      chart(ChartKind::kBar, "layer_index", "latency_ms")));
+  const ColumnSpec ai_dram = ai("dram", "AI DRAM"), ai_l2 = ai("l2", "AI L2"), ai_l1 = ai("l1", "AI L1");
+  v.push_back(spec("A9", "Kernel roofline", "how close each kernel gets to the machine's roofline",
+                   {L::kFramework, L::kKernel, L::kHardware}, true,
+                   {layer_index(), kernel_index(), layer_name("layer name"), kernel_name(), kernel_latency, gflops(),
+                    precision(), ai_dram, ai_l2, ai_l1, achieved_flops(), peak_flops(), attainable_flops(),
+                    percent_of_roofline(), bound(), binding_level()},
+                   roofline("binding_level"), "percent_of_roofline"));
+  v.push_back(spec(
+      "A10", "Kernels by name", "which kernels take the GPU time", {L::kModel, L::kKernel}, true,
+      {kernel_name(), col("count", "count/batch", "count / batch", "occurrences of the kernel per batch"),
+       col("total_latency_ms", "ms", "total (ms / batch)",
+           "trimmed mean over batches of the per-batch sum of the kernel's durations"),
+       col("mean_latency_us", "us", "mean (µs)", "sum of the kernel's durations / its occurrences"),
+       col("percent_of_model_latency", "%", "% of model", "100 × total / model latency of the M run"),
+       col("percent_of_kernel_time", "%", "% of kernels", "100 × total / the sum of the totals of all kernels")},
+      chart(ChartKind::kBar, "kernel_name", "total_latency_ms"), "total_latency_ms"));
+  const ColumnSpec kernel_sum_ms = col("kernel_latency_ms", "ms", "kernels (ms)",
+                                       "trimmed mean of the per-batch sum of the layer's kernel latencies (M/F/K run)");
+  const ColumnSpec layer_latency_ms =
+      col("layer_latency_ms", "ms", "layer (ms)", "trimmed mean of the layer's latency (M/F run)");
+  v.push_back(spec(
+      "A11", "Kernels by layer", "how much of each layer's time its kernels take", {L::kFramework, L::kKernel}, true,
+      {layer_index(), layer_name(), layer_type(),
+       col("kernel_count", "count/batch", "kernels / batch", "kernels the layer launched per batch"), kernel_sum_ms,
+       layer_latency_ms,
+       col("gpu_percent", "%", "GPU %", "100 × kernel latency / layer latency; above 100 when kernels overlap")},
+      chart(ChartKind::kBar, "layer_index", "kernel_latency_ms")));
+  v.push_back(spec(
+      "A12", "Counters by layer", "each layer's hardware counters, summed over its kernels",
+      {L::kFramework, L::kKernel, L::kHardware}, true,
+      {layer_index(), layer_name(), layer_type(),
+       col("kernels", "count/batch", "kernels / batch", "kernels with counters per batch"), gflops(), dram_read(),
+       dram_write(), l2_bytes(), l1_bytes(),
+       col("achieved_occupancy", "%", "occupancy", "achieved occupancy, mean weighted by each kernel's M/F/K latency"),
+       col("arithmetic_intensity", "FLOP/byte", "AI (FLOP/B)", "summed FLOPs / summed DRAM read+write bytes"),
+       precision(), bound()},
+      chart(ChartKind::kBar, "layer_index", "gflops"), "gflops"));
+  {
+    ChartSpec c = chart(ChartKind::kStackedBar, "layer_index", "gpu_latency_ms", "",
+                        {"gpu_latency_ms", "non_gpu_latency_ms"});
+    c.title = "GPU and non-GPU latency per layer";
+    v.push_back(spec("A13", "GPU vs non-GPU latency per layer", "how much of each layer's time is spent off the GPU",
+                     {L::kFramework, L::kKernel}, true,
+                     {layer_index(), layer_name(), layer_latency_ms,
+                      col("gpu_latency_ms", "ms", "GPU (ms)",
+                          "trimmed mean of the per-batch sum of the layer's kernel latencies (M/F/K run)"),
+                      col("non_gpu_latency_ms", "ms", "non-GPU (ms)",
+                          "layer latency − GPU latency; negative when kernels overlap or outlast the layer")},
+                     c, "non_gpu_latency_ms"));
+  }
+  v.push_back(spec(
+      "A14", "Layer roofline", "how close each layer gets to the machine's roofline",
+      {L::kFramework, L::kKernel, L::kHardware}, true,
+      {layer_index(), layer_name(), layer_type(),
+       col("kernel_latency_ms", "ms", "kernels (ms)",
+           "trimmed mean of the per-batch sum of the layer's compute-kernel latencies (M/F/K run)"),
+       gflops(), precision(), ai_dram, ai_l2, ai_l1,
+       col("achieved_flops_per_s", "FLOP/s", "FLOP/s", "FLOPs (counter run) / kernel_latency_ms"), peak_flops(),
+       attainable_flops(), percent_of_roofline(), bound(), binding_level()},
+      roofline("binding_level"), "percent_of_roofline"));
+  {
+    ChartSpec c = chart(ChartKind::kLine, "batch_size", "model_latency_ms", "",
+                        {"model_latency_ms", "kernel_latency_ms", "gpu_busy_ms"});
+    c.title = "Model, kernel and GPU-busy time by batch size";
+    v.push_back(spec(
+        "A15", "Kernels by model", "how the model's time splits into GPU work, per batch size",
+        {L::kModel, L::kKernel, L::kHardware}, false,
+        {batch_size_col(), col("model_latency_ms", "ms", "model (ms)", "trimmed mean of the predict latency (M run)"),
+         col("kernel_latency_ms", "ms", "kernels (ms)",
+             "trimmed mean of the per-batch sum of kernel durations (M/F/K run)"),
+         col("kernel_count", "count/batch", "kernels / batch", "kernels per batch"),
+         col("gpu_busy_ms", "ms", "GPU busy (ms)",
+             "trimmed mean of the per-batch union of kernel intervals over all streams"),
+         gflops(), dram_read(), dram_write(),
+         col("achieved_occupancy", "%", "occupancy", "achieved occupancy, mean weighted by M/F/K kernel latency"),
+         bound(), l2_bytes(), l1_bytes(), arithmetic_intensity(),
+         col("achieved_flops_per_s", "FLOP/s", "FLOP/s", "FLOPs / per-batch compute-kernel latency"), precision()},
+        c));
+  }
+  v.push_back(spec("roofline-hier", "Hierarchical roofline",
+                   "which memory level (or compute) limits each kernel and layer (Yang, Kurth, Williams 2020)",
+                   {L::kFramework, L::kKernel, L::kHardware}, true,
+                   {col("scope", "", "scope", "kernel (an A9 row) or layer (an A14 row)"), layer_index(),
+                    col("kernel_index", "", "kernel", "position of the kernel in its layer; empty for layers"),
+                    col("name", "", "name", "kernel name, or layer name for layers"), precision(), ai_l1, ai_l2,
+                    ai_dram, col("bound_l1", "", "bound L1", "memory or compute against the L1 bandwidth alone"),
+                    col("bound_l2", "", "bound L2", "memory or compute against the L2 bandwidth alone"),
+                    col("bound_dram", "", "bound DRAM", "memory or compute against the DRAM bandwidth alone"),
+                    col("limiting", "", "limiting", "l1, l2, dram or compute: the lowest roof (A9's binding_level)"),
+                    attainable_flops(), achieved_flops()},
+                   roofline("limiting")));
+  {
+    ChartSpec c = chart(ChartKind::kStackedBar, "batch_size", "gpu_busy_ms", "",
+                        {"gpu_busy_ms", "host_wait_ms", "launch_latency_ms", "before_first_kernel_ms",
+                         "after_last_kernel_ms", "unattributed_ms"});
+    c.title = "Predict time: GPU busy and idle parts";
+    auto mean = [](std::string what) { return "mean per predict span of " + what; };
+    v.push_back(spec(
+        "gpu-idle", "GPU idle time", "when and why the GPU waits during predict (HTA's idle-time breakdown)",
+        {L::kModel, L::kKernel}, false,
+        {batch_size_col(), col("predict_ms", "ms", "predict (ms)", mean("the predict span's duration")),
+         col("gpu_busy_ms", "ms", "busy (ms)", mean("the union of GPU work on all streams")),
+         col("idle_ms", "ms", "idle (ms)", mean("the time without GPU work")),
+         col("idle_percent", "%", "idle %", "100 × idle / predict"),
+         col("host_wait_ms", "ms", "host-bound (ms)", mean("idle gaps whose next kernel was launched after them")),
+         col("launch_latency_ms", "ms", "launch latency (ms)",
+             mean("idle gaps whose next kernel's launch call started before them")),
+         col("before_first_kernel_ms", "ms", "before first (ms)", mean("the time before the first kernel")),
+         col("after_last_kernel_ms", "ms", "after last (ms)", mean("the time after the last kernel")),
+         col("unattributed_ms", "ms", "unattributed (ms)", mean("idle gaps before kernels without a launch call"))},
+        c, "idle_percent"));
+  }
+  {
+    ChartSpec c = chart(ChartKind::kLine, "batch_size", "launch_delay_p50_us", "",
+                        {"launch_delay_p50_us", "launch_delay_p90_us", "launch_delay_p99_us"});
+    c.title = "Kernel launch delay percentiles by batch size";
+    v.push_back(spec(
+        "launch-stats", "Kernel launch statistics", "how long kernels wait after their launch call (HTA)",
+        {L::kSystem, L::kKernel}, false,
+        {batch_size_col(), col("launches_per_batch", "count/batch", "kernels / batch", "kernels per batch"),
+         col("launch_api_calls_per_batch", "count/batch", "launch calls / batch",
+             "distinct launching API calls per batch (a graph launch starts many kernels)"),
+         col("launch_delay_p50_us", "us", "delay p50 (µs)", "median of kernel start − launch call start"),
+         col("launch_delay_p90_us", "us", "delay p90 (µs)", "90th percentile of kernel start − launch call start"),
+         col("launch_delay_p99_us", "us", "delay p99 (µs)", "99th percentile of kernel start − launch call start"),
+         col("launch_api_p50_us", "us", "API p50 (µs)", "median duration of the launching API calls"),
+         col("launch_api_p99_us", "us", "API p99 (µs)", "99th percentile duration of the launching API calls"),
+         col("kernels_under_10us", "count/batch", "<10 µs / batch", "kernels shorter than 10 µs per batch"),
+         col("kernels_under_10us_percent", "%", "<10 µs %", "share of kernels shorter than 10 µs"),
+         col("kernels_under_2us", "count/batch", "<2 µs / batch", "kernels shorter than 2 µs per batch"),
+         col("kernels_under_2us_percent", "%", "<2 µs %", "share of kernels shorter than 2 µs"),
+         col("with_framework_op_percent", "%", "under an op %", "share of kernels launched inside a framework op")},
+        c));
+  }
+  return v;
+}
+
+std::vector<AnalysisSpec> make_tables() {
+  std::vector<AnalysisSpec> v = analysis_registry();
+  {
+    AnalysisSpec s = spec(
+        "launch-stats", "Kernels with the largest launch delay", "the kernel launches that waited longest",
+        {L::kSystem, L::kKernel}, true,
+        {col("batch", "", "batch", "0-based measured batch"), layer_index(), layer_name("layer name"), kernel_name(),
+         col("launch_api", "", "launch API", "the CUDA API call that launched the kernel"),
+         col("launch_delay_us", "us", "delay (µs)", "kernel start − start of its launching API call"),
+         col("duration_us", "us", "duration (µs)", "the kernel's duration")},
+        chart(ChartKind::kBar, "kernel_name", "launch_delay_us"), "launch_delay_us");
+    s.key = "launch-top";
+    v.push_back(std::move(s));
+  }
+  {
+    AnalysisSpec s = spec(
+        "summary.runs",
+        "Predict latency per batch size and run (each level's latency from its own run), with its 95% interval "
+        "and stability",
+        "every run of the evaluation: its latency, stability and what it recorded",
+        {L::kModel}, false,
+        {batch_size_col(), col("run", "", "run", "the run's name: M, M/F, M/F/K or the counter run"),
+         col("trace_level", "", "level", "the deepest span level the run traced", false),
+         col("median_ms", "ms", "median ms", "median predict latency over the result windows"),
+         col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
+         col("ci95_high_ms", "ms", "95% CI high", "high end of the median's 95% interval"),
+         col("stability", "", "stability", "whether the last result windows agree within the tolerance"),
+         col("spread_percent", "%", "spread %", "spread of the last windows' medians, in percent", false),
+         col("cv_percent", "%", "CV %", "coefficient of variation of the predict latency, in percent"),
+         col("drift_percent", "%", "drift %", "drift of the window medians over the run, in percent"),
+         col("trimmed_mean_ms", "ms", "trimmed mean ms", "trimmed mean of the predict latency"),
+         col("p50_ms", "ms", "p50 ms", "50th percentile of the predict latency", false),
+         col("p90_ms", "ms", "p90 ms", "90th percentile of the predict latency"),
+         col("p99_ms", "ms", "p99 ms", "99th percentile of the predict latency"),
+         col("throughput_samples_per_s", "samples/s", "samples/s", "batch size / trimmed-mean predict latency"),
+         col("batches", "count", "batches", "measured batches"),
+         col("warmup_batches", "count", "warm-up", "warm-up batches (not measured)"),
+         col("warmup_ms", "ms", "warm-up ms", "wall time of the warm-up"),
+         col("spans", "count", "spans", "spans in the run's trace"),
+         col("unparented", "count", "unparented", "spans the assembler could not place under a parent"),
+         col("warnings", "count", "warnings", "warnings the run recorded (listed under the table)")},
+        chart(ChartKind::kLine, "batch_size", "median_ms", "run"));
+    s.key = s.id;
+    v.push_back(std::move(s));
+  }
+  {
+    AnalysisSpec s = spec(
+        "summary.overheads", "Overhead each level adds over the next shallower one (SPEC §3), with its 95% interval",
+        "what each deeper trace level costs in predict latency", {L::kModel}, false,
+        {batch_size_col(), col("trace_level", "", "run", "the deeper run"),
+         col("baseline", "", "over", "the shallower run it is compared with"),
+         col("design", "", "design", "how the two were measured: interleaved rounds or a residual estimate"),
+         col("overhead", "", "overhead [95% CI]", "the overhead in percent with its 95% interval, as text"),
+         col("overhead_percent", "%", "", "overhead over the baseline, in percent", false),
+         col("ci95_low_percent", "%", "", "low end of the overhead's 95% interval, in percent", false),
+         col("ci95_high_percent", "%", "", "high end of the overhead's 95% interval, in percent", false),
+         col("significant", "", "", "yes when the interval excludes 0", false),
+         col("latency_ms", "ms", "run ms", "predict latency of the deeper run"),
+         col("baseline_latency_ms", "ms", "over ms", "predict latency of the baseline run"),
+         col("rounds", "count", "rounds", "interleaved measurement rounds")},
+        chart(ChartKind::kScatter, "batch_size", "overhead_percent", "trace_level"));
+    v.push_back(std::move(s));
+  }
+  return v;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::string_view to_string(ChartKind kind) {
+  switch (kind) {
+    case ChartKind::kNone: return "none";
+    case ChartKind::kLine: return "line";
+    case ChartKind::kBar: return "bar";
+    case ChartKind::kArc: return "arc";
+    case ChartKind::kStackedBar: return "stacked-bar";
+    case ChartKind::kRoofline: return "roofline";
+    case ChartKind::kScatter: return "scatter";
+  }
+  return "none";
+}
+
+std::size_t AnalysisSpec::column_index(std::string_view name) const {
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].name == name) return i;
+  throw std::logic_error("analysis " + key + " has no column '" + std::string(name) + "'");
+}
+
+const std::vector<AnalysisSpec>& analysis_registry() {
+  static const std::vector<AnalysisSpec> specs = make_analyses();
+  return specs;
+}
+
+const std::vector<AnalysisSpec>& table_registry() {
+  static const std::vector<AnalysisSpec> specs = make_tables();
+  return specs;
+}
+
+const AnalysisSpec& analysis_spec(std::string_view id) {
+  for (const AnalysisSpec& s : analysis_registry())
+    if (iequal(s.id, id)) return s;
+  std::string msg = "unknown analysis id '" + std::string(id) + "'; valid ids:";
+  for (const AnalysisSpec& s : analysis_registry()) msg += " " + s.id;
+  throw std::invalid_argument(msg);
+}
+
+const AnalysisSpec& table_spec(std::string_view key) {
+  for (const AnalysisSpec& s : table_registry())
+    if (s.key == key) return s;
+  std::string msg = "no table '" + std::string(key) + "' in the registry; keys:";
+  for (const AnalysisSpec& s : table_registry()) msg += " " + s.key;
+  throw std::invalid_argument(msg);
+}
+
+const AnalysisSpec* spec_of(const Table& table) {
+  if (table.spec.empty()) return nullptr;
+  for (const AnalysisSpec& s : table_registry())
+    if (s.key == table.spec) return &s;
+  return nullptr;
+}
+
+Table empty_table(const AnalysisSpec& spec) {
+  Table t;
+  t.id = spec.id;
+  t.title = spec.title;
+  t.spec = spec.key;
+  t.bar_column = spec.bar_column;
+  t.columns.reserve(spec.columns.size());
+  for (const ColumnSpec& c : spec.columns) t.columns.push_back({c.name, c.title, c.in_text, c.symbol});
+  return t;
+}
+
+Table empty_table(const AnalysisSpec& spec, int batch_size) {
+  Table t = empty_table(spec);
+  t.title += " (batch size " + std::to_string(batch_size) + ")";
+  t.batch_size = batch_size;
+  return t;
+}
+
+RowBuilder::RowBuilder(const Table& table) : table_(&table), cells_(table.columns.size()) {}
+
+RowBuilder& RowBuilder::set(std::string_view name, Cell value) {
+  const int i = column_index(*table_, name);
+  if (i < 0) throw std::logic_error("table " + table_->id + " (" + table_->title + ") has no column '" +
+                                    std::string(name) + "'");
+  cells_[static_cast<std::size_t>(i)] = std::move(value);
+  return *this;
+}
+
+std::vector<Cell> RowBuilder::take() {
+  std::vector<Cell> out = std::move(cells_);
+  cells_.assign(table_->columns.size(), Cell{});
+  return out;
+}
+
+int column_index(const Table& table, std::string_view name) {
+  for (std::size_t i = 0; i < table.columns.size(); ++i)
+    if (table.columns[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+const Cell& cell(const Table& table, const std::vector<Cell>& row, std::string_view name) {
+  const int i = column_index(table, name);
+  if (i < 0 || static_cast<std::size_t>(i) >= row.size())
+    throw std::logic_error("table " + table.id + " has no column '" + std::string(name) + "'");
+  return row[static_cast<std::size_t>(i)];
+}
+
+nlohmann::ordered_json to_json(const AnalysisSpec& spec) {
+  nlohmann::ordered_json j;
+  j["key"] = spec.key;
+  j["id"] = spec.id;
+  j["title"] = spec.title;
+  j["meaning"] = spec.meaning;
+  j["levels"] = nlohmann::ordered_json::array();
+  for (Level l : spec.levels) j["levels"].push_back(std::string(to_string(l)));
+  j["per_batch_size"] = spec.per_batch_size;
+  const ChartSpec& c = spec.chart;
+  j["chart"] = {{"kind", std::string(to_string(c.kind))}, {"x", c.x}, {"y", c.y}, {"color", c.color},
+                {"series", c.series}, {"y2", c.y2}, {"log_x", c.log_x}, {"log_y", c.log_y}, {"title", c.title}};
+  j["bar_column"] = spec.bar_column >= 0 ? nlohmann::ordered_json(spec.columns[spec.bar_column].name) : nullptr;
+  j["columns"] = nlohmann::ordered_json::array();
+  for (const ColumnSpec& col : spec.columns)
+    j["columns"].push_back({{"name", col.name}, {"unit", col.unit}, {"meaning", col.meaning}, {"title", col.title},
+                            {"in_text", col.in_text}, {"symbol", col.symbol}});
+  return j;
+}
+
+std::string describe_registry() {
+  std::string out;
+  for (const AnalysisSpec& s : table_registry()) {
+    std::string levels;
+    for (Level l : s.levels) levels += (levels.empty() ? "" : ",") + std::string(to_string(l));
+    out += s.key + (s.key != s.id ? " (id " + s.id + ")" : "") + ": " + s.title + "\n";
+    out += "  " + s.meaning + "\n";
+    out += "  levels: " + levels + "; " + (s.per_batch_size ? "one table per batch size" : "one table") +
+           "; chart: " + std::string(to_string(s.chart.kind));
+    if (s.chart.kind != ChartKind::kNone) {
+      const std::string y = s.chart.series.empty() ? s.chart.y : [&] {
+        std::string v;
+        for (const auto& n : s.chart.series) v += (v.empty() ? "" : "+") + n;
+        return v;
+      }();
+      out += " (" + (s.chart.x.empty() ? s.chart.color : s.chart.x) + " → " + y +
+             (s.chart.y2.empty() ? "" : ", " + s.chart.y2) + ")";
+    }
+    out += "\n";
+    std::size_t width = 0;
+    for (const ColumnSpec& c : s.columns) width = std::max(width, c.name.size());
+    for (const ColumnSpec& c : s.columns) {
+      std::string line = "    " + c.name + std::string(width - c.name.size() + 2, ' ');
+      const std::string unit = c.unit.empty() ? "-" : c.unit;
+      line += unit + std::string(unit.size() < 10 ? 10 - unit.size() : 1, ' ') + c.meaning;
+      if (!c.in_text) line += " (CSV/JSON only)";
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Vega-Lite
+// ---------------------------------------------------------------------------------------------------------
+
+namespace {
+
+// A column holding any text is nominal; numbers are quantitative (an index or batch size on a bar's x is
+// ordinal: evenly spaced, in order).
+bool is_text_column(const Table& t, std::size_t i) {
+  for (const auto& row : t.rows)
+    if (i < row.size() && std::holds_alternative<std::string>(row[i])) return true;
+  return false;
+}
+
+std::string axis_title(const ColumnSpec& c) {
+  std::string title = c.title.empty() ? c.name : c.title;
+  if (!c.unit.empty() && title.find(c.unit) == std::string::npos) title += " (" + c.unit + ")";
+  return title;
+}
+
+nlohmann::json field(const AnalysisSpec& s, const Table& t, const std::string& name, const char* type = nullptr) {
+  const std::size_t i = s.column_index(name);
+  nlohmann::json f = {{"field", name}, {"title", axis_title(s.columns[i])}};
+  f["type"] = type ? type : (is_text_column(t, static_cast<std::size_t>(column_index(t, name))) ? "nominal"
+                                                                                                 : "quantitative");
+  return f;
+}
+
+}  // namespace
+
+nlohmann::json vega_lite_chart(const Table& table) {
+  const AnalysisSpec* s = spec_of(table);
+  if (s == nullptr || s->chart.kind == ChartKind::kNone || table.rows.empty()) return nullptr;
+  const ChartSpec& c = s->chart;
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& row : to_json(table)["rows"]) values.push_back(nlohmann::json::parse(row.dump()));
+
+  nlohmann::json tooltip = nlohmann::json::array();
+  for (const ColumnSpec& col : s->columns)
+    if (col.in_text && column_index(table, col.name) >= 0) tooltip.push_back(field(*s, table, col.name));
+
+  nlohmann::json spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+                         {"title", c.title.empty() ? table.title : c.title + " — " + table.title},
+                         {"description", s->meaning},
+                         {"data", {{"values", values}}},
+                         {"width", 600},
+                         {"height", 300}};
+  auto x_field = [&](const char* numeric_type) {
+    return field(*s, table, c.x, is_text_column(table, s->column_index(c.x)) ? "nominal" : numeric_type);
+  };
+  switch (c.kind) {
+    case ChartKind::kLine:
+    case ChartKind::kStackedBar: {
+      const bool stacked = c.kind == ChartKind::kStackedBar;
+      nlohmann::json enc = {{"x", x_field(stacked ? "ordinal" : "quantitative")}, {"tooltip", tooltip}};
+      spec["mark"] = stacked ? nlohmann::json("bar") : nlohmann::json{{"type", "line"}, {"point", true}};
+      if (!c.series.empty()) {
+        // One series per value column: fold them into (series, value) pairs; the series title is the column's.
+        const ColumnSpec& first = s->columns[s->column_index(c.series.front())];
+        spec["transform"] = {{{"fold", c.series}, {"as", {"series", "value"}}}};
+        enc["y"] = {{"field", "value"}, {"type", "quantitative"}, {"stack", stacked ? "zero" : nullptr},
+                    {"title", first.unit.empty() ? std::string("value") : first.unit}};
+        if (!stacked) enc["y"].erase("stack");
+        enc["color"] = {{"field", "series"}, {"type", "nominal"}, {"sort", c.series}, {"title", ""}};
+      } else {
+        enc["y"] = field(*s, table, c.y, "quantitative");
+        if (!c.color.empty()) enc["color"] = field(*s, table, c.color, "nominal");
+      }
+      if (!c.y2.empty()) {
+        // Two quantities with different units: one line each, on independent y axes.
+        nlohmann::json second = {{"mark", {{"type", "line"}, {"point", true}, {"strokeDash", {4, 4}}}},
+                                 {"encoding",
+                                  {{"x", enc["x"]},
+                                   {"y", field(*s, table, c.y2, "quantitative")},
+                                   {"tooltip", tooltip}}}};
+        nlohmann::json first = {{"mark", spec["mark"]}, {"encoding", enc}};
+        spec.erase("mark");
+        spec["layer"] = {first, second};
+        spec["resolve"] = {{"scale", {{"y", "independent"}}}};
+      } else {
+        spec["encoding"] = enc;
+      }
+      break;
+    }
+    case ChartKind::kBar: {
+      nlohmann::json x = x_field("ordinal");
+      if (x["type"] == "nominal") x["sort"] = "-y";  // names: largest first
+      spec["mark"] = "bar";
+      spec["encoding"] = {{"x", x}, {"y", field(*s, table, c.y, "quantitative")}, {"tooltip", tooltip}};
+      if (!c.color.empty()) spec["encoding"]["color"] = field(*s, table, c.color, "nominal");
+      break;
+    }
+    case ChartKind::kArc:
+      spec["mark"] = {{"type", "arc"}, {"tooltip", true}};
+      spec["encoding"] = {{"theta", field(*s, table, c.y, "quantitative")},
+                          {"color", field(*s, table, c.color, "nominal")},
+                          {"tooltip", tooltip}};
+      spec["encoding"]["theta"]["stack"] = true;
+      break;
+    case ChartKind::kScatter:
+    case ChartKind::kRoofline: {
+      nlohmann::json x = field(*s, table, c.x, "quantitative"), y = field(*s, table, c.y, "quantitative");
+      if (c.log_x) x["scale"] = {{"type", "log"}};
+      if (c.log_y) y["scale"] = {{"type", "log"}};
+      nlohmann::json points = {{"mark", {{"type", "point"}, {"filled", true}}},
+                               {"encoding", {{"x", x}, {"y", y}, {"tooltip", tooltip}}}};
+      if (!c.color.empty()) points["encoding"]["color"] = field(*s, table, c.color, "nominal");
+      // A log axis cannot place 0 or an empty cell: those rows are left out of the picture (the table keeps them).
+      std::string keep = "isValid(datum['" + c.x + "']) && isValid(datum['" + c.y + "'])";
+      if (c.log_x) keep += " && datum['" + c.x + "'] > 0";
+      if (c.log_y) keep += " && datum['" + c.y + "'] > 0";
+      points["transform"] = {{{"filter", keep}}};
+      if (c.kind == ChartKind::kRoofline && column_index(table, "peak_flops_per_s") >= 0) {
+        // The compute ceilings: one dashed rule per precision at its measured peak.
+        nlohmann::json peak = field(*s, table, "peak_flops_per_s", "quantitative");
+        peak["aggregate"] = "max";
+        nlohmann::json rules = {
+            {"transform", {{{"filter", "isValid(datum['peak_flops_per_s']) && datum['peak_flops_per_s'] > 0"}}}},
+            {"mark", {{"type", "rule"}, {"strokeDash", {6, 4}}}},
+            {"encoding", {{"y", peak}}}};
+        if (column_index(table, "precision") >= 0) rules["encoding"]["detail"] = field(*s, table, "precision", "nominal");
+        spec["layer"] = {points, rules};
+      } else {
+        spec["layer"] = {points};
+      }
+      break;
+    }
+    case ChartKind::kNone:
+      return nullptr;
+  }
+  return spec;
+}
+
+}  // namespace xsp

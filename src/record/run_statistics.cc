@@ -1,0 +1,116 @@
+// The run-statistics registry (run_statistics.h).
+#include "xsp/record/run_statistics.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace xsp {
+namespace {
+
+using S = Severity;
+
+std::vector<RunStatisticSpec> make_registry() {
+  namespace k = stat;
+  auto ns = [](const char* key, S s, const char* meaning) { return RunStatisticSpec{key, s, meaning, "ns"}; };
+  return {
+      {k::kFrameworkDroppedSpans, S::kDataLoss,
+       "framework ops not recorded because the per-thread span limit was reached (always written, also when 0)"},
+      {k::kFrameworkUnmatchedOpEnds, S::kDataLoss, "framework op ends without a recorded start: those ops have no span"},
+      {k::kFrameworkDetailMismatches, S::kDataLoss,
+       "ops of later batches whose name differed from the first batch's op at the same position: left without shapes "
+       "and module tags"},
+      {k::kFrameworkFusedLayers, S::kInfo, "OpenCV layers fused into others: they have no time and no span"},
+      {k::kFrameworkLayerTimesExceedForward, S::kError,
+       "forwards whose OpenCV layer times add up to more than the forward itself: those layer times are unreliable"},
+      {k::kCuptiRecords, S::kInfo, "CUPTI activity records read"},
+      {k::kCuptiUnknownRecords, S::kDataLoss, "CUPTI activity records of a kind XSP does not read: not in the trace"},
+      {k::kCuptiDroppedRecords, S::kDataLoss,
+       "CUPTI activity records CUPTI dropped (buffers full): kernels or API calls missing from the trace"},
+      {k::kCuptiBuffersCompleted, S::kInfo, "CUPTI activity buffers delivered"},
+      {k::kCuptiBufferRequestsRefused, S::kDataLoss,
+       "buffer requests refused at the pool's cap: CUPTI dropped the records meant for them"},
+      {k::kCuptiFilteredApiRecords, S::kInfo, "noise-only CUDA API calls (cudaGetDevice...) deliberately not recorded"},
+      {k::kCuptiExternalCorrelationErrors, S::kError,
+       "push/pop of a framework op's correlation id failed: its kernels may be placed under the wrong op"},
+      {k::kCuptiForeignExternalCorrelations, S::kInfo, "external correlation ids of another tool, ignored"},
+      {k::kCuptiUnmatchedMarkerEnds, S::kDataLoss, "NVTX range ends without a start: no span for them"},
+      {k::kCuptiUnclosedMarkers, S::kDataLoss, "NVTX ranges still open at stop: kept with zero length"},
+      {k::kCuptiIgnoredMarkers, S::kInfo, "NVTX synchronization markers (acquire/release): no range to record"},
+      {k::kCuptiInvalidBufferTails, S::kDataLoss, "activity buffers whose walk stopped early: the rest is lost"},
+      {k::kCuptiOrphanActivities, S::kDataLoss,
+       "device records whose correlation id matched no API call: kept but not placed under a launch"},
+      ns(k::kCuptiOverheadNs, S::kInfo, "time CUPTI reports as its own overhead (OVERHEAD records)"),
+      {k::kCountersRanges, S::kInfo, "hardware-counter ranges (profiled kernel launches) collected"},
+      {k::kCountersPasses, S::kInfo, "replay passes the requested metrics needed"},
+      ns(k::kCountersSetupNs, S::kInfo, "time the counter profiler took to start"),
+      ns(k::kCountersCollectionNs, S::kInfo,
+         "time from the counter profiler's start to the end of its stop (passes and metric evaluation included)"),
+      {k::kCountersDroppedRanges, S::kDataLoss,
+       "counter ranges that did not fit the counter data image: raise XSP_COUNTER_MAX_RANGES"},
+      {k::kCountersUnmatchedRanges, S::kDataLoss, "counter ranges without a kernel launch to attach them to"},
+      {k::kCountersUnmatchedLaunches, S::kDataLoss,
+       "kernel launches without a counter range (e.g. a kernel the profiler did not replay)"},
+      {k::kCountersMismatchedPasses, S::kDataLoss,
+       "user-replay passes whose launches differ from the first pass's: their metrics are left out"},
+      {k::kCountersMissingPasses, S::kDataLoss, "replay passes that did not run: some metrics are missing"},
+      {k::kCountersGraphLaunchesNotProfiled, S::kDataLoss, "CUDA graph launches the counter profiler cannot replay"},
+      {k::kCountersUnavailable, S::kError,
+       "the counter profiler could not start (the reason is in the settings' counters_unavailable)"},
+      {k::kAssemblerNegativeDuration, S::kError, "spans that ended before they started: clamped to zero length"},
+      {k::kTraceUntracedBatches, S::kInfo, "measured batches the trace budget (--trace-batches) left untraced"},
+      {k::kTraceDiscardedSpans, S::kInfo, "spans of untraced batches discarded on purpose (--trace-batches)"},
+      {k::kScenarioTracedQueries, S::kInfo, "scenario queries whose traces were kept (the tail and a sample)"},
+  };
+}
+
+int rank(Severity s) { return s == S::kError ? 0 : s == S::kDataLoss ? 1 : 2; }
+
+}  // namespace
+
+std::string_view to_string(Severity severity) {
+  switch (severity) {
+    case Severity::kInfo: return "info";
+    case Severity::kDataLoss: return "data loss";
+    case Severity::kError: return "error";
+  }
+  return "?";
+}
+
+const std::vector<RunStatisticSpec>& run_statistics_registry() {
+  static const std::vector<RunStatisticSpec> registry = make_registry();
+  return registry;
+}
+
+const RunStatisticSpec* find_run_statistic(std::string_view key) {
+  for (const RunStatisticSpec& s : run_statistics_registry())
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+const RunStatisticSpec& run_statistic(std::string_view key) {
+  if (const RunStatisticSpec* s = find_run_statistic(key)) return *s;
+  throw std::invalid_argument("unknown run statistic '" + std::string(key) +
+                              "': add it to run_statistics_registry() (include/xsp/record/run_statistics.h)");
+}
+
+std::vector<std::string> describe_run_statistics(const std::map<std::string, std::uint64_t>& counters) {
+  std::vector<std::pair<int, std::string>> lines;
+  for (const auto& [key, value] : counters) {
+    if (value == 0) continue;
+    const RunStatisticSpec* s = find_run_statistic(key);
+    const std::string v = key + " = " + std::to_string(value) + (s && s->unit == "ns" ? " ns" : "");
+    if (s == nullptr) {
+      lines.emplace_back(1, "unregistered " + v);
+      continue;
+    }
+    const char* label = s->severity == S::kError ? "ERROR " : s->severity == S::kDataLoss ? "DATA LOSS " : "info ";
+    lines.emplace_back(rank(s->severity), label + v + ": " + s->meaning);
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  out.reserve(lines.size());
+  for (auto& l : lines) out.push_back(std::move(l.second));
+  return out;
+}
+
+}  // namespace xsp

@@ -1,0 +1,386 @@
+// The registries (issue 13): every analysis table is built from its registry entry (columns in order), every
+// column says what it means and in which unit, every default chart names columns the table has and renders as
+// Vega-Lite with the rows inlined, and every run statistic a recorded run carries is registered with a severity.
+// On hand-made CPU records and on copies of the recorded GPU fixtures.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "xsp/analysis/analyses.h"
+#include "xsp/analysis/registry.h"
+#include "xsp/analysis/summary.h"
+#include "xsp/record/run_statistics.h"
+#include "xsp/stats/stats.h"
+#include "xsp/store/store.h"
+
+namespace fs = std::filesystem;
+
+namespace xsp {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The unit a column name's suffix promises ("" = the name promises none).
+std::string unit_of_suffix(const std::string& name) {
+  if (name.find("percent") != std::string::npos) return "%";
+  if (ends_with(name, "_flops_per_s")) return "FLOP/s";
+  if (ends_with(name, "_samples_per_s")) return "samples/s";
+  if (ends_with(name, "_ms")) return "ms";
+  if (ends_with(name, "_us")) return "us";
+  if (ends_with(name, "_ns")) return "ns";
+  if (ends_with(name, "_bytes")) return "bytes";
+  if (name == "gflops") return "GFLOP";
+  if (name.rfind("ai_", 0) == 0 || name == "arithmetic_intensity") return "FLOP/byte";
+  return "";
+}
+
+// A CPU evaluation: an M run and an M/F run of 5 batches with 3 layers (conv with a module and bytes, relu, fc).
+EvaluationRecord cpu_record() {
+  Trace trace;
+  SpanId next = 1;
+  auto add = [&](Level level, const std::string& name, std::int64_t start, std::int64_t end, SpanId parent,
+                 std::vector<Tag> tags = {}) {
+    Span s;
+    s.id = next++;
+    s.parent_id = parent;
+    s.level = level;
+    s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
+    s.name = name;
+    s.start_ns = start;
+    s.end_ns = end;
+    s.tags = std::move(tags);
+    trace.spans.push_back(std::move(s));
+    return s.id;
+  };
+  const SpanId app = add(Level::kApplication, "evaluation", 0, 1'000'000'000, kNoSpan);
+  for (int b = 0; b < 5; ++b) {
+    const std::int64_t t0 = 1'000'000 * (b + 1);
+    const SpanId pred = add(Level::kModel, "predict", t0, t0 + 1000, app, {{"batch", std::to_string(b)}});
+    add(Level::kFramework, "aten::conv2d", t0 + 10, t0 + 410, pred, {{"module", "conv"}, {"allocated_bytes", "100"}});
+    add(Level::kFramework, "aten::relu", t0 + 420, t0 + 520, pred);
+    add(Level::kFramework, "aten::linear", t0 + 530, t0 + 690, pred, {{"module", "fc"}, {"allocated_bytes", "300"}});
+  }
+  EvaluationRecord e;
+  e.batch_sizes = {1, 2};
+  e.trace_level = TraceLevel::kFramework;
+  e.leveled = true;
+  for (int b : {1, 2}) {
+    RunRecord m;
+    m.batch_size = b;
+    m.trace_level = TraceLevel::kModel;
+    m.predict_latency_ns = {1e6 * b, 1.1e6 * b, 0.9e6 * b, 1e6 * b, 1e6 * b};
+    m.iterations = 5;
+    m.stage_latency_ns[kStagePredict] = summarize(m.predict_latency_ns);
+    e.runs.push_back(m);
+    RunRecord f;
+    f.batch_size = b;
+    f.trace_level = TraceLevel::kFramework;
+    f.iterations = 5;
+    f.trace = trace;
+    e.runs.push_back(std::move(f));
+  }
+  return e;
+}
+
+// Every evaluation of a recorded store, read from a copy (opening a store may migrate it).
+std::vector<EvaluationRecord> load_fixture(const std::string& relative) {
+  const fs::path copy = fs::temp_directory_path() / ("xsp-registry-" + std::to_string(::getpid()) + "-" +
+                                                     fs::path(relative).filename().string());
+  fs::copy_file(fs::path(XSP_TEST_FIXTURES) / relative, copy, fs::copy_options::overwrite_existing);
+  std::vector<EvaluationRecord> out;
+  {
+    auto store = Store::open(copy);
+    for (const auto& l : store->list()) out.push_back(*store->load(l.id));
+  }
+  fs::remove(copy);
+  return out;
+}
+
+std::vector<std::string> names(const std::vector<Column>& columns) {
+  std::vector<std::string> out;
+  for (const Column& c : columns) out.push_back(c.name);
+  return out;
+}
+std::vector<std::string> names(const std::vector<ColumnSpec>& columns) {
+  std::vector<std::string> out;
+  for (const ColumnSpec& c : columns) out.push_back(c.name);
+  return out;
+}
+
+// Every "field" a Vega-Lite spec reads, apart from the fold's own outputs.
+void collect_fields(const nlohmann::json& j, std::set<std::string>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == "field" && it->is_string()) out.insert(it->get<std::string>());
+      if (it.key() == "fold" && it->is_array())
+        for (const auto& f : *it) out.insert(f.get<std::string>());
+      collect_fields(*it, out);
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) collect_fields(v, out);
+  }
+}
+
+// A table's columns are its registry entry's, in order, with the entry's titles and bar; its chart (when it has
+// rows and its analysis a chart) reads only its columns and inlines every row.
+void check_table(const Table& t) {
+  SCOPED_TRACE(t.id + " " + t.title);
+  const AnalysisSpec* spec = spec_of(t);
+  ASSERT_NE(spec, nullptr) << "table not built from the registry";
+  EXPECT_EQ(t.id, spec->id);
+  EXPECT_EQ(t.title.rfind(spec->title, 0), 0u);
+  EXPECT_EQ(names(t.columns), names(spec->columns));
+  for (std::size_t i = 0; i < t.columns.size() && i < spec->columns.size(); ++i) {
+    EXPECT_EQ(t.columns[i].title, spec->columns[i].title);
+    EXPECT_EQ(t.columns[i].in_text, spec->columns[i].in_text);
+    EXPECT_EQ(t.columns[i].symbol, spec->columns[i].symbol);
+  }
+  EXPECT_EQ(t.bar_column, spec->bar_column);
+  EXPECT_EQ(t.batch_size.has_value(), spec->per_batch_size);
+  for (const auto& row : t.rows) EXPECT_EQ(row.size(), t.columns.size());
+
+  const nlohmann::json chart = vega_lite_chart(t);
+  if (t.rows.empty() || spec->chart.kind == ChartKind::kNone) {
+    EXPECT_TRUE(chart.is_null());
+    return;
+  }
+  ASSERT_TRUE(chart.is_object());
+  EXPECT_EQ(chart["$schema"], "https://vega.github.io/schema/vega-lite/v5.json");
+  ASSERT_EQ(chart["data"]["values"].size(), t.rows.size());
+  for (const auto& [key, value] : chart["data"]["values"][0].items())
+    EXPECT_GE(column_index(t, key), 0) << "data value " << key;
+  std::set<std::string> fields;
+  collect_fields(chart, fields);
+  fields.erase("series");  // the fold's outputs
+  fields.erase("value");
+  EXPECT_FALSE(fields.empty());
+  for (const std::string& f : fields) EXPECT_GE(column_index(t, f), 0) << "chart field " << f;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+TEST(AnalysisRegistry, OneEntryPerAnalysisIdInOrder) {
+  std::vector<std::string> ids;
+  for (const AnalysisSpec& s : analysis_registry()) ids.push_back(s.id);
+  EXPECT_EQ(ids, analysis_ids());
+  std::set<std::string> keys;
+  for (const AnalysisSpec& s : table_registry()) EXPECT_TRUE(keys.insert(s.key).second) << "duplicate key " << s.key;
+  EXPECT_EQ(table_spec("launch-top").id, "launch-stats");
+  EXPECT_EQ(table_spec("summary.runs").id, "summary.runs");
+}
+
+TEST(AnalysisRegistry, EveryColumnHasAMeaningAndTheUnitItsNamePromises) {
+  for (const AnalysisSpec& s : table_registry()) {
+    SCOPED_TRACE(s.key);
+    EXPECT_FALSE(s.title.empty());
+    EXPECT_FALSE(s.meaning.empty());
+    EXPECT_FALSE(s.levels.empty());
+    std::set<std::string> seen;
+    for (const ColumnSpec& c : s.columns) {
+      EXPECT_TRUE(seen.insert(c.name).second) << "duplicate column " << c.name;
+      EXPECT_FALSE(c.meaning.empty()) << c.name;
+      const std::string promised = unit_of_suffix(c.name);
+      if (!promised.empty()) EXPECT_EQ(c.unit, promised) << c.name;
+    }
+    if (s.bar_column >= 0) {
+      ASSERT_LT(static_cast<std::size_t>(s.bar_column), s.columns.size());
+      EXPECT_FALSE(s.columns[s.bar_column].unit.empty()) << "bar on a column without a unit";
+    }
+    const ChartSpec& c = s.chart;
+    for (const std::string& f : {c.x, c.y, c.color, c.y2})
+      if (!f.empty()) EXPECT_NO_THROW(s.column_index(f)) << f;
+    for (const std::string& f : c.series) EXPECT_NO_THROW(s.column_index(f)) << f;
+  }
+  // The SPEC §4 charts.
+  EXPECT_EQ(analysis_spec("A1").chart.kind, ChartKind::kLine);
+  EXPECT_EQ(analysis_spec("A1").chart.y2, "throughput_samples_per_s");
+  EXPECT_EQ(analysis_spec("A3").chart.kind, ChartKind::kBar);
+  EXPECT_EQ(analysis_spec("A5").chart.kind, ChartKind::kArc);
+  EXPECT_EQ(analysis_spec("A9").chart.kind, ChartKind::kRoofline);
+  EXPECT_TRUE(analysis_spec("A14").chart.log_x && analysis_spec("A14").chart.log_y);
+  EXPECT_EQ(analysis_spec("A13").chart.kind, ChartKind::kStackedBar);
+  EXPECT_EQ(analysis_spec("gpu-idle").chart.kind, ChartKind::kStackedBar);
+}
+
+TEST(AnalysisRegistry, LookupIsCaseInsensitiveAndNamesTheValidIds) {
+  EXPECT_EQ(analysis_spec("a9").id, "A9");
+  EXPECT_EQ(analysis_spec("GPU-Idle").id, "gpu-idle");
+  try {
+    analysis_spec("A99");
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'A99'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("launch-stats"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(table_spec("nope"), std::invalid_argument);
+}
+
+TEST(AnalysisRegistry, EmptyTableAndRowBuilderWorkByName) {
+  Table t = empty_table(analysis_spec("A3"), 4);
+  EXPECT_EQ(t.title, "Layer latency by index (batch size 4)");
+  EXPECT_EQ(t.batch_size, 4);
+  EXPECT_EQ(t.columns[static_cast<std::size_t>(t.bar_column)].name, "latency_ms");
+  RowBuilder row(t);
+  row.set("latency_ms", 2.5).set("layer_index", std::int64_t{7});
+  t.rows.push_back(row.take());
+  EXPECT_EQ(std::get<double>(cell(t, t.rows[0], "latency_ms")), 2.5);
+  EXPECT_EQ(std::get<std::int64_t>(cell(t, t.rows[0], "layer_index")), 7);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(cell(t, t.rows[0], "layer_name")));
+  EXPECT_THROW(row.set("latency_us", 1.0), std::logic_error);
+  EXPECT_THROW(cell(t, t.rows[0], "nope"), std::logic_error);
+}
+
+TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
+  const EvaluationRecord record = cpu_record();
+  const std::vector<Table> tables = run_analyses(record, analysis_ids(), std::nullopt);
+  // A1 once, A2–A7 and the per-batch GPU analyses per batch size (2), A15 and gpu-idle once, launch-stats once
+  // (no kernel run: no top-delay tables).
+  EXPECT_EQ(tables.size(), 1u + 6 * 2 + 8 * 2 + 3);
+  for (const Table& t : tables) check_table(t);
+  for (const Table& t : evaluation_summary(record)) check_table(t);
+
+  const Table& a1 = tables.front();
+  ASSERT_EQ(a1.id, "A1");
+  ASSERT_EQ(a1.rows.size(), 2u);
+  const nlohmann::json chart = vega_lite_chart(a1);
+  ASSERT_EQ(chart["layer"].size(), 2u);  // latency and throughput, each on its own axis
+  EXPECT_EQ(chart["resolve"]["scale"]["y"], "independent");
+  EXPECT_EQ(chart["layer"][1]["encoding"]["y"]["field"], "throughput_samples_per_s");
+  EXPECT_EQ(chart["layer"][1]["encoding"]["y"]["title"], "throughput (samples/s)");
+  EXPECT_EQ(chart["layer"][0]["encoding"]["y"]["title"], "latency (ms, trimmed mean)");
+  EXPECT_EQ(chart["data"]["values"][1]["batch_size"], 2);
+  EXPECT_DOUBLE_EQ(chart["data"]["values"][1]["throughput_samples_per_s"].get<double>(),
+                   std::get<double>(cell(a1, a1.rows[1], "throughput_samples_per_s")));
+
+  const Table* a5 = nullptr;
+  for (const Table& t : tables)
+    if (t.id == "A5") a5 = &t;
+  ASSERT_NE(a5, nullptr);
+  const nlohmann::json pie = vega_lite_chart(*a5);
+  EXPECT_EQ(pie["mark"]["type"], "arc");
+  EXPECT_EQ(pie["encoding"]["theta"]["field"], "count");
+  EXPECT_EQ(pie["encoding"]["color"]["field"], "layer_type");
+  EXPECT_EQ(pie["data"]["values"].size(), 3u);  // conv2d, linear, relu
+}
+
+TEST(AnalysisRegistry, GpuFixtureTablesHaveTheRegistryColumnsAndCharts) {
+  const auto records = load_fixture("gpu/resnet18_bs1_kernel_h200.db");
+  ASSERT_FALSE(records.empty());
+  std::size_t charts = 0, rooflines = 0;
+  for (const EvaluationRecord& record : records) {
+    const std::vector<Table> tables = run_analyses(record, analysis_ids(), std::nullopt);
+    for (const Table& t : tables) {
+      check_table(t);
+      const nlohmann::json chart = vega_lite_chart(t);
+      charts += chart.is_object();
+      if (chart.is_object() && (t.id == "A9" || t.id == "A14")) {
+        ++rooflines;
+        EXPECT_EQ(chart["layer"][0]["encoding"]["x"]["scale"]["type"], "log");
+        EXPECT_EQ(chart["layer"][0]["encoding"]["y"]["scale"]["type"], "log");
+        EXPECT_EQ(chart["layer"][0]["encoding"]["x"]["title"], "AI DRAM (FLOP/byte)");
+      }
+    }
+    for (const Table& t : evaluation_summary(record)) check_table(t);
+  }
+  EXPECT_GT(charts, 5u);  // the fixture has a kernel run: A8, A10, A11, A13, gpu-idle... have rows
+  (void)rooflines;        // rooflines need a counter run, which this fixture may lack
+}
+
+TEST(AnalysisRegistry, ChartIsNullWithoutRowsOrOutsideTheRegistry) {
+  EXPECT_TRUE(vega_lite_chart(empty_table(analysis_spec("A1"))).is_null());
+  Table foreign;
+  foreign.id = "compare.A1";
+  foreign.columns = {{"batch_size"}};
+  foreign.rows = {{Cell{std::int64_t{1}}}};
+  EXPECT_TRUE(vega_lite_chart(foreign).is_null());
+}
+
+TEST(AnalysisRegistry, DescribeListsEveryColumnWithUnitAndMeaning) {
+  const std::string text = describe_registry();
+  for (const AnalysisSpec& s : table_registry()) EXPECT_NE(text.find(s.key), std::string::npos) << s.key;
+  EXPECT_NE(text.find("ai_dram"), std::string::npos);
+  EXPECT_NE(text.find("FLOP/byte"), std::string::npos);
+  const auto j = to_json(analysis_spec("A9"));
+  EXPECT_EQ(j["chart"]["kind"], "roofline");
+  EXPECT_EQ(j["bar_column"], "percent_of_roofline");
+  EXPECT_EQ(j["columns"].size(), analysis_spec("A9").columns.size());
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+TEST(RunStatistics, RegistryHasUniqueKeysAndMeanings) {
+  std::set<std::string> keys;
+  for (const RunStatisticSpec& s : run_statistics_registry()) {
+    EXPECT_TRUE(keys.insert(s.key).second) << s.key;
+    EXPECT_FALSE(s.meaning.empty()) << s.key;
+    EXPECT_EQ(s.unit == "ns", ends_with(s.key, "_ns")) << s.key;
+  }
+  EXPECT_EQ(run_statistic(stat::kCuptiDroppedRecords).severity, Severity::kDataLoss);
+  EXPECT_EQ(run_statistic(stat::kTraceUntracedBatches).severity, Severity::kInfo);
+  EXPECT_EQ(run_statistic(stat::kAssemblerNegativeDuration).severity, Severity::kError);
+  EXPECT_THROW(run_statistic("cupti.no_such_thing"), std::invalid_argument);
+}
+
+TEST(RunStatistics, DescribedMostSevereFirstAndNothingHidden) {
+  const std::map<std::string, std::uint64_t> counters = {{stat::kCuptiRecords, 10},
+                                                         {stat::kCuptiDroppedRecords, 3},
+                                                         {stat::kAssemblerNegativeDuration, 1},
+                                                         {stat::kFrameworkDroppedSpans, 0},
+                                                         {"vendor.unknown", 2}};
+  const auto lines = describe_run_statistics(counters);
+  ASSERT_EQ(lines.size(), 4u);  // zero values are left out
+  EXPECT_EQ(lines[0].rfind("ERROR assembler.negative_duration = 1: ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("DATA LOSS cupti.dropped_records = 3: ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2], "unregistered vendor.unknown = 2");
+  EXPECT_EQ(lines[3].rfind("info cupti.records = 10: ", 0), 0u) << lines[3];
+}
+
+TEST(RunStatistics, EveryStatisticOfTheRecordedFixturesIsRegistered) {
+  std::size_t seen = 0;
+  for (const char* fixture : {"gpu/resnet18_bs1_kernel_h200.db", "stability/zoo_kernel_leveled_h100.db"}) {
+    for (const EvaluationRecord& record : load_fixture(fixture))
+      for (const RunRecord& run : record.runs)
+        for (const auto& [key, value] : run.trace.counters) {
+          ++seen;
+          EXPECT_NE(find_run_statistic(key), nullptr) << fixture << ": " << key << " = " << value;
+        }
+  }
+  EXPECT_GT(seen, 0u);
+}
+
+// Writers name statistics through the stat:: constants: no string literal may be counted directly, so a new
+// statistic cannot bypass the registry. Scans every source that records counters.
+TEST(RunStatistics, SourcesWriteNoLiteralStatisticKeys) {
+  const std::regex literal_write(R"((count\(\s*"|counters\[\s*"|counters\.try_emplace\(\s*"))");
+  std::size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(XSP_SOURCE_DIR) / "src")) {
+    if (!entry.is_regular_file()) continue;
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".cc" && ext != ".h" && ext != ".cu") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++n;
+      const auto comment = line.find("//");
+      const std::string code = comment == std::string::npos ? line : line.substr(0, comment);
+      // serialize.cc's reader counts list lengths with r.count("what", min): not a statistic.
+      if (code.find("r.count(") != std::string::npos) continue;
+      EXPECT_FALSE(std::regex_search(code, literal_write)) << entry.path() << ":" << n << ": " << line;
+    }
+  }
+  EXPECT_GT(files, 50u);
+}
+
+}  // namespace
+}  // namespace xsp
