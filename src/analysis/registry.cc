@@ -594,7 +594,7 @@ nlohmann::json vega_lite_chart(const Table& table) {
         // One series per value column: fold them into (series, value) pairs; the series title is the column's.
         const ColumnSpec& first = s->columns[s->column_index(c.series.front())];
         spec["transform"] = {{{"fold", c.series}, {"as", {"series", "value"}}}};
-        enc["y"] = {{"field", "value"}, {"type", "quantitative"}, {"stack", stacked ? "zero" : nullptr},
+        enc["y"] = {{"field", "value"}, {"type", "quantitative"}, {"stack", stacked ? nlohmann::json("zero") : nlohmann::json(nullptr)},
                     {"title", first.unit.empty() ? std::string("value") : first.unit}};
         if (!stacked) enc["y"].erase("stack");
         enc["color"] = {{"field", "series"}, {"type", "nominal"}, {"sort", c.series}, {"title", ""}};
