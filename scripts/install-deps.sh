@@ -13,6 +13,7 @@ packages=(
   librsvg2-bin                        # rsvg-convert: the roofline chart's SVG to PNG (tests/roofline_chart_test.sh)
   python3-pandas                      # tests/tables/pandas_tables.py: CSV/JSON tables as pandas reads them
   clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
+  chromium                            # tests/browser: the HTML report and web UI in a real, headless browser
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm
 # (NodeSource's) is kept.
@@ -32,11 +33,13 @@ else
 fi
 
 # The npm packages, at the versions package-lock.json pins, when missing or older than the lock file:
-# tools/trace-check (DevTools' trace engine, OpenTelemetry's protos) and tools/vega (vega, vega-lite, vega-cli).
+# tools/trace-check (DevTools' trace engine, OpenTelemetry's protos), tools/vega (vega, vega-lite, vega-embed,
+# vega-cli: inlined into the HTML report at build time) and tools/browser-check (puppeteer-core, which drives Debian's
+# Chromium and downloads no browser).
 # --ignore-scripts: vega-cli's optional PNG backend (the `canvas` native module) is not built; SVG comes from
 # vg2svg and PNG from rsvg-convert.
 cd "$(dirname "$0")/.."
-for dir in tools/trace-check tools/vega; do
+for dir in tools/trace-check tools/vega tools/browser-check; do
   if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     echo "install-deps: npm ci in $dir"
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)

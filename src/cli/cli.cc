@@ -132,6 +132,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_machine_command(app, g, commands);
   add_trace_command(app, g, commands);
   add_import_command(app, g, commands);
+  add_report_command(app, g, commands);
   check_numeric_options(app);
   try {
     app.parse(argc, argv);
