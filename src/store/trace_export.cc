@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <ostream>
+#include <vector>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -134,16 +136,27 @@ class TempOutput {
 
 }  // namespace
 
-void write_file_atomically(const fs::path& path, const std::string& content) {
-  TempOutput tmp(path);
-  std::ofstream out(tmp.path(), std::ios::binary);
-  if (!out)
+void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& writer) {
+  TempOutput tmp(path);  // declared first, so the stream is closed before the destructor removes the file
+  // A larger buffer than the default few KB: a streamed export makes millions of small writes.
+  std::vector<char> buffer(1 << 20);
+  std::ofstream out;
+  out.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  out.open(tmp.path(), std::ios::binary);
+  if (!out) {
     throw IoError("cannot write " + path.string() + ": cannot create " + tmp.path().string() + ": " +
-                             std::strerror(errno));
-  out << content;
+                  std::strerror(errno));
+  }
+  writer(out);
+  // errno as the failing write left it: the close below may make further calls that change it.
+  if (!out) throw IoError("cannot write " + path.string() + ": " + std::strerror(errno));
   out.close();  // flushes: a write that fails now (a full disk) or a failing close sets failbit too
   if (!out) throw IoError("cannot write " + path.string() + ": " + std::strerror(errno));
   tmp.publish();
+}
+
+void write_file_atomically(const fs::path& path, const std::string& content) {
+  write_file_atomically(path, [&](std::ostream& out) { out << content; });
 }
 
 namespace {
@@ -434,13 +447,20 @@ void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs
 void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
                       const fs::path& path) {
   switch (format) {
-    case TraceFormat::kChrome: write_file_atomically(path, to_chrome_trace(run.trace, trace_resource(record, run)).dump()); return;
-    case TraceFormat::kOtlp:
+    case TraceFormat::kChrome: {
+      const TraceResource resource = trace_resource(record, run);
+      write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(out, run.trace, resource); });
+      return;
+    }
+    case TraceFormat::kOtlp: {
       if (run.trace_id.empty()) {
         throw std::invalid_argument("run " + std::to_string(run.id) + " has no trace id (it was never stored)");
       }
-      write_file_atomically(path, to_otlp_json(run.trace, trace_resource(record, run), run.trace_id).dump());
+      const TraceResource resource = trace_resource(record, run);
+      write_file_atomically(path,
+                            [&](std::ostream& out) { write_otlp_json(out, run.trace, resource, run.trace_id); });
       return;
+    }
     case TraceFormat::kSqlite: export_run_sqlite(record, run, path); return;
   }
 }
@@ -452,14 +472,16 @@ void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, con
 }
 
 void export_trace_file(const fs::path& blob, TraceFormat format, const fs::path& out) {
-  std::ifstream in(blob, std::ios::binary);
-  if (!in) throw IoError("cannot read " + blob.string());
-  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   RunRecord run;
-  try {
-    run.trace = decode_trace(bytes);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(blob.string() + ": not an xsp-trace file: " + e.what());
+  {  // the encoded blob is freed before the export: only the decoded trace stays in memory
+    std::ifstream in(blob, std::ios::binary);
+    if (!in) throw IoError("cannot read " + blob.string());
+    const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      run.trace = decode_trace(bytes);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(blob.string() + ": not an xsp-trace file: " + e.what());
+    }
   }
   EvaluationRecord record;
   record.model_name = blob.stem().string();

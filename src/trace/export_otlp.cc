@@ -1,5 +1,6 @@
 // OTLP/JSON (ExportTraceServiceRequest) with ids that are unique across stores (docs/exports.md).
 #include <cstdio>
+#include <ostream>
 #include <stdexcept>
 
 #include "xsp/trace/export.h"
@@ -59,61 +60,93 @@ std::string otlp_span_id(const std::string& trace_id_hex, std::uint64_t span_id)
   return hex16(z == 0 ? 1 : z);
 }
 
-nlohmann::json to_otlp_json(const Trace& trace, const TraceResource& resource, const std::string& trace_id_hex) {
+namespace {
+
+void check_trace_id(const char* function, const std::string& trace_id_hex) {
   if (trace_id_hex.size() != 32 || !is_lower_hex(trace_id_hex) ||
       trace_id_hex.find_first_not_of('0') == std::string::npos) {
-    throw std::invalid_argument("to_otlp_json: trace id must be 32 lower-case hex digits, not all zero, got \"" +
-                                trace_id_hex + "\"");
+    throw std::invalid_argument(std::string(function) +
+                                ": trace id must be 32 lower-case hex digits, not all zero, got \"" + trace_id_hex +
+                                "\"");
   }
+}
 
-  json resource_attributes = json::array();
-  resource_attributes.push_back(attribute(Tag("service.name", resource.service_name)));
+json resource_attributes(const TraceResource& resource) {
+  json attributes = json::array();
+  attributes.push_back(attribute(Tag("service.name", resource.service_name)));
   if (!resource.service_version.empty()) {
-    resource_attributes.push_back(attribute(Tag("service.version", resource.service_version)));
+    attributes.push_back(attribute(Tag("service.version", resource.service_version)));
   }
-  if (!resource.host_name.empty()) resource_attributes.push_back(attribute(Tag("host.name", resource.host_name)));
+  if (!resource.host_name.empty()) attributes.push_back(attribute(Tag("host.name", resource.host_name)));
   if (!resource.instance_id.empty()) {
-    resource_attributes.push_back(attribute(Tag("service.instance.id", resource.instance_id)));
+    attributes.push_back(attribute(Tag("service.instance.id", resource.instance_id)));
   }
-  for (const Tag& t : resource.attributes) resource_attributes.push_back(attribute(t));
+  for (const Tag& t : resource.attributes) attributes.push_back(attribute(t));
+  return attributes;
+}
 
-  const std::int64_t offset_ns = trace.clock.unix_offset_ns;
-  json spans = json::array();
-  for (const Span& s : trace.spans) {
-    json attributes = json::array();
-    attributes.push_back(attribute(Tag("xsp.level", std::string(to_string(s.level)))));
-    attributes.push_back(attribute(Tag("xsp.parent_rule", std::string(to_string(s.parent_rule)))));
-    attributes.push_back(attribute(Tag("xsp.track", to_string(s.track))));
-    attributes.push_back(attribute(Tag("xsp.span_id", s.id)));
-    if (s.track.is_device()) {
-      attributes.push_back(attribute(Tag("xsp.device", s.track.device)));
-      attributes.push_back(attribute(Tag("xsp.stream", s.track.id)));
-    } else {
-      attributes.push_back(attribute(Tag("thread.id", s.track.id)));  // OpenTelemetry semantic convention
-    }
-    if (s.correlation_id != 0) attributes.push_back(attribute(Tag("xsp.correlation_id", s.correlation_id)));
-    for (const Tag& t : s.tags) attributes.push_back(attribute(t));
-
-    json span = {{"traceId", trace_id_hex},
-                 {"spanId", otlp_span_id(trace_id_hex, s.id)},
-                 {"name", s.name},
-                 {"kind", 1},
-                 {"startTimeUnixNano", std::to_string(s.start_ns + offset_ns)},
-                 {"endTimeUnixNano", std::to_string(s.end_ns + offset_ns)},
-                 {"attributes", std::move(attributes)}};
-    // Roots carry no parentSpanId at all: the JSON mapping omits empty bytes fields.
-    if (s.parent_id != kNoSpan) span["parentSpanId"] = otlp_span_id(trace_id_hex, s.parent_id);
-    spans.push_back(std::move(span));
-  }
-
+json scope_of(const TraceResource& resource) {
   json scope = {{"name", "xsp"}};
   if (!resource.service_version.empty()) scope["version"] = resource.service_version;
+  return scope;
+}
+
+json span_json(const Span& s, const std::string& trace_id_hex, std::int64_t offset_ns) {
+  json attributes = json::array();
+  attributes.push_back(attribute(Tag("xsp.level", std::string(to_string(s.level)))));
+  attributes.push_back(attribute(Tag("xsp.parent_rule", std::string(to_string(s.parent_rule)))));
+  attributes.push_back(attribute(Tag("xsp.track", to_string(s.track))));
+  attributes.push_back(attribute(Tag("xsp.span_id", s.id)));
+  if (s.track.is_device()) {
+    attributes.push_back(attribute(Tag("xsp.device", s.track.device)));
+    attributes.push_back(attribute(Tag("xsp.stream", s.track.id)));
+  } else {
+    attributes.push_back(attribute(Tag("thread.id", s.track.id)));  // OpenTelemetry semantic convention
+  }
+  if (s.correlation_id != 0) attributes.push_back(attribute(Tag("xsp.correlation_id", s.correlation_id)));
+  for (const Tag& t : s.tags) attributes.push_back(attribute(t));
+
+  json span = {{"traceId", trace_id_hex},
+               {"spanId", otlp_span_id(trace_id_hex, s.id)},
+               {"name", s.name},
+               {"kind", 1},
+               {"startTimeUnixNano", std::to_string(s.start_ns + offset_ns)},
+               {"endTimeUnixNano", std::to_string(s.end_ns + offset_ns)},
+               {"attributes", std::move(attributes)}};
+  // Roots carry no parentSpanId at all: the JSON mapping omits empty bytes fields.
+  if (s.parent_id != kNoSpan) span["parentSpanId"] = otlp_span_id(trace_id_hex, s.parent_id);
+  return span;
+}
+
+}  // namespace
+
+nlohmann::json to_otlp_json(const Trace& trace, const TraceResource& resource, const std::string& trace_id_hex) {
+  check_trace_id("to_otlp_json", trace_id_hex);
+  json spans = json::array();
+  for (const Span& s : trace.spans) spans.push_back(span_json(s, trace_id_hex, trace.clock.unix_offset_ns));
   json scope_spans = json::array();
-  scope_spans.push_back({{"scope", std::move(scope)}, {"spans", std::move(spans)}});
+  scope_spans.push_back({{"scope", scope_of(resource)}, {"spans", std::move(spans)}});
   json resource_spans = json::array();
   resource_spans.push_back(
-      {{"resource", {{"attributes", std::move(resource_attributes)}}}, {"scopeSpans", std::move(scope_spans)}});
+      {{"resource", {{"attributes", resource_attributes(resource)}}}, {"scopeSpans", std::move(scope_spans)}});
   return {{"resourceSpans", std::move(resource_spans)}};
+}
+
+void write_otlp_json(std::ostream& out, const Trace& trace, const TraceResource& resource,
+                     const std::string& trace_id_hex) {
+  check_trace_id("write_otlp_json", trace_id_hex);
+  // Keys in nlohmann::json's sorted order ("resource" < "scopeSpans", "scope" < "spans"), so the bytes are those of
+  // to_otlp_json(...).dump(); the spans, the bulk of the document, go out one at a time.
+  out << "{\"resourceSpans\":[{\"resource\":{\"attributes\":" << resource_attributes(resource)
+      << "},\"scopeSpans\":[{\"scope\":" << scope_of(resource) << ",\"spans\":[";
+  bool first = true;
+  for (const Span& s : trace.spans) {
+    if (!out) return;  // a failed stream (a full disk): the caller reports it; formatting the rest is wasted
+    if (!first) out.put(',');
+    first = false;
+    out << span_json(s, trace_id_hex, trace.clock.unix_offset_ns);
+  }
+  out << "]}]}]}";
 }
 
 }  // namespace xsp

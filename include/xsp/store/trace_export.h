@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +38,9 @@ const RunRecord& choose_run(const EvaluationRecord& record, const RunChoice& cho
 TraceResource trace_resource(const EvaluationRecord& record, const RunRecord& run);
 
 /// Writes `run`'s trace to `path` in `format`, through a temporary file renamed into place, so a failure leaves no
-/// partial file and an existing file is replaced only by a complete one. OTLP uses the run's stored trace id
+/// partial file and an existing file is replaced only by a complete one. The JSON formats are streamed event by
+/// event (write_chrome_trace, write_otlp_json): memory beyond the trace is O(spans) indices, not the document
+/// (BENCHMARKS.md "Export memory"). OTLP uses the run's stored trace id
 /// (std::invalid_argument if the run has none, i.e. it was never saved). Throws std::runtime_error naming the path
 /// when it cannot be written.
 void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
@@ -46,6 +50,12 @@ void export_run_trace(const EvaluationRecord& record, const RunRecord& run, Trac
 /// (cannot create, a write or close that fails, e.g. on a full disk, a failed rename) leaves neither a partial
 /// `path` nor the temporary file, and throws xsp::IoError (xsp/store/store.h) naming `path` and the reason.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+/// As above, with the content written by `writer` to a stream on the temporary file, so a large file need never be
+/// held in memory. The stream's state is checked after `writer` returns and after the close: a write that failed
+/// (a full disk, EFBIG) throws xsp::IoError naming `path` and the reason. An exception from `writer` propagates
+/// unchanged; in every failure the temporary file is removed and `path` is left as it was.
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& writer);
 
 /// The relational export (format kSqlite, docs/exports.md "SQL"): a new SQLite file with tables
 ///   meta(key, value)                         evaluation/run ids, model, framework, device, trace id, clock...

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,15 @@ inline constexpr std::uint32_t kChromeHostPid = 4194304;
 ///   iteration marker HTA and TensorBoard look for, with arg "xsp.derived": true;
 /// - flow events ("ph":"s"/"f", cat "ac2g", bp "e") from each call to the device work it launched;
 /// - "otherData" with the resource, clock, counters and assembly report; "deviceProperties" with the GPU names.
+/// The whole document is held in memory (~3.2 KB per span as a nlohmann::json tree, BENCHMARKS.md "Export
+/// memory"): for tests and small traces; files are written with write_chrome_trace.
 nlohmann::json to_chrome_trace(const Trace& trace, const TraceResource& resource);
+
+/// Writes to_chrome_trace(trace, resource).dump() to `out`, byte for byte, one event at a time: besides the trace,
+/// memory is O(spans) for the indices the events need (tracks, ops, launching calls; ~0.1 KB per span) and one
+/// event's JSON, never the document. Stops early once `out` fails (e.g. a full disk) and leaves the failure in
+/// `out`'s state for the caller to report; throws nlohmann::json::type_error (316) when a name or tag is not UTF-8.
+void write_chrome_trace(std::ostream& out, const Trace& trace, const TraceResource& resource);
 
 /// The OTLP span id of span `span_id` in the trace `trace_id_hex`: a bijective 64-bit mix (splitmix64's
 /// finalizer, Steele et al. 2014) of the span id XOR the trace id's two halves, as 16 hex digits. Unique within a
@@ -56,6 +65,14 @@ std::string otlp_span_id(const std::string& trace_id_hex, std::uint64_t span_id)
 /// (host clock + clock.unix_offset_ns), attributes with typed values (stringValue, intValue as a decimal string,
 /// doubleValue, arrayValue) including "xsp.level", "xsp.track", "xsp.span_id".
 /// `trace_id_hex` must be 32 lower-case hex digits, not all zero (throws std::invalid_argument otherwise).
+/// The whole document is held in memory (~8 KB per span): for tests and small traces; files are written with
+/// write_otlp_json.
 nlohmann::json to_otlp_json(const Trace& trace, const TraceResource& resource, const std::string& trace_id_hex);
+
+/// Writes to_otlp_json(trace, resource, trace_id_hex).dump() to `out`, byte for byte, one span at a time (memory:
+/// one span's JSON besides the trace). Throws std::invalid_argument for a bad trace id before writing anything;
+/// stops early once `out` fails and leaves the failure in `out`'s state; nlohmann::json::type_error for non-UTF-8.
+void write_otlp_json(std::ostream& out, const Trace& trace, const TraceResource& resource,
+                     const std::string& trace_id_hex);
 
 }  // namespace xsp

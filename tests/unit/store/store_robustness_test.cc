@@ -8,8 +8,12 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <set>
 #include <string>
 
@@ -317,6 +321,55 @@ TEST(TraceExportRobustness, AFailedWriteLeavesNoTemporaryFileAndNoPartialTarget)
   // And without the limit the same export succeeds and leaves only its file.
   export_run_trace(record, run, TraceFormat::kChrome, dir.path() / "t.json");
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"t.json"});
+}
+
+
+// The streaming overload of write_file_atomically, which the JSON exports write through.
+TEST(TraceExportRobustness, AWriterThatThrowsLeavesNoFileAndKeepsTheOldOne) {
+  TempDir dir;
+  const fs::path target = dir.path() / "t.json";
+  EXPECT_THROW(write_file_atomically(target,
+                                     [](std::ostream& out) {
+                                       out << std::string(3 << 20, 'x');  // past the 1 MiB buffer: on disk already
+                                       throw std::logic_error("writer failed midway");
+                                     }),
+               std::logic_error);
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{});
+  std::ofstream(target) << "old";
+  EXPECT_THROW(write_file_atomically(target, [](std::ostream& out) {
+                 out << "partial";
+                 throw std::runtime_error("writer failed");
+               }),
+               std::runtime_error);
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"t.json"});
+  std::ifstream in(target);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "old");
+}
+
+TEST(TraceExportRobustness, AFullDiskWhileStreamingIsAnIoErrorNamingThePath) {
+  TempDir dir;
+  const fs::path target = dir.path() / "big.json";
+  std::size_t chunks_written = 0;
+  {
+    FileSizeLimit full(64 * 1024);
+    try {
+      write_file_atomically(target, [&](std::ostream& out) {
+        for (int i = 0; i < 4096 && out; ++i, ++chunks_written) out << std::string(1024, 'y');
+      });
+      FAIL() << "a streamed write past the file size limit succeeded";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(target.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::strerror(EFBIG)), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_LT(chunks_written, 4096u) << "the stream never reported the failure";
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{});
+  // The same write without the limit succeeds and leaves only its file, complete.
+  write_file_atomically(target, [](std::ostream& out) {
+    for (int i = 0; i < 4096; ++i) out << std::string(1024, 'y');
+  });
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"big.json"});
+  EXPECT_EQ(fs::file_size(target), 4096u * 1024u);
 }
 
 }  // namespace

@@ -292,5 +292,118 @@ TEST(TraceExport, TraceFileConvertsWithItsTracks) {
   EXPECT_NE(trace_id, std::string(32, '0'));
 }
 
+
+// Issue 12, defect 9: export_run_trace streams its JSON event by event. What it writes must be what the in-memory
+// documents (to_chrome_trace, to_otlp_json) dump, byte for byte, so every consumer (Perfetto, HTA, Jaeger, the
+// checks under tests/exports) reads the same trace as before.
+
+/// A stored-looking run around `trace`, with a resource that has every field set.
+std::pair<EvaluationRecord, RunRecord> run_of(Trace trace) {
+  EvaluationRecord e;
+  e.id = 3;
+  e.uuid = "0b6e1a4c-8f1d-4c2e-9a57-3d2f0c1e5b7a";
+  e.model_name = "resnet18";
+  e.model_version = "1.0";
+  e.framework_name = "libtorch";
+  e.framework_version = "2.1";
+  e.device = "gpu";
+  e.system = {{"software", {{"xsp_version", "0.9.0"}}},
+              {"host", {{"hostname", "node7"}}},
+              {"gpu", json::array({{{"index", 0}, {"name", "NVIDIA H100 \"SXM\""}}})}};
+  RunRecord run;
+  run.id = 4;
+  run.batch_size = 1;
+  run.trace_level = TraceLevel::kHardware;
+  run.trace_id = "0123456789abcdef0123456789abcdef";
+  run.trace = std::move(trace);
+  return {e, run};
+}
+
+/// Exports `run` in both JSON formats and checks each file equals the in-memory document's dump, byte for byte
+/// and as parsed JSON.
+void expect_streamed_equals_in_memory(const TempDir& dir, const EvaluationRecord& e, const RunRecord& run) {
+  const TraceResource res = trace_resource(e, run);
+  const json chrome = to_chrome_trace(run.trace, res);
+  const json otlp = to_otlp_json(run.trace, res, run.trace_id);
+  const fs::path chrome_file = dir.path() / "streamed.json", otlp_file = dir.path() / "streamed.otlp.json";
+  export_run_trace(e, run, TraceFormat::kChrome, chrome_file);
+  export_run_trace(e, run, TraceFormat::kOtlp, otlp_file);
+  const std::string chrome_text = read_text(chrome_file), otlp_text = read_text(otlp_file);
+  EXPECT_EQ(json::parse(chrome_text), chrome);
+  EXPECT_EQ(json::parse(otlp_text), otlp);
+  EXPECT_EQ(chrome_text, chrome.dump());
+  EXPECT_EQ(otlp_text, otlp.dump());
+  // Not vacuous: one X event per span (plus the ProfilerStep annotations), one OTLP span per span.
+  std::size_t spans = 0;
+  for (const json& ev : chrome.at("traceEvents")) spans += ev.at("ph") == "X" && !ev.at("args").contains("xsp.derived");
+  EXPECT_EQ(spans, run.trace.spans.size());
+  EXPECT_EQ(otlp.at("resourceSpans")[0].at("scopeSpans")[0].at("spans").size(), run.trace.spans.size());
+}
+
+TEST(TraceExport, StreamedJsonEqualsTheInMemoryDocumentOnTheKernelFixture) {
+  TempDir dir;
+  const EvaluationRecord e = kernel_fixture(dir);
+  const RunRecord& run = choose_run(e, {});
+  ASSERT_EQ(run.trace.spans.size(), 1209u);
+  expect_streamed_equals_in_memory(dir, e, run);
+}
+
+TEST(TraceExport, StreamedJsonEqualsTheInMemoryDocumentOnTheTwoStreamFixture) {
+  TempDir dir;
+  const auto [e, run] = run_of(two_stream_trace());
+  ASSERT_FALSE(run.trace.spans.empty());
+  expect_streamed_equals_in_memory(dir, e, run);
+}
+
+TEST(TraceExport, StreamedJsonEqualsTheInMemoryDocumentOnAHandMadeTrace) {
+  TempDir dir;
+  Trace t;
+  t.clock.unix_offset_ns = 1'700'000'000'000'000'000;
+  t.clock.host_clock = "CLOCK_MONOTONIC";
+  t.counters["cupti.dropped_records"] = 2;
+  Span model;
+  model.id = 1;
+  model.level = Level::kModel;
+  model.name = "predict \"batch\" \\ \u00e9\u4e2d\n\t\x01";  // quotes, backslash, UTF-8, control characters
+  model.start_ns = 1'000;
+  model.end_ns = 90'001;
+  model.track = Track::host_thread(11);
+  model.tags = {{"batch", 0}, {"note", "a\"b\\c\u00ff"}};
+  Span op = model;
+  op.id = 2;
+  op.parent_id = 1;
+  op.parent_rule = ParentRule::kContext;
+  op.level = Level::kFramework;
+  op.name = "aten::conv2d";
+  op.start_ns = 1'500;
+  op.end_ns = 3'000;
+  op.tags = {{"module", "layer1.0"}};
+  Span call = op;
+  call.id = 3;
+  call.parent_id = 2;
+  call.level = Level::kSystem;
+  call.name = "cudaLaunchKernel";
+  call.correlation_id = 9;
+  call.tags = {{"cbid", 211}, {"domain", "runtime"}};
+  Span kernel;
+  kernel.id = 4;
+  kernel.parent_id = 3;
+  kernel.parent_rule = ParentRule::kCorrelation;
+  kernel.level = Level::kKernel;
+  kernel.name = "void implicit_gemm<float>(int)";
+  kernel.start_ns = 40'000;
+  kernel.end_ns = 40'333;
+  kernel.track = Track::stream(0, 7);
+  kernel.correlation_id = 9;
+  kernel.tags = {{"kind", "kernel"}, {"grid", {8, 1, 1}}, {"registers_per_thread", 40},
+                 {"bandwidth_bytes_per_s", 1.5e11}, {"achieved_occupancy", 0.25}};
+  t.spans = {model, op, call, kernel};
+  const auto [e, run] = run_of(std::move(t));
+  expect_streamed_equals_in_memory(dir, e, run);
+  // And an empty trace: only metadata events, an empty span array.
+  const auto [e0, run0] = run_of(Trace{});
+  expect_streamed_equals_in_memory(dir, e0, run0);
+}
+
 }  // namespace
 }  // namespace xsp

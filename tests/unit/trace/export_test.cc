@@ -2,6 +2,8 @@
 
 #include <map>
 #include <set>
+#include <sstream>
+#include <streambuf>
 #include <stdexcept>
 
 #include "test_util.h"
@@ -275,6 +277,83 @@ TEST(Otlp, HexIdsAndValidation) {
   EXPECT_THROW(to_otlp_json(t, {}, std::string(31, 'a') + "g"), std::invalid_argument);
   EXPECT_THROW(to_otlp_json(t, {}, std::string(33, 'a')), std::invalid_argument);
   EXPECT_THROW(to_otlp_json(t, {}, std::string(32, '0')), std::invalid_argument);  // W3C: all zeros is invalid
+}
+
+
+// The streaming writers (export_run_trace's path) write exactly the in-memory documents' dump.
+TEST(StreamedExport, WritersWriteTheDocumentsDumpByteForByte) {
+  const Trace t = sample_trace();
+  TraceResource res;
+  res.service_name = "xsp-test";
+  res.service_version = "0.4.0";
+  res.host_name = "node\"7\"";
+  res.attributes = {{"framework", "libtorch \u00e9"}, {"xsp.evaluation_id", 12}};
+  res.device_names = {{0, "NVIDIA H100"}};
+  const std::string id = "0123456789abcdef0123456789abcdef";
+  std::ostringstream chrome, otlp;
+  write_chrome_trace(chrome, t, res);
+  write_otlp_json(otlp, t, res, id);
+  EXPECT_EQ(chrome.str(), to_chrome_trace(t, res).dump());
+  EXPECT_EQ(otlp.str(), to_otlp_json(t, res, id).dump());
+  EXPECT_EQ(json::parse(chrome.str()).at("traceEvents").size(), to_chrome_trace(t, res).at("traceEvents").size());
+  std::ostringstream empty_chrome, empty_otlp;
+  write_chrome_trace(empty_chrome, Trace{}, TraceResource{});
+  write_otlp_json(empty_otlp, Trace{}, TraceResource{}, id);
+  EXPECT_EQ(empty_chrome.str(), to_chrome_trace(Trace{}, TraceResource{}).dump());
+  EXPECT_EQ(empty_otlp.str(), to_otlp_json(Trace{}, TraceResource{}, id).dump());
+  EXPECT_EQ(json::parse(empty_otlp.str())["resourceSpans"][0]["scopeSpans"][0]["spans"], json::array());
+}
+
+TEST(StreamedExport, ABadTraceIdThrowsBeforeAnythingIsWritten) {
+  std::ostringstream out;
+  EXPECT_THROW(write_otlp_json(out, sample_trace(), {}, std::string(32, '0')), std::invalid_argument);
+  EXPECT_EQ(out.str(), "");
+}
+
+/// A stream buffer that accepts `limit` bytes and then fails every write, as a full disk does; counts what was
+/// offered to it.
+class FullDisk : public std::streambuf {
+ public:
+  explicit FullDisk(std::size_t limit) : limit_(limit) {}
+  std::size_t offered = 0;
+
+ protected:
+  int_type overflow(int_type c) override {
+    ++offered;
+    return offered > limit_ ? traits_type::eof() : c;
+  }
+  std::streamsize xsputn(const char*, std::streamsize n) override {
+    offered += static_cast<std::size_t>(n);
+    return offered > limit_ ? 0 : n;
+  }
+
+ private:
+  std::size_t limit_;
+};
+
+// Once the stream fails the writers stop instead of formatting millions of events for nothing.
+TEST(StreamedExport, WritersStopOnceTheStreamFails) {
+  Trace t;
+  for (SpanId i = 1; i <= 5000; ++i) {
+    const auto start = static_cast<std::int64_t>(1000 * i);
+    t.spans.push_back(make_span(i, Level::kFramework, start, start + 500, 3));
+  }
+  const std::string id = "0123456789abcdef0123456789abcdef";
+  std::ostringstream whole;
+  write_otlp_json(whole, t, {}, id);
+  ASSERT_GT(whole.str().size(), 1'000'000u);
+  for (int format = 0; format < 2; ++format) {
+    SCOPED_TRACE(format == 0 ? "chrome" : "otlp");
+    FullDisk disk(10'000);
+    std::ostream out(&disk);
+    if (format == 0) {
+      write_chrome_trace(out, t, {});
+    } else {
+      write_otlp_json(out, t, {}, id);
+    }
+    EXPECT_TRUE(out.fail());
+    EXPECT_LT(disk.offered, 20'000u) << "kept writing after the stream failed";
+  }
 }
 
 }  // namespace
