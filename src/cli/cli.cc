@@ -131,6 +131,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_compare_command(app, g, commands);
   add_machine_command(app, g, commands);
   add_trace_command(app, g, commands);
+  add_serve_command(app, g, commands);
   check_numeric_options(app);
   try {
     app.parse(argc, argv);
