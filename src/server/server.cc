@@ -3,6 +3,7 @@
 #include "xsp/server/server.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <httplib.h>
 #include <unistd.h>
 
@@ -347,6 +348,7 @@ struct Server::Impl {
   std::vector<Route> routes;
   std::thread listener;
   int bound_port = -1;
+  int listen_fd = -1;  // the listening socket, seen by the socket-options hook before httplib's listen()
   std::atomic<std::uint64_t> temp_counter{0};
 
   explicit Impl(ServerOptions o) : options(std::move(o)), readers(options.store) {}
@@ -698,6 +700,13 @@ struct Server::Impl {
     const std::size_t threads = options.threads;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(options.max_body_bytes);
+    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the same port would
+    // start and silently take half of the connections instead of failing to bind.
+    http.set_socket_options([this](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      listen_fd = sock;
+    });
     http.set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
     if (!options.static_dir.empty() && !http.set_mount_point("/ui", options.static_dir.string()))
       throw std::invalid_argument("static_dir: " + options.static_dir.string() + " is not a folder");
@@ -766,6 +775,10 @@ int Server::bind() {
     throw std::runtime_error("cannot bind " + i.options.host + ":" + std::to_string(i.options.port) +
                              " (address in use, not an address of this machine, or a privileged port)");
   if (i.options.port != 0) i.bound_port = i.options.port;
+  // This cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's library): with
+  // more clients connecting at once the kernel drops SYNs and each retry costs a client 1 s. Calling listen() again
+  // on the listening socket raises the backlog (Linux, POSIX: listen() on a listening socket updates it).
+  if (i.listen_fd >= 0) ::listen(i.listen_fd, SOMAXCONN);
   return i.bound_port;
 }
 
