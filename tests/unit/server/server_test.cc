@@ -369,6 +369,20 @@ TEST_F(ServerSecurity, AnotherAddressWithoutATokenIsRefused) {
   }
 }
 
+TEST_F(ServerSecurity, ASecondServerOnTheSamePortFailsToBind) {
+  start();
+  ServerOptions o = options();
+  o.port = server_->port();
+  Server second(o);
+  try {
+    second.bind();
+    FAIL() << "a second server bound port " << o.port;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot bind 127.0.0.1:" + std::to_string(o.port)), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(ServerSecurity, WritesNeedTheTokenOnceOneIsSet) {
   seed_evaluation();
   ServerOptions o = options();
