@@ -478,8 +478,9 @@ struct Server::Impl {
       text("framework", f.framework);
       text("host", f.host);
       text("device", f.device);
-      if (!f.device.empty() && f.device != "cpu" && f.device != "cuda")
-        throw HttpError{400, "device: expected cpu or cuda, got '" + f.device + "'", "device"};
+      static const std::regex device(R"(cpu|cuda(:\d{1,4})?)");
+      if (!f.device.empty() && !std::regex_match(f.device, device))
+        throw HttpError{400, "device: expected cpu, cuda or cuda:N, got '" + f.device + "'", "device"};
       if (auto v = param(req, "since")) f.since = parse_time_param(*v, "since", false);
       if (auto v = param(req, "until")) f.until = parse_time_param(*v, "until", true);
       std::int64_t limit = 100;

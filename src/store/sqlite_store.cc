@@ -265,9 +265,10 @@ std::string now_iso8601_utc() {
 }
 
 // The WHERE clause of a filtered listing: ?1..?6 are model, framework, device, host, since, until; an empty value
-// matches any (so that one prepared text serves every combination of filters).
+// matches any (so that one prepared text serves every combination of filters). Devices are stored as "cpu" or
+// "cuda:N": "cuda" matches every ordinal.
 constexpr const char* kFilterSql =
-    "(?1 = '' OR e.model_name = ?1) AND (?2 = '' OR e.framework_name = ?2) AND (?3 = '' OR e.device = ?3) AND "
+    "(?1 = '' OR e.model_name = ?1) AND (?2 = '' OR e.framework_name = ?2) AND (?3 = '' OR e.device = ?3 OR substr(e.device, 1, length(?3) + 1) = ?3 || ':') AND "
     "(?4 = '' OR json_extract(e.system, '$.host.hostname') = ?4) AND (?5 = '' OR e.created_at >= ?5) AND "
     "(?6 = '' OR e.created_at <= ?6)";
 

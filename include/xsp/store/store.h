@@ -40,7 +40,7 @@ struct EvaluationListing {
 struct EvaluationFilter {
   std::string model;      ///< model name
   std::string framework;  ///< framework name
-  std::string device;     ///< "cpu" | "cuda"
+  std::string device;     ///< "cpu", "cuda" (any ordinal) or "cuda:N" (as stored)
   std::string host;       ///< system.host.hostname
   /// Inclusive bounds on created_at ("2026-11-24T12:00:00Z"), compared as text, which orders ISO 8601 UTC times
   /// correctly; a bare date "2026-11-24" as `until` ends before that day's times (the server widens it to

@@ -77,6 +77,7 @@ TEST_F(ServerApi, EvaluationsListNewestFirstWithFiltersAndPages) {
   EXPECT_EQ(body(c.Get("/api/v1/evaluations?host=no-such-host"))["total"], 0);
   EXPECT_EQ(body(c.Get("/api/v1/evaluations?model=other"))["evaluations"].size(), 0u);
   EXPECT_EQ(body(c.Get("/api/v1/evaluations?device=cuda"))["total"], 0);
+  EXPECT_EQ(body(c.Get("/api/v1/evaluations?device=cuda:1"))["total"], 0);
   EXPECT_EQ(body(c.Get("/api/v1/evaluations?since=2000-01-01&until=2999-12-31"))["total"], 2);
   EXPECT_EQ(body(c.Get("/api/v1/evaluations?until=2000-01-01T00:00:00Z"))["total"], 0);
   EXPECT_EQ(body(c.Get("/api/v1/evaluations?since=2999-01-01"))["total"], 0);
@@ -88,8 +89,9 @@ TEST_F(ServerApi, EvaluationsListNewestFirstWithFiltersAndPages) {
 
 TEST_F(ServerApi, BadFiltersAre400NamingTheParameter) {
   auto c = client();
-  EXPECT_NE(expect_error(c.Get("/api/v1/evaluations?device=tpu"), 400, "device").find("cpu or cuda, got 'tpu'"),
+  EXPECT_NE(expect_error(c.Get("/api/v1/evaluations?device=tpu"), 400, "device").find("cpu, cuda or cuda:N, got 'tpu'"),
             std::string::npos);
+  expect_error(c.Get("/api/v1/evaluations?device=cuda:x"), 400, "device");
   expect_error(c.Get("/api/v1/evaluations?limit=0"), 400, "limit");
   expect_error(c.Get("/api/v1/evaluations?limit=1001"), 400, "limit");
   expect_error(c.Get("/api/v1/evaluations?limit=abc"), 400, "limit");
