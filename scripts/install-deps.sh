@@ -13,6 +13,7 @@ packages=(
   librsvg2-bin                        # rsvg-convert: the roofline chart's SVG to PNG (tests/roofline_chart_test.sh)
   python3-pandas                      # tests/tables/pandas_tables.py: CSV/JSON tables as pandas reads them
   clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
+  libcpp-httplib-dev                  # `xsp serve`: the HTTP server (docs/server.md); without it XSP builds without serve
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm
 # (NodeSource's) is kept.
