@@ -14,6 +14,7 @@ packages=(
   python3-pandas                      # tests/tables/pandas_tables.py: CSV/JSON tables as pandas reads them
   clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
   chromium                            # tests/browser: the HTML report and web UI in a real, headless browser
+  libcpp-httplib-dev                  # `xsp serve`: the HTTP server (docs/server.md); without it XSP builds without serve
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm
 # (NodeSource's) is kept.

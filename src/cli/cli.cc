@@ -133,6 +133,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_trace_command(app, g, commands);
   add_import_command(app, g, commands);
   add_report_command(app, g, commands);
+  add_serve_command(app, g, commands);
   check_numeric_options(app);
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -265,6 +266,14 @@ std::string now_iso8601_utc() {
   return buf;
 }
 
+// The WHERE clause of a filtered listing: ?1..?6 are model, framework, device, host, since, until; an empty value
+// matches any (so that one prepared text serves every combination of filters). Devices are stored as "cpu" or
+// "cuda:N": "cuda" matches every ordinal.
+constexpr const char* kFilterSql =
+    "(?1 = '' OR e.model_name = ?1) AND (?2 = '' OR e.framework_name = ?2) AND (?3 = '' OR e.device = ?3 OR substr(e.device, 1, length(?3) + 1) = ?3 || ':') AND "
+    "(?4 = '' OR json_extract(e.system, '$.host.hostname') = ?4) AND (?5 = '' OR e.created_at >= ?5) AND "
+    "(?6 = '' OR e.created_at <= ?6)";
+
 class SqliteStore final : public Store {
  public:
   SqliteStore(std::filesystem::path file, StoreOptions options) : file_(std::move(file)), options_(std::move(options)) {
@@ -522,15 +531,22 @@ class SqliteStore final : public Store {
     return std::move(found.front());
   }
 
-  std::vector<EvaluationListing> list() override {
+  std::vector<EvaluationListing> list() override { return list(EvaluationFilter{}); }
+
+  std::vector<EvaluationListing> list(const EvaluationFilter& filter) override {
     std::lock_guard lock(mu_);
     const std::string op = "list evaluations";
+    // LIMIT -1 is SQLite's "no limit"; every filter value is a bound parameter.
     Statement st = prepare(
         "SELECT e.id, e.created_at, e.status, e.model_name, e.model_version, e.framework_name, e.device, "
         "e.scenario, e.trace_level, e.batch_sizes, "
-        "(SELECT COUNT(*) FROM runs r WHERE r.evaluation_id = e.id) "
-        "FROM evaluations e ORDER BY e.created_at DESC, e.id DESC",
+        "(SELECT COUNT(*) FROM runs r WHERE r.evaluation_id = e.id), "
+        "COALESCE(json_extract(e.system, '$.host.hostname'), '') "
+        "FROM evaluations e WHERE " + std::string(kFilterSql) + " ORDER BY e.created_at DESC, e.id DESC LIMIT ?7 OFFSET ?8",
         op);
+    bind_filter(st, filter, op);
+    bind_int(st, 7, filter.limit ? static_cast<std::int64_t>(std::min<std::size_t>(*filter.limit, INT64_MAX)) : -1, op);
+    bind_int(st, 8, static_cast<std::int64_t>(std::min<std::size_t>(filter.offset, INT64_MAX)), op);
     std::vector<EvaluationListing> out;
     while (step(st, op)) {
       EvaluationListing l;
@@ -551,10 +567,39 @@ class SqliteStore final : public Store {
         fail(what, e.what());
       }
       l.run_count = static_cast<std::size_t>(sqlite3_column_int64(s, 10));
+      l.hostname = text(s, 11);
       out.push_back(std::move(l));
     }
     return out;
   }
+
+  std::size_t count(const EvaluationFilter& filter) override {
+    std::lock_guard lock(mu_);
+    const std::string op = "count evaluations";
+    Statement st = prepare("SELECT COUNT(*) FROM evaluations e WHERE " + std::string(kFilterSql), op);
+    bind_filter(st, filter, op);
+    if (!step(st, op)) fail(op, "COUNT returned no row");
+    return static_cast<std::size_t>(sqlite3_column_int64(st.get(), 0));
+  }
+
+  bool remove(std::int64_t id) override {
+    std::lock_guard lock(mu_);
+    const std::string op = "delete evaluation " + std::to_string(id);
+    exec("BEGIN IMMEDIATE", op + " (BEGIN IMMEDIATE)");
+    try {
+      // Runs, predictions and level overheads go with it: ON DELETE CASCADE (foreign_keys is on per connection).
+      Statement st = prepare("DELETE FROM evaluations WHERE id = ?1", op);
+      bind_int(st, 1, id, op);
+      if (step(st, op)) fail(op, "DELETE returned a row");
+      const bool deleted = sqlite3_changes(db_) > 0;
+      exec("COMMIT", op + " (COMMIT)");
+      return deleted;
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
 
  private:
   [[noreturn]] void fail(const std::string& operation, const std::string& message) const {
@@ -611,6 +656,14 @@ class SqliteStore final : public Store {
   }
   void bind_int(Statement& st, int i, std::int64_t v, const std::string& op) {
     if (sqlite3_bind_int64(st.get(), i, v) != SQLITE_OK) fail_sqlite(op);
+  }
+  void bind_filter(Statement& st, const EvaluationFilter& f, const std::string& op) {
+    bind_text(st, 1, f.model, op);
+    bind_text(st, 2, f.framework, op);
+    bind_text(st, 3, f.device, op);
+    bind_text(st, 4, f.host, op);
+    bind_text(st, 5, f.since, op);
+    bind_text(st, 6, f.until, op);
   }
   void bind_double(Statement& st, int i, double v, const std::string& op) {
     // SQLite stores NaN as NULL on its own; do it explicitly so reading back knows NULL means NaN.

@@ -36,6 +36,21 @@ struct EvaluationListing {
   std::string trace_level;
   std::vector<int> batch_sizes;
   std::size_t run_count = 0;
+  std::string hostname;  ///< system.host.hostname of the machine it ran on ("" when not recorded)
+};
+
+/// Which evaluations Store::list(const EvaluationFilter&) returns. Text fields match exactly; "" matches any.
+struct EvaluationFilter {
+  std::string model;      ///< model name
+  std::string framework;  ///< framework name
+  std::string device;     ///< "cpu", "cuda" (any ordinal) or "cuda:N" (as stored)
+  std::string host;       ///< system.host.hostname
+  /// Inclusive bounds on created_at ("2026-11-24T12:00:00Z"), compared as text, which orders ISO 8601 UTC times
+  /// correctly; a bare date "2026-11-24" as `until` ends before that day's times (the server widens it to
+  /// "2026-11-24T23:59:59Z"). "" = unbounded.
+  std::string since, until;
+  std::optional<std::size_t> limit;  ///< at most this many (newest first); nullopt = all
+  std::size_t offset = 0;            ///< skip this many of the matching ones first
 };
 
 /// What the opener of a store means to do with it.
@@ -101,6 +116,14 @@ class Store {
   virtual std::optional<EvaluationRecord> load(std::int64_t id) = 0;
   /// Every evaluation, newest first (no traces loaded).
   virtual std::vector<EvaluationListing> list() = 0;
+  /// The evaluations matching `filter`, newest first (created_at, then id), after `offset`, at most `limit`. One
+  /// parameterized query: filter values are never part of the SQL text.
+  virtual std::vector<EvaluationListing> list(const EvaluationFilter& filter) = 0;
+  /// How many evaluations match `filter` (its limit and offset ignored): the total behind a page of list().
+  virtual std::size_t count(const EvaluationFilter& filter) = 0;
+  /// Deletes evaluation `id` with its runs, predictions and overheads in one transaction. Returns false when there
+  /// is none; throws StoreError when the database refuses (then nothing is deleted).
+  virtual bool remove(std::int64_t id) = 0;
 
   /// Stores one measurement of a machine's ceilings (all its ceilings, one transaction) and returns its id. An
   /// empty measured_at is set to now. Throws StoreError naming the ceiling when the database refuses it (empty

@@ -1,0 +1,169 @@
+// `xsp serve` (docs/server.md): a REST API (JSON, prefix /api/v1) over the results store and the one library call,
+// evaluate(). Reads go to a pool of read-only store connections (WAL: they never wait for the worker's save);
+// submitted evaluations run one at a time, FIFO, on the server's own worker thread (JobQueue).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "xsp/eval/evaluate.h"
+
+namespace xsp {
+
+// ---------------------------------------------------------------------------------------------------------
+// Jobs: submitted evaluations
+// ---------------------------------------------------------------------------------------------------------
+
+enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
+/// "queued" | "running" | "done" | "failed" | "cancelled".
+const char* to_string(JobState state);
+
+/// A submitted evaluation as the API reports it.
+struct JobInfo {
+  std::int64_t id = 0;
+  JobState state = JobState::kQueued;
+  EvaluationRequest request;
+  Progress progress;                        ///< done/total batches of the current phase, and the phase (`what`)
+  std::optional<std::int64_t> evaluation_id;  ///< once saved (done, or cancelled while running: "incomplete")
+  std::string evaluation_status;            ///< "complete" | "incomplete" once saved
+  std::string error;                        ///< failed: what went wrong (RequestError: "field: message")
+  std::string error_field;                  ///< failed with a RequestError: the request field
+  bool cancel_requested = false;
+  std::string submitted_at, started_at, finished_at;  ///< ISO 8601 UTC; "" until it happens
+};
+/// The job as the API's JSON object (request included).
+nlohmann::json to_json(const JobInfo& job);
+
+/// One worker thread running jobs first in, first out. Cancelling a queued job removes it from the queue;
+/// cancelling the running one sets its interrupt flag, so that evaluate() stops before the next batch and saves
+/// the complete runs as an "incomplete" evaluation, as Ctrl-C does for `xsp evaluate`.
+class JobQueue {
+ public:
+  /// Runs one request: evaluate() with the server's context, `progress` and `interrupt` (non-zero = stop).
+  /// Returns the saved record; throws as evaluate() does.
+  using Runner = std::function<EvaluationRecord(const EvaluationRequest& request, const ProgressCallback& progress,
+                                                const std::atomic<int>* interrupt)>;
+  /// Starts the worker. `max_queued`: jobs waiting at most (submit() refuses more); `max_finished`: finished jobs
+  /// remembered for GET jobs (the oldest are forgotten first).
+  JobQueue(Runner runner, std::size_t max_queued = 64, std::size_t max_finished = 1000);
+  /// shutdown().
+  ~JobQueue();
+  JobQueue(const JobQueue&) = delete;
+  JobQueue& operator=(const JobQueue&) = delete;
+
+  /// Queues `request` and returns its job id (1, 2, ...). Throws std::length_error when max_queued jobs wait
+  /// already, std::logic_error after shutdown().
+  std::int64_t submit(const EvaluationRequest& request);
+  std::optional<JobInfo> get(std::int64_t id) const;
+  /// Every remembered job, newest first.
+  std::vector<JobInfo> list() const;
+
+  enum class CancelResult {
+    kNotFound,         ///< no such job (or forgotten)
+    kRemoved,          ///< it was queued: removed, state cancelled, nothing ran
+    kStopping,         ///< it is running: asked to stop after the current batch (state stays running until then)
+    kAlreadyFinished,  ///< done, failed or cancelled before
+  };
+  CancelResult cancel(std::int64_t id);
+
+  /// Cancels every queued job, asks the running one to stop, waits for it (its incomplete evaluation is saved) and
+  /// ends the worker. Idempotent.
+  void shutdown();
+
+ private:
+  struct Job {
+    JobInfo info;
+    std::atomic<int> interrupt{0};
+  };
+  void work();
+  void remember_finished(const std::shared_ptr<Job>& job);  // with mu_ held
+
+  Runner runner_;
+  std::size_t max_queued_, max_finished_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::shared_ptr<Job> running_;
+  std::map<std::int64_t, std::shared_ptr<Job>> jobs_;  // every remembered job, by id
+  std::deque<std::int64_t> finished_order_;
+  std::int64_t next_id_ = 1;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// The HTTP server
+// ---------------------------------------------------------------------------------------------------------
+
+/// What `xsp serve` maps its flags onto.
+struct ServerOptions {
+  std::string host = "127.0.0.1";  ///< address to bind; loopback by default
+  int port = 8080;                 ///< 0 = any free port (Server::port() then tells which)
+  std::filesystem::path store;     ///< results store (opened read-write once, read-only per reader)
+  std::filesystem::path zoo;       ///< folder of manifests (GET models, submissions)
+  std::filesystem::path default_images_dir;  ///< EvaluationContext::default_images_dir
+  /// Bearer token for writes (POST, DELETE). Required when `host` is not a loopback address; on loopback, writes
+  /// are open when it is empty. Compared in constant time.
+  std::string token;
+  std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
+  std::size_t threads = 16;              ///< HTTP worker threads (one per connection being served)
+  std::size_t max_queued_jobs = 64;      ///< submissions beyond this get 503
+  /// A folder served under /ui/ (the web UI's static assets); empty = none.
+  std::filesystem::path static_dir;
+  const Clock* clock = nullptr;          ///< EvaluationContext::clock (tests inject a fake one)
+  bool record_machine_state = true;      ///< EvaluationContext::record_machine_state
+};
+
+/// True for 127.0.0.0/8, ::1 and "localhost": addresses no other machine can reach.
+bool is_loopback_address(const std::string& host);
+
+/// Reads a token file: its content without surrounding whitespace. Throws std::runtime_error naming the file when
+/// it cannot be read or holds no token.
+std::string read_token_file(const std::filesystem::path& file);
+
+/// The REST API of docs/server.md on cpp-httplib.
+class Server {
+ public:
+  /// Checks the options and opens the store read-write (so that a store that cannot be written fails now, not
+  /// after a submitted evaluation). Throws std::invalid_argument naming the option when `host` is not loopback
+  /// and there is no token, or for a zero max_body_bytes/threads; StoreError as Store::open.
+  explicit Server(ServerOptions options);
+  /// stop().
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds host:port; returns the port bound. Throws std::runtime_error naming the address when it cannot bind.
+  int bind();
+  /// Serves until stop() (call bind() first). Returns when stopped.
+  void listen();
+  /// bind(), then listen() on a background thread; returns once it accepts connections.
+  void start();
+  /// Stops accepting requests, cancels queued jobs, stops the running one (its complete runs are saved as an
+  /// incomplete evaluation) and waits for both threads. Idempotent; safe from a signal-watching thread.
+  void stop();
+
+  int port() const;
+  /// "http://HOST:PORT" (IPv6 hosts in brackets).
+  std::string url() const;
+  JobQueue& jobs();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xsp
