@@ -24,7 +24,9 @@
 #include "xsp/analysis/table.h"
 #include "xsp/eval/measurement.h"
 #include "xsp/manifest/manifest.h"
+#include "ui.h"
 #include "xsp/predictor/predictor.h"
+#include "xsp/report/report.h"
 #include "xsp/store/store.h"
 #include "xsp/store/trace_export.h"
 
@@ -240,6 +242,7 @@ const std::vector<Endpoint>& endpoints() {
       {"GET", "/api/v1/evaluations/{id}/trace", "download a run's trace; format=chrome|otlp|sqlite, run, batch_size, "
                                                 "trace_level"},
       {"GET", "/api/v1/compare", "evaluations side by side; ids=1,2[,...], batch_size"},
+      {"GET", "/api/v1/report", "the HTML report (charts, tables, timeline) of ids=1[,2,...], batch_size"},
       {"POST", "/api/v1/evaluations", "submit an evaluation (EvaluationRequest JSON): 202 with its job"},
       {"GET", "/api/v1/jobs", "submitted evaluations, newest first"},
       {"GET", "/api/v1/jobs/{id}", "one job: state, progress, evaluation id or error"},
@@ -248,7 +251,7 @@ const std::vector<Endpoint>& endpoints() {
   return e;
 }
 
-// The page at "/": the API's index until the web UI (served from --static-dir under /ui/) replaces it.
+// The page at "/api": the API's index for a browser (GET /api/v1 gives the same list as JSON).
 std::string index_html() {
   std::string rows;
   for (const Endpoint& e : endpoints())
@@ -628,6 +631,45 @@ struct Server::Impl {
       send_json(res, 200, {{"ids", ids}, {"tables", tables_json(tables)}});
     });
 
+    // The HTML report of one or more evaluations (xsp/report/report.h): the web UI's evaluation and comparison
+    // pages, with every analysis as a chart and its table, and the trace timeline of one batch.
+    route("GET", "/report", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
+      check_params(req, {"ids", "batch_size"});
+      const auto text = param(req, "ids");
+      if (!text) throw HttpError{400, "ids: expected one or more evaluation ids, e.g. ids=1 or ids=1,2", "ids"};
+      std::vector<std::int64_t> ids;
+      std::stringstream in(*text);
+      for (std::string item; std::getline(in, item, ',');) {
+        ids.push_back(parse_id(item, "ids"));
+        if (ids.size() > kMaxCompareIds)
+          throw HttpError{400, "ids: at most " + std::to_string(kMaxCompareIds) + " evaluations at once", "ids"};
+      }
+      if (ids.empty()) throw HttpError{400, "ids: expected one or more evaluation ids, got none", "ids"};
+      if (!report_assets_available())
+        throw HttpError{503, "this build has no report assets (Vega, Vega-Lite, vega-embed): run "
+                             "scripts/install-deps.sh, then rebuild", ""};
+      std::optional<int> batch_size;
+      if (auto v = param(req, "batch_size")) batch_size = static_cast<int>(parse_int_param(*v, "batch_size", 1, 1 << 20));
+      std::vector<ReportEvaluation> evaluations;
+      for (std::int64_t id : ids) {
+        ReportEvaluation e;
+        e.record = load(id);
+        e.options = analysis_options(e.record);
+        e.options.batch_size = batch_size;
+        evaluations.push_back(std::move(e));
+      }
+      ReportOptions options;
+      options.compare.batch_size = batch_size;
+      std::string html;
+      try {
+        html = render_report(evaluations, options);
+      } catch (const std::invalid_argument& e) {
+        throw HttpError{400, e.what(), "batch_size"};
+      }
+      res.status = 200;
+      res.set_content(html, "text/html; charset=utf-8");
+    });
+
     route("POST", "/evaluations", true, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
       check_params(req, {});
       json body;
@@ -712,6 +754,11 @@ struct Server::Impl {
     if (!options.static_dir.empty() && !http.set_mount_point("/ui", options.static_dir.string()))
       throw std::invalid_argument("static_dir: " + options.static_dir.string() + " is not a folder");
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(detail::ui_html()), "text/html; charset=utf-8");
+    });
+    // Browsers ask for it on every page; a 404 would be a console error in the UI for nothing.
+    http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+    http.Get("/api", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(index_html(), "text/html; charset=utf-8");
     });
     auto handler = [this](const httplib::Request& req, httplib::Response& res) { dispatch(req, res); };

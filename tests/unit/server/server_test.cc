@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "server_fixture.h"
+#include "xsp/report/report.h"
 
 namespace xsp {
 namespace {
@@ -51,13 +52,40 @@ TEST_F(ServerApi, ModelsListsTheZooWithItsFrameworks) {
 
 TEST_F(ServerApi, IndexPageAndEndpointList) {
   auto c = client();
-  const auto page = c.Get("/");
+  const auto page = c.Get("/api");
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
   EXPECT_NE(page->body.find("/api/v1/evaluations/{id}/trace"), std::string::npos);
   const json j = body(c.Get("/api/v1"));
-  EXPECT_EQ(j["endpoints"].size(), 12u);
+  EXPECT_EQ(j["endpoints"].size(), 13u);
+  // The web UI's page: its sections, and every API path its script calls is one the server has.
+  const auto ui = c.Get("/");
+  ASSERT_TRUE(ui);
+  EXPECT_EQ(ui->status, 200);
+  for (const char* id : {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\""})
+    EXPECT_NE(ui->body.find(id), std::string::npos) << id;
+  for (const char* path : {"'/evaluations'", "'/models'", "'/jobs'", "'/api/v1/report?ids='"})
+    EXPECT_NE(ui->body.find(path), std::string::npos) << path;
+}
+
+TEST_F(ServerApi, ReportPagesOfOneOrSeveralEvaluations) {
+  auto c = client();
+  if (!report_assets_available()) GTEST_SKIP() << "built without tools/vega/node_modules";
+  const auto one = c.Get("/api/v1/report?ids=" + std::to_string(first_));
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200) << one->body.substr(0, 300);
+  EXPECT_NE(one->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  EXPECT_NE(one->body.find("id=\"xsp-charts\""), std::string::npos);
+  EXPECT_NE(one->body.find("id=\"evaluation-" + std::to_string(first_) + "\""), std::string::npos);
+  const auto two = c.Get("/api/v1/report?ids=" + std::to_string(first_) + "," + std::to_string(second_));
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->status, 200);
+  EXPECT_NE(two->body.find("id=\"comparison\""), std::string::npos);
+  expect_error(c.Get("/api/v1/report?ids=abc"), 400, "ids");
+  expect_error(c.Get("/api/v1/report"), 400, "ids");
+  expect_error(c.Get("/api/v1/report?ids=999"), 404, "id");
+  expect_error(c.Get("/api/v1/report?ids=1&colour=red"), 400, "colour");
 }
 
 TEST_F(ServerApi, EvaluationsListNewestFirstWithFiltersAndPages) {
