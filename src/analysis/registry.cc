@@ -109,7 +109,9 @@ std::vector<AnalysisSpec> make_analyses() {
   {
     ChartSpec c = chart(ChartKind::kLine, "batch_size", "latency_trimmed_mean_ms");
     c.y2 = "throughput_samples_per_s";
-    c.title = "Predict latency and throughput by batch size";
+    c.y_low = "ci95_low_ms";
+    c.y_high = "ci95_high_ms";
+    c.title = "Predict latency (with the median's 95% interval) and throughput by batch size";
     v.push_back(spec(
         "A1", "Model information", "predict latency, its stability and the throughput per batch size (M run)",
         {L::kModel}, false,
@@ -546,7 +548,7 @@ nlohmann::ordered_json to_json(const AnalysisSpec& spec) {
   j["per_batch_size"] = spec.per_batch_size;
   const ChartSpec& c = spec.chart;
   j["chart"] = {{"kind", std::string(to_string(c.kind))}, {"x", c.x}, {"y", c.y}, {"color", c.color},
-                {"series", c.series}, {"y2", c.y2}, {"log_x", c.log_x}, {"log_y", c.log_y}, {"title", c.title}};
+                {"series", c.series}, {"y2", c.y2}, {"y_low", c.y_low}, {"y_high", c.y_high}, {"log_x", c.log_x}, {"log_y", c.log_y}, {"title", c.title}};
   j["bar_column"] = spec.bar_column >= 0 ? nlohmann::ordered_json(spec.columns[spec.bar_column].name) : nullptr;
   j["columns"] = nlohmann::ordered_json::array();
   for (const ColumnSpec& col : spec.columns)
@@ -656,6 +658,15 @@ nlohmann::json vega_lite_chart(const Table& table) {
         enc["y"] = field(*s, table, c.y, "quantitative");
         if (!c.color.empty()) enc["color"] = field(*s, table, c.color, "nominal");
       }
+      // The interval, when the table has it: a rule per x from low to high, on the line's own y scale (a nested
+      // layer shares its scales, so the rule stays on the latency axis even with an independent y2 axis).
+      nlohmann::json interval;
+      if (!c.y_low.empty() && column_index(table, c.y_low) >= 0 && column_index(table, c.y_high) >= 0) {
+        nlohmann::json low = field(*s, table, c.y_low, "quantitative");
+        low["title"] = enc["y"].value("title", "");
+        interval = {{"mark", {{"type", "rule"}, {"strokeWidth", 2}, {"opacity", 0.6}}},
+                    {"encoding", {{"x", enc["x"]}, {"y", low}, {"y2", {{"field", c.y_high}}}, {"tooltip", tooltip}}}};
+      }
       if (!c.y2.empty()) {
         // Two quantities with different units: one line each, on independent y axes.
         nlohmann::json second = {{"mark", {{"type", "line"}, {"point", true}, {"strokeDash", {4, 4}}}},
@@ -664,9 +675,14 @@ nlohmann::json vega_lite_chart(const Table& table) {
                                    {"y", field(*s, table, c.y2, "quantitative")},
                                    {"tooltip", tooltip}}}};
         nlohmann::json first = {{"mark", spec["mark"]}, {"encoding", enc}};
+        if (!interval.is_null()) first = {{"layer", {first, interval}}};
         spec.erase("mark");
         spec["layer"] = {first, second};
         spec["resolve"] = {{"scale", {{"y", "independent"}}}};
+      } else if (!interval.is_null()) {
+        nlohmann::json first = {{"mark", spec["mark"]}, {"encoding", enc}};
+        spec.erase("mark");
+        spec["layer"] = {first, interval};
       } else {
         spec["encoding"] = enc;
       }

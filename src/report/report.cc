@@ -78,11 +78,11 @@ std::string html_table(const Table& t) {
   return out;
 }
 
-// The unit drawn as "main": the spec itself, or its first layer.
+// The unit drawn as "main": the spec itself, or the first unit of its (possibly nested) layers.
 nlohmann::json* main_unit(nlohmann::json& spec) {
-  if (spec.contains("layer") && spec["layer"].is_array() && !spec["layer"].empty()) return &spec["layer"][0];
-  if (spec.contains("mark")) return &spec;
-  return nullptr;
+  nlohmann::json* unit = &spec;
+  while (unit->contains("layer") && (*unit)["layer"].is_array() && !(*unit)["layer"].empty()) unit = &(*unit)["layer"][0];
+  return unit->contains("mark") ? unit : nullptr;
 }
 
 // Marks the main unit of `spec` drawn from its data: the rows whose quantitative encoded fields are all numbers

@@ -44,6 +44,9 @@ struct ChartSpec {
   std::vector<std::string> series;
   /// kLine: a second quantity with its own unit, drawn dashed on an independent right-hand axis ("" = none).
   std::string y2;
+  /// kLine: columns of an interval drawn at each x as a vertical rule on y's axis (A1: the median's 95% interval,
+  /// whose spread is what the stability verdict reads); "" = none.
+  std::string y_low, y_high;
 };
 
 /// One analysis (or one further fixed-column table an analysis or the summary returns).

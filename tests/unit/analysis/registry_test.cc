@@ -265,7 +265,13 @@ TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   EXPECT_EQ(chart["resolve"]["scale"]["y"], "independent");
   EXPECT_EQ(chart["layer"][1]["encoding"]["y"]["field"], "throughput_samples_per_s");
   EXPECT_EQ(chart["layer"][1]["encoding"]["y"]["title"], "throughput (samples/s)");
-  EXPECT_EQ(chart["layer"][0]["encoding"]["y"]["title"], "latency (ms, trimmed mean)");
+  // The latency line and, on the same axis, the median's 95% interval as a rule per batch size.
+  const auto& latency = chart["layer"][0];
+  ASSERT_EQ(latency["layer"].size(), 2u);
+  EXPECT_EQ(latency["layer"][0]["encoding"]["y"]["title"], "latency (ms, trimmed mean)");
+  EXPECT_EQ(latency["layer"][1]["mark"]["type"], "rule");
+  EXPECT_EQ(latency["layer"][1]["encoding"]["y"]["field"], "ci95_low_ms");
+  EXPECT_EQ(latency["layer"][1]["encoding"]["y2"]["field"], "ci95_high_ms");
   EXPECT_EQ(chart["data"]["values"][1]["batch_size"], 2);
   EXPECT_DOUBLE_EQ(chart["data"]["values"][1]["throughput_samples_per_s"].get<double>(),
                    std::get<double>(cell(a1, a1.rows[1], "throughput_samples_per_s")));

@@ -98,7 +98,9 @@ TEST(Report, ChartsExpectOneMarkPerRowTheyCanDraw) {
     EXPECT_FALSE(c.spec.is_null());
     if (c.expected_marks < 0) continue;
     // The main unit is named, and it has at most as many marks as data rows.
-    const auto& unit = c.spec.contains("layer") ? c.spec["layer"][0] : c.spec;
+    const nlohmann::json* u = &c.spec;
+    while (u->contains("layer")) u = &(*u)["layer"][0];
+    const auto& unit = *u;
     EXPECT_EQ(unit["name"], "main");
     const auto& data = unit.contains("data") ? unit["data"] : c.spec["data"];
     EXPECT_LE(c.expected_marks, static_cast<long>(data["values"].size()));
