@@ -279,6 +279,15 @@ double layer_compute_latency(const GpuRuns& runs, const LayerCounters& lc, std::
   return i < v.size() && (slot == lc.layers || slot < own_layers) ? v[i] : std::nan("");
 }
 
+// The columns that name a kernel occurrence and its latency, shared by A8 and A9.
+void kernel_cells(RowBuilder& row, const GpuRuns& runs, const KernelOccurrence& o) {
+  row.set("layer_index", layer_index_cell(o.layer_index))
+      .set("kernel_index", int_cell(o.kernel_index))
+      .set("layer_name", layer_name(runs, o.layer_index, false))
+      .set("kernel_name", std::string(o.name))
+      .set("latency_ms", ms_cell(o.latency_ns));
+}
+
 // The roofline columns A9 and A14 share, from one point.
 void roofline_cells(RowBuilder& row, const RooflinePoint& p) {
   row.set("gflops", gflops_cell(p.flops))
@@ -314,11 +323,7 @@ Table a8_kernel_information(const GpuRuns& runs) {
   std::size_t with_bound = 0;
   for (const KernelOccurrence& o : runs.occurrences) {
     RowBuilder row(t);
-    row.set("layer_index", layer_index_cell(o.layer_index))
-        .set("kernel_index", int_cell(o.kernel_index))
-        .set("layer_name", layer_name(runs, o.layer_index, false))
-        .set("kernel_name", std::string(o.name))
-        .set("latency_ms", ms_cell(o.latency_ns));
+    kernel_cells(row, runs, o);
     if (o.counters != nullptr) {
       const CounterValues& c = o.counters->counters;
       const RooflinePoint p = roofline_point(c, runs.ceilings, o.latency_ns);
@@ -362,11 +367,7 @@ Table a9_kernel_roofline(const GpuRuns& runs) {
     const RooflinePoint p = roofline_point(o.counters->counters, runs.ceilings, o.latency_ns);
     precisions.add(p);
     RowBuilder row(t);
-    row.set("layer_index", layer_index_cell(o.layer_index))
-        .set("kernel_index", int_cell(o.kernel_index))
-        .set("layer_name", layer_name(runs, o.layer_index, false))
-        .set("kernel_name", std::string(o.name))
-        .set("latency_ms", ms_cell(o.latency_ns));
+    kernel_cells(row, runs, o);
     roofline_cells(row, p);
     t.rows.push_back(row.take());
   }

@@ -50,6 +50,20 @@ nlohmann::json nums(const std::vector<double>& v) {
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+nlohmann::json to_json(const LatencySummary& s) {
+  return {{"n", s.n},
+          {"trimmed_mean", number_or_null(s.trimmed_mean)},
+          {"mean", number_or_null(s.mean)},
+          {"stddev", number_or_null(s.stddev)},
+          {"min", number_or_null(s.min)},
+          {"max", number_or_null(s.max)},
+          {"p50", number_or_null(s.p50)},
+          {"p90", number_or_null(s.p90)},
+          {"p95", number_or_null(s.p95)},
+          {"p99", number_or_null(s.p99)},
+          {"p999", number_or_null(s.p999)}};
+}
+
 nlohmann::json to_json(const RunMeasurement& m) {
   const auto& s = m.stability;
   nlohmann::json blocks = nlohmann::json::array();

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "report_assets.h"
 #include "xsp/analysis/registry.h"
+#include "xsp/analysis/roofline.h"
 #include "xsp/analysis/summary.h"
 
 namespace xsp {
@@ -116,19 +115,6 @@ std::string evaluation_label(const EvaluationRecord& r) {
   return "#" + std::to_string(r.id) + " " + r.model_name + " " + r.framework_name + " " + r.device;
 }
 
-std::string host_of(const EvaluationRecord& r) {
-  if (r.system.contains("host") && r.system["host"].is_object()) return r.system["host"].value("hostname", "");
-  return "";
-}
-
-std::string gpu_of(const EvaluationRecord& r) {
-  if (!r.system.contains("gpu")) return "";
-  const auto& g = r.system["gpu"];
-  if (g.is_array() && !g.empty() && g[0].is_object()) return g[0].value("name", "");
-  if (g.is_object()) return g.value("name", "");
-  return "";
-}
-
 // One histogram of a scenario run's per-query latencies (ms), at most `max_values` of them, evenly sampled.
 ReportChart latency_histogram(const EvaluationRecord& r, std::size_t run_index, std::size_t max_values,
                               const std::string& element_id) {
@@ -224,10 +210,6 @@ const RunRecord* timeline_run(const EvaluationRecord& r) {
   }
   return best;
 }
-
-struct Section {
-  std::string html;
-};
 
 }  // namespace
 
@@ -327,8 +309,9 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
   };
   fact("framework", r.framework_name + " " + r.framework_version);
   fact("device", r.device);
-  fact("GPU", gpu_of(r));
-  fact("host", host_of(r));
+  const MachineIdentity machine = evaluation_machine(r);
+  fact("GPU", machine.gpu_name);
+  fact("host", machine.hostname);
   fact("scenario", r.scenario);
   fact("trace level", std::string(to_string(r.trace_level)) + (r.leveled ? " (leveled)" : ""));
   fact("status", r.status);

@@ -1,24 +1,12 @@
 // Submitted evaluations: one worker thread, FIFO, progress and cancel (include/xsp/server/server.h).
 #include <csignal>
-#include <ctime>
 #include <stdexcept>
 
-#include "xsp/server/server.h"
 #include "xsp/eval/measurement.h"
+#include "xsp/server/server.h"
+#include "xsp/system/system_info.h"
 
 namespace xsp {
-namespace {
-
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
 
 const char* to_string(JobState state) {
   switch (state) {
@@ -67,7 +55,7 @@ std::int64_t JobQueue::submit(const EvaluationRequest& request) {
   auto job = std::make_shared<Job>();
   job->info.id = next_id_++;
   job->info.request = request;
-  job->info.submitted_at = now_utc();
+  job->info.submitted_at = utc_now_iso8601();
   jobs_[job->info.id] = job;
   queue_.push_back(job);
   wake_.notify_one();
@@ -103,7 +91,7 @@ JobQueue::CancelResult JobQueue::cancel(std::int64_t id) {
         }
       job.info.state = JobState::kCancelled;
       job.info.cancel_requested = true;
-      job.info.finished_at = now_utc();
+      job.info.finished_at = utc_now_iso8601();
       remember_finished(it->second);
       return CancelResult::kRemoved;
     case JobState::kRunning:
@@ -124,7 +112,7 @@ void JobQueue::shutdown() {
     for (const auto& job : queue_) {
       job->info.state = JobState::kCancelled;
       job->info.cancel_requested = true;
-      job->info.finished_at = now_utc();
+      job->info.finished_at = utc_now_iso8601();
     }
     queue_.clear();
     if (running_) {
@@ -154,7 +142,7 @@ void JobQueue::work() {
       job = queue_.front();
       queue_.pop_front();
       job->info.state = JobState::kRunning;
-      job->info.started_at = now_utc();
+      job->info.started_at = utc_now_iso8601();
       running_ = job;
     }
     // Progress comes from the worker itself; the lock keeps a reader from seeing a half-written phase string.
@@ -185,7 +173,7 @@ void JobQueue::work() {
     job->info.evaluation_status = evaluation_status;
     job->info.error = error;
     job->info.error_field = field;
-    job->info.finished_at = now_utc();
+    job->info.finished_at = utc_now_iso8601();
     running_.reset();
     remember_finished(job);
   }

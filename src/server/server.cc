@@ -159,20 +159,6 @@ json listing_json(const EvaluationListing& e) {
           {"runs", e.run_count}};
 }
 
-json latency_json(const LatencySummary& s) {
-  return {{"n", s.n},
-          {"trimmed_mean", number_or_null(s.trimmed_mean)},
-          {"mean", number_or_null(s.mean)},
-          {"stddev", number_or_null(s.stddev)},
-          {"min", number_or_null(s.min)},
-          {"max", number_or_null(s.max)},
-          {"p50", number_or_null(s.p50)},
-          {"p90", number_or_null(s.p90)},
-          {"p95", number_or_null(s.p95)},
-          {"p99", number_or_null(s.p99)},
-          {"p999", number_or_null(s.p999)}};
-}
-
 json tables_json(const std::vector<Table>& tables) {
   json out = json::array();
   for (const Table& t : merge_batch_tables(tables)) out.push_back(json::parse(to_json(t).dump()));
@@ -186,7 +172,7 @@ json evaluation_json(const EvaluationRecord& r) {
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
     const RunRecord& run = r.runs[i];
     json stages = json::object();
-    for (const auto& [stage, s] : run.stage_latency_ns) stages[stage] = latency_json(s);
+    for (const auto& [stage, s] : run.stage_latency_ns) stages[stage] = to_json(s);
     const StabilityAssessment stability = run_stability(run);
     runs.push_back({{"run", i + 1},
                     {"id", run.id},
@@ -411,6 +397,24 @@ struct Server::Impl {
     }
   }
 
+  // The query parameter `ids`: `min_ids` to kMaxCompareIds evaluation ids, comma-separated (400 naming "ids").
+  static std::vector<std::int64_t> id_list(const httplib::Request& req, std::size_t min_ids) {
+    const std::string expected = min_ids > 1 ? "two or more evaluation ids, e.g. ids=1,2"
+                                             : "one or more evaluation ids, e.g. ids=1 or ids=1,2";
+    const auto text = param(req, "ids");
+    if (!text) throw HttpError{400, "ids: expected " + expected, "ids"};
+    std::vector<std::int64_t> ids;
+    std::stringstream in(*text);
+    for (std::string item; std::getline(in, item, ',');) {
+      ids.push_back(parse_id(item, "ids"));
+      if (ids.size() > kMaxCompareIds)
+        throw HttpError{400, "ids: at most " + std::to_string(kMaxCompareIds) + " evaluations at once", "ids"};
+    }
+    if (ids.size() < min_ids)
+      throw HttpError{400, "ids: expected " + expected + ", got " + std::to_string(ids.size()), "ids"};
+    return ids;
+  }
+
   EvaluationRecord load(std::int64_t id) {
     auto store = readers.acquire();
     auto record = store->load(id);
@@ -606,17 +610,7 @@ struct Server::Impl {
 
     route("GET", "/compare", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
       check_params(req, {"ids", "batch_size"});
-      const auto text = param(req, "ids");
-      if (!text) throw HttpError{400, "ids: expected two or more evaluation ids, e.g. ids=1,2", "ids"};
-      std::vector<std::int64_t> ids;
-      std::stringstream in(*text);
-      for (std::string item; std::getline(in, item, ',');) {
-        ids.push_back(parse_id(item, "ids"));
-        if (ids.size() > kMaxCompareIds)
-          throw HttpError{400, "ids: at most " + std::to_string(kMaxCompareIds) + " evaluations at once", "ids"};
-      }
-      if (ids.size() < 2)
-        throw HttpError{400, "ids: expected two or more evaluation ids, got " + std::to_string(ids.size()), "ids"};
+      const std::vector<std::int64_t> ids = id_list(req, 2);
       CompareOptions options;
       if (auto v = param(req, "batch_size"))
         options.batch_size = static_cast<int>(parse_int_param(*v, "batch_size", 1, 1 << 20));
@@ -635,16 +629,7 @@ struct Server::Impl {
     // pages, with every analysis as a chart and its table, and the trace timeline of one batch.
     route("GET", "/report", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
       check_params(req, {"ids", "batch_size"});
-      const auto text = param(req, "ids");
-      if (!text) throw HttpError{400, "ids: expected one or more evaluation ids, e.g. ids=1 or ids=1,2", "ids"};
-      std::vector<std::int64_t> ids;
-      std::stringstream in(*text);
-      for (std::string item; std::getline(in, item, ',');) {
-        ids.push_back(parse_id(item, "ids"));
-        if (ids.size() > kMaxCompareIds)
-          throw HttpError{400, "ids: at most " + std::to_string(kMaxCompareIds) + " evaluations at once", "ids"};
-      }
-      if (ids.empty()) throw HttpError{400, "ids: expected one or more evaluation ids, got none", "ids"};
+      const std::vector<std::int64_t> ids = id_list(req, 1);
       if (!report_assets_available())
         throw HttpError{503, "this build has no report assets (Vega, Vega-Lite, vega-embed): run "
                              "scripts/install-deps.sh, then rebuild", ""};

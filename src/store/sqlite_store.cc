@@ -188,20 +188,6 @@ double number_from(const nlohmann::json& j, const char* key) {
   return it->get<double>();
 }
 
-nlohmann::json summary_to_json(const LatencySummary& s) {
-  return {{"n", s.n},
-          {"trimmed_mean", number_or_null(s.trimmed_mean)},
-          {"mean", number_or_null(s.mean)},
-          {"stddev", number_or_null(s.stddev)},
-          {"min", number_or_null(s.min)},
-          {"max", number_or_null(s.max)},
-          {"p50", number_or_null(s.p50)},
-          {"p90", number_or_null(s.p90)},
-          {"p95", number_or_null(s.p95)},
-          {"p99", number_or_null(s.p99)},
-          {"p999", number_or_null(s.p999)}};
-}
-
 LatencySummary summary_from_json(const nlohmann::json& j) {
   LatencySummary s;
   s.n = j.at("n").get<std::size_t>();
@@ -785,7 +771,7 @@ class SqliteStore final : public Store {
     const std::string op = "save run " + std::to_string(index) + " (batch size " + std::to_string(run.batch_size) +
                            ", trace level " + std::string(to_string(run.trace_level)) + ")";
     nlohmann::json stages = nlohmann::json::object();
-    for (const auto& [stage, summary] : run.stage_latency_ns) stages[stage] = summary_to_json(summary);
+    for (const auto& [stage, summary] : run.stage_latency_ns) stages[stage] = to_json(summary);
     nlohmann::json counters = nlohmann::json::object();
     for (const auto& [name, value] : run.trace.counters) counters[name] = value;
     std::vector<std::uint8_t> trace_blob;

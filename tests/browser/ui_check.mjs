@@ -6,12 +6,9 @@
 //
 // Usage: node ui_check.mjs BASE_URL OUT_DIR MODEL
 // Prints one JSON line per page; exit 0 when every check holds, 1 otherwise.
-import { createRequire } from 'node:module';
 import path from 'node:path';
 
-const require = createRequire(import.meta.url);
-const here = path.dirname(new URL(import.meta.url).pathname);
-const puppeteer = require(path.join(here, '..', '..', 'tools', 'browser-check', 'node_modules', 'puppeteer-core'));
+import { checkCharts as checkReport, launchChromium, watchErrors } from './browser.mjs';
 
 const [base, outDir, model] = process.argv.slice(2);
 if (!base || !outDir || !model) {
@@ -22,18 +19,8 @@ const origin = new URL(base).origin;
 const failures = [];
 const fail = (m) => failures.push(m);
 
-// The report page's own record of what it rendered (window.xspReport); checks it like report_check.mjs.
 async function checkCharts(page, name, minCharts) {
-  await page.waitForFunction(() => window.xspReport && window.xspReport.done === true, { timeout: 120000 });
-  const r = await page.evaluate(() => window.xspReport);
-  if (r.total < minCharts) fail(`${name}: expected at least ${minCharts} charts, got ${r.total}`);
-  if (r.rendered !== r.total) fail(`${name}: ${r.rendered} of ${r.total} charts rendered`);
-  for (const e of r.errors) fail(`${name}: chart error ${e}`);
-  for (const [id, expected] of Object.entries(r.expected)) {
-    const marks = r.marks[id];
-    if (!(marks > 0)) fail(`${name}: chart ${id} drew no mark`);
-    else if (expected >= 0 && marks !== expected) fail(`${name}: chart ${id} drew ${marks} marks, expected ${expected}`);
-  }
+  const r = await checkReport(page, name, minCharts, fail);
   console.log(JSON.stringify({ page: name, charts: r.total, rendered: r.rendered }));
   return r;
 }
@@ -42,12 +29,7 @@ async function shot(page, name) {
   await page.screenshot({ path: path.join(outDir, `${name}.png`) });
 }
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', '--disable-background-networking'],
-  timeout: 60000,
-});
+const browser = await launchChromium();
 try {
   const page = await browser.newPage();
   await page.setViewport({ width: 1400, height: 1000 });
@@ -57,10 +39,7 @@ try {
     fail(`request to another host: ${req.url()}`);
     return req.abort();
   });
-  page.on('console', (msg) => {
-    if (msg.type() === 'error') fail(`console error on ${page.url()}: ${msg.text()}`);
-  });
-  page.on('pageerror', (err) => fail(`page error on ${page.url()}: ${err.message}`));
+  watchErrors(page, fail);
 
   // 1. The list.
   await page.goto(base, { waitUntil: 'load' });

@@ -6,12 +6,7 @@
 # Usage: ui_test.sh XSP SOURCE_DIR OUT_DIR TEST_ZOO
 set -euo pipefail
 xsp=$1 src=$2 out=$3 zoo=$4
-chromium=${CHROMIUM:-/usr/bin/chromium}
-for need in node "$chromium"; do
-  command -v "$need" >/dev/null || { echo "skipped: $need not found (scripts/install-deps.sh installs it)"; exit 77; }
-done
-[[ -d $src/tools/browser-check/node_modules/puppeteer-core ]] ||
-  { echo "skipped: tools/browser-check/node_modules missing (scripts/install-deps.sh runs npm ci there)"; exit 77; }
+source "$src/tests/browser/needs_browser.sh"
 if "$xsp" serve --help 2>&1 | grep -q "built without the server"; then echo "skipped: built without the server"; exit 77; fi
 
 rm -rf "$out" && mkdir -p "$out"

@@ -6,31 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "trace_builder.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/stats/stats.h"
 
 namespace xsp {
 namespace {
 
-// Builds traces with explicit parent ids (no assembler involved).
-struct TraceBuilder {
-  Trace trace;
-  SpanId next = 1;
-  SpanId add(Level level, const std::string& name, std::int64_t start, std::int64_t end, SpanId parent,
-             std::vector<Tag> tags = {}) {
-    Span s;
-    s.id = next++;
-    s.parent_id = parent;
-    s.level = level;
-    s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
-    s.name = name;
-    s.start_ns = start;
-    s.end_ns = end;
-    s.tags = std::move(tags);
-    trace.spans.push_back(std::move(s));
-    return next - 1;
-  }
-};
+using testing::TraceBuilder;
 
 // One batch: conv (module layer1.conv, 2 nested ops, 100 B), relu (no module, no bytes), linear (fc, 300 B),
 // relu (no module, 50 B). Latencies scale with `scale` so batches differ.

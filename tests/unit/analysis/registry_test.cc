@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "trace_builder.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/compare.h"
 #include "xsp/analysis/registry.h"
@@ -46,29 +47,14 @@ std::string unit_of_suffix(const std::string& name) {
 
 // A CPU evaluation: an M run and an M/F run of 5 batches with 3 layers (conv with a module and bytes, relu, fc).
 EvaluationRecord cpu_record() {
-  Trace trace;
-  SpanId next = 1;
-  auto add = [&](Level level, const std::string& name, std::int64_t start, std::int64_t end, SpanId parent,
-                 std::vector<Tag> tags = {}) {
-    Span s;
-    s.id = next++;
-    s.parent_id = parent;
-    s.level = level;
-    s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
-    s.name = name;
-    s.start_ns = start;
-    s.end_ns = end;
-    s.tags = std::move(tags);
-    trace.spans.push_back(std::move(s));
-    return s.id;
-  };
-  const SpanId app = add(Level::kApplication, "evaluation", 0, 1'000'000'000, kNoSpan);
+  testing::TraceBuilder tb;
+  const SpanId app = tb.add(Level::kApplication, "evaluation", 0, 1'000'000'000, kNoSpan);
   for (int b = 0; b < 5; ++b) {
     const std::int64_t t0 = 1'000'000 * (b + 1);
-    const SpanId pred = add(Level::kModel, "predict", t0, t0 + 1000, app, {{"batch", std::to_string(b)}});
-    add(Level::kFramework, "aten::conv2d", t0 + 10, t0 + 410, pred, {{"module", "conv"}, {"allocated_bytes", "100"}});
-    add(Level::kFramework, "aten::relu", t0 + 420, t0 + 520, pred);
-    add(Level::kFramework, "aten::linear", t0 + 530, t0 + 690, pred, {{"module", "fc"}, {"allocated_bytes", "300"}});
+    const SpanId pred = tb.add(Level::kModel, "predict", t0, t0 + 1000, app, {{"batch", std::to_string(b)}});
+    tb.add(Level::kFramework, "aten::conv2d", t0 + 10, t0 + 410, pred, {{"module", "conv"}, {"allocated_bytes", "100"}});
+    tb.add(Level::kFramework, "aten::relu", t0 + 420, t0 + 520, pred);
+    tb.add(Level::kFramework, "aten::linear", t0 + 530, t0 + 690, pred, {{"module", "fc"}, {"allocated_bytes", "300"}});
   }
   EvaluationRecord e;
   e.batch_sizes = {1, 2};
@@ -86,7 +72,7 @@ EvaluationRecord cpu_record() {
     f.batch_size = b;
     f.trace_level = TraceLevel::kFramework;
     f.iterations = 5;
-    f.trace = trace;
+    f.trace = tb.trace;
     e.runs.push_back(std::move(f));
   }
   return e;

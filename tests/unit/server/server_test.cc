@@ -59,14 +59,19 @@ TEST_F(ServerApi, IndexPageAndEndpointList) {
   EXPECT_NE(page->body.find("/api/v1/evaluations/{id}/trace"), std::string::npos);
   const json j = body(c.Get("/api/v1"));
   EXPECT_EQ(j["endpoints"].size(), 13u);
-  // The web UI's page: its sections, and every API path its script calls is one the server has.
+  // The web UI's page: its sections, and the API paths its script reads, each answered by the server.
   const auto ui = c.Get("/");
   ASSERT_TRUE(ui);
   EXPECT_EQ(ui->status, 200);
   for (const char* id : {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\""})
     EXPECT_NE(ui->body.find(id), std::string::npos) << id;
-  for (const char* path : {"'/evaluations'", "'/models'", "'/jobs'", "'/api/v1/report?ids='"})
-    EXPECT_NE(ui->body.find(path), std::string::npos) << path;
+  for (const char* path : {"/evaluations", "/models", "/jobs"}) {
+    EXPECT_NE(ui->body.find("'" + std::string(path) + "'"), std::string::npos) << path;
+    const auto r = c.Get(std::string("/api/v1") + path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << path;
+  }
+  EXPECT_NE(ui->body.find("'/api/v1/report?ids='"), std::string::npos);
 }
 
 TEST_F(ServerApi, ReportPagesOfOneOrSeveralEvaluations) {
