@@ -15,6 +15,8 @@ packages=(
   clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
   chromium                            # tests/browser: the HTML report and web UI in a real, headless browser
   libcpp-httplib-dev                  # `xsp serve`: the HTTP server (docs/server.md); without it XSP builds without serve
+  libpqxx-dev                         # the PostgreSQL store and job queue (docs/deploy.md); without it SQLite only
+  postgresql-15                       # tests/pg: a throw-away PostgreSQL server the tests start as a non-root user
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm
 # (NodeSource's) is kept.

@@ -8,37 +8,6 @@
 
 namespace xsp {
 
-const char* to_string(JobState state) {
-  switch (state) {
-    case JobState::kQueued: return "queued";
-    case JobState::kRunning: return "running";
-    case JobState::kDone: return "done";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-  }
-  return "unknown";
-}
-
-nlohmann::json to_json(const JobInfo& job) {
-  nlohmann::json j = {
-      {"id", job.id},
-      {"state", to_string(job.state)},
-      {"progress", {{"done", job.progress.done}, {"total", job.progress.total}, {"phase", job.progress.what}}},
-      {"cancel_requested", job.cancel_requested},
-      {"submitted_at", job.submitted_at},
-      {"started_at", job.started_at.empty() ? nlohmann::json() : nlohmann::json(job.started_at)},
-      {"finished_at", job.finished_at.empty() ? nlohmann::json() : nlohmann::json(job.finished_at)},
-      {"evaluation_id", job.evaluation_id ? nlohmann::json(*job.evaluation_id) : nlohmann::json()},
-      {"evaluation_status", job.evaluation_status.empty() ? nlohmann::json() : nlohmann::json(job.evaluation_status)},
-      {"request", to_json(job.request)},
-  };
-  if (!job.error.empty()) {
-    j["error"] = {{"message", job.error}};
-    if (!job.error_field.empty()) j["error"]["field"] = job.error_field;
-  }
-  return j;
-}
-
 JobQueue::JobQueue(Runner runner, std::size_t max_queued, std::size_t max_finished)
     : runner_(std::move(runner)), max_queued_(max_queued), max_finished_(max_finished) {
   worker_ = std::thread([this] { work(); });

@@ -1067,7 +1067,7 @@ class SqliteStore final : public Store {
 
 int Store::current_schema_version() { return kCurrentSchemaVersion; }
 
-std::unique_ptr<Store> Store::open(const std::filesystem::path& file, StoreAccess access, StoreOptions options) {
+std::unique_ptr<Store> open_sqlite_store(const std::filesystem::path& file, StoreAccess access, StoreOptions options) {
   auto store = std::make_unique<SqliteStore>(file, std::move(options));
   store->open(access);
   return store;

@@ -20,32 +20,13 @@
 #include <vector>
 
 #include "xsp/eval/evaluate.h"
+#include "xsp/queue/jobs.h"
 
 namespace xsp {
 
 // ---------------------------------------------------------------------------------------------------------
 // Jobs: submitted evaluations
 // ---------------------------------------------------------------------------------------------------------
-
-enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
-/// "queued" | "running" | "done" | "failed" | "cancelled".
-const char* to_string(JobState state);
-
-/// A submitted evaluation as the API reports it.
-struct JobInfo {
-  std::int64_t id = 0;
-  JobState state = JobState::kQueued;
-  EvaluationRequest request;
-  Progress progress;                        ///< done/total batches of the current phase, and the phase (`what`)
-  std::optional<std::int64_t> evaluation_id;  ///< once saved (done, or cancelled while running: "incomplete")
-  std::string evaluation_status;            ///< "complete" | "incomplete" once saved
-  std::string error;                        ///< failed: what went wrong (RequestError: "field: message")
-  std::string error_field;                  ///< failed with a RequestError: the request field
-  bool cancel_requested = false;
-  std::string submitted_at, started_at, finished_at;  ///< ISO 8601 UTC; "" until it happens
-};
-/// The job as the API's JSON object (request included).
-nlohmann::json to_json(const JobInfo& job);
 
 /// One worker thread running jobs first in, first out. Cancelling a queued job removes it from the queue;
 /// cancelling the running one sets its interrupt flag, so that evaluate() stops before the next batch and saves

@@ -1,4 +1,5 @@
-// Results store (SPEC §7): one SQLite file by default. Writes are transactional.
+// Results store (SPEC §7): one SQLite file by default, or a shared PostgreSQL database (docs/deploy.md). Both
+// backends have the same schema, versioned and migrated the same way; writes are transactional.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,7 +25,7 @@ class IoError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Any store failure; what() names the store file and the operation.
+/// Any store failure; what() names the store (file, or PostgreSQL location without its password) and the operation.
 class StoreError : public IoError {
  public:
   using IoError::IoError;
@@ -79,12 +81,30 @@ struct StoreOptions {
   LockWait save_wait;
 };
 
-/// SQLite results store: evaluations and measured machine ceilings. Schema versioned (table schema_version) and
+/// True when `location` is a libpq connection URI ("postgresql://..." or "postgres://..."): Store::open() then opens
+/// the PostgreSQL backend. Anything else is an SQLite file path.
+bool is_postgres_location(std::string_view location);
+
+/// `location` for messages and logs: a PostgreSQL URI with its password (user:PASSWORD@ or password=...) replaced by
+/// "***"; a file path as it is.
+std::string redact_location(std::string_view location);
+
+/// True when this build has the PostgreSQL backend (libpqxx found at configure time).
+bool have_postgres_store();
+
+/// Results store: evaluations and measured machine ceilings. Schema versioned (table schema_version) and
 /// migrated forward on open (version 3 added the ceilings). WAL journal: readers never wait for a writer and a
 /// writer never waits for readers (only for another writer: StoreOptions::save_wait).
 class Store {
  public:
-  /// Opens or creates the store at `file` (parent folders are created), migrating it to the current
+  /// PostgreSQL (is_postgres_location(file)): connects with libpq's URI, creates or migrates the schema (same
+  /// versions as SQLite, in one transaction under an advisory lock so that agents starting together migrate once),
+  /// and for kReadWrite checks that the role may insert evaluations. Throws StoreError naming the redacted location
+  /// when the server cannot be reached, refuses the role, the schema is newer than this build, or the build has no
+  /// PostgreSQL support (have_postgres_store()). LockWait does not apply: PostgreSQL writers do not block each other
+  /// on whole-database locks.
+  ///
+  /// SQLite: opens or creates the store at `file` (parent folders are created), migrating it to the current
   /// schema in one transaction when (and only when) its schema is older. Throws StoreError when `file` is empty
   /// (SQLite would open a temporary database and lose every result), when the file cannot be created or opened,
   /// is not an SQLite database, holds another application's tables, has a newer schema than this build knows, or
@@ -94,8 +114,10 @@ class Store {
                                      StoreOptions options = {});
   virtual ~Store() = default;
 
-  /// The file this store was opened on, as given to open().
+  /// The file this store was opened on, as given to open(); for PostgreSQL the redacted location.
   virtual const std::filesystem::path& file() const = 0;
+  /// True for the PostgreSQL backend: there is no local file (recovery files go to the current folder).
+  virtual bool is_postgres() const { return false; }
 
   /// Schema version this build writes.
   static int current_schema_version();

@@ -1,0 +1,44 @@
+// Pieces of the PostgreSQL store that the job queue (src/queue/postgres) shares: connecting, the schema, and saving
+// an evaluation inside a transaction the caller owns (so that a job is marked done in the transaction that publishes
+// its result). Not a public header: only src/store/postgres and src/queue/postgres include it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
+
+#include "xsp/record/record.h"
+#include "xsp/store/store.h"
+
+namespace xsp::pg {
+
+/// Connects with libpq's URI `location`. Throws StoreError naming redact_location(location) and libpq's reason.
+std::unique_ptr<pqxx::connection> connect(const std::string& location);
+
+/// Creates the results schema on an empty database or migrates it to Store::current_schema_version(), in one
+/// transaction holding advisory lock kSchemaLockKey (so that agents starting together migrate once). Throws
+/// StoreError naming `location` (redacted) when the database holds a newer schema or refuses.
+void migrate_store_schema(pqxx::connection& connection, const std::string& location);
+
+/// pg_advisory_xact_lock key taken while creating or migrating schemas ("XSP" schema lock).
+inline constexpr std::int64_t kSchemaLockKey = 0x585350'0001;
+
+/// The ids that insert_evaluation() gave; published into the record by the caller once the transaction committed.
+struct InsertedIds {
+  std::int64_t evaluation_id = 0;
+  std::vector<std::int64_t> run_ids;  ///< in the record's run order
+};
+/// Inserts `record` (evaluation, runs, predictions, level overheads) with `tx`, filling in an empty created_at,
+/// uuid and run trace ids in `record` first (as SqliteStore::save does). Does not commit. Throws StoreError naming
+/// `location` and the part refused.
+InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record, const std::string& location);
+
+/// Publishes `ids` into `record` (record.id, each run's id).
+void publish_ids(EvaluationRecord& record, const InsertedIds& ids);
+
+/// Opens the PostgreSQL store (Store::open() calls this for a postgresql:// location).
+std::unique_ptr<Store> open_store(const std::string& location, StoreAccess access, StoreOptions options);
+
+}  // namespace xsp::pg
