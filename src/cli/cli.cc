@@ -118,7 +118,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   g.env = env;
   g.store_path = default_store().string();
   g.zoo_path = default_zoo().string();
-  app.add_option("--store", g.store_path, "results store (SQLite file); env XSP_STORE")->capture_default_str();
+  app.add_option("--store", g.store_path, "results store: an SQLite file, or a shared PostgreSQL database as postgresql://USER@HOST/DB (docs/deploy.md); env XSP_STORE")->capture_default_str();
   app.add_option("--zoo", g.zoo_path, "model-zoo folder of manifests; env XSP_ZOO")->capture_default_str();
   app.add_flag("-v,--verbose", g.verbose,
                "log the measurement's decisions on stderr (warm-up convergence, block size, window verdicts)");
@@ -134,6 +134,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_import_command(app, g, commands);
   add_report_command(app, g, commands);
   add_serve_command(app, g, commands);
+  add_queue_commands(app, g, commands);
   check_numeric_options(app);
   try {
     app.parse(argc, argv);

@@ -11,7 +11,7 @@ void add_list_command(CLI::App& app, Globals& g, Commands& out) {
                    auto store = open_store(g, StoreAccess::kRead);
                    Table t;
                    t.id = "evaluations";
-                   t.title = "Evaluations in " + g.store_path;
+                   t.title = "Evaluations in " + redact_location(g.store_path);
                    t.columns = {{"id"},    {"created_at"},  {"status"},      {"model"}, {"framework"},
                                 {"device"}, {"trace_level"}, {"batch_sizes"}, {"runs"}};
                    for (const auto& e : store->list()) {

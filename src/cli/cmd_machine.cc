@@ -17,7 +17,7 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
   if (show) {
     auto store = open_store(g, StoreAccess::kRead);
     shown = store->list_ceilings();
-    if (shown.empty()) std::cout << "no ceilings stored in " << g.store_path << ": run `xsp machine ceilings`\n";
+    if (shown.empty()) std::cout << "no ceilings stored in " << redact_location(g.store_path) << ": run `xsp machine ceilings`\n";
   } else if (!import_file.empty()) {
     std::ifstream in(import_file);
     nlohmann::json j;
@@ -36,7 +36,7 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
     }
     auto store = open_store(g);
     for (const auto& m : shown) store->save_ceilings(m);
-    std::cout << "imported " << shown.size() << " measurement(s) from " << import_file << " into " << g.store_path
+    std::cout << "imported " << shown.size() << " measurement(s) from " << import_file << " into " << redact_location(g.store_path)
               << "\n";
   } else {
     // Open the store first: an unwritable store must fail before the measurement, not after.
@@ -49,7 +49,7 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
     }
     if (store) {
       store->save_ceilings(m);
-      std::cout << "stored in " << g.store_path << "\n";
+      std::cout << "stored in " << redact_location(g.store_path) << "\n";
     }
     shown.push_back(std::move(m));
   }

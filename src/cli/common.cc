@@ -52,7 +52,7 @@ std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access, int save
 
 EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g) {
   auto record = store.load(id);
-  if (!record) throw std::runtime_error("no evaluation " + std::to_string(id) + " in store " + g.store_path);
+  if (!record) throw std::runtime_error("no evaluation " + std::to_string(id) + " in store " + redact_location(g.store_path));
   return std::move(*record);
 }
 

@@ -46,6 +46,8 @@ void add_trace_command(CLI::App& app, Globals& g, Commands& out);
 void add_import_command(CLI::App& app, Globals& g, Commands& out);
 void add_report_command(CLI::App& app, Globals& g, Commands& out);
 void add_serve_command(CLI::App& app, Globals& g, Commands& out);
+/// submit, jobs (show, cancel, retry, delete), agents, agent (cmd_jobs.cc).
+void add_queue_commands(CLI::App& app, Globals& g, Commands& out);
 
 std::filesystem::path default_store();  ///< $XSP_STORE, else $XDG_DATA_HOME/xsp/xsp.db, else ~/.local/share/xsp/xsp.db
 std::filesystem::path default_zoo();    ///< $XSP_ZOO, else the source tree's models/

@@ -12,14 +12,15 @@
 
 #include "xsp/queue/jobs.h"
 #include "xsp/record/record.h"
+#include "xsp/store/store.h"
 
 namespace xsp {
 
 /// The queue cannot be reached (server down, connection lost, role refused). what() names the redacted location
 /// and the reason. Agents retry; front ends report it.
-class QueueUnavailable : public std::runtime_error {
+class QueueUnavailable : public StoreError {
  public:
-  using std::runtime_error::runtime_error;
+  using StoreError::StoreError;
 };
 
 struct QueueOptions {
