@@ -139,9 +139,10 @@ void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Pre
 // A finished evaluation that the store refused: saved to a recovery file instead, and the error says where.
 UnsavedEvaluationError unsaved(EvaluationRecord record, Store& store, const StoreError& error) {
   namespace fs = std::filesystem;
-  const fs::path store_file = store.file();
+  const fs::path store_file = store.file();  // for PostgreSQL the location without its password
   std::vector<fs::path> folders;
-  folders.push_back(store_file.has_parent_path() ? store_file.parent_path() : fs::path("."));
+  // A PostgreSQL store has no folder of its own: the current one, else the temporary folder.
+  folders.push_back(!store.is_postgres() && store_file.has_parent_path() ? store_file.parent_path() : fs::path("."));
   std::error_code ec;
   const fs::path tmp = fs::temp_directory_path(ec);
   if (!ec && fs::weakly_canonical(tmp, ec) != fs::weakly_canonical(folders.front(), ec)) folders.push_back(tmp);

@@ -22,11 +22,12 @@
 
 #include "xsp/store/store.h"
 #include "xsp/trace/serialize.h"
+#include "record_columns.h"
 
 namespace xsp {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using namespace store_columns;
 
 /// A schema step. Steps are applied in order, each exactly once, inside the opening transaction; a new
 /// schema version is a new entry at the end, never an edit of an old one (files in the field already ran it).
@@ -178,78 +179,6 @@ class Statement {
 // A REAL column that may be NULL (a figure that does not exist): NaN then, as bind_double() wrote it.
 double column_real(sqlite3_stmt* q, int col) {
   return sqlite3_column_type(q, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, col);
-}
-
-// Doubles as JSON: nlohmann writes NaN/inf as null, so null reads back as NaN. (Infinity thus also reads back
-// as NaN; no summary XSP computes is infinite.)
-double number_from(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return kNaN;
-  return it->get<double>();
-}
-
-LatencySummary summary_from_json(const nlohmann::json& j) {
-  LatencySummary s;
-  s.n = j.at("n").get<std::size_t>();
-  s.trimmed_mean = number_from(j, "trimmed_mean");
-  s.mean = number_from(j, "mean");
-  s.stddev = number_from(j, "stddev");
-  s.min = number_from(j, "min");
-  s.max = number_from(j, "max");
-  s.p50 = number_from(j, "p50");
-  s.p90 = number_from(j, "p90");
-  s.p95 = number_from(j, "p95");
-  s.p99 = number_from(j, "p99");
-  s.p999 = number_from(j, "p999");
-  return s;
-}
-
-// Raw latencies as little-endian IEEE-754 doubles, written byte by byte so the file reads the same on any host.
-std::vector<std::uint8_t> doubles_to_blob(const std::vector<double>& values) {
-  std::vector<std::uint8_t> out(values.size() * 8);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto bits = std::bit_cast<std::uint64_t>(values[i]);
-    for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<std::uint8_t>(bits >> (8 * b));
-  }
-  return out;
-}
-
-std::vector<double> doubles_from_blob(const std::uint8_t* data, std::size_t size) {
-  std::vector<double> out(size / 8);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::uint64_t bits = 0;
-    for (int b = 0; b < 8; ++b) bits |= static_cast<std::uint64_t>(data[i * 8 + b]) << (8 * b);
-    out[i] = std::bit_cast<double>(bits);
-  }
-  return out;
-}
-
-std::vector<std::uint8_t> floats_to_blob(const std::vector<float>& values) {
-  std::vector<std::uint8_t> out(values.size() * 4);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto bits = std::bit_cast<std::uint32_t>(values[i]);
-    for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<std::uint8_t>(bits >> (8 * b));
-  }
-  return out;
-}
-
-std::vector<float> floats_from_blob(const std::uint8_t* data, std::size_t size) {
-  std::vector<float> out(size / 4);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::uint32_t bits = 0;
-    for (int b = 0; b < 4; ++b) bits |= static_cast<std::uint32_t>(data[i * 4 + b]) << (8 * b);
-    out[i] = std::bit_cast<float>(bits);
-  }
-  return out;
-}
-
-std::string now_iso8601_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // The WHERE clause of a filtered listing: ?1..?6 are model, framework, device, host, since, until; an empty value

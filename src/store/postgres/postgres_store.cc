@@ -1,10 +1,625 @@
-// PostgreSQL store: replaced by the implementation on branch issue14-pgstore.
-#include <stdexcept>
+// PostgreSQL results store (docs/store.md): the SQLite store's semantics (src/store/sqlite_store.cc) on a shared
+// database. One connection per Store, used under a mutex; every value is a bound parameter of exec_params, never
+// part of the SQL text; every write is one transaction whose ids are published only after it committed.
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "../record_columns.h"
+#include "pg_errors.h"
 #include "pg_internal.h"
+#include "xsp/trace/serialize.h"
 
 namespace xsp::pg {
-std::unique_ptr<Store> open_store(const std::string& location, StoreAccess, StoreOptions) {
-  throw StoreError("xsp store " + redact_location(location) + ": PostgreSQL store not built yet");
+namespace {
+
+/// A DOUBLE PRECISION parameter: NaN (a figure that does not exist) is bound as NULL, as the SQLite store does, and
+/// every other value with 17 significant digits, which reads back bit-exact.
+struct Real {
+  double value;
+};
+
+}  // namespace
+}  // namespace xsp::pg
+
+namespace pqxx {
+template <>
+struct string_traits<xsp::pg::Real> {
+  static constexpr const char* name() noexcept { return "xsp::pg::Real"; }
+  static constexpr bool has_null() noexcept { return true; }
+  static bool is_null(const xsp::pg::Real& r) { return std::isnan(r.value); }
+  static xsp::pg::Real null() { return {std::numeric_limits<double>::quiet_NaN()}; }
+  static void from_string(const char str[], xsp::pg::Real& r) { string_traits<double>::from_string(str, r.value); }
+  static std::string to_string(const xsp::pg::Real& r) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", r.value);
+    return buf;
+  }
+};
+}  // namespace pqxx
+
+namespace xsp::pg {
+namespace {
+
+using namespace store_columns;
+
+pqxx::binarystring bytes(const std::vector<std::uint8_t>& v) {
+  // From a std::string so that an empty vector is an empty BYTEA, not NULL (the columns are NOT NULL).
+  return pqxx::binarystring(std::string(reinterpret_cast<const char*>(v.data()), v.size()));
 }
+
+std::vector<std::uint8_t> bytes_of(const pqxx::field& f) {
+  if (f.is_null()) return {};
+  const pqxx::binarystring b(f);
+  return std::vector<std::uint8_t>(b.data(), b.data() + b.size());
+}
+
+std::string text(const pqxx::field& f) { return f.is_null() ? std::string() : std::string(f.c_str(), f.size()); }
+
+/// A DOUBLE PRECISION column: NULL reads back as NaN (what Real wrote for NaN).
+double real(const pqxx::field& f) { return f.is_null() ? kNaN : f.as<double>(); }
+
+nlohmann::json parse_json(const std::string& s, const std::string& location, const std::string& what) {
+  try {
+    return nlohmann::json::parse(s);
+  } catch (const std::exception& e) {
+    fail(location, what, std::string("invalid JSON: ") + e.what());
+  }
+}
+
+std::string dump_json(const nlohmann::json& j, const std::string& location, const std::string& what) {
+  try {
+    // Replace invalid UTF-8 rather than fail, as the SQLite store does (PostgreSQL would refuse it anyway).
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (const std::exception& e) {
+    fail(location, what, e.what());
+  }
+}
+
+TraceLevel trace_level_from(const std::string& name, const std::string& location, const std::string& op) {
+  auto level = parse_trace_level(name);
+  if (!level) fail(location, op, "unknown trace level '" + name + "'");
+  return *level;
+}
+
+// The WHERE clause of a filtered listing, as in the SQLite store: $1..$6 are model, framework, device, host, since,
+// until; "" matches any. created_at compares in byte order (COLLATE "C") like SQLite, whatever the database's
+// collation. system is TEXT holding JSON: hostname is read with the jsonb path operator.
+constexpr const char* kFilterSql =
+    "($1::text = '' OR e.model_name = $1) AND ($2::text = '' OR e.framework_name = $2) AND "
+    "($3::text = '' OR e.device = $3 OR substr(e.device, 1, length($3) + 1) = $3 || ':') AND "
+    "($4::text = '' OR (e.system::jsonb #>> '{host,hostname}') = $4) AND "
+    "($5::text = '' OR e.created_at COLLATE \"C\" >= $5) AND ($6::text = '' OR e.created_at COLLATE \"C\" <= $6)";
+
+std::int64_t insert_run(pqxx::dbtransaction& tx, std::int64_t evaluation_id, const RunRecord& run, std::size_t index,
+                        const std::string& location) {
+  const std::string op = "save run " + std::to_string(index) + " (batch size " + std::to_string(run.batch_size) +
+                         ", trace level " + std::string(to_string(run.trace_level)) + ")";
+  nlohmann::json stages = nlohmann::json::object();
+  for (const auto& [stage, summary] : run.stage_latency_ns) stages[stage] = to_json(summary);
+  nlohmann::json counters = nlohmann::json::object();
+  for (const auto& [name, value] : run.trace.counters) counters[name] = value;
+  std::vector<std::uint8_t> trace_blob;
+  try {
+    trace_blob = encode_trace(run.trace);
+  } catch (const std::exception& e) {
+    fail(location, op + ": encode trace", e.what());
+  }
+  const StabilityAssessment& a = run.measurement.stability;
+  std::int64_t run_id = 0;
+  try {
+    run_id = tx.exec_params1(
+                   "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
+                   "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
+                   "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, "
+                   "latency_cv, drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id) "
+                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
+                   "$20, $21, $22, $23) RETURNING id",
+                   evaluation_id, run.batch_size, std::string(to_string(run.trace_level)), run.warmup_iterations,
+                   run.iterations, Real{run.throughput_samples_per_s}, stages.dump(),
+                   bytes(doubles_to_blob(run.predict_latency_ns)), static_cast<std::int64_t>(run.trace.spans.size()),
+                   static_cast<std::int64_t>(run.trace.assembly.unparented), counters.dump(), bytes(trace_blob),
+                   std::string(to_string(a.verdict)), Real{a.median_ns}, Real{a.ci95_ns.low}, Real{a.ci95_ns.high},
+                   Real{a.cv}, Real{a.drift_fraction}, static_cast<std::int64_t>(run.measurement.warmup_ns),
+                   dump_json(to_json(run.measurement), location, op + ": measurement"),
+                   dump_json(run.machine_state, location, op + ": machine_state"),
+                   dump_json(nlohmann::json(run.warnings), location, op + ": warnings"), run.trace_id)[0]
+                 .as<std::int64_t>();
+  } catch (const pqxx::failure& e) {
+    fail(location, op, reason(e));
+  }
+  for (std::size_t i = 0; i < run.predictions.size(); ++i) {
+    const InputPrediction& p = run.predictions[i];
+    try {
+      tx.exec_params0(
+          "INSERT INTO predictions (run_id, position, input_id, top_classes, probabilities) "
+          "VALUES ($1, $2, $3, $4, $5)",
+          run_id, static_cast<std::int64_t>(i), p.input_id, nlohmann::json(p.top_classes).dump(),
+          bytes(floats_to_blob(p.probabilities)));
+    } catch (const pqxx::failure& e) {
+      fail(location, op + ": prediction of input '" + p.input_id + "'", reason(e));
+    }
+  }
+  return run_id;
+}
+
+void insert_level_overheads(pqxx::dbtransaction& tx, std::int64_t evaluation_id, const EvaluationRecord& r,
+                            const std::string& location) {
+  const std::string op = "save level overheads of model " + r.model_name;
+  for (std::size_t i = 0; i < r.level_overheads.size(); ++i) {
+    const LevelOverhead& o = r.level_overheads[i];
+    try {
+      tx.exec_params0(
+          "INSERT INTO level_overheads (evaluation_id, position, batch_size, trace_level, baseline_trace_level, "
+          "design, rounds, latency_ns, baseline_latency_ns, overhead_fraction, ci95_low_fraction, "
+          "ci95_high_fraction, significant, note) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+          evaluation_id, static_cast<std::int64_t>(i), o.batch_size, std::string(to_string(o.level)),
+          std::string(to_string(o.baseline)), o.design, static_cast<std::int64_t>(o.overhead.rounds),
+          Real{o.latency_ns}, Real{o.baseline_latency_ns}, Real{o.overhead.overhead_fraction},
+          Real{o.overhead.ci95_fraction.low}, Real{o.overhead.ci95_fraction.high}, o.overhead.significant() ? 1 : 0,
+          o.note);
+    } catch (const pqxx::failure& e) {
+      fail(location, op, reason(e));
+    }
+  }
+}
+
+class PostgresStore final : public Store {
+ public:
+  PostgresStore(std::string location, std::unique_ptr<pqxx::connection> connection)
+      : location_(std::move(location)), shown_(redact_location(location_)), conn_(std::move(connection)) {}
+
+  const std::filesystem::path& file() const override { return shown_; }
+  bool is_postgres() const override { return true; }
+
+  /// kReadWrite: fails now, not at the end of a long evaluation, when the role may not insert evaluations.
+  void check_writable() {
+    bool may_insert = false;
+    try {
+      pqxx::read_transaction tx(*conn_);
+      may_insert = tx.exec1("SELECT has_table_privilege('evaluations', 'INSERT')")[0].as<bool>();
+    } catch (const pqxx::sql_error& e) {
+      fail(location_, "open", reason(e));
+    }
+    if (!may_insert)
+      fail(location_, "open",
+           "role " + std::string(conn_->username()) +
+               " may not INSERT into table evaluations, so nothing could be saved (grant it INSERT on XSP's tables, "
+               "or open the store read-only)");
+  }
+
+  int schema_version() override {
+    return read("read schema version", [](pqxx::read_transaction& tx) {
+      const pqxx::row r = tx.exec1("SELECT MAX(version) FROM schema_version");
+      return r[0].is_null() ? 0 : r[0].as<int>();
+    });
+  }
+
+  std::int64_t save(EvaluationRecord& record) override { return save_impl(record, false).first; }
+  std::pair<std::int64_t, bool> save_if_new(EvaluationRecord& record) override { return save_impl(record, true); }
+
+  std::optional<std::int64_t> find_by_uuid(const std::string& uuid) override {
+    if (uuid.empty()) return std::nullopt;
+    return read("find evaluation " + uuid, [&](pqxx::read_transaction& tx) { return id_of_uuid(tx, uuid); });
+  }
+
+  std::optional<EvaluationRecord> load(std::int64_t id) override {
+    const std::string op = "load evaluation " + std::to_string(id);
+    // One REPEATABLE READ snapshot: the evaluation and its runs as one committed state.
+    return read<pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>>(
+        op, [&](auto& tx) { return read_evaluation(tx, id, op); });
+  }
+
+  std::vector<EvaluationListing> list() override { return list(EvaluationFilter{}); }
+
+  std::vector<EvaluationListing> list(const EvaluationFilter& f) override {
+    const std::string op = "list evaluations";
+    const std::int64_t limit =
+        f.limit ? static_cast<std::int64_t>(std::min<std::size_t>(*f.limit, INT64_MAX)) : INT64_MAX;
+    const auto offset = static_cast<std::int64_t>(std::min<std::size_t>(f.offset, INT64_MAX));
+    return read(op, [&](pqxx::read_transaction& tx) {
+      const pqxx::result rows = tx.exec_params(
+          "SELECT e.id, e.created_at, e.status, e.model_name, e.model_version, e.framework_name, e.device, "
+          "e.scenario, e.trace_level, e.batch_sizes, (SELECT COUNT(*) FROM runs r WHERE r.evaluation_id = e.id), "
+          "COALESCE(e.system::jsonb #>> '{host,hostname}', '') FROM evaluations e WHERE " +
+              std::string(kFilterSql) + " ORDER BY e.created_at COLLATE \"C\" DESC, e.id DESC LIMIT $7 OFFSET $8",
+          f.model, f.framework, f.device, f.host, f.since, f.until, limit, offset);
+      std::vector<EvaluationListing> out;
+      for (const pqxx::row& row : rows) {
+        EvaluationListing l;
+        l.id = row[0].as<std::int64_t>();
+        l.created_at = text(row[1]);
+        l.status = text(row[2]);
+        l.model_name = text(row[3]);
+        l.model_version = text(row[4]);
+        l.framework_name = text(row[5]);
+        l.device = text(row[6]);
+        l.scenario = text(row[7]);
+        l.trace_level = text(row[8]);
+        const std::string what = op + ": batch_sizes of evaluation " + std::to_string(l.id);
+        try {
+          l.batch_sizes = parse_json(text(row[9]), location_, what).get<std::vector<int>>();
+        } catch (const nlohmann::json::exception& e) {
+          fail(location_, what, e.what());
+        }
+        l.run_count = row[10].as<std::size_t>();
+        l.hostname = text(row[11]);
+        out.push_back(std::move(l));
+      }
+      return out;
+    });
+  }
+
+  std::size_t count(const EvaluationFilter& f) override {
+    return read("count evaluations", [&](pqxx::read_transaction& tx) {
+      return tx
+          .exec_params1("SELECT COUNT(*) FROM evaluations e WHERE " + std::string(kFilterSql), f.model, f.framework,
+                        f.device, f.host, f.since, f.until)[0]
+          .as<std::size_t>();
+    });
+  }
+
+  bool remove(std::int64_t id) override {
+    // Runs, predictions and level overheads go with it: ON DELETE CASCADE.
+    return write("delete evaluation " + std::to_string(id), [&](pqxx::work& tx) {
+      return tx.exec_params("DELETE FROM evaluations WHERE id = $1", id).affected_rows() > 0;
+    });
+  }
+
+  std::int64_t save_ceilings(const MachineCeilings& m) override {
+    const std::string op = "save ceilings of " + m.gpu_name + " on host " + m.hostname;
+    return write(op, [&](pqxx::work& tx) {
+      const std::int64_t id =
+          tx.exec_params1(
+                "INSERT INTO machine_ceilings (hostname, gpu_name, gpu_uuid, measured_at, clocks_note) "
+                "VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                m.hostname, m.gpu_name, m.gpu_uuid, m.measured_at.empty() ? now_iso8601_utc() : m.measured_at,
+                m.clocks_note)[0]
+              .as<std::int64_t>();
+      for (std::size_t i = 0; i < m.ceilings.size(); ++i) {
+        const Ceiling& c = m.ceilings[i];
+        try {
+          tx.exec_params0(
+              "INSERT INTO ceilings (machine_ceilings_id, position, name, value, unit, method) "
+              "VALUES ($1, $2, $3, $4, $5, $6)",
+              id, static_cast<std::int64_t>(i), c.name, Real{c.value}, c.unit, c.method);
+        } catch (const pqxx::sql_error& e) {
+          fail(location_, op + ": ceiling '" + c.name + "' = " + std::to_string(c.value) + " " + c.unit, reason(e));
+        }
+      }
+      return id;
+    });
+  }
+
+  std::vector<MachineCeilings> list_ceilings() override {
+    return read("read machine ceilings", [&](pqxx::read_transaction& tx) {
+      return read_ceilings(tx, tx.exec(std::string(kCeilingsSelect) + kCeilingsOrder));
+    });
+  }
+
+  std::optional<MachineCeilings> latest_ceilings(const std::string& hostname, const std::string& gpu_name,
+                                                 const std::string& gpu_uuid) override {
+    auto found = read("read machine ceilings", [&](pqxx::read_transaction& tx) {
+      if (!gpu_uuid.empty()) {
+        auto by_uuid = read_ceilings(
+            tx, tx.exec_params(std::string(kCeilingsSelect) + " WHERE gpu_uuid = $1" + kCeilingsOrder + " LIMIT 1",
+                               gpu_uuid));
+        if (!by_uuid.empty()) return by_uuid;
+      }
+      return read_ceilings(tx, tx.exec_params(std::string(kCeilingsSelect) +
+                                                  " WHERE hostname = $1 AND gpu_name = $2" + kCeilingsOrder + " LIMIT 1",
+                                              hostname, gpu_name));
+    });
+    if (found.empty()) return std::nullopt;
+    return std::move(found.front());
+  }
+
+ private:
+  static constexpr const char* kCeilingsSelect =
+      "SELECT id, hostname, gpu_name, gpu_uuid, measured_at, clocks_note FROM machine_ceilings";
+  static constexpr const char* kCeilingsOrder = " ORDER BY measured_at COLLATE \"C\" DESC, id DESC";
+
+  std::pair<std::int64_t, bool> save_impl(EvaluationRecord& record, bool skip_if_stored) {
+    InsertedIds ids;
+    std::optional<std::int64_t> stored;
+    write("save evaluation", [&](pqxx::work& tx) {
+      if (skip_if_stored && !record.uuid.empty()) {
+        // Serializes savers of this uuid, in this and every other process, until commit: the check below and the
+        // insert are then atomic without a unique index (the schema stays the SQLite one).
+        tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", record.uuid);
+        stored = id_of_uuid(tx, record.uuid);
+        if (stored) return 0;
+      }
+      ids = insert_evaluation(tx, record, location_);
+      return 0;
+    });
+    if (stored) return {*stored, false};
+    publish_ids(record, ids);
+    return {ids.evaluation_id, true};
+  }
+
+  static std::optional<std::int64_t> id_of_uuid(pqxx::transaction_base& tx, const std::string& uuid) {
+    const pqxx::result r = tx.exec_params("SELECT id FROM evaluations WHERE uuid = $1 ORDER BY id LIMIT 1", uuid);
+    if (r.empty()) return std::nullopt;
+    return r[0][0].as<std::int64_t>();
+  }
+
+  // A new connection when the last one was lost (the server restarted, or ended the session).
+  void ensure_connected() {
+    if (!conn_->is_open()) conn_ = connect(location_);
+  }
+
+  /// Runs `f` in a read-only transaction of type Tx. A lost connection is reopened once and `f` run again: it
+  /// only reads. Other failures: StoreError naming `op`.
+  template <typename Tx = pqxx::read_transaction, typename F>
+  std::invoke_result_t<F&, Tx&> read(const std::string& op, F&& f) {
+    std::lock_guard lock(mu_);
+    for (int attempt = 0;; ++attempt) {
+      try {
+        ensure_connected();
+        Tx tx(*conn_);
+        auto out = f(tx);
+        tx.commit();
+        return out;
+      } catch (const StoreError&) {
+        throw;
+      } catch (const pqxx::broken_connection& e) {
+        if (attempt > 0) fail(location_, op, "connection lost: " + first_line(e.what()));
+        reconnect(op);
+      } catch (const pqxx::sql_error& e) {
+        if (attempt > 0 || !connection_lost(e)) fail(location_, op, reason(e));
+        reconnect(op);
+      } catch (const std::exception& e) {
+        fail(location_, op, first_line(e.what()));
+      }
+    }
+  }
+
+  /// Runs `f` in a read-write transaction and commits. A connection found lost before `f` started is reopened
+  /// and `f` run; once `f` has written, nothing is retried: a lost connection or a failed commit is a StoreError
+  /// (PostgreSQL rolled back what was not committed, and a commit whose outcome is unknown must not be repeated).
+  template <typename F>
+  std::invoke_result_t<F&, pqxx::work&> write(const std::string& op, F&& f) {
+    std::lock_guard lock(mu_);
+    for (int attempt = 0;; ++attempt) {
+      bool started = false;
+      try {
+        ensure_connected();
+        pqxx::work tx(*conn_);
+        started = true;
+        auto out = f(tx);
+        tx.commit();
+        return out;
+      } catch (const StoreError&) {
+        throw;
+      } catch (const pqxx::in_doubt_error& e) {
+        fail(location_, op,
+             "the connection was lost while committing, so it is unknown whether this was stored: " +
+                 first_line(e.what()));
+      } catch (const pqxx::broken_connection& e) {
+        if (started || attempt > 0) fail(location_, op, "connection lost, nothing stored: " + first_line(e.what()));
+        reconnect(op);
+      } catch (const pqxx::sql_error& e) {
+        if (started || attempt > 0 || !connection_lost(e)) fail(location_, op, reason(e));
+        reconnect(op);
+      } catch (const std::exception& e) {
+        fail(location_, op, first_line(e.what()));
+      }
+    }
+  }
+
+  void reconnect(const std::string& op) {
+    try {
+      conn_ = std::make_unique<pqxx::connection>(location_);
+    } catch (const std::exception& e) {
+      fail(location_, op, "connection lost, and reconnecting failed: " + first_line(e.what()));
+    }
+  }
+
+  std::vector<MachineCeilings> read_ceilings(pqxx::transaction_base& tx, const pqxx::result& rows) {
+    std::vector<MachineCeilings> out;
+    for (const pqxx::row& row : rows) {
+      MachineCeilings m;
+      m.hostname = text(row[1]);
+      m.gpu_name = text(row[2]);
+      m.gpu_uuid = text(row[3]);
+      m.measured_at = text(row[4]);
+      m.clocks_note = text(row[5]);
+      for (const pqxx::row& c : tx.exec_params(
+               "SELECT name, value, unit, method FROM ceilings WHERE machine_ceilings_id = $1 ORDER BY position",
+               row[0].as<std::int64_t>())) {
+        m.ceilings.push_back({text(c[0]), c[1].as<double>(), text(c[2]), text(c[3])});
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+  std::optional<EvaluationRecord> read_evaluation(pqxx::transaction_base& tx, std::int64_t id, const std::string& op) {
+    const pqxx::result er = tx.exec_params(
+        "SELECT id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid "
+        "FROM evaluations WHERE id = $1",
+        id);
+    if (er.empty()) return std::nullopt;
+    const pqxx::row s = er[0];
+    EvaluationRecord r;
+    r.id = s[0].as<std::int64_t>();
+    r.created_at = text(s[1]);
+    r.status = text(s[2]);
+    r.model_name = text(s[3]);
+    r.model_version = text(s[4]);
+    r.manifest_yaml = text(s[5]);
+    r.framework_name = text(s[6]);
+    r.framework_version = text(s[7]);
+    r.device = text(s[8]);
+    r.scenario = text(s[9]);
+    try {
+      r.batch_sizes = parse_json(text(s[10]), location_, op + ": batch_sizes").get<std::vector<int>>();
+    } catch (const nlohmann::json::exception& e) {
+      fail(location_, op + ": batch_sizes", e.what());
+    }
+    r.trace_level = trace_level_from(text(s[11]), location_, op);
+    r.leveled = s[12].as<std::int64_t>() != 0;
+    r.settings = parse_json(text(s[13]), location_, op + ": settings");
+    r.system = parse_json(text(s[14]), location_, op + ": system");
+    r.uuid = text(s[15]);
+
+    // ORDER BY id: runs were inserted in the record's order, so this restores it.
+    const pqxx::result runs = tx.exec_params(
+        "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
+        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id FROM runs "
+        "WHERE evaluation_id = $1 ORDER BY id",
+        id);
+    for (const pqxx::row& q : runs) {
+      RunRecord run;
+      run.id = q[0].as<std::int64_t>();
+      const std::string run_op = op + ": run " + std::to_string(run.id);
+      run.batch_size = q[1].as<int>();
+      run.trace_level = trace_level_from(text(q[2]), location_, run_op);
+      run.warmup_iterations = q[3].as<int>();
+      run.iterations = q[4].as<int>();
+      run.throughput_samples_per_s = real(q[5]);
+      try {
+        const nlohmann::json stages = parse_json(text(q[6]), location_, run_op + ": stage_latency_ns");
+        for (const auto& [stage, summary] : stages.items()) run.stage_latency_ns[stage] = summary_from_json(summary);
+      } catch (const nlohmann::json::exception& e) {
+        fail(location_, run_op + ": stage_latency_ns", e.what());
+      }
+      const std::vector<std::uint8_t> latencies = bytes_of(q[7]);
+      if (latencies.size() % 8 != 0)
+        fail(location_, run_op + ": predict_latency_ns",
+             "blob of " + std::to_string(latencies.size()) + " bytes is not a whole number of doubles");
+      run.predict_latency_ns = doubles_from_blob(latencies.data(), latencies.size());
+      try {
+        run.trace = decode_trace(bytes_of(q[8]));
+      } catch (const std::exception& e) {
+        fail(location_, run_op + ": decode trace", e.what());
+      }
+      try {
+        run.measurement = run_measurement_from_json(parse_json(text(q[9]), location_, run_op + ": measurement"));
+      } catch (const std::invalid_argument& e) {
+        fail(location_, run_op + ": measurement", e.what());
+      }
+      run.machine_state = parse_json(text(q[10]), location_, run_op + ": machine_state");
+      try {
+        run.warnings = parse_json(text(q[11]), location_, run_op + ": warnings").get<std::vector<std::string>>();
+      } catch (const nlohmann::json::exception& e) {
+        fail(location_, run_op + ": warnings", e.what());
+      }
+      run.trace_id = text(q[12]);
+      read_predictions(tx, run, run_op);
+      r.runs.push_back(std::move(run));
+    }
+    read_level_overheads(tx, r, op);
+    return r;
+  }
+
+  void read_predictions(pqxx::transaction_base& tx, RunRecord& run, const std::string& run_op) {
+    const std::string op = run_op + ": predictions";
+    for (const pqxx::row& q : tx.exec_params(
+             "SELECT input_id, top_classes, probabilities FROM predictions WHERE run_id = $1 ORDER BY position",
+             run.id)) {
+      InputPrediction p;
+      p.input_id = text(q[0]);
+      const std::string pop = op + " of input '" + p.input_id + "'";
+      try {
+        p.top_classes = parse_json(text(q[1]), location_, pop).get<std::vector<int>>();
+      } catch (const nlohmann::json::exception& e) {
+        fail(location_, pop + ": top_classes", e.what());
+      }
+      const std::vector<std::uint8_t> probabilities = bytes_of(q[2]);
+      if (probabilities.size() % 4 != 0)
+        fail(location_, pop,
+             "probabilities blob of " + std::to_string(probabilities.size()) + " bytes is not a whole number of float32");
+      p.probabilities = floats_from_blob(probabilities.data(), probabilities.size());
+      run.predictions.push_back(std::move(p));
+    }
+  }
+
+  void read_level_overheads(pqxx::transaction_base& tx, EvaluationRecord& r, const std::string& eval_op) {
+    const std::string op = eval_op + ": level overheads";
+    for (const pqxx::row& q : tx.exec_params(
+             "SELECT batch_size, trace_level, baseline_trace_level, design, rounds, latency_ns, baseline_latency_ns, "
+             "overhead_fraction, ci95_low_fraction, ci95_high_fraction, note FROM level_overheads "
+             "WHERE evaluation_id = $1 ORDER BY position",
+             r.id)) {
+      LevelOverhead o;
+      o.batch_size = q[0].as<int>();
+      o.level = trace_level_from(text(q[1]), location_, op);
+      o.baseline = trace_level_from(text(q[2]), location_, op);
+      o.design = text(q[3]);
+      o.overhead.rounds = q[4].as<std::size_t>();
+      o.latency_ns = real(q[5]);
+      o.baseline_latency_ns = real(q[6]);
+      o.overhead.overhead_fraction = real(q[7]);
+      o.overhead.ci95_fraction = {real(q[8]), real(q[9])};
+      o.note = text(q[10]);
+      r.level_overheads.push_back(std::move(o));
+    }
+  }
+
+  const std::string location_;         // as given to open(): the password is only used to connect
+  const std::filesystem::path shown_;  // redacted, for file() and messages
+  std::unique_ptr<pqxx::connection> conn_;
+  std::mutex mu_;  // one connection: this object's users take turns
+};
+
+}  // namespace
+
+InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record, const std::string& location) {
+  // As SqliteStore::save: the uuid and trace ids are given before inserting and stay in `record` even when the
+  // transaction fails, so that a copy saved elsewhere (a recovery file) is the same evaluation when imported.
+  if (record.created_at.empty()) record.created_at = now_iso8601_utc();
+  if (record.uuid.empty()) record.uuid = random_uuid();
+  for (RunRecord& run : record.runs) {
+    if (run.trace_id.empty()) run.trace_id = random_trace_id();
+  }
+  const EvaluationRecord& r = record;
+  const std::string op = "save evaluation of model " + r.model_name;
+  InsertedIds ids;
+  try {
+    ids.evaluation_id =
+        tx.exec_params1(
+              "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
+              "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid) "
+              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
+              r.created_at, r.status, r.model_name, r.model_version, r.manifest_yaml, r.framework_name,
+              r.framework_version, r.device, r.scenario, nlohmann::json(r.batch_sizes).dump(),
+              std::string(to_string(r.trace_level)), r.leveled ? 1 : 0, dump_json(r.settings, location, op + ": settings"),
+              dump_json(r.system, location, op + ": system"), r.uuid)[0]
+            .as<std::int64_t>();
+  } catch (const pqxx::failure& e) {
+    fail(location, op, reason(e));
+  }
+  ids.run_ids.reserve(r.runs.size());
+  for (std::size_t i = 0; i < r.runs.size(); ++i) {
+    ids.run_ids.push_back(insert_run(tx, ids.evaluation_id, r.runs[i], i, location));
+  }
+  insert_level_overheads(tx, ids.evaluation_id, r, location);
+  return ids;
+}
+
+void publish_ids(EvaluationRecord& record, const InsertedIds& ids) {
+  record.id = ids.evaluation_id;
+  for (std::size_t i = 0; i < ids.run_ids.size() && i < record.runs.size(); ++i) record.runs[i].id = ids.run_ids[i];
+}
+
+std::unique_ptr<Store> open_store(const std::string& location, StoreAccess access, StoreOptions) {
+  auto connection = connect(location);
+  migrate_store_schema(*connection, location);
+  auto store = std::make_unique<PostgresStore>(location, std::move(connection));
+  if (access == StoreAccess::kReadWrite) store->check_writable();
+  return store;
+}
+
 }  // namespace xsp::pg

@@ -1,33 +1,24 @@
 // Store::list(EvaluationFilter), count() and remove() (the server's listing and DELETE): every filter alone and
-// together, pages, dates, devices by ordinal, and a delete that takes the runs with it.
+// together, pages, dates, devices by ordinal, and a delete that takes the runs with it; on SQLite and PostgreSQL.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
-#include <unistd.h>
 
-#include <filesystem>
-
+#include "store_backends.h"
 #include "xsp/store/store.h"
 
 namespace xsp {
 namespace {
 
-namespace fs = std::filesystem;
-
-class StoreFilter : public ::testing::Test {
+class StoreFilter : public testing::StoreBackends {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("xsp-store-filter-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    store_ = Store::open(dir_ / "s.db");
+    StoreBackends::SetUp();
+    if (IsSkipped()) return;
+    store_ = open("s.db");
     add("resnet", "libtorch", "cpu", "alpha", "2026-11-20T10:00:00Z");
     add("resnet", "onnxruntime", "cuda:0", "beta", "2026-11-22T10:00:00Z");
     add("mobilenet", "libtorch", "cuda:1", "alpha", "2026-11-24T10:00:00Z");
   }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { store_.reset(); }
   void add(const std::string& model, const std::string& framework, const std::string& device, const std::string& host,
            const std::string& created_at) {
     EvaluationRecord r;
@@ -52,11 +43,10 @@ class StoreFilter : public ::testing::Test {
     EXPECT_EQ(store_->count(f), out.size());
     return out;
   }
-  fs::path dir_;
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(StoreFilter, EachFilterAndTheirCombination) {
+TEST_P(StoreFilter, EachFilterAndTheirCombination) {
   using V = std::vector<std::int64_t>;
   EXPECT_EQ(ids({}), (V{3, 2, 1}));  // newest first
   EXPECT_EQ(ids({.model = "resnet"}), (V{2, 1}));
@@ -73,7 +63,7 @@ TEST_F(StoreFilter, EachFilterAndTheirCombination) {
   EXPECT_EQ(store_->list().front().hostname, "alpha");
 }
 
-TEST_F(StoreFilter, PagesAndCount) {
+TEST_P(StoreFilter, PagesAndCount) {
   EvaluationFilter f;
   f.limit = 2;
   EXPECT_EQ(store_->list(f).size(), 2u);
@@ -85,7 +75,7 @@ TEST_F(StoreFilter, PagesAndCount) {
   EXPECT_TRUE(store_->list(f).empty());
 }
 
-TEST_F(StoreFilter, RemoveDeletesTheEvaluationAndItsRuns) {
+TEST_P(StoreFilter, RemoveDeletesTheEvaluationAndItsRuns) {
   EXPECT_TRUE(store_->remove(2));
   EXPECT_FALSE(store_->load(2).has_value());
   EXPECT_FALSE(store_->remove(2));
@@ -95,16 +85,11 @@ TEST_F(StoreFilter, RemoveDeletesTheEvaluationAndItsRuns) {
   EXPECT_EQ(store_->load(1)->runs.size(), 1u);
   // The runs went with it (ON DELETE CASCADE): one run row per remaining evaluation.
   store_.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2((dir_ / "s.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*), SUM(evaluation_id = 2) FROM runs", -1, &st, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(st, 0), 2);
-  EXPECT_EQ(sqlite3_column_int(st, 1), 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  EXPECT_EQ(rows("s.db", "runs"), 2);
+  EXPECT_EQ(rows("s.db", "runs WHERE evaluation_id = 2"), 0);
 }
+
+XSP_STORE_BACKENDS_INSTANTIATE(StoreFilter);
 
 }  // namespace
 }  // namespace xsp

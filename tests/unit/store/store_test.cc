@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "store_backends.h"
 #include "temp_dir.h"
 #include "xsp/store/store.h"
 
@@ -20,6 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing::TempDir;
+
+// The tests that hold for both backends (TEST_P); the others are about SQLite files.
+class StoreOnBoth : public testing::StoreBackends {};
+XSP_STORE_BACKENDS_INSTANTIATE(StoreOnBoth);
 
 Span make_span(SpanId id, SpanId parent, Level level, std::string name, std::int64_t start, std::int64_t end,
                std::vector<Tag> tags = {}) {
@@ -168,9 +173,8 @@ TEST(Store, StoreIsOneFileWithoutWal) {
   EXPECT_FALSE(fs::exists(dir.path() / "xsp.db-wal"));
 }
 
-TEST(Store, SaveAssignsIdsAndLoadRoundTripsExactly) {
-  TempDir dir;
-  auto store = Store::open(dir.path() / "xsp.db");
+TEST_P(StoreOnBoth, SaveAssignsIdsAndLoadRoundTripsExactly) {
+  auto store = open("xsp.db");
   EvaluationRecord record = make_record();
   const std::int64_t id = store->save(record);
   EXPECT_GT(id, 0);
@@ -190,9 +194,8 @@ TEST(Store, SaveAssignsIdsAndLoadRoundTripsExactly) {
   EXPECT_EQ(*loaded, record);
 }
 
-TEST(Store, EmptyRecordRoundTrips) {
-  TempDir dir;
-  auto store = Store::open(dir.path() / "xsp.db");
+TEST_P(StoreOnBoth, EmptyRecordRoundTrips) {
+  auto store = open("xsp.db");
   EvaluationRecord record;  // defaults: no runs, empty strings, empty JSON objects
   record.created_at = "2026-01-01T00:00:00Z";
   RunRecord run;  // no spans, no latencies
@@ -203,9 +206,8 @@ TEST(Store, EmptyRecordRoundTrips) {
   EXPECT_EQ(*loaded, record);
 }
 
-TEST(Store, NaNSummaryFieldsAndThroughputSurvive) {
-  TempDir dir;
-  auto store = Store::open(dir.path() / "xsp.db");
+TEST_P(StoreOnBoth, NaNSummaryFieldsAndThroughputSurvive) {
+  auto store = open("xsp.db");
   EvaluationRecord record = make_record();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   LatencySummary empty;  // what summarize() gives for no samples: NaN everywhere but n
@@ -235,9 +237,8 @@ TEST(Store, NaNSummaryFieldsAndThroughputSurvive) {
   EXPECT_EQ(a, b);
 }
 
-TEST(Store, ListIsNewestFirstWithFields) {
-  TempDir dir;
-  auto store = Store::open(dir.path() / "xsp.db");
+TEST_P(StoreOnBoth, ListIsNewestFirstWithFields) {
+  auto store = open("xsp.db");
   EvaluationRecord older = make_record("2026-11-20T10:00:00Z");
   EvaluationRecord newer = make_record("2026-11-21T10:00:00Z");
   newer.model_name = "mobilenet_v2";
@@ -268,24 +269,21 @@ TEST(Store, ListIsNewestFirstWithFields) {
   EXPECT_EQ(listing[1].run_count, 2u);
 }
 
-TEST(Store, SaveFillsMissingCreatedAt) {
-  TempDir dir;
-  auto store = Store::open(dir.path() / "xsp.db");
+TEST_P(StoreOnBoth, SaveFillsMissingCreatedAt) {
+  auto store = open("xsp.db");
   EvaluationRecord record = make_record("");
   store->save(record);
   EXPECT_EQ(record.created_at.size(), std::string("2026-11-21T22:08:00Z").size());
   EXPECT_EQ(store->load(record.id)->created_at, record.created_at);
 }
 
-TEST(Store, PersistsAcrossConnections) {
-  TempDir dir;
-  const fs::path file = dir.path() / "xsp.db";
+TEST_P(StoreOnBoth, PersistsAcrossConnections) {
   EvaluationRecord record = make_record();
   {
-    auto store = Store::open(file);
+    auto store = open("xsp.db");
     store->save(record);
   }
-  auto reopened = Store::open(file);
+  auto reopened = open("xsp.db");
   EXPECT_EQ(reopened->schema_version(), 5);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
@@ -293,21 +291,19 @@ TEST(Store, PersistsAcrossConnections) {
   ASSERT_EQ(reopened->list().size(), 1u);
 
   // Two stores open on the same file at once see each other's writes.
-  auto other = Store::open(file);
+  auto other = open("xsp.db");
   EvaluationRecord second = make_record("2026-12-01T00:00:00Z");
   other->save(second);
   EXPECT_EQ(reopened->list().size(), 2u);
   EXPECT_EQ(reopened->load(second.id), second);
 }
 
-TEST(Store, PredictionsRoundTripInOrder) {
-  TempDir dir;
-  const fs::path file = dir.path() / "xsp.db";
-  auto store = Store::open(file);
+TEST_P(StoreOnBoth, PredictionsRoundTripInOrder) {
+  auto store = open("xsp.db");
   EvaluationRecord record = make_record();
   ASSERT_EQ(record.runs[1].predictions.size(), 3u);
   store->save(record);
-  EXPECT_EQ(count_rows(file, "predictions"), 3);
+  EXPECT_EQ(rows("xsp.db", "predictions"), 3);
   const auto loaded = store->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_TRUE(loaded->runs[0].predictions.empty());
@@ -321,13 +317,11 @@ TEST(Store, PredictionsRoundTripInOrder) {
   dup.runs[1].predictions.push_back(dup.runs[1].predictions[0]);
   EXPECT_THROW(store->save(dup), StoreError);
   EXPECT_EQ(dup.id, 0);
-  EXPECT_EQ(count_rows(file, "evaluations"), 1);
-  EXPECT_EQ(count_rows(file, "predictions"), 3);
+  EXPECT_EQ(rows("xsp.db", "evaluations"), 1);
+  EXPECT_EQ(rows("xsp.db", "predictions"), 3);
 }
 
-TEST(Store, StabilityMachineStateWarningsAndOverheadsRoundTrip) {
-  TempDir dir;
-  const fs::path file = dir.path() / "v4.db";
+TEST_P(StoreOnBoth, StabilityMachineStateWarningsAndOverheadsRoundTrip) {
   EvaluationRecord r = make_record();
   RunMeasurement& m = r.runs[0].measurement;
   m.design = "interleaved";
@@ -362,36 +356,38 @@ TEST(Store, StabilityMachineStateWarningsAndOverheadsRoundTrip) {
   o.design = "residual";
   o.overhead = paired_overhead({1.6}, {1.5});  // one round: NaN interval
   r.level_overheads.push_back(o);
-  auto store = Store::open(file);
+  auto store = open("v4.db");
   store->save(r);
   EXPECT_EQ(store->load(r.id), r);
-  // The figures users query are typed columns.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT stability, latency_median_ns, latency_ci95_low_ns, warmup_ns FROM runs "
-                                   "ORDER BY id LIMIT 1", -1, &st, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), std::string(to_string(m.stability.verdict)).c_str());
-  EXPECT_EQ(sqlite3_column_type(st, 1), SQLITE_FLOAT);
-  EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 1), m.stability.median_ns);
-  EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 2), m.stability.ci95_ns.low);
-  EXPECT_EQ(sqlite3_column_int64(st, 3), 1'234'567'890);
-  sqlite3_finalize(st);
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT significant, design FROM level_overheads ORDER BY position", -1, &st, nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(st, 0), 1);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(st, 0), 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  // The figures users query are typed columns (checked here on the SQLite file; PostgreSQL's are declared so).
+  if (!postgres()) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(location("v4.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT stability, latency_median_ns, latency_ci95_low_ns, warmup_ns FROM runs "
+                                     "ORDER BY id LIMIT 1", -1, &st, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), std::string(to_string(m.stability.verdict)).c_str());
+    EXPECT_EQ(sqlite3_column_type(st, 1), SQLITE_FLOAT);
+    EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 1), m.stability.median_ns);
+    EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 2), m.stability.ci95_ns.low);
+    EXPECT_EQ(sqlite3_column_int64(st, 3), 1'234'567'890);
+    sqlite3_finalize(st);
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT significant, design FROM level_overheads ORDER BY position", -1, &st, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 1);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
   // The database refuses a design no writer should produce, and the save leaves nothing behind.
   EvaluationRecord bad = make_record();
   bad.level_overheads.push_back(o);
   bad.level_overheads.back().design = "guessed";
   EXPECT_THROW(store->save(bad), StoreError);
-  EXPECT_EQ(count_rows(file, "evaluations"), 1);
+  EXPECT_EQ(rows("v4.db", "evaluations"), 1);
 }
 
 bool is_trace_id(const std::string& id) {
@@ -418,13 +414,12 @@ void expect_fresh_ids_then_adopt(const EvaluationRecord& loaded, EvaluationRecor
 
 // Issue 11: OTLP trace ids must not collide across stores. Every saved run gets a random trace id, every
 // evaluation a UUID; two stores' "evaluation 1, run 1" differ; reloading (re-exporting) gives the same ids.
-TEST(Store, RunsGetRandomTraceIdsThatSurviveReopening) {
-  TempDir dir;
+TEST_P(StoreOnBoth, RunsGetRandomTraceIdsThatSurviveReopening) {
   EvaluationRecord a = make_record(), b = make_record();
   std::string first_a;
   {
-    auto sa = Store::open(dir.path() / "a.db");
-    auto sb = Store::open(dir.path() / "b.db");
+    auto sa = open("a.db");
+    auto sb = open("b.db");
     EXPECT_EQ(sa->save(a), 1);
     EXPECT_EQ(sb->save(b), 1);
   }
@@ -434,7 +429,7 @@ TEST(Store, RunsGetRandomTraceIdsThatSurviveReopening) {
   EXPECT_NE(a.runs[0].trace_id, b.runs[0].trace_id);  // same ids 1/1 in two stores, different traces
   EXPECT_NE(a.uuid, b.uuid);
   EXPECT_EQ(a.uuid[14], '4');  // RFC 4122 version 4
-  auto sa = Store::open(dir.path() / "a.db");
+  auto sa = open("a.db");
   const auto back = sa->load(1);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->runs[0].trace_id, a.runs[0].trace_id);
@@ -563,14 +558,12 @@ TEST(Store, LockedStoreFailsWithStoreError) {
   EXPECT_GT(record.id, 0);
 }
 
-TEST(Store, FailedSaveLeavesNothing) {
-  TempDir dir;
-  const fs::path file = dir.path() / "xsp.db";
-  auto store = Store::open(file);
+TEST_P(StoreOnBoth, FailedSaveLeavesNothing) {
+  auto store = open("xsp.db");
   EvaluationRecord good = make_record();
   store->save(good);
-  ASSERT_EQ(count_rows(file, "evaluations"), 1);
-  ASSERT_EQ(count_rows(file, "runs"), 2);
+  ASSERT_EQ(rows("xsp.db", "evaluations"), 1);
+  ASSERT_EQ(rows("xsp.db", "runs"), 2);
 
   // Fails midway: the evaluation row and the first run are written, the second run violates a CHECK.
   EvaluationRecord bad = make_record();
@@ -580,37 +573,36 @@ TEST(Store, FailedSaveLeavesNothing) {
     FAIL() << "expected StoreError";
   } catch (const StoreError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+    EXPECT_NE(what.find(shown("xsp.db")), std::string::npos) << what;
     EXPECT_NE(what.find("run 1"), std::string::npos) << what;
-    EXPECT_NE(what.find("CHECK"), std::string::npos) << what;
+    // SQLite says "CHECK constraint failed", PostgreSQL "violates check constraint".
+    EXPECT_TRUE(what.find("CHECK") != std::string::npos || what.find("check constraint") != std::string::npos) << what;
   }
   EXPECT_EQ(bad.id, 0);
   EXPECT_EQ(bad.runs[0].id, 0);
-  EXPECT_EQ(count_rows(file, "evaluations"), 1);
-  EXPECT_EQ(count_rows(file, "runs"), 2);
+  EXPECT_EQ(rows("xsp.db", "evaluations"), 1);
+  EXPECT_EQ(rows("xsp.db", "runs"), 2);
 
   // Fails at the first row: invalid status.
   EvaluationRecord bogus = make_record();
   bogus.status = "bogus";
   EXPECT_THROW(store->save(bogus), StoreError);
-  EXPECT_EQ(count_rows(file, "evaluations"), 1);
-  EXPECT_EQ(count_rows(file, "runs"), 2);
+  EXPECT_EQ(rows("xsp.db", "evaluations"), 1);
+  EXPECT_EQ(rows("xsp.db", "runs"), 2);
 
   // The connection is still usable after a rolled-back save.
   EvaluationRecord next = make_record();
   store->save(next);
-  EXPECT_EQ(count_rows(file, "evaluations"), 2);
+  EXPECT_EQ(rows("xsp.db", "evaluations"), 2);
   EXPECT_EQ(store->load(next.id), next);
 }
 
-TEST(Store, DeletingAnEvaluationCascadesToRuns) {
-  TempDir dir;
-  const fs::path file = dir.path() / "xsp.db";
-  auto store = Store::open(file);
+TEST_P(StoreOnBoth, DeletingAnEvaluationCascadesToRuns) {
+  auto store = open("xsp.db");
   EvaluationRecord record = make_record();
   store->save(record);
-  exec_sql(file, "PRAGMA foreign_keys = ON; DELETE FROM evaluations WHERE id = " + std::to_string(record.id));
-  EXPECT_EQ(count_rows(file, "runs"), 0);
+  exec("xsp.db", std::string(postgres() ? "" : "PRAGMA foreign_keys = ON; ") + "DELETE FROM evaluations WHERE id = " + std::to_string(record.id));
+  EXPECT_EQ(rows("xsp.db", "runs"), 0);
 }
 
 
@@ -633,10 +625,8 @@ MachineCeilings make_ceilings(const std::string& gpu, const std::string& at) {
   return m;
 }
 
-TEST(Store, CeilingsRoundTripAndLatest) {
-  TempDir dir;
-  const fs::path file = dir.path() / "xsp.db";
-  auto store = Store::open(file);
+TEST_P(StoreOnBoth, CeilingsRoundTripAndLatest) {
+  auto store = open("xsp.db");
   const MachineCeilings old = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
   const MachineCeilings recent = make_ceilings("NVIDIA H200", "2026-11-20T00:00:00Z");
   const MachineCeilings h100 = make_ceilings("NVIDIA H100", "2026-12-01T00:00:00Z");
@@ -644,8 +634,8 @@ TEST(Store, CeilingsRoundTripAndLatest) {
   const std::int64_t id2 = store->save_ceilings(old);  // inserted later, measured earlier
   store->save_ceilings(h100);
   EXPECT_LT(id1, id2);
-  EXPECT_EQ(count_rows(file, "machine_ceilings"), 3);
-  EXPECT_EQ(count_rows(file, "ceilings"), 15);
+  EXPECT_EQ(rows("xsp.db", "machine_ceilings"), 3);
+  EXPECT_EQ(rows("xsp.db", "ceilings"), 15);
 
   const auto all = store->list_ceilings();
   ASSERT_EQ(all.size(), 3u);
@@ -660,13 +650,11 @@ TEST(Store, CeilingsRoundTripAndLatest) {
 
   // Survives reopening.
   store.reset();
-  EXPECT_EQ(Store::open(file)->list_ceilings().size(), 3u);
+  EXPECT_EQ(open("xsp.db")->list_ceilings().size(), 3u);
 }
 
-TEST(Store, InvalidCeilingsAreRefusedWhole) {
-  TempDir dir;
-  const fs::path file = dir.path() / "xsp.db";
-  auto store = Store::open(file);
+TEST_P(StoreOnBoth, InvalidCeilingsAreRefusedWhole) {
+  auto store = open("xsp.db");
   MachineCeilings bad = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
   bad.ceilings[2].value = -1;  // CHECK (value > 0)
   try {
@@ -684,8 +672,8 @@ TEST(Store, InvalidCeilingsAreRefusedWhole) {
   MachineCeilings nameless = make_ceilings("", "2026-11-01T00:00:00Z");
   EXPECT_THROW(store->save_ceilings(nameless), StoreError);
   // Nothing of the failed measurements was kept.
-  EXPECT_EQ(count_rows(file, "machine_ceilings"), 0);
-  EXPECT_EQ(count_rows(file, "ceilings"), 0);
+  EXPECT_EQ(rows("xsp.db", "machine_ceilings"), 0);
+  EXPECT_EQ(rows("xsp.db", "ceilings"), 0);
   EXPECT_TRUE(store->list_ceilings().empty());
 }
 

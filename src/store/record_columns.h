@@ -1,0 +1,92 @@
+// How both store backends turn record fields into column values and back (src/store/sqlite_store.cc,
+// src/store/postgres): the byte layout of the latency and probability blobs and the JSON of summaries must be the
+// same in SQLite and PostgreSQL, so that a record reads back identically from either. Not a public header.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <ctime>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "xsp/record/record.h"
+
+namespace xsp::store_columns {
+
+/// What a NULL REAL / DOUBLE PRECISION column reads back as: a figure that does not exist.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Doubles as JSON: nlohmann writes NaN/inf as null, so null reads back as NaN. (Infinity thus also reads back
+// as NaN; no summary XSP computes is infinite.)
+inline double number_from(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return kNaN;
+  return it->get<double>();
+}
+
+inline LatencySummary summary_from_json(const nlohmann::json& j) {
+  LatencySummary s;
+  s.n = j.at("n").get<std::size_t>();
+  s.trimmed_mean = number_from(j, "trimmed_mean");
+  s.mean = number_from(j, "mean");
+  s.stddev = number_from(j, "stddev");
+  s.min = number_from(j, "min");
+  s.max = number_from(j, "max");
+  s.p50 = number_from(j, "p50");
+  s.p90 = number_from(j, "p90");
+  s.p95 = number_from(j, "p95");
+  s.p99 = number_from(j, "p99");
+  s.p999 = number_from(j, "p999");
+  return s;
+}
+
+// Raw latencies as little-endian IEEE-754 doubles, written byte by byte so the file reads the same on any host.
+inline std::vector<std::uint8_t> doubles_to_blob(const std::vector<double>& values) {
+  std::vector<std::uint8_t> out(values.size() * 8);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint64_t>(values[i]);
+    for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+  }
+  return out;
+}
+
+inline std::vector<double> doubles_from_blob(const std::uint8_t* data, std::size_t size) {
+  std::vector<double> out(size / 8);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint64_t bits = 0;
+    for (int b = 0; b < 8; ++b) bits |= static_cast<std::uint64_t>(data[i * 8 + b]) << (8 * b);
+    out[i] = std::bit_cast<double>(bits);
+  }
+  return out;
+}
+
+inline std::vector<std::uint8_t> floats_to_blob(const std::vector<float>& values) {
+  std::vector<std::uint8_t> out(values.size() * 4);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint32_t>(values[i]);
+    for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+  }
+  return out;
+}
+
+inline std::vector<float> floats_from_blob(const std::uint8_t* data, std::size_t size) {
+  std::vector<float> out(size / 4);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint32_t bits = 0;
+    for (int b = 0; b < 4; ++b) bits |= static_cast<std::uint32_t>(data[i * 4 + b]) << (8 * b);
+    out[i] = std::bit_cast<float>(bits);
+  }
+  return out;
+}
+
+inline std::string now_iso8601_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace xsp::store_columns
