@@ -44,7 +44,7 @@ namespace {
 }  // namespace
 
 JobConstraints job_constraints_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) reject("", "an object, got " + std::string(j.type_name()));
+  if (!j.is_object()) throw RequestError("constraints", "an object, got " + std::string(j.type_name()));
   JobConstraints c;
   for (const auto& [key, value] : j.items()) {
     if (key == "min_gpu_memory_bytes") {
@@ -84,6 +84,7 @@ std::string glob_to_like(std::string_view pattern) {
 }
 
 bool glob_match(std::string_view pattern, std::string_view name) {
+  if (pattern.empty()) return true;
   // Iterative matching with one backtrack point for the last '*': linear in practice, no recursion on user input.
   std::size_t p = 0, n = 0, star = std::string_view::npos, resume = 0;
   while (n < name.size()) {

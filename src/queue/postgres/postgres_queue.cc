@@ -267,7 +267,7 @@ struct PostgresJobQueue::Impl {
 
   void migrate(pqxx::connection& c) {
     pqxx::work tx(c, "xsp queue schema");
-    tx.exec_params0("SELECT pg_advisory_xact_lock($1)", kQueueSchemaLockKey);
+    tx.exec_params("SELECT pg_advisory_xact_lock($1)", kQueueSchemaLockKey);
     tx.exec0("CREATE TABLE IF NOT EXISTS queue_schema_version (version INTEGER NOT NULL)");
     const pqxx::result v = tx.exec("SELECT version FROM queue_schema_version");
     int version = v.empty() ? 0 : v[0][0].as<int>();
@@ -372,7 +372,7 @@ std::int64_t PostgresJobQueue::submit(const JobSubmission& s) {
         request_json, r.model, s.priority, c.framework, c.framework_version, c.device, c.gpu_pattern,
         glob_to_like(c.gpu_pattern), static_cast<std::int64_t>(c.min_gpu_memory_bytes), c.host, s.max_attempts);
     // Delivered at COMMIT: idle agents wake now instead of at their next poll.
-    tx.exec_params0("SELECT pg_notify($1, $2)", kChannel, row[0].as<std::string>());
+    tx.exec_params("SELECT pg_notify($1, $2)", kChannel, row[0].as<std::string>());
     return row[0].as<std::int64_t>();
   });
 }
@@ -445,7 +445,7 @@ JobService::RetryResult PostgresJobQueue::retry(std::int64_t id) {
         "evaluation_id = NULL, evaluation_status = NULL, started_at = NULL, finished_at = NULL, progress = '{}' "
         "WHERE id = $1",
         id);
-    tx.exec_params0("SELECT pg_notify($1, $2)", kChannel, std::to_string(id));
+    tx.exec_params("SELECT pg_notify($1, $2)", kChannel, std::to_string(id));
     return RetryResult::kRequeued;
   });
 }
@@ -646,7 +646,7 @@ bool PostgresJobQueue::fail(const std::string& agent_id, std::int64_t job_id, co
         "UPDATE agents SET state = 'idle', current_job = NULL, jobs_failed = jobs_failed + 1, last_heartbeat_at = now() "
         "WHERE id = $1",
         agent_id);
-    if (row[0].as<std::string>() == "queued") tx.exec_params0("SELECT pg_notify($1, $2)", kChannel, std::to_string(job_id));
+    if (row[0].as<std::string>() == "queued") tx.exec_params("SELECT pg_notify($1, $2)", kChannel, std::to_string(job_id));
     return true;
   });
 }
@@ -661,7 +661,7 @@ bool PostgresJobQueue::hand_back(const std::string& agent_id, std::int64_t job_i
     end_attempt(tx, job_id, agent_id, "handed_back", "the agent stopped (SIGTERM) and gave the job back");
     tx.exec_params0("UPDATE agents SET state = 'idle', current_job = NULL, last_heartbeat_at = now() WHERE id = $1",
                     agent_id);
-    tx.exec_params0("SELECT pg_notify($1, $2)", kChannel, std::to_string(job_id));
+    tx.exec_params("SELECT pg_notify($1, $2)", kChannel, std::to_string(job_id));
     return true;
   });
 }
