@@ -1,0 +1,204 @@
+// The PostgreSQL job queue under load (include/xsp/queue/postgres_queue.h): null jobs, each claimed and completed
+// with a one-run result (so a job costs a claim transaction and a publishing transaction, and no evaluation).
+//   1. throughput: JOBS queued jobs drained by 1, 2, 4 and 8 agent threads (each with its own connections, as agents
+//      on separate machines have), REPEATS times each; jobs/s and claim latency per configuration;
+//   2. a deep queue: 100,000 queued jobs; the claim's latency then, and whether it used the jobs_claim index
+//      (pg_stat_user_indexes), first when every job is claimable, then when 100,000 jobs no agent can run are ahead.
+// Usage: tests/pg/pg_cluster.sh run build/bench/bench_queue [JOBS] [REPEATS] [DEEP]  (XSP_TEST_PG_URL names the
+// server's maintenance database; the bench makes and drops database xsp_bench_queue).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "xsp/queue/postgres_queue.h"
+#include "xsp/stats/stats.h"
+
+using namespace xsp;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+EvaluationRecord null_result(const std::string& model) {
+  EvaluationRecord r;
+  r.status = "complete";
+  r.model_name = model;
+  r.model_version = "1";
+  r.framework_name = "null";
+  r.framework_version = "1";
+  r.device = "cpu";
+  r.scenario = "batch-sweep";
+  r.batch_sizes = {1};
+  r.trace_level = TraceLevel::kModel;
+  r.settings = nlohmann::json::object();
+  r.system = nlohmann::json::object();
+  RunRecord run;
+  run.batch_size = 1;
+  run.trace_level = TraceLevel::kModel;
+  run.iterations = 1;
+  run.predict_latency_ns = {1.0};
+  r.runs.push_back(run);
+  return r;
+}
+
+AgentCapabilities cpu_agent() {
+  AgentCapabilities c;
+  c.hostname = "bench";
+  c.frameworks = {{"libtorch", "2.11.0"}};
+  return c;
+}
+
+double ms_since(SteadyClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+std::string with_database(const std::string& url, const std::string& db) {
+  const auto q = url.find('?');
+  std::string base = url.substr(0, q);
+  base = base.substr(0, base.find('/', base.find("://") + 3)) + "/" + db;
+  return base + (q == std::string::npos ? "" : url.substr(q));
+}
+
+void exec(const std::string& url, const std::string& sql) {
+  pqxx::connection c(url);
+  pqxx::nontransaction tx(c);
+  tx.exec(sql);
+}
+
+std::int64_t scalar(const std::string& url, const std::string& sql) {
+  pqxx::connection c(url);
+  pqxx::nontransaction tx(c);
+  return tx.exec1(sql)[0].as<std::int64_t>();
+}
+
+void summarize(const char* what, std::vector<double> v, const char* unit) {
+  std::sort(v.begin(), v.end());
+  std::printf("  %-22s median %10.3f %s  range %.3f–%.3f  (n=%zu)\n", what, percentile(v, 50), unit, v.front(), v.back(),
+              v.size());
+}
+
+// Drains the queue with `agents` threads; returns jobs/s and appends each claim's latency (ms).
+double drain(const std::string& url, int agents, int jobs, std::vector<double>& claim_ms) {
+  std::vector<std::vector<double>> per_agent(agents);
+  std::vector<std::unique_ptr<PostgresJobQueue>> queues;
+  std::vector<std::string> ids;
+  for (int a = 0; a < agents; ++a) {
+    queues.push_back(PostgresJobQueue::open(url));
+    ids.push_back(queues.back()->register_agent("bench" + std::to_string(a), cpu_agent(), nlohmann::json::object()));
+  }
+  std::vector<int> done(agents, 0);
+  const auto t0 = SteadyClock::now();
+  std::vector<std::thread> threads;
+  for (int a = 0; a < agents; ++a) {
+    threads.emplace_back([&, a] {
+      while (true) {
+        const auto c0 = SteadyClock::now();
+        auto job = queues[a]->claim(ids[a], cpu_agent());
+        per_agent[a].push_back(ms_since(c0));
+        if (!job) break;
+        EvaluationRecord r = null_result(job->request.model);
+        if (queues[a]->complete(ids[a], job->id, r)) ++done[a];
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = ms_since(t0) / 1000;
+  int total = 0;
+  for (int d : done) total += d;
+  if (total != jobs) {
+    std::fprintf(stderr, "bench_queue: %d of %d jobs done\n", total, jobs);
+    std::exit(1);
+  }
+  for (auto& v : per_agent) claim_ms.insert(claim_ms.end(), v.begin(), v.end());
+  return jobs / seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* admin = std::getenv("XSP_TEST_PG_URL");
+  if (admin == nullptr) {
+    std::fprintf(stderr, "bench_queue: XSP_TEST_PG_URL is not set: run it under tests/pg/pg_cluster.sh run\n");
+    return 2;
+  }
+  const int jobs = argc > 1 ? std::atoi(argv[1]) : 500;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
+  const int deep = argc > 3 ? std::atoi(argv[3]) : 100'000;
+  exec(admin, "DROP DATABASE IF EXISTS xsp_bench_queue");
+  exec(admin, "CREATE DATABASE xsp_bench_queue");
+  const std::string url = with_database(admin, "xsp_bench_queue");
+  auto submitter = PostgresJobQueue::open(url);
+  JobSubmission s;
+  s.request.model = "null";
+  s.request.framework = "libtorch";
+  s.constraints = constraints_for(s.request);
+  const std::string reset = "TRUNCATE jobs, job_attempts, agents, evaluations CASCADE";
+
+  std::printf("1. throughput: %d null jobs per repeat, %d repeats\n", jobs, repeats);
+  std::vector<double> submit_ms;
+  for (int agents : {1, 2, 4, 8}) {
+    std::vector<double> rate, claims;
+    for (int r = 0; r < repeats; ++r) {
+      exec(url, reset);
+      for (int i = 0; i < jobs; ++i) {
+        const auto t0 = SteadyClock::now();
+        submitter->submit(s);
+        submit_ms.push_back(ms_since(t0));
+      }
+      rate.push_back(drain(url, agents, jobs, claims));
+    }
+    std::printf(" %d agent(s)\n", agents);
+    summarize("jobs/s", rate, "");
+    summarize("claim latency", claims, "ms");
+    std::vector<double> sorted = claims;
+    std::sort(sorted.begin(), sorted.end());
+    std::printf("  %-22s %.3f ms\n", "claim p99 (pooled)", percentile(sorted, 99));
+  }
+  summarize("submit latency", submit_ms, "ms");
+
+  std::printf("2. deep queue: %d queued jobs\n", deep);
+  auto deep_case = [&](const char* label, bool blocked_ahead) {
+    exec(url, reset);
+    submitter->submit(s);  // one real submission: its request text is copied into the bulk rows
+    if (blocked_ahead) {
+      // Jobs no CPU agent can run, at a higher priority: the claim's index scan must step over all of them.
+      exec(url, "INSERT INTO jobs (request, model, priority, framework, device, gpu_pattern, gpu_like, max_attempts) "
+                "SELECT request, model, 1, framework, 'cuda', '*H100*', '%H100%', 3 FROM jobs, generate_series(1, " +
+                    std::to_string(deep) + ")");
+    } else {
+      exec(url, "INSERT INTO jobs (request, model, framework, device, max_attempts) "
+                "SELECT request, model, framework, device, 3 FROM jobs, generate_series(1, " + std::to_string(deep - 1) +
+                    ")");
+    }
+    exec(url, "ANALYZE jobs");
+    const std::string idx = "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'jobs_claim'";
+    const std::string seq = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'jobs'";
+    const std::int64_t idx0 = scalar(url, idx), seq0 = scalar(url, seq);
+    auto q = PostgresJobQueue::open(url);
+    const std::string agent = q->register_agent("deep", cpu_agent(), nlohmann::json::object());
+    std::vector<double> claims;
+    for (int i = 0; i < 200; ++i) {
+      const auto t0 = SteadyClock::now();
+      auto job = q->claim(agent, cpu_agent());
+      claims.push_back(ms_since(t0));
+      if (!job) break;
+      EvaluationRecord r = null_result("null");
+      q->complete(agent, job->id, r);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // statistics are flushed at most every 500 ms
+    std::printf(" %s\n", label);
+    summarize("claim latency", claims, "ms");
+    std::printf("  jobs_claim index scans: %lld, sequential scans of jobs: %lld (during %zu claims)\n",
+                static_cast<long long>(scalar(url, idx) - idx0), static_cast<long long>(scalar(url, seq) - seq0),
+                claims.size());
+  };
+  deep_case("every job claimable", false);
+  deep_case("100,000 jobs ahead that no agent can run (needs an H100)", true);
+  submitter.reset();
+  exec(admin, "DROP DATABASE IF EXISTS xsp_bench_queue WITH (FORCE)");
+  return 0;
+}
