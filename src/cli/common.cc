@@ -42,7 +42,7 @@ std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access, int save
     throw CLI::ValidationError("--store", "expected a file path, got an empty one (from --store or XSP_STORE)");
   StoreOptions options;
   options.save_wait.max_wait_ms = std::chrono::seconds(save_wait_s);
-  options.save_wait.progress = [file = g.store_path](std::chrono::milliseconds waited, std::chrono::milliseconds max) {
+  options.save_wait.progress = [file = redact_location(g.store_path)](std::chrono::milliseconds waited, std::chrono::milliseconds max) {
     spdlog::warn("store {} is locked by another writer; waited {} s of {} s", file,
                  std::chrono::duration_cast<std::chrono::seconds>(waited).count(),
                  std::chrono::duration_cast<std::chrono::seconds>(max).count());

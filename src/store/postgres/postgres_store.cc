@@ -2,7 +2,6 @@
 // database. One connection per Store, used under a mutex; every value is a bound parameter of exec_params, never
 // part of the SQL text; every write is one transaction whose ids are published only after it committed.
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
