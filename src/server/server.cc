@@ -790,16 +790,17 @@ struct Server::Impl {
     if (it == body.end()) return std::nullopt;
     const std::string expected = key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
     if (!it->is_number_integer()) throw HttpError{400, expected + ", got " + it->dump(), key};
-    // Unsigned values above INT64_MAX read as negative through get<int64_t>(): compare them as unsigned.
-    if (it->is_number_unsigned() ? it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
-                                 : it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
+    // Unsigned values above INT64_MAX would read as negative through get<int64_t>().
+    const bool huge = it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
+    if (huge || it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
       throw HttpError{400, expected + ", got " + it->dump(), key};
     return static_cast<int>(it->get<std::int64_t>());
   }
 
   // The body of a submission: a bare EvaluationRequest (the first shape of POST /evaluations), or
   // {"request": {...}, "constraints": {...}, "priority": N, "max_attempts": N} with all but "request" optional.
-  JobSubmission submission_from_body(const httplib::Request& req) {
+  // `request_prefix` is set to where the request's fields are in the body ("" or "request."), for error fields.
+  static JobSubmission submission_from_body(const httplib::Request& req, std::string& request_prefix) {
     json body;
     try {
       body = json::parse(req.body);
@@ -811,6 +812,7 @@ struct Server::Impl {
                                        "submission), got ") + body.type_name(),
                       "body"};
     JobSubmission s;
+    request_prefix.clear();
     if (!body.contains("request")) {
       try {
         s.request = evaluation_request_from_json(body);
@@ -829,6 +831,7 @@ struct Server::Impl {
       throw HttpError{400, std::string("request: expected an object (an EvaluationRequest), got ") +
                                body["request"].type_name(),
                       "request"};
+    request_prefix = "request.";
     try {
       s.request = evaluation_request_from_json(body["request"]);
     } catch (const RequestError& e) {
@@ -848,14 +851,15 @@ struct Server::Impl {
   // POST /evaluations and POST /jobs.
   void submit(const httplib::Request& req, httplib::Response& res) {
     check_params(req, {});
-    const JobSubmission submission = submission_from_body(req);
+    std::string prefix;
+    const JobSubmission submission = submission_from_body(req, prefix);
     // Everything checkable without running (model, framework, ranges) is a 400 now, not a failed job later. Only
     // when the server runs the job itself: agents have zoos and frameworks of their own, and validate there.
     if (local_jobs != nullptr) {
       try {
         validate(submission.request, context());
       } catch (const RequestError& e) {
-        throw HttpError{400, e.what(), e.field()};
+        throw HttpError{400, prefix + e.what(), prefix + e.field()};
       }
     }
     const std::int64_t id = service([&] { return jobs->submit(submission); });
