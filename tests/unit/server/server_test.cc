@@ -63,9 +63,10 @@ TEST_F(ServerApi, IndexPageAndEndpointList) {
   const auto ui = c.Get("/");
   ASSERT_TRUE(ui);
   EXPECT_EQ(ui->status, 200);
-  for (const char* id : {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\""})
+  for (const char* id : {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\"",
+                         "id=\"agents\""})
     EXPECT_NE(ui->body.find(id), std::string::npos) << id;
-  for (const char* path : {"/evaluations", "/models", "/jobs"}) {
+  for (const char* path : {"/evaluations", "/models", "/jobs", "/agents"}) {
     EXPECT_NE(ui->body.find("'" + std::string(path) + "'"), std::string::npos) << path;
     const auto r = c.Get(std::string("/api/v1") + path);
     ASSERT_TRUE(r);
