@@ -109,7 +109,7 @@ struct ServerOptions {
   std::string token;
   std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
   std::size_t threads = 16;              ///< HTTP worker threads (one per connection being served)
-  std::size_t max_queued_jobs = 64;      ///< submissions beyond this get 503
+  std::size_t max_queued_jobs = 64;      ///< the server's own queue: submissions beyond this get 503
   /// A folder served under /ui/ (the web UI's static assets); empty = none.
   std::filesystem::path static_dir;
   const Clock* clock = nullptr;          ///< EvaluationContext::clock (tests inject a fake one)
