@@ -82,7 +82,7 @@ class JobQueue final : public JobService {
 
   Runner runner_;
   std::size_t max_queued_, max_finished_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::shared_ptr<Job> running_;
@@ -130,9 +130,11 @@ std::string read_token_file(const std::filesystem::path& file);
 /// The REST API of docs/server.md on cpp-httplib.
 class Server {
  public:
-  /// Checks the options and opens the store read-write (so that a store that cannot be written fails now, not
-  /// after a submitted evaluation). Throws std::invalid_argument naming the option when `host` is not loopback
-  /// and there is no token, or for a zero max_body_bytes/threads; StoreError as Store::open.
+  /// Checks the options, opens the store read-write (so that a store that cannot be written fails now, not after a
+  /// submitted evaluation) and sets up the job service (ServerOptions::jobs). Throws std::invalid_argument naming
+  /// the option when `host` is not loopback and there is no token, or for a zero max_body_bytes/threads; StoreError
+  /// as Store::open; for a PostgreSQL store without `jobs`, what open_job_service() throws (std::invalid_argument
+  /// in a build without PostgreSQL, QueueUnavailable when the queue cannot be reached).
   explicit Server(ServerOptions options);
   /// stop().
   ~Server();
@@ -145,8 +147,9 @@ class Server {
   void listen();
   /// bind(), then listen() on a background thread; returns once it accepts connections.
   void start();
-  /// Stops accepting requests, cancels queued jobs, stops the running one (its complete runs are saved as an
-  /// incomplete evaluation) and waits for both threads. Idempotent; safe from a signal-watching thread.
+  /// Stops accepting requests and, when the server runs jobs itself, cancels queued jobs, stops the running one (its
+  /// complete runs are saved as an incomplete evaluation) and waits for both threads; a shared queue's jobs are
+  /// left to its agents. Idempotent; safe from a signal-watching thread.
   void stop();
 
   int port() const;
