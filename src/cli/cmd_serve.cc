@@ -8,6 +8,7 @@
 #include "signals.h"
 #ifdef XSP_WITH_SERVER
 #include "xsp/server/server.h"
+#include "xsp/store/store.h"
 #endif
 
 namespace xsp::cli {
@@ -68,7 +69,8 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
                    InterruptGuard interrupt;
                    std::thread listener([&server] { server->listen(); });
                    std::cout << "xsp serve: listening on " << server->url() << " (API " << server->url()
-                             << "/api/v1, store " << g.store_path << ", writes "
+                             << "/api/v1, store " << redact_location(g.store_path) << ", jobs run "
+                             << (is_postgres_location(g.store_path) ? "by xsp agent processes" : "here") << ", writes "
                              << (o.token.empty() ? "open: loopback only" : "need the token") << "); Ctrl-C stops"
                              << std::endl;
                    // The signal handler only sets a flag; stopping happens here, outside it.

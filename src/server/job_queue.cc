@@ -1,4 +1,6 @@
-// Submitted evaluations: one worker thread, FIFO, progress and cancel (include/xsp/server/server.h).
+// Submitted evaluations in-process: one worker thread, by priority then submission order, progress, cancel, retry
+// and delete (include/xsp/server/server.h).
+#include <algorithm>
 #include <csignal>
 #include <stdexcept>
 
@@ -15,34 +17,52 @@ JobQueue::JobQueue(Runner runner, std::size_t max_queued, std::size_t max_finish
 
 JobQueue::~JobQueue() { shutdown(); }
 
-std::int64_t JobQueue::submit(const EvaluationRequest& request) {
-  std::lock_guard lock(mu_);
+void JobQueue::check_room() const {
   if (stopping_) throw std::logic_error("the server is stopping: no new evaluations");
   if (queue_.size() >= max_queued_)
     throw std::length_error(std::to_string(queue_.size()) + " evaluations are queued already (at most " +
                             std::to_string(max_queued_) + "); submit again when some have run");
+}
+
+void JobQueue::enqueue(const std::shared_ptr<Job>& job) {
+  // After every job of the same or a higher priority: equal priorities keep their submission (id) order, and a
+  // retried job, whose id is older, goes before the newer ones of its priority.
+  const auto before = std::find_if(queue_.begin(), queue_.end(), [&](const std::shared_ptr<Job>& q) {
+    return q->info.priority < job->info.priority ||
+           (q->info.priority == job->info.priority && q->info.id > job->info.id);
+  });
+  queue_.insert(before, job);
+  wake_.notify_one();
+}
+
+std::int64_t JobQueue::submit(const JobSubmission& submission) {
+  std::lock_guard lock(mu_);
+  check_room();
   auto job = std::make_shared<Job>();
   job->info.id = next_id_++;
-  job->info.request = request;
+  job->info.request = submission.request;
+  job->info.constraints = submission.constraints;
+  job->info.priority = submission.priority;
+  job->info.max_attempts = 1;
+  job->info.submitted_by = "api";
   job->info.submitted_at = utc_now_iso8601();
   jobs_[job->info.id] = job;
-  queue_.push_back(job);
-  wake_.notify_one();
+  enqueue(job);
   return job->info.id;
 }
 
-std::optional<JobInfo> JobQueue::get(std::int64_t id) const {
+std::optional<JobInfo> JobQueue::get(std::int64_t id) {
   std::lock_guard lock(mu_);
   const auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
   return it->second->info;
 }
 
-std::vector<JobInfo> JobQueue::list() const {
+std::vector<JobInfo> JobQueue::list(const JobFilter& filter) {
   std::lock_guard lock(mu_);
   std::vector<JobInfo> out;
-  out.reserve(jobs_.size());
-  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) out.push_back(it->second->info);
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < filter.limit; ++it)
+    if (!filter.state || it->second->info.state == *filter.state) out.push_back(it->second->info);
   return out;
 }
 
@@ -72,6 +92,53 @@ JobQueue::CancelResult JobQueue::cancel(std::int64_t id) {
       return CancelResult::kAlreadyFinished;
   }
 }
+
+JobQueue::RetryResult JobQueue::retry(std::int64_t id) {
+  std::lock_guard lock(mu_);
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end()) return RetryResult::kNotFound;
+  const std::shared_ptr<Job>& job = it->second;
+  switch (job->info.state) {
+    case JobState::kQueued:
+    case JobState::kRunning:
+      return RetryResult::kNotFinished;
+    case JobState::kDone:
+      return RetryResult::kDone;
+    case JobState::kFailed:
+    case JobState::kCancelled:
+      break;
+  }
+  check_room();
+  // Queued again, it is no longer finished: it must not be forgotten as one of the oldest finished jobs.
+  finished_order_.erase(std::remove(finished_order_.begin(), finished_order_.end(), id), finished_order_.end());
+  JobInfo& info = job->info;
+  info.state = JobState::kQueued;
+  info.attempts = 0;
+  info.progress = Progress{};
+  info.evaluation_id.reset();
+  info.evaluation_status.clear();
+  info.error.clear();
+  info.error_field.clear();
+  info.cancel_requested = false;
+  info.started_at.clear();
+  info.finished_at.clear();
+  job->interrupt.store(0);
+  enqueue(job);
+  return RetryResult::kRequeued;
+}
+
+JobQueue::DeleteResult JobQueue::remove(std::int64_t id) {
+  std::lock_guard lock(mu_);
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end()) return DeleteResult::kNotFound;
+  if (it->second->info.state == JobState::kRunning) return DeleteResult::kRunning;
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), it->second), queue_.end());
+  finished_order_.erase(std::remove(finished_order_.begin(), finished_order_.end(), id), finished_order_.end());
+  jobs_.erase(it);
+  return DeleteResult::kDeleted;
+}
+
+std::vector<AgentInfo> JobQueue::agents() { return {}; }
 
 void JobQueue::shutdown() {
   {
@@ -111,6 +178,7 @@ void JobQueue::work() {
       job = queue_.front();
       queue_.pop_front();
       job->info.state = JobState::kRunning;
+      job->info.attempts += 1;
       job->info.started_at = utc_now_iso8601();
       running_ = job;
     }

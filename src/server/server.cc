@@ -26,6 +26,7 @@
 #include "xsp/manifest/manifest.h"
 #include "ui.h"
 #include "xsp/predictor/predictor.h"
+#include "xsp/queue/postgres_queue.h"
 #include "xsp/report/report.h"
 #include "xsp/store/store.h"
 #include "xsp/store/trace_export.h"
@@ -229,10 +230,17 @@ const std::vector<Endpoint>& endpoints() {
                                                 "trace_level"},
       {"GET", "/api/v1/compare", "evaluations side by side; ids=1,2[,...], batch_size"},
       {"GET", "/api/v1/report", "the HTML report (charts, tables, timeline) of ids=1[,2,...], batch_size"},
-      {"POST", "/api/v1/evaluations", "submit an evaluation (EvaluationRequest JSON): 202 with its job"},
-      {"GET", "/api/v1/jobs", "submitted evaluations, newest first"},
-      {"GET", "/api/v1/jobs/{id}", "one job: state, progress, evaluation id or error"},
+      {"POST", "/api/v1/evaluations", "submit an evaluation (EvaluationRequest JSON, or a job submission as for "
+                                      "POST /api/v1/jobs): 202 with its job"},
+      {"POST", "/api/v1/jobs", "submit a job: {request, constraints, priority, max_attempts} (all but request "
+                               "optional) or a bare EvaluationRequest: 202 with the job"},
+      {"GET", "/api/v1/jobs", "submitted evaluations, newest first; state=queued|running|done|failed|cancelled, limit"},
+      {"GET", "/api/v1/jobs/{id}", "one job: state, constraints, priority, attempts, agent, progress, waiting reason, "
+                                   "evaluation id or error"},
+      {"DELETE", "/api/v1/jobs/{id}", "delete a queued or finished job (its evaluation stays)"},
       {"POST", "/api/v1/jobs/{id}/cancel", "cancel a queued or running job"},
+      {"POST", "/api/v1/jobs/{id}/retry", "queue a failed or cancelled job again, attempts reset"},
+      {"GET", "/api/v1/agents", "the agents that run jobs from a shared PostgreSQL queue (none on SQLite)"},
   };
   return e;
 }
@@ -332,7 +340,8 @@ struct Server::Impl {
   ServerOptions options;
   std::unique_ptr<Store> writer;  // the worker's saves and DELETE; Store serializes its own users
   ReadPool readers;
-  std::unique_ptr<JobQueue> jobs;
+  std::shared_ptr<JobService> jobs;
+  JobQueue* local_jobs = nullptr;  // the server's own queue (in `jobs`) when it runs submissions itself; else null
   httplib::Server http;
   std::vector<Route> routes;
   std::thread listener;
@@ -656,72 +665,206 @@ struct Server::Impl {
     });
 
     route("POST", "/evaluations", true, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
-      check_params(req, {});
-      json body;
-      try {
-        body = json::parse(req.body);
-      } catch (const json::parse_error& e) {
-        throw HttpError{400, std::string("request body: invalid JSON: ") + e.what(), "body"};
-      }
-      if (!body.is_object())
-        throw HttpError{400, std::string("request body: expected a JSON object (an EvaluationRequest), got ") +
-                                 body.type_name(),
-                        "body"};
-      EvaluationRequest request;
-      try {
-        request = evaluation_request_from_json(body);
-        // Everything checkable without running (model, framework, ranges) is a 400 now, not a failed job later.
-        validate(request, context());
-      } catch (const RequestError& e) {
-        throw HttpError{400, e.what(), e.field()};
-      }
-      std::int64_t job = 0;
-      try {
-        job = jobs->submit(request);
-      } catch (const std::length_error& e) {
-        throw HttpError{503, e.what(), ""};
-      } catch (const std::logic_error& e) {
-        throw HttpError{503, e.what(), ""};
-      }
-      res.set_header("Location", std::string(kPrefix) + "/jobs/" + std::to_string(job));
-      send_json(res, 202, {{"job", to_json(*jobs->get(job))}});
+      submit(req, res);
+    });
+    route("POST", "/jobs", true, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
+      submit(req, res);
     });
 
     route("GET", "/jobs", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
-      check_params(req, {});
+      check_params(req, {"state", "limit"});
+      JobFilter filter;
+      if (auto v = param(req, "state")) {
+        filter.state = parse_job_state(*v);
+        if (!filter.state)
+          throw HttpError{400, "state: expected queued, running, done, failed or cancelled, got '" + *v + "'", "state"};
+      }
+      if (auto v = param(req, "limit")) filter.limit = static_cast<std::size_t>(parse_int_param(*v, "limit", 1, kMaxLimit));
       json list = json::array();
-      for (const JobInfo& j : jobs->list()) list.push_back(to_json(j));
+      for (const JobInfo& j : service([&] { return jobs->list(filter); })) list.push_back(to_json(j));
       send_json(res, 200, {{"jobs", list}});
     });
 
     route("GET", "/jobs/([^/]+)", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
       check_params(req, {});
-      const std::int64_t id = parse_id(m[1], "id");
-      const auto job = jobs->get(id);
-      if (!job) throw HttpError{404, "no job " + std::to_string(id) + " (never submitted, or forgotten)", "id"};
-      send_json(res, 200, {{"job", to_json(*job)}});
+      send_json(res, 200, {{"job", to_json(job_or_404(parse_id(m[1], "id")))}});
     });
+
+    route("DELETE", "/jobs/([^/]+)", true,
+          [this](const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+            check_params(req, {});
+            const std::int64_t id = parse_id(m[1], "id");
+            switch (service([&] { return jobs->remove(id); })) {
+              case JobService::DeleteResult::kNotFound:
+                throw not_found(id);
+              case JobService::DeleteResult::kRunning:
+                throw HttpError{409, "job " + std::to_string(id) + " is running: cancel it first, then delete it", "id"};
+              case JobService::DeleteResult::kDeleted:
+                send_json(res, 200, {{"deleted", id}});
+                return;
+            }
+          });
 
     route("POST", "/jobs/([^/]+)/cancel", true,
           [this](const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
             check_params(req, {});
             const std::int64_t id = parse_id(m[1], "id");
-            switch (jobs->cancel(id)) {
-              case JobQueue::CancelResult::kNotFound:
-                throw HttpError{404, "no job " + std::to_string(id) + " (never submitted, or forgotten)", "id"};
-              case JobQueue::CancelResult::kAlreadyFinished:
-                throw HttpError{409, "job " + std::to_string(id) + " has finished (" + to_string(jobs->get(id)->state) +
-                                         "): nothing to cancel",
+            switch (service([&] { return jobs->cancel(id); })) {
+              case JobService::CancelResult::kNotFound:
+                throw not_found(id);
+              case JobService::CancelResult::kAlreadyFinished:
+                throw HttpError{409, "job " + std::to_string(id) + " has finished (" +
+                                         to_string(job_or_404(id).state) + "): nothing to cancel",
                                 "id"};
-              case JobQueue::CancelResult::kRemoved:
-                send_json(res, 200, {{"job", to_json(*jobs->get(id))}});
+              case JobService::CancelResult::kRemoved:
+                send_json(res, 200, {{"job", to_json(job_or_404(id))}});
                 return;
-              case JobQueue::CancelResult::kStopping:
+              case JobService::CancelResult::kStopping:
                 // Accepted: the evaluation stops after its current batch and saves its complete runs.
-                send_json(res, 202, {{"job", to_json(*jobs->get(id))}});
+                send_json(res, 202, {{"job", to_json(job_or_404(id))}});
                 return;
             }
           });
+
+    route("POST", "/jobs/([^/]+)/retry", true,
+          [this](const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+            check_params(req, {});
+            const std::int64_t id = parse_id(m[1], "id");
+            switch (service([&] { return jobs->retry(id); })) {
+              case JobService::RetryResult::kNotFound:
+                throw not_found(id);
+              case JobService::RetryResult::kNotFinished:
+                throw HttpError{409, "job " + std::to_string(id) + " is " + to_string(job_or_404(id).state) +
+                                         ": nothing to retry (only failed or cancelled jobs are)",
+                                "id"};
+              case JobService::RetryResult::kDone:
+                throw HttpError{409, "job " + std::to_string(id) + " is done: submit its request again to repeat it",
+                                "id"};
+              case JobService::RetryResult::kRequeued:
+                send_json(res, 200, {{"job", to_json(job_or_404(id))}});
+                return;
+            }
+          });
+
+    route("GET", "/agents", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
+      check_params(req, {});
+      json list = json::array();
+      for (const AgentInfo& a : service([&] { return jobs->agents(); })) list.push_back(to_json(a));
+      send_json(res, 200, {{"agents", list}});
+    });
+  }
+
+  static HttpError not_found(std::int64_t id) {
+    return HttpError{404, "no job " + std::to_string(id) + " (never submitted, deleted, or forgotten)", "id"};
+  }
+
+  // A job read back after an operation on it: another client (or an agent) may have deleted it in between.
+  JobInfo job_or_404(std::int64_t id) {
+    auto job = service([&] { return jobs->get(id); });
+    if (!job) throw not_found(id);
+    return std::move(*job);
+  }
+
+  // Calls the job service, turning what JobService documents it throws into answers: a request or constraint it
+  // refuses is the client's 400; a full queue, a stopping server or an unreachable queue are 503s to retry later.
+  template <typename F>
+  auto service(F&& call) -> decltype(call()) {
+    try {
+      return call();
+    } catch (const RequestError& e) {
+      throw HttpError{400, e.what(), e.field()};
+    } catch (const std::length_error& e) {
+      throw HttpError{503, e.what(), ""};
+    } catch (const std::logic_error& e) {
+      throw HttpError{503, e.what(), ""};
+    } catch (const StoreError&) {
+      throw;  // the dispatcher's 503 naming the store
+    } catch (const std::runtime_error& e) {
+      throw HttpError{503, std::string("job queue: ") + e.what(), ""};
+    }
+  }
+
+  // An optional integer member of the submission in [lo, hi]; 400 naming it otherwise.
+  static std::optional<int> int_member(const json& body, const std::string& key, int lo, int hi) {
+    const auto it = body.find(key);
+    if (it == body.end()) return std::nullopt;
+    const std::string expected = key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    if (!it->is_number_integer()) throw HttpError{400, expected + ", got " + it->dump(), key};
+    // Unsigned values above INT64_MAX would read as negative through get<int64_t>().
+    const bool huge = it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
+    if (huge || it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
+      throw HttpError{400, expected + ", got " + it->dump(), key};
+    return static_cast<int>(it->get<std::int64_t>());
+  }
+
+  // The body of a submission: a bare EvaluationRequest (the first shape of POST /evaluations), or
+  // {"request": {...}, "constraints": {...}, "priority": N, "max_attempts": N} with all but "request" optional.
+  // `request_prefix` is set to where the request's fields are in the body ("" or "request."), for error fields.
+  static JobSubmission submission_from_body(const httplib::Request& req, std::string& request_prefix) {
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const json::parse_error& e) {
+      throw HttpError{400, std::string("request body: invalid JSON: ") + e.what(), "body"};
+    }
+    if (!body.is_object())
+      throw HttpError{400, std::string("request body: expected a JSON object (an EvaluationRequest or a job "
+                                       "submission), got ") + body.type_name(),
+                      "body"};
+    JobSubmission s;
+    request_prefix.clear();
+    if (!body.contains("request")) {
+      try {
+        s.request = evaluation_request_from_json(body);
+      } catch (const RequestError& e) {
+        throw HttpError{400, e.what(), e.field()};
+      }
+      s.constraints = constraints_for(s.request);
+      return s;
+    }
+    for (const auto& [key, value] : body.items())
+      if (key != "request" && key != "constraints" && key != "priority" && key != "max_attempts")
+        throw HttpError{400, "request body: unknown key '" + key + "'; a job submission has request, constraints, "
+                                 "priority, max_attempts",
+                        key};
+    if (!body["request"].is_object())
+      throw HttpError{400, std::string("request: expected an object (an EvaluationRequest), got ") +
+                               body["request"].type_name(),
+                      "request"};
+    request_prefix = "request.";
+    try {
+      s.request = evaluation_request_from_json(body["request"]);
+    } catch (const RequestError& e) {
+      throw HttpError{400, std::string("request.") + e.what(), "request." + e.field()};
+    }
+    try {
+      s.constraints = body.contains("constraints") ? job_constraints_from_json(body["constraints"])
+                                                   : constraints_for(s.request);
+    } catch (const RequestError& e) {
+      throw HttpError{400, e.what(), e.field()};
+    }
+    if (auto p = int_member(body, "priority", -1'000'000, 1'000'000)) s.priority = *p;
+    if (auto m = int_member(body, "max_attempts", 1, 100)) s.max_attempts = *m;
+    return s;
+  }
+
+  // POST /evaluations and POST /jobs.
+  void submit(const httplib::Request& req, httplib::Response& res) {
+    check_params(req, {});
+    std::string prefix;
+    const JobSubmission submission = submission_from_body(req, prefix);
+    // Everything checkable without running (model, framework, ranges) is a 400 now, not a failed job later. Only
+    // when the server runs the job itself: agents have zoos and frameworks of their own, and validate there.
+    if (local_jobs != nullptr) {
+      try {
+        validate(submission.request, context());
+      } catch (const RequestError& e) {
+        throw HttpError{400, prefix + e.what(), prefix + e.field()};
+      }
+    }
+    const std::int64_t id = service([&] { return jobs->submit(submission); });
+    res.set_header("Location", std::string(kPrefix) + "/jobs/" + std::to_string(id));
+    send_json(res, 202, {{"job", to_json(job_or_404(id))}});
   }
 
   void configure_http() {
@@ -786,14 +929,22 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
     throw std::invalid_argument("port: expected 0 to 65535, got " + std::to_string(o.port));
   impl_->writer = Store::open(o.store, StoreAccess::kReadWrite);
   Impl* impl = impl_.get();
-  impl_->jobs = std::make_unique<JobQueue>(
-      [impl](const EvaluationRequest& request, const ProgressCallback& progress, const std::atomic<int>* interrupt) {
-        EvaluationContext c = impl->context();
-        c.progress = progress;
-        c.interrupt = interrupt;
-        return evaluate(request, c);
-      },
-      o.max_queued_jobs);
+  if (o.jobs) {
+    impl_->jobs = o.jobs;
+  } else if (is_postgres_location(o.store.string())) {
+    impl_->jobs = open_job_service(o.store.string());
+  } else {
+    auto local = std::make_shared<JobQueue>(
+        [impl](const EvaluationRequest& request, const ProgressCallback& progress, const std::atomic<int>* interrupt) {
+          EvaluationContext c = impl->context();
+          c.progress = progress;
+          c.interrupt = interrupt;
+          return evaluate(request, c);
+        },
+        o.max_queued_jobs);
+    impl_->local_jobs = local.get();
+    impl_->jobs = std::move(local);
+  }
   impl_->add_routes();
   impl_->configure_http();
 }
@@ -831,7 +982,7 @@ void Server::stop() {
   if (!impl_) return;
   impl_->http.stop();
   if (impl_->listener.joinable() && impl_->listener.get_id() != std::this_thread::get_id()) impl_->listener.join();
-  impl_->jobs->shutdown();
+  if (impl_->local_jobs != nullptr) impl_->local_jobs->shutdown();
 }
 
 int Server::port() const { return impl_->bound_port; }
@@ -842,6 +993,6 @@ std::string Server::url() const {
   return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->bound_port);
 }
 
-JobQueue& Server::jobs() { return *impl_->jobs; }
+JobService& Server::jobs() { return *impl_->jobs; }
 
 }  // namespace xsp

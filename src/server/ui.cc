@@ -1,6 +1,6 @@
 // The web UI's one page (GET /): browse and filter models and evaluations, open one (its report page, every
-// analysis as a chart and a table, and the trace timeline), compare several, submit an evaluation and watch its
-// progress. Plain HTML and JavaScript over the REST API of docs/server.md; the charts are the report's
+// analysis as a chart and a table, and the trace timeline), compare several, submit an evaluation (with optional
+// constraints and priority) and watch, cancel, retry or delete jobs, and see the agents that run them. Plain HTML and JavaScript over the REST API of docs/server.md; the charts are the report's
 // (GET /api/v1/report), which inlines Vega, so nothing is fetched from another host.
 #include "ui.h"
 
@@ -16,8 +16,10 @@ section { margin-top: 1.5em; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; white-space: nowrap; }
 td.num { text-align: right; }
+td.wrap { white-space: normal; max-width: 24em; }
 form.inline label { margin-right: 1em; }
 input[type=text], input[type=number], select { font: inherit; padding: 1px 4px; }
+input[type=number] { width: 6em; }
 button { font: inherit; padding: 2px 10px; }
 .error { color: #b00020; }
 .muted { color: #666; }
@@ -58,12 +60,27 @@ more</span></p>
 <option>library</option><option>system</option><option>kernel</option><option>hardware</option></select></label>
 <label><input type="checkbox" name="synthetic" checked> synthetic inputs</label>
 <label>min duration (ms) <input type="number" name="min_duration_ms" size="6" value="1000"></label>
+<br><span class="muted">optional, for agents:</span>
+<label>GPU pattern <input type="text" name="gpu_pattern" size="10" placeholder="*H100*"></label>
+<label>min GPU memory (GiB) <input type="number" name="min_gpu_memory_gib" min="0" step="any" size="5"></label>
+<label>host <input type="text" name="host" size="10"></label>
+<label>framework version <input type="text" name="framework_version" size="6" placeholder="2.11"></label>
+<label>priority <input type="number" name="priority" step="1" size="4" value="0"></label>
 <button type="submit" id="submit-button">submit</button>
 </form>
 <p id="submit-error" class="error"></p>
 <h3>Jobs</h3>
-<table id="jobs"><thead><tr><th>job</th><th>model</th><th>state</th><th>progress</th><th>evaluation</th><th>error</th>
+<table id="jobs"><thead><tr><th>job</th><th>state</th><th>model</th><th>framework/device</th><th>constraints</th>
+<th>priority</th><th>attempts</th><th>agent</th><th>progress</th><th>waiting for</th><th>error</th><th>evaluation</th>
 <th></th></tr></thead><tbody></tbody></table>
+</section>
+
+<section id="agents-section">
+<h2>Agents</h2>
+<table id="agents"><thead><tr><th>name</th><th>state</th><th>host</th><th>frameworks</th><th>GPUs</th>
+<th>current job</th><th>done</th><th>failed</th><th>last heartbeat</th></tr></thead><tbody></tbody></table>
+<p id="agents-empty" class="muted"></p>
+<p id="agents-error" class="error"></p>
 </section>
 
 <section id="models-section">
@@ -163,11 +180,43 @@ $('#submit').addEventListener('submit', async (ev) => {
     measurement: { min_duration_ms: Number(f.min_duration_ms.value) },
   };
   if (f.framework.value.trim()) request.framework = f.framework.value.trim();
+  const submission = { request, priority: Number(f.priority.value || 0) };
+  // Constraints only when one is given: otherwise the server uses those the request implies (its framework, device).
+  const gib = Number(f.min_gpu_memory_gib.value || 0);
+  const extra = { gpu_pattern: f.gpu_pattern.value.trim(), host: f.host.value.trim(),
+    framework_version: f.framework_version.value.trim() };
+  if (gib > 0 || Object.values(extra).some((v) => v)) {
+    submission.constraints = Object.assign({ framework: request.framework || '',
+      device: request.device.startsWith('cuda') ? 'cuda' : 'cpu', min_gpu_memory_bytes: Math.round(gib * 2 ** 30) },
+    extra);
+  }
   try {
-    await api('/evaluations', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(request) });
+    await api('/jobs', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(submission) });
     loadJobs();
   } catch (err) { $('#submit-error').textContent = err.message; }
 });
+
+const GiB = 2 ** 30;
+// "libtorch 2.11 · cuda · GPU *H100* ≥ 80 GiB · host gpu-7": the fields that are set.
+function constraintsText(c) {
+  if (!c) return '';
+  const parts = [];
+  if (c.framework) parts.push(c.framework + (c.framework_version ? ' ' + c.framework_version : ''));
+  parts.push(c.device);
+  if (c.gpu_pattern || c.min_gpu_memory_bytes > 0) {
+    parts.push('GPU' + (c.gpu_pattern ? ' ' + c.gpu_pattern : '') +
+      (c.min_gpu_memory_bytes > 0 ? ' ≥ ' + +(c.min_gpu_memory_bytes / GiB).toFixed(1) + ' GiB' : ''));
+  }
+  if (c.host) parts.push('host ' + c.host);
+  return parts.join(' · ');
+}
+
+function jobButton(label, run) {
+  const b = document.createElement('button');
+  b.textContent = label; b.className = label;
+  b.addEventListener('click', () => run().then(loadJobs).catch((err) => { $('#submit-error').textContent = err.message; }));
+  return b;
+}
 
 let lastFinished = null;  // jobs finished when last seen; null before the first look
 async function loadJobs() {
@@ -179,9 +228,15 @@ async function loadJobs() {
     for (const j of body.jobs) {
       const tr = document.createElement('tr');
       tr.dataset.id = j.id; tr.dataset.state = j.state;
+      const r = j.request || {};
       tr.appendChild(cell(j.id, 'num'));
-      tr.appendChild(cell(j.request && j.request.model));
       tr.appendChild(cell(j.state, 'state'));
+      tr.appendChild(cell(r.model));
+      tr.appendChild(cell((r.framework || "(manifest's)") + ' / ' + r.device));
+      tr.appendChild(cell(constraintsText(j.constraints), 'constraints'));
+      tr.appendChild(cell(j.priority, 'num priority'));
+      tr.appendChild(cell(j.attempts + '/' + j.max_attempts, 'num attempts'));
+      tr.appendChild(cell(j.agent && j.agent.name, 'agent'));
       const p = cell('');
       if (j.state === 'running' && j.progress && j.progress.total > 0) {
         const bar = document.createElement('progress');
@@ -189,6 +244,8 @@ async function loadJobs() {
         p.appendChild(bar); p.appendChild(document.createTextNode(' ' + (j.progress.phase || '')));
       }
       tr.appendChild(p);
+      tr.appendChild(cell(j.state === 'queued' ? j.waiting_reason : '', 'wrap waiting'));
+      tr.appendChild(cell(j.error && (j.error.field ? j.error.field + ': ' : '') + j.error.message, 'wrap error'));
       const ev = cell('');
       if (j.evaluation_id) {
         const a = document.createElement('a');
@@ -196,15 +253,13 @@ async function loadJobs() {
         a.className = 'evaluation'; ev.appendChild(a);
       }
       tr.appendChild(ev);
-      tr.appendChild(cell(j.error && (j.error.field ? j.error.field + ': ' : '') + j.error.message, 'error'));
       const c = cell('');
-      if (j.state === 'queued' || j.state === 'running') {
-        const b = document.createElement('button');
-        b.textContent = 'cancel';
-        b.addEventListener('click', () => api('/jobs/' + j.id + '/cancel', { method: 'POST' }).then(loadJobs)
-          .catch((err) => { $('#submit-error').textContent = err.message; }));
-        c.appendChild(b);
-      }
+      if (j.state === 'queued' || j.state === 'running')
+        c.appendChild(jobButton('cancel', () => api('/jobs/' + j.id + '/cancel', { method: 'POST' })));
+      if (j.state === 'failed' || j.state === 'cancelled')
+        c.appendChild(jobButton('retry', () => api('/jobs/' + j.id + '/retry', { method: 'POST' })));
+      if (j.state !== 'running')
+        c.appendChild(jobButton('delete', () => api('/jobs/' + j.id, { method: 'DELETE' })));
       tr.appendChild(c);
       tbody.appendChild(tr);
       if (j.state !== 'queued' && j.state !== 'running') finished += 1;
@@ -216,10 +271,39 @@ async function loadJobs() {
   } catch (err) { $('#submit-error').textContent = err.message; }
 }
 
+async function loadAgents() {
+  try {
+    const body = await api('/agents');
+    const tbody = $('#agents tbody');
+    tbody.replaceChildren();
+    for (const a of body.agents) {
+      const tr = document.createElement('tr');
+      tr.dataset.id = a.id; tr.dataset.state = a.state;
+      tr.appendChild(cell(a.name));
+      tr.appendChild(cell(a.state, 'state'));
+      tr.appendChild(cell(a.hostname));
+      tr.appendChild(cell((a.frameworks || []).map((f) => f.name + ' ' + f.version).join(', '), 'wrap'));
+      tr.appendChild(cell((a.gpus || []).map((g) => g.name + ' (' + +(g.memory_bytes / GiB).toFixed(1) + ' GiB)')
+        .join(', ') || 'CPU only', 'wrap'));
+      tr.appendChild(cell(a.current_job, 'num'));
+      tr.appendChild(cell(a.jobs_done, 'num'));
+      tr.appendChild(cell(a.jobs_failed, 'num'));
+      tr.appendChild(cell(a.last_heartbeat_at));
+      tbody.appendChild(tr);
+    }
+    $('#agents-empty').textContent = body.agents.length ? '' :
+      'No agents: on an SQLite store this server runs submitted evaluations itself. Agents (xsp agent) take jobs ' +
+      'from a shared PostgreSQL store (docs/deploy.md).';
+    $('#agents-error').textContent = '';
+  } catch (err) { $('#agents-error').textContent = err.message; }
+}
+
 loadModels().catch((err) => { $('#models-problems').textContent = err.message; });
 loadEvaluations();
 loadJobs();
+loadAgents();
 setInterval(loadJobs, 1000);
+setInterval(loadAgents, 5000);
 </script>
 </body></html>
 )html";

@@ -117,6 +117,52 @@ try {
   await shot(page, 'ui_jobs');
   await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#jobs tbody tr a.evaluation')]);
   await checkCharts(page, 'submitted evaluation', 1);
+
+  // 6. The agents view: none on an SQLite store, which says so.
+  await page.goto(base, { waitUntil: 'load' });
+  await page.waitForFunction(() => document.querySelector('#agents-empty').textContent.length > 0, { timeout: 30000 });
+  const agents = await page.$$eval('#agents tbody tr', (rows) => rows.length);
+  if (agents !== 0) fail(`the agents view lists ${agents} agents on an SQLite store`);
+  console.log(JSON.stringify({ page: 'agents', agents, message: await page.$eval('#agents-empty', (e) => e.textContent) }));
+
+  // 7. A long job with a priority, cancelled: it shows its priority and attempts, and Retry and Delete; Retry queues
+  // it again, Delete removes it. Buttons are clicked inside the page: the job list is rebuilt every second, so a
+  // handle taken outside it could be detached by the time it is clicked.
+  const jobRow = (id) => `#jobs tbody tr[data-id="${id}"]`;
+  const press = (id, button) => page.$eval(`${jobRow(id)} button.${button}`, (b) => b.click());
+  const jobsBefore = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => Number(r.dataset.id)));
+  await page.waitForFunction(() => document.querySelectorAll('#submit-model option').length > 0, { timeout: 30000 });
+  await page.select('#submit-model', model);
+  await page.$eval('#submit input[name=min_duration_ms]', (el) => { el.value = '600000'; });
+  await page.$eval('#submit input[name=priority]', (el) => { el.value = '2'; });
+  await page.click('#submit-button');
+  await page.waitForFunction((n) => document.querySelectorAll('#jobs tbody tr').length === n + 1, { timeout: 30000 },
+    jobsBefore.length);
+  const long = await page.$eval('#jobs tbody tr', (r) => Number(r.dataset.id));
+  if (jobsBefore.includes(long)) fail(`the new job ${long} was listed before`);
+  const priority = await page.$eval(`${jobRow(long)} td.priority`, (td) => td.textContent);
+  if (priority !== '2') fail(`job ${long} shows priority '${priority}', expected 2`);
+  await page.waitForFunction((sel) => document.querySelector(`${sel} button.cancel`), { timeout: 30000 }, jobRow(long));
+  await press(long, 'cancel');
+  await page.waitForFunction((sel) => {
+    const row = document.querySelector(sel);
+    return row && row.dataset.state === 'cancelled' && row.querySelector('button.retry');
+  }, { timeout: 120000 }, jobRow(long));
+  const attempts = await page.$eval(`${jobRow(long)} td.attempts`, (td) => td.textContent);
+  if (!/^[01]\/1$/.test(attempts)) fail(`cancelled job ${long} shows attempts '${attempts}', expected 0/1 or 1/1`);
+  if (!(await page.$(`${jobRow(long)} button.delete`))) fail(`cancelled job ${long} has no delete button`);
+  await shot(page, 'ui_jobs_actions');
+  console.log(JSON.stringify({ page: 'jobs', cancelled: long, attempts }));
+  await press(long, 'retry');
+  await page.waitForFunction((sel) => {
+    const row = document.querySelector(sel);
+    return row && (row.dataset.state === 'queued' || row.dataset.state === 'running') && row.querySelector('button.cancel');
+  }, { timeout: 30000 }, jobRow(long));
+  await press(long, 'cancel');
+  await page.waitForFunction((sel) => document.querySelector(`${sel} button.delete`) &&
+    document.querySelector(sel).dataset.state === 'cancelled', { timeout: 120000 }, jobRow(long));
+  await press(long, 'delete');
+  await page.waitForFunction((sel) => !document.querySelector(sel), { timeout: 30000 }, jobRow(long));
 } catch (e) {
   fail(`stopped: ${e.message}`);
 } finally {

@@ -1,6 +1,7 @@
 // `xsp serve` (docs/server.md): a REST API (JSON, prefix /api/v1) over the results store and the one library call,
 // evaluate(). Reads go to a pool of read-only store connections (WAL: they never wait for the worker's save);
-// submitted evaluations run one at a time, FIFO, on the server's own worker thread (JobQueue).
+// submitted evaluations go to a JobService: on an SQLite store the server's own worker thread runs them one at a
+// time (JobQueue); on a PostgreSQL store the shared queue takes them and `xsp agent` processes run them.
 #pragma once
 
 #include <atomic>
@@ -28,37 +29,42 @@ namespace xsp {
 // Jobs: submitted evaluations
 // ---------------------------------------------------------------------------------------------------------
 
-/// One worker thread running jobs first in, first out. Cancelling a queued job removes it from the queue;
-/// cancelling the running one sets its interrupt flag, so that evaluate() stops before the next batch and saves
-/// the complete runs as an "incomplete" evaluation, as Ctrl-C does for `xsp evaluate`.
-class JobQueue {
+/// The in-process JobService of `xsp serve` on an SQLite store: one worker thread, the server itself being the
+/// only "agent". Queued jobs run highest priority first, equal priorities in submission (id) order; constraints are
+/// kept and reported but not matched (there is only this machine), and each job runs once (max_attempts 1).
+/// Cancelling a queued job removes it from the queue; cancelling the running one sets its interrupt flag, so that
+/// evaluate() stops before the next batch and saves the complete runs as an "incomplete" evaluation, as Ctrl-C does
+/// for `xsp evaluate`.
+class JobQueue final : public JobService {
  public:
   /// Runs one request: evaluate() with the server's context, `progress` and `interrupt` (non-zero = stop).
   /// Returns the saved record; throws as evaluate() does.
   using Runner = std::function<EvaluationRecord(const EvaluationRequest& request, const ProgressCallback& progress,
                                                 const std::atomic<int>* interrupt)>;
-  /// Starts the worker. `max_queued`: jobs waiting at most (submit() refuses more); `max_finished`: finished jobs
-  /// remembered for GET jobs (the oldest are forgotten first).
+  /// Starts the worker. `max_queued`: jobs waiting at most (submit() and retry() refuse more); `max_finished`:
+  /// finished jobs remembered for GET jobs (the oldest are forgotten first).
   JobQueue(Runner runner, std::size_t max_queued = 64, std::size_t max_finished = 1000);
   /// shutdown().
-  ~JobQueue();
+  ~JobQueue() override;
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
 
-  /// Queues `request` and returns its job id (1, 2, ...). Throws std::length_error when max_queued jobs wait
-  /// already, std::logic_error after shutdown().
-  std::int64_t submit(const EvaluationRequest& request);
-  std::optional<JobInfo> get(std::int64_t id) const;
-  /// Every remembered job, newest first.
-  std::vector<JobInfo> list() const;
-
-  enum class CancelResult {
-    kNotFound,         ///< no such job (or forgotten)
-    kRemoved,          ///< it was queued: removed, state cancelled, nothing ran
-    kStopping,         ///< it is running: asked to stop after the current batch (state stays running until then)
-    kAlreadyFinished,  ///< done, failed or cancelled before
-  };
-  CancelResult cancel(std::int64_t id);
+  /// Queues `submission` (its max_attempts is ignored: 1) and returns its job id (1, 2, ...). The request is not
+  /// validated here: the server validates against its zoo first, and evaluate() again when it runs. Throws
+  /// std::length_error when max_queued jobs wait already, std::logic_error after shutdown().
+  std::int64_t submit(const JobSubmission& submission) override;
+  std::optional<JobInfo> get(std::int64_t id) override;
+  /// Remembered jobs in `filter.state` (any when unset), newest (highest id) first, at most `filter.limit`.
+  std::vector<JobInfo> list(const JobFilter& filter) override;
+  /// A queued job: removed (kRemoved); the running one: asked to stop (kStopping; state stays running until it has).
+  CancelResult cancel(std::int64_t id) override;
+  /// A failed or cancelled job: queued again under its id at its priority, attempts, error, progress and evaluation
+  /// cleared. Throws std::length_error when max_queued jobs wait already, std::logic_error after shutdown().
+  RetryResult retry(std::int64_t id) override;
+  /// A finished or queued job (taken off the queue) is forgotten; the running one is not touched (kRunning).
+  DeleteResult remove(std::int64_t id) override;
+  /// Empty: the server runs jobs itself.
+  std::vector<AgentInfo> agents() override;
 
   /// Cancels every queued job, asks the running one to stop, waits for it (its incomplete evaluation is saved) and
   /// ends the worker. Idempotent.
@@ -71,10 +77,12 @@ class JobQueue {
   };
   void work();
   void remember_finished(const std::shared_ptr<Job>& job);  // with mu_ held
+  void enqueue(const std::shared_ptr<Job>& job);            // with mu_ held: by priority, then id
+  void check_room() const;                                  // with mu_ held: throws as submit() documents
 
   Runner runner_;
   std::size_t max_queued_, max_finished_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::shared_ptr<Job> running_;
@@ -101,11 +109,15 @@ struct ServerOptions {
   std::string token;
   std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
   std::size_t threads = 16;              ///< HTTP worker threads (one per connection being served)
-  std::size_t max_queued_jobs = 64;      ///< submissions beyond this get 503
+  std::size_t max_queued_jobs = 64;      ///< the server's own queue: submissions beyond this get 503
   /// A folder served under /ui/ (the web UI's static assets); empty = none.
   std::filesystem::path static_dir;
   const Clock* clock = nullptr;          ///< EvaluationContext::clock (tests inject a fake one)
   bool record_machine_state = true;      ///< EvaluationContext::record_machine_state
+  /// Where submitted evaluations go. Null: for an SQLite store the server makes its own JobQueue and runs them; for
+  /// a PostgreSQL store (is_postgres_location) it opens the shared queue (open_job_service) and runs nothing itself:
+  /// `xsp agent` processes do. Given (tests inject a fake): used as is, and the server runs nothing itself.
+  std::shared_ptr<JobService> jobs;
 };
 
 /// True for 127.0.0.0/8, ::1 and "localhost": addresses no other machine can reach.
@@ -118,9 +130,11 @@ std::string read_token_file(const std::filesystem::path& file);
 /// The REST API of docs/server.md on cpp-httplib.
 class Server {
  public:
-  /// Checks the options and opens the store read-write (so that a store that cannot be written fails now, not
-  /// after a submitted evaluation). Throws std::invalid_argument naming the option when `host` is not loopback
-  /// and there is no token, or for a zero max_body_bytes/threads; StoreError as Store::open.
+  /// Checks the options, opens the store read-write (so that a store that cannot be written fails now, not after a
+  /// submitted evaluation) and sets up the job service (ServerOptions::jobs). Throws std::invalid_argument naming
+  /// the option when `host` is not loopback and there is no token, or for a zero max_body_bytes/threads; StoreError
+  /// as Store::open; for a PostgreSQL store without `jobs`, what open_job_service() throws (std::invalid_argument
+  /// in a build without PostgreSQL, QueueUnavailable when the queue cannot be reached).
   explicit Server(ServerOptions options);
   /// stop().
   ~Server();
@@ -133,14 +147,16 @@ class Server {
   void listen();
   /// bind(), then listen() on a background thread; returns once it accepts connections.
   void start();
-  /// Stops accepting requests, cancels queued jobs, stops the running one (its complete runs are saved as an
-  /// incomplete evaluation) and waits for both threads. Idempotent; safe from a signal-watching thread.
+  /// Stops accepting requests and, when the server runs jobs itself, cancels queued jobs, stops the running one (its
+  /// complete runs are saved as an incomplete evaluation) and waits for both threads; a shared queue's jobs are
+  /// left to its agents. Idempotent; safe from a signal-watching thread.
   void stop();
 
   int port() const;
   /// "http://HOST:PORT" (IPv6 hosts in brackets).
   std::string url() const;
-  JobQueue& jobs();
+  /// The job service submissions go to (ServerOptions::jobs).
+  JobService& jobs();
 
  private:
   struct Impl;

@@ -58,14 +58,15 @@ TEST_F(ServerApi, IndexPageAndEndpointList) {
   EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
   EXPECT_NE(page->body.find("/api/v1/evaluations/{id}/trace"), std::string::npos);
   const json j = body(c.Get("/api/v1"));
-  EXPECT_EQ(j["endpoints"].size(), 13u);
+  EXPECT_EQ(j["endpoints"].size(), 17u);
   // The web UI's page: its sections, and the API paths its script reads, each answered by the server.
   const auto ui = c.Get("/");
   ASSERT_TRUE(ui);
   EXPECT_EQ(ui->status, 200);
-  for (const char* id : {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\""})
+  for (const char* id : {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\"",
+                         "id=\"agents\""})
     EXPECT_NE(ui->body.find(id), std::string::npos) << id;
-  for (const char* path : {"/evaluations", "/models", "/jobs"}) {
+  for (const char* path : {"/evaluations", "/models", "/jobs", "/agents"}) {
     EXPECT_NE(ui->body.find("'" + std::string(path) + "'"), std::string::npos) << path;
     const auto r = c.Get(std::string("/api/v1") + path);
     ASSERT_TRUE(r);
@@ -255,7 +256,7 @@ TEST_F(ServerApi, UnknownRoutes404AndWrongMethods405) {
   const auto r = c.Delete("/api/v1/models");
   EXPECT_NE(expect_error(r, 405).find("allowed: GET"), std::string::npos);
   EXPECT_EQ(r->get_header_value("Allow"), "GET");
-  EXPECT_EQ(c.Delete("/api/v1/jobs/1")->status, 405);
+  EXPECT_EQ(c.Put("/api/v1/jobs/1", "{}", "application/json")->status, 405);
   EXPECT_EQ(c.Post("/api/v1/models", "{}", "application/json")->status, 405);
   EXPECT_EQ(c.Get("/api/v1/jobs/1/cancel")->status, 405);
 }
