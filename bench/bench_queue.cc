@@ -2,8 +2,9 @@
 // with a one-run result (so a job costs a claim transaction and a publishing transaction, and no evaluation).
 //   1. throughput: JOBS queued jobs drained by 1, 2, 4 and 8 agent threads (each with its own connections, as agents
 //      on separate machines have), REPEATS times each; jobs/s and claim latency per configuration;
-//   2. a deep queue: 100,000 queued jobs; the claim's latency then, and whether it used the jobs_claim index
-//      (pg_stat_user_indexes), first when every job is claimable, then when 100,000 jobs no agent can run are ahead.
+//   2. a deep queue: 100,000 queued jobs; the claim's plan (EXPLAIN ANALYZE: the jobs_claim index or a scan) and its
+//      latency over 200 claims, first when every job is claimable, then when 100,000 jobs no agent can run are ahead
+//      of 200 it can.
 // Usage: tests/pg/pg_cluster.sh run build/bench/bench_queue [JOBS] [REPEATS] [DEEP]  (XSP_TEST_PG_URL names the
 // server's maintenance database; the bench makes and drops database xsp_bench_queue).
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -161,7 +163,7 @@ int main(int argc, char** argv) {
   summarize("submit latency", submit_ms, "ms");
 
   std::printf("2. deep queue: %d queued jobs\n", deep);
-  auto deep_case = [&](const char* label, bool blocked_ahead) {
+  auto deep_case = [&](const std::string& label, bool blocked_ahead) {
     exec(url, reset);
     submitter->submit(s);  // one real submission: its request text is copied into the bulk rows
     if (blocked_ahead) {
@@ -174,12 +176,18 @@ int main(int argc, char** argv) {
                 "SELECT request, model, framework, device, 3 FROM jobs, generate_series(1, " + std::to_string(deep - 1) +
                     ")");
     }
+    if (blocked_ahead) {
+      exec(url, "INSERT INTO jobs (request, model, framework, device, max_attempts) "
+                "SELECT j.request, j.model, j.framework, 'cpu', 3 FROM (SELECT * FROM jobs WHERE priority = 0) j, "
+                "generate_series(1, 199)");
+    }
     exec(url, "ANALYZE jobs");
-    const std::string idx = "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'jobs_claim'";
-    const std::string seq = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'jobs'";
-    const std::int64_t idx0 = scalar(url, idx), seq0 = scalar(url, seq);
     auto q = PostgresJobQueue::open(url);
     const std::string agent = q->register_agent("deep", cpu_agent(), nlohmann::json::object());
+    std::printf(" %s: %lld queued\n  the claim's plan (EXPLAIN ANALYZE, first claim):\n", label.c_str(),
+                static_cast<long long>(scalar(url, "SELECT count(*) FROM jobs WHERE state = 'queued'")));
+    std::istringstream plan(q->explain_claim(cpu_agent()));
+    for (std::string line; std::getline(plan, line);) std::printf("    %s\n", line.c_str());
     std::vector<double> claims;
     for (int i = 0; i < 200; ++i) {
       const auto t0 = SteadyClock::now();
@@ -189,15 +197,10 @@ int main(int argc, char** argv) {
       EvaluationRecord r = null_result("null");
       q->complete(agent, job->id, r);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // statistics are flushed at most every 500 ms
-    std::printf(" %s\n", label);
     summarize("claim latency", claims, "ms");
-    std::printf("  jobs_claim index scans: %lld, sequential scans of jobs: %lld (during %zu claims)\n",
-                static_cast<long long>(scalar(url, idx) - idx0), static_cast<long long>(scalar(url, seq) - seq0),
-                claims.size());
   };
   deep_case("every job claimable", false);
-  deep_case("100,000 jobs ahead that no agent can run (needs an H100)", true);
+  deep_case(std::to_string(deep) + " jobs ahead that no agent can run (they need an H100)", true);
   submitter.reset();
   exec(admin, "DROP DATABASE IF EXISTS xsp_bench_queue WITH (FORCE)");
   return 0;

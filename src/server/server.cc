@@ -927,7 +927,9 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   if (o.threads == 0) throw std::invalid_argument("threads: expected at least 1, got 0");
   if (o.port < 0 || o.port > 65535)
     throw std::invalid_argument("port: expected 0 to 65535, got " + std::to_string(o.port));
-  impl_->writer = Store::open(o.store, StoreAccess::kReadWrite);
+  // On PostgreSQL the agents write the evaluations, not the server: a submitter role (deploy/postgres-roles.sql), which
+  // may not insert them, must be able to serve. DELETE of an evaluation then works only for a role allowed to delete.
+  impl_->writer = Store::open(o.store, is_postgres_location(o.store.string()) ? StoreAccess::kRead : StoreAccess::kReadWrite);
   Impl* impl = impl_.get();
   if (o.jobs) {
     impl_->jobs = o.jobs;

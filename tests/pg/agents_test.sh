@@ -6,7 +6,8 @@
 #      store holds one result for it;
 #   3. PostgreSQL restarted while agents run: they reconnect and nothing is lost;
 #   4. SIGTERM: the agent hands its job back (attempt not counted) and exits 143;
-#   5. a job no agent can run stays queued and says why; a bad request is failed with the reason, not retried.
+#   5. a job no agent can run stays queued and says why; a bad request is failed with the reason, not retried;
+#   6. the least-privilege roles of deploy/postgres-roles.sql: an agent and a submitter do their work, and nothing else.
 # Usage: tests/pg/agents_test.sh XSP ZOO   (starts its own server with pg_cluster.sh; exit 77 without PostgreSQL)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,7 +57,9 @@ reset() { sql "TRUNCATE jobs, job_attempts, agents, evaluations CASCADE"; agents
 # ---- 1. four agents, 200 jobs ---------------------------------------------------------------------------------
 submit Digits_CNN "${small[@]}"  # creates the tables
 reset
-for i in $(seq 200); do submit Digits_CNN "${small[@]}" --seed "$i"; done
+export xsp url zoo
+seq 200 | xargs -P 4 -I{} sh -c '"$xsp" --store "$url" --zoo "$zoo" submit Digits_CNN "$@" --seed {} > /dev/null' _ "${small[@]}" ||
+  fail "submitting 200 jobs"
 for a in 1 2 3 4; do start_agent "a$a" --exit-when-idle-s 2; done
 for p in "${agents[@]}"; do wait "$p" || fail "an agent exited non-zero"; done
 expect "200 jobs done" "SELECT count(*) FROM jobs WHERE state = 'done'" 200
@@ -140,4 +143,32 @@ echo "ok: xsp jobs says why the GPU job waits"
 "$xsp" --store "$url" agents | grep -q "cpu-idle" || fail "xsp agents does not list cpu-idle"
 kill -TERM "${agents[1]}"
 wait "${agents[1]}" || true
+
+# ---- 6. least-privilege roles (deploy/postgres-roles.sql) -------------------------------------------------------
+reset
+PGOPTIONS="-c client_min_messages=warning" psql "$url" -X -q -v ON_ERROR_STOP=1 -f "$here/../../deploy/postgres-roles.sql" > /dev/null
+sql "CREATE ROLE gpu1 LOGIN IN ROLE xsp_agent; CREATE ROLE alice LOGIN IN ROLE xsp_submitter"
+as_role() { echo "$url" | sed "s#postgresql://xsp@#postgresql://$1@#"; }
+agent_url=$(as_role gpu1)
+alice_url=$(as_role alice)
+"$xsp" --store "$alice_url" --zoo "$zoo" submit Digits_CNN "${small[@]}" > /dev/null || fail "alice cannot submit"
+"$xsp" --store "$agent_url" --zoo "$zoo" agent --name gpu1 --exit-when-idle-s 1 > "$work/gpu1.log" 2>&1 ||
+  fail "the agent role cannot run a job"
+expect "job done under the roles" "SELECT state || ' ' || submitted_by FROM jobs" "done alice"
+expect "the agent's role recorded" "SELECT role FROM agents" gpu1
+expect "its result stored" "SELECT count(*) FROM evaluations" 1
+job=$(sql "SELECT id FROM jobs")
+"$xsp" --store "$alice_url" jobs retry "$job" > /dev/null 2>&1 && fail "retry of a done job should be refused"
+"$xsp" --store "$alice_url" jobs delete "$job" > /dev/null || fail "alice cannot delete her finished job"
+for who in gpu1 alice; do
+  if psql "$(as_role $who)" -X -Atq -c "DELETE FROM evaluations" > /dev/null 2>&1; then
+    fail "$who could delete evaluations"
+  fi
+done
+psql "$alice_url" -X -Atq -c "INSERT INTO agents (id, name, hostname, capabilities, system, state) VALUES ('00000000-0000-0000-0000-000000000000', 'fake', 'h', '{}', '{}', 'idle')" > /dev/null 2>&1 &&
+  fail "a submitter could register an agent"
+psql "$agent_url" -X -Atq -c "INSERT INTO jobs (request, model, device, max_attempts) VALUES ('{}', 'm', 'cpu', 1)" > /dev/null 2>&1 &&
+  fail "an agent could submit a job"
+expect "evaluations untouched" "SELECT count(*) FROM evaluations" 1
+echo "ok: roles: each may do its work and nothing else"
 echo "all agent scenarios passed"

@@ -14,6 +14,10 @@
 #include "xsp/queue/jobs.h"
 
 namespace xsp {
+class Clock;
+}
+
+namespace xsp {
 
 struct AgentOptions {
   std::string store;  ///< "postgresql://..." (the queue and the results store)
@@ -31,6 +35,7 @@ struct AgentOptions {
   /// returns.
   const std::atomic<int>* interrupt = nullptr;
   bool record_machine_state = true;  ///< EvaluationContext::record_machine_state
+  const Clock* clock = nullptr;      ///< EvaluationContext::clock (nullptr = the system clock; tests inject a fake)
   /// What it can run; std::nullopt = describe_capabilities(describe_system()). Tests pass their own.
   std::optional<AgentCapabilities> capabilities;
 };

@@ -124,7 +124,9 @@ struct JobFilter {
   std::size_t limit = 100;
 };
 
-/// Submitted evaluations: submit, watch, cancel, retry, delete; and the agents that run them.
+/// Submitted evaluations: submit, watch, cancel, retry, delete; and the agents that run them. Every method throws
+/// std::runtime_error (QueueUnavailable for the PostgreSQL queue) when the queue cannot be reached, and
+/// std::length_error / std::logic_error where a full or stopping in-process queue refuses new work (submit, retry).
 class JobService {
  public:
   virtual ~JobService() = default;

@@ -94,6 +94,11 @@ class PostgresJobQueue final : public JobService {
   /// one arrived, false on timeout. Throws QueueUnavailable when that connection is lost (call again to reconnect).
   bool wait_for_work(std::chrono::milliseconds timeout);
 
+  /// EXPLAIN (ANALYZE, BUFFERS) of the claim's selection for an agent with `capabilities`, run in a transaction that
+  /// is rolled back (nothing is claimed): how the claim finds its job on this database (the jobs_claim index, or a
+  /// scan past jobs no agent can run). For operators and bench/bench_queue.
+  std::string explain_claim(const AgentCapabilities& capabilities);
+
   /// The redacted location.
   const std::string& location() const;
 

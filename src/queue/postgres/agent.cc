@@ -103,6 +103,7 @@ class JobRun {
     context.zoo = o_.zoo;
     context.default_images_dir = o_.default_images_dir;
     context.record_machine_state = o_.record_machine_state;
+    context.clock = o_.clock;
     context.interrupt = &interrupt_;
     context.progress = [this](const Progress& p) {
       std::lock_guard lock(mu_);

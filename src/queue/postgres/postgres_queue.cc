@@ -131,6 +131,13 @@ std::string with_param(std::string sql, const std::string& placeholder, const st
   return sql;
 }
 
+// The claim's choice: the highest-priority, oldest queued job the agent can run, skipping rows other agents hold.
+std::string claim_selection(const std::string& caps_param) {
+  return with_param(std::string("SELECT j.id FROM jobs j WHERE j.state = 'queued' AND ") + kMatchSql +
+                        " ORDER BY j.priority DESC, j.id FOR UPDATE SKIP LOCKED LIMIT 1",
+                    "$CAPS", caps_param);
+}
+
 nlohmann::json capabilities_json(const AgentCapabilities& c) {
   nlohmann::json frameworks = nlohmann::json::array(), gpus = nlohmann::json::array();
   for (const AgentFramework& f : c.frameworks) frameworks.push_back({{"name", f.name}, {"version", f.version}});
@@ -265,12 +272,18 @@ struct PostgresJobQueue::Impl {
     }
   }
 
+  // Roles other than the owner (docs/deploy.md: xsp_agent, xsp_submitter) may not create tables: a current schema
+  // is only read, and DDL runs only when a migration is due.
   void migrate(pqxx::connection& c) {
     pqxx::work tx(c, "xsp queue schema");
     tx.exec_params("SELECT pg_advisory_xact_lock($1)", kQueueSchemaLockKey);
+    int version = 0;
+    if (!tx.exec1("SELECT to_regclass('queue_schema_version') IS NULL")[0].as<bool>()) {
+      const pqxx::result v = tx.exec("SELECT version FROM queue_schema_version");
+      version = v.empty() ? 0 : v[0][0].as<int>();
+    }
+    if (version == kQueueSchemaVersion) return;  // the transaction ends without writing
     tx.exec0("CREATE TABLE IF NOT EXISTS queue_schema_version (version INTEGER NOT NULL)");
-    const pqxx::result v = tx.exec("SELECT version FROM queue_schema_version");
-    int version = v.empty() ? 0 : v[0][0].as<int>();
     if (version > kQueueSchemaVersion)
       throw StoreError("xsp queue " + location + ": the queue's tables have schema version " + std::to_string(version) +
                        ", newer than this XSP knows (" + std::to_string(kQueueSchemaVersion) +
@@ -344,6 +357,18 @@ std::unique_ptr<PostgresJobQueue> PostgresJobQueue::open(const std::string& loca
 }
 
 const std::string& PostgresJobQueue::location() const { return impl_->location; }
+
+std::string PostgresJobQueue::explain_claim(const AgentCapabilities& capabilities) {
+  std::lock_guard lock(impl_->mu);
+  pqxx::connection& c = impl_->connection("explain the claim");
+  pqxx::work tx(c, "xsp explain claim");
+  const pqxx::result r =
+      tx.exec_params("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + claim_selection("$1"), capabilities_json(capabilities).dump());
+  std::string plan;
+  for (const auto& row : r) plan += row[0].as<std::string>() + "\n";
+  tx.abort();  // EXPLAIN ANALYZE ran the FOR UPDATE: release the row it locked
+  return plan;
+}
 
 std::int64_t PostgresJobQueue::submit(const JobSubmission& s) {
   const EvaluationRequest& r = s.request;
@@ -547,12 +572,10 @@ std::optional<JobInfo> PostgresJobQueue::claim(const std::string& agent_id, cons
       spdlog::warn("queue: job {} lost its agent (lease expired): {}", row[0].as<std::int64_t>(),
                    row[1].as<std::string>() == "queued" ? "back in the queue" : row[1].as<std::string>());
     }
-    const std::string sql = with_param(
-        std::string("UPDATE jobs SET state = 'running', agent_id = $1, attempts = attempts + 1, "
-                    "lease_expires_at = now() + $2 * interval '1 millisecond', started_at = now(), progress = '{}' "
-                    "WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND ") +
-            kMatchSql + " ORDER BY j.priority DESC, j.id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id",
-        "$CAPS", "$3");
+    const std::string sql =
+        "UPDATE jobs SET state = 'running', agent_id = $1, attempts = attempts + 1, "
+        "lease_expires_at = now() + $2 * interval '1 millisecond', started_at = now(), progress = '{}' "
+        "WHERE id = (" + claim_selection("$3") + ") RETURNING id";
     const pqxx::result claimed = tx.exec_params(sql, agent_id, lease_ms(impl_->options), caps);
     if (claimed.empty()) return std::nullopt;
     const std::int64_t id = claimed[0][0].as<std::int64_t>();
