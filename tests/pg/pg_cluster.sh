@@ -11,8 +11,9 @@
 #                                       database, superuser xsp) and XSP_TEST_PG_DIR set, stop, exit with CMD's status
 #
 # Exits 77 (CTest's skip code) when no PostgreSQL server is installed. As root, the server runs as `nobody`
-# (PostgreSQL refuses to run as root); the folder is then owned by nobody. fsync is off: a test server's data need
-# not survive a power cut, and tests then run at memory speed.
+# (PostgreSQL refuses to run as root); the folder is then owned by nobody. fsync and synchronous_commit are off: a test
+# server's data need not survive a power cut, and tests then run at memory speed. XSP_PG_DURABLE=1 keeps PostgreSQL's
+# durable defaults (for benchmarks that should see the cost of a flushed COMMIT).
 set -euo pipefail
 
 bindir=""
@@ -44,8 +45,10 @@ start() {
     as_owner "$bindir/initdb" -D "$dir/data" -U xsp -A trust -E UTF8 --locale=C --no-sync > "$dir/initdb.log" 2>&1 ||
       { cat "$dir/initdb.log" >&2; exit 1; }
   fi
+  local speed="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  if [ "${XSP_PG_DURABLE:-0}" = 1 ]; then speed=""; fi
   as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-k $dir -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    -o "-k $dir -c listen_addresses='' $speed -c max_connections=200" \
     start > /dev/null || { tail -n 30 "$dir/server.log" >&2; exit 1; }
   url "$dir"
 }
