@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "../tests/unit/store/minimal_record.h"
 #include "xsp/queue/postgres_queue.h"
 #include "xsp/stats/stats.h"
 
@@ -25,27 +26,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-EvaluationRecord null_result(const std::string& model) {
-  EvaluationRecord r;
-  r.status = "complete";
-  r.model_name = model;
-  r.model_version = "1";
-  r.framework_name = "null";
-  r.framework_version = "1";
-  r.device = "cpu";
-  r.scenario = "batch-sweep";
-  r.batch_sizes = {1};
-  r.trace_level = TraceLevel::kModel;
-  r.settings = nlohmann::json::object();
-  r.system = nlohmann::json::object();
-  RunRecord run;
-  run.batch_size = 1;
-  run.trace_level = TraceLevel::kModel;
-  run.iterations = 1;
-  run.predict_latency_ns = {1.0};
-  r.runs.push_back(run);
-  return r;
-}
 
 AgentCapabilities cpu_agent() {
   AgentCapabilities c;
@@ -102,7 +82,7 @@ double drain(const std::string& url, int agents, int jobs, std::vector<double>& 
         auto job = queues[a]->claim(ids[a], cpu_agent());
         per_agent[a].push_back(ms_since(c0));
         if (!job) break;
-        EvaluationRecord r = null_result(job->request.model);
+        EvaluationRecord r = testing::minimal_record(job->request.model);
         if (queues[a]->complete(ids[a], job->id, r)) ++done[a];
       }
     });
@@ -194,7 +174,7 @@ int main(int argc, char** argv) {
       auto job = q->claim(agent, cpu_agent());
       claims.push_back(ms_since(t0));
       if (!job) break;
-      EvaluationRecord r = null_result("null");
+      EvaluationRecord r = testing::minimal_record("null");
       q->complete(agent, job->id, r);
     }
     summarize("claim latency", claims, "ms");

@@ -298,21 +298,44 @@ struct PostgresJobQueue::Impl {
     tx.commit();
   }
 
-  // Live agents' capabilities, for waiting reasons.
-  std::vector<AgentInfo> live_agents(pqxx::work& tx) {
-    std::vector<AgentInfo> out;
+  // Every registered agent, live ones first, with "lost" for those whose heartbeat is older than agent_lost_after.
+  std::vector<AgentInfo> read_agents(pqxx::work& tx) {
     const pqxx::result r = tx.exec_params(
-        "SELECT id, name, state, capabilities FROM agents WHERE state <> 'stopped' AND "
-        "last_heartbeat_at > now() - $1 * interval '1 millisecond'",
+        "SELECT id, name, CASE WHEN state <> 'stopped' AND last_heartbeat_at < now() - $1 * interval '1 millisecond' "
+        "THEN 'lost' ELSE state END, capabilities, system, current_job, jobs_done, jobs_failed, "
+        "to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+        "to_char(last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), role "
+        "FROM agents ORDER BY (state = 'stopped'), last_heartbeat_at DESC",
         static_cast<double>(options.agent_lost_after.count()));
+    std::vector<AgentInfo> out;
     for (const auto& row : r) {
       AgentInfo a;
       a.id = row[0].as<std::string>();
       a.name = row[1].as<std::string>();
       a.state = row[2].as<std::string>();
       a.capabilities = capabilities_from_json(parse_or_empty(row[3].as<std::string>()));
+      a.system = parse_or_empty(row[4].as<std::string>());
+      if (!row[5].is_null()) a.current_job = row[5].as<std::int64_t>();
+      a.jobs_done = row[6].as<std::int64_t>();
+      a.jobs_failed = row[7].as<std::int64_t>();
+      a.started_at = row[8].as<std::string>();
+      a.last_heartbeat_at = row[9].as<std::string>();
+      a.role = row[10].as<std::string>();
       out.push_back(std::move(a));
     }
+    // Live before lost before stopped.
+    std::stable_sort(out.begin(), out.end(), [](const AgentInfo& x, const AgentInfo& y) {
+      auto rank = [](const std::string& s) { return s == "stopped" ? 2 : s == "lost" ? 1 : 0; };
+      return rank(x.state) < rank(y.state);
+    });
+    return out;
+  }
+
+  // Live agents (idle or busy, heartbeat recent), for waiting reasons.
+  std::vector<AgentInfo> live_agents(pqxx::work& tx) {
+    std::vector<AgentInfo> out = read_agents(tx);
+    out.erase(std::remove_if(out.begin(), out.end(), [](const AgentInfo& a) { return a.state == "lost" || a.state == "stopped"; }),
+              out.end());
     return out;
   }
 
@@ -486,37 +509,7 @@ JobService::DeleteResult PostgresJobQueue::remove(std::int64_t id) {
 }
 
 std::vector<AgentInfo> PostgresJobQueue::agents() {
-  return impl_->in_transaction("list agents", [&](pqxx::work& tx) {
-    const pqxx::result r = tx.exec_params(
-        "SELECT id, name, CASE WHEN state <> 'stopped' AND last_heartbeat_at < now() - $1 * interval '1 millisecond' "
-        "THEN 'lost' ELSE state END, capabilities, system, current_job, jobs_done, jobs_failed, "
-        "to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-        "to_char(last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), role "
-        "FROM agents ORDER BY (state = 'stopped'), last_heartbeat_at DESC",
-        static_cast<double>(impl_->options.agent_lost_after.count()));
-    std::vector<AgentInfo> out;
-    for (const auto& row : r) {
-      AgentInfo a;
-      a.id = row[0].as<std::string>();
-      a.name = row[1].as<std::string>();
-      a.state = row[2].as<std::string>();
-      a.capabilities = capabilities_from_json(parse_or_empty(row[3].as<std::string>()));
-      a.system = parse_or_empty(row[4].as<std::string>());
-      if (!row[5].is_null()) a.current_job = row[5].as<std::int64_t>();
-      a.jobs_done = row[6].as<std::int64_t>();
-      a.jobs_failed = row[7].as<std::int64_t>();
-      a.started_at = row[8].as<std::string>();
-      a.last_heartbeat_at = row[9].as<std::string>();
-      a.role = row[10].as<std::string>();
-      out.push_back(std::move(a));
-    }
-    // Live before lost before stopped.
-    std::stable_sort(out.begin(), out.end(), [](const AgentInfo& x, const AgentInfo& y) {
-      auto rank = [](const std::string& s) { return s == "stopped" ? 2 : s == "lost" ? 1 : 0; };
-      return rank(x.state) < rank(y.state);
-    });
-    return out;
-  });
+  return impl_->in_transaction("list agents", [&](pqxx::work& tx) { return impl_->read_agents(tx); });
 }
 
 std::string PostgresJobQueue::register_agent(const std::string& name, const AgentCapabilities& capabilities,

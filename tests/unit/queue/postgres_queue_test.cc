@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "../store/minimal_record.h"
 #include "pg_test_db.h"
 #include "xsp/queue/postgres_queue.h"
 #include "xsp/store/store.h"
@@ -17,27 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-EvaluationRecord result_record(const std::string& model, const std::string& status = "complete") {
-  EvaluationRecord r;
-  r.status = status;
-  r.model_name = model;
-  r.model_version = "1.0.0";
-  r.framework_name = "fake";
-  r.framework_version = "1.0.0";
-  r.device = "cpu";
-  r.scenario = "batch-sweep";
-  r.batch_sizes = {1};
-  r.trace_level = TraceLevel::kModel;
-  r.settings = nlohmann::json::object();
-  r.system = nlohmann::json::object();
-  RunRecord run;
-  run.batch_size = 1;
-  run.trace_level = TraceLevel::kModel;
-  run.iterations = 3;
-  run.predict_latency_ns = {1e6, 1.1e6, 0.9e6};
-  r.runs.push_back(run);
-  return r;
-}
 
 JobSubmission submission(const std::string& model, int max_attempts = 3) {
   JobSubmission s;
@@ -87,7 +67,7 @@ TEST(PostgresQueue, SubmitClaimCompletePublishesOneResultInTheJobsTransaction) {
   EXPECT_EQ(job->attempts, 1);
   EXPECT_EQ(job->request.model, "Digits_CNN");
   EXPECT_FALSE(q->claim(agent, cpu_agent())) << "the only job is running";
-  EvaluationRecord r = result_record("Digits_CNN");
+  EvaluationRecord r = testing::minimal_record("Digits_CNN");
   ASSERT_TRUE(q->complete(agent, id, r));
   EXPECT_GT(r.id, 0);
   const auto done = q->get(id);
@@ -97,7 +77,7 @@ TEST(PostgresQueue, SubmitClaimCompletePublishesOneResultInTheJobsTransaction) {
   EXPECT_EQ(done->evaluation_status, "complete");
   EXPECT_EQ(done->agent_name, "a");
   // Completing again (as after a COMMIT whose outcome was unknown) publishes nothing more.
-  EvaluationRecord again = result_record("Digits_CNN");
+  EvaluationRecord again = testing::minimal_record("Digits_CNN");
   EXPECT_TRUE(q->complete(agent, id, again));
   EXPECT_EQ(count(db.url(), "SELECT count(*) FROM evaluations"), 1);
   auto store = Store::open(db.url(), StoreAccess::kRead);
@@ -128,7 +108,7 @@ TEST(PostgresQueue, FourAgentsTwoHundredJobsEachDoneExactlyOnce) {
           std::lock_guard lock(mu);
           if (!claimed_by.emplace(job->id, a).second) ++duplicate_claims;
         }
-        EvaluationRecord r = result_record(job->request.model);
+        EvaluationRecord r = testing::minimal_record(job->request.model);
         EXPECT_TRUE(q->complete(id, job->id, r));
       }
     });
@@ -163,9 +143,9 @@ TEST(PostgresQueue, ExpiredLeaseRequeuesTheJobAndTheOldAgentCannotPublish) {
   EXPECT_EQ(job->attempts, 2);
   EXPECT_NE(job->error.find("agent dead stopped renewing its lease"), std::string::npos) << job->error;
   EXPECT_EQ(q->renew(dead, id, {}), PostgresJobQueue::LeaseState::kLost);
-  EvaluationRecord late = result_record("m");
+  EvaluationRecord late = testing::minimal_record("m");
   EXPECT_FALSE(q->complete(dead, id, late)) << "the dead agent's result would be a duplicate";
-  EvaluationRecord r = result_record("m");
+  EvaluationRecord r = testing::minimal_record("m");
   EXPECT_TRUE(q->complete(alive, id, r));
   EXPECT_EQ(count(db.url(), "SELECT count(*) FROM evaluations"), 1);
   EXPECT_EQ(count(db.url(), "SELECT count(*) FROM job_attempts WHERE outcome = 'expired'"), 1);
@@ -368,7 +348,7 @@ TEST(PostgresQueue, CancelRetryDelete) {
   EXPECT_EQ(q->remove(running), JobService::DeleteResult::kRunning);
   EXPECT_EQ(q->cancel(running), JobService::CancelResult::kStopping);
   EXPECT_EQ(q->renew(a, running, {}), PostgresJobQueue::LeaseState::kCancelRequested);
-  EvaluationRecord partial = result_record("r", "incomplete");
+  EvaluationRecord partial = testing::minimal_record("r", "incomplete");
   ASSERT_TRUE(q->complete(a, running, partial));
   auto job = q->get(running);
   EXPECT_EQ(job->state, JobState::kCancelled);
@@ -381,7 +361,7 @@ TEST(PostgresQueue, CancelRetryDelete) {
   EXPECT_EQ(job->attempts, 0);
   EXPECT_FALSE(job->evaluation_id);
   ASSERT_EQ(q->claim(a, cpu_agent())->id, running);
-  EvaluationRecord r = result_record("r");
+  EvaluationRecord r = testing::minimal_record("r");
   ASSERT_TRUE(q->complete(a, running, r));
   EXPECT_EQ(q->retry(running), JobService::RetryResult::kDone);
   EXPECT_EQ(q->remove(running), JobService::DeleteResult::kDeleted);

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 
+#include "minimal_record.h"
 #include "temp_dir.h"
 #include "xsp/store/store.h"
 #include "xsp/store/trace_export.h"
@@ -27,28 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-EvaluationRecord small_record(const std::string& model) {
-  EvaluationRecord r;
-  r.status = "complete";
-  r.created_at = "2026-11-24T09:00:00Z";
-  r.model_name = model;
-  r.model_version = "1.0.0";
-  r.framework_name = "fake";
-  r.framework_version = "1.0.0";
-  r.device = "cpu";
-  r.scenario = "batch-sweep";
-  r.batch_sizes = {1};
-  r.trace_level = TraceLevel::kModel;
-  r.settings = nlohmann::json::object();
-  r.system = nlohmann::json::object();
-  RunRecord run;
-  run.batch_size = 1;
-  run.trace_level = TraceLevel::kModel;
-  run.iterations = 3;
-  run.predict_latency_ns = {1e6, 1.1e6, 0.9e6};
-  r.runs.push_back(run);
-  return r;
-}
+EvaluationRecord small_record(const std::string& model) { return testing::minimal_record(model); }
 
 /// A raw SQLite connection, as another process (or another program) would hold one.
 class RawConnection {
