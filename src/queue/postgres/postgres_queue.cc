@@ -261,6 +261,16 @@ struct PostgresJobQueue::Impl {
     } catch (const pqxx::in_doubt_error& e) {
       conn.reset();
       unavailable(op, std::string("connection lost during COMMIT: ") + e.what());
+    } catch (const QueueUnavailable&) {
+      throw;
+    } catch (const StoreError& e) {
+      // pg::insert_evaluation() reports everything as StoreError, a lost connection included; that one is not a
+      // refused record, and the agent must retry rather than give the result up.
+      if (!c.is_open()) {
+        conn.reset();
+        unavailable(op, std::string("connection lost: ") + e.what());
+      }
+      throw;
     } catch (const pqxx::sql_error& e) {
       // Server going down (57P01 admin_shutdown, 57P02, 57P03): as a lost connection, the agent retries.
       const std::string state = e.sqlstate();
