@@ -76,7 +76,9 @@ reset
 submit Digits_CNN --framework libtorch --synthetic --min-duration-ms 4000 --warmup 1 --warmup-max-ms 0
 start_agent victim --lease-s 1.5 --poll-s 0.2
 wait_for "the victim runs the job" "SELECT state FROM jobs" running 30
-sleep 0.5
+wait_for "its progress streamed with the lease renewals" \
+  "SELECT COALESCE((progress::jsonb ->> 'total')::int, 0) > 0 FROM jobs" t 10
+echo "ok: progress $(sql "SELECT progress FROM jobs")"
 kill -9 "${agents[0]}"
 wait "${agents[0]}" 2> /dev/null || true
 start_agent rescuer --lease-s 1.5 --poll-s 0.2 --exit-when-idle-s 3
@@ -151,9 +153,12 @@ sql "CREATE ROLE gpu1 LOGIN IN ROLE xsp_agent; CREATE ROLE alice LOGIN IN ROLE x
 as_role() { echo "$url" | sed "s#postgresql://xsp@#postgresql://$1@#"; }
 agent_url=$(as_role gpu1)
 alice_url=$(as_role alice)
-"$xsp" --store "$alice_url" --zoo "$zoo" submit Digits_CNN "${small[@]}" > /dev/null || fail "alice cannot submit"
-"$xsp" --store "$agent_url" --zoo "$zoo" agent --name gpu1 --exit-when-idle-s 1 > "$work/gpu1.log" 2>&1 ||
-  fail "the agent role cannot run a job"
+"$xsp" --store "$agent_url" --zoo "$zoo" agent --name gpu1 --poll-s 0.2 --exit-when-idle-s 3 > "$work/gpu1.log" 2>&1 &
+agents+=($!)
+waited=$("$xsp" --store "$alice_url" --zoo "$zoo" submit Digits_CNN "${small[@]}" --wait 2> /dev/null) ||
+  fail "alice's submit --wait did not end with the job done: $waited"
+echo "$waited" | grep -q "done: evaluation" || fail "submit --wait printed: $waited"
+wait "${agents[0]}" || fail "the agent role cannot run a job"
 expect "job done under the roles" "SELECT state || ' ' || submitted_by FROM jobs" "done alice"
 expect "the agent's role recorded" "SELECT role FROM agents" gpu1
 expect "its result stored" "SELECT count(*) FROM evaluations" 1

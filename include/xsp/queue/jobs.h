@@ -109,8 +109,8 @@ struct JobInfo {
   std::string error_field;  ///< failed with a RequestError: the request field
   bool cancel_requested = false;
   std::string agent_id, agent_name;  ///< running, or the last to run it
-  /// Queued: why no live agent takes it ("no live agent matches: needs a GPU matching 'H100*' (agents: a: CPU
-  /// only)"), "" when one can. Computed when read.
+  /// Queued: why no live agent takes it ("no live agent can run it (cpu1: needs a GPU matching '*H100*' (this
+  /// agent has no GPU))", or "no live agent: ..."), "" when one can. Computed when read.
   std::string waiting_reason;
   std::string submitted_by;  ///< PostgreSQL role or "api"
   std::string submitted_at, started_at, finished_at, lease_expires_at;  ///< ISO 8601 UTC; "" until it happens
