@@ -1,10 +1,12 @@
-// xsp machine ceilings | state: facts about this machine (measured GPU ceilings; clocks, throttling, load now).
+// xsp machine ceilings | state | describe: facts about this machine (measured GPU ceilings; clocks, throttling, load
+// now; its description and capabilities as an agent).
 #include <fstream>
 #include <iostream>
 
 #include "common.h"
 #include "xsp/analysis/roofline.h"
 #include "xsp/profilers/ceilings_benchmark.h"
+#include "xsp/queue/jobs.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/system/system_info.h"
 
@@ -99,6 +101,18 @@ void add_machine_command(CLI::App& app, Globals& g, Commands& out) {
                    const MachineState s = sample_machine_state(nvml);
                    if (a->json) std::cout << to_json(s).dump(2) << "\n";
                    else std::cout << format_machine_state(s);
+                   return 0;
+                 }});
+
+  auto* describe = machine->add_subcommand(
+      "describe", "the system description every evaluation records, and what `xsp agent` would register as this "
+                  "machine's capabilities (frameworks with versions, GPUs with memory, CUDA), as JSON");
+  out.push_back({describe, [] {
+                   const nlohmann::json system = describe_system();
+                   std::cout << nlohmann::json({{"system", system},
+                                                {"agent_capabilities", to_json(describe_capabilities(system))}})
+                                    .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                             << "\n";
                    return 0;
                  }});
 }

@@ -148,25 +148,38 @@ std::string mismatch_reason(const JobConstraints& c, const AgentCapabilities& a)
   return "";
 }
 
-nlohmann::json to_json(const AgentInfo& a) {
+nlohmann::json to_json(const AgentCapabilities& c) {
   nlohmann::json frameworks = nlohmann::json::array(), gpus = nlohmann::json::array();
-  for (const AgentFramework& f : a.capabilities.frameworks) frameworks.push_back({{"name", f.name}, {"version", f.version}});
-  for (const AgentGpu& g : a.capabilities.gpus)
-    gpus.push_back({{"name", g.name}, {"memory_bytes", g.memory_bytes}, {"uuid", g.uuid}});
-  return {{"id", a.id},
-          {"name", a.name},
-          {"state", a.state},
-          {"hostname", a.capabilities.hostname},
-          {"frameworks", frameworks},
-          {"gpus", gpus},
-          {"has_cuda", a.capabilities.has_cuda},
-          {"current_job", a.current_job ? nlohmann::json(*a.current_job) : nlohmann::json()},
-          {"jobs_done", a.jobs_done},
-          {"jobs_failed", a.jobs_failed},
-          {"started_at", a.started_at},
-          {"last_heartbeat_at", a.last_heartbeat_at},
-          {"role", a.role},
-          {"system", a.system}};
+  for (const AgentFramework& f : c.frameworks) frameworks.push_back({{"name", f.name}, {"version", f.version}});
+  for (const AgentGpu& g : c.gpus) gpus.push_back({{"name", g.name}, {"memory_bytes", g.memory_bytes}, {"uuid", g.uuid}});
+  return {{"hostname", c.hostname}, {"frameworks", frameworks}, {"gpus", gpus}, {"has_cuda", c.has_cuda}};
+}
+
+AgentCapabilities agent_capabilities_from_json(const nlohmann::json& j) {
+  AgentCapabilities c;
+  c.hostname = j.value("hostname", "");
+  c.has_cuda = j.value("has_cuda", false);
+  for (const auto& f : j.value("frameworks", nlohmann::json::array()))
+    c.frameworks.push_back({f.value("name", ""), f.value("version", "")});
+  for (const auto& g : j.value("gpus", nlohmann::json::array()))
+    c.gpus.push_back({g.value("name", ""), g.value("memory_bytes", std::uint64_t{0}), g.value("uuid", "")});
+  return c;
+}
+
+nlohmann::json to_json(const AgentInfo& a) {
+  // The capabilities' keys (hostname, frameworks, gpus, has_cuda) sit beside the agent's own, as the API documents.
+  nlohmann::json j = to_json(a.capabilities);
+  j.update({{"id", a.id},
+            {"name", a.name},
+            {"state", a.state},
+            {"current_job", a.current_job ? nlohmann::json(*a.current_job) : nlohmann::json()},
+            {"jobs_done", a.jobs_done},
+            {"jobs_failed", a.jobs_failed},
+            {"started_at", a.started_at},
+            {"last_heartbeat_at", a.last_heartbeat_at},
+            {"role", a.role},
+            {"system", a.system}});
+  return j;
 }
 
 nlohmann::json to_json(const JobInfo& job) {

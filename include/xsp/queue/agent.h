@@ -50,10 +50,6 @@ struct AgentSummary {
   std::size_t reconnects = 0;        ///< times the database was unreachable and then reached again
 };
 
-/// This machine's capabilities: hostname and GPUs from `system` (describe_system()), the frameworks this build
-/// registered with the versions their libraries report, has_cuda when a GPU is listed and the CUDA runtime loads.
-AgentCapabilities describe_capabilities(const nlohmann::json& system);
-
 /// Runs the agent until `max_jobs`, `exit_when_idle` or an interrupt. While PostgreSQL is unreachable it retries with
 /// backoff (1 s doubling to 30 s) and logs each failure, so a database restart costs a pause, not the agent; a result
 /// finished meanwhile is published once the database is back, if the job is still the agent's. Throws StoreError

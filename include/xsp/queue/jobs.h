@@ -66,6 +66,16 @@ struct AgentCapabilities {
   std::vector<AgentGpu> gpus;  ///< empty: CPU only
   bool has_cuda = false;       ///< built with CUDA and a GPU is visible
 };
+/// {hostname, frameworks: [{name, version}], gpus: [{name, memory_bytes, uuid}], has_cuda}: what an agent registers
+/// and `xsp machine describe` prints.
+nlohmann::json to_json(const AgentCapabilities& capabilities);
+/// Inverse of to_json(AgentCapabilities); missing keys read as empty.
+AgentCapabilities agent_capabilities_from_json(const nlohmann::json& j);
+/// This machine's capabilities: hostname and GPUs (name, memory) from `system` (describe_system()), the frameworks
+/// this build registered with the versions their libraries report, has_cuda when a GPU is listed and the CUDA runtime
+/// was found or loaded.
+AgentCapabilities describe_capabilities(const nlohmann::json& system);
+
 /// Why an agent with `agent` cannot run a job with `constraints` ("needs a GPU matching 'H100*' (this agent has
 /// NVIDIA H200)"), or "" when it can. The same rule as the queue's claim query.
 std::string mismatch_reason(const JobConstraints& constraints, const AgentCapabilities& agent);

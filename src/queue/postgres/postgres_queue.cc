@@ -138,24 +138,6 @@ std::string claim_selection(const std::string& caps_param) {
                     "$CAPS", caps_param);
 }
 
-nlohmann::json capabilities_json(const AgentCapabilities& c) {
-  nlohmann::json frameworks = nlohmann::json::array(), gpus = nlohmann::json::array();
-  for (const AgentFramework& f : c.frameworks) frameworks.push_back({{"name", f.name}, {"version", f.version}});
-  for (const AgentGpu& g : c.gpus) gpus.push_back({{"name", g.name}, {"memory_bytes", g.memory_bytes}, {"uuid", g.uuid}});
-  return {{"hostname", c.hostname}, {"frameworks", frameworks}, {"gpus", gpus}, {"has_cuda", c.has_cuda}};
-}
-
-AgentCapabilities capabilities_from_json(const nlohmann::json& j) {
-  AgentCapabilities c;
-  c.hostname = j.value("hostname", "");
-  c.has_cuda = j.value("has_cuda", false);
-  for (const auto& f : j.value("frameworks", nlohmann::json::array()))
-    c.frameworks.push_back({f.value("name", ""), f.value("version", "")});
-  for (const auto& g : j.value("gpus", nlohmann::json::array()))
-    c.gpus.push_back({g.value("name", ""), g.value("memory_bytes", std::uint64_t{0}), g.value("uuid", "")});
-  return c;
-}
-
 nlohmann::json parse_or_empty(const std::string& text) {
   return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
@@ -323,7 +305,7 @@ struct PostgresJobQueue::Impl {
       a.id = row[0].as<std::string>();
       a.name = row[1].as<std::string>();
       a.state = row[2].as<std::string>();
-      a.capabilities = capabilities_from_json(parse_or_empty(row[3].as<std::string>()));
+      a.capabilities = agent_capabilities_from_json(parse_or_empty(row[3].as<std::string>()));
       a.system = parse_or_empty(row[4].as<std::string>());
       if (!row[5].is_null()) a.current_job = row[5].as<std::int64_t>();
       a.jobs_done = row[6].as<std::int64_t>();
@@ -396,7 +378,7 @@ std::string PostgresJobQueue::explain_claim(const AgentCapabilities& capabilitie
   pqxx::connection& c = impl_->connection("explain the claim");
   pqxx::work tx(c, "xsp explain claim");
   const pqxx::result r =
-      tx.exec_params("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + claim_selection("$1"), capabilities_json(capabilities).dump());
+      tx.exec_params("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + claim_selection("$1"), to_json(capabilities).dump());
   std::string plan;
   for (const auto& row : r) plan += row[0].as<std::string>() + "\n";
   tx.abort();  // EXPLAIN ANALYZE ran the FOR UPDATE: release the row it locked
@@ -528,7 +510,7 @@ std::string PostgresJobQueue::register_agent(const std::string& name, const Agen
     const pqxx::row row = tx.exec_params1(
         "INSERT INTO agents (id, name, hostname, capabilities, system, state) "
         "VALUES (gen_random_uuid()::text, $1, $2, $3, $4, 'idle') RETURNING id",
-        name, capabilities.hostname, capabilities_json(capabilities).dump(),
+        name, capabilities.hostname, to_json(capabilities).dump(),
         system.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return row[0].as<std::string>();
   });
@@ -550,7 +532,7 @@ void PostgresJobQueue::agent_stopped(const std::string& agent_id) {
 }
 
 std::optional<JobInfo> PostgresJobQueue::claim(const std::string& agent_id, const AgentCapabilities& capabilities) {
-  const std::string caps = capabilities_json(capabilities).dump();
+  const std::string caps = to_json(capabilities).dump();
   return impl_->in_transaction("claim a job", [&](pqxx::work& tx) -> std::optional<JobInfo> {
     // Expired leases first: their agents died, hung or were cut off. A job whose attempts are used up fails here,
     // naming the agent that last held it; a cancel asked of a job whose agent died ends it as cancelled.

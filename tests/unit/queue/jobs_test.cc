@@ -1,6 +1,8 @@
 // Job constraints and their matching without a database (include/xsp/queue/jobs.h).
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "xsp/eval/measurement.h"
 #include "xsp/queue/jobs.h"
 
@@ -82,6 +84,50 @@ TEST(Jobs, StatesRoundTrip) {
   for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kDone, JobState::kFailed, JobState::kCancelled})
     EXPECT_EQ(parse_job_state(to_string(s)), s);
   EXPECT_FALSE(parse_job_state("paused"));
+}
+
+}  // namespace
+}  // namespace xsp
+
+namespace xsp {
+namespace {
+
+// What `xsp machine describe` printed on the lent H100 (tests/fixtures/gpu/agent_capabilities_h100.json): the same
+// parsing as an agent's registration, and the constraints a submitter would write for it.
+TEST(Jobs, RecordedH100AgentMatchesWhatItHas) {
+  std::ifstream in(std::string(XSP_TEST_FIXTURES) + "/gpu/agent_capabilities_h100.json");
+  ASSERT_TRUE(in) << "fixture missing";
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  // describe_capabilities() on the recorded system description gives what the machine registered (frameworks aside:
+  // they come from this build's registry, not from the description).
+  nlohmann::json system = {{"host", {{"hostname", "gpu-h100"}}},
+                           {"gpu", fixture["system_gpu"]},
+                           {"cuda", fixture["system_cuda"]}};
+  AgentCapabilities described = describe_capabilities(system);
+  const AgentCapabilities recorded = agent_capabilities_from_json(fixture["agent_capabilities"]);
+  EXPECT_TRUE(described.has_cuda);
+  ASSERT_EQ(described.gpus.size(), 1u);
+  EXPECT_EQ(described.gpus[0].name, recorded.gpus[0].name);
+  EXPECT_EQ(described.gpus[0].memory_bytes, recorded.gpus[0].memory_bytes);
+  EXPECT_EQ(to_json(agent_capabilities_from_json(to_json(recorded))), to_json(recorded));
+
+  JobConstraints c;
+  c.framework = "libtorch";
+  c.framework_version = "2.11";
+  c.device = "cuda";
+  c.gpu_pattern = "*H100*";
+  c.min_gpu_memory_bytes = 64ull << 30;
+  EXPECT_EQ(mismatch_reason(c, recorded), "");
+  c.gpu_pattern = "H100*";
+  EXPECT_NE(mismatch_reason(c, recorded), "") << "the driver's name starts with NVIDIA";
+  c.gpu_pattern = "*H100*";
+  // "80GB" is 80 * 10^9 bytes less what the driver reserves: 79.6 GiB, so at least 80 GiB is not an H100 80GB.
+  c.min_gpu_memory_bytes = 80ull << 30;
+  EXPECT_EQ(mismatch_reason(c, recorded), "needs a GPU matching '*H100*' with at least 80 GiB (this agent has "
+                                          "NVIDIA H100 80GB HBM3 79 GiB)");
+  c.min_gpu_memory_bytes = 0;
+  c.framework_version = "2.1";
+  EXPECT_NE(mismatch_reason(c, recorded).find("needs framework libtorch 2.1"), std::string::npos);
 }
 
 }  // namespace
