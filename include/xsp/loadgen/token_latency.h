@@ -4,8 +4,7 @@
 // CLOCK_MONOTONIC) and every rate is per second.
 //
 // Definitions and their sources:
-//  - vLLM benchmarks/benchmark_serving.py (also the numbers GuideLLM and NVIDIA GenAI-Perf report, under their
-//    own names):
+//  - vLLM benchmarks/benchmark_serving.py (`vllm bench serve`):
 //      TTFT  = first token time − request send time;
 //      TPOT  = (e2e latency − TTFT) / (output tokens − 1), "time per output token, excluding the first token";
 //              requests with a single output token have no TPOT (vLLM skips them);
@@ -18,6 +17,8 @@
 //    in the Server scenario both are checked against their own bound (server_ttft_latency, server_tpot_latency)
 //    at the target percentile, each with its own early-stopping estimate.
 // With these definitions TPOT = (last token − first token) / (output tokens − 1): the same number in both.
+// Other tools use the names differently (some call this per-request mean gap "ITL", some divide the whole e2e
+// latency by the output tokens and call that TPOT): compare definitions, not names.
 #pragma once
 
 #include <cstddef>
