@@ -1,13 +1,33 @@
-// The smallest evaluation record the store accepts: one run of batch size 1 at the model level with three latencies
-// and no trace. For tests and benchmarks of what surrounds a record (saving, the job queue), not of its content.
+// Records and spans for the store's tests and benchmarks: the smallest evaluation record the store accepts, and a
+// span on one host thread.
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "xsp/record/record.h"
 
 namespace xsp::testing {
 
+/// A span on host thread 4242; context-parented unless it is a root.
+inline Span make_span(SpanId id, SpanId parent, Level level, std::string name, std::int64_t start_ns,
+                      std::int64_t end_ns, std::vector<Tag> tags = {}) {
+  Span s;
+  s.id = id;
+  s.parent_id = parent;
+  s.level = level;
+  s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
+  s.name = std::move(name);
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.track = Track::host_thread(4242);
+  s.tags = std::move(tags);
+  return s;
+}
+
+/// One run of batch size 1 at the model level with three latencies and no trace: for what surrounds a record
+/// (saving, the job queue), not its content.
 inline EvaluationRecord minimal_record(const std::string& model, const std::string& status = "complete") {
   EvaluationRecord r;
   r.status = status;

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "minimal_record.h"
 #include "store_backends.h"
 #include "xsp/store/store.h"
 
@@ -28,20 +29,6 @@ const std::vector<std::string> kHostile = {
     "unicode \u00b5s \u2713 \u65e5\u672c \U0001F600",
 };
 
-Span span(SpanId id, SpanId parent, Level level, std::string name, std::int64_t start, std::int64_t end,
-          std::vector<Tag> tags = {}) {
-  Span s;
-  s.id = id;
-  s.parent_id = parent;
-  s.level = level;
-  s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
-  s.name = std::move(name);
-  s.start_ns = start;
-  s.end_ns = end;
-  s.track = Track::host_thread(7);
-  s.tags = std::move(tags);
-  return s;
-}
 
 // Every user text field set from `text` (field-specific suffixes keep them distinct).
 EvaluationRecord hostile_record(const std::string& text, int n) {
@@ -63,7 +50,7 @@ EvaluationRecord hostile_record(const std::string& text, int n) {
   run.predict_latency_ns = {1e6};
   run.warnings = {text, text + " second"};
   run.predictions.push_back({text + " input", {1, 2}, {0.5f, 0.25f}});
-  run.trace.spans.push_back(span(1, kNoSpan, Level::kModel, text, 0, 10, {{text, text}}));
+  run.trace.spans.push_back(testing::make_span(1, kNoSpan, Level::kModel, text, 0, 10, {{text, text}}));
   run.trace.assembly.roots = 1;
   r.runs.push_back(run);
   return r;
@@ -136,7 +123,7 @@ EvaluationRecord full_record() {
   run.throughput_samples_per_s = nan;
   run.predict_latency_ns = {1.5e6, 0.1 + 0.2, 1.7e6 / 3.0, nan};
   run.stage_latency_ns[kStagePredict] = LatencySummary{5, 1.1, 1.0 / 3.0, 0.2, 0.9, 1.7, 1.0, 1.5, 1.6, 1.69, 1.699};
-  run.trace.spans.push_back(span(2, 1, Level::kFramework, "aten::conv2d", 2, 8, {{"shape", "[1, 3, 224, 224]"}}));
+  run.trace.spans.push_back(testing::make_span(2, 1, Level::kFramework, "aten::conv2d", 2, 8, {{"shape", "[1, 3, 224, 224]"}}));
   run.trace.counters["framework.dropped_spans"] = 3;
   run.trace.clock.unix_offset_ns = 1'700'000'000'000'000'000;
   run.measurement.design = "single";

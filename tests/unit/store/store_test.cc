@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "minimal_record.h"
 #include "store_backends.h"
 #include "temp_dir.h"
 #include "xsp/store/store.h"
@@ -26,20 +27,6 @@ using testing::TempDir;
 class StoreOnBoth : public testing::StoreBackends {};
 XSP_STORE_BACKENDS_INSTANTIATE(StoreOnBoth);
 
-Span make_span(SpanId id, SpanId parent, Level level, std::string name, std::int64_t start, std::int64_t end,
-               std::vector<Tag> tags = {}) {
-  Span s;
-  s.id = id;
-  s.parent_id = parent;
-  s.level = level;
-  s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
-  s.name = std::move(name);
-  s.start_ns = start;
-  s.end_ns = end;
-  s.track = Track::host_thread(4242);
-  s.tags = std::move(tags);
-  return s;
-}
 
 LatencySummary make_summary(double base) {
   LatencySummary s;
@@ -69,13 +56,13 @@ RunRecord make_run(int batch, TraceLevel level, std::int64_t t0) {
   run.throughput_samples_per_s = batch / 1.5e-3;
   Trace& trace = run.trace;
   trace.clock.unix_offset_ns = 1'700'000'000'000'000'000;
-  trace.spans.push_back(make_span(1, kNoSpan, Level::kApplication, "evaluation", t0, t0 + 10'000));
-  trace.spans.push_back(make_span(2, 1, Level::kModel, kStagePredict, t0 + 100, t0 + 9'000,
+  trace.spans.push_back(testing::make_span(1, kNoSpan, Level::kApplication, "evaluation", t0, t0 + 10'000));
+  trace.spans.push_back(testing::make_span(2, 1, Level::kModel, kStagePredict, t0 + 100, t0 + 9'000,
                                   {{"batch_size", std::to_string(batch)}, {"iteration", "0"}}));
   if (level != TraceLevel::kModel) {
-    trace.spans.push_back(make_span(3, 2, Level::kFramework, "aten::conv2d", t0 + 200, t0 + 4'000,
+    trace.spans.push_back(testing::make_span(3, 2, Level::kFramework, "aten::conv2d", t0 + 200, t0 + 4'000,
                                     {{"module", "layer1.0.conv1"}, {"shape", "[1, 3, 224, 224]"}}));
-    trace.spans.push_back(make_span(4, 2, Level::kFramework, "aten::relu", t0 + 4'100, t0 + 4'500));
+    trace.spans.push_back(testing::make_span(4, 2, Level::kFramework, "aten::relu", t0 + 4'100, t0 + 4'500));
     trace.assembly.by_context = 3;
     // Values chosen to catch a lossy float encoding: a subnormal, a value with all mantissa bits set, 0, 1.
     run.predictions.push_back({"a.jpg", {2, 0}, {0.25f, 1e-40f, 0.75f - 1e-7f, 0.0f}});
