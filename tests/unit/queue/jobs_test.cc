@@ -92,10 +92,10 @@ TEST(Jobs, StatesRoundTrip) {
 namespace xsp {
 namespace {
 
-// What `xsp machine describe` printed on the lent H100 (tests/fixtures/gpu/agent_capabilities_h100.json): the same
+// What `xsp machine describe` printed on the lent H100 (tests/fixtures/agents/agent_capabilities_h100.json): the same
 // parsing as an agent's registration, and the constraints a submitter would write for it.
 TEST(Jobs, RecordedH100AgentMatchesWhatItHas) {
-  std::ifstream in(std::string(XSP_TEST_FIXTURES) + "/gpu/agent_capabilities_h100.json");
+  std::ifstream in(std::string(XSP_TEST_FIXTURES) + "/agents/agent_capabilities_h100.json");
   ASSERT_TRUE(in) << "fixture missing";
   const nlohmann::json fixture = nlohmann::json::parse(in);
   // describe_capabilities() on the recorded system description gives what the machine registered (frameworks aside:
