@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "xsp/record/record.h"
+#include "xsp/trace/serialize.h"
 
 namespace xsp::store_columns {
 
@@ -87,6 +88,35 @@ inline std::string now_iso8601_utc() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+/// `j` as column text. Invalid UTF-8 is replaced rather than refused: a stray byte in an environment variable must
+/// not lose a run (and PostgreSQL would refuse it).
+inline std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// The columns of a run that are encoded, as both backends store them: JSON text and little-endian blobs.
+struct EncodedRun {
+  std::string stage_latency_ns, counters, measurement, machine_state, warnings;  ///< JSON text
+  std::vector<std::uint8_t> predict_latency_ns;  ///< doubles_to_blob()
+  std::vector<std::uint8_t> trace;               ///< encode_trace()
+};
+/// Encodes `run`'s columns. Throws what encode_trace() throws (the only step that can fail).
+inline EncodedRun encode_run(const RunRecord& run) {
+  EncodedRun e;
+  nlohmann::json stages = nlohmann::json::object();
+  for (const auto& [stage, summary] : run.stage_latency_ns) stages[stage] = to_json(summary);
+  nlohmann::json counters = nlohmann::json::object();
+  for (const auto& [name, value] : run.trace.counters) counters[name] = value;
+  e.stage_latency_ns = json_text(stages);
+  e.counters = json_text(counters);
+  e.measurement = json_text(to_json(run.measurement));
+  e.machine_state = json_text(run.machine_state);
+  e.warnings = json_text(nlohmann::json(run.warnings));
+  e.predict_latency_ns = doubles_to_blob(run.predict_latency_ns);
+  e.trace = encode_trace(run.trace);
+  return e;
 }
 
 }  // namespace xsp::store_columns

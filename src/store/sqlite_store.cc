@@ -680,32 +680,19 @@ class SqliteStore final : public Store {
     bind_text(st, 10, nlohmann::json(r.batch_sizes).dump(), op);
     bind_text(st, 11, std::string(to_string(r.trace_level)), op);
     bind_int(st, 12, r.leveled ? 1 : 0, op);
-    bind_text(st, 13, dump_json(r.settings, op + ": settings"), op);
-    bind_text(st, 14, dump_json(r.system, op + ": system"), op);
+    bind_text(st, 13, json_text(r.settings), op);
+    bind_text(st, 14, json_text(r.system), op);
     bind_text(st, 15, r.uuid, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     return sqlite3_last_insert_rowid(db_);
   }
 
-  std::string dump_json(const nlohmann::json& j, const std::string& what) const {
-    try {
-      // Replace invalid UTF-8 rather than fail: a stray byte in an environment variable must not lose a run.
-      return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    } catch (const std::exception& e) {
-      fail(what, e.what());
-    }
-  }
-
   std::int64_t insert_run(std::int64_t evaluation_id, const RunRecord& run, std::size_t index) {
     const std::string op = "save run " + std::to_string(index) + " (batch size " + std::to_string(run.batch_size) +
                            ", trace level " + std::string(to_string(run.trace_level)) + ")";
-    nlohmann::json stages = nlohmann::json::object();
-    for (const auto& [stage, summary] : run.stage_latency_ns) stages[stage] = to_json(summary);
-    nlohmann::json counters = nlohmann::json::object();
-    for (const auto& [name, value] : run.trace.counters) counters[name] = value;
-    std::vector<std::uint8_t> trace_blob;
+    EncodedRun enc;
     try {
-      trace_blob = encode_trace(run.trace);
+      enc = encode_run(run);
     } catch (const std::exception& e) {
       fail(op + ": encode trace", e.what());
     }
@@ -724,12 +711,12 @@ class SqliteStore final : public Store {
     bind_int(st, 4, run.warmup_iterations, op);
     bind_int(st, 5, run.iterations, op);
     bind_double(st, 6, run.throughput_samples_per_s, op);
-    bind_text(st, 7, stages.dump(), op);
-    bind_blob(st, 8, doubles_to_blob(run.predict_latency_ns), op);
+    bind_text(st, 7, enc.stage_latency_ns, op);
+    bind_blob(st, 8, enc.predict_latency_ns, op);
     bind_int(st, 9, static_cast<std::int64_t>(run.trace.spans.size()), op);
     bind_int(st, 10, static_cast<std::int64_t>(run.trace.assembly.unparented), op);
-    bind_text(st, 11, counters.dump(), op);
-    bind_blob(st, 12, trace_blob, op);
+    bind_text(st, 11, enc.counters, op);
+    bind_blob(st, 12, enc.trace, op);
     const StabilityAssessment& a = run.measurement.stability;
     bind_text(st, 13, std::string(to_string(a.verdict)), op);
     bind_double(st, 14, a.median_ns, op);
@@ -738,9 +725,9 @@ class SqliteStore final : public Store {
     bind_double(st, 17, a.cv, op);
     bind_double(st, 18, a.drift_fraction, op);
     bind_int(st, 19, run.measurement.warmup_ns, op);
-    bind_text(st, 20, dump_json(to_json(run.measurement), op + ": measurement"), op);
-    bind_text(st, 21, dump_json(run.machine_state, op + ": machine_state"), op);
-    bind_text(st, 22, dump_json(nlohmann::json(run.warnings), op + ": warnings"), op);
+    bind_text(st, 20, enc.measurement, op);
+    bind_text(st, 21, enc.machine_state, op);
+    bind_text(st, 22, enc.warnings, op);
     bind_text(st, 23, run.trace_id, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     const std::int64_t run_id = sqlite3_last_insert_rowid(db_);

@@ -75,15 +75,6 @@ nlohmann::json parse_json(const std::string& s, const std::string& location, con
   }
 }
 
-std::string dump_json(const nlohmann::json& j, const std::string& location, const std::string& what) {
-  try {
-    // Replace invalid UTF-8 rather than fail, as the SQLite store does (PostgreSQL would refuse it anyway).
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  } catch (const std::exception& e) {
-    fail(location, what, e.what());
-  }
-}
-
 TraceLevel trace_level_from(const std::string& name, const std::string& location, const std::string& op) {
   auto level = parse_trace_level(name);
   if (!level) fail(location, op, "unknown trace level '" + name + "'");
@@ -103,13 +94,9 @@ std::int64_t insert_run(pqxx::dbtransaction& tx, std::int64_t evaluation_id, con
                         const std::string& location) {
   const std::string op = "save run " + std::to_string(index) + " (batch size " + std::to_string(run.batch_size) +
                          ", trace level " + std::string(to_string(run.trace_level)) + ")";
-  nlohmann::json stages = nlohmann::json::object();
-  for (const auto& [stage, summary] : run.stage_latency_ns) stages[stage] = to_json(summary);
-  nlohmann::json counters = nlohmann::json::object();
-  for (const auto& [name, value] : run.trace.counters) counters[name] = value;
-  std::vector<std::uint8_t> trace_blob;
+  EncodedRun enc;
   try {
-    trace_blob = encode_trace(run.trace);
+    enc = encode_run(run);
   } catch (const std::exception& e) {
     fail(location, op + ": encode trace", e.what());
   }
@@ -124,14 +111,12 @@ std::int64_t insert_run(pqxx::dbtransaction& tx, std::int64_t evaluation_id, con
                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
                    "$20, $21, $22, $23) RETURNING id",
                    evaluation_id, run.batch_size, std::string(to_string(run.trace_level)), run.warmup_iterations,
-                   run.iterations, Real{run.throughput_samples_per_s}, stages.dump(),
-                   bytes(doubles_to_blob(run.predict_latency_ns)), static_cast<std::int64_t>(run.trace.spans.size()),
-                   static_cast<std::int64_t>(run.trace.assembly.unparented), counters.dump(), bytes(trace_blob),
+                   run.iterations, Real{run.throughput_samples_per_s}, enc.stage_latency_ns,
+                   bytes(enc.predict_latency_ns), static_cast<std::int64_t>(run.trace.spans.size()),
+                   static_cast<std::int64_t>(run.trace.assembly.unparented), enc.counters, bytes(enc.trace),
                    std::string(to_string(a.verdict)), Real{a.median_ns}, Real{a.ci95_ns.low}, Real{a.ci95_ns.high},
                    Real{a.cv}, Real{a.drift_fraction}, static_cast<std::int64_t>(run.measurement.warmup_ns),
-                   dump_json(to_json(run.measurement), location, op + ": measurement"),
-                   dump_json(run.machine_state, location, op + ": machine_state"),
-                   dump_json(nlohmann::json(run.warnings), location, op + ": warnings"), run.trace_id)[0]
+                   enc.measurement, enc.machine_state, enc.warnings, run.trace_id)[0]
                  .as<std::int64_t>();
   } catch (const pqxx::failure& e) {
     fail(location, op, reason(e));
@@ -594,8 +579,8 @@ InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record,
               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
               r.created_at, r.status, r.model_name, r.model_version, r.manifest_yaml, r.framework_name,
               r.framework_version, r.device, r.scenario, nlohmann::json(r.batch_sizes).dump(),
-              std::string(to_string(r.trace_level)), r.leveled ? 1 : 0, dump_json(r.settings, location, op + ": settings"),
-              dump_json(r.system, location, op + ": system"), r.uuid)[0]
+              std::string(to_string(r.trace_level)), r.leveled ? 1 : 0, json_text(r.settings),
+              json_text(r.system), r.uuid)[0]
             .as<std::int64_t>();
   } catch (const pqxx::failure& e) {
     fail(location, op, reason(e));
