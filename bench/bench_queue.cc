@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "../tests/unit/pg/pg_url.h"
 #include "../tests/unit/store/minimal_record.h"
 #include "xsp/queue/postgres_queue.h"
 #include "xsp/stats/stats.h"
@@ -36,13 +37,6 @@ AgentCapabilities cpu_agent() {
 
 double ms_since(SteadyClock::time_point t0) {
   return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
-}
-
-std::string with_database(const std::string& url, const std::string& db) {
-  const auto q = url.find('?');
-  std::string base = url.substr(0, q);
-  base = base.substr(0, base.find('/', base.find("://") + 3)) + "/" + db;
-  return base + (q == std::string::npos ? "" : url.substr(q));
 }
 
 void exec(const std::string& url, const std::string& sql) {
@@ -112,7 +106,7 @@ int main(int argc, char** argv) {
   const int deep = argc > 3 ? std::atoi(argv[3]) : 100'000;
   exec(admin, "DROP DATABASE IF EXISTS xsp_bench_queue");
   exec(admin, "CREATE DATABASE xsp_bench_queue");
-  const std::string url = with_database(admin, "xsp_bench_queue");
+  const std::string url = testing::pg_url_for(admin, "xsp_bench_queue");
   auto submitter = PostgresJobQueue::open(url);
   JobSubmission s;
   s.request.model = "null";

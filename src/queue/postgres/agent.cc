@@ -158,10 +158,10 @@ class JobRun {
   void hand_back() {
     ++summary_.jobs_handed_back;
     // A few tries only: the agent is stopping. If they fail, the lease expires and the job is queued again then.
-    milliseconds waited(0);
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
     const auto r = with_retry("hand back job " + std::to_string(job_.id), summary_,
                               [&] { return queue_.hand_back(agent_id_, job_.id); },
-                              [&] { return (waited += milliseconds(100)) > milliseconds(10'000); });
+                              [&] { return SteadyClock::now() > deadline; });
     spdlog::info("agent: job {} {}", job_.id,
                  r && *r ? "handed back to the queue" : "not handed back (the database is unreachable): it returns to "
                                                         "the queue when its lease expires");
@@ -298,9 +298,9 @@ AgentSummary run_agent(const AgentOptions& o) {
     }
   }
   // A clean stop: `xsp agents` shows it stopped rather than lost. Not worth waiting long for an unreachable database.
-  milliseconds waited(0);
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(5);
   with_retry("mark the agent stopped", summary, [&] { queue.agent_stopped(summary.agent_id); return 0; },
-             [&] { return (waited += milliseconds(100)) > milliseconds(5'000); });
+             [&] { return SteadyClock::now() > deadline; });
   spdlog::info("agent {} stopped: {} done, {} failed, {} handed back, {} lost", name, summary.jobs_done,
                summary.jobs_failed, summary.jobs_handed_back, summary.jobs_lost);
   return summary;

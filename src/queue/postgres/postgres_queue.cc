@@ -99,16 +99,19 @@ CREATE INDEX job_attempts_job ON job_attempts (job_id);
 constexpr int kQueueSchemaVersion = kQueueMigrations[std::size(kQueueMigrations) - 1].version;
 constexpr std::int64_t kQueueSchemaLockKey = 0x585350'0002;
 
+// A timestamptz column as ISO 8601 UTC text ("2026-11-24T12:00:00Z"), the form of every time in the API.
+#define XSP_UTC_TEXT(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
 // Every column a JobInfo is read from, in this order (read_job()). Times as ISO 8601 UTC text.
 constexpr const char* kJobColumns =
     "j.id, j.state, j.request, j.priority, j.framework, j.framework_version, j.device, j.gpu_pattern, "
     "j.min_gpu_memory_bytes, j.host, j.attempts, j.max_attempts, COALESCE(j.agent_id, ''), COALESCE(a.name, ''), "
     "j.progress, j.cancel_requested, j.evaluation_id, COALESCE(j.evaluation_status, ''), j.error, j.error_field, "
     "j.submitted_by, "
-    "to_char(j.submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-    "COALESCE(to_char(j.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''), "
-    "COALESCE(to_char(j.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''), "
-    "COALESCE(to_char(j.lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')";
+    XSP_UTC_TEXT("j.submitted_at") ", "
+    "COALESCE(" XSP_UTC_TEXT("j.started_at") ", ''), "
+    "COALESCE(" XSP_UTC_TEXT("j.finished_at") ", ''), "
+    "COALESCE(" XSP_UTC_TEXT("j.lease_expires_at") ", '')";
 
 // The claim rule: the job's constraints against the agent's capabilities ($caps, JSON of AgentCapabilities). The
 // same rule as mismatch_reason() (tests/unit/queue check they agree).
@@ -295,8 +298,8 @@ struct PostgresJobQueue::Impl {
     const pqxx::result r = tx.exec_params(
         "SELECT id, name, CASE WHEN state <> 'stopped' AND last_heartbeat_at < now() - $1 * interval '1 millisecond' "
         "THEN 'lost' ELSE state END, capabilities, system, current_job, jobs_done, jobs_failed, "
-        "to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-        "to_char(last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), role "
+        XSP_UTC_TEXT("started_at") ", "
+        XSP_UTC_TEXT("last_heartbeat_at") ", role "
         "FROM agents ORDER BY (state = 'stopped'), last_heartbeat_at DESC",
         static_cast<double>(options.agent_lost_after.count()));
     std::vector<AgentInfo> out;

@@ -12,6 +12,8 @@
 #include <random>
 #include <string>
 
+#include "pg_url.h"
+
 namespace xsp::testing {
 
 /// The maintenance URL from XSP_TEST_PG_URL, or std::nullopt (tests then GTEST_SKIP with the reason).
@@ -19,15 +21,6 @@ inline std::optional<std::string> pg_admin_url() {
   const char* url = std::getenv("XSP_TEST_PG_URL");
   if (url == nullptr || *url == '\0') return std::nullopt;
   return std::string(url);
-}
-
-/// `admin_url` with its database replaced by `database` (the URL's path, before any "?").
-inline std::string pg_url_for(const std::string& admin_url, const std::string& database) {
-  const auto query = admin_url.find('?');
-  std::string base = admin_url.substr(0, query);
-  const auto slash = base.find('/', base.find("://") + 3);
-  base = (slash == std::string::npos ? base : base.substr(0, slash)) + "/" + database;
-  return base + (query == std::string::npos ? std::string() : admin_url.substr(query));
 }
 
 class PgTestDatabase {

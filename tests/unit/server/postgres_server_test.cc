@@ -15,7 +15,24 @@ namespace {
 
 using json = nlohmann::json;
 
-class ServerOnPostgres : public testing::ServerFixture {};
+class ServerOnPostgres : public testing::ServerFixture {
+ protected:
+  /// One job on `store` by an agent named `name` that runs the fake framework of the fixture's zoo on its fake clock.
+  AgentOptions one_job_agent(const std::string& store, const std::string& name) {
+    AgentOptions a;
+    a.store = store;
+    a.name = name;
+    a.zoo = dir_ / "zoo";
+    a.record_machine_state = false;
+    a.clock = &clock();
+    a.max_jobs = 1;
+    AgentCapabilities caps;
+    caps.hostname = "test-host";
+    caps.frameworks = {{"server-fake", "1.0.0"}};
+    a.capabilities = caps;
+    return a;
+  }
+};
 
 TEST_F(ServerOnPostgres, SubmittedThroughTheApiRunByAnAgentListedWithItsResult) {
   XSP_PG_TEST_DATABASE(db);
@@ -33,18 +50,7 @@ TEST_F(ServerOnPostgres, SubmittedThroughTheApiRunByAnAgentListedWithItsResult) 
   EXPECT_EQ(job["priority"], 3);
   EXPECT_NE(job["waiting_reason"].get<std::string>().find("no live agent"), std::string::npos) << job;
 
-  AgentOptions a;
-  a.store = db.url();
-  a.name = "test-agent";
-  a.zoo = dir_ / "zoo";
-  a.record_machine_state = false;
-  a.clock = &clock();
-  a.max_jobs = 1;
-  AgentCapabilities caps;
-  caps.hostname = "test-host";
-  caps.frameworks = {{"server-fake", "1.0.0"}};
-  a.capabilities = caps;
-  const AgentSummary s = run_agent(a);
+  const AgentSummary s = run_agent(one_job_agent(db.url(), "test-agent"));
   EXPECT_EQ(s.jobs_done, 1u);
 
   job = body(c.Get("/api/v1/jobs/" + std::to_string(id)))["job"];
@@ -78,17 +84,7 @@ TEST_F(ServerOnPostgres, ABadRequestIsFailedByTheAgentNamingTheField) {
   const auto r = c.Post("/api/v1/jobs", json({{"request", request}}).dump(), "application/json");
   ASSERT_EQ(r->status, 202) << r->body;
   const std::int64_t id = body(r)["job"]["id"];
-  AgentOptions a;
-  a.store = db.url();
-  a.zoo = dir_ / "zoo";
-  a.record_machine_state = false;
-  a.clock = &clock();
-  a.max_jobs = 1;
-  AgentCapabilities caps;
-  caps.hostname = "h";
-  caps.frameworks = {{"server-fake", "1.0.0"}};
-  a.capabilities = caps;
-  EXPECT_EQ(run_agent(a).jobs_failed, 1u);
+  EXPECT_EQ(run_agent(one_job_agent(db.url(), "")).jobs_failed, 1u);
   const json job = body(c.Get("/api/v1/jobs/" + std::to_string(id)))["job"];
   EXPECT_EQ(job["state"], "failed");
   EXPECT_EQ(job["attempts"], 1) << "a bad request is not retried";
