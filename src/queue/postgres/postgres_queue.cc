@@ -23,17 +23,12 @@ namespace {
 
 constexpr const char* kChannel = "xsp_jobs";
 
-/// A queue schema step, applied once, in order, in the transaction that opens the queue (as the store's migrations).
-struct QueueMigration {
-  int version;
-  const char* sql;
-};
-
 // Version 1. The constraint columns are typed copies of JobSubmission::constraints so that the claim query matches
 // them in SQL (an index scan in claim order, not a scan of every queued job in C++). gpu_like is gpu_pattern as a
 // LIKE pattern (glob_to_like), computed once at submit. CHECKs make the database refuse states no writer should
 // produce: a running job always has an agent and a lease.
-constexpr QueueMigration kQueueMigrations[] = {
+// The queue's tables, versioned and migrated as the store's (pg::migrate()).
+constexpr pg::Migration kQueueMigrations[] = {
     {1, R"sql(
 CREATE TABLE agents (
   id TEXT PRIMARY KEY CHECK (length(id) = 36),
@@ -267,32 +262,6 @@ struct PostgresJobQueue::Impl {
     }
   }
 
-  // Roles other than the owner (docs/deploy.md: xsp_agent, xsp_submitter) may not create tables: a current schema
-  // is only read, and DDL runs only when a migration is due.
-  void migrate(pqxx::connection& c) {
-    pqxx::work tx(c, "xsp queue schema");
-    tx.exec_params("SELECT pg_advisory_xact_lock($1)", kQueueSchemaLockKey);
-    int version = 0;
-    if (!tx.exec1("SELECT to_regclass('queue_schema_version') IS NULL")[0].as<bool>()) {
-      const pqxx::result v = tx.exec("SELECT version FROM queue_schema_version");
-      version = v.empty() ? 0 : v[0][0].as<int>();
-    }
-    if (version == kQueueSchemaVersion) return;  // the transaction ends without writing
-    tx.exec0("CREATE TABLE IF NOT EXISTS queue_schema_version (version INTEGER NOT NULL)");
-    if (version > kQueueSchemaVersion)
-      throw StoreError("xsp queue " + location + ": the queue's tables have schema version " + std::to_string(version) +
-                       ", newer than this XSP knows (" + std::to_string(kQueueSchemaVersion) +
-                       "): run the agents and submitters of a newer XSP");
-    for (const QueueMigration& m : kQueueMigrations) {
-      if (m.version <= version) continue;
-      tx.exec0(m.sql);
-      version = m.version;
-    }
-    tx.exec0("DELETE FROM queue_schema_version");
-    tx.exec_params0("INSERT INTO queue_schema_version (version) VALUES ($1)", version);
-    tx.commit();
-  }
-
   // Every registered agent, live ones first, with "lost" for those whose heartbeat is older than agent_lost_after.
   std::vector<AgentInfo> read_agents(pqxx::work& tx) {
     const pqxx::result r = tx.exec_params(
@@ -365,7 +334,9 @@ std::unique_ptr<PostgresJobQueue> PostgresJobQueue::open(const std::string& loca
   pqxx::connection& c = impl->connection("connect");
   try {
     pg::migrate_store_schema(c, location);
-    impl->migrate(c);
+    static const pg::SchemaSteps queue_steps{"queue schema", "queue_schema_version", kQueueSchemaLockKey,
+                                             {std::begin(kQueueMigrations), std::end(kQueueMigrations)}, nullptr};
+    pg::migrate(c, location, queue_steps);
   } catch (const pqxx::broken_connection& e) {
     impl->unavailable("open", e.what());
   } catch (const pqxx::sql_error& e) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
@@ -16,6 +17,30 @@ namespace xsp::pg {
 
 /// Connects with libpq's URI `location`. Throws StoreError naming redact_location(location) and libpq's reason.
 std::unique_ptr<pqxx::connection> connect(const std::string& location);
+
+/// A schema step, applied once, in order; a new version is a new entry at the end, never an edit of an old one
+/// (databases in the field already ran it).
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+/// A versioned set of tables: the results store's (table schema_version) or the job queue's (queue_schema_version).
+struct SchemaSteps {
+  std::string what;           ///< in messages: "schema", "queue schema"
+  std::string version_table;  ///< the table holding the version (a constant, never user input)
+  std::int64_t lock_key = 0;  ///< pg_advisory_xact_lock key held while migrating
+  std::vector<Migration> steps;
+  /// Optional, on a database without the version table: refuse what must not be migrated (the store: another
+  /// application's `evaluations` table). Throws StoreError naming the location it is given.
+  std::function<void(pqxx::transaction_base& tx, const std::string& location)> on_unversioned;
+};
+
+/// Brings `steps`' tables to their last version. A database already there is only read (no lock, no write
+/// privilege: roles other than the owner open it); otherwise one transaction under `lock_key` (agents starting
+/// together migrate once) applies the missing steps and records the version. Throws StoreError naming
+/// redact_location(location) when the database holds a newer version than `steps` knows, or refuses a step.
+void migrate(pqxx::connection& connection, const std::string& location, const SchemaSteps& steps);
 
 /// Creates the results schema on an empty database or migrates it to Store::current_schema_version(), in one
 /// transaction holding advisory lock kSchemaLockKey (so that agents starting together migrate once). Throws

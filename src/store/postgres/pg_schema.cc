@@ -10,11 +10,6 @@
 namespace xsp::pg {
 namespace {
 
-struct Migration {
-  int version;
-  const char* sql;
-};
-
 // The translation, for every version: SQLite's INTEGER (64-bit) is BIGINT, REAL is DOUBLE PRECISION (NaN stored as
 // NULL by both), BLOB is BYTEA; INTEGER PRIMARY KEY is an identity column; JSON and created_at stay TEXT so that
 // filters compare the same way (created_at with COLLATE "C", SQLite's byte order). Constraint and index names
@@ -130,27 +125,14 @@ UPDATE evaluations SET uuid = gen_random_uuid()::text WHERE uuid IS NULL;
 
 constexpr int kPgSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
 
-// The schema version the database holds (0: none yet). Refuses another application's `evaluations` table.
-int read_schema_version(pqxx::transaction_base& tx, const std::string& location) {
-  const pqxx::row r = tx.exec1(
-      "SELECT to_regclass('schema_version') IS NOT NULL, to_regclass('evaluations') IS NOT NULL");
-  const bool have_version = r[0].as<bool>(), have_evaluations = r[1].as<bool>();
-  if (!have_version) {
-    if (have_evaluations)
-      fail(location, "open",
-           "not an XSP results store: it holds a table 'evaluations' and no schema_version table (another "
-           "application's database?); choose another database for --store");
+// The version recorded in `steps.version_table` (0: none yet).
+int read_version(pqxx::transaction_base& tx, const SchemaSteps& steps, const std::string& location) {
+  if (!tx.exec_params1("SELECT to_regclass($1) IS NOT NULL", steps.version_table)[0].as<bool>()) {
+    if (steps.on_unversioned) steps.on_unversioned(tx, location);
     return 0;
   }
-  const pqxx::row v = tx.exec1("SELECT MAX(version) FROM schema_version");
+  const pqxx::row v = tx.exec1("SELECT MAX(version) FROM " + steps.version_table);
   return v[0].is_null() ? 0 : v[0].as<int>();
-}
-
-void refuse_newer(int found, const std::string& location) {
-  if (found > kPgSchemaVersion)
-    fail(location, "open",
-         "schema version " + std::to_string(found) + " is newer than this build of XSP supports (" +
-             std::to_string(kPgSchemaVersion) + "); use a newer XSP");
 }
 
 }  // namespace
@@ -163,42 +145,61 @@ std::unique_ptr<pqxx::connection> connect(const std::string& location) {
   }
 }
 
-void migrate_store_schema(pqxx::connection& connection, const std::string& location) {
-  static_assert(kPgSchemaVersion == 5, "PostgreSQL and SQLite schemas must have the same versions (sqlite_store.cc)");
+void migrate(pqxx::connection& connection, const std::string& location, const SchemaSteps& steps) {
+  const int latest = steps.steps.empty() ? 0 : steps.steps.back().version;
+  auto refuse_newer = [&](int found) {
+    if (found > latest)
+      fail(location, "open",
+           steps.what + " version " + std::to_string(found) + " is newer than this build of XSP supports (" +
+               std::to_string(latest) + "); use a newer XSP");
+  };
   try {
     // A plain read first: an up-to-date database (the usual case) takes no lock and needs no write privilege.
     {
       pqxx::read_transaction tx(connection);
-      const int seen = read_schema_version(tx, location);
-      refuse_newer(seen, location);
-      if (seen == kPgSchemaVersion) return;
+      const int seen = read_version(tx, steps, location);
+      refuse_newer(seen);
+      if (seen == latest) return;
     }
     pqxx::work tx(connection);
     // Agents starting together on an empty database: the first migrates, the others wait here and find it done.
-    tx.exec_params("SELECT pg_advisory_xact_lock($1)", kSchemaLockKey);
-    const int found = read_schema_version(tx, location);
-    refuse_newer(found, location);
-    if (found < kPgSchemaVersion) {
-      tx.exec0("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-      for (const Migration& m : kMigrations) {
+    tx.exec_params("SELECT pg_advisory_xact_lock($1)", steps.lock_key);
+    const int found = read_version(tx, steps, location);
+    refuse_newer(found);
+    if (found < latest) {
+      tx.exec0("CREATE TABLE IF NOT EXISTS " + steps.version_table + " (version INTEGER NOT NULL)");
+      for (const Migration& m : steps.steps) {
         if (m.version <= found) continue;
         try {
           tx.exec(m.sql);
         } catch (const pqxx::sql_error& e) {
-          fail(location, "migrate schema to version " + std::to_string(m.version), reason(e));
+          fail(location, "migrate " + steps.what + " to version " + std::to_string(m.version), reason(e));
         }
       }
-      tx.exec0("DELETE FROM schema_version");
-      tx.exec_params0("INSERT INTO schema_version (version) VALUES ($1)", kPgSchemaVersion);
+      tx.exec0("DELETE FROM " + steps.version_table);
+      tx.exec_params0("INSERT INTO " + steps.version_table + " (version) VALUES ($1)", latest);
     }
     tx.commit();
   } catch (const StoreError&) {
     throw;
   } catch (const pqxx::sql_error& e) {
-    fail(location, "migrate schema", reason(e));
+    fail(location, "migrate " + steps.what, reason(e));
   } catch (const std::exception& e) {
-    fail(location, "migrate schema", first_line(e.what()));
+    fail(location, "migrate " + steps.what, first_line(e.what()));
   }
+}
+
+void migrate_store_schema(pqxx::connection& connection, const std::string& location) {
+  static_assert(kPgSchemaVersion == 5, "PostgreSQL and SQLite schemas must have the same versions (sqlite_store.cc)");
+  static const SchemaSteps steps{
+      "schema", "schema_version", kSchemaLockKey, {std::begin(kMigrations), std::end(kMigrations)},
+      [](pqxx::transaction_base& tx, const std::string& location) {
+        if (tx.exec1("SELECT to_regclass('evaluations') IS NOT NULL")[0].as<bool>())
+          fail(location, "open",
+               "not an XSP results store: it holds a table 'evaluations' and no schema_version table (another "
+               "application's database?); choose another database for --store");
+      }};
+  migrate(connection, location, steps);
 }
 
 }  // namespace xsp::pg
