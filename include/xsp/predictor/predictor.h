@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "xsp/manifest/manifest.h"
+#include "xsp/predictor/generator.h"
 #include "xsp/predictor/tensor.h"
 #include "xsp/trace/trace.h"
 
@@ -66,6 +67,9 @@ class Predictor {
   virtual void close() = 0;
   /// The framework-level profiler, or nullptr if this framework has none.
   virtual FrameworkProfiler* framework_profiler() = 0;
+  /// The token generator of the loaded model when its output type is "generation" (docs/generation.md), else
+  /// nullptr. Owned by the predictor, valid until close() or the next load().
+  virtual Generator* generator() { return nullptr; }
 };
 
 using PredictorFactory = std::function<std::unique_ptr<Predictor>()>;

@@ -19,6 +19,16 @@ inline constexpr const char* kStagePreprocess = "preprocess";
 inline constexpr const char* kStagePredict = "predict";
 inline constexpr const char* kStagePostprocess = "postprocess";
 
+/// MODEL spans of a generation request (docs/generation.md "Spans"): one "request" span per request (a batch of
+/// sequences generated together), and under it "tokenize", "prefill" (the prompt through the model, then the first
+/// token sampled and copied to the host), one "decode" span per later token (tag "step": 1, 2, ...), "detokenize".
+/// A sequence's first token is out at the end of "prefill", its token i at the end of decode step i.
+inline constexpr const char* kStageRequest = "request";
+inline constexpr const char* kStageTokenize = "tokenize";
+inline constexpr const char* kStagePrefill = "prefill";
+inline constexpr const char* kStageDecode = "decode";
+inline constexpr const char* kStageDetokenize = "detokenize";
+
 /// 32 lower-case hex digits from 16 bytes of std::random_device: an OTLP/W3C trace id (never all zeros).
 std::string random_trace_id();
 /// A random RFC 4122 version-4 UUID in its 36-character text form.
@@ -125,6 +135,13 @@ struct RunRecord {
   /// Store::save() when empty and stored with the run, so that every export of the run carries the same ids
   /// and runs of different stores never share one (span ids derive from it: xsp::otlp_span_id).
   std::string trace_id;
+  /// Generation runs (output type "generation", docs/generation.md): the token-latency figures of the run's
+  /// measured requests, {} for other runs. Keys: "requests", "prompt_tokens" and "output_tokens" (per request, in
+  /// issue order), "ttft_ns", "tpot_ns", "itl_ns", "e2e_ns" (LatencySummary JSON), "input_tokens_per_s",
+  /// "output_tokens_per_s", "duration_ns", "single_token_requests", "ttft_stability", "tpot_stability",
+  /// "kv_cache_bytes" (the largest KV cache a request allocated), "ttft_values_ns" and "tpot_values_ns" (per
+  /// request, issue order) and, for trace tails, "tail" (which steps' traces were kept).
+  nlohmann::json generation = nlohmann::json::object();
   bool operator==(const RunRecord&) const = default;
 };
 
