@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "format.h"
+#include "scoped_span.h"
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
@@ -20,40 +21,6 @@
 
 namespace xsp {
 namespace {
-
-// Opens a span now and closes it (adding it to the recorder) when the scope ends; times on `clock`.
-class ScopedSpan {
- public:
-  ScopedSpan(const Clock& clock, TraceRecorder* recorder, Level level, std::string name, SpanId parent,
-             std::vector<Tag> tags = {})
-      : clock_(clock), recorder_(recorder) {
-    span_.id = recorder ? recorder->next_id() : kNoSpan;
-    span_.parent_id = parent;
-    span_.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
-    span_.level = level;
-    span_.name = std::move(name);
-    span_.track = Track::host_thread(current_thread_id());
-    if (recorder) span_.tags = std::move(tags);
-    span_.start_ns = clock_.now_ns();
-  }
-  ~ScopedSpan() { close(); }
-  /// Ends the span now; returns its duration.
-  std::int64_t close() {
-    if (!closed_) {
-      span_.end_ns = clock_.now_ns();
-      closed_ = true;
-      if (recorder_) recorder_->add(std::move(span_));
-    }
-    return span_.end_ns - span_.start_ns;
-  }
-  SpanId id() const { return span_.id; }
-
- private:
-  const Clock& clock_;
-  TraceRecorder* recorder_;
-  Span span_;
-  bool closed_ = false;
-};
 
 std::vector<std::string> ids_of(const std::vector<EncodedInput>& inputs) {
   std::vector<std::string> ids;

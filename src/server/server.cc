@@ -190,7 +190,8 @@ json evaluation_json(const EvaluationRecord& r) {
                     {"warnings", run.warnings},
                     {"span_count", run.trace.spans.size()},
                     {"trace_id", run.trace_id},
-                    {"machine_state", run.machine_state}});
+                    {"machine_state", run.machine_state},
+                    {"generation", run.generation}});
   }
   return {{"id", r.id},
           {"uuid", r.uuid},

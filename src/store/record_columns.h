@@ -98,7 +98,7 @@ inline std::string json_text(const nlohmann::json& j) {
 
 /// The columns of a run that are encoded, as both backends store them: JSON text and little-endian blobs.
 struct EncodedRun {
-  std::string stage_latency_ns, counters, measurement, machine_state, warnings;  ///< JSON text
+  std::string stage_latency_ns, counters, measurement, machine_state, warnings, generation;  ///< JSON text
   std::vector<std::uint8_t> predict_latency_ns;  ///< doubles_to_blob()
   std::vector<std::uint8_t> trace;               ///< encode_trace()
 };
@@ -114,6 +114,7 @@ inline EncodedRun encode_run(const RunRecord& run) {
   e.measurement = json_text(to_json(run.measurement));
   e.machine_state = json_text(run.machine_state);
   e.warnings = json_text(nlohmann::json(run.warnings));
+  e.generation = json_text(run.generation);
   e.predict_latency_ns = doubles_to_blob(run.predict_latency_ns);
   e.trace = encode_trace(run.trace);
   return e;

@@ -159,6 +159,11 @@ UPDATE evaluations SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(
   substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) ||
   '-' || hex(randomblob(6))) WHERE uuid IS NULL;
 )sql"},
+    // Version 6: token generation (issue 15). Per run the token-latency figures (TTFT, TPOT, ITL, E2E, tokens/s,
+    // the scenario's checks, the kept tail steps) as JSON; '{}' for runs of other tasks.
+    {6, R"sql(
+ALTER TABLE runs ADD COLUMN generation TEXT NOT NULL DEFAULT '{}';
+)sql"},
 };
 
 constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
@@ -701,9 +706,9 @@ class SqliteStore final : public Store {
         "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
         "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
         "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, latency_cv, "
-        "drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id) "
+        "drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id, generation) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
-        "?23)",
+        "?23, ?24)",
         op);
     bind_int(st, 1, evaluation_id, op);
     bind_int(st, 2, run.batch_size, op);
@@ -729,6 +734,7 @@ class SqliteStore final : public Store {
     bind_text(st, 21, enc.machine_state, op);
     bind_text(st, 22, enc.warnings, op);
     bind_text(st, 23, run.trace_id, op);
+    bind_text(st, 24, enc.generation, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     const std::int64_t run_id = sqlite3_last_insert_rowid(db_);
     if (!run.predictions.empty()) {
@@ -834,8 +840,8 @@ class SqliteStore final : public Store {
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     Statement rs = prepare(
         "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id FROM runs "
-        "WHERE evaluation_id = ?1 ORDER BY id",
+        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation "
+        "FROM runs WHERE evaluation_id = ?1 ORDER BY id",
         op);
     bind_int(rs, 1, id, op);
     while (step(rs, op)) {
@@ -885,6 +891,7 @@ class SqliteStore final : public Store {
         fail(run_op + ": warnings", e.what());
       }
       run.trace_id = text(q, 12);
+      run.generation = parse_json(text(q, 13), run_op + ": generation");
       read_predictions(run, run_op);
       r.runs.push_back(std::move(run));
     }

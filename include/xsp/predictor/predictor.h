@@ -43,10 +43,13 @@ class FrameworkProfiler {
   virtual void set_correlation_listener(OpCorrelationListener* listener) { (void)listener; }
 };
 
-/// Where the model runs.
+/// Where the model runs, and at which precision.
 struct DeviceSpec {
   std::string kind = "cpu";  ///< cpu | cuda
   int index = 0;
+  /// Floating-point precision of the model's weights and activations: fp32 | fp16 | bf16. A predictor that cannot
+  /// run a precision throws std::invalid_argument from load() naming it and what it supports.
+  std::string precision = "fp32";
 };
 
 /// A framework adapter. Not thread-safe: one thread drives a predictor.

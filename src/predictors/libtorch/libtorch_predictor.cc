@@ -35,6 +35,109 @@ at::Tensor first_tensor(const c10::IValue& v) {
   throw std::runtime_error("libtorch predictor: the model's output holds no tensor (got " + v.tagKind() + ")");
 }
 
+c10::ScalarType scalar_type_of(const std::string& precision) {
+  if (precision == "fp32") return torch::kFloat;
+  if (precision == "fp16") return torch::kHalf;
+  if (precision == "bf16") return torch::kBFloat16;
+  throw std::invalid_argument("libtorch predictor: unknown precision '" + precision + "' (fp32|fp16|bf16)");
+}
+
+// Greedy generation through the TorchScript methods of an exported decoder (scripts/export_zoo.py, GPT-2 with
+// a KV cache): init_cache(batch, length) -> (K, V) of [n_layer, batch, n_head, length, head_dim],
+// prefill(ids [B, T], K, V) -> last-position logits [B, vocab] (caches written in place), decode(token [B, 1],
+// position, K, V) -> logits [B, vocab]. The argmax runs on the device; copying the B token ids to the host is the
+// step's synchronization point, as in a plain PyTorch generate loop (scripts/generate_reference.py).
+class LibTorchGenerator final : public Generator {
+ public:
+  LibTorchGenerator(torch::jit::Module& module, torch::Device device, std::string file)
+      : module_(module), device_(device), file_(std::move(file)) {
+    for (const char* m : {"init_cache", "prefill", "decode"})
+      if (!module_.find_method(m))
+        throw std::runtime_error("TorchScript model " + file_ + " has no method '" + m +
+                                 "': a generation model needs init_cache, prefill and decode (scripts/export_zoo.py)");
+    auto int_attr = [&](const char* name) {
+      if (!module_.hasattr(name) || !module_.attr(name).isInt())
+        throw std::runtime_error("TorchScript model " + file_ + " has no integer attribute '" + name + "'");
+      return static_cast<int>(module_.attr(name).toInt());
+    };
+    max_positions_ = int_attr("max_positions");
+    vocab_size_ = int_attr("vocab_size");
+  }
+
+  int max_positions() const override { return max_positions_; }
+  int vocab_size() const override { return vocab_size_; }
+
+  std::vector<std::int64_t> prefill(const std::vector<std::int64_t>& prompt_ids, int batch, int prompt_tokens,
+                                    int max_new_tokens) override {
+    if (open_) throw std::logic_error("libtorch generator: prefill while a request is open (call end())");
+    if (batch < 1 || prompt_tokens < 1 || max_new_tokens < 1)
+      throw std::invalid_argument("libtorch generator: batch, prompt_tokens and max_new_tokens must be >= 1");
+    if (prompt_ids.size() != static_cast<std::size_t>(batch) * static_cast<std::size_t>(prompt_tokens))
+      throw std::invalid_argument("libtorch generator: " + std::to_string(prompt_ids.size()) + " prompt ids for " +
+                                  std::to_string(batch) + " x " + std::to_string(prompt_tokens));
+    if (prompt_tokens + max_new_tokens > max_positions_)
+      throw std::invalid_argument("libtorch generator: " + std::to_string(prompt_tokens) + " + " +
+                                  std::to_string(max_new_tokens) + " positions exceed the model's " +
+                                  std::to_string(max_positions_));
+    for (std::size_t i = 0; i < prompt_ids.size(); ++i)
+      if (prompt_ids[i] < 0 || prompt_ids[i] >= vocab_size_)
+        throw std::invalid_argument("libtorch generator: prompt id " + std::to_string(prompt_ids[i]) + " at " +
+                                    std::to_string(i) + " is outside [0, " + std::to_string(vocab_size_) + ")");
+    c10::InferenceMode guard;
+    at::Tensor ids = torch::from_blob(const_cast<std::int64_t*>(prompt_ids.data()), {batch, prompt_tokens}, torch::kLong);
+    if (device_.is_cuda()) ids = ids.to(device_);
+    auto cache = module_.get_method("init_cache")({static_cast<std::int64_t>(batch),
+                                                   static_cast<std::int64_t>(prompt_tokens + max_new_tokens)});
+    const auto& kv = cache.toTupleRef().elements();
+    k_ = kv.at(0).toTensor();
+    v_ = kv.at(1).toTensor();
+    open_ = true;
+    position_ = prompt_tokens;
+    produced_ = 0;
+    max_new_ = max_new_tokens;
+    return next_tokens(module_.get_method("prefill")({ids, k_, v_}).toTensor());
+  }
+
+  std::vector<std::int64_t> decode() override {
+    if (!open_) throw std::logic_error("libtorch generator: decode before prefill");
+    if (produced_ >= max_new_)
+      throw std::logic_error("libtorch generator: all " + std::to_string(max_new_) + " tokens are out already");
+    c10::InferenceMode guard;
+    at::Tensor logits =
+        module_.get_method("decode")({last_, static_cast<std::int64_t>(position_), k_, v_}).toTensor();
+    ++position_;
+    return next_tokens(logits);
+  }
+
+  std::uint64_t kv_cache_bytes() const override {
+    if (!open_) return 0;
+    return static_cast<std::uint64_t>(k_.numel()) * k_.element_size() +
+           static_cast<std::uint64_t>(v_.numel()) * v_.element_size();
+  }
+
+  void end() override {
+    open_ = false;
+    k_ = v_ = last_ = at::Tensor();
+  }
+
+ private:
+  std::vector<std::int64_t> next_tokens(const at::Tensor& logits) {
+    last_ = logits.argmax(-1).view({-1, 1});
+    ++produced_;
+    const at::Tensor host = last_.to(torch::kCPU).contiguous();  // synchronizes: the tokens are out
+    const auto* p = host.data_ptr<std::int64_t>();
+    return std::vector<std::int64_t>(p, p + host.numel());
+  }
+
+  torch::jit::Module& module_;
+  torch::Device device_;
+  std::string file_;
+  int max_positions_ = 0, vocab_size_ = 0;
+  bool open_ = false;
+  int position_ = 0, produced_ = 0, max_new_ = 0;
+  at::Tensor k_, v_, last_;
+};
+
 class LibTorchPredictor final : public Predictor {
  public:
   std::string framework_name() const override { return "libtorch"; }
@@ -61,6 +164,15 @@ class LibTorchPredictor final : public Predictor {
       throw std::runtime_error("cannot load TorchScript model " + file + ": " + e.what());
     }
     module_->eval();
+    dtype_ = scalar_type_of(device.precision);
+    if (dtype_ != torch::kFloat) {
+      if (dtype_ == torch::kHalf && !device_.is_cuda())
+        throw std::invalid_argument("libtorch predictor: precision fp16 needs device cuda (LibTorch's CPU kernels "
+                                    "lack half precision for many ops); use bf16 or fp32 on cpu");
+      module_->to(dtype_);
+    }
+    if (!manifest.outputs.empty() && manifest.outputs[0].type == "generation")
+      generator_ = std::make_unique<LibTorchGenerator>(*module_, device_, file);
     sample_dims_.assign(manifest.inputs[0].dimensions.begin(), manifest.inputs[0].dimensions.end());
   }
 
@@ -72,6 +184,7 @@ class LibTorchPredictor final : public Predictor {
     // from_blob wraps the caller's buffer without a copy; the module never writes to its input.
     at::Tensor x = torch::from_blob(const_cast<float*>(input.data.data()), input.shape, torch::kFloat);
     if (device_.is_cuda()) x = x.to(device_, /*non_blocking=*/false);
+    if (dtype_ != torch::kFloat) x = x.to(dtype_);
     at::Tensor y = first_tensor(module_->forward({x}));
     // .to(kCPU) synchronizes with the device, so the result is ready when predict returns.
     y = y.to(torch::kCPU, torch::kFloat).contiguous();
@@ -81,7 +194,12 @@ class LibTorchPredictor final : public Predictor {
     return out;
   }
 
-  void close() override { module_.reset(); }
+  void close() override {
+    generator_.reset();
+    module_.reset();
+  }
+
+  Generator* generator() override { return generator_.get(); }
 
   FrameworkProfiler* framework_profiler() override { return &profiler_; }
 
@@ -89,6 +207,8 @@ class LibTorchPredictor final : public Predictor {
   std::optional<torch::jit::Module> module_;
   torch::Device device_{torch::kCPU};
   std::vector<std::int64_t> sample_dims_;
+  c10::ScalarType dtype_ = torch::kFloat;
+  std::unique_ptr<LibTorchGenerator> generator_;  // generation models only; refers to module_
   libtorch::RecordFunctionProfiler profiler_;
 };
 

@@ -154,6 +154,14 @@ class OpenCvDnnPredictor final : public Predictor {
   void load(const Manifest& manifest, const DeviceSpec& device) override {
     close();
     if (manifest.inputs.empty()) throw std::invalid_argument("opencv-dnn predictor: manifest has no inputs");
+    // One float32 image/tensor input and a classification output: the task this predictor's pipeline feeds
+    // (docs/generation.md "What runs where").
+    if (device.precision != "fp32")
+      throw std::invalid_argument("opencv-dnn predictor: precision " + device.precision + " is not supported (fp32 only)");
+    if (manifest.inputs.size() != 1 || manifest.inputs[0].element_type != "float32" ||
+        manifest.outputs.empty() || manifest.outputs[0].type != "classification")
+      throw std::invalid_argument("opencv-dnn predictor: model " + manifest.name +
+                                  " is not one float32 input with a classification output, the only form it runs");
     if (device.kind != "cpu")
       throw std::invalid_argument("opencv-dnn predictor: device '" + device.kind +
                                   "' not supported (this predictor runs DNN_TARGET_CPU only; use --device cpu)");

@@ -107,16 +107,16 @@ std::int64_t insert_run(pqxx::dbtransaction& tx, std::int64_t evaluation_id, con
                    "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
                    "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
                    "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, "
-                   "latency_cv, drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id) "
+                   "latency_cv, drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id, generation) "
                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
-                   "$20, $21, $22, $23) RETURNING id",
+                   "$20, $21, $22, $23, $24) RETURNING id",
                    evaluation_id, run.batch_size, std::string(to_string(run.trace_level)), run.warmup_iterations,
                    run.iterations, Real{run.throughput_samples_per_s}, enc.stage_latency_ns,
                    bytes(enc.predict_latency_ns), static_cast<std::int64_t>(run.trace.spans.size()),
                    static_cast<std::int64_t>(run.trace.assembly.unparented), enc.counters, bytes(enc.trace),
                    std::string(to_string(a.verdict)), Real{a.median_ns}, Real{a.ci95_ns.low}, Real{a.ci95_ns.high},
                    Real{a.cv}, Real{a.drift_fraction}, static_cast<std::int64_t>(run.measurement.warmup_ns),
-                   enc.measurement, enc.machine_state, enc.warnings, run.trace_id)[0]
+                   enc.measurement, enc.machine_state, enc.warnings, run.trace_id, enc.generation)[0]
                  .as<std::int64_t>();
   } catch (const pqxx::failure& e) {
     fail(location, op, reason(e));
@@ -461,8 +461,8 @@ class PostgresStore final : public Store {
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     const pqxx::result runs = tx.exec_params(
         "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id FROM runs "
-        "WHERE evaluation_id = $1 ORDER BY id",
+        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation "
+        "FROM runs WHERE evaluation_id = $1 ORDER BY id",
         id);
     for (const pqxx::row& q : runs) {
       RunRecord run;
@@ -501,6 +501,7 @@ class PostgresStore final : public Store {
         fail(location_, run_op + ": warnings", e.what());
       }
       run.trace_id = text(q[12]);
+      run.generation = parse_json(text(q[13]), location_, run_op + ": generation");
       read_predictions(tx, run, run_op);
       r.runs.push_back(std::move(run));
     }

@@ -1,0 +1,646 @@
+#include "xsp/eval/generation_runner.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "scoped_span.h"
+#include "xsp/loadgen/loadgen.h"
+#include "xsp/stats/stability.h"
+#include "xsp/stats/stats.h"
+#include "xsp/trace/assembler.h"
+
+namespace xsp {
+namespace {
+
+int parse_count(std::string_view part, std::string_view whole) {
+  int v = 0;
+  const auto* end = part.data() + part.size();
+  const auto r = std::from_chars(part.data(), end, v);
+  if (part.empty() || r.ec != std::errc() || r.ptr != end || v < 1)
+    throw std::invalid_argument("token count '" + std::string(whole) +
+                                "': expected N or MIN:MAX, integers >= 1 (e.g. 32 or 16:64)");
+  return v;
+}
+
+struct Interrupted {
+  int signal = 0;
+};
+
+// A step of a measured request ranked for the tail: its duration, the request and the step (0 = first token).
+struct StepRank {
+  double ns = 0;
+  std::size_t request = 0;
+  int step = 0;
+};
+// Slowest first; ties: the earlier request, then the earlier step (stable, reproducible).
+bool slower(const StepRank& a, const StepRank& b) {
+  if (a.ns != b.ns) return a.ns > b.ns;
+  if (a.request != b.request) return a.request < b.request;
+  return a.step < b.step;
+}
+
+// Keeps the n largest StepRanks seen.
+class TopSteps {
+ public:
+  explicit TopSteps(std::size_t n) : n_(n) {}
+  void offer(const StepRank& s) {
+    if (n_ == 0) return;
+    if (top_.size() == n_ && !slower(s, top_.back())) return;
+    top_.insert(std::upper_bound(top_.begin(), top_.end(), s, slower), s);
+    if (top_.size() > n_) top_.pop_back();
+  }
+  const std::vector<StepRank>& top() const { return top_; }
+
+ private:
+  std::size_t n_;
+  std::vector<StepRank> top_;
+};
+
+// What one request produced.
+struct RequestOutcome {
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::vector<std::int64_t> token_end_ns;  // per step
+  std::vector<double> step_ns;             // per step: prefill first, then each decode
+  std::map<std::string, double> stage_ns;  // tokenize, detokenize, request
+  std::vector<std::vector<std::int64_t>> tokens;  // per sequence
+  std::vector<std::string> texts;                 // per sequence, when decoded
+  std::uint64_t kv_cache_bytes = 0;
+  std::map<int, SpanId> step_span;  // step -> its MODEL span id
+};
+
+struct Run {
+  int batch = 1;
+  TraceLevel level = TraceLevel::kModel;
+};
+
+class GenerationRun {
+ public:
+  GenerationRun(const Manifest& manifest, Predictor& predictor, Generator& gen, const GenerationOptions& o,
+                const Clock& clock, const ProgressCallback& progress)
+      : manifest_(manifest), predictor_(predictor), gen_(gen), o_(o), clock_(clock), progress_(progress) {}
+
+  RunRecord run(const Run& r, nlohmann::json& sample_output);
+
+ private:
+  RequestOutcome request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens, int output_tokens,
+                         std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags,
+                         bool framework);
+  void begin_profilers(TraceRecorder& rec, const Run& r);
+  void end_profilers(const Run& r);
+  DeviceProfiler* device(const Run& r) const {
+    return enables(r.level, Level::kLibrary) ? o_.device_profiler : nullptr;
+  }
+  bool framework(const Run& r) const {
+    return enables(r.level, Level::kFramework) && predictor_.framework_profiler() != nullptr;
+  }
+  void check_interrupt() const {
+    if (o_.interrupt)
+      if (const int sig = o_.interrupt->load(); sig != 0) throw Interrupted{sig};
+  }
+  void wait_until(std::int64_t t) const {
+    if (o_.wait_until) return o_.wait_until(t);
+    while (clock_.now_ns() < t)
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(t - clock_.now_ns(), 1'000'000)));
+  }
+
+  const Manifest& manifest_;
+  Predictor& predictor_;
+  Generator& gen_;
+  const GenerationOptions& o_;
+  const Clock& clock_;
+  const ProgressCallback& progress_;
+  std::string clock_mapping_;
+};
+
+void GenerationRun::begin_profilers(TraceRecorder& rec, const Run& r) {
+  DeviceProfiler* dev = device(r);
+  FrameworkProfiler* fw = framework(r) ? predictor_.framework_profiler() : nullptr;
+  if (fw) fw->set_correlation_listener(dev ? dev->correlation_listener() : nullptr);
+  if (dev) {
+    DeviceProfilerOptions d;
+    d.library = enables(r.level, Level::kLibrary);
+    d.system = enables(r.level, Level::kSystem);
+    d.kernel = enables(r.level, Level::kKernel);
+    dev->start(rec, d);
+  }
+  if (fw) fw->start(rec, kNoSpan);
+}
+
+void GenerationRun::end_profilers(const Run& r) {
+  // As in the batch sweep: the device profiler flushes first, while the ops its records point to are still open
+  // in the framework profiler's books.
+  if (DeviceProfiler* dev = device(r)) {
+    dev->stop();
+    clock_mapping_ = dev->clock_mapping();
+  }
+  if (framework(r)) {
+    predictor_.framework_profiler()->stop();
+    predictor_.framework_profiler()->set_correlation_listener(nullptr);
+  }
+}
+
+RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens,
+                                      int output_tokens, std::size_t first_prompt, std::uint64_t synthetic_seed,
+                                      std::vector<Tag> tags, bool fw_on) {
+  FrameworkProfiler* fw = fw_on ? predictor_.framework_profiler() : nullptr;
+  RequestOutcome out;
+  out.tokens.assign(static_cast<std::size_t>(batch), {});
+  struct EndGuard {  // the cache is freed whatever happens
+    Generator& g;
+    ~EndGuard() { g.end(); }
+  } guard{gen_};
+  ScopedSpan req(clock_, rec, Level::kModel, kStageRequest, app, std::move(tags));
+  out.start_ns = req.start_ns();
+  std::vector<std::int64_t> ids;
+  ids.reserve(static_cast<std::size_t>(batch) * static_cast<std::size_t>(prompt_tokens));
+  {
+    ScopedSpan s(clock_, rec, Level::kModel, kStageTokenize, req.id());
+    if (!o_.prompts.empty()) {
+      for (int j = 0; j < batch; ++j) {
+        const std::string& text = o_.prompts[(first_prompt + static_cast<std::size_t>(j)) % o_.prompts.size()];
+        const std::vector<std::int64_t> v = o_.codec.encode(text);
+        if (v.size() < static_cast<std::size_t>(prompt_tokens))
+          throw std::runtime_error("prompt " + std::to_string((first_prompt + j) % o_.prompts.size()) + " has " +
+                                   std::to_string(v.size()) + " tokens, fewer than the " +
+                                   std::to_string(prompt_tokens) + " asked for");
+        ids.insert(ids.end(), v.begin(), v.begin() + prompt_tokens);
+      }
+    } else {
+      // Synthetic: ids drawn from the vocabulary (nothing to tokenize; the span is kept so every request has the
+      // same shape).
+      std::mt19937_64 rng(synthetic_seed);
+      std::uniform_int_distribution<std::int64_t> id(0, gen_.vocab_size() - 1);
+      for (int k = 0; k < batch * prompt_tokens; ++k) ids.push_back(id(rng));
+    }
+    out.stage_ns[kStageTokenize] = static_cast<double>(s.close());
+  }
+  auto keep = [&](const std::vector<std::int64_t>& next) {
+    if (next.size() != static_cast<std::size_t>(batch))
+      throw std::runtime_error(predictor_.framework_name() + " generator returned " + std::to_string(next.size()) +
+                               " tokens for a batch of " + std::to_string(batch));
+    for (int j = 0; j < batch; ++j) out.tokens[static_cast<std::size_t>(j)].push_back(next[static_cast<std::size_t>(j)]);
+  };
+  {
+    ScopedSpan s(clock_, rec, Level::kModel, kStagePrefill, req.id(), {{"step", 0}, {"tokens", prompt_tokens}});
+    if (fw) fw->set_parent(s.id());
+    const auto first = gen_.prefill(ids, batch, prompt_tokens, output_tokens);
+    out.step_ns.push_back(static_cast<double>(s.close()));
+    out.token_end_ns.push_back(s.end_ns());
+    out.step_span[0] = s.id();
+    keep(first);
+  }
+  for (int step = 1; step < output_tokens; ++step) {
+    ScopedSpan s(clock_, rec, Level::kModel, kStageDecode, req.id(), {{"step", step}, {"position", prompt_tokens + step - 1}});
+    if (fw) fw->set_parent(s.id());
+    const auto next = gen_.decode();
+    out.step_ns.push_back(static_cast<double>(s.close()));
+    out.token_end_ns.push_back(s.end_ns());
+    out.step_span[step] = s.id();
+    keep(next);
+  }
+  out.kv_cache_bytes = gen_.kv_cache_bytes();
+  {
+    ScopedSpan s(clock_, rec, Level::kModel, kStageDetokenize, req.id());
+    if (o_.codec.decode)
+      for (const auto& t : out.tokens) out.texts.push_back(o_.codec.decode(t));
+    out.stage_ns[kStageDetokenize] = static_cast<double>(s.close());
+  }
+  out.stage_ns[kStageRequest] = static_cast<double>(req.close());
+  out.end_ns = req.end_ns();
+  return out;
+}
+
+nlohmann::json ints(const std::vector<std::int64_t>& v) { return nlohmann::json(v); }
+
+RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
+  const auto& m = o_.measurement;
+  const bool server = o_.scenario == GenerationScenario::kServer;
+  const bool offline = o_.scenario == GenerationScenario::kOffline;
+  const bool closed_loop = !server && !offline;
+  const bool deep = r.level > TraceLevel::kModel;
+  std::mt19937_64 lengths(o_.seed);
+  auto draw = [&lengths](const TokenRange& range) {
+    return range.min == range.max ? range.min : std::uniform_int_distribution<int>(range.min, range.max)(lengths);
+  };
+
+  SpanId next_id = 2;  // 1 is the APPLICATION span
+  const SpanId app_id = 1;
+  std::size_t next_prompt = 0;
+  std::uint64_t synthetic = o_.seed;
+  std::uint64_t done = 0;
+
+  // Warm-up: the profilers run as in a measured request, into a recorder that is thrown away.
+  const int warmup = std::max(0, m.warmup_min_batches);
+  for (int w = 0; w < warmup; ++w) {
+    check_interrupt();
+    TraceRecorder rec(next_id);
+    begin_profilers(rec, r);
+    try {
+      (void)request(&rec, app_id, r.batch, draw(o_.prompt_tokens), draw(o_.output_tokens), next_prompt,
+                    synthetic++, {}, framework(r));
+    } catch (...) {
+      end_profilers(r);
+      throw;
+    }
+    end_profilers(r);
+    next_prompt += static_cast<std::size_t>(r.batch);
+    if (progress_) progress_(Progress{static_cast<int>(++done), 0, "warm-up"});
+  }
+
+  // How many requests, and when each arrives (server, offline; closed loop: when the last one is done).
+  std::vector<std::int64_t> arrival_offset_ns;
+  std::size_t planned = 0;
+  const double min_s = m.min_duration_ms / 1e3;
+  // Offline: this many sequences, all issued at the start.
+  const std::size_t sequences =
+      std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
+  if (server) {
+    planned = std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
+    arrival_offset_ns = loadgen::poisson_schedule(o_.target_qps, planned, o_.seed);
+  } else if (offline) {
+    planned = (sequences + static_cast<std::size_t>(r.batch) - 1) / static_cast<std::size_t>(r.batch);
+    arrival_offset_ns.assign(planned, 0);
+  }
+  const std::size_t closed_min = std::max<std::size_t>(
+      static_cast<std::size_t>(std::max(1, m.min_batches)),
+      o_.scenario == GenerationScenario::kSingleStream ? o_.min_queries : 0);
+
+  std::vector<Span> model_spans;
+  std::map<std::size_t, std::vector<Span>> deep_spans;  // measured request -> its spans below MODEL level
+  std::map<SpanId, std::size_t> span_index;              // MODEL span id -> position in model_spans
+  std::vector<std::vector<SpanId>> step_ids;             // per measured request, per step: its MODEL span
+  std::map<std::string, std::uint64_t> counters;
+  TopSteps top_first(o_.tail_steps), top_decode(o_.tail_steps);
+  std::vector<double> all_first, all_decode;
+  std::vector<loadgen::GeneratedRequest> generated;
+  std::vector<double> service_ns;
+  std::map<std::string, std::vector<double>> stages;
+  std::vector<std::int64_t> prompt_lengths, output_lengths;
+  std::uint64_t kv_max = 0;
+  std::uint64_t dropped_spans = 0;
+
+  const std::int64_t t0 = clock_.now_ns();
+  std::int64_t first_issue = std::numeric_limits<std::int64_t>::max(), last_token = 0;
+  for (std::size_t k = 0;; ++k) {
+    if (closed_loop) {
+      const std::int64_t elapsed = clock_.now_ns() - t0;
+      const bool enough = k >= closed_min && static_cast<double>(elapsed) >= m.min_duration_ms * 1e6;
+      if (k > 0 && (enough || static_cast<double>(elapsed) >= std::max(m.max_duration_ms, 0.0) * 1e6)) break;
+    } else if (k >= planned) {
+      break;
+    }
+    check_interrupt();
+    const int batch = offline ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(r.batch),
+                                                                         sequences - k * static_cast<std::size_t>(r.batch)))
+                              : r.batch;
+    const int prompt_tokens = draw(o_.prompt_tokens), output_tokens = draw(o_.output_tokens);
+    std::int64_t issued = 0;
+    if (!closed_loop) {
+      issued = t0 + arrival_offset_ns[k];
+      if (clock_.now_ns() < issued) wait_until(issued);
+    }
+    std::vector<Tag> tags{{"request", static_cast<std::int64_t>(k)},
+                          {"batch_size", batch},
+                          {"prompt_tokens", prompt_tokens},
+                          {"output_tokens", output_tokens}};
+    TraceRecorder rec(next_id);
+    begin_profilers(rec, r);
+    RequestOutcome out;
+    try {
+      out = request(&rec, app_id, batch, prompt_tokens, output_tokens, next_prompt, synthetic++, tags, framework(r));
+    } catch (...) {
+      end_profilers(r);
+      throw;
+    }
+    end_profilers(r);
+    next_prompt += static_cast<std::size_t>(batch);
+    Trace t = rec.take();
+    next_id = rec.peek_next_id();
+    for (const auto& [name, value] : t.counters) counters[name] += value;
+    if (closed_loop) issued = out.start_ns;
+    first_issue = std::min(first_issue, issued);
+    last_token = std::max(last_token, out.token_end_ns.back());
+
+    for (Span& s : t.spans) {
+      if (s.level == Level::kModel) {
+        if (s.name == kStageRequest && !closed_loop) s.tags.emplace_back("queue_ns", out.start_ns - issued);
+        span_index[s.id] = model_spans.size();
+        model_spans.push_back(std::move(s));
+      } else {
+        deep_spans[k].push_back(std::move(s));
+      }
+    }
+    step_ids.emplace_back();
+    for (const auto& [step, id] : out.step_span) step_ids.back().push_back(id);
+    for (int j = 0; j < batch; ++j) {
+      loadgen::GeneratedRequest g;
+      g.issued_ns = issued;
+      g.input_tokens = prompt_tokens;
+      g.token_ns = out.token_end_ns;
+      generated.push_back(std::move(g));
+    }
+    service_ns.push_back(out.stage_ns[kStageRequest]);
+    for (const auto& [stage, ns] : out.stage_ns) stages[stage].push_back(ns);
+    stages[kStagePrefill].push_back(out.step_ns.front());
+    for (std::size_t i = 1; i < out.step_ns.size(); ++i) stages[kStageDecode].push_back(out.step_ns[i]);
+    prompt_lengths.push_back(prompt_tokens);
+    output_lengths.push_back(output_tokens);
+    kv_max = std::max(kv_max, out.kv_cache_bytes);
+    const double ttft = static_cast<double>(out.token_end_ns.front() - issued);
+    all_first.push_back(ttft);
+    top_first.offer({ttft, k, 0});
+    for (std::size_t i = 1; i < out.step_ns.size(); ++i) {
+      all_decode.push_back(out.step_ns[i]);
+      top_decode.offer({out.step_ns[i], k, static_cast<int>(i)});
+    }
+    // Full traces are kept for the requests holding a tail step and for the latest request; the others keep their
+    // MODEL spans only, so memory stays bounded however long the run.
+    if (deep && o_.tail_steps > 0) {
+      std::set<std::size_t> wanted{k};
+      for (const auto& s : top_first.top()) wanted.insert(s.request);
+      for (const auto& s : top_decode.top()) wanted.insert(s.request);
+      for (auto it = deep_spans.begin(); it != deep_spans.end();) {
+        if (wanted.count(it->first)) {
+          ++it;
+        } else {
+          dropped_spans += it->second.size();
+          it = deep_spans.erase(it);
+        }
+      }
+    }
+    if (!out.texts.empty()) {
+      sample_output = {{"batch_size", r.batch},
+                       {"trace_level", std::string(to_string(r.level))},
+                       {"prompt_tokens", prompt_tokens},
+                       {"output_tokens", output_tokens},
+                       {"prompt", o_.prompts.empty() ? std::string("(synthetic)") : o_.prompts[(next_prompt - batch) % o_.prompts.size()].substr(0, 240)},
+                       {"output", out.texts.front()}};
+    }
+    if (progress_) progress_(Progress{static_cast<int>(++done), closed_loop ? 0 : static_cast<int>(planned + warmup), "request"});
+  }
+
+  RunRecord run;
+  run.batch_size = r.batch;
+  run.trace_level = r.level;
+  run.warmup_iterations = warmup;
+  run.iterations = static_cast<int>(service_ns.size());
+  run.predict_latency_ns = service_ns;
+  for (auto& [stage, v] : stages) run.stage_latency_ns[stage] = summarize(v);
+  run.measurement.design = "generation";
+  run.measurement.rule = m.rule;
+  run.measurement.stability = assess_series(service_ns, m.rule);
+  run.measurement.warmup_batches = warmup;
+  run.measurement.measure_ns = clock_.now_ns() - t0;
+
+  const std::int64_t duration = std::max<std::int64_t>(1, last_token - first_issue);
+  const loadgen::GenerationMetrics gm = loadgen::generation_metrics(generated, duration, m.rule);
+  run.throughput_samples_per_s = gm.requests_per_s;
+  nlohmann::json g = {{"requests", gm.requests},
+                      {"sequences_per_request", r.batch},
+                      {"prompt_tokens", ints(prompt_lengths)},
+                      {"output_tokens", ints(output_lengths)},
+                      {"input_tokens", gm.input_tokens},
+                      {"output_tokens_total", gm.output_tokens},
+                      {"ttft_ns", to_json(gm.ttft_ns)},
+                      {"tpot_ns", to_json(gm.tpot_ns)},
+                      {"itl_ns", to_json(gm.itl_ns)},
+                      {"e2e_ns", to_json(gm.e2e_ns)},
+                      {"duration_ns", gm.duration_ns},
+                      {"input_tokens_per_s", number_or_null(gm.input_tokens_per_s)},
+                      {"output_tokens_per_s", number_or_null(gm.output_tokens_per_s)},
+                      {"requests_per_s", number_or_null(gm.requests_per_s)},
+                      {"single_token_requests", gm.single_token_requests},
+                      {"ttft_stability", std::string(to_string(gm.ttft_stability.verdict))},
+                      {"tpot_stability", std::string(to_string(gm.tpot_stability.verdict))},
+                      {"kv_cache_bytes", kv_max}};
+  std::vector<double> ttft_values, tpot_values;
+  for (const auto& q : generated) {
+    ttft_values.push_back(static_cast<double>(q.token_ns.front() - q.issued_ns));
+    if (q.token_ns.size() >= 2)
+      tpot_values.push_back(static_cast<double>(q.token_ns.back() - q.token_ns.front()) /
+                            static_cast<double>(q.token_ns.size() - 1));
+  }
+  g["ttft_values_ns"] = ttft_values;
+  g["tpot_values_ns"] = tpot_values;
+  // LoadGen's checks on token latencies: bounds in the server scenario (and single-stream when given), else the
+  // single-stream 90th-percentile estimates alone.
+  if (o_.scenario == GenerationScenario::kServer || o_.scenario == GenerationScenario::kSingleStream) {
+    loadgen::TokenLatencyBounds b;
+    if (o_.bounds) {
+      b = *o_.bounds;
+    } else {
+      b.ttft_ns = b.tpot_ns = std::numeric_limits<double>::max();
+      b.percentile = 90;
+    }
+    const auto v = loadgen::check_token_latencies(generated, b);
+    auto check = [&](const loadgen::TokenMetricCheck& c, bool bounded) {
+      nlohmann::json j = {{"samples", c.samples},
+                          {"percentile", b.percentile},
+                          {"estimate_ns", number_or_null(c.estimate_ns)},
+                          {"enough_samples", c.enough_samples},
+                          {"min_samples", c.min_samples}};
+      if (bounded) {
+        j["bound_ns"] = c.bound_ns;
+        j["meets_bound"] = c.meets_bound;
+      }
+      return j;
+    };
+    g["early_stopping"] = {{"ttft", check(v.ttft, o_.bounds.has_value())},
+                           {"tpot", check(v.tpot, o_.bounds.has_value())}};
+    if (o_.bounds) {
+      g["valid"] = v.valid;
+      g["invalid_reason"] = v.reason;
+    }
+  }
+
+  // The tail: which steps were the slowest, at which percentile of the run's steps, with their full traces.
+  nlohmann::json tail = nlohmann::json::array();
+  auto tag_tail = [&](const std::vector<StepRank>& top, std::size_t total, const char* kind) {
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      const StepRank& s = top[i];
+      const double percentile = 100.0 * static_cast<double>(total - i) / static_cast<double>(total);
+      const SpanId id = step_ids[s.request][static_cast<std::size_t>(s.step)];
+      if (auto it = span_index.find(id); it != span_index.end()) {
+        auto& tags = model_spans[it->second].tags;
+        tags.emplace_back("tail", kind);
+        tags.emplace_back("tail_rank", static_cast<std::int64_t>(i + 1));
+        tags.emplace_back("tail_percentile", percentile);
+      }
+      tail.push_back({{"kind", kind},
+                      {"rank", i + 1},
+                      {"request", s.request},
+                      {"step", s.step},
+                      {"latency_ns", s.ns},
+                      {"percentile", percentile},
+                      {"span_id", id},
+                      {"full_trace", deep_spans.count(s.request) > 0}});
+    }
+  };
+  tag_tail(top_first.top(), all_first.size(), "first_token");
+  tag_tail(top_decode.top(), all_decode.size(), "decode");
+  g["tail"] = tail;
+  run.generation = std::move(g);
+
+  Trace& trace = run.trace;
+  Span app;
+  app.id = app_id;
+  app.level = Level::kApplication;
+  app.name = manifest_.name + " bs=" + std::to_string(r.batch) + " " + std::string(to_string(r.level)) + " generation";
+  app.track = Track::host_thread(current_thread_id());
+  app.tags = {{"model", manifest_.name},
+              {"framework", predictor_.framework_name()},
+              {"batch_size", r.batch},
+              {"trace_level", std::string(to_string(r.level))},
+              {"scenario", std::string(to_string(o_.scenario))}};
+  app.start_ns = t0;
+  app.end_ns = clock_.now_ns();
+  for (Span& s : model_spans) {
+    app.start_ns = std::min(app.start_ns, s.start_ns);
+    app.end_ns = std::max(app.end_ns, s.end_ns);
+  }
+  trace.spans = std::move(model_spans);
+  std::size_t kept_requests = 0;
+  for (auto& [k, spans] : deep_spans) {
+    ++kept_requests;
+    trace.spans.insert(trace.spans.end(), std::make_move_iterator(spans.begin()), std::make_move_iterator(spans.end()));
+  }
+  trace.spans.push_back(std::move(app));
+  for (const auto& [name, value] : counters) trace.counters[name] += value;
+  if (deep) {
+    trace.counters["generation.traced_requests"] += service_ns.size();
+    trace.counters["generation.kept_request_traces"] += kept_requests;
+    trace.counters["generation.dropped_spans"] += dropped_spans;
+  }
+  trace.clock.unix_offset_ns = unix_offset_now_ns();
+  trace.clock.device_clock_mapping = clock_mapping_;
+  assemble(trace);
+  return run;
+}
+
+}  // namespace
+
+TokenRange parse_token_range(std::string_view text) {
+  TokenRange r;
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    r.min = r.max = parse_count(text, text);
+  } else {
+    r.min = parse_count(text.substr(0, colon), text);
+    r.max = parse_count(text.substr(colon + 1), text);
+    if (r.min > r.max)
+      throw std::invalid_argument("token count '" + std::string(text) + "': MIN must not exceed MAX");
+  }
+  return r;
+}
+
+std::string to_string(const TokenRange& range) {
+  return range.min == range.max ? std::to_string(range.min)
+                                : std::to_string(range.min) + ":" + std::to_string(range.max);
+}
+
+std::string_view to_string(GenerationScenario scenario) {
+  switch (scenario) {
+    case GenerationScenario::kBatchSweep: return "batch-sweep";
+    case GenerationScenario::kSingleStream: return "single-stream";
+    case GenerationScenario::kServer: return "server";
+    case GenerationScenario::kOffline: return "offline";
+  }
+  return "batch-sweep";
+}
+
+EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, const GenerationOptions& o,
+                                const ProgressCallback& progress) {
+  Generator* gen = predictor.generator();
+  if (!gen)
+    throw std::invalid_argument(predictor.framework_name() + " predictor: model " + manifest.name +
+                                " was not loaded as a generation model (no generator)");
+  validate(o.measurement);
+  if (o.batch_sizes.empty()) throw std::invalid_argument("generation: no batch size");
+  for (int b : o.batch_sizes)
+    if (b < 1) throw std::invalid_argument("generation: batch size " + std::to_string(b) + " < 1");
+  if (o.prompt_tokens.min < 1 || o.prompt_tokens.min > o.prompt_tokens.max || o.output_tokens.min < 1 ||
+      o.output_tokens.min > o.output_tokens.max)
+    throw std::invalid_argument("generation: token ranges must be 1 <= min <= max (prompt " +
+                                to_string(o.prompt_tokens) + ", output " + to_string(o.output_tokens) + ")");
+  const long positions = static_cast<long>(o.prompt_tokens.max) + o.output_tokens.max;
+  if (positions > gen->max_positions())
+    throw std::invalid_argument("generation: prompt_tokens max " + std::to_string(o.prompt_tokens.max) +
+                                " + output_tokens max " + std::to_string(o.output_tokens.max) + " = " +
+                                std::to_string(positions) + " positions, more than model " + manifest.name +
+                                "'s " + std::to_string(gen->max_positions()));
+  if (!o.prompts.empty() && !o.codec.encode)
+    throw std::invalid_argument("generation: prompts given without a tokenizer (codec.encode)");
+  if (o.scenario == GenerationScenario::kServer && !o.bounds)
+    throw std::invalid_argument("generation: the server scenario needs TTFT and TPOT bounds");
+  if ((o.scenario == GenerationScenario::kServer || o.scenario == GenerationScenario::kOffline) && o.target_qps <= 0)
+    throw std::invalid_argument("generation: target_qps must be > 0");
+  if (o.trace_level == TraceLevel::kHardware)
+    throw std::invalid_argument("generation: trace level hardware (counter runs) is not supported for generation; "
+                                "use kernel");
+  const std::vector<TraceLevel> levels =
+      run_levels(o.trace_level, o.leveled, predictor.framework_profiler() != nullptr, o.device_profiler != nullptr);
+
+  std::vector<int> batches;
+  switch (o.scenario) {
+    case GenerationScenario::kBatchSweep: batches = o.batch_sizes; break;
+    case GenerationScenario::kSingleStream:
+    case GenerationScenario::kServer: batches = {1}; break;
+    case GenerationScenario::kOffline: batches = {*std::max_element(o.batch_sizes.begin(), o.batch_sizes.end())}; break;
+  }
+
+  const Clock& clock = o.clock ? *o.clock : system_clock();
+  EvaluationRecord record;
+  record.model_name = manifest.name;
+  record.model_version = manifest.version;
+  record.manifest_yaml = manifest.source_yaml;
+  record.framework_name = predictor.framework_name();
+  record.framework_version = predictor.framework_version();
+  record.device = o.device.kind + (o.device.kind == "cpu" ? "" : ":" + std::to_string(o.device.index));
+  record.scenario = o.scenario == GenerationScenario::kBatchSweep ? "generation" : "generation-" + std::string(to_string(o.scenario));
+  record.batch_sizes = batches;
+  record.trace_level = o.trace_level;
+  record.leveled = o.leveled;
+  nlohmann::json gs = {{"scenario", std::string(to_string(o.scenario))},
+                       {"prompt_tokens", to_string(o.prompt_tokens)},
+                       {"output_tokens", to_string(o.output_tokens)},
+                       {"prompts", o.prompts.empty() ? nlohmann::json("synthetic") : nlohmann::json(o.prompts.size())},
+                       {"seed", o.seed},
+                       {"tail_steps", o.tail_steps},
+                       {"max_positions", gen->max_positions()},
+                       {"vocab_size", gen->vocab_size()},
+                       {"sampling", "greedy"}};
+  if (o.scenario == GenerationScenario::kServer || o.scenario == GenerationScenario::kOffline) {
+    gs["target_qps"] = o.target_qps;
+    gs["min_queries"] = o.min_queries;
+  }
+  if (o.bounds)
+    gs["bounds"] = {{"ttft_ns", o.bounds->ttft_ns}, {"tpot_ns", o.bounds->tpot_ns}, {"percentile", o.bounds->percentile}};
+  record.settings = {{"measurement", to_json(o.measurement)}, {"generation", gs}, {"run_levels", nlohmann::json::array()}};
+  for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
+  record.settings["sample_outputs"] = nlohmann::json::object();
+
+  GenerationRun runner(manifest, predictor, *gen, o, clock, progress);
+  try {
+    for (int b : batches) {
+      for (TraceLevel level : levels) {
+        nlohmann::json sample;
+        record.runs.push_back(runner.run(Run{b, level}, sample));
+        if (!sample.is_null()) record.settings["sample_outputs"][std::to_string(b) + "/" + run_name(level)] = sample;
+      }
+    }
+  } catch (const Interrupted& i) {
+    record.status = "incomplete";
+    record.settings["interrupted"] = {{"signal", i.signal}, {"complete_runs", record.runs.size()}};
+  }
+  return record;
+}
+
+}  // namespace xsp
