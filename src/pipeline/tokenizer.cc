@@ -6,7 +6,9 @@
 #include <system_error>
 
 #ifdef XSP_WITH_SENTENCEPIECE
-#include <sentencepiece_processor.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
 #endif
 
 namespace xsp {
@@ -59,9 +61,66 @@ std::size_t invalid_utf8_at(std::string_view s) {
 
 bool have_tokenizer() { return true; }
 
+namespace {
+
+// SentencePiece lives in libxsp_sentencepiece.so (src/pipeline/sentencepiece/shim.cc says why), loaded once, locally
+// and deep-bound, on the first Tokenizer::load().
+struct Shim {
+  void* (*load)(const std::string*, std::string*) = nullptr;
+  void (*free)(void*) = nullptr;
+  bool (*encode)(const void*, const char*, std::size_t, std::vector<int>*, std::string*) = nullptr;
+  bool (*decode)(const void*, const std::vector<int>*, std::string*, std::string*) = nullptr;
+  int (*id)(const void*, int) = nullptr;
+};
+
+Shim open_shim() {
+  // XSP_SENTENCEPIECE_SHIM (environment) overrides the path the build wrote it to; then the loader's search path.
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("XSP_SENTENCEPIECE_SHIM"); env && *env) candidates.emplace_back(env);
+  candidates.emplace_back(XSP_SENTENCEPIECE_SHIM);
+  candidates.emplace_back("libxsp_sentencepiece.so");
+  int flags = RTLD_NOW | RTLD_LOCAL;
+#if !defined(__SANITIZE_ADDRESS__)
+  flags |= RTLD_DEEPBIND;  // AddressSanitizer refuses RTLD_DEEPBIND
+#endif
+  std::string errors;
+  for (const auto& path : candidates) {
+    void* lib = dlopen(path.c_str(), flags);
+    if (!lib) {
+      const char* e = dlerror();
+      errors += "\n  " + path + ": " + (e ? e : "unknown error");
+      continue;
+    }
+    Shim s;
+    s.load = reinterpret_cast<decltype(s.load)>(dlsym(lib, "xsp_spm_load"));
+    s.free = reinterpret_cast<decltype(s.free)>(dlsym(lib, "xsp_spm_free"));
+    s.encode = reinterpret_cast<decltype(s.encode)>(dlsym(lib, "xsp_spm_encode"));
+    s.decode = reinterpret_cast<decltype(s.decode)>(dlsym(lib, "xsp_spm_decode"));
+    s.id = reinterpret_cast<decltype(s.id)>(dlsym(lib, "xsp_spm_id"));
+    if (s.load && s.free && s.encode && s.decode && s.id) return s;
+    errors += "\n  " + path + ": not XSP's SentencePiece shim (entry points missing)";
+  }
+  throw std::runtime_error("cannot load XSP's SentencePiece library (libxsp_sentencepiece.so, built with XSP; set "
+                           "XSP_SENTENCEPIECE_SHIM to its path):" + errors);
+}
+
+const Shim& shim() {
+  static const Shim s = open_shim();  // a throw leaves it unset: the next call tries again
+  return s;
+}
+
+}  // namespace
+
 struct Tokenizer::Impl {
   std::filesystem::path path;
-  sentencepiece::SentencePieceProcessor sp;
+  void* handle = nullptr;
+  int pieces = 0, bos = -1, eos = -1, pad = -1, unk = 0;
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (handle) shim().free(handle);
+  }
 };
 
 Tokenizer Tokenizer::load(const std::filesystem::path& model_file) {
@@ -69,28 +128,34 @@ Tokenizer Tokenizer::load(const std::filesystem::path& model_file) {
   if (!std::filesystem::is_regular_file(model_file, ec))
     throw std::runtime_error("tokenizer " + quoted(model_file) +
                              (std::filesystem::exists(model_file, ec) ? ": not a regular file" : ": no such file"));
-  // Read the bytes ourselves: SentencePiece's own file error does not say which file, and it would accept a
-  // folder or a FIFO less gracefully.
+  // Read the bytes ourselves: SentencePiece's own file error does not say which file.
   std::ifstream in(model_file, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) throw std::runtime_error("tokenizer " + quoted(model_file) + ": cannot read the file");
-  if (bytes.empty()) throw std::runtime_error("tokenizer " + quoted(model_file) + ": empty file, not a SentencePiece model");
+  if (in.bad()) throw std::runtime_error("tokenizer " + quoted(model_file) + ": cannot read the file");
+  if (bytes.empty())
+    throw std::runtime_error("tokenizer " + quoted(model_file) + ": empty file, not a SentencePiece model");
+  const Shim& sp = shim();
   auto impl = std::make_unique<Impl>();
   impl->path = model_file;
-  const auto status = impl->sp.LoadFromSerializedProto(bytes);
-  if (!status.ok())
-    throw std::runtime_error("tokenizer " + quoted(model_file) + ": not a SentencePiece model (" +
-                             status.ToString() + ")");
-  if (impl->sp.GetPieceSize() < 1)
+  std::string error;
+  impl->handle = sp.load(&bytes, &error);
+  if (!impl->handle)
+    throw std::runtime_error("tokenizer " + quoted(model_file) + ": not a SentencePiece model (" + error + ")");
+  impl->pieces = sp.id(impl->handle, 0);
+  impl->bos = sp.id(impl->handle, 1);
+  impl->eos = sp.id(impl->handle, 2);
+  impl->pad = sp.id(impl->handle, 3);
+  impl->unk = sp.id(impl->handle, 4);
+  if (impl->pieces < 1)
     throw std::runtime_error("tokenizer " + quoted(model_file) + ": the SentencePiece model has no pieces");
   return Tokenizer(std::move(impl));
 }
 
 std::vector<std::int64_t> Tokenizer::encode(std::string_view text, bool add_bos, bool add_eos) const {
   std::vector<int> ids;
-  const auto status = impl_->sp.Encode(text, &ids);
-  if (!status.ok())
-    throw std::runtime_error("tokenizer " + quoted(impl_->path) + ": cannot encode: " + status.ToString());
+  std::string error;
+  if (!shim().encode(impl_->handle, text.data(), text.size(), &ids, &error))
+    throw std::runtime_error("tokenizer " + quoted(impl_->path) + ": cannot encode: " + error);
   std::vector<std::int64_t> out;
   out.reserve(ids.size() + 2);
   if (add_bos && bos_id() >= 0) out.push_back(bos_id());
@@ -104,18 +169,17 @@ std::string Tokenizer::decode(const std::vector<std::int64_t>& ids) const {
   std::vector<int> in;
   in.reserve(ids.size());
   for (const std::int64_t id : ids) in.push_back(id >= 0 && id < n ? static_cast<int>(id) : unk_id());
-  std::string text;
-  const auto status = impl_->sp.Decode(in, &text);
-  if (!status.ok())
-    throw std::runtime_error("tokenizer " + quoted(impl_->path) + ": cannot decode: " + status.ToString());
+  std::string text, error;
+  if (!shim().decode(impl_->handle, &in, &text, &error))
+    throw std::runtime_error("tokenizer " + quoted(impl_->path) + ": cannot decode: " + error);
   return text;
 }
 
-int Tokenizer::vocab_size() const { return impl_->sp.GetPieceSize(); }
-int Tokenizer::bos_id() const { return impl_->sp.bos_id(); }
-int Tokenizer::eos_id() const { return impl_->sp.eos_id(); }
-int Tokenizer::pad_id() const { return impl_->sp.pad_id(); }
-int Tokenizer::unk_id() const { return impl_->sp.unk_id(); }
+int Tokenizer::vocab_size() const { return impl_->pieces; }
+int Tokenizer::bos_id() const { return impl_->bos; }
+int Tokenizer::eos_id() const { return impl_->eos; }
+int Tokenizer::pad_id() const { return impl_->pad; }
+int Tokenizer::unk_id() const { return impl_->unk; }
 
 #else  // without SentencePiece: the class exists, load() says why it cannot.
 
