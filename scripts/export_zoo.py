@@ -23,6 +23,14 @@ Run it with the interpreter that has torch (Debian: /usr/bin/python3):
     scripts/export_zoo.py --models all --record            # (re)write the checksums in models/*.yaml
     scripts/export_zoo.py --models resnet18 --out /tmp/zoo # copy manifest + labels, export there
 Each model gives <stem>.pt and <stem>.onnx; the manifest's `frameworks:` entries name them.
+
+Text generation (gpt2_tiny, gpt2_small, gpt2_medium; export_gpt2 below): a GPT-2 architecture in plain torch with a
+KV cache, random weights, TorchScript only, plus two files shared by every GPT-2 manifest: gpt2_tokenizer.model
+(SentencePiece BPE, 2000 ids, trained here with Debian's spm_train on the license texts of /usr/share/common-licenses)
+and gpt2_prompts.txt (the corpus' paragraphs of >= 40 words, one per line). Exporting another GPT-2 into the same
+folder reuses them when their digests match. gpt2_small (~500 MB) and gpt2_medium (~1.4 GB) are exported only when
+named: `--models all` means the vision models and gpt2_tiny.
+    scripts/export_zoo.py --models gpt2_tiny --out /tmp/zoo  # gpt2_tiny.pt, gpt2_tokenizer.model, gpt2_prompts.txt
 """
 
 import argparse
@@ -59,6 +67,26 @@ MODELS = {
 # next to the graphs (format in write_split()); its digest is the manifest's `dataset_checksum`.
 TRAINED = {"digits_cnn": "digits_test.bin"}
 
+# GPT-2 with a KV cache (export_gpt2): stem -> config. TorchScript only: the generation loop (prefill, then one
+# decode call per token on a growing cache) is not one static graph, so OpenCV DNN cannot run it; ONNX Runtime
+# would need separately exported prefill and decode graphs with the cache as inputs/outputs (left for later).
+GPT2 = {
+    "gpt2_tiny": dict(n_layer=2, n_embd=64, n_head=2, vocab_size=2000, max_positions=128),  # vocab = the tokenizer's
+    "gpt2_small": dict(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, max_positions=1024),
+    "gpt2_medium": dict(n_layer=24, n_embd=1024, n_head=16, vocab_size=50257, max_positions=1024),
+}
+# Exported only when named (large files), never by `--models all`.
+LARGE = ("gpt2_small", "gpt2_medium")
+MODELS.update({stem: ({}, 0, "script") for stem in GPT2})
+
+# Files shared by the GPT-2 manifests (write_text_assets): the tokenizer and the prompts, both from this corpus.
+TOKENIZER = "gpt2_tokenizer.model"
+PROMPTS = "gpt2_prompts.txt"
+CORPUS_DIR = Path("/usr/share/common-licenses")
+TOKENIZER_VOCAB = 2000
+PROMPT_MIN_WORDS = 40
+MAX_PROMPTS = 512
+
 ONNX_OPSET = 10
 # Graph file suffixes, in the order they are exported.
 SUFFIXES = (".pt", ".onnx")
@@ -67,9 +95,24 @@ EXPORT_RE = re.compile(r"^(\s*export:\s*)(\S+)(.*)$", re.M)
 
 
 def checksum_re(filename: str) -> re.Pattern:
-    """Matches the checksum line that follows `graph_path: FILENAME` (every framework entry using the file)."""
-    return re.compile(r"^(\s*(?:- )?\s*(?:graph_path|dataset_path):\s*" + re.escape(filename) +
-                      r"\s*\n\s*(?:dataset_)?checksum:\s*)(\S+)()$", re.M)
+    """Matches the checksum line that follows `graph_path: FILENAME` (every framework entry using the file), or
+    `dataset_path:` / `prompts:` FILENAME followed by `dataset_checksum:` / `prompts_checksum:`."""
+    return re.compile(r"^(\s*(?:- )?\s*(?:graph_path|dataset_path|prompts):\s*" + re.escape(filename) +
+                      r"\s*\n\s*(?:dataset_|prompts_)?checksum:\s*)(\S+)()$", re.M)
+
+
+def inline_checksum_re(filename: str) -> re.Pattern:
+    """Matches the checksum of a step that names the file inline, e.g.
+    `- tokenize: {model: FILENAME, checksum: "sha256:...", add_bos: true}` (the digest without its quotes)."""
+    return re.compile(r"(\bmodel:\s*" + re.escape(filename) + r"\s*,\s*checksum:\s*\"?)([^\",}\s]+)()")
+
+
+def checksum_regexes(filename: str) -> list:
+    return [checksum_re(filename), inline_checksum_re(filename)]
+
+
+def has_checksum(text: str, filename: str) -> bool:
+    return any(r.search(text) for r in checksum_regexes(filename))
 
 
 def sha256_file(path: Path) -> str:
@@ -82,9 +125,11 @@ def sha256_file(path: Path) -> str:
 
 def manifest_checksum(manifest: Path, filename: str) -> str:
     """The digest recorded for graph file `filename`; every entry naming the file must agree."""
-    found = {m.group(2) for m in checksum_re(filename).finditer(manifest.read_text())}
+    text = manifest.read_text()
+    found = {m.group(2) for r in checksum_regexes(filename) for m in r.finditer(text)}
     if not found or any(not d.startswith("sha256:") for d in found):
-        sys.exit(f"export_zoo: {manifest}: no 'graph_path: {filename}' followed by 'checksum: sha256:...'")
+        sys.exit(f"export_zoo: {manifest}: no 'graph_path: {filename}' followed by 'checksum: sha256:...' "
+                 f"(nor 'model: {filename}, checksum: sha256:...' in a step)")
     if len(found) > 1:
         sys.exit(f"export_zoo: {manifest}: the entries for {filename} record different checksums: "
                  + ", ".join(sorted(found)))
@@ -97,6 +142,27 @@ def rewrite(manifest: Path, regex: re.Pattern, value: str, count: int = 1) -> No
     if n == 0:
         sys.exit(f"export_zoo: {manifest}: cannot find the line to rewrite ({regex.pattern})")
     manifest.write_text(new)
+
+
+def rewrite_checksum(manifest: Path, filename: str, value: str) -> None:
+    """Writes `value` into every checksum the manifest records for `filename` (graph, split, step, prompts)."""
+    text, total = manifest.read_text(), 0
+    for r in checksum_regexes(filename):
+        text, n = r.subn(lambda m: m.group(1) + value + m.group(3), text)
+        total += n
+    if total == 0:
+        sys.exit(f"export_zoo: {manifest}: no checksum recorded for {filename} to rewrite")
+    manifest.write_text(text)
+
+
+def artifacts(stem: str, out: Path) -> list:
+    """The files exporting `stem` writes into `out`, each with a checksum in the manifest."""
+    if stem in GPT2:
+        return [out / f"{stem}.pt", out / TOKENIZER, out / PROMPTS]
+    files = [out / f"{stem}{suffix}" for suffix in SUFFIXES]
+    if stem in TRAINED:
+        files.append(out / TRAINED[stem])
+    return files
 
 
 def prepare_out(stem: str, out: Path) -> Path:
@@ -112,16 +178,15 @@ def prepare_out(stem: str, out: Path) -> Path:
     # A copy may carry checksums recorded earlier for this torch version (--record): keep them when the
     # files they describe are still there, so that a repeated run skips the export instead of redoing it.
     kept = {}
-    for suffix in SUFFIXES:
-        name = stem + suffix
-        graph = out / name
-        if dst.is_file() and graph.is_file() and checksum_re(name).search(dst.read_text()):
+    for graph in artifacts(stem, out):
+        name = graph.name
+        if dst.is_file() and graph.is_file() and has_checksum(dst.read_text(), name):
             old = manifest_checksum(dst, name)
             if old != manifest_checksum(src, name) and sha256_file(graph) == old:
                 kept[name] = old
     shutil.copyfile(src, dst)
     for name, digest in kept.items():
-        rewrite(dst, checksum_re(name), "sha256:" + digest, count=0)
+        rewrite_checksum(dst, name, "sha256:" + digest)
     for labels in set(re.findall(r"^\s*labels:\s*(\S+)\s*$", src.read_text(), re.M)) | {LABELS}:
         shutil.copyfile(REPO_MODELS / labels, out / labels)
     return dst
@@ -273,6 +338,260 @@ def export(stem: str, path: Path) -> str:
     return "torch.jit." + method
 
 
+def corpus_paragraphs() -> list:
+    """The license texts Debian's base-files ships (/usr/share/common-licenses), regular files only (GPL, LGPL and
+    GFDL are symlinks to a versioned file), in sorted order, split at blank lines, whitespace normalized: one
+    paragraph per entry."""
+    if not CORPUS_DIR.is_dir():
+        sys.exit(f"export_zoo: no {CORPUS_DIR} (Debian's base-files package); the GPT-2 tokenizer needs it")
+    paragraphs = []
+    for f in sorted(CORPUS_DIR.iterdir(), key=lambda p: p.name):
+        if f.is_symlink() or not f.is_file():
+            continue
+        for block in re.split(r"\n\s*\n", f.read_text(encoding="utf-8")):
+            line = " ".join(block.split())
+            if line:
+                paragraphs.append(line)
+    return paragraphs
+
+
+def write_text_assets(out: Path) -> None:
+    """Trains the SentencePiece tokenizer on the corpus and writes out/gpt2_tokenizer.model and out/gpt2_prompts.txt.
+
+    spm_train (Debian's sentencepiece 0.1.97) with one thread, no sampling of the input (--input_sentence_size=0,
+    no shuffling) and a fixed seed gives the same bytes run to run: trained twice here and compared. The model
+    stores the trainer's options, the input and model_prefix names included, so training runs in a temporary
+    folder under fixed relative names. BPE, byte fallback (any UTF-8 text encodes, nothing is lost to <unk>),
+    identity normalization (decode(encode(s)) == s for whitespace-normalized text, as GPT-2's byte-level BPE),
+    ids: <unk> 0, <s> 1, </s> 2, <pad> 3."""
+    spm_train = shutil.which("spm_train")
+    if not spm_train:
+        sys.exit("export_zoo: spm_train not found (Debian: apt-get install sentencepiece); the GPT-2 tokenizer needs it")
+    paragraphs = corpus_paragraphs()
+    digests = []
+    with tempfile.TemporaryDirectory(dir=out, prefix=".tokenizer-") as tmp:
+        for attempt in range(2):
+            work = Path(tmp) / str(attempt)
+            work.mkdir()
+            (work / "corpus.txt").write_text("\n".join(paragraphs) + "\n", encoding="utf-8")
+            cmd = [spm_train, "--input=corpus.txt", "--model_prefix=gpt2_tokenizer", "--model_type=bpe",
+                   f"--vocab_size={TOKENIZER_VOCAB}", "--character_coverage=1.0", "--byte_fallback=true",
+                   "--normalization_rule_name=identity", "--num_threads=1", "--random_seed=0",
+                   "--input_sentence_size=0", "--shuffle_input_sentence=false", "--max_sentence_length=65536",
+                   "--unk_id=0", "--bos_id=1", "--eos_id=2", "--pad_id=3", "--minloglevel=2"]
+            child = subprocess.run(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if child.returncode != 0:
+                sys.exit(f"export_zoo: spm_train failed (exit {child.returncode}): {child.stdout[-2000:]}")
+            digests.append(sha256_file(work / TOKENIZER))
+        if digests[0] != digests[1]:
+            sys.exit(f"export_zoo: spm_train is not deterministic: two trainings gave sha256:{digests[0]} and "
+                     f"sha256:{digests[1]}")
+        os.replace(Path(tmp) / "0" / TOKENIZER, out / TOKENIZER)
+    prompts = [p for p in paragraphs if len(p.split()) >= PROMPT_MIN_WORDS][:MAX_PROMPTS]
+    tmp_prompts = out / f".{PROMPTS}.tmp"
+    tmp_prompts.write_text("".join(p + "\n" for p in prompts), encoding="utf-8")
+    os.replace(tmp_prompts, out / PROMPTS)
+    print(f"  tokenizer: {TOKENIZER_VOCAB} ids, {len(paragraphs)} paragraphs of {CORPUS_DIR}; "
+          f"{len(prompts)} prompts (>= {PROMPT_MIN_WORDS} words)", file=sys.stderr)
+
+
+def gpt2_module(cfg: dict):
+    """GPT-2 (Radford et al. 2019; the layout of OpenAI's checkpoint and Hugging Face's GPT2LMHeadModel) in plain
+    torch, scriptable with torch 1.13, with a KV cache. Module names as GPT-2's: transformer.wte, transformer.wpe,
+    transformer.h.<i>.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}, transformer.ln_f, lm_head
+    (tied to wte). Attention is written out (matmul, masked softmax): torch 1.13 has no
+    scaled_dot_product_attention, and the file must run in newer LibTorch too.
+
+    The TorchScript contract (the C++ LibTorch generator calls it):
+      attributes n_layer, n_head, head_dim, vocab_size, max_positions (int);
+      init_cache(batch, length) -> (K, V), zeros [n_layer, batch, n_head, length, head_dim], dtype and device of
+        the parameters;
+      prefill(input_ids [B, T] int64, K, V) -> logits [B, vocab] of the last position; writes positions 0..T-1;
+      decode(token [B, 1] int64, position, K, V) -> logits [B, vocab]; writes `position`, attends over 0..position;
+      forward(input_ids [B, T]) -> logits [B, T, vocab], no cache."""
+    import math
+    from typing import Optional, Tuple
+
+    import torch
+    from torch import Tensor, nn
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, n_embd: int, n_head: int):
+            super().__init__()
+            self.n_head = n_head
+            self.head_dim = n_embd // n_head
+            self.scale = 1.0 / math.sqrt(self.head_dim)
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+
+        def forward(self, x: Tensor, k_cache: Optional[Tensor], v_cache: Optional[Tensor], start: int) -> Tensor:
+            # x [B, T, C]; k_cache/v_cache this layer's [B, H, L, D] (written in place at start..start+T-1).
+            B, T, C = x.size(0), x.size(1), x.size(2)
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+            k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+            v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+            if k_cache is not None and v_cache is not None:
+                k_cache[:, :, start:start + T] = k
+                v_cache[:, :, start:start + T] = v
+                k = k_cache[:, :, :start + T]
+                v = v_cache[:, :, :start + T]
+            att = torch.matmul(q, k.transpose(-2, -1)) * self.scale  # [B, H, T, S]
+            if T > 1:  # query i (position start + i) sees keys 0 .. start + i
+                S = k.size(2)
+                causal = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(start)
+                att = att.masked_fill(causal.logical_not(), float("-inf"))
+            y = torch.matmul(torch.softmax(att, dim=-1), v)  # [B, H, T, D]
+            return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+
+    class MLP(nn.Module):
+        def __init__(self, n_embd: int):
+            super().__init__()
+            self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+            self.act = nn.GELU(approximate="tanh")
+            self.c_proj = nn.Linear(4 * n_embd, n_embd)
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self.c_proj(self.act(self.c_fc(x)))
+
+    class Block(nn.Module):
+        def __init__(self, n_embd: int, n_head: int):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(n_embd)
+            self.attn = CausalSelfAttention(n_embd, n_head)
+            self.ln_2 = nn.LayerNorm(n_embd)
+            self.mlp = MLP(n_embd)
+
+        def forward(self, x: Tensor, k_cache: Optional[Tensor], v_cache: Optional[Tensor], start: int) -> Tensor:
+            x = x + self.attn(self.ln_1(x), k_cache, v_cache, start)
+            return x + self.mlp(self.ln_2(x))
+
+    class Transformer(nn.Module):
+        def __init__(self, n_layer: int, n_embd: int, n_head: int, vocab_size: int, max_positions: int):
+            super().__init__()
+            self.wte = nn.Embedding(vocab_size, n_embd)
+            self.wpe = nn.Embedding(max_positions, n_embd)
+            self.h = nn.ModuleList([Block(n_embd, n_head) for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd)
+
+        def forward(self, input_ids: Tensor, start: int, k_cache: Optional[Tensor],
+                    v_cache: Optional[Tensor]) -> Tensor:
+            pos = torch.arange(start, start + input_ids.size(1), dtype=torch.long, device=input_ids.device)
+            x = self.wte(input_ids) + self.wpe(pos).unsqueeze(0)
+            for i, block in enumerate(self.h):
+                if k_cache is not None and v_cache is not None:
+                    x = block(x, k_cache[i], v_cache[i], start)
+                else:
+                    x = block(x, None, None, start)
+            return x
+
+    class GPT2(nn.Module):
+        def __init__(self, n_layer: int, n_embd: int, n_head: int, vocab_size: int, max_positions: int):
+            super().__init__()
+            self.n_layer = n_layer
+            self.n_head = n_head
+            self.head_dim = n_embd // n_head
+            self.vocab_size = vocab_size
+            self.max_positions = max_positions
+            self.transformer = Transformer(n_layer, n_embd, n_head, vocab_size, max_positions)
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            self.lm_head.weight = self.transformer.wte.weight  # tied, as GPT-2
+
+        @torch.jit.export
+        def init_cache(self, batch: int, length: int) -> Tuple[Tensor, Tensor]:
+            if batch < 1 or length < 1 or length > self.max_positions:
+                raise ValueError("init_cache: batch must be >= 1 and length in [1, max_positions]")
+            w = self.transformer.wte.weight
+            shape = [self.n_layer, batch, self.n_head, length, self.head_dim]
+            return (torch.zeros(shape, dtype=w.dtype, device=w.device),
+                    torch.zeros(shape, dtype=w.dtype, device=w.device))
+
+        @torch.jit.export
+        def prefill(self, input_ids: Tensor, k_cache: Tensor, v_cache: Tensor) -> Tensor:
+            if input_ids.size(1) < 1 or input_ids.size(1) > k_cache.size(3):
+                raise ValueError("prefill: the prompt is empty or longer than the cache")
+            x = self.transformer(input_ids, 0, k_cache, v_cache)
+            return self.lm_head(self.transformer.ln_f(x[:, -1, :]))
+
+        @torch.jit.export
+        def decode(self, token: Tensor, position: int, k_cache: Tensor, v_cache: Tensor) -> Tensor:
+            if token.size(1) != 1 or position < 0 or position >= k_cache.size(3):
+                raise ValueError("decode: token must be [B, 1] and position inside the cache")
+            x = self.transformer(token, position, k_cache, v_cache)
+            return self.lm_head(self.transformer.ln_f(x[:, -1, :]))
+
+        def forward(self, input_ids: Tensor) -> Tensor:
+            if input_ids.size(1) > self.max_positions:
+                raise ValueError("forward: more tokens than max_positions")
+            return self.lm_head(self.transformer.ln_f(self.transformer(input_ids, 0, None, None)))
+
+    torch.manual_seed(0)
+    model = GPT2(**cfg)
+    # GPT-2's initialization: Linear and Embedding weights N(0, 0.02), biases 0, LayerNorm 1/0, and the residual
+    # projections (attn.c_proj, mlp.c_proj) scaled by 1/sqrt(2 n_layer) (GPT-2 paper §2.3).
+    with torch.no_grad():
+        for name, m in model.named_modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)) and m is not model.lm_head:
+                std = 0.02 / math.sqrt(2 * cfg["n_layer"]) if name.endswith("c_proj") else 0.02
+                m.weight.normal_(0.0, std)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    m.bias.zero_()
+    return model.eval()
+
+
+def check_gpt2_cache(path: Path, stem: str, prompt_tokens: int, new_tokens: int) -> None:
+    """Loads the saved TorchScript back and checks that greedy generation with init_cache + prefill + decode gives
+    the same tokens (and logits within tolerance) as re-running forward() on the growing sequence. Exits on a
+    mismatch. Runs on the loaded file, so the check cannot change the saved bytes."""
+    import torch
+
+    m = torch.jit.load(str(path))
+    vocab, batch = m.vocab_size, 2
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(4, min(vocab, TOKENIZER_VOCAB), (batch, prompt_tokens), generator=gen)
+    worst = 0.0
+    with torch.inference_mode():
+        k, v = m.init_cache(batch, prompt_tokens + new_tokens)
+        expect = [m.n_layer, batch, m.n_head, prompt_tokens + new_tokens, m.head_dim]
+        if list(k.shape) != expect or k.dtype != torch.float32:
+            sys.exit(f"export_zoo: {stem}: init_cache gave {list(k.shape)} {k.dtype}, expected {expect} float32")
+        logits = m.prefill(ids, k, v)
+        seq = ids
+        for step in range(new_tokens):
+            full = m.forward(seq)[:, -1, :]
+            worst = max(worst, (full - logits).abs().max().item())
+            if not torch.allclose(full, logits, rtol=1e-4, atol=1e-4) or \
+                    not torch.equal(full.argmax(-1), logits.argmax(-1)):
+                sys.exit(f"export_zoo: {stem}: prefill/decode with the KV cache differs from forward() at generated "
+                         f"token {step} (max |delta logit| {(full - logits).abs().max().item():.3g})")
+            token = logits.argmax(-1, keepdim=True)
+            seq = torch.cat([seq, token], dim=1)
+            if step + 1 < new_tokens:
+                logits = m.decode(token, prompt_tokens + step, k, v)
+        # The cache follows the parameters' dtype (model.to(half/bfloat16/cuda) in C++ carries over).
+        if stem == "gpt2_tiny":
+            m.to(torch.float64)
+            if m.init_cache(1, 4)[0].dtype != torch.float64:
+                sys.exit(f"export_zoo: {stem}: init_cache does not follow the parameters' dtype")
+    print(f"  {stem}: KV cache check passed: prefill+decode == forward, batch {batch}, {prompt_tokens} prompt + "
+          f"{new_tokens} greedy tokens, max |delta logit| {worst:.3g}", file=sys.stderr)
+
+
+def export_gpt2(stem: str, path: Path) -> str:
+    import torch
+
+    torch.set_num_threads(1)
+    model = gpt2_module(GPT2[stem])
+    module = torch.jit.script(model)
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
+        tmp_path = Path(tmp) / path.name
+        torch.jit.save(module, str(tmp_path))
+        os.replace(tmp_path, path)
+    tiny = stem == "gpt2_tiny"
+    check_gpt2_cache(path, stem, prompt_tokens=16 if tiny else 8, new_tokens=32 if tiny else 8)
+    return "torch.jit.script"
+
+
 def main() -> int:
     # TorchScript writes a module's constants (e.g. Linear's `out_features : Final[int]`) in the iteration
     # order of a Python set, which follows string hashing, randomized per process. Fix the hash seed, or two
@@ -290,10 +609,11 @@ def main() -> int:
     ap.add_argument("--export-one", nargs=2, metavar=("NAME", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.export_one:
-        print(export(args.export_one[0], Path(args.export_one[1])))
+        stem = args.export_one[0]
+        print(export_gpt2(stem, Path(args.export_one[1])) if stem in GPT2 else export(stem, Path(args.export_one[1])))
         return 0
 
-    names = list(MODELS) if args.models == "all" else [m.strip() for m in args.models.split(",") if m.strip()]
+    names = [m for m in MODELS if m not in LARGE] if args.models == "all" else [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [n for n in names if n not in MODELS]
     if unknown or not names:
         sys.exit(f"export_zoo: unknown model(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(MODELS)}")
@@ -301,9 +621,7 @@ def main() -> int:
     failures = []
     for stem in names:
         manifest = prepare_out(stem, args.out)
-        graphs = [args.out / f"{stem}{suffix}" for suffix in SUFFIXES]
-        if stem in TRAINED:
-            graphs.append(args.out / TRAINED[stem])
+        graphs = artifacts(stem, args.out)
         expected = {g.name: manifest_checksum(manifest, g.name) for g in graphs}
         t0 = time.monotonic()
         if not args.force and all(g.is_file() and sha256_file(g) == expected[g.name] for g in graphs):
@@ -311,6 +629,12 @@ def main() -> int:
                 print(f"{stem:13s} {g}  {g.stat().st_size / 1e6:8.1f} MB  sha256:{expected[g.name]}  "
                       f"(up to date, skipped; --force to redo)")
             continue
+        if stem in GPT2:
+            text_files = [g for g in graphs if g.name in (TOKENIZER, PROMPTS)]
+            if args.force or not all(g.is_file() and sha256_file(g) == expected[g.name] for g in text_files):
+                write_text_assets(args.out)
+            else:
+                print(f"  {stem}: reusing {TOKENIZER} and {PROMPTS} in {args.out} (checksums match)", file=sys.stderr)
         # One fresh interpreter per model: TorchScript mangles the names of classes it has already compiled in
         # the process (___torch_mangle_N), so a model's bytes would depend on which models came before it.
         child = subprocess.run([sys.executable, __file__, "--export-one", stem, str(graphs[0])],
@@ -321,13 +645,14 @@ def main() -> int:
         secs = time.monotonic() - t0
         for g in graphs:
             digest = sha256_file(g)
-            how = {".pt": method, ".onnx": f"torch.onnx opset {ONNX_OPSET}"}.get(g.suffix, "held-out split")
+            how = {".pt": method, ".onnx": f"torch.onnx opset {ONNX_OPSET}", ".model": "spm_train",
+                   ".txt": "prompts"}.get(g.suffix, "held-out split")
             print(f"{stem:13s} {g}  {g.stat().st_size / 1e6:8.1f} MB  sha256:{digest}  {secs:6.1f} s  {how}",
                   flush=True)
             if digest == expected[g.name]:
                 continue
             if args.record:
-                rewrite(manifest, checksum_re(g.name), "sha256:" + digest, count=0)
+                rewrite_checksum(manifest, g.name, "sha256:" + digest)
                 print(f"  recorded sha256:{digest} for {g.name} in {manifest}")
             else:
                 failures.append(f"{stem}: {g} has sha256:{digest} but {manifest} expects "

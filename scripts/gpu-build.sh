@@ -5,11 +5,12 @@
 #   scripts/gpu-build.sh [DEBS_DIR]
 #
 # DEBS_DIR (default .carry/debs) holds Debian .debs of the dev packages such a machine lacks (nlohmann-json,
-# CLI11, yaml-cpp, spdlog, fmt, SQLite, zstd, OpenSSL headers); each one whose package is not installed is
-# unpacked into /. Fill it on a Debian 12 machine with:
+# CLI11, yaml-cpp, spdlog, fmt, SQLite, zstd, OpenSSL headers, SentencePiece); each one whose package is not
+# installed is unpacked into /. Fill it on a Debian 12 machine with:
 #   mkdir -p .carry/debs && (cd .carry/debs && apt-get download nlohmann-json3-dev libcli11-dev \
 #     libyaml-cpp-dev libyaml-cpp0.7 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libsqlite3-dev \
-#     libzstd-dev libssl-dev libgtest-dev)
+#     libzstd-dev libssl-dev libgtest-dev libsentencepiece-dev libsentencepiece0)
+# (libsentencepiece0 0.1.97 depends on libc6, libgcc-s1 and libstdc++6 only: its protobuf-lite is built in.)
 # OpenCV is not needed there: without it the build takes synthetic inputs only (--synthetic).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -17,6 +17,8 @@ packages=(
   libcpp-httplib-dev                  # `xsp serve`: the HTTP server (docs/server.md); without it XSP builds without serve
   libpqxx-dev                         # the PostgreSQL store and job queue (docs/deploy.md); without it SQLite only
   postgresql-15                       # tests/pg: a throw-away PostgreSQL server the tests start as a non-root user
+  sentencepiece libsentencepiece-dev  # GPT-2's tokenizer: spm_train (scripts/export_zoo.py) and the C++ tokenizer
+  python3-sentencepiece               # scripts/generate_reference.py: the prompts tokenized as XSP does
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm
 # (NodeSource's) is kept.
