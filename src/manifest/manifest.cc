@@ -198,11 +198,50 @@ class Parser {
     return out;
   }
 
+  // Which step an input or output of `type` may have, in the order the messages list them.
+  static const std::vector<std::string>& allowed_steps(bool input_side, const std::string& type) {
+    static const std::vector<std::string> image = {"decode", "resize", "center_crop", "normalize"};
+    static const std::vector<std::string> text = {"tokenize", "pad_truncate"};
+    static const std::vector<std::string> classes = {"softmax", "top_k"};
+    static const std::vector<std::string> detection = {"nms"};
+    static const std::vector<std::string> segmentation = {"argmax"};
+    static const std::vector<std::string> generation = {"generate", "detokenize"};
+    if (input_side) return type == "text" ? text : image;
+    if (type == "detection") return detection;
+    if (type == "segmentation") return segmentation;
+    if (type == "generation") return generation;
+    return classes;
+  }
+
+  // A boolean written true or false; stored as "true" / "false".
+  std::string boolean(const YAML::Node& n, const std::string& path) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : "";
+    if (v == "true" || v == "True" || v == "TRUE") return "true";
+    if (v == "false" || v == "False" || v == "FALSE") return "false";
+    fail(n, path, "expected true or false, got " + describe(n));
+  }
+
+  // A number in (lo, hi] (or [lo, hi] with `lo_closed`), refused naming the interval.
+  double number_in(const YAML::Node& n, const std::string& path, double lo, bool lo_closed, double hi) const {
+    const double v = number(n, path);
+    if ((lo_closed ? v < lo : v <= lo) || v > hi) {
+      std::ostringstream range;
+      range << (lo_closed ? "[" : "(") << lo << ", " << hi << "]";
+      fail(n, path, "expected a number in " + range.str() + ", got " + describe(n));
+    }
+    return v;
+  }
+
   // One step: a mapping with a single key, the op, whose value holds the parameters ({} or nothing when none).
-  ProcessingStep step(const YAML::Node& n, const std::string& path, bool input_side, long channels) const {
-    static const std::vector<std::string> input_ops = {"decode", "resize", "center_crop", "normalize"};
-    static const std::vector<std::string> output_ops = {"softmax", "top_k"};
-    const auto& ops = input_side ? input_ops : output_ops;
+  // `type` is the input's or output's type, which decides the steps allowed; `channels` is an image input's
+  // channel count (0 otherwise) and `sequence` a text input's dimensions[0] (0 otherwise).
+  ProcessingStep step(const YAML::Node& n, const std::string& path, bool input_side, const std::string& type,
+                      long channels, long sequence) const {
+    static const std::vector<std::string> input_ops = {"decode",   "resize",  "center_crop", "normalize",
+                                                       "tokenize", "pad_truncate"};
+    static const std::vector<std::string> output_ops = {"softmax", "top_k", "nms", "argmax", "generate", "detokenize"};
+    const auto& known = input_side ? input_ops : output_ops;
+    const auto& ops = allowed_steps(input_side, type);
     if (!n.IsMap() || n.size() != 1)
       fail(n, path, "expected a mapping with one key, the step (one of " + join(ops, ", ") + "), got " + describe(n));
     ProcessingStep s;
@@ -211,9 +250,12 @@ class Parser {
     const YAML::Node args = n.begin()->second;
     s.op = key.IsScalar() ? key.Scalar() : "";
     const std::string at = path + "." + s.op;
+    if (std::find(known.begin(), known.end(), s.op) == known.end())
+      fail(key, path, std::string("unknown ") + (input_side ? "pre" : "post") + "-processing step " + shown(s.op) +
+                          "; expected one of " + join(ops, ", "));
     if (std::find(ops.begin(), ops.end(), s.op) == ops.end())
-      fail(key, path, std::string("unknown ") + (input_side ? "pre" : "post") + "-processing step '" + s.op +
-                          "'; expected one of " + join(ops, ", "));
+      fail(key, path, "step '" + s.op + "' is not allowed on " + (input_side ? "an input" : "an output") +
+                          " of type " + type + "; expected one of " + join(ops, ", "));
     // A step without parameters may be written "decode: {}" or "decode:".
     const YAML::Node p = args.IsNull() ? YAML::Node(YAML::NodeType::Map) : args;
     auto scalar = [&](const std::string& k) { s.params[k] = p[k].Scalar(); };
@@ -260,6 +302,61 @@ class Parser {
       check_map(p, at, {"k"});
       int_in_range(required(p, "k", at + ".k"), at + ".k", 1, limits::kMaxTopK);
       scalar("k");
+    } else if (s.op == "tokenize" || s.op == "detokenize") {
+      // A SentencePiece model file, relative to the manifest, verified by its digest like a graph.
+      if (s.op == "tokenize")
+        check_map(p, at, {"model", "checksum", "add_bos", "add_eos"});
+      else
+        check_map(p, at, {"model", "checksum"});
+      s.params["model"] = string_of(required(p, "model", at + ".model"), at + ".model", limits::kMaxPathLength);
+      s.params["checksum"] = checksum(required(p, "checksum", at + ".checksum"), at + ".checksum");
+      if (s.op == "tokenize")
+        for (const char* flag : {"add_bos", "add_eos"})
+          s.params[flag] = p[flag].IsDefined() ? boolean(p[flag], at + "." + flag) : "false";
+    } else if (s.op == "pad_truncate") {
+      check_map(p, at, {"length", "side", "pad_id"});
+      int_in_range(required(p, "length", at + ".length"), at + ".length", 1, sequence);
+      scalar("length");
+      s.params["side"] = p["side"].IsDefined() ? one_of(p["side"], at + ".side", {"left", "right"}) : "right";
+      if (p["pad_id"].IsDefined()) {
+        int_in_range(p["pad_id"], at + ".pad_id", 0, limits::kMaxTokenId);
+        scalar("pad_id");
+      } else {
+        s.params["pad_id"] = "0";
+      }
+    } else if (s.op == "nms") {
+      check_map(p, at, {"iou_threshold", "score_threshold", "max_detections"});
+      number_in(required(p, "iou_threshold", at + ".iou_threshold"), at + ".iou_threshold", 0, false, 1);
+      scalar("iou_threshold");
+      if (p["score_threshold"].IsDefined()) {
+        number_in(p["score_threshold"], at + ".score_threshold", 0, true, 1);
+        scalar("score_threshold");
+      } else {
+        s.params["score_threshold"] = "0.05";
+      }
+      if (p["max_detections"].IsDefined()) {
+        int_in_range(p["max_detections"], at + ".max_detections", 1, limits::kMaxDetections);
+        scalar("max_detections");
+      } else {
+        s.params["max_detections"] = "100";
+      }
+    } else if (s.op == "argmax") {
+      check_map(p, at, {"axis"});
+      if (p["axis"].IsDefined()) {
+        int_in_range(p["axis"], at + ".axis", 0, limits::kMaxAxis);
+        scalar("axis");
+      } else {
+        s.params["axis"] = "0";
+      }
+    } else if (s.op == "generate") {
+      check_map(p, at, {"max_new_tokens", "sampling"});
+      if (p["max_new_tokens"].IsDefined()) {
+        int_in_range(p["max_new_tokens"], at + ".max_new_tokens", 1, limits::kMaxSequenceLength);
+        scalar("max_new_tokens");
+      } else {
+        s.params["max_new_tokens"] = "32";
+      }
+      s.params["sampling"] = p["sampling"].IsDefined() ? one_of(p["sampling"], at + ".sampling", {"greedy"}) : "greedy";
     }
     return s;
   }
@@ -285,23 +382,87 @@ class Parser {
   }
 
   std::vector<ProcessingStep> steps(const YAML::Node& map, const std::string& path, bool input_side,
-                                    long channels) const {
+                                    const std::string& type, long channels, long sequence) const {
     std::vector<ProcessingStep> out;
     const YAML::Node n = map["steps"];
-    if (!n.IsDefined() || n.IsNull()) return out;
-    if (!n.IsSequence()) fail(n, path, "expected a list of steps, got " + describe(n));
-    check_list_size(n, path);
-    for (std::size_t i = 0; i < n.size(); ++i)
-      out.push_back(step(n[i], path + "[" + std::to_string(i) + "]", input_side, channels));
+    if (n.IsDefined() && !n.IsNull()) {
+      if (!n.IsSequence()) fail(n, path, "expected a list of steps, got " + describe(n));
+      check_list_size(n, path);
+      for (std::size_t i = 0; i < n.size(); ++i)
+        out.push_back(step(n[i], path + "[" + std::to_string(i) + "]", input_side, type, channels, sequence));
+    }
+    // Text inputs and generation outputs: a required first step and an optional second one, each at most once.
+    const bool text = input_side && type == "text", generation = !input_side && type == "generation";
+    if (text || generation) {
+      const std::string first = text ? "tokenize" : "generate";
+      const std::string what = text ? "a text input" : "a generation output";
+      if (out.empty())
+        fail(n.IsDefined() && !n.IsNull() ? n : map, path,
+             "missing required step '" + first + "' (the first step of " + what + ")");
+      if (out[0].op != first)
+        fail(n[0], path + "[0]", "expected '" + first + "' as the first step of " + what + ", got '" + out[0].op + "'");
+      for (std::size_t i = 1; i < out.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (out[j].op == out[i].op)
+            fail(n[i], path + "[" + std::to_string(i) + "]",
+                 "step '" + out[i].op + "' may appear once in " + what + " (also " + path + "[" + std::to_string(j) +
+                     "] at line " + std::to_string(out[j].line) + ")");
+    }
     return out;
   }
 
-  InputSpec input(const YAML::Node& n, const std::string& path) const {
-    check_map(n, path, {"type", "element_type", "layout", "color_mode", "dimensions", "steps"});
+  // An input's or output's name: given (checked) or its default, `base` alone or base_<i> when there are several.
+  std::string entry_name(const YAML::Node& n, const std::string& path, const std::string& base, std::size_t i,
+                         std::size_t count) const {
+    const YAML::Node name = n["name"];
+    if (!name.IsDefined() || name.IsNull()) return count == 1 ? base : base + "_" + std::to_string(i);
+    const std::string v = string_of(name, path + ".name", limits::kMaxNameLength);
+    bool ok = std::isalpha(static_cast<unsigned char>(v[0])) || v[0] == '_';
+    for (std::size_t k = 1; ok && k < v.size(); ++k)
+      ok = std::isalnum(static_cast<unsigned char>(v[k])) || v[k] == '_' || v[k] == '.' || v[k] == '-';
+    if (!ok)
+      fail(name, path + ".name", "expected a name of letters, digits, '_', '.' and '-' that starts with a letter or "
+                                 "'_', got " + shown(v));
+    return v;
+  }
+
+  // The last of `names` differs from the others (entries of `list`, the inputs or outputs); the message names both
+  // entries.
+  void check_unique_names(const YAML::Node& list, const std::string& what, const std::vector<std::string>& names) const {
+    const std::size_t i = names.size() - 1;
+    for (std::size_t j = 0; j < i; ++j)
+      if (names[i] == names[j]) {
+        const std::string one = what.substr(0, what.size() - 1);  // "input", "output"
+        const YAML::Node at = list[i]["name"].IsDefined() && !list[i]["name"].IsNull() ? list[i]["name"] : list[i];
+        fail(at, what + "[" + std::to_string(i) + "].name",
+             "duplicate " + one + " name " + shown(names[i]) + " (also " + what + "[" + std::to_string(j) +
+                 "] at line " + std::to_string(list[j].Mark().line + 1) + "); names must be unique (an unnamed " +
+                 one + " is called " + one + " or " + one + "_<i>)");
+      }
+  }
+
+  InputSpec input(const YAML::Node& n, const std::string& path, std::size_t index, std::size_t count) const {
+    check_map(n, path, {"name", "type", "element_type", "layout", "color_mode", "dimensions", "steps"});
     InputSpec in;
-    in.type = one_of(required(n, "type", path + ".type"), path + ".type", {"image", "tensor"});
-    in.element_type = one_of(required(n, "element_type", path + ".element_type"), path + ".element_type", {"float32"});
-    in.layout = n["layout"].IsDefined() ? one_of(n["layout"], path + ".layout", {"NCHW"}) : "NCHW";
+    in.name = entry_name(n, path, "input", index, count);
+    in.type = one_of(required(n, "type", path + ".type"), path + ".type", {"image", "tensor", "text"});
+    const YAML::Node element = required(n, "element_type", path + ".element_type");
+    in.element_type =
+        one_of(element, path + ".element_type", {"float32", "float16", "bfloat16", "int64", "int32", "bool"});
+    if (in.type == "image" && in.element_type != "float32" && in.element_type != "float16" &&
+        in.element_type != "bfloat16")
+      fail(element, path + ".element_type", "expected float32, float16 or bfloat16 for an input of type image "
+                                            "(normalized pixels), got " + shown(in.element_type));
+    if (in.type == "text" && in.element_type != "int64" && in.element_type != "int32")
+      fail(element, path + ".element_type",
+           "expected int64 or int32 for an input of type text (token ids), got " + shown(in.element_type));
+    if (in.type == "text") {
+      if (n["layout"].IsDefined())
+        fail(n["layout"], path + ".layout", "an input of type text has no layout (its one dimension is the sequence)");
+      in.layout = "";
+    } else {
+      in.layout = n["layout"].IsDefined() ? one_of(n["layout"], path + ".layout", {"NCHW"}) : "NCHW";
+    }
     const YAML::Node dims = required(n, "dimensions", path + ".dimensions");
     if (!dims.IsSequence() || dims.size() == 0)
       fail(dims, path + ".dimensions", "expected a non-empty list of positive integers, got " + describe(dims));
@@ -344,24 +505,77 @@ class Parser {
     } else if (n["color_mode"].IsDefined()) {
       fail(n["color_mode"], path + ".color_mode", "only image inputs have a color_mode");
     }
-    in.steps = steps(n, path + ".steps", true, channels);
+    long sequence = 0;
+    if (in.type == "text") {
+      // One dimension: the maximum sequence length in tokens (positions).
+      if (in.dimensions.size() != 1)
+        fail(dims, path + ".dimensions", "expected one dimension for an input of type text, its maximum sequence "
+                                         "length, got " + std::to_string(in.dimensions.size()) + " dimensions");
+      if (in.dimensions[0] > limits::kMaxSequenceLength)
+        fail(dims[0], path + ".dimensions[0]", "expected a sequence length from 1 to " +
+                                                   std::to_string(limits::kMaxSequenceLength) + ", got " +
+                                                   std::to_string(in.dimensions[0]));
+      sequence = in.dimensions[0];
+    }
+    in.steps = steps(n, path + ".steps", true, in.type, channels, sequence);
     return in;
   }
 
-  OutputSpec output(const YAML::Node& n, const std::string& path) const {
-    check_map(n, path, {"type", "labels", "steps"});
+  // `inputs` are the manifest's inputs, parsed before: a generation output is checked against its text input.
+  OutputSpec output(const YAML::Node& n, const std::string& path, std::size_t index, std::size_t count,
+                    const std::vector<InputSpec>& inputs) const {
+    check_map(n, path, {"name", "type", "labels", "steps"});
     OutputSpec out;
-    out.type = one_of(required(n, "type", path + ".type"), path + ".type", {"classification"});
-    if (n["labels"].IsDefined() && !n["labels"].IsNull())
+    out.name = entry_name(n, path, "output", index, count);
+    const YAML::Node type = required(n, "type", path + ".type");
+    out.type = one_of(type, path + ".type",
+                      {"classification", "detection", "segmentation", "text_classification", "generation"});
+    if (n["labels"].IsDefined() && !n["labels"].IsNull()) {
+      if (out.type == "generation")
+        fail(n["labels"], path + ".labels", "an output of type generation has no labels (its tokens are text)");
       out.labels = string_of(n["labels"], path + ".labels", limits::kMaxPathLength);
-    out.steps = steps(n, path + ".steps", false, 0);
+    }
+    const InputSpec* text = nullptr;
+    if (out.type == "generation") {
+      std::vector<std::string> texts;
+      for (const auto& in : inputs)
+        if (in.type == "text") {
+          texts.push_back(in.name);
+          text = &in;
+        }
+      if (texts.size() != 1)
+        fail(type, path + ".type", "expected exactly one input of type text for an output of type generation, got " +
+                                       std::to_string(texts.size()) +
+                                       (texts.empty() ? std::string() : " (" + join(texts, ", ") + ")"));
+    }
+    out.steps = steps(n, path + ".steps", false, out.type, 0, 0);
+    if (text) {
+      // The prompt (padded or truncated to pad_truncate.length, when the input has that step) and the new tokens
+      // must fit the model's positions.
+      long prompt = 0;
+      for (const auto& s : text->steps)
+        if (s.op == "pad_truncate") prompt = std::stol(s.params.at("length"));
+      const long new_tokens = std::stol(out.steps[0].params.at("max_new_tokens"));
+      if (new_tokens + prompt > text->dimensions[0]) {
+        const YAML::Node generate = n["steps"][0]["generate"];
+        const YAML::Node at = generate.IsMap() && generate["max_new_tokens"].IsDefined() ? generate["max_new_tokens"]
+                                                                                        : n["steps"][0];
+        const std::string limit = " to be at most dimensions[0] of input '" + text->name + "', its maximum sequence "
+                                  "length " + std::to_string(text->dimensions[0]) + ", got ";
+        fail(at, path + ".steps[0].generate.max_new_tokens",
+             prompt == 0 ? "expected max_new_tokens" + limit + std::to_string(new_tokens)
+                         : "expected max_new_tokens + pad_truncate.length (the prompt)" + limit +
+                               std::to_string(new_tokens) + " + " + std::to_string(prompt) + " = " +
+                               std::to_string(new_tokens + prompt));
+      }
+    }
     return out;
   }
 
   Manifest parse(const YAML::Node& root) const {
     if (!root.IsMap()) fail(root, "", "expected a mapping of manifest fields at the top level, got " + describe(root));
-    check_map(root, "", {"name", "version", "description", "framework", "model", "frameworks", "inputs", "outputs",
-                         "attributes"});
+    check_map(root, "", {"name", "version", "description", "framework", "model", "frameworks", "precisions", "inputs",
+                         "outputs", "attributes"});
     Manifest m;
     m.name = string_of(required(root, "name", "name"), "name", limits::kMaxNameLength);
 
@@ -417,19 +631,47 @@ class Parser {
       m.graphs.push_back(std::move(g));
     }
 
+    const YAML::Node precisions = root["precisions"];
+    if (precisions.IsDefined() && !precisions.IsNull()) {
+      if (!precisions.IsSequence() || precisions.size() == 0)
+        fail(precisions, "precisions", "expected a non-empty list of fp32, fp16, bf16, got " +
+                                           (precisions.IsSequence() ? std::string("an empty list")
+                                                                    : describe(precisions)));
+      check_list_size(precisions, "precisions");
+      for (std::size_t i = 0; i < precisions.size(); ++i) {
+        const std::string at = "precisions[" + std::to_string(i) + "]";
+        const std::string p = one_of(precisions[i], at, {"fp32", "fp16", "bf16"});
+        const auto seen = std::find(m.precisions.begin(), m.precisions.end(), p);
+        if (seen != m.precisions.end())
+          fail(precisions[i], at, "duplicate precision '" + p + "' (also precisions[" +
+                                      std::to_string(seen - m.precisions.begin()) + "])");
+        m.precisions.push_back(p);
+      }
+    } else {
+      m.precisions = {"fp32"};
+    }
+
     const YAML::Node inputs = required(root, "inputs", "inputs");
     if (!inputs.IsSequence() || inputs.size() == 0)
       fail(inputs, "inputs", "expected a non-empty list of inputs, got " + describe(inputs));
     check_list_size(inputs, "inputs");
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      m.inputs.push_back(input(inputs[i], "inputs[" + std::to_string(i) + "]"));
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      m.inputs.push_back(input(inputs[i], "inputs[" + std::to_string(i) + "]", i, inputs.size()));
+      names.push_back(m.inputs.back().name);
+      check_unique_names(inputs, "inputs", names);
+    }
 
     const YAML::Node outputs = required(root, "outputs", "outputs");
     if (!outputs.IsSequence() || outputs.size() == 0)
       fail(outputs, "outputs", "expected a non-empty list of outputs, got " + describe(outputs));
     check_list_size(outputs, "outputs");
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      m.outputs.push_back(output(outputs[i], "outputs[" + std::to_string(i) + "]"));
+    names.clear();
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      m.outputs.push_back(output(outputs[i], "outputs[" + std::to_string(i) + "]", i, outputs.size(), m.inputs));
+      names.push_back(m.outputs.back().name);
+      check_unique_names(outputs, "outputs", names);
+    }
 
     const YAML::Node attrs = root["attributes"];
     if (attrs.IsDefined() && !attrs.IsNull()) {
@@ -497,18 +739,44 @@ const std::string& Manifest::default_framework() const {
   return graphs.front().framework;
 }
 
+std::filesystem::path Manifest::resolve(const std::string& relative) const {
+  if (relative.empty()) return {};
+  std::filesystem::path p(relative);
+  if (p.is_absolute()) return p;
+  return (path.parent_path() / p).lexically_normal();
+}
+
 std::filesystem::path Manifest::resolved_graph_path(const std::string& framework) const {
   const std::string& graph_path = graph_for(framework).graph_path;
-  std::filesystem::path g(graph_path);
-  if (g.is_absolute() || graph_path.find("://") != std::string::npos) return g;
-  return (path.parent_path() / g).lexically_normal();
+  if (graph_path.find("://") != std::string::npos) return graph_path;  // a URL
+  return resolve(graph_path);
 }
 
 std::filesystem::path Manifest::resolved_labels_path(std::size_t i) const {
-  if (i >= outputs.size() || outputs[i].labels.empty()) return {};
-  std::filesystem::path l(outputs[i].labels);
-  if (l.is_absolute()) return l;
-  return (path.parent_path() / l).lexically_normal();
+  if (i >= outputs.size()) return {};
+  return resolve(outputs[i].labels);
+}
+
+const InputSpec* Manifest::find_input(std::string_view wanted) const {
+  for (const InputSpec& in : inputs)
+    if (in.name == wanted) return &in;
+  return nullptr;
+}
+
+const OutputSpec* Manifest::find_output(std::string_view wanted) const {
+  for (const OutputSpec& out : outputs)
+    if (out.name == wanted) return &out;
+  return nullptr;
+}
+
+bool is_generation(const Manifest& manifest) {
+  return std::any_of(manifest.outputs.begin(), manifest.outputs.end(),
+                     [](const OutputSpec& o) { return o.type == "generation"; });
+}
+
+std::string ProcessingStep::param(std::string_view key, std::string_view fallback) const {
+  const auto it = params.find(std::string(key));
+  return it == params.end() ? std::string(fallback) : it->second;
 }
 
 Manifest parse_manifest(const std::string& yaml_text, const std::filesystem::path& file) {

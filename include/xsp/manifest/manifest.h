@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xsp {
@@ -16,9 +17,10 @@ namespace xsp {
 /// wrapped or clamped.
 namespace manifest_limits {
 inline constexpr std::size_t kMaxFileBytes = 1 << 20;  ///< size of a manifest file (1 MiB)
-/// name, version, framework names, version constraints, checksums, enumerations (type, method, ...), attribute keys
+/// name, version, framework names, version constraints, checksums, enumerations (type, method, ...), attribute keys,
+/// input and output names
 inline constexpr std::size_t kMaxNameLength = 256;
-inline constexpr std::size_t kMaxPathLength = 4096;    ///< graph_path, labels
+inline constexpr std::size_t kMaxPathLength = 4096;    ///< graph_path, labels, tokenize.model, detokenize.model
 inline constexpr std::size_t kMaxTextLength = 65536;   ///< description, attribute values
 /// Entries of any list: inputs, outputs, frameworks, steps, mean/std values.
 inline constexpr std::size_t kMaxListLength = 1024;
@@ -29,6 +31,11 @@ inline constexpr long kMaxInputElements = 1L << 31;
 inline constexpr long kMaxImageSide = 16384;
 inline constexpr long kMaxTopK = 1'000'000;             ///< top_k.k
 inline constexpr double kMaxScale = 1e9;                ///< normalize.scale (must also be > 0)
+/// A text input's dimensions[0] (its maximum sequence length, in tokens) and generate.max_new_tokens.
+inline constexpr long kMaxSequenceLength = 1L << 20;
+inline constexpr long kMaxTokenId = 2147483647;         ///< pad_truncate.pad_id (fits int32 token ids)
+inline constexpr long kMaxDetections = 100'000;         ///< nms.max_detections
+inline constexpr long kMaxAxis = static_cast<long>(kMaxRank) - 1;  ///< argmax.axis
 }  // namespace manifest_limits
 
 /// A manifest that cannot be used. what() reads "FILE:LINE: field 'a.b[2].c': expected ..., got ...".
@@ -46,26 +53,56 @@ class ManifestError : public std::runtime_error {
 };
 
 /// One pre- or post-processing step, e.g. {resize: {shorter_side: 256, method: bilinear}}.
-/// Parameters are kept as YAML scalars/sequences converted to strings or lists of doubles.
+/// Parameters are kept as YAML scalars/sequences converted to strings or lists of doubles. After parsing, every
+/// optional parameter is in `params` too, with its default when the manifest leaves it out, so that consumers
+/// read one place. Steps, where they are allowed, and their parameters (defaults in brackets):
+///  - inputs of type image or tensor: decode {}; resize {shorter_side, method [bilinear]};
+///    center_crop {size}; normalize {mean, std (list_params), scale [1]};
+///  - inputs of type text: tokenize {model, checksum, add_bos [false], add_eos [false]}, required and first;
+///    pad_truncate {length (1..dimensions[0]), side [right], pad_id [0]}, at most once, after tokenize;
+///  - outputs of type classification or text_classification: softmax {}; top_k {k};
+///  - detection: nms {iou_threshold (0, 1], score_threshold [0.05], max_detections [100]};
+///  - segmentation: argmax {axis [0]} (the class axis of one sample's output);
+///  - generation: generate {max_new_tokens [32], sampling [greedy]}, required and first;
+///    detokenize {model, checksum}, at most once, after generate.
+/// model (tokenize, detokenize) is a SentencePiece model file relative to the manifest (Manifest::resolve());
+/// checksum is its "sha256:<64 lower-case hex>"; booleans are stored as "true" / "false".
 struct ProcessingStep {
-  std::string op;  ///< decode | resize | center_crop | normalize | softmax | top_k
-  std::map<std::string, std::string> params;               ///< scalar parameters as written
+  /// decode | resize | center_crop | normalize | tokenize | pad_truncate (inputs);
+  /// softmax | top_k | nms | argmax | generate | detokenize (outputs)
+  std::string op;
+  std::map<std::string, std::string> params;               ///< scalar parameters as written, defaults filled in
   std::map<std::string, std::vector<double>> list_params;  ///< numeric list parameters (mean, std, ...)
   int line = 0;  ///< line of the step in the manifest, for later error messages
+
+  /// params[key], or `fallback` when the step has no such parameter. Never throws (but std::bad_alloc).
+  std::string param(std::string_view key, std::string_view fallback = "") const;
 };
 
+/// One model input. `name` is the input's name (what a runtime binds it to); unnamed inputs get "input" when
+/// the manifest has one, "input_<i>" (0-based position) when it has several; names are unique among inputs.
+/// element_type by type: image: float32 | float16 | bfloat16 (normalized pixels); text: int64 | int32 (token ids);
+/// tensor: any of float32 | float16 | bfloat16 | int64 | int32 | bool.
 struct InputSpec {
-  std::string type;          ///< image | tensor
-  std::string element_type;  ///< float32
-  std::string layout;        ///< NCHW
+  std::string name;          ///< [A-Za-z_][A-Za-z0-9_.-]*, at most kMaxNameLength characters
+  std::string type;          ///< image | tensor | text
+  std::string element_type;  ///< float32 | float16 | bfloat16 | int64 | int32 | bool
+  std::string layout;        ///< NCHW ("" for text)
   std::string color_mode;    ///< RGB | BGR | GRAY ("" for non-images)
-  std::vector<long> dimensions;  ///< per-sample shape, e.g. [3, 224, 224]
+  /// Per-sample shape, e.g. [3, 224, 224] (image: [C, H, W]); a text input has exactly one entry, its maximum
+  /// sequence length in tokens (1..kMaxSequenceLength).
+  std::vector<long> dimensions;
   std::vector<ProcessingStep> steps;
 };
 
+/// One model output. Names follow the inputs' rules ("output", "output_<i>" by default; unique among outputs).
 struct OutputSpec {
-  std::string type;    ///< classification
-  std::string labels;  ///< labels file relative to the manifest directory ("" = none)
+  std::string name;    ///< [A-Za-z_][A-Za-z0-9_.-]*, at most kMaxNameLength characters
+  /// classification | detection | segmentation | text_classification | generation. A generation output needs
+  /// exactly one input of type text, and its generate.max_new_tokens plus that input's pad_truncate.length (when
+  /// it has one) must not exceed the input's dimensions[0].
+  std::string type;
+  std::string labels;  ///< labels file relative to the manifest directory ("" = none; generation has none)
   std::vector<ProcessingStep> steps;
 };
 
@@ -90,6 +127,9 @@ struct Manifest {
   std::vector<GraphSpec> graphs;
   std::vector<InputSpec> inputs;
   std::vector<OutputSpec> outputs;
+  /// Numeric precisions the model may run at: fp32 | fp16 | bf16, unique, in manifest order; [fp32] when the
+  /// manifest has no `precisions:`.
+  std::vector<std::string> precisions;
   std::map<std::string, std::string> attributes;  ///< task, training_dataset, source, weights...
   std::string source_yaml;                        ///< the file's text, stored with evaluations
 
@@ -107,7 +147,18 @@ struct Manifest {
   std::filesystem::path resolved_graph_path(const std::string& framework) const;
   /// labels file of output `i` resolved likewise (empty when none).
   std::filesystem::path resolved_labels_path(std::size_t i = 0) const;
+  /// `relative` (a path as written in the manifest, e.g. tokenize.model) resolved against the manifest's
+  /// directory and normalized; an absolute path is returned as is, an empty one as an empty path. Never throws
+  /// (but std::bad_alloc); does not look at the file system.
+  std::filesystem::path resolve(const std::string& relative) const;
+  /// The input (output) called `wanted` (InputSpec::name, default names included), or nullptr when there is
+  /// none. Never throws.
+  const InputSpec* find_input(std::string_view wanted) const;
+  const OutputSpec* find_output(std::string_view wanted) const;
 };
+
+/// Whether the manifest describes a token-generation model (one of its outputs has type generation). Never throws.
+bool is_generation(const Manifest& manifest);
 
 /// Reads and validates a manifest. Throws ManifestError (file, line, field, what was expected) for
 /// unreadable files, malformed YAML, missing or ill-typed required fields, bad semver / constraint /
@@ -118,6 +169,13 @@ struct Manifest {
 ///  - single framework: framework.name, framework.version, model.graph_path, model.checksum;
 ///  - several: `frameworks:`, a non-empty list of {name, version, graph_path, checksum}, names unique.
 /// Mixing the forms (frameworks: together with framework: or model:) is an error.
+/// Also refused, each naming the field: an input or output name that is not [A-Za-z_][A-Za-z0-9_.-]* or repeats
+/// another's (the message names both entries); an element_type the input's type does not allow; a text input
+/// with other than one dimension, with a layout or color_mode, or without tokenize as its first step; a step not
+/// allowed for its input or output type (see ProcessingStep; the message names the step and the type); a step
+/// repeated where it may appear once; pad_truncate.length above dimensions[0]; a generation output with labels,
+/// without exactly one text input, or whose max_new_tokens plus pad_truncate.length exceeds the text input's
+/// dimensions[0]; precisions that are empty, unknown or repeated.
 Manifest load_manifest(const std::filesystem::path& file);
 /// Same, from text; `file` is only used in messages and to resolve relative paths.
 Manifest parse_manifest(const std::string& yaml_text, const std::filesystem::path& file);

@@ -293,7 +293,10 @@ TEST(Manifest, WrongTypesAndValues) {
       {"sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea",
        "sha256:0B5C28C9832C01E51D52C7C7E33DDDA0A2C4C69474B3A08A9A1AD6319A51CDEA", "model.checksum", "lower-case", 11},
       {"- center_crop: {size: 224}", "- sharpen: {amount: 2}", "inputs[0].steps[2]", "unknown pre-processing step 'sharpen'", 21},
-      {"{softmax: {}}", "{argmax: {}}", "outputs[0].steps[0]", "unknown post-processing step 'argmax'", 26},
+      {"{softmax: {}}", "{sigmoid: {}}", "outputs[0].steps[0]", "unknown post-processing step 'sigmoid'", 26},
+      // A known step of another output type (segmentation).
+      {"{softmax: {}}", "{argmax: {}}", "outputs[0].steps[0]", "'argmax' is not allowed on an output of type "
+       "classification", 26},
       {"{softmax: {}}", "{resize: {shorter_side: 2}}", "outputs[0].steps[0]", "softmax, top_k", 26},
       {"{size: 224}", "{size: 0}", "inputs[0].steps[2].center_crop.size", "positive integer", 21},
       {"{size: 224}", "{size: 224, mode: x}", "inputs[0].steps[2].center_crop.mode", "unknown key 'mode'", 21},
@@ -307,11 +310,11 @@ TEST(Manifest, WrongTypesAndValues) {
       {"version: 1.2.3", "version: 1.2", "version", "semantic version", 4},
       {"version: \">=1.13, <3\"", "version: \">=one\"", "framework.version", "'>=one'", 8},
       {"version: \">=1.13, <3\"", "version: \"=>1.13\"", "framework.version", "'=>1.13'", 8},
-      {"type: image", "type: video", "inputs[0].type", "image, tensor", 14},
+      {"type: image", "type: video", "inputs[0].type", "image, tensor, text", 14},
       {"element_type: float32", "element_type: int8", "inputs[0].element_type", "float32", 15},
       {"layout: NCHW", "layout: NWCH", "inputs[0].layout", "NCHW", 13},
       {"color_mode: BGR", "color_mode: CMYK", "inputs[0].color_mode", "RGB, BGR, GRAY", 16},
-      {"type: classification", "type: detection", "outputs[0].type", "classification", 25},
+      {"type: classification", "type: regression", "outputs[0].type", "classification, detection", 25},
       {"name: TestNet", "name: \"\"", "name", "non-empty string", 3},
       {"name: TestNet", "name: [a, b]", "name", "a list", 3},
   };
