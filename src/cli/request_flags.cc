@@ -45,6 +45,13 @@ const std::map<std::string, std::string>& flag_of_field() {
       {"scenario.max_batch", "--max-batch"},
       {"scenario.trace_tail", "--trace-tail"},
       {"scenario.sweep_batch_sizes", "--batch-sizes"},
+      {"precision", "--precision"},
+      {"generation.prompt_tokens", "--prompt-tokens"},
+      {"generation.output_tokens", "--output-tokens"},
+      {"generation.prompts_file", "--prompts"},
+      {"generation.ttft_bound_ms", "--ttft-bound-ms"},
+      {"generation.tpot_bound_ms", "--tpot-bound-ms"},
+      {"generation.tail_steps", "--tail-steps"},
   };
   return m;
 }
@@ -115,6 +122,15 @@ void to_request(RequestFlags& a) {
   } else {
     r.batch_sizes = batch_sizes;
   }
+  auto range = [](const std::string& text, const char* flag) {
+    try {
+      return parse_token_range(text);
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError(flag, e.what());
+    }
+  };
+  r.generation.prompt_tokens = range(a.prompt_tokens, "--prompt-tokens");
+  if (!a.output_tokens.empty()) r.generation.output_tokens = range(a.output_tokens, "--output-tokens");
   apply_profiler_flags(a);
 }
 
@@ -227,6 +243,24 @@ void add_request_flags(CLI::App* sub, RequestFlags& a) {
                                 "keep the full trace of the N slowest queries of each run (plus the median query); "
                                 "default 0, or 5 with --trace-level framework")
                     ->needs(scenario)->group(sg);
+  const std::string gg = "Token generation (models with a generation output, docs/generation.md)";
+  sub->add_option("--precision", r.precision, "fp32|fp16|bf16: precision of the weights and activations")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->capture_default_str();
+  sub->add_option("--prompt-tokens", a.prompt_tokens, "prompt length per request: N, or MIN:MAX drawn uniformly")
+      ->capture_default_str()->group(gg);
+  sub->add_option("--output-tokens", a.output_tokens,
+                  "tokens generated per request: N, or MIN:MAX drawn uniformly (default: the manifest's max_new_tokens)")
+      ->group(gg);
+  sub->add_option("--prompts", r.generation.prompts_file, "prompts file, one per line (default: the model's own)")
+      ->group(gg);
+  sub->add_option("--ttft-bound-ms", r.generation.ttft_bound_ms, "server: TTFT bound at the target percentile")
+      ->capture_default_str()->group(gg);
+  sub->add_option("--tpot-bound-ms", r.generation.tpot_bound_ms, "server: TPOT bound at the target percentile")
+      ->capture_default_str()->group(gg);
+  sub->add_option("--tail-steps", r.generation.tail_steps,
+                  "framework level and deeper: keep the full traces of the N slowest first tokens and decode steps")
+      ->capture_default_str()->group(gg);
   add_profiler_flags(sub, a);
 }
 

@@ -24,6 +24,8 @@ struct RequestFlags {
   ScenarioRequest s;
   double latency_bound_ms = 10;
   int max_batch = 1, trace_tail = 0;
+  // Generation flags: token counts "N" or "MIN:MAX" (parse_token_range()).
+  std::string prompt_tokens = "32", output_tokens;
   CLI::Option *batch_sizes_opt = nullptr, *latency_opt = nullptr, *max_batch_opt = nullptr, *tail_opt = nullptr;
   // Profiler flags by option key, in env_overrides() order.
   std::vector<std::pair<const EnvOverride*, CLI::Option*>> profiler_flags;

@@ -17,6 +17,7 @@
 #include "xsp/manifest/semver.h"
 #include "xsp/pipeline/dataset.h"
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/pipeline/tokenizer.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/store/store.h"
@@ -87,6 +88,40 @@ ScenarioRequest scenario_from_json(const nlohmann::json& j) {
   return s;
 }
 
+nlohmann::json generation_json(const GenerationRequest& g) {
+  return {{"prompt_tokens", to_string(g.prompt_tokens)},
+          {"output_tokens", g.output_tokens ? nlohmann::json(to_string(*g.output_tokens)) : nlohmann::json(nullptr)},
+          {"prompts_file", g.prompts_file.string()},
+          {"ttft_bound_ms", g.ttft_bound_ms},
+          {"tpot_bound_ms", g.tpot_bound_ms},
+          {"tail_steps", g.tail_steps}};
+}
+
+TokenRange token_range(const nlohmann::json& j, const char* key) {
+  const std::string field = std::string("generation.") + key;
+  if (!j[key].is_string() && !j[key].is_number_integer())
+    reject(field, "\"N\" or \"MIN:MAX\" token counts, got " + j[key].dump());
+  try {
+    return parse_token_range(j[key].is_string() ? j[key].get<std::string>() : std::to_string(j[key].get<long long>()));
+  } catch (const std::invalid_argument& e) {
+    reject(field, e.what());
+  }
+}
+
+GenerationRequest generation_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) reject("generation", "expected an object, got " + j.dump());
+  GenerationRequest g;
+  if (j.contains("prompt_tokens") && !j["prompt_tokens"].is_null()) g.prompt_tokens = token_range(j, "prompt_tokens");
+  if (j.contains("output_tokens") && !j["output_tokens"].is_null()) g.output_tokens = token_range(j, "output_tokens");
+  std::string file;
+  read(j, "prompts_file", file, "generation.", "a file");
+  g.prompts_file = file;
+  read(j, "ttft_bound_ms", g.ttft_bound_ms, "generation.", "a number");
+  read(j, "tpot_bound_ms", g.tpot_bound_ms, "generation.", "a number");
+  read(j, "tail_steps", g.tail_steps, "generation.", "an integer >= 0");
+  return g;
+}
+
 // ---- validation -------------------------------------------------------------------------------------------------
 
 void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Predictor& predictor) {
@@ -134,6 +169,106 @@ void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Pre
     reject("inputs.synthetic", "true: inputs of type '" + manifest.inputs.front().type + "' need synthetic inputs");
 }
 
+// Everything a generation evaluation needs before the model is loaded: scenario and levels, lengths against the
+// model's positions, the tokenizer and the prompts (read, checked and tokenized here, not after the warm-up).
+void validate_generation(ValidatedRequest& v) {
+  EvaluationRequest& r = v.request;
+  const Manifest& m = v.manifest;
+  const GenerationRequest& g = r.generation;
+  if (!r.inputs.dataset.empty()) reject("inputs.dataset", "empty for a generation model (its inputs are prompts)");
+  if (r.store_predictions) reject("store_predictions", "false for a generation model (sample outputs are kept)");
+  if (r.trace_level == TraceLevel::kHardware)
+    reject("trace_level", "model, framework or kernel for a generation model (no counter runs), got hardware");
+  if (g.tail_steps < 0) reject("generation.tail_steps", "a number >= 0, got " + std::to_string(g.tail_steps));
+  if (r.scenario) {
+    const std::string& name = r.scenario->scenario;
+    if (name != "single-stream" && name != "server" && name != "offline")
+      reject("scenario.scenario", "single-stream, server or offline for a generation model, got '" + name + "'");
+    if (r.scenario->min_queries < 1) reject("scenario.min_queries", "a positive number, got 0");
+    if (!(r.scenario->target_qps > 0) || !std::isfinite(r.scenario->target_qps))
+      reject("scenario.target_qps", "a positive number, got " + number_text(r.scenario->target_qps));
+    if (r.scenario->percentile != 0 && !(r.scenario->percentile > 0 && r.scenario->percentile < 100))
+      reject("scenario.percentile", "a number in (0, 100), got " + number_text(r.scenario->percentile));
+    if (name == "server") {
+      if (!(g.ttft_bound_ms > 0) || !std::isfinite(g.ttft_bound_ms))
+        reject("generation.ttft_bound_ms", "a positive number, got " + number_text(g.ttft_bound_ms));
+      if (!(g.tpot_bound_ms > 0) || !std::isfinite(g.tpot_bound_ms))
+        reject("generation.tpot_bound_ms", "a positive number, got " + number_text(g.tpot_bound_ms));
+    }
+    if (name != "offline" && r.scenario->max_batch && *r.scenario->max_batch != 1)
+      reject("scenario.max_batch", "1 for " + name + " generation (requests are served one at a time)");
+  }
+  const InputSpec& in = m.inputs.front();
+  const OutputSpec& out = m.outputs.front();
+  if (!r.generation.output_tokens) {
+    const ProcessingStep* gen = nullptr;
+    for (const auto& s : out.steps)
+      if (s.op == "generate") gen = &s;
+    const int n = gen && gen->params.count("max_new_tokens") ? std::stoi(gen->params.at("max_new_tokens")) : 32;
+    r.generation.output_tokens = TokenRange{n, n};
+  }
+  const long positions = static_cast<long>(g.prompt_tokens.max) + r.generation.output_tokens->max;
+  if (!in.dimensions.empty() && positions > in.dimensions.front())
+    reject("generation.prompt_tokens", "prompt plus output tokens within model " + m.name + "'s " +
+                                           std::to_string(in.dimensions.front()) + " positions (inputs[0].dimensions), got " +
+                                           to_string(g.prompt_tokens) + " + " + to_string(*r.generation.output_tokens));
+  try {
+    v.run_levels = run_levels(r.trace_level, r.leveled, v.predictor->framework_profiler() != nullptr,
+                              r.trace_level > TraceLevel::kFramework, false);
+  } catch (const std::invalid_argument& e) {
+    reject("trace_level", e.what());
+  }
+  if (r.inputs.synthetic) return;
+  // The tokenizer: the manifest's tokenize step names a SentencePiece model and its checksum.
+  const ProcessingStep* tok = nullptr;
+  for (const auto& s : in.steps)
+    if (s.op == "tokenize") tok = &s;
+  if (!tok) reject("inputs.synthetic", "true: model " + m.name + " has no tokenize step to read prompts with");
+  if (!have_tokenizer())
+    reject("inputs.synthetic", "true: this XSP was built without SentencePiece (Debian: libsentencepiece-dev), so "
+                               "prompts cannot be tokenized; install it and rebuild, or use synthetic prompts");
+  namespace fs = std::filesystem;
+  auto verified = [&](const std::string& relative, const std::string& checksum, const std::string& what) {
+    const fs::path file = m.resolve(relative);
+    std::string digest;
+    try {
+      digest = "sha256:" + sha256_file(file);
+    } catch (const std::exception& e) {
+      reject("model", what + " " + file.string() + " of model " + m.name + " cannot be read (" + e.what() +
+                          "); export it with scripts/export_zoo.py");
+    }
+    if (!checksum.empty() && digest != checksum)
+      reject("model", what + " " + file.string() + " has " + digest + ", manifest " + m.path.string() + " expects " +
+                          checksum);
+    return file;
+  };
+  try {
+    v.tokenizer = Tokenizer::load(verified(tok->params.at("model"), tok->params.count("checksum") ? tok->params.at("checksum") : "",
+                                           "tokenizer model"));
+  } catch (const RequestError&) {
+    throw;
+  } catch (const std::exception& e) {
+    reject("model", e.what());
+  }
+  fs::path prompts_file = g.prompts_file;
+  if (prompts_file.empty()) {
+    const auto it = m.attributes.find("prompts");
+    if (it == m.attributes.end())
+      reject("generation.prompts_file", "a prompts file: model " + m.name + " names none (attributes.prompts)");
+    const auto sum = m.attributes.find("prompts_checksum");
+    prompts_file = verified(it->second, sum == m.attributes.end() ? "" : sum->second, "prompts file");
+    r.generation.prompts_file = prompts_file;
+  }
+  const bool add_bos = tok->params.count("add_bos") && tok->params.at("add_bos") == "true";
+  try {
+    const std::vector<std::string> texts = load_prompts(prompts_file);
+    const auto kept = tokenize_prompts(*v.tokenizer, texts, g.prompt_tokens.max, add_bos, &v.prompts_too_short);
+    for (const auto& p : kept) v.prompts.push_back(texts[p.source_index]);
+  } catch (const std::exception& e) {
+    reject("generation.prompts_file", e.what());
+  }
+}
+
 // ---- running ----------------------------------------------------------------------------------------------------
 
 // A finished evaluation that the store refused: saved to a recovery file instead, and the error says where.
@@ -178,7 +313,7 @@ ScenarioOptions scenario_options(const ValidatedRequest& v) {
   o.inputs_dir = r.inputs.images_dir;
   o.skip_bad_inputs = r.inputs.skip_bad_inputs;
   o.max_batch_bytes = r.max_batch_bytes;
-  o.device = DeviceSpec{r.device, r.device_index};
+  o.device = DeviceSpec{r.device, r.device_index, r.precision};
   o.trace_level = r.trace_level;
   o.trace_tail = static_cast<std::size_t>(s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0));
   for (int b : s.sweep_batch_sizes) o.sweep_batch_sizes.push_back(static_cast<std::size_t>(b));
@@ -209,7 +344,9 @@ nlohmann::json to_json(const EvaluationRequest& r) {
           {"counter_iterations", r.counter_iterations},
           {"cupti", to_json(r.cupti)},
           {"counters", to_json(r.counters)},
-          {"scenario", r.scenario ? scenario_json(*r.scenario) : nlohmann::json(nullptr)}};
+          {"scenario", r.scenario ? scenario_json(*r.scenario) : nlohmann::json(nullptr)},
+          {"precision", r.precision},
+          {"generation", generation_json(r.generation)}};
 }
 
 EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
@@ -251,6 +388,8 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
     reject(j.contains("cupti") && !j.contains("counters") ? "cupti" : "cupti/counters", e.what());
   }
   if (j.contains("scenario") && !j["scenario"].is_null()) r.scenario = scenario_from_json(j["scenario"]);
+  read(j, "precision", r.precision, "", "fp32, fp16 or bf16");
+  if (j.contains("generation") && !j["generation"].is_null()) r.generation = generation_from_json(j["generation"]);
   return r;
 }
 
@@ -319,6 +458,17 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   } catch (const std::exception& e) {
     reject("model", e.what());
   }
+  if (std::find(v.manifest.precisions.begin(), v.manifest.precisions.end(), r.precision) == v.manifest.precisions.end())
+    reject("precision", "one of model " + v.manifest.name + "'s precisions (" + join(v.manifest.precisions) +
+                            ", manifest field 'precisions'), got '" + r.precision + "'");
+  if (is_generation(v.manifest)) {
+    validate_generation(v);
+    return v;
+  }
+  if (v.manifest.outputs.front().type != "classification")
+    reject("model", "a classification or generation model: " + v.manifest.name + "'s output type '" +
+                        v.manifest.outputs.front().type + "' is described by its manifest but not run yet "
+                        "(docs/generation.md, \"What runs where\")");
   if (!r.inputs.dataset.empty()) {
     try {
       // Read it whole now, not after the timed runs: a file whose checksum matches can still be unreadable here
@@ -382,9 +532,68 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
   const EvaluationRequest& r = v.request;
   spdlog::debug("evaluate {} on {} ({}), request {}", r.model, r.framework, r.device, to_json(r).dump());
   Predictor* predictor = v.predictor.get();
-  predictor->load(v.manifest, DeviceSpec{r.device, r.device_index});
+  predictor->load(v.manifest, DeviceSpec{r.device, r.device_index, r.precision});
   EvaluationRecord record;
-  if (r.scenario) {
+  if (is_generation(v.manifest)) {
+    if (!predictor->generator())
+      reject("framework", "a framework that generates tokens (libtorch): " + r.framework + " loaded model " +
+                              v.manifest.name + " without a generator");
+    std::optional<MachineMonitor> monitor;
+    if (context.record_machine_state) {
+      monitor.emplace(system_nvml(), r.device == "cuda" ? r.device_index : -1);
+      monitor->start();
+    }
+    GenerationOptions o;
+    const GenerationRequest& g = r.generation;
+    o.batch_sizes = r.batch_sizes;
+    o.trace_level = r.trace_level;
+    o.leveled = r.leveled;
+    o.measurement = r.measurement;
+    o.prompt_tokens = g.prompt_tokens;
+    o.output_tokens = *g.output_tokens;
+    o.seed = r.inputs.seed;
+    o.tail_steps = static_cast<std::size_t>(g.tail_steps);
+    o.device = DeviceSpec{r.device, r.device_index, r.precision};
+    o.clock = context.clock;
+    o.interrupt = context.interrupt;
+    if (r.scenario) {
+      const ScenarioRequest& s = *r.scenario;
+      o.scenario = s.scenario == "server" ? GenerationScenario::kServer
+                   : s.scenario == "offline" ? GenerationScenario::kOffline
+                                             : GenerationScenario::kSingleStream;
+      o.min_queries = s.min_queries;
+      o.target_qps = s.target_qps;
+      if (s.scenario == "offline") o.batch_sizes = {s.max_batch.value_or(1)};
+      if (s.scenario == "server")
+        o.bounds = loadgen::TokenLatencyBounds{g.ttft_bound_ms * 1e6, g.tpot_bound_ms * 1e6,
+                                               s.percentile == 0 ? 99 : s.percentile};
+    }
+    const Tokenizer* tokenizer = v.tokenizer ? &*v.tokenizer : nullptr;
+    bool add_bos = false;
+    for (const auto& st : v.manifest.inputs.front().steps)
+      if (st.op == "tokenize" && st.params.count("add_bos")) add_bos = st.params.at("add_bos") == "true";
+    if (tokenizer) {
+      o.prompts = v.prompts;
+      o.codec.encode = [tokenizer, add_bos](std::string_view text) { return tokenizer->encode(text, add_bos, false); };
+      o.codec.decode = [tokenizer](const std::vector<std::int64_t>& ids) { return tokenizer->decode(ids); };
+    }
+    std::unique_ptr<DeviceProfiler> device_profiler;
+    if (r.trace_level > TraceLevel::kFramework) {
+      device_profiler = create_device_profiler(r.cupti);
+      o.device_profiler = device_profiler.get();
+    }
+    record = run_generation(v.manifest, *predictor, o, context.progress);
+    if (monitor) monitor->finish();
+    for (RunRecord& run : record.runs) {
+      if (monitor) {
+        run.machine_state = monitor->to_json();
+        run.warnings = monitor->warnings();
+      }
+    }
+    record.settings["generation"]["prompts_file"] = tokenizer ? r.generation.prompts_file.string() : "";
+    record.settings["generation"]["prompts_too_short"] = v.prompts_too_short;
+    record.settings["generation"]["precision"] = r.precision;
+  } else if (r.scenario) {
     std::optional<MachineMonitor> monitor;
     if (context.record_machine_state) {
       monitor.emplace(system_nvml(), r.device == "cuda" ? r.device_index : -1);
@@ -415,7 +624,7 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     o.seed = r.inputs.seed;
     o.skip_bad_inputs = r.inputs.skip_bad_inputs;
     o.max_batch_bytes = r.max_batch_bytes;
-    o.device = DeviceSpec{r.device, r.device_index};
+    o.device = DeviceSpec{r.device, r.device_index, r.precision};
     o.counter_iterations = r.counter_iterations;
     o.store_predictions = r.store_predictions;
     o.clock = context.clock;

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "xsp/eval/generation_runner.h"
 #include "xsp/eval/measurement.h"
 #include "xsp/eval/runner.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/pipeline/tokenizer.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/profiler_options.h"
 #include "xsp/record/record.h"
@@ -70,6 +72,24 @@ struct ScenarioRequest {
   bool operator==(const ScenarioRequest&) const = default;
 };
 
+/// Options of token generation, for models whose output type is "generation" (docs/generation.md); ignored by
+/// other models. Prompts come from a text file, one per line (the manifest's `attributes.prompts`, exported with the
+/// model, unless prompts_file is given), tokenized by the manifest's tokenize step; with inputs.synthetic they are
+/// random token ids instead.
+struct GenerationRequest {
+  TokenRange prompt_tokens{32, 32};         ///< per request, uniform in the range; prompts shorter are left out
+  std::optional<TokenRange> output_tokens;  ///< per request; unset = the manifest's generate.max_new_tokens
+  std::filesystem::path prompts_file;       ///< "" = the manifest's attributes.prompts
+  /// Server scenario: bounds of TTFT and TPOT at the scenario's percentile (default 99), checked by early stopping.
+  /// The defaults are MLPerf Inference's Llama 2 70B server constraints (TTFT 2 s, TPOT 200 ms).
+  double ttft_bound_ms = 2000;
+  double tpot_bound_ms = 200;
+  /// Runs at framework level or deeper keep the full traces of the requests with the N slowest first tokens and
+  /// the N slowest decode steps (GenerationOptions::tail_steps).
+  int tail_steps = 5;
+  bool operator==(const GenerationRequest&) const = default;
+};
+
 /// Everything that defines an evaluation. Field names are the JSON keys of to_json() and the `field()` of a
 /// RequestError.
 struct EvaluationRequest {
@@ -90,6 +110,10 @@ struct EvaluationRequest {
   /// Limit on the memory of one batch tensor (and of a scenario's sample library), in bytes, from 1 to
   /// kMaxBatchBytesLimit: every batch size is checked against it before the model is loaded.
   std::uint64_t max_batch_bytes = kDefaultMaxBatchBytes;
+  /// Precision of the model's weights and activations: fp32 | fp16 | bf16 (DeviceSpec::precision), one of the
+  /// manifest's `precisions` and supported by the framework on the device.
+  std::string precision = "fp32";
+  GenerationRequest generation;  ///< generation models only
   bool operator==(const EvaluationRequest&) const = default;
 };
 
@@ -122,7 +146,12 @@ struct ValidatedRequest {
   EvaluationRequest request;           ///< with framework and images_dir filled in
   Manifest manifest;
   std::unique_ptr<Predictor> predictor;
-  std::vector<TraceLevel> run_levels;  ///< batch sweeps; empty for scenarios
+  std::vector<TraceLevel> run_levels;  ///< batch sweeps and generation; empty for other scenarios
+  /// Generation models: the tokenizer of the manifest's tokenize step (unset with synthetic prompts), the prompts
+  /// long enough for generation.prompt_tokens (empty with synthetic prompts) and how many were too short.
+  std::optional<Tokenizer> tokenizer;
+  std::vector<std::string> prompts;
+  std::size_t prompts_too_short = 0;
 };
 
 /// Checks everything that can be checked before loading the model and without running it: every field's range,

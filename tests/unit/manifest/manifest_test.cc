@@ -150,10 +150,28 @@ TEST(Manifest, EveryZooManifestLoads) {
   std::vector<std::string> names;
   for (const auto& m : zoo) names.push_back(m.name);
   for (const char* expected : {"ResNet18", "ResNet50", "MobileNet_v2", "VGG16", "Inception_v3", "DenseNet121",
-                               "ViT_B_16", "Digits_CNN"})
+                               "ViT_B_16", "Digits_CNN", "GPT2_Tiny", "GPT2_Small", "GPT2_Medium"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   for (const auto& m : zoo) {
     SCOPED_TRACE(m.path.string());
+    if (xsp::is_generation(m)) {
+      // The GPT-2 decoders: TorchScript only (the KV-cache loop is no single static graph: docs/generation.md), a
+      // text prompt input tokenized by the exported SentencePiece model, and a generation output.
+      EXPECT_EQ(m.framework_names(), std::vector<std::string>{"libtorch"});
+      EXPECT_EQ(m.graph_for("libtorch").graph_path, m.path.stem().string() + ".pt");
+      EXPECT_NE(m.graph_for("libtorch").checksum, "sha256:" + std::string(64, '0'));
+      ASSERT_EQ(m.inputs.size(), 1u);
+      EXPECT_EQ(m.inputs[0].type, "text");
+      EXPECT_EQ(m.inputs[0].element_type, "int64");
+      ASSERT_FALSE(m.inputs[0].steps.empty());
+      EXPECT_EQ(m.inputs[0].steps[0].op, "tokenize");
+      EXPECT_EQ(m.inputs[0].steps[0].params.at("model"), "gpt2_tokenizer.model");
+      EXPECT_EQ(m.outputs.at(0).type, "generation");
+      EXPECT_EQ(m.attributes.at("task"), "text_generation");
+      EXPECT_EQ(m.attributes.at("prompts"), "gpt2_prompts.txt");
+      EXPECT_EQ(m.precisions, (std::vector<std::string>{"fp32", "bf16", "fp16"}));
+      continue;
+    }
     // Every zoo model has a TorchScript and an ONNX graph; ViT-B/16 alone lacks opencv-dnn (OpenCV 4.6 cannot
     // import its graph; docs/adding-a-framework.md says why).
     const bool vit = m.path.stem() == "vit_b_16";
