@@ -4,6 +4,7 @@
 // resolved once), and the only super-linear steps are sorts of kernels and layers.
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <map>
 #include <set>
 #include <cmath>
@@ -76,7 +77,10 @@ struct Placement {
 // Places every span of `level` by walking its parent chain (memoised: each span is visited once; parent cycles
 // and dangling ids end the walk). KERNEL spans reach their layer through the launching API call, HARDWARE spans
 // directly (docs/spans.md); both stop at the first layer or predict span on the way up.
-Placement place_spans(const Trace& trace, const IdIndex& ids, Level level) {
+// `is_window` picks the MODEL spans that stand for the batches (predict spans, or the steps of a generation
+// request); layers are seeded only for predict windows (a layer's parent is a predict span).
+Placement place_spans(const Trace& trace, const IdIndex& ids, Level level,
+                      const std::function<bool(const Span&)>& is_window = is_predict) {
   const std::vector<Span>& spans = trace.spans;
   const std::size_t n = spans.size();
   if (n >= kOnPath) throw std::length_error("extract_kernels: trace too large");
@@ -85,7 +89,7 @@ Placement place_spans(const Trace& trace, const IdIndex& ids, Level level) {
   // Predict spans in time order: their ordinal is the batch.
   std::vector<std::uint32_t> predict_pos;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (is_predict(spans[i])) predict_pos.push_back(i);
+    if (is_window(spans[i])) predict_pos.push_back(i);
   }
   std::sort(predict_pos.begin(), predict_pos.end(), [&](std::uint32_t a, std::uint32_t b) {
     if (spans[a].start_ns != spans[b].start_ns) return spans[a].start_ns < spans[b].start_ns;
@@ -106,7 +110,8 @@ Placement place_spans(const Trace& trace, const IdIndex& ids, Level level) {
     places.push_back({out.predicts.size(), kNoLayer});
     out.predicts.push_back({spans[p].id, spans[p].start_ns, spans[p].end_ns});
   }
-  std::vector<Layer> layers = extract_layers(trace);
+  std::vector<Layer> layers;
+  if (predict_pos.empty() || is_predict(spans[predict_pos.front()])) layers = extract_layers(trace);
   for (const Layer& l : layers) {
     const std::uint32_t pos = ids.find(l.span_id);
     const std::uint32_t pred = ids.find(l.predict_span_id);
@@ -152,10 +157,21 @@ bool is_compute_kernel(const Span& s) {
 
 }  // namespace
 
-KernelTimeline extract_kernels(const Trace& trace) {
+KernelTimeline extract_kernels(const Trace& trace) { return extract_kernels(trace, is_predict); }
+
+std::vector<std::size_t> detail::spans_per_window(const Trace& trace, Level level,
+                                                  const std::function<bool(const Span&)>& is_window) {
+  IdIndex ids(trace.spans);
+  Placement pl = place_spans(trace, ids, level, is_window);
+  std::vector<std::size_t> out(pl.predicts.size(), 0);
+  for (const Placed& p : pl.placed) ++out[p.batch];
+  return out;
+}
+
+KernelTimeline extract_kernels(const Trace& trace, const std::function<bool(const Span&)>& is_window) {
   const std::vector<Span>& spans = trace.spans;
   IdIndex ids(spans);
-  Placement pl = place_spans(trace, ids, Level::kKernel);
+  Placement pl = place_spans(trace, ids, Level::kKernel, is_window);
   KernelTimeline out;
   out.predicts = std::move(pl.predicts);
   out.layers = std::move(pl.layers);

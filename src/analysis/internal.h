@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <unordered_map>
 #include <string>
@@ -17,6 +18,12 @@ std::vector<int> measured_batch_sizes(const EvaluationRecord& record);
 
 /// `v` with `decimals` digits after the point ("%.*f"), for notes and labels.
 std::string fixed(double v, int decimals);
+
+/// Per window (the spans `is_window` picks, by start time then id: the window order of extract_kernels(trace,
+/// is_window)), how many spans of `level` lie below it, placed as extract_kernels() places KERNEL spans (the
+/// parent chain up to the first window). gpu_kernels.cc.
+std::vector<std::size_t> spans_per_window(const Trace& trace, Level level,
+                                          const std::function<bool(const Span&)>& is_window);
 
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
 

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
 
@@ -193,9 +194,17 @@ const std::vector<std::string>& analysis_ids() {
   static const std::vector<std::string> ids = [] {
     std::vector<std::string> v = {"A1", "A2", "A3", "A4", "A5", "A6", "A7"};
     v.insert(v.end(), gpu_analysis_ids().begin(), gpu_analysis_ids().end());
+    v.insert(v.end(), generation_analysis_ids().begin(), generation_analysis_ids().end());
     return v;
   }();
   return ids;
+}
+
+std::vector<std::string> default_analysis_ids(const EvaluationRecord& record) {
+  std::vector<std::string> v(analysis_ids().begin(), analysis_ids().begin() + 7);
+  if (is_generation_evaluation(record))
+    v.insert(v.end(), generation_analysis_ids().begin(), generation_analysis_ids().end());
+  return v;
 }
 
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
@@ -255,6 +264,12 @@ std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vecto
 
   std::vector<Table> out;
   for (int w : which) {
+    if (w > 7 + static_cast<int>(gpu_analysis_ids().size())) {  // the generation analyses come last
+      for (Table& t : run_generation_analysis(analysis_ids()[static_cast<std::size_t>(w - 1)], record, batches)) {
+        out.push_back(std::move(t));
+      }
+      continue;
+    }
     if (w > 7) {
       for (Table& t : run_gpu_analysis(analysis_ids()[static_cast<std::size_t>(w - 1)], batches, gpu_cache)) {
         out.push_back(std::move(t));

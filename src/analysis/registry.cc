@@ -308,6 +308,88 @@ std::vector<AnalysisSpec> make_analyses() {
          col("with_framework_op_percent", "%", "under an op %", "share of kernels launched inside a framework op")},
         c));
   }
+
+  // ---- Generation analyses (docs/generation.md "Analyses") ----
+  {
+    ChartSpec c = chart(ChartKind::kStackedBar, "batch_size", "tokenize_ms", "",
+                        {"tokenize_ms", "prefill_ms", "decode_ms", "detokenize_ms"});
+    c.title = "Time of a request: tokenize, prefill, decode, detokenize";
+    auto mean = [](std::string what) { return "mean over the request spans (M run) of " + what; };
+    auto share = [](std::string what) { return "100 × mean " + what + " / mean request time"; };
+    v.push_back(spec(
+        "G1", "Prefill vs decode", "how a generation request's time splits into prefill and decode, per batch size",
+        {L::kModel}, false,
+        {batch_size_col(), col("requests", "count", "requests", "request spans the time split comes from"),
+         col("ttft_p50_ms", "ms", "TTFT p50", "median time to first token (RunRecord::generation, M run)"),
+         col("ttft_p99_ms", "ms", "TTFT p99", "99th percentile of the time to first token"),
+         col("tpot_p50_ms", "ms", "TPOT p50", "median time per output token after the first"),
+         col("tpot_p99_ms", "ms", "TPOT p99", "99th percentile of the time per output token after the first"),
+         col("e2e_p50_ms", "ms", "E2E p50", "median request latency (issue to last token)"),
+         col("output_tokens_per_s", "tokens/s", "out tok/s", "output tokens / run duration"),
+         col("input_tokens_per_s", "tokens/s", "in tok/s", "prompt tokens / run duration"),
+         col("request_ms", "ms", "request (ms)", mean("the request span's duration")),
+         col("tokenize_ms", "ms", "tokenize (ms)", mean("the tokenize span")),
+         col("prefill_ms", "ms", "prefill (ms)", mean("the prefill span")),
+         col("decode_ms", "ms", "decode (ms)", mean("the sum of the request's decode steps")),
+         col("detokenize_ms", "ms", "detokenize (ms)", mean("the detokenize span")),
+         col("tokenize_share_pct", "%", "tokenize %", share("tokenize")),
+         col("prefill_share_pct", "%", "prefill %", share("prefill")),
+         col("decode_share_pct", "%", "decode %", share("decode")),
+         col("detokenize_share_pct", "%", "detokenize %", share("detokenize")),
+         col("other_share_pct", "%", "other %", "100 − the four shares: request time outside the four stages")},
+        c, "decode_share_pct"));
+  }
+  {
+    ChartSpec c = chart(ChartKind::kStackedBar, "module", "prefill_ms", "", {"prefill_ms", "decode_total_ms"});
+    c.title = "Module time per request: prefill and all decode steps";
+    v.push_back(spec(
+        "G2", "Layer time in prefill vs decode", "which modules and transformer layers take the time in prefill and in decode",
+        {L::kFramework}, true,
+        {col("layer", "", "layer", "transformer layer of the module: its path up to the first numeric part (h.3)"),
+         col("module", "", "module", "TorchScript module path of the top-level op, else its op name"),
+         col("op", "", "op", "op name of the module's top-level spans (the first seen)"),
+         col("prefill_ms", "ms", "prefill (ms)", "the module's time in prefill steps / prefill steps (M/F run)"),
+         col("decode_step_ms", "ms", "decode/step (ms)", "the module's time in decode steps / decode steps"),
+         col("decode_total_ms", "ms", "decode/request (ms)", "the module's time in decode steps / requests"),
+         col("prefill_share_pct", "%", "prefill %", "100 × prefill_ms / the sum over modules"),
+         col("decode_share_pct", "%", "decode %", "100 × decode_total_ms / the sum over modules")},
+        c, "decode_total_ms"));
+  }
+  {
+    ChartSpec c = chart(ChartKind::kLine, "batch_size", "kv_cache_bytes", "", {"kv_cache_bytes", "formula_bytes"});
+    c.title = "KV cache size by batch size: recorded and formula";
+    v.push_back(spec(
+        "G3", "KV cache memory", "how large the KV cache grows and whether it matches the model's formula",
+        {L::kModel}, false,
+        {batch_size_col(),
+         col("prompt_tokens", "tokens", "prompt", "prompt tokens of the request with the most positions"),
+         col("output_tokens", "tokens", "output", "output tokens of that request"),
+         col("positions", "tokens", "positions", "prompt + output tokens"),
+         col("kv_cache_bytes", "bytes", "KV cache (B)", "the largest KV cache a request allocated (RunRecord::generation)"),
+         col("bytes_per_token", "bytes", "B / token", "kv_cache_bytes / (batch × positions)"),
+         col("formula_bytes", "bytes", "formula (B)",
+             "2 × n_layer × n_head × head_dim × positions × batch × element_bytes (Kwon et al. 2023)"),
+         col("recorded_over_formula", "", "recorded / formula", "kv_cache_bytes / formula_bytes")},
+        c, "kv_cache_bytes"));
+  }
+  {
+    ChartSpec c = chart(ChartKind::kLine, "step", "kernel_time_ms");
+    c.y2 = "kernel_count";
+    c.title = "Kernel time and kernel count per generation step (0 = prefill)";
+    auto mean = [](std::string what) { return "mean per step of " + what + " (M/F/K run)"; };
+    v.push_back(spec(
+        "G4", "Kernels per decode step", "how many kernels and how much GPU time each prefill and decode step takes",
+        {L::kSystem, L::kKernel}, true,
+        {col("step", "", "step", "0 = prefill, then decode steps 1, 2, ..."),
+         col("samples", "count", "steps", "step spans with this index (one per request)"),
+         col("step_ms", "ms", "step (ms)", mean("the step span's duration")),
+         col("kernel_count", "count/step", "kernels", mean("the kernels (memcpy and memset included)")),
+         col("kernel_time_ms", "ms", "kernel time (ms)", mean("the summed kernel durations")),
+         col("launch_calls", "count/step", "launch calls", mean("the distinct API calls that launched them")),
+         col("api_calls", "count/step", "API calls", mean("the traced CUDA runtime/driver calls (SYSTEM spans)")),
+         col("gpu_busy_pct", "%", "GPU busy %", "100 × kernel time / step time")},
+        c, "kernel_time_ms"));
+  }
   return v;
 }
 

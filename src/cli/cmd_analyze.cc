@@ -85,7 +85,9 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_flag("--list", a->list,
                 "print the registry of analyses (id, title, levels, chart, each column's unit and meaning) and of run "
                 "statistics, and exit; --format json for a machine-readable list");
-  sub->add_option("--analysis", a->analyses, "comma-separated analysis ids: " + join_ids(analysis_ids()))
+  auto* analysis_opt = sub->add_option("--analysis", a->analyses,
+                                       "comma-separated analysis ids: " + join_ids(analysis_ids()) +
+                                           " (default: A1-A7, and G1-G4 for a generation evaluation)")
       ->capture_default_str()
       ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
   sub->add_option("--format", a->format, "table|csv|json")->capture_default_str();
@@ -94,7 +96,7 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--chart", a->chart,
                   "also write a Vega-Lite v5 chart to this file (.vl.json): A9 or A14 the roofline scatter with its "
                   "ceilings; another analysis (one table) its default chart from the registry (xsp analyze --list)");
-  out.push_back({sub, [&g, a] {
+  out.push_back({sub, [&g, a, analysis_opt] {
                    const auto format = parse_table_format(a->format);
                    if (a->list) {
                      print_registry(format);
@@ -106,7 +108,10 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                    AnalysisOptions options = analysis_options_for(record, *store);
                    options.batch_size = a->batch;
                    options.latency_bound_ms = a->latency_bound_ms;
-                   const auto tables = run_analyses(record, split_ids(a->analyses), options);
+                   // Without --analysis: A1-A7, plus G1-G4 on a generation evaluation.
+                   const auto tables = run_analyses(
+                       record, analysis_opt->count() == 0 ? default_analysis_ids(record) : split_ids(a->analyses),
+                       options);
                    if (!a->chart.empty()) {
                      std::vector<Table> roofline;
                      for (const auto& t : tables)

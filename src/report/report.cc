@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "report_assets.h"
+#include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
 #include "xsp/analysis/summary.h"
@@ -339,7 +340,14 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
     html += "<h3>Analyses</h3>";
     std::vector<Table> tables;
     try {
-      tables = run_analyses(r, analysis_ids(), e.options);
+      // Every analysis, the generation ones (G1-G4) only on a generation evaluation.
+      std::vector<std::string> ids = analysis_ids();
+      if (!is_generation_evaluation(r))
+        std::erase_if(ids, [](const std::string& id) {
+          const auto& g = generation_analysis_ids();
+          return std::find(g.begin(), g.end(), id) != g.end();
+        });
+      tables = run_analyses(r, ids, e.options);
     } catch (const std::exception& ex) {
       html += "<p class=\"note\">analyses failed: " + escape_html(ex.what()) + "</p>";
     }

@@ -159,13 +159,17 @@ Table a7_layer_memory_by_type(const LayerStats& stats, int batch_size, const std
 std::string run_note(const RunRecord& run, Level level, std::size_t batches);
 
 /// Every analysis id run_analyses() accepts: "A1".."A7", then the GPU ones of gpu_analyses.h ("A8", "A9", "A10",
-/// "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats").
+/// "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"), then the generation ones of
+/// generation_analyses.h ("G1".."G4").
 const std::vector<std::string>& analysis_ids();
+/// The analyses `xsp analyze` and the report run when none are named: A1–A7, and G1–G4 when `record` is a
+/// generation evaluation (generation_analyses.h is_generation_evaluation()).
+std::vector<std::string> default_analysis_ids(const EvaluationRecord& record);
 
 /// Runs the analyses `ids` (any of analysis_ids(), case-insensitive; in the order given) on `record`. A1 is
 /// one table over all batch sizes (`latency_bound_ms` as in a1_model_information()); A2–A7 give one table per
 /// batch size of the evaluation (ascending), or only for `batch_size` when given; the GPU analyses are
-/// described in gpu_analyses.h. Each run is aggregated once.
+/// described in gpu_analyses.h, the generation ones in generation_analyses.h. Each run is aggregated once.
 /// Throws std::invalid_argument for an unknown id (naming it and listing the valid ids) and for a
 /// `batch_size` the evaluation did not measure (listing the measured ones).
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -119,6 +120,11 @@ struct KernelTimeline {
 /// cycles and dangling ids end the walk). O(n) plus sorting the kernels and layers. The returned views point into
 /// `trace`.
 KernelTimeline extract_kernels(const Trace& trace);
+/// extract_kernels() with other MODEL spans as the windows: every span `is_window` picks (e.g. the "prefill" and
+/// "decode" steps of a generation request, generation_analyses.h) stands for a batch, in start-time order (then
+/// id): KernelTimeline::predicts lists them and GpuKernel::batch indexes them. Layers are placed only in predict
+/// windows; in other windows every kernel has layer_index kNoLayer.
+KernelTimeline extract_kernels(const Trace& trace, const std::function<bool(const Span&)>& is_window);
 
 // ---------------------------------------------------------------------------------------------------------
 // Counter extraction (one counter run, HARDWARE spans)

@@ -66,7 +66,8 @@ struct AnalysisSpec {
   std::size_t column_index(std::string_view name) const;
 };
 
-/// Every analysis run_analyses() accepts, in analysis_ids() order (A1..A7, then gpu_analysis_ids()).
+/// Every analysis run_analyses() accepts, in analysis_ids() order (A1..A7, gpu_analysis_ids(), then
+/// generation_analysis_ids()).
 const std::vector<AnalysisSpec>& analysis_registry();
 /// analysis_registry() followed by the further fixed-column tables: "launch-top" (id launch-stats, the
 /// kernels with the largest launch delay), "summary.runs" and "summary.overheads" (summary.h), and the comparison

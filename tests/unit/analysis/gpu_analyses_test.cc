@@ -447,7 +447,8 @@ TEST(GpuAnalyses, RunAnalysesDispatchKeepsA1ToA7) {
   const auto& ids = analysis_ids();
   const std::vector<std::string> want = {"A1",  "A2",  "A3",  "A4",  "A5",  "A6",  "A7",
                                          "A8",  "A9",  "A10", "A11", "A12", "A13", "A14",
-                                         "A15", "roofline-hier", "gpu-idle", "launch-stats"};
+                                         "A15", "roofline-hier", "gpu-idle", "launch-stats",
+                                         "G1",  "G2",  "G3",  "G4"};
   EXPECT_EQ(ids, want);
   const auto tables = run_analyses(e, {"A2", "A13", "launch-stats", "A1"}, 1);
   ASSERT_EQ(tables.size(), 5u);  // launch-stats: statistics + top-10 table

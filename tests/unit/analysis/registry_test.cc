@@ -238,8 +238,9 @@ TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   const EvaluationRecord record = cpu_record();
   const std::vector<Table> tables = run_analyses(record, analysis_ids(), std::nullopt);
   // A1 once, A2–A7 and the per-batch GPU analyses per batch size (2), A15 and gpu-idle once, launch-stats once
-  // (no kernel run: no top-delay tables).
-  EXPECT_EQ(tables.size(), 1u + 6 * 2 + 8 * 2 + 3);
+  // (no kernel run: no top-delay tables), G1 and G3 once, G2 and G4 per batch size (not a generation evaluation:
+  // no rows).
+  EXPECT_EQ(tables.size(), 1u + 6 * 2 + 8 * 2 + 3 + 2 + 2 * 2);
   for (const Table& t : tables) check_table(t);
   for (const Table& t : evaluation_summary(record)) check_table(t);
 

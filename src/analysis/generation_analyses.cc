@@ -1,0 +1,486 @@
+// G1–G4, analyses of LLM token generation (generation_analyses.h, docs/generation.md "Analyses").
+#include "xsp/analysis/generation_analyses.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "internal.h"
+#include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/registry.h"
+
+namespace xsp {
+namespace {
+
+constexpr double kMs = 1e6;
+
+bool is_model(const Span& s, const char* name) { return s.level == Level::kModel && s.name == name; }
+bool is_step(const Span& s) { return is_model(s, kStagePrefill) || is_model(s, kStageDecode); }
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// A number of a JSON object, or nullopt (absent, null, not a number).
+std::optional<double> json_number(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+// A LatencySummary field (ns) in ms.
+Cell summary_ms(const nlohmann::json& gen, const char* metric, const char* field) {
+  if (!gen.is_object() || !gen.contains(metric)) return {};
+  auto v = json_number(gen[metric], field);
+  return v && std::isfinite(*v) ? Cell{*v / kMs} : Cell{};
+}
+Cell number_cell(const nlohmann::json& gen, const char* key) {
+  auto v = json_number(gen, key);
+  return v && std::isfinite(*v) ? Cell{*v} : Cell{};
+}
+Cell ratio_cell(double num, double den) { return den > 0 ? Cell{num / den} : Cell{}; }
+Cell pct_cell(double num, double den) { return den > 0 ? Cell{100.0 * num / den} : Cell{}; }
+
+// The run with generation figures for `b` at `level`; `why` gets the reason when there is none.
+const RunRecord* generation_run(const EvaluationRecord& record, int b, Level level, std::string& why) {
+  const RunRecord* run = record.run_for_level(b, level);
+  if (!run) {
+    why = "no " + std::string(level == Level::kModel ? "MODEL" : level == Level::kFramework ? "FRAMEWORK" : "KERNEL") +
+          "-level run";
+    return nullptr;
+  }
+  if (!run->generation.is_object() || run->generation.empty()) {
+    why = std::string("its ") + run_name(run->trace_level) + " run has no generation figures";
+    return nullptr;
+  }
+  return run;
+}
+
+std::string source_note(const RunRecord& run, const std::vector<GenerationRequest>& reqs, const char* what) {
+  std::size_t decode = 0;
+  for (const auto& r : reqs) decode += r.decode.size();
+  std::string n = std::string(what) + " from the " + run_name(run.trace_level) + " run (trace level " +
+                  std::string(to_string(run.trace_level)) + "): " + plural(reqs.size(), "request span", "request spans");
+  n += ", " + plural(decode, "decode step", "decode steps");
+  if (auto total = json_number(run.generation, "requests"); total && *total != static_cast<double>(reqs.size()))
+    n += " (the run measured " + detail::fixed(*total, 0) + " requests; only the traces kept are counted)";
+  return n;
+}
+
+Table not_generation(const AnalysisSpec& spec, std::optional<int> b) {
+  Table t = b ? empty_table(spec, *b) : empty_table(spec);
+  t.notes.push_back(kNotGeneration);
+  return t;
+}
+
+}  // namespace
+
+bool is_generation_evaluation(const EvaluationRecord& record) {
+  return std::any_of(record.runs.begin(), record.runs.end(),
+                     [](const RunRecord& r) { return r.generation.is_object() && !r.generation.empty(); });
+}
+
+std::int64_t GenerationRequest::decode_ns() const {
+  std::int64_t s = 0;
+  for (const auto& d : decode) s += d.duration_ns();
+  return s;
+}
+
+std::vector<GenerationRequest> extract_generation_requests(const Trace& trace) {
+  const std::vector<Span>& spans = trace.spans;
+  std::vector<GenerationRequest> out;
+  std::unordered_map<SpanId, std::size_t> by_id;
+  std::vector<const Span*> reqs;
+  for (const Span& s : spans)
+    if (is_model(s, kStageRequest)) reqs.push_back(&s);
+  std::sort(reqs.begin(), reqs.end(), [](const Span* a, const Span* b) {
+    return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->id < b->id;
+  });
+  for (const Span* s : reqs) {
+    GenerationRequest& r = out.emplace_back();
+    r.span_id = s->id;
+    r.index = s->tag_int("request");
+    r.batch_size = s->tag_int("batch_size");
+    r.prompt_tokens = s->tag_int("prompt_tokens");
+    r.output_tokens = s->tag_int("output_tokens");
+    r.start_ns = s->start_ns;
+    r.end_ns = s->end_ns;
+    by_id.emplace(s->id, out.size() - 1);
+  }
+  // Decode spans without a "step" tag are numbered by start time after the loop.
+  std::vector<std::vector<std::pair<const Span*, bool>>> decodes(out.size());
+  for (const Span& s : spans) {
+    if (s.level != Level::kModel || s.parent_id == kNoSpan) continue;
+    auto it = by_id.find(s.parent_id);
+    if (it == by_id.end()) continue;
+    GenerationRequest& r = out[it->second];
+    if (s.name == kStageTokenize) {
+      r.tokenize_ns += s.duration_ns();
+    } else if (s.name == kStageDetokenize) {
+      r.detokenize_ns += s.duration_ns();
+    } else if (s.name == kStagePrefill) {
+      r.prefill = GenerationStep{s.id, static_cast<int>(s.tag_int("step").value_or(0)), s.start_ns, s.end_ns};
+    } else if (s.name == kStageDecode) {
+      decodes[it->second].push_back({&s, s.tag_int("step").has_value()});
+    }
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    auto& d = decodes[i];
+    std::sort(d.begin(), d.end(), [](const auto& a, const auto& b) {
+      return a.first->start_ns != b.first->start_ns ? a.first->start_ns < b.first->start_ns : a.first->id < b.first->id;
+    });
+    int next = 1;
+    for (const auto& [s, tagged] : d) {
+      const int step = tagged ? static_cast<int>(*s->tag_int("step")) : next;
+      next = step + 1;
+      out[i].decode.push_back({s->id, step, s->start_ns, s->end_ns});
+    }
+    std::stable_sort(out[i].decode.begin(), out[i].decode.end(),
+                     [](const GenerationStep& a, const GenerationStep& b) { return a.step < b.step; });
+  }
+  return out;
+}
+
+std::string transformer_layer(const std::string& module) {
+  std::size_t begin = 0;
+  while (begin < module.size()) {
+    std::size_t end = module.find('.', begin);
+    if (end == std::string::npos) end = module.size();
+    const bool digits = end > begin && std::all_of(module.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                   module.begin() + static_cast<std::ptrdiff_t>(end),
+                                                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (digits) return module.substr(0, end);
+    begin = end + 1;
+  }
+  return module;
+}
+
+// ---- G1 ----
+
+Table g1_prefill_vs_decode(const EvaluationRecord& record) {
+  return g1_prefill_vs_decode(record, detail::measured_batch_sizes(record));
+}
+
+Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int>& batch_sizes) {
+  const AnalysisSpec& spec = analysis_spec("G1");
+  if (!is_generation_evaluation(record)) return not_generation(spec, std::nullopt);
+  Table t = empty_table(spec);
+  for (int b : batch_sizes) {
+    std::string why;
+    const RunRecord* run = generation_run(record, b, Level::kModel, why);
+    if (!run) {
+      t.notes.push_back("batch size " + std::to_string(b) + ": left out, " + why);
+      continue;
+    }
+    const nlohmann::json& gen = run->generation;
+    const auto reqs = extract_generation_requests(run->trace);
+    double request = 0, tok = 0, pre = 0, dec = 0, detok = 0;
+    for (const auto& r : reqs) {
+      request += static_cast<double>(r.duration_ns());
+      tok += static_cast<double>(r.tokenize_ns);
+      pre += r.prefill ? static_cast<double>(r.prefill->duration_ns()) : 0.0;
+      dec += static_cast<double>(r.decode_ns());
+      detok += static_cast<double>(r.detokenize_ns);
+    }
+    const double n = static_cast<double>(reqs.size());
+    RowBuilder row(t);
+    row.set("batch_size", std::int64_t{b});
+    row.set("requests", static_cast<std::int64_t>(reqs.size()));
+    row.set("ttft_p50_ms", summary_ms(gen, "ttft_ns", "p50"));
+    row.set("ttft_p99_ms", summary_ms(gen, "ttft_ns", "p99"));
+    row.set("tpot_p50_ms", summary_ms(gen, "tpot_ns", "p50"));
+    row.set("tpot_p99_ms", summary_ms(gen, "tpot_ns", "p99"));
+    row.set("e2e_p50_ms", summary_ms(gen, "e2e_ns", "p50"));
+    row.set("output_tokens_per_s", number_cell(gen, "output_tokens_per_s"));
+    row.set("input_tokens_per_s", number_cell(gen, "input_tokens_per_s"));
+    if (n > 0) {
+      row.set("request_ms", request / n / kMs);
+      row.set("tokenize_ms", tok / n / kMs);
+      row.set("prefill_ms", pre / n / kMs);
+      row.set("decode_ms", dec / n / kMs);
+      row.set("detokenize_ms", detok / n / kMs);
+      row.set("tokenize_share_pct", pct_cell(tok, request));
+      row.set("prefill_share_pct", pct_cell(pre, request));
+      row.set("decode_share_pct", pct_cell(dec, request));
+      row.set("detokenize_share_pct", pct_cell(detok, request));
+      row.set("other_share_pct", pct_cell(request - tok - pre - dec - detok, request));
+    }
+    t.rows.push_back(row.take());
+    t.notes.push_back("batch size " + std::to_string(b) + ": " +
+                      source_note(*run, reqs, "TTFT, TPOT, E2E and token rates from RunRecord::generation; stage times"));
+  }
+  return t;
+}
+
+// ---- G2 ----
+
+Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
+  const AnalysisSpec& spec = analysis_spec("G2");
+  if (!is_generation_evaluation(record)) return not_generation(spec, b);
+  Table t = empty_table(spec, b);
+  const RunRecord* run = record.run_for_level(b, Level::kFramework);
+  if (!run) {
+    t.notes.push_back("no FRAMEWORK-level run for this batch size (use --trace-level framework)");
+    return t;
+  }
+  const Trace& trace = run->trace;
+  const auto reqs = extract_generation_requests(trace);
+  // Step span id -> prefill (true) or decode (false), for the steps of the request spans present.
+  std::unordered_map<SpanId, bool> step_kind;
+  std::size_t prefills = 0, decodes = 0;
+  for (const auto& r : reqs) {
+    if (r.prefill) {
+      step_kind.emplace(r.prefill->span_id, true);
+      ++prefills;
+    }
+    for (const auto& d : r.decode) step_kind.emplace(d.span_id, false);
+    decodes += r.decode.size();
+  }
+  struct Acc {
+    std::string op;
+    double prefill_ns = 0, decode_ns = 0;
+    bool has_module = false;
+  };
+  std::map<std::string, Acc> by_module;
+  std::size_t ops = 0;
+  for (const Span& s : trace.spans) {
+    if (s.level != Level::kFramework) continue;
+    auto it = step_kind.find(s.parent_id);
+    if (it == step_kind.end()) continue;
+    ++ops;
+    auto mod = s.tag("module");
+    const std::string key = mod && !mod->empty() ? std::string(*mod) : s.name;
+    Acc& a = by_module[key];
+    if (a.op.empty()) a.op = s.name;
+    a.has_module = mod && !mod->empty();
+    (it->second ? a.prefill_ns : a.decode_ns) += static_cast<double>(s.duration_ns());
+  }
+  struct Row {
+    std::string layer, module, op;
+    double prefill_ms, decode_step_ms, decode_total_ms;
+  };
+  std::vector<Row> rows;
+  double sum_prefill = 0, sum_decode = 0;
+  for (const auto& [key, a] : by_module) {
+    Row r{a.has_module ? transformer_layer(key) : key, key, a.op,
+          prefills ? a.prefill_ns / static_cast<double>(prefills) / kMs : 0.0,
+          decodes ? a.decode_ns / static_cast<double>(decodes) / kMs : 0.0,
+          reqs.empty() ? 0.0 : a.decode_ns / static_cast<double>(reqs.size()) / kMs};
+    sum_prefill += r.prefill_ms;
+    sum_decode += r.decode_total_ms;
+    rows.push_back(std::move(r));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.decode_total_ms > y.decode_total_ms; });
+  for (const Row& r : rows) {
+    RowBuilder row(t);
+    row.set("layer", r.layer);
+    row.set("module", r.module);
+    row.set("op", r.op);
+    if (prefills) row.set("prefill_ms", r.prefill_ms);
+    if (decodes) {
+      row.set("decode_step_ms", r.decode_step_ms);
+      row.set("decode_total_ms", r.decode_total_ms);
+    }
+    row.set("prefill_share_pct", pct_cell(r.prefill_ms, sum_prefill));
+    row.set("decode_share_pct", pct_cell(r.decode_total_ms, sum_decode));
+    t.rows.push_back(row.take());
+  }
+  std::string n = source_note(*run, reqs, "layer times");
+  n += ", " + plural(prefills, "prefill step", "prefill steps") + ", " + plural(ops, "top-level op", "top-level ops");
+  if (deepest_level(run->trace_level) != Level::kFramework)
+    n += "; no run stopped at the FRAMEWORK level, so these include the profiling overhead of deeper levels";
+  t.notes.push_back(n);
+  if (reqs.empty()) t.notes.push_back("the run's trace has no \"request\" spans (no request trace was kept)");
+  return t;
+}
+
+// ---- G3 ----
+
+Table g3_kv_cache_memory(const EvaluationRecord& record) {
+  return g3_kv_cache_memory(record, detail::measured_batch_sizes(record));
+}
+
+Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>& batch_sizes) {
+  const AnalysisSpec& spec = analysis_spec("G3");
+  if (!is_generation_evaluation(record)) return not_generation(spec, std::nullopt);
+  Table t = empty_table(spec);
+  // The model's shape, when the evaluation recorded it.
+  std::optional<double> per_position;  // 2 × n_layer × n_head × head_dim × element_bytes
+  {
+    const nlohmann::json* m = nullptr;
+    if (record.settings.is_object() && record.settings.contains("generation") &&
+        record.settings["generation"].is_object() && record.settings["generation"].contains("model"))
+      m = &record.settings["generation"]["model"];
+    if (m) {
+      auto l = json_number(*m, "n_layer"), h = json_number(*m, "n_head"), d = json_number(*m, "head_dim"),
+           e = json_number(*m, "element_bytes");
+      if (l && h && d && e) per_position = 2.0 * *l * *h * *d * *e;
+    }
+    if (!per_position)
+      t.notes.push_back("formula_bytes is empty: settings[\"generation\"][\"model\"] does not give n_layer, n_head, "
+                        "head_dim and element_bytes");
+  }
+  for (int b : batch_sizes) {
+    std::string why;
+    const RunRecord* run = generation_run(record, b, Level::kModel, why);
+    if (!run) {
+      t.notes.push_back("batch size " + std::to_string(b) + ": left out, " + why);
+      continue;
+    }
+    const nlohmann::json& gen = run->generation;
+    // The request with the most positions (the largest cache); per-request arrays in issue order.
+    std::optional<std::int64_t> prompt, output;
+    if (gen.contains("prompt_tokens") && gen.contains("output_tokens") && gen["prompt_tokens"].is_array() &&
+        gen["output_tokens"].is_array()) {
+      const auto& p = gen["prompt_tokens"];
+      const auto& o = gen["output_tokens"];
+      for (std::size_t i = 0; i < std::min(p.size(), o.size()); ++i) {
+        if (!p[i].is_number() || !o[i].is_number()) continue;
+        const auto pi = p[i].get<std::int64_t>(), oi = o[i].get<std::int64_t>();
+        if (!prompt || pi + oi > *prompt + *output) {
+          prompt = pi;
+          output = oi;
+        }
+      }
+    }
+    RowBuilder row(t);
+    row.set("batch_size", std::int64_t{b});
+    const auto kv = json_number(gen, "kv_cache_bytes");
+    if (kv) row.set("kv_cache_bytes", static_cast<std::int64_t>(std::llround(*kv)));
+    if (prompt) {
+      const std::int64_t positions = *prompt + *output;
+      row.set("prompt_tokens", *prompt);
+      row.set("output_tokens", *output);
+      row.set("positions", positions);
+      const double tokens = static_cast<double>(b) * static_cast<double>(positions);
+      if (kv) row.set("bytes_per_token", ratio_cell(*kv, tokens));
+      if (per_position) {
+        const double f = *per_position * tokens;
+        row.set("formula_bytes", static_cast<std::int64_t>(std::llround(f)));
+        if (kv) row.set("recorded_over_formula", ratio_cell(*kv, f));
+      }
+    }
+    t.rows.push_back(row.take());
+  }
+  if (per_position)
+    t.notes.push_back("formula: 2 (K and V) × n_layer × n_head × head_dim × positions × batch × element_bytes = " +
+                      detail::fixed(*per_position, 0) + " bytes per position and sequence (Kwon et al. 2023, "
+                      "PagedAttention §2–3)");
+  return t;
+}
+
+// ---- G4 ----
+
+Table g4_kernels_per_step(const EvaluationRecord& record, int b) {
+  const AnalysisSpec& spec = analysis_spec("G4");
+  if (!is_generation_evaluation(record)) return not_generation(spec, b);
+  Table t = empty_table(spec, b);
+  const RunRecord* run = record.run_for_level(b, Level::kKernel);
+  if (!run) {
+    t.notes.push_back(kNoKernelRun);
+    return t;
+  }
+  const Trace& trace = run->trace;
+  const auto reqs = extract_generation_requests(trace);
+  // Only the steps of the request spans present are windows.
+  std::unordered_map<SpanId, int> step_of;
+  for (const auto& r : reqs) {
+    if (r.prefill) step_of.emplace(r.prefill->span_id, r.prefill->step);
+    for (const auto& d : r.decode) step_of.emplace(d.span_id, d.step);
+  }
+  auto is_window = [&](const Span& s) { return is_step(s) && step_of.count(s.id) > 0; };
+  const KernelTimeline tl = extract_kernels(trace, is_window);
+  const std::vector<std::size_t> api = detail::spans_per_window(trace, Level::kSystem, is_window);
+  if (tl.kernel_spans == 0) {
+    t.notes.push_back("the " + std::string(run_name(run->trace_level)) +
+                      " run has no KERNEL spans (a CPU run, or no GPU work was traced): no kernels per step");
+    return t;
+  }
+  const std::size_t w = tl.predicts.size();
+  std::vector<std::size_t> count(w, 0);
+  std::vector<double> time(w, 0);
+  std::vector<std::set<SpanId>> launches(w);
+  for (const GpuKernel& k : tl.kernels) {
+    ++count[k.batch];
+    time[k.batch] += static_cast<double>(k.duration_ns());
+    if (k.has_launch()) launches[k.batch].insert(k.launch_span_id);
+  }
+  struct Acc {
+    std::size_t n = 0;
+    double step_ns = 0, kernels = 0, kernel_ns = 0, launch = 0, api = 0;
+  };
+  std::map<int, Acc> by_step;
+  std::vector<double> decode_counts;
+  for (std::size_t i = 0; i < w; ++i) {
+    const PredictWindow& win = tl.predicts[i];
+    const int step = step_of.at(win.span_id);
+    Acc& a = by_step[step];
+    ++a.n;
+    a.step_ns += static_cast<double>(win.end_ns - win.start_ns);
+    a.kernels += static_cast<double>(count[i]);
+    a.kernel_ns += time[i];
+    a.launch += static_cast<double>(launches[i].size());
+    a.api += static_cast<double>(i < api.size() ? api[i] : 0);
+    if (step > 0) decode_counts.push_back(static_cast<double>(count[i]));
+  }
+  for (const auto& [step, a] : by_step) {
+    const double n = static_cast<double>(a.n);
+    RowBuilder row(t);
+    row.set("step", std::int64_t{step});
+    row.set("samples", static_cast<std::int64_t>(a.n));
+    row.set("step_ms", a.step_ns / n / kMs);
+    row.set("kernel_count", a.kernels / n);
+    row.set("kernel_time_ms", a.kernel_ns / n / kMs);
+    row.set("launch_calls", a.launch / n);
+    row.set("api_calls", a.api / n);
+    row.set("gpu_busy_pct", pct_cell(a.kernel_ns, a.step_ns));
+    t.rows.push_back(row.take());
+  }
+  t.notes.push_back(source_note(*run, reqs, "kernels"));
+  if (!decode_counts.empty()) {
+    double sum = 0;
+    for (double c : decode_counts) sum += c;
+    const auto [lo, hi] = std::minmax_element(decode_counts.begin(), decode_counts.end());
+    t.notes.push_back("kernels per decode step: mean " + detail::fixed(sum / static_cast<double>(decode_counts.size()), 1) +
+                      " (min " + detail::fixed(*lo, 0) + ", max " + detail::fixed(*hi, 0) + ") over " +
+                      plural(decode_counts.size(), "decode step", "decode steps"));
+  }
+  const std::size_t placed = tl.kernels.size();
+  if (placed < tl.kernel_spans)
+    t.notes.push_back(std::to_string(tl.kernel_spans - placed) + " of " + std::to_string(tl.kernel_spans) +
+                      " KERNEL spans are not under a prefill or decode step of a request span; they are not counted");
+  return t;
+}
+
+// ---- dispatch ----
+
+const std::vector<std::string>& generation_analysis_ids() {
+  static const std::vector<std::string> ids = {"G1", "G2", "G3", "G4"};
+  return ids;
+}
+
+std::vector<Table> run_generation_analysis(const std::string& id, const EvaluationRecord& record,
+                                           const std::vector<int>& batch_sizes) {
+  std::string up = id;
+  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::vector<Table> out;
+  if (up == "G1") {
+    out.push_back(g1_prefill_vs_decode(record, batch_sizes));
+  } else if (up == "G3") {
+    out.push_back(g3_kv_cache_memory(record, batch_sizes));
+  } else if (up == "G2" || up == "G4") {
+    for (int b : batch_sizes) out.push_back(up == "G2" ? g2_layer_prefill_decode(record, b) : g4_kernels_per_step(record, b));
+  } else {
+    throw std::invalid_argument("not a generation analysis: '" + id + "'");
+  }
+  return out;
+}
+
+}  // namespace xsp

@@ -1,0 +1,409 @@
+// Generation analyses (G1–G4) on hand-made traces with known answers (generation_analyses.h,
+// docs/generation.md "Analyses"). Parent ids are set by hand, as the assembler would.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "xsp/analysis/analyses.h"
+#include "xsp/analysis/generation_analyses.h"
+#include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/registry.h"
+
+namespace xsp {
+namespace {
+
+constexpr std::int64_t kUs = 1000;  // ns per µs
+constexpr std::uint64_t kStream7 = 7;
+
+// Spans of generation requests (docs/generation.md "Spans"), times in µs.
+struct GenerationTraceBuilder {
+  Trace trace;
+  SpanId next = 1;
+  SpanId app = kNoSpan;
+
+  GenerationTraceBuilder() { app = add(Level::kApplication, "gpt2 bs=2", 0, 1'000'000, kNoSpan); }
+
+  SpanId add(Level level, const std::string& name, std::int64_t start_us, std::int64_t end_us, SpanId parent,
+             std::vector<Tag> tags = {}, std::uint64_t track = 0) {
+    Span s;
+    s.id = next++;
+    s.parent_id = parent;
+    s.level = level;
+    s.parent_rule = parent == kNoSpan ? ParentRule::kNone
+                    : level == Level::kKernel ? ParentRule::kCorrelation
+                                              : ParentRule::kContext;
+    s.name = name;
+    s.start_ns = start_us * kUs;
+    s.end_ns = end_us * kUs;
+    s.track = level == Level::kKernel ? Track::stream(0, track) : Track::host_thread(1);
+    s.tags = std::move(tags);
+    trace.spans.push_back(std::move(s));
+    return next - 1;
+  }
+
+  // What to put under each step span.
+  struct StepContent {
+    // top-level ops: (op, module ("" = no tag), duration µs), laid end to end from the step's start
+    std::vector<std::tuple<std::string, std::string, std::int64_t>> ops;
+    int kernels = 0;      // kernels launched from the first op (10, 20, 30... µs long), one launch call each
+    bool sync = false;    // a cudaStreamSynchronize call (SYSTEM span, no kernel) in the first op
+  };
+
+  // One request at `t0` µs: request [t0, t0+1000], tokenize 50, prefill 300, decode steps of 200 each,
+  // detokenize 100; the rest of the request span (150 µs with 2 decode steps) is in no stage.
+  SpanId request(int index, std::int64_t t0, int decode_steps, const std::vector<StepContent>& content = {}) {
+    const SpanId r = add(Level::kModel, kStageRequest, t0, t0 + 1000, app,
+                         {{"request", std::int64_t{index}}, {"batch_size", std::int64_t{2}},
+                          {"prompt_tokens", std::int64_t{10}}, {"output_tokens", std::int64_t{decode_steps + 1}}});
+    add(Level::kModel, kStageTokenize, t0, t0 + 50, r);
+    std::int64_t t = t0 + 50;
+    for (int step = 0; step <= decode_steps; ++step) {
+      const std::int64_t len = step == 0 ? 300 : 200;
+      const SpanId s = add(Level::kModel, step == 0 ? kStagePrefill : kStageDecode, t, t + len, r,
+                           {{"step", std::int64_t{step}}});
+      if (static_cast<std::size_t>(step) < content.size()) fill(s, t, content[static_cast<std::size_t>(step)]);
+      t += len;
+    }
+    add(Level::kModel, kStageDetokenize, t, t + 100, r);
+    return r;
+  }
+
+  void fill(SpanId step, std::int64_t t, const StepContent& c) {
+    bool first = true;
+    for (const auto& [op, module, dur] : c.ops) {
+      std::vector<Tag> tags;
+      if (!module.empty()) tags.emplace_back("module", module);
+      const SpanId o = add(Level::kFramework, op, t, t + dur, step, tags);
+      // A nested op (counts nowhere in G2: only top-level ops do).
+      add(Level::kFramework, "aten::matmul", t, t + dur / 2, o);
+      if (first) {
+        for (int k = 0; k < c.kernels; ++k) {
+          const SpanId call = add(Level::kSystem, "cudaLaunchKernel", t + k, t + k + 1, o, {{"domain", "runtime"}});
+          add(Level::kKernel, "gemm" + std::to_string(k), t + 2 + 10 * k, t + 2 + 10 * k + 10 * (k + 1), call,
+              {{"kind", "kernel"}}, kStream7);
+        }
+        if (c.sync) add(Level::kSystem, "cudaStreamSynchronize", t + 1, t + 2, o, {{"domain", "runtime"}});
+      }
+      first = false;
+      t += dur;
+    }
+  }
+};
+
+nlohmann::json summary_json(double p50_ms, double p99_ms) {
+  LatencySummary s;
+  s.n = 2;
+  s.p50 = p50_ms * 1e6;
+  s.p99 = p99_ms * 1e6;
+  s.trimmed_mean = s.mean = s.min = s.max = s.p90 = s.p95 = s.p999 = s.p50;
+  return to_json(s);
+}
+
+nlohmann::json generation_json(int requests) {
+  nlohmann::json g = nlohmann::json::object();
+  g["requests"] = requests;
+  g["prompt_tokens"] = std::vector<int>(static_cast<std::size_t>(requests), 10);
+  std::vector<int> out(static_cast<std::size_t>(requests), 3);
+  g["output_tokens"] = out;
+  g["ttft_ns"] = summary_json(2, 3);
+  g["tpot_ns"] = summary_json(1, 1.5);
+  g["itl_ns"] = summary_json(1, 1.5);
+  g["e2e_ns"] = summary_json(5, 6);
+  g["input_tokens_per_s"] = 1000.0;
+  g["output_tokens_per_s"] = 300.0;
+  g["kv_cache_bytes"] = 13312;  // = 2 × 2 layers × 4 heads × 8 × 4 bytes × 13 positions × 2 sequences
+  g["ttft_values_ns"] = std::vector<double>(static_cast<std::size_t>(requests), 2e6);
+  g["tpot_values_ns"] = std::vector<double>(static_cast<std::size_t>(requests), 1e6);
+  return g;
+}
+
+RunRecord run(TraceLevel level, Trace trace, int requests = 2) {
+  RunRecord r;
+  r.batch_size = 2;
+  r.trace_level = level;
+  r.iterations = requests;
+  r.trace = std::move(trace);
+  r.generation = generation_json(requests);
+  return r;
+}
+
+// Prefill: c_attn 100 µs, c_fc 50 µs, an op without module 20 µs; each decode step: c_attn 30, c_fc 60.
+std::vector<GenerationTraceBuilder::StepContent> ops_content(int decode_steps) {
+  std::vector<GenerationTraceBuilder::StepContent> c;
+  c.push_back({{{"aten::linear", "h.0.attn.c_attn", 100}, {"aten::linear", "h.1.mlp.c_fc", 50},
+                {"aten::embedding", "", 20}},
+               0, false});
+  for (int i = 0; i < decode_steps; ++i)
+    c.push_back({{{"aten::linear", "h.0.attn.c_attn", 30}, {"aten::linear", "h.1.mlp.c_fc", 60}}, 0, false});
+  return c;
+}
+
+// Kernels: prefill 3 kernels (10+20+30 µs) and a sync call; decode step 1: 2 kernels, step 2: 4 kernels.
+std::vector<GenerationTraceBuilder::StepContent> kernel_content() {
+  return {{{{"aten::linear", "h.0.attn.c_attn", 100}}, 3, true},
+          {{{"aten::linear", "h.0.attn.c_attn", 100}}, 2, false},
+          {{{"aten::linear", "h.0.attn.c_attn", 150}}, 4, false}};
+}
+
+EvaluationRecord generation_record(bool with_model_settings = true) {
+  EvaluationRecord e;
+  e.model_name = "gpt2";
+  e.device = "cuda";
+  e.scenario = "generation";
+  e.batch_sizes = {2};
+  e.trace_level = TraceLevel::kKernel;
+  e.leveled = true;
+  if (with_model_settings)
+    e.settings["generation"]["model"] = {{"n_layer", 2}, {"n_head", 4}, {"head_dim", 8}, {"element_bytes", 4}};
+  GenerationTraceBuilder m;
+  m.request(0, 10'000, 2);
+  m.request(1, 20'000, 2);
+  e.runs.push_back(run(TraceLevel::kModel, m.trace));
+  GenerationTraceBuilder f;
+  f.request(0, 10'000, 2, ops_content(2));
+  f.request(1, 20'000, 2, ops_content(2));
+  e.runs.push_back(run(TraceLevel::kFramework, f.trace));
+  GenerationTraceBuilder k;
+  k.request(0, 10'000, 2, kernel_content());
+  k.request(1, 20'000, 2, kernel_content());
+  e.runs.push_back(run(TraceLevel::kKernel, k.trace));
+  return e;
+}
+
+double num(const Table& t, std::size_t row, const std::string& col) {
+  const Cell& c = cell(t, t.rows.at(row), col);
+  if (auto* i = std::get_if<std::int64_t>(&c)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&c)) return *d;
+  ADD_FAILURE() << col << " is not numeric";
+  return std::nan("");
+}
+std::string str(const Table& t, std::size_t row, const std::string& col) {
+  const Cell& c = cell(t, t.rows.at(row), col);
+  if (auto* s = std::get_if<std::string>(&c)) return *s;
+  ADD_FAILURE() << col << " is not text";
+  return "";
+}
+bool empty_cell(const Table& t, std::size_t row, const std::string& col) {
+  return std::holds_alternative<std::monostate>(cell(t, t.rows.at(row), col));
+}
+bool has_note(const Table& t, const std::string& part) {
+  for (const auto& n : t.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST(GenerationAnalyses, ExtractsRequestsAndSteps) {
+  GenerationTraceBuilder b;
+  b.request(0, 10'000, 3);
+  const auto reqs = extract_generation_requests(b.trace);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].index, 0);
+  EXPECT_EQ(reqs[0].output_tokens, 4);
+  ASSERT_TRUE(reqs[0].prefill.has_value());
+  EXPECT_EQ(reqs[0].prefill->duration_ns(), 300 * kUs);
+  ASSERT_EQ(reqs[0].decode.size(), 3u);
+  EXPECT_EQ(reqs[0].decode[2].step, 3);
+  EXPECT_EQ(reqs[0].decode_ns(), 600 * kUs);
+  EXPECT_EQ(reqs[0].tokenize_ns, 50 * kUs);
+  EXPECT_EQ(reqs[0].detokenize_ns, 100 * kUs);
+}
+
+TEST(GenerationAnalyses, TransformerLayerOfAModulePath) {
+  EXPECT_EQ(transformer_layer("h.3.attn.c_attn"), "h.3");
+  EXPECT_EQ(transformer_layer("transformer.h.11.mlp.c_fc"), "transformer.h.11");
+  EXPECT_EQ(transformer_layer("ln_f"), "ln_f");
+  EXPECT_EQ(transformer_layer("transformer.wte"), "transformer.wte");
+  EXPECT_EQ(transformer_layer(""), "");
+}
+
+TEST(GenerationAnalyses, G1SplitsTheRequestAndReadsTheTokenFigures) {
+  const Table t = g1_prefill_vs_decode(generation_record());
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(num(t, 0, "batch_size"), 2);
+  EXPECT_EQ(num(t, 0, "requests"), 2);
+  EXPECT_DOUBLE_EQ(num(t, 0, "ttft_p50_ms"), 2.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "ttft_p99_ms"), 3.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "tpot_p50_ms"), 1.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "tpot_p99_ms"), 1.5);
+  EXPECT_DOUBLE_EQ(num(t, 0, "e2e_p50_ms"), 5.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "output_tokens_per_s"), 300.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "input_tokens_per_s"), 1000.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "request_ms"), 1.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "tokenize_ms"), 0.05);
+  EXPECT_DOUBLE_EQ(num(t, 0, "prefill_ms"), 0.3);
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_ms"), 0.4);
+  EXPECT_DOUBLE_EQ(num(t, 0, "detokenize_ms"), 0.1);
+  EXPECT_DOUBLE_EQ(num(t, 0, "prefill_share_pct"), 30.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_share_pct"), 40.0);
+  EXPECT_NEAR(num(t, 0, "other_share_pct"), 15.0, 1e-9);
+  const double sum = num(t, 0, "tokenize_share_pct") + num(t, 0, "prefill_share_pct") +
+                     num(t, 0, "decode_share_pct") + num(t, 0, "detokenize_share_pct") + num(t, 0, "other_share_pct");
+  EXPECT_NEAR(sum, 100.0, 1e-9);
+  EXPECT_TRUE(has_note(t, "2 request spans, 4 decode steps"));
+  // The default chart stacks the four stages per batch size.
+  const nlohmann::json chart = vega_lite_chart(t);
+  ASSERT_TRUE(chart.is_object());
+}
+
+TEST(GenerationAnalyses, G2GroupsModulesByLayerAndSplitsPrefillFromDecode) {
+  const Table t = g2_layer_prefill_decode(generation_record(), 2);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.batch_size, 2);
+  // Sorted by decode time per request, descending.
+  EXPECT_EQ(str(t, 0, "module"), "h.1.mlp.c_fc");
+  EXPECT_EQ(str(t, 0, "layer"), "h.1");
+  EXPECT_EQ(str(t, 0, "op"), "aten::linear");
+  EXPECT_DOUBLE_EQ(num(t, 0, "prefill_ms"), 0.05);
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_step_ms"), 0.06);
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_total_ms"), 0.12);
+  EXPECT_EQ(str(t, 1, "module"), "h.0.attn.c_attn");
+  EXPECT_EQ(str(t, 1, "layer"), "h.0");
+  EXPECT_DOUBLE_EQ(num(t, 1, "prefill_ms"), 0.1);
+  EXPECT_DOUBLE_EQ(num(t, 1, "decode_step_ms"), 0.03);
+  EXPECT_DOUBLE_EQ(num(t, 1, "decode_total_ms"), 0.06);
+  // An op without a module tag is its own module and layer.
+  EXPECT_EQ(str(t, 2, "module"), "aten::embedding");
+  EXPECT_EQ(str(t, 2, "layer"), "aten::embedding");
+  EXPECT_DOUBLE_EQ(num(t, 2, "prefill_ms"), 0.02);
+  EXPECT_DOUBLE_EQ(num(t, 2, "decode_total_ms"), 0.0);
+  EXPECT_NEAR(num(t, 1, "prefill_share_pct"), 100.0 * 100 / 170, 1e-9);
+  EXPECT_NEAR(num(t, 0, "decode_share_pct"), 100.0 * 2 / 3, 1e-9);
+  double prefill = 0, decode = 0;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    prefill += num(t, i, "prefill_share_pct");
+    decode += num(t, i, "decode_share_pct");
+  }
+  EXPECT_NEAR(prefill, 100.0, 1e-9);
+  EXPECT_NEAR(decode, 100.0, 1e-9);
+  EXPECT_TRUE(has_note(t, "2 request spans, 4 decode steps"));
+  EXPECT_TRUE(has_note(t, "14 top-level ops"));
+}
+
+TEST(GenerationAnalyses, G2AveragesOverTheKeptRequestsOnly) {
+  EvaluationRecord e = generation_record();
+  // The M/F run measured 5 requests but kept the trace of one (trace tail), with 3 decode steps.
+  GenerationTraceBuilder f;
+  f.request(4, 50'000, 3, ops_content(3));
+  e.runs[1] = run(TraceLevel::kFramework, f.trace, 5);
+  const Table t = g2_layer_prefill_decode(e, 2);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(str(t, 0, "module"), "h.1.mlp.c_fc");
+  EXPECT_DOUBLE_EQ(num(t, 0, "prefill_ms"), 0.05);
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_step_ms"), 0.06);
+  EXPECT_NEAR(num(t, 0, "decode_total_ms"), 0.18, 1e-12);  // 3 steps of one request
+  EXPECT_TRUE(has_note(t, "1 request span, 3 decode steps"));
+  EXPECT_TRUE(has_note(t, "measured 5 requests; only the traces kept are counted"));
+}
+
+TEST(GenerationAnalyses, G1CountsThePartiallyKeptRequests) {
+  EvaluationRecord e = generation_record();
+  GenerationTraceBuilder m;
+  m.request(2, 30'000, 2);
+  e.runs[0] = run(TraceLevel::kModel, m.trace, 3);
+  const Table t = g1_prefill_vs_decode(e);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(num(t, 0, "requests"), 1);
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_ms"), 0.4);
+  EXPECT_TRUE(has_note(t, "measured 3 requests"));
+}
+
+TEST(GenerationAnalyses, G3ChecksTheKvCacheAgainstTheFormula) {
+  const Table t = g3_kv_cache_memory(generation_record());
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(num(t, 0, "prompt_tokens"), 10);
+  EXPECT_EQ(num(t, 0, "output_tokens"), 3);
+  EXPECT_EQ(num(t, 0, "positions"), 13);
+  EXPECT_EQ(num(t, 0, "kv_cache_bytes"), 13312);
+  EXPECT_DOUBLE_EQ(num(t, 0, "bytes_per_token"), 512.0);  // 13312 / (2 × 13)
+  EXPECT_EQ(num(t, 0, "formula_bytes"), 2 * 2 * 4 * 8 * 13 * 2 * 4);
+  EXPECT_DOUBLE_EQ(num(t, 0, "recorded_over_formula"), 1.0);
+  EXPECT_TRUE(has_note(t, "512 bytes per position and sequence"));
+
+  const Table without = g3_kv_cache_memory(generation_record(false));
+  ASSERT_EQ(without.rows.size(), 1u);
+  EXPECT_TRUE(empty_cell(without, 0, "formula_bytes"));
+  EXPECT_TRUE(empty_cell(without, 0, "recorded_over_formula"));
+  EXPECT_DOUBLE_EQ(num(without, 0, "bytes_per_token"), 512.0);
+  EXPECT_TRUE(has_note(without, "formula_bytes is empty"));
+}
+
+TEST(GenerationAnalyses, G4CountsKernelsPerStep) {
+  const Table t = g4_kernels_per_step(generation_record(), 2);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(num(t, 0, "step"), 0);
+  EXPECT_EQ(num(t, 0, "samples"), 2);
+  EXPECT_DOUBLE_EQ(num(t, 0, "kernel_count"), 3);
+  EXPECT_DOUBLE_EQ(num(t, 0, "kernel_time_ms"), 0.06);  // 10 + 20 + 30 µs
+  EXPECT_DOUBLE_EQ(num(t, 0, "step_ms"), 0.3);
+  EXPECT_DOUBLE_EQ(num(t, 0, "launch_calls"), 3);
+  EXPECT_DOUBLE_EQ(num(t, 0, "api_calls"), 4);  // 3 launches and a synchronize
+  EXPECT_NEAR(num(t, 0, "gpu_busy_pct"), 20.0, 1e-9);
+  EXPECT_EQ(num(t, 1, "step"), 1);
+  EXPECT_DOUBLE_EQ(num(t, 1, "kernel_count"), 2);
+  EXPECT_DOUBLE_EQ(num(t, 1, "kernel_time_ms"), 0.03);
+  EXPECT_NEAR(num(t, 1, "gpu_busy_pct"), 15.0, 1e-9);
+  EXPECT_EQ(num(t, 2, "step"), 2);
+  EXPECT_DOUBLE_EQ(num(t, 2, "kernel_count"), 4);
+  EXPECT_DOUBLE_EQ(num(t, 2, "api_calls"), 4);
+  EXPECT_TRUE(has_note(t, "kernels per decode step: mean 3.0 (min 2, max 4) over 4 decode steps"));
+}
+
+TEST(GenerationAnalyses, G4WithoutKernels) {
+  EvaluationRecord e = generation_record();
+  e.runs.pop_back();  // a CPU evaluation: no KERNEL-level run
+  e.trace_level = TraceLevel::kFramework;
+  const Table none = g4_kernels_per_step(e, 2);
+  EXPECT_TRUE(none.rows.empty());
+  EXPECT_TRUE(has_note(none, kNoKernelRun));
+
+  EvaluationRecord cpu = generation_record();
+  GenerationTraceBuilder k;  // a kernel-level run whose trace has no KERNEL spans
+  k.request(0, 10'000, 2, ops_content(2));
+  cpu.runs[2] = run(TraceLevel::kKernel, k.trace);
+  const Table empty = g4_kernels_per_step(cpu, 2);
+  EXPECT_TRUE(empty.rows.empty());
+  EXPECT_TRUE(has_note(empty, "no KERNEL spans"));
+}
+
+TEST(GenerationAnalyses, RecordsWithoutGenerationRunsGiveNoRows) {
+  EvaluationRecord e = generation_record();
+  for (RunRecord& r : e.runs) r.generation = nlohmann::json::object();
+  EXPECT_FALSE(is_generation_evaluation(e));
+  const auto tables = run_analyses(e, {"G1", "G2", "G3", "G4"}, std::nullopt);
+  ASSERT_EQ(tables.size(), 4u);
+  for (const Table& t : tables) {
+    EXPECT_TRUE(t.rows.empty()) << t.id;
+    EXPECT_TRUE(has_note(t, kNotGeneration)) << t.id;
+    EXPECT_EQ(t.columns.size(), analysis_spec(t.id).columns.size());
+  }
+  const auto defaults = default_analysis_ids(e);
+  EXPECT_EQ(defaults, (std::vector<std::string>{"A1", "A2", "A3", "A4", "A5", "A6", "A7"}));
+}
+
+TEST(GenerationAnalyses, RunAnalysesDispatchesTheGenerationIds) {
+  const EvaluationRecord e = generation_record();
+  EXPECT_TRUE(is_generation_evaluation(e));
+  const auto& ids = analysis_ids();
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(ids.end() - 4, ids.end()), generation_analysis_ids());
+  const auto tables = run_analyses(e, {"g4", "G1", "G2", "G3"}, std::nullopt);
+  ASSERT_EQ(tables.size(), 4u);
+  EXPECT_EQ(tables[0].id, "G4");
+  EXPECT_EQ(tables[0].rows.size(), 3u);
+  EXPECT_EQ(tables[1].id, "G1");
+  EXPECT_EQ(tables[2].id, "G2");
+  EXPECT_EQ(tables[3].id, "G3");
+  const auto defaults = default_analysis_ids(e);
+  EXPECT_EQ(std::vector<std::string>(defaults.end() - 4, defaults.end()), generation_analysis_ids());
+  for (const Table& t : tables) {
+    EXPECT_EQ(t.spec, t.id);
+    for (const auto& row : t.rows) EXPECT_EQ(row.size(), t.columns.size());
+    EXPECT_TRUE(vega_lite_chart(t).is_object()) << t.id;
+  }
+}
+
+}  // namespace
+}  // namespace xsp
