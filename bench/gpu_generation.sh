@@ -6,6 +6,7 @@
 #   bench/gpu_generation.sh build       # build xsp, export the GPT-2 models of $MODELS with that machine's torch
 #   bench/gpu_generation.sh compare     # XSP's M run vs scripts/generate_reference.py, alternating, $REPS times each
 #   bench/gpu_generation.sh kernels     # a kernel-level run with tail traces, the p99 decode step, torch.profiler
+#   bench/gpu_generation.sh all         # the three in one call (a lent machine is given back when idle)
 #
 # Settings: MODELS (default gpt2_small), BATCHES (default "1 8"), REPS (3), PROMPT (128), OUTPUT (128),
 # REQUESTS (10 measured requests per run), DTYPE (fp32). Logs and results go to $OUT (default /tmp/xsp-gen).
@@ -21,9 +22,21 @@ output=${OUTPUT:-128}
 requests=${REQUESTS:-10}
 dtype=${DTYPE:-fp32}
 zoo=build-gpu/zoo  # ignored by git: kept between calls on a warm machine
+# Both sides pinned to the same cores: a decode step of a small model is CPU-bound (operator dispatch, launches), and
+# moves between cores or their clocks changed one request's TPOT by up to 2x within a run (H100, 2026-11-24).
+pin=${PIN-taskset -c 2-5}
 xsp="build-gpu/xsp --zoo $zoo"
 # Fixed counts: 3 warm-up and $requests measured requests, no duration rule (the reference does the same).
 counts="--warmup 3 --warmup-min-ms 0 --warmup-max-ms 0 --iterations $requests --min-duration-ms 0 --max-duration-ms 0"
+
+if [ "${1:-}" = all ]; then
+  start=$(date +%s)
+  for step in build compare kernels; do
+    "$0" "$step" || exit 1
+    echo "-- $step done at $(( $(date +%s) - start )) s"
+  done
+  exit 0
+fi
 
 case "${1:-}" in
   build)
@@ -38,10 +51,10 @@ case "${1:-}" in
     for model in $models; do
       for bs in $batches; do
         for rep in $(seq "$reps"); do
-          $xsp --store "$out/compare.db" evaluate "$model" --device cuda --precision "$dtype" --synthetic \
+          $pin $xsp --store "$out/compare.db" evaluate "$model" --device cuda --precision "$dtype" --synthetic \
             --batch-sizes "$bs" --prompt-tokens "$prompt" --output-tokens "$output" $counts > "$out/xsp-$model-$bs-$rep.log" 2>&1 \
             || { tail -20 "$out/xsp-$model-$bs-$rep.log"; exit 1; }
-          python3 scripts/generate_reference.py "$zoo/$model.pt" --device cuda --dtype "$dtype" --synthetic \
+          $pin python3 scripts/generate_reference.py "$zoo/$model.pt" --device cuda --dtype "$dtype" --synthetic \
             --batch "$bs" --prompt-tokens "$prompt" --output-tokens "$output" --requests "$requests" --warmup 3 \
             > "$out/ref-$model-$bs-$rep.json" 2> "$out/ref-$model-$bs-$rep.log" || { tail -20 "$out/ref-$model-$bs-$rep.log"; exit 1; }
           refs+=("$out/ref-$model-$bs-$rep.json")
@@ -69,7 +82,7 @@ case "${1:-}" in
     done
     ;;
   *)
-    echo "usage: bench/gpu_generation.sh build|compare|kernels" >&2
+    echo "usage: bench/gpu_generation.sh build|compare|kernels|all" >&2
     exit 2
     ;;
 esac

@@ -201,10 +201,14 @@ const std::vector<std::string>& analysis_ids() {
 }
 
 std::vector<std::string> default_analysis_ids(const EvaluationRecord& record) {
-  std::vector<std::string> v(analysis_ids().begin(), analysis_ids().begin() + 7);
-  if (is_generation_evaluation(record))
+  // A generation's ops run under its prefill and decode spans, not under predict spans: A2..A7 would find no layer,
+  // and G2 is their generation counterpart.
+  if (is_generation_evaluation(record)) {
+    std::vector<std::string> v{analysis_ids().front()};
     v.insert(v.end(), generation_analysis_ids().begin(), generation_analysis_ids().end());
-  return v;
+    return v;
+  }
+  return {analysis_ids().begin(), analysis_ids().begin() + 7};
 }
 
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,

@@ -440,6 +440,51 @@ std::vector<AnalysisSpec> make_tables() {
   }
   {
     AnalysisSpec s = spec(
+        "summary.generation",
+        "Token latencies per run: TTFT, TPOT, ITL, end-to-end, tokens/s (docs/generation.md)",
+        "how fast the first token comes and how fast the others follow, per batch size and run", {L::kModel}, false,
+        {batch_size_col(), col("run", "", "run", "the run's name: M, M/F, M/F/K"),
+         col("requests", "count", "requests", "measured requests (each a batch of sequences)"),
+         col("sequences", "count", "seqs", "measured sequences: what the distributions count"),
+         col("prompt_tokens", "", "prompt", "prompt tokens per request: one value or the range drawn"),
+         col("output_tokens", "", "output", "tokens generated per request: one value or the range drawn"),
+         col("ttft_p50_ms", "ms", "TTFT p50", "median time to first token: issue to the end of prefill"),
+         col("ttft_p90_ms", "ms", "TTFT p90", "90th percentile of TTFT", false),
+         col("ttft_p99_ms", "ms", "TTFT p99", "99th percentile of TTFT"),
+         col("tpot_p50_ms", "ms", "TPOT p50", "median time per output token after the first: (last - first) / (n - 1)"),
+         col("tpot_p90_ms", "ms", "TPOT p90", "90th percentile of TPOT", false),
+         col("tpot_p99_ms", "ms", "TPOT p99", "99th percentile of TPOT"),
+         col("itl_p99_ms", "ms", "ITL p99", "99th percentile of the gaps between consecutive tokens, all pooled"),
+         col("e2e_p50_ms", "ms", "E2E p50", "median end-to-end latency: issue to the last token"),
+         col("output_tokens_per_s", "tokens/s", "out tok/s", "output tokens over the run's wall time"),
+         col("input_tokens_per_s", "tokens/s", "in tok/s", "prompt tokens over the run's wall time", false),
+         col("ttft_stability", "", "TTFT", "stability verdict of the per-request TTFT series"),
+         col("tpot_stability", "", "TPOT", "stability verdict of the per-request TPOT series"),
+         col("check", "", "check", "the scenario's token-latency check: early-stopping estimates against the bounds"),
+         col("kv_cache_bytes", "bytes", "KV cache", "the largest KV cache a request allocated", false)},
+        chart(ChartKind::kBar, "batch_size", "ttft_p50_ms", "run"));
+    s.key = s.id;
+    v.push_back(std::move(s));
+  }
+  {
+    AnalysisSpec s = spec(
+        "summary.generation_tail", "The slowest first tokens and decode steps, whose traces were kept",
+        "which steps to open to see why a token was slow: their rank, percentile and span id", {L::kModel}, false,
+        {batch_size_col(), col("run", "", "run", "the run's name: M, M/F, M/F/K"),
+         col("kind", "", "kind", "first_token (its TTFT) or decode (one decode step)"),
+         col("rank", "count", "rank", "1 = the slowest of the run"),
+         col("percentile", "%", "pctl", "nearest-rank percentile of the step within the run: 100 (n - rank + 1) / n"),
+         col("request", "count", "request", "measured request index"),
+         col("step", "count", "step", "0 = prefill (first token), then each decode step"),
+         col("latency_ms", "ms", "ms", "TTFT for first tokens, the step's duration for decode steps"),
+         col("span_id", "", "span", "the step's MODEL span in the run's trace (xsp trace export)"),
+         col("full_trace", "", "ops kept", "yes when the request's framework ops and kernels were kept")},
+        chart(ChartKind::kBar, "rank", "latency_ms", "kind"));
+    s.key = s.id;
+    v.push_back(std::move(s));
+  }
+  {
+    AnalysisSpec s = spec(
         "summary.overheads", "Overhead each level adds over the next shallower one (SPEC §3), with its 95% interval",
         "what each deeper trace level costs in predict latency", {L::kModel}, false,
         {batch_size_col(), col("trace_level", "", "run", "the deeper run"),

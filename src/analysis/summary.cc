@@ -60,6 +60,97 @@ std::vector<LevelOverhead> level_overheads(const EvaluationRecord& record) {
   return out;
 }
 
+namespace {
+
+// "32" or "16–64": the token counts a run's requests drew.
+std::string count_range(const nlohmann::json& counts) {
+  if (!counts.is_array() || counts.empty()) return "";
+  std::int64_t lo = counts[0].get<std::int64_t>(), hi = lo;
+  for (const auto& c : counts) {
+    lo = std::min(lo, c.get<std::int64_t>());
+    hi = std::max(hi, c.get<std::int64_t>());
+  }
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "–" + std::to_string(hi);
+}
+
+double ms_of(const nlohmann::json& summary, const char* key) {
+  const auto& v = summary.is_object() && summary.contains(key) ? summary[key] : nlohmann::json();
+  return v.is_number() ? v.get<double>() / 1e6 : std::nan("");
+}
+
+// The token-latency check of a run as one cell: "valid", "INVALID: <reason>", or the early-stopping estimates
+// alone when the scenario has no bounds (single-stream).
+std::string describe_check(const nlohmann::json& g) {
+  if (g.contains("valid")) {
+    if (g["valid"].get<bool>()) return "valid";
+    return "INVALID: " + g.value("invalid_reason", std::string());
+  }
+  if (!g.contains("early_stopping")) return "";
+  std::string out;
+  for (const char* m : {"ttft", "tpot"}) {
+    const auto& c = g["early_stopping"][m];
+    out += std::string(out.empty() ? "" : ", ") + (m == std::string("ttft") ? "TTFT" : "TPOT") + " p" +
+           fixed(c.value("percentile", 0.0), 0) + " ";
+    out += c.value("enough_samples", false) ? fixed(c["estimate_ns"].get<double>() / 1e6, 3) + " ms"
+                                            : "n/a (" + std::to_string(c.value("min_samples", 0)) + " needed)";
+  }
+  return out;
+}
+
+// The generation runs' token latencies and their kept tail steps (summary.generation, summary.generation_tail).
+void generation_summary(const EvaluationRecord& record, std::vector<Table>& out) {
+  Table g = empty_table(table_spec("summary.generation"));
+  Table tail = empty_table(table_spec("summary.generation_tail"));
+  for (const auto& run : record.runs) {
+    const nlohmann::json& j = run.generation;
+    if (!j.is_object() || j.empty()) continue;
+    RowBuilder row(g);
+    row.set("batch_size", std::int64_t{run.batch_size})
+        .set("run", std::string(run_name(run.trace_level)))
+        .set("requests", j.value("requests", std::int64_t{0}))
+        .set("sequences", j.value("sequences", std::int64_t{0}))
+        .set("prompt_tokens", count_range(j.value("prompt_tokens", nlohmann::json())))
+        .set("output_tokens", count_range(j.value("output_tokens", nlohmann::json())))
+        .set("ttft_p50_ms", real_or_empty(ms_of(j["ttft_ns"], "p50")))
+        .set("ttft_p90_ms", real_or_empty(ms_of(j["ttft_ns"], "p90")))
+        .set("ttft_p99_ms", real_or_empty(ms_of(j["ttft_ns"], "p99")))
+        .set("tpot_p50_ms", real_or_empty(ms_of(j["tpot_ns"], "p50")))
+        .set("tpot_p90_ms", real_or_empty(ms_of(j["tpot_ns"], "p90")))
+        .set("tpot_p99_ms", real_or_empty(ms_of(j["tpot_ns"], "p99")))
+        .set("itl_p99_ms", real_or_empty(ms_of(j["itl_ns"], "p99")))
+        .set("e2e_p50_ms", real_or_empty(ms_of(j["e2e_ns"], "p50")))
+        .set("output_tokens_per_s", real_or_empty(j["output_tokens_per_s"].is_number() ? j["output_tokens_per_s"].get<double>() : std::nan("")))
+        .set("input_tokens_per_s", real_or_empty(j["input_tokens_per_s"].is_number() ? j["input_tokens_per_s"].get<double>() : std::nan("")))
+        .set("ttft_stability", j.value("ttft_stability", std::string()))
+        .set("tpot_stability", j.value("tpot_stability", std::string()))
+        .set("check", describe_check(j))
+        .set("kv_cache_bytes", j.value("kv_cache_bytes", std::int64_t{0}));
+    g.rows.push_back(row.take());
+    for (const auto& t : j.value("tail", nlohmann::json::array())) {
+      RowBuilder r(tail);
+      r.set("batch_size", std::int64_t{run.batch_size})
+          .set("run", std::string(run_name(run.trace_level)))
+          .set("kind", t.value("kind", std::string()))
+          .set("rank", t.value("rank", std::int64_t{0}))
+          .set("percentile", real_or_empty(t.value("percentile", std::nan(""))))
+          .set("request", t.value("request", std::int64_t{0}))
+          .set("step", t.value("step", std::int64_t{0}))
+          .set("latency_ms", real_or_empty(t.value("latency_ns", std::nan("")) / 1e6))
+          .set("span_id", std::to_string(t.value("span_id", std::uint64_t{0})))
+          .set("full_trace", std::string(t.value("full_trace", false) ? "yes" : "no"));
+      tail.rows.push_back(r.take());
+    }
+  }
+  if (g.rows.empty()) return;
+  g.notes.push_back("per sequence; TTFT = issue to the first token (end of prefill), TPOT = (last − first token) / "
+                    "(tokens − 1), ITL = every gap between tokens (vLLM benchmark_serving, MLPerf LoadGen); the "
+                    "runs table above times each request's whole service (its \"request\" span)");
+  out.push_back(std::move(g));
+  if (!tail.rows.empty()) out.push_back(std::move(tail));
+}
+
+}  // namespace
+
 std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
   Table t = empty_table(table_spec("summary.runs"));
   for (const auto& run : record.runs) {
@@ -100,6 +191,7 @@ std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
     for (const std::string& line : describe_run_statistics(run.trace.counters)) t.notes.push_back(who + line);
   }
   std::vector<Table> out{std::move(t)};
+  generation_summary(record, out);
 
   const auto overheads = level_overheads(record);
   if (overheads.empty()) return out;

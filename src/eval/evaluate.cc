@@ -169,6 +169,14 @@ void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Pre
     reject("inputs.synthetic", "true: inputs of type '" + manifest.inputs.front().type + "' need synthetic inputs");
 }
 
+// The first step `op` of a manifest input or output, or nullptr.
+template <typename Spec>
+const ProcessingStep* step_of(const Spec& spec, std::string_view op) {
+  for (const auto& s : spec.steps)
+    if (s.op == op) return &s;
+  return nullptr;
+}
+
 // Everything a generation evaluation needs before the model is loaded: scenario and levels, lengths against the
 // model's positions, the tokenizer and the prompts (read, checked and tokenized here, not after the warm-up).
 void validate_generation(ValidatedRequest& v) {
@@ -201,10 +209,9 @@ void validate_generation(ValidatedRequest& v) {
   const InputSpec& in = m.inputs.front();
   const OutputSpec& out = m.outputs.front();
   if (!r.generation.output_tokens) {
-    const ProcessingStep* gen = nullptr;
-    for (const auto& s : out.steps)
-      if (s.op == "generate") gen = &s;
-    const int n = gen && gen->params.count("max_new_tokens") ? std::stoi(gen->params.at("max_new_tokens")) : 32;
+    // The manifest parser requires a generate step and writes its defaults into it.
+    const ProcessingStep* gen = step_of(out, "generate");
+    const int n = std::stoi(gen ? gen->param("max_new_tokens", "32") : "32");
     r.generation.output_tokens = TokenRange{n, n};
   }
   const long positions = static_cast<long>(g.prompt_tokens.max) + r.generation.output_tokens->max;
@@ -220,9 +227,7 @@ void validate_generation(ValidatedRequest& v) {
   }
   if (r.inputs.synthetic) return;
   // The tokenizer: the manifest's tokenize step names a SentencePiece model and its checksum.
-  const ProcessingStep* tok = nullptr;
-  for (const auto& s : in.steps)
-    if (s.op == "tokenize") tok = &s;
+  const ProcessingStep* tok = step_of(in, "tokenize");
   if (!tok) reject("inputs.synthetic", "true: model " + m.name + " has no tokenize step to read prompts with");
   if (!have_tokenizer())
     reject("inputs.synthetic", "true: this XSP was built without SentencePiece (Debian: libsentencepiece-dev), so "
@@ -243,8 +248,7 @@ void validate_generation(ValidatedRequest& v) {
     return file;
   };
   try {
-    v.tokenizer = Tokenizer::load(verified(tok->params.at("model"), tok->params.count("checksum") ? tok->params.at("checksum") : "",
-                                           "tokenizer model"));
+    v.tokenizer = Tokenizer::load(verified(tok->param("model"), tok->param("checksum"), "tokenizer model"));
   } catch (const RequestError&) {
     throw;
   } catch (const std::exception& e) {
@@ -259,7 +263,7 @@ void validate_generation(ValidatedRequest& v) {
     prompts_file = verified(it->second, sum == m.attributes.end() ? "" : sum->second, "prompts file");
     r.generation.prompts_file = prompts_file;
   }
-  const bool add_bos = tok->params.count("add_bos") && tok->params.at("add_bos") == "true";
+  const bool add_bos = tok->param("add_bos") == "true";
   try {
     const std::vector<std::string> texts = load_prompts(prompts_file);
     const auto kept = tokenize_prompts(*v.tokenizer, texts, g.prompt_tokens.max, add_bos, &v.prompts_too_short);
@@ -569,9 +573,8 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
                                                s.percentile == 0 ? 99 : s.percentile};
     }
     const Tokenizer* tokenizer = v.tokenizer ? &*v.tokenizer : nullptr;
-    bool add_bos = false;
-    for (const auto& st : v.manifest.inputs.front().steps)
-      if (st.op == "tokenize" && st.params.count("add_bos")) add_bos = st.params.at("add_bos") == "true";
+    const ProcessingStep* tok = step_of(v.manifest.inputs.front(), "tokenize");
+    const bool add_bos = tok && tok->param("add_bos") == "true";
     if (tokenizer) {
       o.prompts = v.prompts;
       o.codec.encode = [tokenizer, add_bos](std::string_view text) { return tokenizer->encode(text, add_bos, false); };

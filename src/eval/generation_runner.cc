@@ -13,6 +13,7 @@
 
 #include "scoped_span.h"
 #include "xsp/loadgen/loadgen.h"
+#include "xsp/record/run_statistics.h"
 #include "xsp/stats/stability.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/assembler.h"
@@ -291,9 +292,9 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   std::int64_t first_issue = std::numeric_limits<std::int64_t>::max(), last_token = 0;
   for (std::size_t k = 0;; ++k) {
     if (closed_loop) {
-      const std::int64_t elapsed = clock_.now_ns() - t0;
-      const bool enough = k >= closed_min && static_cast<double>(elapsed) >= m.min_duration_ms * 1e6;
-      if (k > 0 && (enough || static_cast<double>(elapsed) >= std::max(m.max_duration_ms, 0.0) * 1e6)) break;
+      // Both minimums, as LoadGen's min_query_count and min_duration. There is no measuring on until stable here,
+      // so max_duration_ms, which bounds that in the batch sweep, has nothing to bound.
+      if (k >= closed_min && static_cast<double>(clock_.now_ns() - t0) >= m.min_duration_ms * 1e6) break;
     } else if (k >= planned) {
       break;
     }
@@ -403,7 +404,8 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   const std::int64_t duration = std::max<std::int64_t>(1, last_token - first_issue);
   const loadgen::GenerationMetrics gm = loadgen::generation_metrics(generated, duration, m.rule);
   run.throughput_samples_per_s = gm.requests_per_s;
-  nlohmann::json g = {{"requests", gm.requests},
+  nlohmann::json g = {{"requests", service_ns.size()},
+                      {"sequences", gm.requests},
                       {"sequences_per_request", r.batch},
                       {"prompt_tokens", ints(prompt_lengths)},
                       {"output_tokens", ints(output_lengths)},
@@ -515,9 +517,9 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   trace.spans.push_back(std::move(app));
   for (const auto& [name, value] : counters) trace.counters[name] += value;
   if (deep) {
-    trace.counters["generation.traced_requests"] += service_ns.size();
-    trace.counters["generation.kept_request_traces"] += kept_requests;
-    trace.counters["generation.dropped_spans"] += dropped_spans;
+    trace.counters[stat::kGenerationTracedRequests] += service_ns.size();
+    trace.counters[stat::kGenerationKeptRequestTraces] += kept_requests;
+    trace.counters[stat::kGenerationDroppedSpans] += dropped_spans;
   }
   trace.clock.unix_offset_ns = unix_offset_now_ns();
   trace.clock.device_clock_mapping = clock_mapping_;
@@ -617,6 +619,7 @@ EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, 
                        {"max_positions", gen->max_positions()},
                        {"vocab_size", gen->vocab_size()},
                        {"sampling", "greedy"}};
+  if (const auto dims = gen->model_dimensions(); !dims.empty()) gs["model"] = dims;
   if (o.scenario == GenerationScenario::kServer || o.scenario == GenerationScenario::kOffline) {
     gs["target_qps"] = o.target_qps;
     gs["min_queries"] = o.min_queries;

@@ -66,6 +66,11 @@ std::vector<RunStatisticSpec> make_registry() {
       {k::kScenarioDroppedQueryTraces, S::kInfo,
        "measured queries whose spans were dropped on purpose: only the tail's traces are kept"},
       {k::kScenarioDroppedSpans, S::kInfo, "spans removed with the dropped queries (warm-up queries' included)"},
+      {k::kGenerationTracedRequests, S::kInfo, "measured generation requests the run traced below MODEL level"},
+      {k::kGenerationKeptRequestTraces, S::kInfo,
+       "requests whose full traces were kept: those with the slowest first tokens or decode steps, and the last"},
+      {k::kGenerationDroppedSpans, S::kInfo,
+       "spans below MODEL level removed on purpose with the other requests (their MODEL spans stay)"},
   };
 }
 

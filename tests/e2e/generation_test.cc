@@ -64,7 +64,7 @@ class Gpt2Tiny : public ::testing::Test {
     auto store = Store::open(*dir_ / "xsp.db");
     c.store = store.get();
     record_ = new EvaluationRecord(evaluate(r, c));
-    loaded_ = new EvaluationRecord(store->load(record_->id));
+    loaded_ = new EvaluationRecord(store->load(record_->id).value());
   }
   static void TearDownTestSuite() {
     delete record_;
@@ -87,7 +87,8 @@ TEST_F(Gpt2Tiny, EveryRunGeneratesTheRequestedTokensFromRealPrompts) {
   for (const RunRecord& run : rec.runs) {
     SCOPED_TRACE(std::to_string(run.batch_size) + " " + run_name(run.trace_level));
     const auto& g = run.generation;
-    EXPECT_EQ(g["requests"], 3 * run.batch_size);  // sequences
+    EXPECT_EQ(g["requests"], 3);
+    EXPECT_EQ(g["sequences"], 3 * run.batch_size);
     EXPECT_EQ(g["output_tokens_total"], 3 * run.batch_size * kOutputTokens);
     EXPECT_EQ(g["input_tokens"], 3 * run.batch_size * kPromptTokens);
     // One prefill + 7 decode steps per request, each a MODEL span under its request span.
@@ -116,6 +117,8 @@ TEST_F(Gpt2Tiny, EveryRunGeneratesTheRequestedTokensFromRealPrompts) {
   // Greedy decoding of the same prompt gives the same text whatever the trace level.
   EXPECT_EQ(samples["1/M"]["output"], samples["1/M/F"]["output"]);
   EXPECT_GT(rec.settings["generation"]["prompts"].get<int>(), 100);
+  EXPECT_EQ(rec.settings["generation"]["model"],
+            (nlohmann::json{{"element_bytes", 4}, {"head_dim", 32}, {"n_head", 2}, {"n_layer", 2}}));
 }
 
 TEST_F(Gpt2Tiny, FrameworkOpsOfTheTransformerLayersSitUnderPrefillAndDecodeSteps) {

@@ -58,8 +58,8 @@ struct GenerationOptions {
   TraceLevel trace_level = TraceLevel::kModel;
   bool leveled = false;  ///< one run per level (M, M/F, ...) as run_levels() says, each with the same requests
   /// warmup_min_batches: warm-up requests before each run's measured ones (not timed into the metrics);
-  /// min_batches, min_duration_ms, max_duration_ms: a closed-loop run measures until it has at least min_batches
-  /// requests and min_duration_ms of wall time, or reaches max_duration_ms (with at least one request);
+  /// min_batches, min_duration_ms: a closed-loop run measures until it has at least min_batches requests and
+  /// min_duration_ms of wall time (max_duration_ms is not used: nothing is measured on until stable);
   /// rule: the stability verdict of TTFT, TPOT and the request latencies.
   MeasurementOptions measurement;
   TokenRange prompt_tokens;  ///< per request

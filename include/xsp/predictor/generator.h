@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace xsp {
@@ -32,6 +34,10 @@ class Generator {
   virtual std::uint64_t kv_cache_bytes() const = 0;
   /// Ends the request and frees its cache. Idempotent.
   virtual void end() = 0;
+  /// What the KV cache's size follows from, when the model says: "n_layer", "n_head", "head_dim" and
+  /// "element_bytes" (of the cache's dtype); empty when unknown. Recorded in settings["generation"]["model"] (analysis
+  /// G3 checks kv_cache_bytes against 2 × n_layer × n_head × head_dim × positions × batch × element_bytes).
+  virtual std::map<std::string, std::int64_t> model_dimensions() const { return {}; }
 };
 
 }  // namespace xsp

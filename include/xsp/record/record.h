@@ -136,8 +136,9 @@ struct RunRecord {
   /// and runs of different stores never share one (span ids derive from it: xsp::otlp_span_id).
   std::string trace_id;
   /// Generation runs (output type "generation", docs/generation.md): the token-latency figures of the run's
-  /// measured requests, {} for other runs. Keys: "requests", "prompt_tokens" and "output_tokens" (per request, in
-  /// issue order), "ttft_ns", "tpot_ns", "itl_ns", "e2e_ns" (LatencySummary JSON), "input_tokens_per_s",
+  /// measured requests, {} for other runs. Keys: "requests" (measured requests; each generates a batch of
+  /// "sequences_per_request" sequences), "sequences" (what the distributions count: one per sequence),
+  /// "prompt_tokens" and "output_tokens" (per request, in issue order), "ttft_ns", "tpot_ns", "itl_ns", "e2e_ns" (LatencySummary JSON), "input_tokens_per_s",
   /// "output_tokens_per_s", "duration_ns", "single_token_requests", "ttft_stability", "tpot_stability",
   /// "kv_cache_bytes" (the largest KV cache a request allocated), "ttft_values_ns" and "tpot_values_ns" (per
   /// request, issue order) and, for trace tails, "tail" (which steps' traces were kept).

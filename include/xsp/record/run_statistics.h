@@ -74,6 +74,10 @@ inline constexpr const char* kScenarioTracedQueries = "scenario.traced_queries";
 inline constexpr const char* kScenarioKeptQueryTraces = "scenario.kept_query_traces";
 inline constexpr const char* kScenarioDroppedQueryTraces = "scenario.dropped_query_traces";
 inline constexpr const char* kScenarioDroppedSpans = "scenario.dropped_spans";
+// Generation runs (tail traces of the slowest first tokens and decode steps)
+inline constexpr const char* kGenerationTracedRequests = "generation.traced_requests";
+inline constexpr const char* kGenerationKeptRequestTraces = "generation.kept_request_traces";
+inline constexpr const char* kGenerationDroppedSpans = "generation.dropped_spans";
 }  // namespace stat
 
 /// Every run statistic, grouped by writer as in namespace stat. Keys are unique.

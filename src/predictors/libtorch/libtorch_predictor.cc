@@ -62,7 +62,14 @@ class LibTorchGenerator final : public Generator {
     };
     max_positions_ = int_attr("max_positions");
     vocab_size_ = int_attr("vocab_size");
+    dims_ = {{"n_layer", int_attr("n_layer")}, {"n_head", int_attr("n_head")}, {"head_dim", int_attr("head_dim")}};
+    for (const auto& p : module_.parameters()) {  // the cache takes the parameters' dtype (init_cache)
+      dims_["element_bytes"] = static_cast<std::int64_t>(p.element_size());
+      break;
+    }
   }
+
+  std::map<std::string, std::int64_t> model_dimensions() const override { return dims_; }
 
   int max_positions() const override { return max_positions_; }
   int vocab_size() const override { return vocab_size_; }
@@ -133,6 +140,7 @@ class LibTorchGenerator final : public Generator {
   torch::Device device_;
   std::string file_;
   int max_positions_ = 0, vocab_size_ = 0;
+  std::map<std::string, std::int64_t> dims_;
   bool open_ = false;
   int position_ = 0, produced_ = 0, max_new_ = 0;
   at::Tensor k_, v_, last_;

@@ -206,7 +206,8 @@ TEST(GenerationRunner, BatchedRequestsCountEverySequence) {
   ASSERT_EQ(rec.runs.size(), 2u);
   const auto& g3 = rec.runs[1].generation;
   EXPECT_EQ(rec.runs[1].batch_size, 3);
-  EXPECT_EQ(g3["requests"], 12);  // 4 requests × 3 sequences
+  EXPECT_EQ(g3["requests"], 4);
+  EXPECT_EQ(g3["sequences"], 12);  // 4 requests × 3 sequences
   EXPECT_EQ(g3["output_tokens_total"], 60);
   EXPECT_EQ(g3["kv_cache_bytes"], 3000);
 }
@@ -303,6 +304,7 @@ TEST(GenerationRunner, ServerTtftIncludesTheWaitAndEarlyStoppingIsDecidedPerMetr
   const EvaluationRecord rec = f.run();
   const auto& g = rec.runs.at(0).generation;
   EXPECT_EQ(g["requests"], 600);
+  EXPECT_EQ(g["sequences"], 600);
   EXPECT_FALSE(g["valid"].get<bool>());
   const std::string reason = g["invalid_reason"];
   EXPECT_EQ(reason.rfind("TPOT", 0), 0u) << reason;  // TPOT alone failed
@@ -347,7 +349,8 @@ TEST(GenerationRunner, OfflineIssuesEverySequenceAtTheStartInBatches) {
   f.o.measurement.min_duration_ms = 0;
   const EvaluationRecord rec = f.run();
   const RunRecord& run = rec.runs.at(0);
-  EXPECT_EQ(run.generation["requests"], 10);  // sequences: batches of 4, 4, 2
+  EXPECT_EQ(run.generation["sequences"], 10);  // batches of 4, 4, 2
+  EXPECT_EQ(run.generation["requests"], 3);
   EXPECT_EQ(named(run.trace, kStageRequest).size(), 3u);
   // All issued at once: the last batch's TTFT includes the two batches before it (2 × 9.0 ms + its own TTFT).
   // Batch of 4: 4 µs to tokenize, 5 ms prefill, 4 × 1 ms decode, 8 µs to detokenize = 9.012 ms; the batch of 2
