@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "format.h"
 #include "scoped_span.h"
 #include "xsp/loadgen/loadgen.h"
 #include "xsp/record/run_statistics.h"
@@ -124,7 +125,10 @@ class GenerationRun {
 void GenerationRun::begin_profilers(TraceRecorder& rec, const Run& r) {
   DeviceProfiler* dev = device(r);
   FrameworkProfiler* fw = framework(r) ? predictor_.framework_profiler() : nullptr;
-  if (fw) fw->set_correlation_listener(dev ? dev->correlation_listener() : nullptr);
+  if (fw) {
+    fw->set_correlation_listener(dev ? dev->correlation_listener() : nullptr);
+    fw->set_uniform_batches(false);  // prefill and decode steps differ, and shapes grow with the position
+  }
   if (dev) {
     DeviceProfilerOptions d;
     d.library = enables(r.level, Level::kLibrary);
@@ -145,6 +149,7 @@ void GenerationRun::end_profilers(const Run& r) {
   if (framework(r)) {
     predictor_.framework_profiler()->stop();
     predictor_.framework_profiler()->set_correlation_listener(nullptr);
+    predictor_.framework_profiler()->set_uniform_batches(true);
   }
 }
 
@@ -599,13 +604,7 @@ EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, 
   }
 
   const Clock& clock = o.clock ? *o.clock : system_clock();
-  EvaluationRecord record;
-  record.model_name = manifest.name;
-  record.model_version = manifest.version;
-  record.manifest_yaml = manifest.source_yaml;
-  record.framework_name = predictor.framework_name();
-  record.framework_version = predictor.framework_version();
-  record.device = o.device.kind + (o.device.kind == "cpu" ? "" : ":" + std::to_string(o.device.index));
+  EvaluationRecord record = detail::record_of(manifest, predictor, o.device);
   record.scenario = o.scenario == GenerationScenario::kBatchSweep ? "generation" : "generation-" + std::string(to_string(o.scenario));
   record.batch_sizes = batches;
   record.trace_level = o.trace_level;

@@ -493,13 +493,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
     if (step.op == "top_k") ctx.top_k = static_cast<std::size_t>(std::stoul(step.params.at("k")));
   }
 
-  EvaluationRecord record;
-  record.model_name = manifest.name;
-  record.model_version = manifest.version;
-  record.manifest_yaml = manifest.source_yaml;
-  record.framework_name = predictor.framework_name();
-  record.framework_version = predictor.framework_version();
-  record.device = options.device.kind + (options.device.kind == "cpu" ? "" : ":" + std::to_string(options.device.index));
+  EvaluationRecord record = detail::record_of(manifest, predictor, options.device);
   record.batch_sizes = options.batch_sizes;
   record.trace_level = options.trace_level;
   record.leveled = options.leveled;

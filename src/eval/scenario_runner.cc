@@ -217,13 +217,7 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
   const std::vector<std::size_t> max_batches =
       options.sweep_batch_sizes.empty() ? std::vector<std::size_t>{options.max_batch} : options.sweep_batch_sizes;
 
-  EvaluationRecord record;
-  record.model_name = manifest.name;
-  record.model_version = manifest.version;
-  record.manifest_yaml = manifest.source_yaml;
-  record.framework_name = predictor.framework_name();
-  record.framework_version = predictor.framework_version();
-  record.device = options.device.kind + (options.device.kind == "cpu" ? "" : ":" + std::to_string(options.device.index));
+  EvaluationRecord record = detail::record_of(manifest, predictor, options.device);
   record.scenario = loadgen::to_string(settings.scenario);
   record.trace_level = options.trace_tail > 0 ? options.trace_level : TraceLevel::kModel;
   for (std::size_t mb : max_batches) record.batch_sizes.push_back(largest_batch(settings, mb));

@@ -41,6 +41,11 @@ class FrameworkProfiler {
   /// Installs (or, with nullptr, removes) the listener told of every recorded op's start and end, with the
   /// op's span id. Call before start(). A profiler that cannot report ops ignores it.
   virtual void set_correlation_listener(OpCorrelationListener* listener) { (void)listener; }
+  /// Says whether the batches between set_parent() calls run the same ops with the same shapes (true, the default:
+  /// a profiler may read shapes and modules in the first batch only and copy them to later ones) or not (false:
+  /// token generation, whose prefill and decode steps run different ops on growing shapes; every op must be read).
+  /// Call before start(). A profiler that reads every op anyway ignores it.
+  virtual void set_uniform_batches(bool uniform) { (void)uniform; }
 };
 
 /// Where the model runs, and at which precision.

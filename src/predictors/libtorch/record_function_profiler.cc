@@ -280,6 +280,7 @@ void format_shapes(const std::vector<std::int64_t>& pool, const OpRecord& r, std
 
 struct RecordFunctionProfiler::Impl {
   RecordFunctionProfilerOptions options;
+  bool uniform_batches = true;  // set_uniform_batches(); false behaves as options.detail_batches == 0
   OpCorrelationListener* listener = nullptr;
   std::atomic<SpanId> pending_parent{kNoSpan};
   TraceRecorder* recorder = nullptr;
@@ -340,11 +341,16 @@ void RecordFunctionProfiler::set_correlation_listener(OpCorrelationListener* lis
   impl_->listener = listener;
 }
 
+void RecordFunctionProfiler::set_uniform_batches(bool uniform) {
+  if (impl_->session) throw std::logic_error("RecordFunctionProfiler::set_uniform_batches while started");
+  impl_->uniform_batches = uniform;
+}
+
 void RecordFunctionProfiler::set_parent(SpanId parent) {
   Session* session = impl_->session.get();
   if (!session) return;
   session->parent.store(parent, std::memory_order_relaxed);
-  const std::size_t detail_batches = impl_->options.detail_batches;
+  const std::size_t detail_batches = impl_->uniform_batches ? impl_->options.detail_batches : 0;
   if (detail_batches == 0 || !impl_->options.record || !session->detail.load(std::memory_order_relaxed)) return;
   if (++session->batches <= detail_batches) return;
   session->detail.store(false, std::memory_order_relaxed);

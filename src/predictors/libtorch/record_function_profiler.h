@@ -62,6 +62,9 @@ class RecordFunctionProfiler final : public FrameworkProfiler {
   void set_correlation_listener(OpCorrelationListener* listener) override;
   /// See FrameworkProfiler::set_parent (one relaxed atomic store; any thread).
   void set_parent(SpanId parent) override;
+  /// See FrameworkProfiler::set_uniform_batches: false reads shapes and modules of every op, as detail_batches = 0.
+  /// Throws std::logic_error while started.
+  void set_uniform_batches(bool uniform) override;
   /// Must run on the start thread after the last predict returned. Flushes spans and the counters
   /// "framework.dropped_spans" (always written, also when 0) and "framework.unmatched_op_ends" (when > 0).
   /// No-op when not started.

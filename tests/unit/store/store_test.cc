@@ -98,12 +98,15 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
   return r;
 }
 
-// What schema version 5 added, removed again: turns a current file into what version 4 wrote.
+// What schema version 6 added (the runs' generation figures), removed again; a macro so that the older versions'
+// texts below can start with it as one literal.
+#define XSP_DROP_VERSION6 "ALTER TABLE runs DROP COLUMN generation; "
+// What schema versions 5 and 6 added, removed again: turns a current file into what version 4 wrote.
 constexpr const char* kDropVersion5 =
-    "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; ";
-// What schema versions 4 and 5 added, removed again: turns a current file into what versions 1-3 wrote.
+    XSP_DROP_VERSION6 "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; ";
+// What schema versions 4 to 6 added, removed again: turns a current file into what versions 1-3 wrote.
 constexpr const char* kDropVersion4 =
-    "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; "
+    XSP_DROP_VERSION6 "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; "
     "DROP TABLE level_overheads; ALTER TABLE runs DROP COLUMN stability; ALTER TABLE runs DROP COLUMN latency_median_ns; "
     "ALTER TABLE runs DROP COLUMN latency_ci95_low_ns; ALTER TABLE runs DROP COLUMN latency_ci95_high_ns; "
     "ALTER TABLE runs DROP COLUMN latency_cv; ALTER TABLE runs DROP COLUMN drift_fraction; "
