@@ -63,13 +63,25 @@ const RunRecord* generation_run(const EvaluationRecord& record, int b, Level lev
   return run;
 }
 
-std::string source_note(const RunRecord& run, const std::vector<GenerationRequest>& reqs, const char* what) {
-  std::size_t decode = 0;
-  for (const auto& r : reqs) decode += r.decode.size();
+// Where a table's figures come from. With `traced_only` (ops and kernels), only the requests whose full traces
+// were kept count (GenerationRequest::traced).
+std::string source_note(const RunRecord& run, const std::vector<GenerationRequest>& reqs, const char* what,
+                        bool traced_only = false) {
+  std::size_t requests = 0, decode = 0;
+  for (const auto& r : reqs) {
+    if (traced_only && !r.traced) continue;
+    ++requests;
+    decode += r.decode.size();
+  }
   std::string n = std::string(what) + " from the " + run_name(run.trace_level) + " run (trace level " +
-                  std::string(to_string(run.trace_level)) + "): " + plural(reqs.size(), "request span", "request spans");
+                  std::string(to_string(run.trace_level)) + "): " +
+                  plural(requests, traced_only ? "request with its ops kept" : "request span",
+                         traced_only ? "requests with their ops kept" : "request spans");
   n += ", " + plural(decode, "decode step", "decode steps");
-  if (auto total = json_number(run.generation, "requests"); total && *total != static_cast<double>(reqs.size()))
+  if (traced_only && requests < reqs.size())
+    n += " (of " + std::to_string(reqs.size()) + " request spans: the other requests' ops were dropped, only the "
+         "tail traces are kept)";
+  else if (auto total = json_number(run.generation, "requests"); total && *total != static_cast<double>(reqs.size()))
     n += " (the run measured " + detail::fixed(*total, 0) + " requests; only the traces kept are counted)";
   return n;
 }
@@ -145,6 +157,14 @@ std::vector<GenerationRequest> extract_generation_requests(const Trace& trace) {
     std::stable_sort(out[i].decode.begin(), out[i].decode.end(),
                      [](const GenerationStep& a, const GenerationStep& b) { return a.step < b.step; });
   }
+  std::unordered_map<SpanId, std::size_t> request_of_step;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].prefill) request_of_step.emplace(out[i].prefill->span_id, i);
+    for (const auto& d : out[i].decode) request_of_step.emplace(d.span_id, i);
+  }
+  for (const Span& s : spans)
+    if (s.level != Level::kModel && s.level != Level::kApplication && s.parent_id != kNoSpan)
+      if (auto it = request_of_step.find(s.parent_id); it != request_of_step.end()) out[it->second].traced = true;
   return out;
 }
 
@@ -232,10 +252,12 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   }
   const Trace& trace = run->trace;
   const auto reqs = extract_generation_requests(trace);
-  // Step span id -> prefill (true) or decode (false), for the steps of the request spans present.
+  // Step span id -> prefill (true) or decode (false), for the steps of the requests whose ops were kept.
   std::unordered_map<SpanId, bool> step_kind;
-  std::size_t prefills = 0, decodes = 0;
+  std::size_t prefills = 0, decodes = 0, traced = 0;
   for (const auto& r : reqs) {
+    if (!r.traced) continue;
+    ++traced;
     if (r.prefill) {
       step_kind.emplace(r.prefill->span_id, true);
       ++prefills;
@@ -272,7 +294,7 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
     Row r{a.has_module ? transformer_layer(key) : key, key, a.op,
           prefills ? a.prefill_ns / static_cast<double>(prefills) / kMs : 0.0,
           decodes ? a.decode_ns / static_cast<double>(decodes) / kMs : 0.0,
-          reqs.empty() ? 0.0 : a.decode_ns / static_cast<double>(reqs.size()) / kMs};
+          traced ? a.decode_ns / static_cast<double>(traced) / kMs : 0.0};
     sum_prefill += r.prefill_ms;
     sum_decode += r.decode_total_ms;
     rows.push_back(std::move(r));
@@ -292,7 +314,7 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
     row.set("decode_share_pct", pct_cell(r.decode_total_ms, sum_decode));
     t.rows.push_back(row.take());
   }
-  std::string n = source_note(*run, reqs, "layer times");
+  std::string n = source_note(*run, reqs, "layer times", true);
   n += ", " + plural(prefills, "prefill step", "prefill steps") + ", " + plural(ops, "top-level op", "top-level ops");
   if (deepest_level(run->trace_level) != Level::kFramework)
     n += "; no run stopped at the FRAMEWORK level, so these include the profiling overhead of deeper levels";
@@ -389,9 +411,11 @@ Table g4_kernels_per_step(const EvaluationRecord& record, int b) {
   }
   const Trace& trace = run->trace;
   const auto reqs = extract_generation_requests(trace);
-  // Only the steps of the request spans present are windows.
+  // Only the steps of the requests whose ops (and so kernels) were kept are windows: the others' kernels were
+  // dropped with their ops, and would count as steps without kernels.
   std::unordered_map<SpanId, int> step_of;
   for (const auto& r : reqs) {
+    if (!r.traced) continue;
     if (r.prefill) step_of.emplace(r.prefill->span_id, r.prefill->step);
     for (const auto& d : r.decode) step_of.emplace(d.span_id, d.step);
   }
@@ -443,7 +467,7 @@ Table g4_kernels_per_step(const EvaluationRecord& record, int b) {
     row.set("gpu_busy_pct", pct_cell(a.kernel_ns, a.step_ns));
     t.rows.push_back(row.take());
   }
-  t.notes.push_back(source_note(*run, reqs, "kernels"));
+  t.notes.push_back(source_note(*run, reqs, "kernels", true));
   if (!decode_counts.empty()) {
     double sum = 0;
     for (double c : decode_counts) sum += c;

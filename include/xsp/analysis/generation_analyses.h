@@ -53,6 +53,10 @@ struct GenerationRequest {
   std::int64_t tokenize_ns = 0, detokenize_ns = 0;  ///< summed durations of those child spans (0 when absent)
   std::optional<GenerationStep> prefill;
   std::vector<GenerationStep> decode;  ///< by step
+  /// Some span below MODEL level (a framework op) has one of its steps as parent: the request's full trace was
+  /// kept. A run at framework level or deeper keeps only some requests' (tail traces); the others keep their MODEL
+  /// spans, and per-step figures of ops and kernels must not count their steps.
+  bool traced = false;
   std::int64_t duration_ns() const { return end_ns - start_ns; }
   std::int64_t decode_ns() const;      ///< sum of the decode steps' durations
 };

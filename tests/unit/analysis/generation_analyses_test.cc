@@ -278,14 +278,16 @@ TEST(GenerationAnalyses, G2GroupsModulesByLayerAndSplitsPrefillFromDecode) {
   }
   EXPECT_NEAR(prefill, 100.0, 1e-9);
   EXPECT_NEAR(decode, 100.0, 1e-9);
-  EXPECT_TRUE(has_note(t, "2 request spans, 4 decode steps"));
+  EXPECT_TRUE(has_note(t, "2 requests with their ops kept, 4 decode steps"));
   EXPECT_TRUE(has_note(t, "14 top-level ops"));
 }
 
 TEST(GenerationAnalyses, G2AveragesOverTheKeptRequestsOnly) {
   EvaluationRecord e = generation_record();
-  // The M/F run measured 5 requests but kept the trace of one (trace tail), with 3 decode steps.
+  // The M/F run measured 5 requests and kept the ops of one (trace tail), with 3 decode steps; another request
+  // kept its MODEL spans only, as the runner leaves every request, and must not dilute the per-step means.
   GenerationTraceBuilder f;
+  f.request(3, 40'000, 3);
   f.request(4, 50'000, 3, ops_content(3));
   e.runs[1] = run(TraceLevel::kFramework, f.trace, 5);
   const Table t = g2_layer_prefill_decode(e, 2);
@@ -294,8 +296,7 @@ TEST(GenerationAnalyses, G2AveragesOverTheKeptRequestsOnly) {
   EXPECT_DOUBLE_EQ(num(t, 0, "prefill_ms"), 0.05);
   EXPECT_DOUBLE_EQ(num(t, 0, "decode_step_ms"), 0.06);
   EXPECT_NEAR(num(t, 0, "decode_total_ms"), 0.18, 1e-12);  // 3 steps of one request
-  EXPECT_TRUE(has_note(t, "1 request span, 3 decode steps"));
-  EXPECT_TRUE(has_note(t, "measured 5 requests; only the traces kept are counted"));
+  EXPECT_TRUE(has_note(t, "1 request with its ops kept, 3 decode steps (of 2 request spans"));
 }
 
 TEST(GenerationAnalyses, G1CountsThePartiallyKeptRequests) {
@@ -349,6 +350,21 @@ TEST(GenerationAnalyses, G4CountsKernelsPerStep) {
   EXPECT_DOUBLE_EQ(num(t, 2, "kernel_count"), 4);
   EXPECT_DOUBLE_EQ(num(t, 2, "api_calls"), 4);
   EXPECT_TRUE(has_note(t, "kernels per decode step: mean 3.0 (min 2, max 4) over 4 decode steps"));
+}
+
+TEST(GenerationAnalyses, G4CountsOnlyTheStepsOfRequestsWhoseKernelsWereKept) {
+  EvaluationRecord e = generation_record();
+  GenerationTraceBuilder k;
+  k.request(0, 10'000, 2, kernel_content());
+  k.request(1, 20'000, 2, kernel_content());
+  k.request(9, 90'000, 2);  // MODEL spans only: its ops and kernels were dropped (tail traces)
+  e.runs[2] = run(TraceLevel::kKernel, k.trace, 3);
+  const Table t = g4_kernels_per_step(e, 2);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(num(t, 0, "samples"), 2);
+  EXPECT_DOUBLE_EQ(num(t, 1, "kernel_count"), 2);
+  EXPECT_TRUE(has_note(t, "kernels per decode step: mean 3.0 (min 2, max 4) over 4 decode steps"));
+  EXPECT_TRUE(has_note(t, "2 requests with their ops kept, 4 decode steps (of 3 request spans"));
 }
 
 TEST(GenerationAnalyses, G4WithoutKernels) {
