@@ -1,5 +1,6 @@
 // End to end on a real exported model (ResNet-18, TorchScript, Debian's LibTorch): pipeline, framework
 // profiler, leveled runs, assembly, store round trip, analyses and exports, then the CLI with bad input.
+#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -23,22 +24,9 @@ namespace {
 
 const fs::path kZoo = XSP_TEST_ZOO;
 
-fs::path temp_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("xsp-e2e-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using xsp::e2e::temp_dir;
 
-// Runs a shell command; returns its exit status and stdout+stderr.
-std::pair<int, std::string> sh(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (pipe && std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = pipe ? ::pclose(pipe) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using xsp::e2e::sh;
 
 std::string cli() { return std::string(XSP_CLI) + " --zoo " + kZoo.string(); }
 

@@ -2,6 +2,7 @@
 // one library call, with real prompts tokenized by the exported SentencePiece model: spans of every step, framework
 // ops under prefill and decode, token counts, the KV cache size by its formula, greedy outputs equal across levels,
 // the store round trip; then the CLI with good and bad requests.
+#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,21 +24,9 @@ namespace {
 
 const fs::path kZoo = XSP_TEST_ZOO;
 
-std::pair<int, std::string> sh(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (pipe && std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = pipe ? ::pclose(pipe) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using xsp::e2e::sh;
 
-fs::path temp_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("xsp-e2e-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using xsp::e2e::temp_dir;
 
 constexpr int kPromptTokens = 16, kOutputTokens = 8;
 

@@ -1,6 +1,7 @@
 // End-to-end tests of the OpenCV DNN predictor against the LibTorch predictor on the same weights (the test zoo's
 // resnet18 and mobilenet_v2, exported to TorchScript and ONNX from one instance by export_test_zoo), on the five
 // real photographs of data/images; then `xsp evaluate` on both frameworks and `xsp compare`.
+#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -223,14 +224,7 @@ TEST_P(TwoFrameworks, ErrorsNameWhatIsWrong) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, TwoFrameworks, ::testing::Values("resnet18", "mobilenet_v2"));
 
-std::pair<int, std::string> sh(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (pipe && std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = pipe ? ::pclose(pipe) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using xsp::e2e::sh;
 
 TEST(CompareCli, TwoFrameworksSameInputs) {
   if (!fs::exists(kZoo / "resnet18.onnx")) GTEST_SKIP() << "no exported resnet18 in " << kZoo;

@@ -1,5 +1,6 @@
 // `xsp evaluate --scenario` end to end on the real ResNet-18 (LibTorch): tail-query traces at the framework
 // level (stored, shown, exported to Chrome JSON), the Offline batch-size sweep, and bad option values.
+#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,21 +19,9 @@ using namespace xsp;
 
 namespace {
 
-std::pair<int, std::string> sh(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (pipe && std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = pipe ? ::pclose(pipe) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using xsp::e2e::sh;
 
-fs::path temp_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("xsp-e2e-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using xsp::e2e::temp_dir;
 
 TEST(ScenarioCli, TailTracesOfResnet18AreStoredShownAndExported) {
   const auto dir = temp_dir("tail");
