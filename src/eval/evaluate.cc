@@ -325,6 +325,64 @@ ScenarioOptions scenario_options(const ValidatedRequest& v) {
   return o;
 }
 
+// Runs `run` between a machine monitor's start and finish (when the context records the machine state) and gives every
+// run of its record the monitor's state and warnings: for the runners that do not sample between blocks themselves.
+template <typename Run>
+EvaluationRecord monitored(const ValidatedRequest& v, const EvaluationContext& context, Run&& run) {
+  std::optional<MachineMonitor> monitor;
+  if (context.record_machine_state) {
+    monitor.emplace(system_nvml(), v.request.device == "cuda" ? v.request.device_index : -1);
+    monitor->start();
+  }
+  EvaluationRecord record = run();
+  if (monitor) {
+    monitor->finish();
+    for (RunRecord& r : record.runs) {
+      r.machine_state = monitor->to_json();
+      r.warnings = monitor->warnings();
+    }
+  }
+  return record;
+}
+
+// The generation runner's options from a validated request: lengths, scenario, and the tokenizer as its codec.
+GenerationOptions generation_options(const ValidatedRequest& v, const EvaluationContext& context) {
+  const EvaluationRequest& r = v.request;
+  const GenerationRequest& g = r.generation;
+  GenerationOptions o;
+  o.batch_sizes = r.batch_sizes;
+  o.trace_level = r.trace_level;
+  o.leveled = r.leveled;
+  o.measurement = r.measurement;
+  o.prompt_tokens = g.prompt_tokens;
+  o.output_tokens = *g.output_tokens;  // validate_generation() fills it from the manifest
+  o.seed = r.inputs.seed;
+  o.tail_steps = static_cast<std::size_t>(g.tail_steps);
+  o.device = DeviceSpec{r.device, r.device_index, r.precision};
+  o.clock = context.clock;
+  o.interrupt = context.interrupt;
+  if (r.scenario) {
+    const ScenarioRequest& s = *r.scenario;
+    o.scenario = s.scenario == "server"    ? GenerationScenario::kServer
+                 : s.scenario == "offline" ? GenerationScenario::kOffline
+                                           : GenerationScenario::kSingleStream;
+    o.min_queries = s.min_queries;
+    o.target_qps = s.target_qps;
+    if (s.scenario == "offline") o.batch_sizes = {s.max_batch.value_or(1)};
+    if (s.scenario == "server")
+      o.bounds = loadgen::TokenLatencyBounds{g.ttft_bound_ms * 1e6, g.tpot_bound_ms * 1e6,
+                                             s.percentile == 0 ? 99 : s.percentile};
+  }
+  if (const Tokenizer* tokenizer = v.tokenizer ? &*v.tokenizer : nullptr) {
+    const ProcessingStep* tok = step_of(v.manifest.inputs.front(), "tokenize");
+    const bool add_bos = tok && tok->param("add_bos") == "true";
+    o.prompts = v.prompts;
+    o.codec.encode = [tokenizer, add_bos](std::string_view text) { return tokenizer->encode(text, add_bos, false); };
+    o.codec.decode = [tokenizer](const std::vector<std::int64_t>& ids) { return tokenizer->decode(ids); };
+  }
+  return o;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const EvaluationRequest& r) {
@@ -542,79 +600,25 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     if (!predictor->generator())
       reject("framework", "a framework that generates tokens (libtorch): " + r.framework + " loaded model " +
                               v.manifest.name + " without a generator");
-    std::optional<MachineMonitor> monitor;
-    if (context.record_machine_state) {
-      monitor.emplace(system_nvml(), r.device == "cuda" ? r.device_index : -1);
-      monitor->start();
-    }
-    GenerationOptions o;
-    const GenerationRequest& g = r.generation;
-    o.batch_sizes = r.batch_sizes;
-    o.trace_level = r.trace_level;
-    o.leveled = r.leveled;
-    o.measurement = r.measurement;
-    o.prompt_tokens = g.prompt_tokens;
-    o.output_tokens = *g.output_tokens;
-    o.seed = r.inputs.seed;
-    o.tail_steps = static_cast<std::size_t>(g.tail_steps);
-    o.device = DeviceSpec{r.device, r.device_index, r.precision};
-    o.clock = context.clock;
-    o.interrupt = context.interrupt;
-    if (r.scenario) {
-      const ScenarioRequest& s = *r.scenario;
-      o.scenario = s.scenario == "server" ? GenerationScenario::kServer
-                   : s.scenario == "offline" ? GenerationScenario::kOffline
-                                             : GenerationScenario::kSingleStream;
-      o.min_queries = s.min_queries;
-      o.target_qps = s.target_qps;
-      if (s.scenario == "offline") o.batch_sizes = {s.max_batch.value_or(1)};
-      if (s.scenario == "server")
-        o.bounds = loadgen::TokenLatencyBounds{g.ttft_bound_ms * 1e6, g.tpot_bound_ms * 1e6,
-                                               s.percentile == 0 ? 99 : s.percentile};
-    }
-    const Tokenizer* tokenizer = v.tokenizer ? &*v.tokenizer : nullptr;
-    const ProcessingStep* tok = step_of(v.manifest.inputs.front(), "tokenize");
-    const bool add_bos = tok && tok->param("add_bos") == "true";
-    if (tokenizer) {
-      o.prompts = v.prompts;
-      o.codec.encode = [tokenizer, add_bos](std::string_view text) { return tokenizer->encode(text, add_bos, false); };
-      o.codec.decode = [tokenizer](const std::vector<std::int64_t>& ids) { return tokenizer->decode(ids); };
-    }
+    GenerationOptions o = generation_options(v, context);
     std::unique_ptr<DeviceProfiler> device_profiler;
     if (r.trace_level > TraceLevel::kFramework) {
       device_profiler = create_device_profiler(r.cupti);
       o.device_profiler = device_profiler.get();
     }
-    record = run_generation(v.manifest, *predictor, o, context.progress);
-    if (monitor) monitor->finish();
-    for (RunRecord& run : record.runs) {
-      if (monitor) {
-        run.machine_state = monitor->to_json();
-        run.warnings = monitor->warnings();
-      }
-    }
-    record.settings["generation"]["prompts_file"] = tokenizer ? r.generation.prompts_file.string() : "";
+    record = monitored(v, context, [&] { return run_generation(v.manifest, *predictor, o, context.progress); });
+    record.settings["generation"]["prompts_file"] = v.tokenizer ? r.generation.prompts_file.string() : "";
     record.settings["generation"]["prompts_too_short"] = v.prompts_too_short;
     record.settings["generation"]["precision"] = r.precision;
   } else if (r.scenario) {
-    std::optional<MachineMonitor> monitor;
-    if (context.record_machine_state) {
-      monitor.emplace(system_nvml(), r.device == "cuda" ? r.device_index : -1);
-      monitor->start();
-    }
     ScenarioOptions so = scenario_options(v);
     so.interrupt = context.interrupt;
-    record = run_scenario(v.manifest, *predictor, so);
-    if (monitor) monitor->finish();
+    record = monitored(v, context, [&] { return run_scenario(v.manifest, *predictor, so); });
     // A scenario's queries were not planned in windows: the stability rule splits them afterwards.
     for (RunRecord& run : record.runs) {
       run.measurement.design = "scenario";
       run.measurement.rule = r.measurement.rule;
       run.measurement.stability = assess_series(run.predict_latency_ns, r.measurement.rule);
-      if (monitor) {
-        run.machine_state = monitor->to_json();
-        run.warnings = monitor->warnings();
-      }
     }
   } else {
     EvaluationOptions o;
