@@ -31,6 +31,18 @@ and gpt2_prompts.txt (the corpus' paragraphs of >= 40 words, one per line). Expo
 folder reuses them when their digests match. gpt2_small (~500 MB) and gpt2_medium (~1.4 GB) are exported only when
 named: `--models all` means the vision models and gpt2_tiny.
     scripts/export_zoo.py --models gpt2_tiny --out /tmp/zoo  # gpt2_tiny.pt, gpt2_tokenizer.model, gpt2_prompts.txt
+
+Other tasks (export_task, export_bert below), TorchScript only (XSP's OpenCV DNN and ONNX Runtime predictors run
+classification only), each with a check inside the export that fails it on a mismatch:
+- ssdlite_mobilenet_v3 (object detection): torchvision's SSDlite320 MobileNetV3-Large, 91 COCO classes, wrapped by
+  scripts/xsp_tasks.py: forward(images [N,3,320,320]) -> (boxes [N,A,4] x1 y1 x2 y2 pixels, scores [N,A,91]);
+  no resize/normalize (XSP's pre-processing) and no NMS (the manifest's nms step);
+- lraspp_mobilenet_v3 (semantic segmentation): torchvision's LRASPP MobileNetV3-Large, 21 VOC classes, scripted
+  as is: forward(images) -> {"out": [N,21,H,W]};
+- bert_tiny, bert_base (text classification): a BERT-style encoder in plain torch (scripts/xsp_bert.py),
+  forward(input_ids [N,L], attention_mask [N,L]) -> logits [N, number of license texts], with the GPT-2 tokenizer
+  and prompts (write_text_assets); labels: models/license_labels.txt (committed, checked against the corpus).
+  bert_base (~350 MB) is exported only when named.
 """
 
 import argparse
@@ -75,9 +87,32 @@ GPT2 = {
     "gpt2_small": dict(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, max_positions=1024),
     "gpt2_medium": dict(n_layer=24, n_embd=1024, n_head=16, vocab_size=50257, max_positions=1024),
 }
+# Torchvision models for other tasks (export_task): stem -> (constructor, keyword arguments, input side).
+# TorchScript only: XSP's OpenCV DNN and ONNX Runtime predictors run classification only.
+TASKS = {
+    "ssdlite_mobilenet_v3": ("ssdlite320_mobilenet_v3_large", {"weights_backbone": None}, 320),
+    "lraspp_mobilenet_v3": ("lraspp_mobilenet_v3_large", {"weights_backbone": None, "num_classes": 21}, 224),
+}
+# The score threshold and detection count the detection check applies (the manifest's nms step), with torchvision
+# SSDlite's own topk_candidates (300 per class) and nms_thresh (0.55).
+DETECTION_CHECK = dict(score_thresh=0.01, nms_thresh=0.55, topk_candidates=300, detections_per_img=100)
+
+# BERT-style text classifiers (export_bert, scripts/xsp_bert.py): stem -> config (num_labels: the license texts).
+# vocab_size = the shared GPT-2 tokenizer's (gpt2_tokenizer.model), bert_base included.
+BERT = {
+    "bert_tiny": dict(n_layer=2, hidden=64, n_head=2, vocab_size=2000, max_positions=128),
+    "bert_base": dict(n_layer=12, hidden=768, n_head=12, vocab_size=2000, max_positions=512),
+}
+# One label per license text of the corpus (corpus_files()), committed; the export fails if the corpus differs.
+LICENSE_LABELS = "license_labels.txt"
+
 # Exported only when named (large files), never by `--models all`.
-LARGE = ("gpt2_small", "gpt2_medium")
+LARGE = ("gpt2_small", "gpt2_medium", "bert_base")
 MODELS.update({stem: ({}, 0, "script") for stem in GPT2})
+MODELS.update({stem: ({}, side, "script") for stem, (_, _, side) in TASKS.items()})
+MODELS.update({stem: ({}, 0, "script") for stem in BERT})
+# Models that use the shared tokenizer and prompts (write_text_assets).
+TEXT = tuple(GPT2) + tuple(BERT)
 
 # Files shared by the GPT-2 manifests (write_text_assets): the tokenizer and the prompts, both from this corpus.
 TOKENIZER = "gpt2_tokenizer.model"
@@ -157,8 +192,10 @@ def rewrite_checksum(manifest: Path, filename: str, value: str) -> None:
 
 def artifacts(stem: str, out: Path) -> list:
     """The files exporting `stem` writes into `out`, each with a checksum in the manifest."""
-    if stem in GPT2:
+    if stem in TEXT:
         return [out / f"{stem}.pt", out / TOKENIZER, out / PROMPTS]
+    if stem in TASKS:
+        return [out / f"{stem}.pt"]
     files = [out / f"{stem}{suffix}" for suffix in SUFFIXES]
     if stem in TRAINED:
         files.append(out / TRAINED[stem])
@@ -338,16 +375,19 @@ def export(stem: str, path: Path) -> str:
     return "torch.jit." + method
 
 
+def corpus_files() -> list:
+    """The license texts of the corpus: regular files of /usr/share/common-licenses, sorted by name."""
+    if not CORPUS_DIR.is_dir():
+        sys.exit(f"export_zoo: no {CORPUS_DIR} (Debian's base-files package); the GPT-2 tokenizer needs it")
+    return [f for f in sorted(CORPUS_DIR.iterdir(), key=lambda p: p.name) if not f.is_symlink() and f.is_file()]
+
+
 def corpus_paragraphs() -> list:
     """The license texts Debian's base-files ships (/usr/share/common-licenses), regular files only (GPL, LGPL and
     GFDL are symlinks to a versioned file), in sorted order, split at blank lines, whitespace normalized: one
     paragraph per entry."""
-    if not CORPUS_DIR.is_dir():
-        sys.exit(f"export_zoo: no {CORPUS_DIR} (Debian's base-files package); the GPT-2 tokenizer needs it")
     paragraphs = []
-    for f in sorted(CORPUS_DIR.iterdir(), key=lambda p: p.name):
-        if f.is_symlink() or not f.is_file():
-            continue
+    for f in corpus_files():
         for block in re.split(r"\n\s*\n", f.read_text(encoding="utf-8")):
             line = " ".join(block.split())
             if line:
@@ -400,17 +440,24 @@ def gpt2_module(cfg: dict):
     The file is compiled under the fixed name "xsp_gpt2.py", registered in linecache where inspect (and so
     torch.jit.script) finds its source: TorchScript saves file names in the .pt's debug info, and the path of the
     checkout must not change the bytes."""
+    return load_fixed("xsp_gpt2").build(cfg)
+
+
+def load_fixed(module_name: str):
+    """Imports scripts/<module_name>.py compiled under the fixed file name "<module_name>.py" and registered in
+    linecache, where inspect (and so torch.jit.script) finds its source: the .pt's debug info then names that file,
+    not the checkout's path."""
     import linecache
     import types
 
-    name = "xsp_gpt2.py"
+    name = module_name + ".py"
     source = (Path(__file__).resolve().parent / name).read_text()
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    module = types.ModuleType("xsp_gpt2")
+    module = types.ModuleType(module_name)
     module.__file__ = name
-    sys.modules["xsp_gpt2"] = module
+    sys.modules[module_name] = module
     exec(compile(source, name, "exec"), module.__dict__)
-    return module.build(cfg)
+    return module
 
 
 def check_gpt2_cache(path: Path, stem: str, prompt_tokens: int, new_tokens: int) -> None:
@@ -466,6 +513,179 @@ def export_gpt2(stem: str, path: Path) -> str:
     return "torch.jit.script"
 
 
+def save_script(module, path: Path) -> None:
+    """torch.jit.save under the final name in a temporary folder, then moved into place (the archive embeds the
+    file's base name)."""
+    import torch
+
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
+        tmp_path = Path(tmp) / path.name
+        torch.jit.save(module, str(tmp_path))
+        os.replace(tmp_path, path)
+
+
+def postprocess_detections(boxes, scores, score_thresh: float, nms_thresh: float, topk_candidates: int,
+                           detections_per_img: int) -> list:
+    """torchvision SSD's postprocess_detections on already decoded, clipped boxes [N, A, 4] and softmax scores
+    [N, A, C] (what XSP's nms step does): per class >= 1, scores > score_thresh, the topk_candidates best, then
+    batched NMS over all classes and the detections_per_img best. One dict (boxes, scores, labels) per image."""
+    import torch
+    from torchvision.ops import boxes as box_ops
+
+    out = []
+    for image_boxes, image_scores in zip(boxes, scores):
+        all_boxes, all_scores, all_labels = [], [], []
+        for label in range(1, image_scores.size(-1)):
+            score = image_scores[:, label]
+            keep = score > score_thresh
+            score, box = score[keep], image_boxes[keep]
+            score, idxs = score.topk(min(topk_candidates, score.size(0)))
+            all_boxes.append(box[idxs])
+            all_scores.append(score)
+            all_labels.append(torch.full_like(score, label, dtype=torch.int64))
+        b, s, l = torch.cat(all_boxes), torch.cat(all_scores), torch.cat(all_labels)
+        keep = box_ops.batched_nms(b, s, l, nms_thresh)[:detections_per_img]
+        out.append({"boxes": b[keep], "scores": s[keep], "labels": l[keep]})
+    return out
+
+
+def check_detection(path: Path, model, stem: str, side: int) -> None:
+    """Loads the saved wrapper back and checks, for one random batch of 2, that postprocess_detections on its outputs
+    equals what torchvision's SSD returns for the same (already normalized) input with its transform made identity
+    and DETECTION_CHECK's thresholds set on it: same labels, scores and boxes within 1e-4."""
+    import torch
+    from torch import nn
+    from torchvision.models.detection.image_list import ImageList
+
+    class IdentityTransform(nn.Module):  # no resize, no normalization; postprocess keeps the boxes as they are
+        def forward(self, images, targets=None):
+            return ImageList(torch.stack(images), [(int(i.shape[-2]), int(i.shape[-1])) for i in images]), targets
+
+        def postprocess(self, detections, image_shapes, original_image_sizes):
+            return detections
+
+    for key, value in DETECTION_CHECK.items():
+        setattr(model, key, value)
+    model.transform = IdentityTransform()
+    m = torch.jit.load(str(path))
+    x = torch.randn(2, 3, side, side, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        boxes, scores = m(x)
+        expected = model(list(x))
+    n_anchors, n_classes = boxes.shape[1], scores.shape[2]
+    if list(boxes.shape) != [2, n_anchors, 4] or list(scores.shape) != [2, n_anchors, 91] or \
+            boxes.dtype != torch.float32 or scores.dtype != torch.float32:
+        sys.exit(f"export_zoo: {stem}: outputs {list(boxes.shape)} {boxes.dtype}, {list(scores.shape)} {scores.dtype}")
+    if not torch.allclose(scores.sum(-1), torch.ones(2, n_anchors), atol=1e-5) or boxes.min() < 0 or boxes.max() > side:
+        sys.exit(f"export_zoo: {stem}: scores are not a softmax over the classes or boxes leave [0, {side}]")
+    got = postprocess_detections(boxes, scores, **DETECTION_CHECK)
+    worst, count = 0.0, 0
+    for i, (g, e) in enumerate(zip(got, expected)):
+        if not torch.equal(g["labels"], e["labels"]) or g["boxes"].shape != e["boxes"].shape:
+            sys.exit(f"export_zoo: {stem}: image {i}: {len(g['labels'])} detections after NMS, torchvision gives "
+                     f"{len(e['labels'])} (or other labels)")
+        if not torch.allclose(g["boxes"], e["boxes"], rtol=0, atol=1e-4) or \
+                not torch.allclose(g["scores"], e["scores"], rtol=0, atol=1e-6):
+            sys.exit(f"export_zoo: {stem}: image {i}: boxes or scores differ from torchvision's "
+                     f"(max |delta box| {(g['boxes'] - e['boxes']).abs().max().item():.3g})")
+        if len(g["boxes"]):
+            worst = max(worst, (g["boxes"] - e["boxes"]).abs().max().item())
+        count += len(g["labels"])
+    print(f"  {stem}: detection check passed: wrapper + NMS == torchvision SSD, batch 2, {n_anchors} anchors, "
+          f"{n_classes} classes, {count} detections (score > {DETECTION_CHECK['score_thresh']}), max |delta box| "
+          f"{worst:.3g}; random-input scores {scores[..., 1:].min().item():.4f}..{scores[..., 1:].max().item():.4f}",
+          file=sys.stderr)
+
+
+def check_segmentation(path: Path, model, stem: str, side: int) -> None:
+    """Loads the saved module back: forward returns Dict[str, Tensor] whose "out" is [N, 21, H, W] and equals the
+    eager model's for a random batch of 2."""
+    import torch
+
+    m = torch.jit.load(str(path))
+    ret = str(m.forward.schema.returns[0].type)
+    x = torch.randn(2, 3, side, side, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        got, expected = m(x)["out"], model(x)["out"]
+    if ret != "Dict[str, Tensor]" or list(got.shape) != [2, 21, side, side] or got.dtype != torch.float32:
+        sys.exit(f"export_zoo: {stem}: forward returns {ret}, out {list(got.shape)} {got.dtype}")
+    delta = (got - expected).abs().max().item()
+    if delta > 1e-5:
+        sys.exit(f"export_zoo: {stem}: the scripted output differs from the eager model's (max |delta| {delta:.3g})")
+    print(f"  {stem}: segmentation check passed: forward -> Dict[str, Tensor], out [2, 21, {side}, {side}] == eager "
+          f"(max |delta| {delta:.3g})", file=sys.stderr)
+
+
+def export_task(stem: str, path: Path) -> str:
+    """ssdlite_mobilenet_v3 (wrapped by scripts/xsp_tasks.py) or lraspp_mobilenet_v3 (as is), TorchScript only."""
+    import torch
+    import torchvision
+
+    torch.set_num_threads(1)
+    constructor, kwargs, side = TASKS[stem]
+    torch.manual_seed(0)
+    model = getattr(torchvision.models.detection if stem.startswith("ssd") else torchvision.models.segmentation,
+                    constructor)(weights=None, **kwargs).eval()
+    if stem.startswith("ssd"):
+        module = torch.jit.script(load_fixed("xsp_tasks").ssdlite_detector(model, side))
+        save_script(module, path)
+        check_detection(path, model, stem, side)
+    else:
+        module = torch.jit.script(model)
+        save_script(module, path)
+        check_segmentation(path, model, stem, side)
+    return "torch.jit.script"
+
+
+def check_license_labels() -> list:
+    """The committed models/license_labels.txt must list the corpus' files (corpus_files()), one per line."""
+    names = [f.name for f in corpus_files()]
+    labels = (REPO_MODELS / LICENSE_LABELS).read_text().splitlines()
+    if labels != names:
+        sys.exit(f"export_zoo: models/{LICENSE_LABELS} ({len(labels)} labels) does not list the license texts of "
+                 f"{CORPUS_DIR} ({len(names)}: {', '.join(names)}); update it and re-record the BERT checksums")
+    return names
+
+
+def check_bert_mask(path: Path, stem: str, max_len: int) -> None:
+    """Loads the saved module back: the logits of a right-padded batch equal (within 1e-5) those of each sequence
+    run alone without padding, so the attention mask hides the padding."""
+    import torch
+
+    m = torch.jit.load(str(path))
+    gen = torch.Generator().manual_seed(0)
+    lengths = [max_len, max_len // 2, 5]
+    ids = torch.full((len(lengths), max_len), 3, dtype=torch.long)  # pad id 3
+    mask = torch.zeros(len(lengths), max_len, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids[i, :n] = torch.randint(4, TOKENIZER_VOCAB, (n,), generator=gen)
+        ids[i, 0] = 1  # <s>
+        mask[i, :n] = 1
+    worst = 0.0
+    with torch.inference_mode():
+        batch = m(ids, mask)
+        if list(batch.shape) != [len(lengths), m.num_labels] or batch.dtype != torch.float32:
+            sys.exit(f"export_zoo: {stem}: logits {list(batch.shape)} {batch.dtype}")
+        for i, n in enumerate(lengths):
+            alone = m(ids[i:i + 1, :n], mask[i:i + 1, :n])[0]
+            worst = max(worst, (alone - batch[i]).abs().max().item())
+    if worst > 1e-5:
+        sys.exit(f"export_zoo: {stem}: padded and unpadded logits differ (max |delta| {worst:.3g}): the mask leaks")
+    print(f"  {stem}: attention mask check passed: padded batch == each sequence alone, lengths {lengths} of "
+          f"{max_len}, max |delta logit| {worst:.3g}", file=sys.stderr)
+
+
+def export_bert(stem: str, path: Path) -> str:
+    import torch
+
+    torch.set_num_threads(1)
+    labels = check_license_labels()
+    model = load_fixed("xsp_bert").build(dict(BERT[stem], num_labels=len(labels)))
+    save_script(torch.jit.script(model), path)
+    check_bert_mask(path, stem, 64 if stem == "bert_tiny" else 128)
+    return "torch.jit.script"
+
+
 def main() -> int:
     # TorchScript writes a module's constants (e.g. Linear's `out_features : Final[int]`) in the iteration
     # order of a Python set, which follows string hashing, randomized per process. Fix the hash seed, or two
@@ -484,7 +704,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.export_one:
         stem = args.export_one[0]
-        print(export_gpt2(stem, Path(args.export_one[1])) if stem in GPT2 else export(stem, Path(args.export_one[1])))
+        exporter = export_gpt2 if stem in GPT2 else export_task if stem in TASKS else export_bert if stem in BERT \
+            else export
+        print(exporter(stem, Path(args.export_one[1])))
         return 0
 
     names = [m for m in MODELS if m not in LARGE] if args.models == "all" else [m.strip() for m in args.models.split(",") if m.strip()]
@@ -503,7 +725,7 @@ def main() -> int:
                 print(f"{stem:13s} {g}  {g.stat().st_size / 1e6:8.1f} MB  sha256:{expected[g.name]}  "
                       f"(up to date, skipped; --force to redo)")
             continue
-        if stem in GPT2:
+        if stem in TEXT:
             text_files = [g for g in graphs if g.name in (TOKENIZER, PROMPTS)]
             if args.force or not all(g.is_file() and sha256_file(g) == expected[g.name] for g in text_files):
                 write_text_assets(args.out)
