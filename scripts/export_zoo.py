@@ -549,10 +549,10 @@ def postprocess_detections(boxes, scores, score_thresh: float, nms_thresh: float
     return out
 
 
-def check_detection(path: Path, model, stem: str, side: int) -> None:
-    """Loads the saved wrapper back and checks, for one random batch of 2, that postprocess_detections on its outputs
-    equals what torchvision's SSD returns for the same (already normalized) input with its transform made identity
-    and DETECTION_CHECK's thresholds set on it: same labels, scores and boxes within 1e-4."""
+def compare_detections(stem: str, wrapper, model, side: int, what: str) -> str:
+    """postprocess_detections on the wrapper's outputs vs torchvision's SSD `model` (transform made identity,
+    DETECTION_CHECK's thresholds set on it) for one random batch of 2: same labels, scores within 1e-6, boxes within
+    1e-4. Exits on a mismatch; returns a summary."""
     import torch
     from torch import nn
     from torchvision.models.detection.image_list import ImageList
@@ -567,34 +567,56 @@ def check_detection(path: Path, model, stem: str, side: int) -> None:
     for key, value in DETECTION_CHECK.items():
         setattr(model, key, value)
     model.transform = IdentityTransform()
-    m = torch.jit.load(str(path))
     x = torch.randn(2, 3, side, side, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        boxes, scores = m(x)
+        boxes, scores = wrapper(x)
         expected = model(list(x))
-    n_anchors, n_classes = boxes.shape[1], scores.shape[2]
+    n_anchors = boxes.shape[1]
     if list(boxes.shape) != [2, n_anchors, 4] or list(scores.shape) != [2, n_anchors, 91] or \
             boxes.dtype != torch.float32 or scores.dtype != torch.float32:
-        sys.exit(f"export_zoo: {stem}: outputs {list(boxes.shape)} {boxes.dtype}, {list(scores.shape)} {scores.dtype}")
+        sys.exit(f"export_zoo: {stem} ({what}): outputs {list(boxes.shape)} {boxes.dtype}, {list(scores.shape)} "
+                 f"{scores.dtype}")
     if not torch.allclose(scores.sum(-1), torch.ones(2, n_anchors), atol=1e-5) or boxes.min() < 0 or boxes.max() > side:
-        sys.exit(f"export_zoo: {stem}: scores are not a softmax over the classes or boxes leave [0, {side}]")
+        sys.exit(f"export_zoo: {stem} ({what}): scores are not a softmax over the classes or boxes leave [0, {side}]")
     got = postprocess_detections(boxes, scores, **DETECTION_CHECK)
     worst, count = 0.0, 0
     for i, (g, e) in enumerate(zip(got, expected)):
         if not torch.equal(g["labels"], e["labels"]) or g["boxes"].shape != e["boxes"].shape:
-            sys.exit(f"export_zoo: {stem}: image {i}: {len(g['labels'])} detections after NMS, torchvision gives "
-                     f"{len(e['labels'])} (or other labels)")
+            sys.exit(f"export_zoo: {stem} ({what}): image {i}: {len(g['labels'])} detections after NMS, torchvision "
+                     f"gives {len(e['labels'])} (or other labels)")
         if not torch.allclose(g["boxes"], e["boxes"], rtol=0, atol=1e-4) or \
                 not torch.allclose(g["scores"], e["scores"], rtol=0, atol=1e-6):
-            sys.exit(f"export_zoo: {stem}: image {i}: boxes or scores differ from torchvision's "
+            sys.exit(f"export_zoo: {stem} ({what}): image {i}: boxes or scores differ from torchvision's "
                      f"(max |delta box| {(g['boxes'] - e['boxes']).abs().max().item():.3g})")
         if len(g["boxes"]):
             worst = max(worst, (g["boxes"] - e["boxes"]).abs().max().item())
         count += len(g["labels"])
+    return (f"{what}: {count} detections, max |delta box| {worst:.3g}, class scores "
+            f"{scores[..., 1:].min().item():.4g}..{scores[..., 1:].max().item():.4g}")
+
+
+def check_detection(path: Path, model, stem: str, side: int) -> None:
+    """Loads the saved wrapper back and checks that wrapper + postprocess_detections gives what torchvision's SSD
+    gives (compare_detections). The random-init backbone's features vanish (~1e-13), so its scores are all 1/91 and
+    its boxes the anchors: the same comparison runs again on a copy whose Conv and BatchNorm biases are random
+    (N(0, 0.5), seed 1), wrapped and scripted from the same source in memory, where scores and boxes vary."""
+    import copy
+    import torch
+    from torch import nn
+
+    perturbed = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for mod in perturbed.modules():
+            if isinstance(mod, (nn.BatchNorm2d, nn.Conv2d)) and mod.bias is not None:
+                mod.bias.copy_(torch.randn(mod.bias.shape, generator=gen) * 0.5)
+    saved = torch.jit.load(str(path))
+    n_anchors = saved.anchors.shape[0]
+    first = compare_detections(stem, saved, model, side, "saved graph")
+    wrapper = torch.jit.script(sys.modules["xsp_tasks"].ssdlite_detector(perturbed, side))
+    second = compare_detections(stem, wrapper, perturbed, side, "random biases")
     print(f"  {stem}: detection check passed: wrapper + NMS == torchvision SSD, batch 2, {n_anchors} anchors, "
-          f"{n_classes} classes, {count} detections (score > {DETECTION_CHECK['score_thresh']}), max |delta box| "
-          f"{worst:.3g}; random-input scores {scores[..., 1:].min().item():.4f}..{scores[..., 1:].max().item():.4f}",
-          file=sys.stderr)
+          f"score > {DETECTION_CHECK['score_thresh']}; {first}; {second}", file=sys.stderr)
 
 
 def check_segmentation(path: Path, model, stem: str, side: int) -> None:
