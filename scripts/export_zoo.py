@@ -224,7 +224,7 @@ def prepare_out(stem: str, out: Path) -> Path:
     shutil.copyfile(src, dst)
     for name, digest in kept.items():
         rewrite_checksum(dst, name, "sha256:" + digest)
-    for labels in set(re.findall(r"^\s*labels:\s*(\S+)\s*$", src.read_text(), re.M)) | {LABELS}:
+    for labels in set(re.findall(r"^\s*labels:\s*(\S+)\s*(?:#.*)?$", src.read_text(), re.M)) | {LABELS}:
         shutil.copyfile(REPO_MODELS / labels, out / labels)
     return dst
 

@@ -485,6 +485,22 @@ std::vector<AnalysisSpec> make_tables() {
   }
   {
     AnalysisSpec s = spec(
+        "summary.outputs", "Outputs of the last batch per batch size: classes, detections, masks (docs/tasks.md)",
+        "what a detection, segmentation or text classification model returned for a few inputs", {L::kModel}, false,
+        {batch_size_col(), col("input", "", "input", "the input's id: image file, or text:<line> of the prompts"),
+         col("task", "", "task", "the output type: detection, segmentation, text_classification"),
+         col("rank", "count", "rank", "1 = the best detection, the class with most pixels, the likeliest class"),
+         col("class", "count", "class", "class index"),
+         col("label", "", "label", "the class's label (the manifest's labels file)"),
+         col("score", "", "score", "detection: its score; segmentation: fraction of pixels; text: probability"),
+         col("box", "", "box", "detection: x1,y1,x2,y2 in the model input's pixels"),
+         col("of", "", "of", "detection: the input's detections after NMS; segmentation: the mask's size")},
+        chart(ChartKind::kBar, "rank", "score", "input"));
+    s.key = s.id;
+    v.push_back(std::move(s));
+  }
+  {
+    AnalysisSpec s = spec(
         "summary.overheads", "Overhead each level adds over the next shallower one (SPEC §3), with its 95% interval",
         "what each deeper trace level costs in predict latency", {L::kModel}, false,
         {batch_size_col(), col("trace_level", "", "run", "the deeper run"),

@@ -152,6 +152,56 @@ void generation_summary(const EvaluationRecord& record, std::vector<Table>& out)
   if (!tail.rows.empty()) out.push_back(std::move(tail));
 }
 
+// The sample outputs of task models (settings["sample_outputs"] entries with a "task", written by run_evaluation):
+// up to five rows per input (summary.outputs).
+void task_outputs_summary(const EvaluationRecord& record, std::vector<Table>& out) {
+  const auto it = record.settings.find("sample_outputs");
+  if (it == record.settings.end() || !it->is_object()) return;
+  Table t = empty_table(table_spec("summary.outputs"));
+  for (const auto& [batch, samples] : it->items()) {
+    if (!samples.is_array()) continue;
+    for (const auto& s : samples) {
+      if (!s.is_object() || !s.contains("task")) continue;
+      const std::string task = s.value("task", std::string());
+      auto add = [&](std::int64_t rank, const nlohmann::json& item, double score, const std::string& box,
+                     const std::string& of) {
+        RowBuilder row(t);
+        row.set("batch_size", static_cast<std::int64_t>(std::atoll(batch.c_str())))
+            .set("input", s.value("input", std::string()))
+            .set("task", task)
+            .set("rank", rank)
+            .set("class", item.value("class", std::int64_t{0}))
+            .set("label", item.value("label", std::string()))
+            .set("score", real_or_empty(score))
+            .set("box", box)
+            .set("of", of);
+        t.rows.push_back(row.take());
+      };
+      std::int64_t rank = 0;
+      if (task == "detection") {
+        const std::string of = std::to_string(s.value("detection_count", std::int64_t{0})) + " detections";
+        for (const auto& d : s.value("detections", nlohmann::json::array())) {
+          if (++rank > 5) break;
+          std::string box;
+          for (const auto& v : d.value("box", nlohmann::json::array()))
+            box += (box.empty() ? "" : ",") + fixed(v.get<double>(), 1);
+          add(rank, d, d.value("score", std::nan("")), box, of);
+        }
+        if (rank == 0) add(0, nlohmann::json::object(), std::nan(""), "", of);
+        continue;
+      }
+      std::string of;
+      if (task == "segmentation" && s.contains("mask"))
+        of = "mask " + std::to_string(s["mask"].value("height", 0)) + "x" + std::to_string(s["mask"].value("width", 0));
+      for (const auto& c : s.value("classes", nlohmann::json::array())) add(++rank, c, c.value("value", std::nan("")), "", of);
+    }
+  }
+  if (t.rows.empty()) return;
+  t.notes.push_back("the model's outputs for the inputs of each batch size's last batch; every input's outputs are "
+                    "kept with --store-predictions");
+  out.push_back(std::move(t));
+}
+
 }  // namespace
 
 std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
@@ -195,6 +245,7 @@ std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
   }
   std::vector<Table> out{std::move(t)};
   generation_summary(record, out);
+  task_outputs_summary(record, out);
 
   const auto overheads = level_overheads(record);
   if (overheads.empty()) return out;

@@ -17,6 +17,7 @@
 #include "xsp/manifest/semver.h"
 #include "xsp/pipeline/dataset.h"
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/pipeline/tasks.h"
 #include "xsp/pipeline/tokenizer.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
@@ -177,6 +178,55 @@ const ProcessingStep* step_of(const Spec& spec, std::string_view op) {
   return nullptr;
 }
 
+// The tokenizer of text input `in` (its tokenize step names a SentencePiece model and its checksum) into v.tokenizer,
+// and the texts of the prompts file: request.generation.prompts_file (--prompts), else the manifest's
+// attributes.prompts, verified against attributes.prompts_checksum (the file's path is then recorded in the request).
+std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in) {
+  EvaluationRequest& r = v.request;
+  const Manifest& m = v.manifest;
+  const ProcessingStep* tok = step_of(in, "tokenize");
+  if (!tok) reject("inputs.synthetic", "true: model " + m.name + " has no tokenize step to read prompts with");
+  if (!have_tokenizer())
+    reject("inputs.synthetic", "true: this XSP was built without SentencePiece (Debian: libsentencepiece-dev), so "
+                               "prompts cannot be tokenized; install it and rebuild, or use synthetic prompts");
+  namespace fs = std::filesystem;
+  auto verified = [&](const std::string& relative, const std::string& checksum, const std::string& what) {
+    const fs::path file = m.resolve(relative);
+    std::string digest;
+    try {
+      digest = "sha256:" + sha256_file(file);
+    } catch (const std::exception& e) {
+      reject("model", what + " " + file.string() + " of model " + m.name + " cannot be read (" + e.what() +
+                          "); export it with scripts/export_zoo.py");
+    }
+    if (!checksum.empty() && digest != checksum)
+      reject("model", what + " " + file.string() + " has " + digest + ", manifest " + m.path.string() + " expects " +
+                          checksum);
+    return file;
+  };
+  try {
+    v.tokenizer = Tokenizer::load(verified(tok->param("model"), tok->param("checksum"), "tokenizer model"));
+  } catch (const RequestError&) {
+    throw;
+  } catch (const std::exception& e) {
+    reject("model", e.what());
+  }
+  fs::path prompts_file = r.generation.prompts_file;
+  if (prompts_file.empty()) {
+    const auto it = m.attributes.find("prompts");
+    if (it == m.attributes.end())
+      reject("generation.prompts_file", "a prompts file: model " + m.name + " names none (attributes.prompts)");
+    const auto sum = m.attributes.find("prompts_checksum");
+    prompts_file = verified(it->second, sum == m.attributes.end() ? "" : sum->second, "prompts file");
+    r.generation.prompts_file = prompts_file;
+  }
+  try {
+    return load_prompts(prompts_file);
+  } catch (const std::exception& e) {
+    reject("generation.prompts_file", e.what());
+  }
+}
+
 // Everything a generation evaluation needs before the model is loaded: scenario and levels, lengths against the
 // model's positions, the tokenizer and the prompts (read, checked and tokenized here, not after the warm-up).
 void validate_generation(ValidatedRequest& v) {
@@ -226,50 +276,45 @@ void validate_generation(ValidatedRequest& v) {
     reject("trace_level", e.what());
   }
   if (r.inputs.synthetic) return;
-  // The tokenizer: the manifest's tokenize step names a SentencePiece model and its checksum.
+  const std::vector<std::string> texts = load_texts(v, in);
   const ProcessingStep* tok = step_of(in, "tokenize");
-  if (!tok) reject("inputs.synthetic", "true: model " + m.name + " has no tokenize step to read prompts with");
-  if (!have_tokenizer())
-    reject("inputs.synthetic", "true: this XSP was built without SentencePiece (Debian: libsentencepiece-dev), so "
-                               "prompts cannot be tokenized; install it and rebuild, or use synthetic prompts");
-  namespace fs = std::filesystem;
-  auto verified = [&](const std::string& relative, const std::string& checksum, const std::string& what) {
-    const fs::path file = m.resolve(relative);
-    std::string digest;
-    try {
-      digest = "sha256:" + sha256_file(file);
-    } catch (const std::exception& e) {
-      reject("model", what + " " + file.string() + " of model " + m.name + " cannot be read (" + e.what() +
-                          "); export it with scripts/export_zoo.py");
-    }
-    if (!checksum.empty() && digest != checksum)
-      reject("model", what + " " + file.string() + " has " + digest + ", manifest " + m.path.string() + " expects " +
-                          checksum);
-    return file;
-  };
-  try {
-    v.tokenizer = Tokenizer::load(verified(tok->param("model"), tok->param("checksum"), "tokenizer model"));
-  } catch (const RequestError&) {
-    throw;
-  } catch (const std::exception& e) {
-    reject("model", e.what());
-  }
-  fs::path prompts_file = g.prompts_file;
-  if (prompts_file.empty()) {
-    const auto it = m.attributes.find("prompts");
-    if (it == m.attributes.end())
-      reject("generation.prompts_file", "a prompts file: model " + m.name + " names none (attributes.prompts)");
-    const auto sum = m.attributes.find("prompts_checksum");
-    prompts_file = verified(it->second, sum == m.attributes.end() ? "" : sum->second, "prompts file");
-    r.generation.prompts_file = prompts_file;
-  }
   const bool add_bos = tok->param("add_bos") == "true";
   try {
-    const std::vector<std::string> texts = load_prompts(prompts_file);
     const auto kept = tokenize_prompts(*v.tokenizer, texts, g.prompt_tokens.max, add_bos, &v.prompts_too_short);
     for (const auto& p : kept) v.prompts.push_back(texts[p.source_index]);
   } catch (const std::exception& e) {
     reject("generation.prompts_file", e.what());
+  }
+}
+
+// What a model of the task pipeline (detection, segmentation, text classification; xsp/pipeline/tasks.h) needs
+// before it is loaded: the batch sweep (no LoadGen scenario, no dataset), and a text model's tokenizer and texts.
+void validate_task(ValidatedRequest& v) {
+  EvaluationRequest& r = v.request;
+  const Manifest& m = v.manifest;
+  const std::string& type = m.outputs.front().type;
+  if (type != "detection" && type != "segmentation" && type != "text_classification" && type != "classification")
+    reject("model", "a model whose output type is run: " + m.name + "'s output type '" + type + "' is not");
+  if (r.scenario)
+    reject("scenario.scenario", "none for a " + type + " model: LoadGen scenarios run classification and generation models; "
+                       "a " + type + " model runs the batch sweep (docs/tasks.md)");
+  if (!r.inputs.dataset.empty())
+    reject("inputs.dataset", "empty for a " + type + " model: accuracy datasets are classification only");
+  try {
+    (void)TaskPostprocessor(m.outputs.front());
+  } catch (const std::invalid_argument& e) {
+    reject("model", m.path.string() + ": " + e.what());
+  }
+  const auto text = std::find_if(m.inputs.begin(), m.inputs.end(), [](const InputSpec& in) { return in.type == "text"; });
+  if (text == m.inputs.end()) return;
+  if (r.inputs.synthetic)
+    reject("inputs.synthetic", "false: model " + m.name + " reads texts (its prompts file, or --prompts), not synthetic "
+                               "inputs");
+  v.prompts = load_texts(v, *text);
+  try {
+    (void)TextBatcher(m, *v.tokenizer);
+  } catch (const std::invalid_argument& e) {
+    reject("model", e.what());
   }
 }
 
@@ -527,10 +572,7 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
     validate_generation(v);
     return v;
   }
-  if (v.manifest.outputs.front().type != "classification")
-    reject("model", "a classification or generation model: " + v.manifest.name + "'s output type '" +
-                        v.manifest.outputs.front().type + "' is described by its manifest but not run yet "
-                        "(docs/generation.md, \"What runs where\")");
+  if (uses_task_pipeline(v.manifest)) validate_task(v);
   if (!r.inputs.dataset.empty()) {
     try {
       // Read it whole now, not after the timed runs: a file whose checksum matches can still be unreadable here
@@ -554,7 +596,8 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
     r.inputs.synthetic = true;  // the timed runs stay synthetic; the dataset feeds the accuracy pass
   }
   if (r.inputs.images_dir.empty()) r.inputs.images_dir = context.default_images_dir;
-  if (!r.inputs.synthetic) {
+  const bool text_model = v.tokenizer.has_value();
+  if (!r.inputs.synthetic && !text_model) {
     if (!v.manifest.inputs.empty() && v.manifest.inputs.front().type != "image")
       reject("inputs.synthetic", "true: inputs of type '" + v.manifest.inputs.front().type + "' need synthetic inputs");
     try {
@@ -631,6 +674,8 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     o.seed = r.inputs.seed;
     o.skip_bad_inputs = r.inputs.skip_bad_inputs;
     o.max_batch_bytes = r.max_batch_bytes;
+    o.texts = v.prompts;
+    o.tokenizer = v.tokenizer ? &*v.tokenizer : nullptr;
     o.device = DeviceSpec{r.device, r.device_index, r.precision};
     o.counter_iterations = r.counter_iterations;
     o.store_predictions = r.store_predictions;

@@ -17,6 +17,7 @@
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/pipeline/tasks.h"
 #include "xsp/record/run_statistics.h"
 
 namespace xsp {
@@ -41,32 +42,35 @@ nlohmann::json to_json(const std::vector<Classification>& results, std::size_t l
   return out;
 }
 
-// Top `k` indices of `values`, best first, ties by lower index (deterministic across frameworks).
-std::vector<int> top_indices(const float* values, std::size_t n, std::size_t k) {
-  std::vector<int> idx(n);
-  for (std::size_t i = 0; i < n; ++i) idx[i] = static_cast<int>(i);
-  k = std::min(k, n);
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                    [&](int a, int b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
-  idx.resize(k);
-  return idx;
-}
-
-// One row of the first output as an InputPrediction. Softmax is computed in double after subtracting the row's
-// maximum (no overflow for large logits), then stored as float.
-InputPrediction make_prediction(std::string id, const float* row, std::size_t classes, bool softmax, std::size_t k) {
-  InputPrediction p;
-  p.input_id = std::move(id);
-  p.probabilities.assign(row, row + classes);
-  if (softmax && classes > 0) {
-    const float max = *std::max_element(row, row + classes);
-    double sum = 0;
-    std::vector<double> e(classes);
-    for (std::size_t c = 0; c < classes; ++c) sum += e[c] = std::exp(static_cast<double>(row[c]) - max);
-    for (std::size_t c = 0; c < classes; ++c) p.probabilities[c] = static_cast<float>(e[c] / sum);
+// Sample outputs of the task pipeline (xsp/pipeline/tasks.h) for settings["sample_outputs"]: per input its
+// classes with labels, and its detections or mask; "task" tells them from classification samples.
+nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::string& task,
+                       const std::vector<std::string>& labels, std::size_t limit) {
+  auto label = [&](int c) { return c >= 0 && static_cast<std::size_t>(c) < labels.size() ? labels[c] : std::string(); };
+  auto out = nlohmann::json::array();
+  for (std::size_t i = 0; i < results.size() && i < limit; ++i) {
+    const InputPrediction& r = results[i];
+    nlohmann::json j = {{"input", r.input_id}, {"task", task}};
+    auto classes = nlohmann::json::array();
+    for (std::size_t k = 0; k < r.top_classes.size() && k < 5; ++k) {
+      const int c = r.top_classes[k];
+      const float v = static_cast<std::size_t>(c) < r.probabilities.size() ? r.probabilities[c] : 0.f;
+      classes.push_back({{"class", c}, {"label", label(c)}, {"value", v}});
+    }
+    j["classes"] = std::move(classes);
+    if (task == "detection") {
+      auto d = nlohmann::json::array();
+      for (std::size_t k = 0; k < r.detections.size() && k < 10; ++k) {
+        const Detection& x = r.detections[k];
+        d.push_back({{"class", x.label}, {"label", label(x.label)}, {"score", x.score}, {"box", {x.x1, x.y1, x.x2, x.y2}}});
+      }
+      j["detections"] = std::move(d);
+      j["detection_count"] = r.detections.size();
+    }
+    if (task == "segmentation") j["mask"] = {{"height", r.mask.height}, {"width", r.mask.width}, {"runs", r.mask.runs.size() / 2}};
+    out.push_back(std::move(j));
   }
-  p.top_classes = top_indices(p.probabilities.data(), classes, k);
-  return p;
+  return out;
 }
 
 }  // namespace
@@ -129,6 +133,7 @@ struct LevelSlot {
   std::vector<std::map<std::string, std::vector<double>>> block_stages;  // per measured block: stage -> ns
   std::set<std::string> predicted;
   std::vector<Classification> last_outputs;
+  std::vector<InputPrediction> last_task_outputs;  // the task pipeline's
   std::string clock_mapping;
   std::size_t measured_batches = 0;  // tags MODEL spans with the batch's index among the measured ones
 };
@@ -144,6 +149,10 @@ struct Context {
   std::vector<std::filesystem::path> files;
   std::optional<Preprocessor> preprocessor;
   std::optional<Postprocessor> postprocessor;
+  // The task pipeline (detection, segmentation, text models; xsp/pipeline/tasks.h), when uses_task_pipeline().
+  std::optional<TaskPostprocessor> task_postprocessor;
+  std::optional<TextBatcher> text_batcher;
+  std::vector<std::string> labels;
   bool softmax = false;
   std::size_t top_k = 5;
   std::size_t next_file = 0;
@@ -186,41 +195,70 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   std::vector<Tag> batch_tag;
   if (rec && measured) batch_tag.emplace_back("batch", slot.measured_batches++);
   std::vector<EncodedInput> inputs;
+  std::vector<std::string> texts;  // a text model's batch
   Tensor decoded;
   const Tensor* tensor = &decoded;
+  const bool task = ctx.task_postprocessor.has_value();
+  std::vector<Tensor> task_inputs;  // the task pipeline's model inputs, one per manifest input
   const bool framework = enables(slot.level, Level::kFramework) && ctx.framework_profiler;
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStageInput, parent, batch_tag);
-    if (!options.synthetic)
+    if (ctx.text_batcher) {
+      for (int k = 0; k < batch_size; ++k) {
+        const std::size_t i = ctx.next_file++ % options.texts.size();
+        texts.push_back(options.texts[i]);
+        inputs.push_back(EncodedInput{"text:" + std::to_string(i), {}});
+      }
+    } else if (!options.synthetic) {
       for (int k = 0; k < batch_size; ++k) inputs.push_back(read_input(ctx.files[ctx.next_file++ % ctx.files.size()]));
+    }
     const auto d = s.close();
     if (stages) (*stages)[kStageInput].push_back(static_cast<double>(d));
   }
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePreprocess, parent, batch_tag);
-    if (pool) tensor = &(*pool)[j];
+    if (ctx.text_batcher) task_inputs = ctx.text_batcher->run(texts);
+    else if (pool) tensor = &(*pool)[j];
     else decoded = ctx.preprocessor->run(inputs);
+    if (task && !ctx.text_batcher) task_inputs.push_back(pool ? *tensor : std::move(decoded));
     const auto d = s.close();
     if (stages) (*stages)[kStagePreprocess].push_back(static_cast<double>(d));
   }
   Tensor output;
+  std::vector<Tensor> task_outputs;
   double predict_ns = 0;
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePredict, parent, batch_tag);
     if (framework) ctx.framework_profiler->set_parent(s.id());
     if (batch_hooks) batch_hooks->begin_batch();
-    output = ctx.predictor.predict(*tensor);
+    if (task) task_outputs = ctx.predictor.predict_all(task_inputs);
+    else output = ctx.predictor.predict(*tensor);
     if (batch_hooks) batch_hooks->end_batch();
     predict_ns = static_cast<double>(s.close());
     if (stages) (*stages)[kStagePredict].push_back(predict_ns);
   }
+  std::vector<std::string> ids = ids_of(inputs);
+  if (task && options.synthetic)  // named as stored predictions name them (EvaluationOptions::store_predictions)
+    for (int k = 0; k < batch_size; ++k)
+      ids.push_back("synthetic:seed=" + std::to_string(options.seed) + ":batch=" + std::to_string(j) + ":" +
+                    std::to_string(k));
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePostprocess, parent, batch_tag);
-    slot.last_outputs = ctx.postprocessor->run(output, ids_of(inputs));
+    if (task) slot.last_task_outputs = ctx.task_postprocessor->run(task_outputs, ids);
+    else slot.last_outputs = ctx.postprocessor->run(output, ids);
     const auto d = s.close();
     if (stages) (*stages)[kStagePostprocess].push_back(static_cast<double>(d));
   }
   // Outside every stage span: keeping predictions must not inflate what is measured.
+  if (task) {
+    if (!(measured && slot.stored && options.store_predictions)) return predict_ns;
+    for (std::size_t k = 0; k < slot.last_task_outputs.size(); ++k) {
+      InputPrediction p = slot.last_task_outputs[k];
+      if (p.input_id.empty() || !slot.predicted.insert(p.input_id).second) continue;
+      slot.run.predictions.push_back(std::move(p));
+    }
+    return predict_ns;
+  }
   if (measured && slot.stored && options.store_predictions && output.shape.size() >= 1 && output.shape[0] > 0) {
     const auto rows = static_cast<std::size_t>(output.shape[0]);
     const std::size_t classes = output.data.size() / rows;
@@ -230,7 +268,7 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
                                          : (k < inputs.size() ? inputs[k].id : std::string());
       if (id.empty() || !slot.predicted.insert(id).second) continue;
       slot.run.predictions.push_back(
-          make_prediction(std::move(id), output.data.data() + k * classes, classes, ctx.softmax, ctx.top_k));
+          classify_row(std::move(id), output.data.data() + k * classes, classes, ctx.softmax, ctx.top_k));
     }
   }
   return predict_ns;
@@ -476,7 +514,21 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   const InputSpec& input_spec = manifest.inputs.front();
   const OutputSpec& output_spec = manifest.outputs.front();
   ScreenedInputs screened;
-  if (!options.synthetic) {
+  if (uses_task_pipeline(manifest)) {
+    ctx.task_postprocessor.emplace(output_spec);
+    const bool text = std::any_of(manifest.inputs.begin(), manifest.inputs.end(),
+                                  [](const InputSpec& in) { return in.type == "text"; });
+    if (text) {
+      if (options.texts.empty() || options.tokenizer == nullptr)
+        throw std::invalid_argument("model " + manifest.name + " has a text input: it needs texts and a tokenizer "
+                                    "(EvaluationOptions::texts, ::tokenizer), not synthetic inputs");
+      ctx.text_batcher.emplace(manifest, *options.tokenizer);
+    } else if (manifest.inputs.size() != 1) {
+      throw std::invalid_argument("model " + manifest.name + " has " + std::to_string(manifest.inputs.size()) +
+                                  " inputs: several inputs are run for text models only (docs/tasks.md)");
+    }
+  }
+  if (!options.synthetic && !ctx.text_batcher) {
     if (input_spec.type != "image")
       throw std::invalid_argument("inputs of type '" + input_spec.type + "' need --synthetic");
     ctx.preprocessor.emplace(input_spec, options.max_batch_bytes);
@@ -487,6 +539,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   std::vector<std::string> labels;
   const auto labels_path = manifest.resolved_labels_path(0);
   if (!labels_path.empty()) labels = load_labels(labels_path);
+  ctx.labels = labels;
   ctx.postprocessor.emplace(output_spec, labels);
   for (const auto& step : output_spec.steps) {
     if (step.op == "softmax") ctx.softmax = true;
@@ -500,16 +553,21 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
   if (options.synthetic)
     for (int b : options.batch_sizes) synthetic_pool(ctx, b);  // before anything is timed
   record.settings = {{"measurement", to_json(options.measurement)},
-                     {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
-                     {"input_count", ctx.files.size()},
+                     {"inputs", ctx.text_batcher ? "texts" : options.synthetic ? "synthetic" : options.inputs_dir.string()},
+                     {"input_count", ctx.text_batcher ? options.texts.size() : ctx.files.size()},
                      {"synthetic_seed", options.seed},
                      {"synthetic_batches", kSyntheticBatches},
                      {"run_levels", nlohmann::json::array()}};
   for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
   if (options.skip_bad_inputs && !options.synthetic) record.settings.update(detail::skipped_inputs_json(screened.skipped));
   record.settings["sample_outputs"] = nlohmann::json::object();
-  if (options.store_predictions)
-    record.settings["predictions"] = {{"values", ctx.softmax ? "softmax" : "raw"}, {"top_k", ctx.top_k}};
+  if (options.store_predictions) {
+    std::string values = ctx.softmax ? "softmax" : "raw";
+    if (output_spec.type == "detection") values = "best detection score per class";
+    if (output_spec.type == "segmentation") values = "fraction of pixels per class";
+    record.settings["predictions"] = {{"values", values}, {"top_k", ctx.top_k}};
+  }
+  if (ctx.task_postprocessor) record.settings["task"] = output_spec.type;
 
   std::vector<TraceLevel> in_process, cupti;
   bool hardware = false;
@@ -668,7 +726,9 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
     if (interrupted && !slot->finished) continue;  // cut short: not a run
     const std::string b = std::to_string(key.first);
     if (!record.settings["sample_outputs"].contains(b))
-      record.settings["sample_outputs"][b] = to_json(slot->last_outputs, 5);
+      record.settings["sample_outputs"][b] = ctx.task_postprocessor
+                                                 ? to_json(slot->last_task_outputs, output_spec.type, ctx.labels, 5)
+                                                 : to_json(slot->last_outputs, 5);
     record.runs.push_back(std::move(slot->run));
   }
   std::stable_sort(record.runs.begin(), record.runs.end(), [](const RunRecord& a, const RunRecord& b) {

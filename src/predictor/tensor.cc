@@ -21,8 +21,8 @@ void check_input_batch(const Tensor& input, const std::vector<std::int64_t>& sam
   if (!shape_ok)
     throw std::invalid_argument(who + ": input shape mismatch: expected [N," + shape_string(sample_dims).substr(1) +
                                 ", got " + shape_string(input.shape));
-  if (static_cast<std::int64_t>(input.data.size()) != input.numel())
-    throw std::invalid_argument(who + ": input data holds " + std::to_string(input.data.size()) + " values, shape " +
+  if (static_cast<std::int64_t>(input.size()) != input.numel())
+    throw std::invalid_argument(who + ": input data holds " + std::to_string(input.size()) + " values, shape " +
                                 shape_string(input.shape) + " needs " + std::to_string(input.numel()));
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ctime>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,42 @@ inline EncodedRun encode_run(const RunRecord& run) {
   e.predict_latency_ns = doubles_to_blob(run.predict_latency_ns);
   e.trace = encode_trace(run.trace);
   return e;
+}
+
+/// The task outputs of a prediction as the predictions.outputs column's JSON text (schema 7): "{}" for a
+/// classification, {"detections": [[x1, y1, x2, y2, score, label], ...]} or {"mask": {"height", "width", "runs"}}.
+inline std::string prediction_outputs(const InputPrediction& p) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!p.detections.empty()) {
+    auto d = nlohmann::json::array();
+    for (const Detection& x : p.detections) d.push_back({x.x1, x.y1, x.x2, x.y2, x.score, x.label});
+    j["detections"] = std::move(d);
+  }
+  if (p.mask.height > 0) j["mask"] = {{"height", p.mask.height}, {"width", p.mask.width}, {"runs", p.mask.runs}};
+  return json_text(j);
+}
+
+/// Reads prediction_outputs() text back into `p`. Throws std::invalid_argument naming the field that is not what
+/// prediction_outputs() writes.
+inline void read_prediction_outputs(const nlohmann::json& j, InputPrediction& p) {
+  if (!j.is_object()) throw std::invalid_argument("outputs: expected a JSON object");
+  try {
+    if (j.contains("detections")) {
+      for (const auto& d : j.at("detections")) {
+        if (!d.is_array() || d.size() != 6) throw std::invalid_argument("outputs.detections: expected [x1, y1, x2, y2, score, label]");
+        p.detections.push_back({d[0].get<float>(), d[1].get<float>(), d[2].get<float>(), d[3].get<float>(),
+                                d[4].get<float>(), d[5].get<int>()});
+      }
+    }
+    if (j.contains("mask")) {
+      const auto& m = j.at("mask");
+      p.mask.height = m.at("height").get<int>();
+      p.mask.width = m.at("width").get<int>();
+      p.mask.runs = m.at("runs").get<std::vector<std::int32_t>>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("outputs: ") + e.what());
+  }
 }
 
 }  // namespace xsp::store_columns

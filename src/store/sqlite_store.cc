@@ -164,6 +164,10 @@ UPDATE evaluations SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(
     {6, R"sql(
 ALTER TABLE runs ADD COLUMN generation TEXT NOT NULL DEFAULT '{}';
 )sql"},
+    // Version 7: the detections and masks of detection and segmentation predictions (prediction_outputs()).
+    {7, R"sql(
+ALTER TABLE predictions ADD COLUMN outputs TEXT NOT NULL DEFAULT '{}';
+)sql"},
 };
 
 constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
@@ -739,8 +743,8 @@ class SqliteStore final : public Store {
     const std::int64_t run_id = sqlite3_last_insert_rowid(db_);
     if (!run.predictions.empty()) {
       Statement ps = prepare(
-          "INSERT INTO predictions (run_id, position, input_id, top_classes, probabilities) "
-          "VALUES (?1, ?2, ?3, ?4, ?5)",
+          "INSERT INTO predictions (run_id, position, input_id, top_classes, probabilities, outputs) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
           op + ": predictions");
       for (std::size_t i = 0; i < run.predictions.size(); ++i) {
         const InputPrediction& p = run.predictions[i];
@@ -751,6 +755,7 @@ class SqliteStore final : public Store {
         bind_text(ps, 3, p.input_id, pop);
         bind_text(ps, 4, nlohmann::json(p.top_classes).dump(), pop);
         bind_blob(ps, 5, floats_to_blob(p.probabilities), pop);
+        bind_text(ps, 6, prediction_outputs(p), pop);
         if (step(ps, pop)) fail(pop, "INSERT returned a row");
       }
     }
@@ -955,7 +960,7 @@ class SqliteStore final : public Store {
   void read_predictions(RunRecord& run, const std::string& run_op) {
     const std::string op = run_op + ": predictions";
     Statement st = prepare(
-        "SELECT input_id, top_classes, probabilities FROM predictions WHERE run_id = ?1 ORDER BY position", op);
+        "SELECT input_id, top_classes, probabilities, outputs FROM predictions WHERE run_id = ?1 ORDER BY position", op);
     bind_int(st, 1, run.id, op);
     while (step(st, op)) {
       sqlite3_stmt* q = st.get();
@@ -972,6 +977,11 @@ class SqliteStore final : public Store {
         fail(op + " of input '" + p.input_id + "'",
              "probabilities blob of " + std::to_string(n) + " bytes is not a whole number of float32");
       if (data != nullptr) p.probabilities = floats_from_blob(data, n);
+      try {
+        read_prediction_outputs(parse_json(text(q, 3), op + " of input '" + p.input_id + "'"), p);
+      } catch (const std::invalid_argument& e) {
+        fail(op + " of input '" + p.input_id + "'", e.what());
+      }
       run.predictions.push_back(std::move(p));
     }
   }

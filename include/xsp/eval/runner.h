@@ -12,6 +12,7 @@
 #include "xsp/eval/measurement.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/pipeline/tokenizer.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/record/record.h"
@@ -25,7 +26,12 @@ struct EvaluationOptions {
   bool leveled = false;
   /// Warm-up, minimum/maximum measurement, stability rule and level order (xsp/eval/measurement.h).
   MeasurementOptions measurement;
-  std::filesystem::path inputs_dir;  ///< folder of images; ignored when synthetic
+  std::filesystem::path inputs_dir;  ///< folder of images; ignored when synthetic and for text models
+  /// The texts a model with a text input is fed (e.g. text_classification: lines of its prompts file), batch k
+  /// taking texts k·B .. k·B + B − 1 (mod size), each named "text:<index>"; tokenized by `tokenizer` (owned by the
+  /// caller) through xsp::TextBatcher. Both required for such a model, which takes no synthetic inputs.
+  std::vector<std::string> texts;
+  const Tokenizer* tokenizer = nullptr;
   bool synthetic = false;            ///< feed seeded random tensors instead of images (no decode)
   std::uint64_t seed = 0;            ///< seed of synthetic inputs (recorded in settings)
   /// Image inputs are all read and pre-processed once before the first batch (screen_inputs()); a bad one stops

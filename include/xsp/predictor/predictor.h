@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,22 @@ class Predictor {
   /// Runs one batch: input {N, ...per-sample dims}; returns the output (e.g. logits {N, classes}),
   /// synchronized (the result is ready when it returns). Throws std::invalid_argument on a shape mismatch.
   virtual Tensor predict(const Tensor& input) = 0;
+  /// Runs one batch of a model with several inputs or several (or structured) outputs: `inputs` holds one tensor
+  /// per manifest input, in the manifest's order, each {N, per-sample dims...} with the same N, integer tensors for
+  /// int64/int32/bool inputs (Tensor::int_data). Returns every tensor the model returns, flattened in order (a tuple
+  /// or list element by element, a dict value by value with Tensor::name its key), float outputs as float32 values,
+  /// integer ones in int_data; synchronized. The default runs predict() when there is exactly one float input and
+  /// throws std::invalid_argument naming the framework and the count otherwise. Throws std::invalid_argument on a
+  /// shape or element-type mismatch.
+  virtual std::vector<Tensor> predict_all(const std::vector<Tensor>& inputs) {
+    if (inputs.size() != 1 || inputs.front().is_int())
+      throw std::invalid_argument(framework_name() + " predictor: runs models with one float input; this batch has " +
+                                  std::to_string(inputs.size()) + " input(s)" +
+                                  (inputs.size() == 1 ? " of integer values" : "") + " (docs/tasks.md)");
+    std::vector<Tensor> out;
+    out.push_back(predict(inputs.front()));
+    return out;
+  }
   /// Releases the model. Idempotent.
   virtual void close() = 0;
   /// The framework-level profiler, or nullptr if this framework has none.

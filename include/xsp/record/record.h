@@ -38,14 +38,39 @@ std::string random_uuid();
 /// "M/F/L" (library), "M/F/S" (system), "M/F/H" (the counter run of trace level hardware).
 const char* run_name(TraceLevel level);
 
+/// One object found by a detection model, after the manifest's nms step (xsp/pipeline/tasks.h).
+struct Detection {
+  /// Box corners x1, y1, x2, y2 in the model input's pixels (after resize and center_crop), 0 <= x1 <= x2 <= width.
+  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+  float score = 0;  ///< the class's probability for this box
+  int label = 0;    ///< class index (0 is the background and never detected)
+  bool operator==(const Detection&) const = default;
+};
+
+/// Per-pixel classes of one input (output type segmentation), run-length encoded in row-major order.
+struct SegmentationMask {
+  int height = 0, width = 0;         ///< pixels of the model's output (its input size for the zoo's models)
+  /// (class, count) pairs: `count` pixels of class `class` in row-major order; counts sum to height * width.
+  std::vector<std::int32_t> runs;
+  bool operator==(const SegmentationMask&) const = default;
+};
+
 /// One input's model output, kept when an evaluation stores predictions (`xsp evaluate --store-predictions`),
 /// so that evaluations of the same inputs on different frameworks can be compared (xsp::compare_predictions).
+/// Every task fills top_classes and probabilities, so that comparisons and tables read one shape:
+///  - classification, text_classification: as below;
+///  - detection: probabilities[c] is the highest score of a detection of class c (0 without one), top_classes the
+///    detected classes by that score; `detections` holds the objects, best score first;
+///  - segmentation: probabilities[c] is the fraction of pixels of class c, top_classes the classes present by
+///    pixel count (ties: lower index); `mask` holds the mask.
 struct InputPrediction {
   std::string input_id;           ///< the input's id (image file name; synthetic inputs: see run_evaluation)
   std::vector<int> top_classes;   ///< class indices of the highest probabilities, best first (ties: lower index)
   /// Per class, the softmax of the first output's row for this input when the manifest's output has a softmax
   /// step, else the raw output values (EvaluationRecord::settings["predictions"]["values"] says which).
   std::vector<float> probabilities;
+  std::vector<Detection> detections;  ///< detection only
+  SegmentationMask mask;              ///< segmentation only (height 0 otherwise)
   bool operator==(const InputPrediction&) const = default;
 };
 

@@ -35,6 +35,33 @@ at::Tensor first_tensor(const c10::IValue& v) {
   throw std::runtime_error("libtorch predictor: the model's output holds no tensor (got " + v.tagKind() + ")");
 }
 
+// Every tensor of a model output, in order: a tuple or list element by element, a dict value by value (named by
+// its string key). Copied to the host (which synchronizes with the device), floats as float32, integers as int64.
+void flatten(const c10::IValue& v, const std::string& name, std::vector<Tensor>& out) {
+  if (v.isTensor()) {
+    at::Tensor y = v.toTensor();
+    Tensor t;
+    t.name = name;
+    t.shape.assign(y.sizes().begin(), y.sizes().end());
+    if (at::isFloatingType(y.scalar_type())) {
+      y = y.to(torch::kCPU, torch::kFloat).contiguous();
+      t.data.assign(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
+    } else {
+      y = y.to(torch::kCPU, torch::kLong).contiguous();
+      t.integer = true;
+      t.int_data.assign(y.data_ptr<std::int64_t>(), y.data_ptr<std::int64_t>() + y.numel());
+    }
+    out.push_back(std::move(t));
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) flatten(e, "", out);
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) flatten(e, "", out);
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict())
+      flatten(kv.value(), kv.key().isString() ? kv.key().toStringRef() : std::string(), out);
+  }
+}
+
 c10::ScalarType scalar_type_of(const std::string& precision) {
   if (precision == "fp32") return torch::kFloat;
   if (precision == "fp16") return torch::kHalf;
@@ -182,6 +209,52 @@ class LibTorchPredictor final : public Predictor {
     if (!manifest.outputs.empty() && manifest.outputs[0].type == "generation")
       generator_ = std::make_unique<LibTorchGenerator>(*module_, device_, file);
     sample_dims_.assign(manifest.inputs[0].dimensions.begin(), manifest.inputs[0].dimensions.end());
+    inputs_.clear();
+    for (const InputSpec& in : manifest.inputs) {
+      InputBinding b;
+      b.name = in.name;
+      b.element_type = in.element_type;
+      b.dims.assign(in.dimensions.begin(), in.dimensions.end());
+      // A text input's rows are cut or padded to pad_truncate.length tokens (xsp::TextBatcher).
+      for (const ProcessingStep& s : in.steps)
+        if (in.type == "text" && s.op == "pad_truncate") b.dims = {std::stol(s.param("length"))};
+      inputs_.push_back(std::move(b));
+    }
+  }
+
+  std::vector<Tensor> predict_all(const std::vector<Tensor>& inputs) override {
+    if (!module_) throw std::logic_error("libtorch predictor: predict before load");
+    if (inputs.size() != inputs_.size())
+      throw std::invalid_argument("libtorch predictor: the model takes " + std::to_string(inputs_.size()) +
+                                  " input(s) (manifest inputs), got " + std::to_string(inputs.size()));
+    c10::InferenceMode guard;
+    std::vector<c10::IValue> args;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const InputBinding& b = inputs_[i];
+      const Tensor& in = inputs[i];
+      const std::string who = "libtorch predictor: input '" + b.name + "'";
+      check_input_batch(in, b.dims, who);
+      if (in.shape[0] != inputs.front().shape[0])
+        throw std::invalid_argument(who + ": batch of " + std::to_string(in.shape[0]) + ", input '" + inputs_[0].name +
+                                    "' has " + std::to_string(inputs.front().shape[0]));
+      const bool want_int = b.element_type == "int64" || b.element_type == "int32" || b.element_type == "bool";
+      if (want_int != in.is_int())
+        throw std::invalid_argument(who + ": element_type " + b.element_type + " needs " +
+                                    (want_int ? "integer" : "float") + " values");
+      // from_blob wraps the caller's buffer without a copy; the module never writes to its inputs.
+      at::Tensor x = in.is_int()
+                         ? torch::from_blob(const_cast<std::int64_t*>(in.int_data.data()), in.shape, torch::kLong)
+                         : torch::from_blob(const_cast<float*>(in.data.data()), in.shape, torch::kFloat);
+      if (device_.is_cuda()) x = x.to(device_, /*non_blocking=*/false);
+      if (b.element_type == "int32") x = x.to(torch::kInt);
+      else if (b.element_type == "bool") x = x.to(torch::kBool);
+      else if (!want_int && dtype_ != torch::kFloat) x = x.to(dtype_);
+      args.emplace_back(std::move(x));
+    }
+    std::vector<Tensor> out;
+    flatten(module_->forward(args), "", out);
+    if (out.empty()) throw std::runtime_error("libtorch predictor: the model's output holds no tensor");
+    return out;
   }
 
   Tensor predict(const Tensor& input) override {
@@ -217,6 +290,11 @@ class LibTorchPredictor final : public Predictor {
   std::vector<std::int64_t> sample_dims_;
   c10::ScalarType dtype_ = torch::kFloat;
   std::unique_ptr<LibTorchGenerator> generator_;  // generation models only; refers to module_
+  struct InputBinding {
+    std::string name, element_type;
+    std::vector<std::int64_t> dims;  // per sample
+  };
+  std::vector<InputBinding> inputs_;  // the manifest's inputs, in order
   libtorch::RecordFunctionProfiler profiler_;
 };
 

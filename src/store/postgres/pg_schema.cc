@@ -124,6 +124,9 @@ UPDATE evaluations SET uuid = gen_random_uuid()::text WHERE uuid IS NULL;
     {6, R"sql(
 ALTER TABLE runs ADD COLUMN generation TEXT NOT NULL DEFAULT '{}';
 )sql"},
+    {7, R"sql(
+ALTER TABLE predictions ADD COLUMN outputs TEXT NOT NULL DEFAULT '{}';
+)sql"},
 };
 
 constexpr int kPgSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
@@ -193,7 +196,7 @@ void migrate(pqxx::connection& connection, const std::string& location, const Sc
 }
 
 void migrate_store_schema(pqxx::connection& connection, const std::string& location) {
-  static_assert(kPgSchemaVersion == 6, "PostgreSQL and SQLite schemas must have the same versions (sqlite_store.cc)");
+  static_assert(kPgSchemaVersion == 7, "PostgreSQL and SQLite schemas must have the same versions (sqlite_store.cc)");
   static const SchemaSteps steps{
       "schema", "schema_version", kSchemaLockKey, {std::begin(kMigrations), std::end(kMigrations)},
       [](pqxx::transaction_base& tx, const std::string& location) {

@@ -125,10 +125,10 @@ std::int64_t insert_run(pqxx::dbtransaction& tx, std::int64_t evaluation_id, con
     const InputPrediction& p = run.predictions[i];
     try {
       tx.exec_params0(
-          "INSERT INTO predictions (run_id, position, input_id, top_classes, probabilities) "
-          "VALUES ($1, $2, $3, $4, $5)",
+          "INSERT INTO predictions (run_id, position, input_id, top_classes, probabilities, outputs) "
+          "VALUES ($1, $2, $3, $4, $5, $6)",
           run_id, static_cast<std::int64_t>(i), p.input_id, nlohmann::json(p.top_classes).dump(),
-          bytes(floats_to_blob(p.probabilities)));
+          bytes(floats_to_blob(p.probabilities)), prediction_outputs(p));
     } catch (const pqxx::failure& e) {
       fail(location, op + ": prediction of input '" + p.input_id + "'", reason(e));
     }
@@ -512,7 +512,7 @@ class PostgresStore final : public Store {
   void read_predictions(pqxx::transaction_base& tx, RunRecord& run, const std::string& run_op) {
     const std::string op = run_op + ": predictions";
     for (const pqxx::row& q : tx.exec_params(
-             "SELECT input_id, top_classes, probabilities FROM predictions WHERE run_id = $1 ORDER BY position",
+             "SELECT input_id, top_classes, probabilities, outputs FROM predictions WHERE run_id = $1 ORDER BY position",
              run.id)) {
       InputPrediction p;
       p.input_id = text(q[0]);
@@ -527,6 +527,11 @@ class PostgresStore final : public Store {
         fail(location_, pop,
              "probabilities blob of " + std::to_string(probabilities.size()) + " bytes is not a whole number of float32");
       p.probabilities = floats_from_blob(probabilities.data(), probabilities.size());
+      try {
+        read_prediction_outputs(parse_json(text(q[3]), location_, pop), p);
+      } catch (const std::invalid_argument& e) {
+        fail(location_, pop, e.what());
+      }
       run.predictions.push_back(std::move(p));
     }
   }

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -150,7 +152,8 @@ TEST(Manifest, EveryZooManifestLoads) {
   std::vector<std::string> names;
   for (const auto& m : zoo) names.push_back(m.name);
   for (const char* expected : {"ResNet18", "ResNet50", "MobileNet_v2", "VGG16", "Inception_v3", "DenseNet121",
-                               "ViT_B_16", "Digits_CNN", "GPT2_Tiny", "GPT2_Small", "GPT2_Medium"})
+                               "ViT_B_16", "Digits_CNN", "GPT2_Tiny", "GPT2_Small", "GPT2_Medium",
+                               "SSDlite_MobileNet_v3", "LRASPP_MobileNet_v3", "BERT_Tiny", "BERT_Base"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   for (const auto& m : zoo) {
     SCOPED_TRACE(m.path.string());
@@ -170,6 +173,31 @@ TEST(Manifest, EveryZooManifestLoads) {
       EXPECT_EQ(m.attributes.at("task"), "text_generation");
       EXPECT_EQ(m.attributes.at("prompts"), "gpt2_prompts.txt");
       EXPECT_EQ(m.precisions, (std::vector<std::string>{"fp32", "bf16", "fp16"}));
+      continue;
+    }
+    const std::string type = m.outputs.at(0).type;
+    if (type == "detection" || type == "segmentation" || type == "text_classification") {
+      // The task models (docs/tasks.md): TorchScript only, their labels beside them, a task attribute per type.
+      EXPECT_EQ(m.framework_names(), std::vector<std::string>{"libtorch"});
+      EXPECT_EQ(m.graph_for("libtorch").graph_path, m.path.stem().string() + ".pt");
+      EXPECT_NE(m.graph_for("libtorch").checksum, "sha256:" + std::string(64, '0'));
+      EXPECT_TRUE(fs::exists(m.resolved_labels_path())) << m.resolved_labels_path();
+      const std::map<std::string, std::string> task = {{"detection", "object_detection"},
+                                                       {"segmentation", "semantic_segmentation"},
+                                                       {"text_classification", "text_classification"}};
+      EXPECT_EQ(m.attributes.at("task"), task.at(type));
+      if (type == "text_classification") {
+        ASSERT_EQ(m.inputs.size(), 2u);
+        EXPECT_EQ(m.inputs[0].name, "input_ids");
+        EXPECT_EQ(m.inputs[0].type, "text");
+        EXPECT_EQ(m.inputs[1].name, "attention_mask");
+        EXPECT_EQ(m.inputs[1].element_type, "int64");
+        EXPECT_EQ(m.inputs[1].dimensions, m.inputs[0].dimensions);
+      } else {
+        ASSERT_EQ(m.inputs.size(), 1u);
+        EXPECT_EQ(m.inputs[0].type, "image");
+        EXPECT_EQ(m.outputs[0].steps.at(0).op, type == "detection" ? "nms" : "argmax");
+      }
       continue;
     }
     // Every zoo model has a TorchScript and an ONNX graph; ViT-B/16 alone lacks opencv-dnn (OpenCV 4.6 cannot

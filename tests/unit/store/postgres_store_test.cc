@@ -50,6 +50,8 @@ EvaluationRecord hostile_record(const std::string& text, int n) {
   run.predict_latency_ns = {1e6};
   run.warnings = {text, text + " second"};
   run.predictions.push_back({text + " input", {1, 2}, {0.5f, 0.25f}});
+  run.predictions.back().detections = {{1.f, 2.f, 3.f, 4.f, 0.5f, 1}};
+  run.predictions.back().mask = SegmentationMask{1, 2, {1, 2}};
   run.trace.spans.push_back(testing::make_span(1, kNoSpan, Level::kModel, text, 0, 10, {{text, text}}));
   run.trace.assembly.roots = 1;
   r.runs.push_back(run);

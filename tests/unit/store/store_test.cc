@@ -68,6 +68,9 @@ RunRecord make_run(int batch, TraceLevel level, std::int64_t t0) {
     run.predictions.push_back({"a.jpg", {2, 0}, {0.25f, 1e-40f, 0.75f - 1e-7f, 0.0f}});
     run.predictions.push_back({"b \u00b5.jpg", {1}, {0.1f, 0.9f, 0.0f, 1.0f / 3.0f}});
     run.predictions.push_back({"c.jpg", {}, {}});
+    // Task outputs (schema 7): a detection's box and score as float32 with all mantissa bits, a mask's runs.
+    run.predictions[0].detections = {{0.f, 1.5f, 319.99998f, 320.f, 0.75f - 1e-7f, 17}, {2.f, 3.f, 4.f, 5.f, 1e-40f, 1}};
+    run.predictions[1].mask = SegmentationMask{2, 3, {0, 4, 20, 2}};
   } else {
     trace.assembly.by_context = 1;
   }
@@ -98,9 +101,9 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
   return r;
 }
 
-// What schema version 6 added (the runs' generation figures), removed again; a macro so that the older versions'
-// texts below can start with it as one literal.
-#define XSP_DROP_VERSION6 "ALTER TABLE runs DROP COLUMN generation; "
+// What schema versions 6 and 7 added (the runs' generation figures, the predictions' task outputs), removed again;
+// a macro so that the older versions' texts below can start with it as one literal.
+#define XSP_DROP_VERSION6 "ALTER TABLE predictions DROP COLUMN outputs; ALTER TABLE runs DROP COLUMN generation; "
 // What schema versions 5 and 6 added, removed again: turns a current file into what version 4 wrote.
 constexpr const char* kDropVersion5 =
     XSP_DROP_VERSION6 "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; ";
@@ -143,8 +146,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 6);
-  EXPECT_EQ(store->schema_version(), 6);
+  EXPECT_EQ(Store::current_schema_version(), 7);
+  EXPECT_EQ(store->schema_version(), 7);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -274,7 +277,7 @@ TEST_P(StoreOnBoth, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = open("xsp.db");
-  EXPECT_EQ(reopened->schema_version(), 6);
+  EXPECT_EQ(reopened->schema_version(), 7);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -444,7 +447,7 @@ TEST(Store, MigratesVersion4StoreGivingTraceIds) {
   std::string first;
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 6);
+    EXPECT_EQ(store->schema_version(), 7);
     const auto loaded = store->load(record.id);
     ASSERT_TRUE(loaded);
     expect_fresh_ids_then_adopt(*loaded, record);
@@ -467,7 +470,7 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
   exec_sql(file, std::string(kDropVersion4) + "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
                  "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 6);
+  EXPECT_EQ(store->schema_version(), 7);
   EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
   expect_fresh_ids_then_adopt(*store->load(old.id), old);
@@ -678,7 +681,7 @@ TEST(Store, MigratesVersion2StoreToVersion3) {
   exec_sql(file, std::string(kDropVersion4) +
                      "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 6);
+  EXPECT_EQ(store->schema_version(), 7);
   expect_fresh_ids_then_adopt(*store->load(record.id), record);
   EXPECT_EQ(store->load(record.id), record);
   const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
@@ -693,7 +696,7 @@ TEST(Store, RecordedGpuFixtureMigratesCleanly) {
   const fs::path file = dir.path() / "fixture.db";
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 6);
+  EXPECT_EQ(store->schema_version(), 7);
   const auto e = store->load(1);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->runs.size(), 3u);
