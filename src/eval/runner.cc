@@ -42,6 +42,9 @@ nlohmann::json to_json(const std::vector<Classification>& results, std::size_t l
   return out;
 }
 
+// Masks with more (class, count) runs than this keep only their size and run count in the sample outputs.
+constexpr std::size_t kMaxSampleMaskRuns = 20000;
+
 // Sample outputs of the task pipeline (xsp/pipeline/tasks.h) for settings["sample_outputs"]: per input its
 // classes with labels, and its detections or mask; "task" tells them from classification samples.
 nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::string& task,
@@ -67,7 +70,11 @@ nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::s
       j["detections"] = std::move(d);
       j["detection_count"] = r.detections.size();
     }
-    if (task == "segmentation") j["mask"] = {{"height", r.mask.height}, {"width", r.mask.width}, {"runs", r.mask.runs.size() / 2}};
+    if (task == "segmentation") {
+      // The runs themselves while they stay small (the report and the web UI draw the mask from them).
+      j["mask"] = {{"height", r.mask.height}, {"width", r.mask.width}, {"run_count", r.mask.runs.size() / 2}};
+      if (r.mask.runs.size() <= kMaxSampleMaskRuns * 2) j["mask"]["runs"] = r.mask.runs;
+    }
     out.push_back(std::move(j));
   }
   return out;

@@ -147,6 +147,16 @@ TEST(TaskModels, SegmentationMasksHaveTheImageSize) {
                 ops.count("aten::interpolate"),
             0u);
   EXPECT_EQ(e.loaded.runs[0].predictions, run.predictions);
+  // The sample outputs carry each mask's runs (what the report and the web UI draw), equal to the stored mask.
+  int matched = 0;
+  for (const auto& s : e.record.settings["sample_outputs"]["2"])
+    for (const InputPrediction& p : run.predictions)
+      if (p.input_id == s["input"].get<std::string>()) {
+        EXPECT_EQ(s["mask"]["runs"].get<std::vector<std::int32_t>>(), p.mask.runs);
+        EXPECT_EQ(s["mask"]["height"], 224);
+        ++matched;
+      }
+  EXPECT_EQ(matched, 2);
 }
 
 TEST(TaskModels, TextClassifierReadsTokenizedPromptsWithTheirMask) {
