@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -212,6 +214,277 @@ const RunRecord* timeline_run(const EvaluationRecord& r) {
   return best;
 }
 
+// --- Outputs of task models (settings["sample_outputs"] entries with a "task") ---
+
+constexpr std::size_t kMaxOutputInputs = 4;  // inputs drawn per evaluation
+constexpr long kMaxMaskCells = 64;           // cells per side of a drawn mask at most
+constexpr double kOutputPlotSize = 320;      // the longer side of an output plot, in screen pixels
+
+// The model input's [H, W] from the stored manifest text: the first `dimensions: [C, H, W]` (flow list) of its
+// inputs. std::nullopt when there is none (xsp_report does not parse YAML; the manifest was validated when run).
+std::optional<std::pair<double, double>> manifest_image_size(const std::string& yaml) {
+  const auto inputs = yaml.find("\ninputs:");
+  if (inputs == std::string::npos) return std::nullopt;
+  const auto at = yaml.find("dimensions:", inputs);
+  if (at == std::string::npos) return std::nullopt;
+  const auto open = yaml.find_first_not_of(' ', at + 11);
+  if (open == std::string::npos || yaml[open] != '[') return std::nullopt;
+  const auto close = yaml.find(']', open);
+  if (close == std::string::npos) return std::nullopt;
+  std::vector<double> dims;
+  std::string item;
+  for (std::size_t i = open + 1; i <= close; ++i) {
+    if (yaml[i] == ',' || yaml[i] == ']') {
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str(), &end);
+      if (end == item.c_str()) return std::nullopt;
+      dims.push_back(v);
+      item.clear();
+    } else {
+      item += yaml[i];
+    }
+  }
+  if (dims.size() != 3 || !(dims[1] > 0) || !(dims[2] > 0)) return std::nullopt;
+  return std::make_pair(dims[1], dims[2]);
+}
+
+double json_number(const nlohmann::json& j, const char* key, double fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string class_label(const nlohmann::json& item) {
+  std::string label = item.value("label", std::string());
+  if (label.empty()) label = "class " + std::to_string(static_cast<long long>(json_number(item, "class", 0)));
+  return label;
+}
+
+// Plot width and height (screen pixels) for an image of h x w pixels: the longer side kOutputPlotSize.
+std::pair<long, long> plot_size(double h, double w) {
+  const double scale = kOutputPlotSize / std::max(h, w);
+  return {std::max(1L, std::lround(h * scale)), std::max(1L, std::lround(w * scale))};
+}
+
+std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const std::optional<std::pair<double, double>>& size,
+                                           const std::string& element_id) {
+  nlohmann::json values = nlohmann::json::array();
+  double largest = 0;
+  for (const auto& d : sample.value("detections", nlohmann::json::array())) {
+    if (!d.is_object() || !d.contains("box") || !d["box"].is_array() || d["box"].size() != 4) continue;
+    const auto& b = d["box"];
+    bool numbers = true;
+    for (const auto& v : b) numbers = numbers && v.is_number();
+    if (!numbers) continue;
+    const double x1 = b[0].get<double>(), y1 = b[1].get<double>(), x2 = b[2].get<double>(), y2 = b[3].get<double>();
+    largest = std::max({largest, x1, y1, x2, y2});
+    char box[96];
+    std::snprintf(box, sizeof box, "%.1f, %.1f, %.1f, %.1f", x1, y1, x2, y2);
+    values.push_back({{"label", class_label(d)}, {"score", json_number(d, "score", 0)}, {"x1", x1}, {"y1", y1},
+                      {"x2", x2}, {"y2", y2}, {"box", box}});
+  }
+  if (values.empty()) return std::nullopt;
+  // The model input's size from the manifest, else the smallest square holding every box (at least 320).
+  const double fallback = std::ceil(std::max(320.0, largest));
+  const double h = size ? size->first : fallback, w = size ? size->second : fallback;
+  const auto [ph, pw] = plot_size(h, w);
+  const long drawn = static_cast<long>(values.size());
+  const auto count = sample.contains("detection_count") && sample["detection_count"].is_number_integer()
+                         ? sample["detection_count"].get<long long>()
+                         : static_cast<long long>(drawn);
+  ReportChart c;
+  c.element_id = element_id;
+  c.title = sample.value("input", std::string("?")) + ": " + std::to_string(count) + " detections (" +
+            std::to_string(drawn) + " drawn), boxes in the model input's " + std::to_string(std::lround(w)) + "x" +
+            std::to_string(std::lround(h)) + " pixels";
+  const nlohmann::json x_scale = {{"domain", {0, w}}, {"nice", false}, {"zero", false}};
+  const nlohmann::json y_scale = {{"domain", {0, h}}, {"nice", false}, {"zero", false}, {"reverse", true}};
+  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+            {"width", pw},
+            {"height", ph},
+            {"data", {{"values", values}}},
+            {"layer",
+             {{{"mark", {{"type", "rect"}, {"filled", false}, {"strokeWidth", 1.5}, {"clip", true}, {"tooltip", true}}},
+               {"encoding",
+                {{"x", {{"field", "x1"}, {"type", "quantitative"}, {"scale", x_scale}, {"title", "x (pixels)"}}},
+                 {"x2", {{"field", "x2"}}},
+                 {"y", {{"field", "y1"}, {"type", "quantitative"}, {"scale", y_scale}, {"title", "y (pixels)"}}},
+                 {"y2", {{"field", "y2"}}},
+                 {"color", {{"field", "label"}, {"type", "nominal"}, {"title", "label"}}},
+                 {"tooltip",
+                  {{{"field", "label"}, {"type", "nominal"}},
+                   {{"field", "score"}, {"type", "quantitative"}, {"format", ".4f"}},
+                   {{"field", "box"}, {"type", "nominal"}, {"title", "box (x1, y1, x2, y2)"}}}}}}},
+              {{"mark", {{"type", "text"}, {"align", "left"}, {"baseline", "top"}, {"dx", 2}, {"dy", 2},
+                         {"fontSize", 9}, {"clip", true}}},
+               {"encoding",
+                {{"x", {{"field", "x1"}, {"type", "quantitative"}}},
+                 {"y", {{"field", "y1"}, {"type", "quantitative"}}},
+                 {"text", {{"field", "label"}, {"type", "nominal"}}},
+                 {"color", {{"field", "label"}, {"type", "nominal"}}}}}}}}};
+  c.expected_marks = expected_marks(c.spec);
+  return c;
+}
+
+// The mask of a segmentation sample downsampled to at most kMaxMaskCells per side; a note instead when it
+// cannot be drawn (no runs kept, or runs that do not cover the mask).
+std::optional<ReportChart> segmentation_chart(const nlohmann::json& sample, const std::string& element_id,
+                                              std::string& note) {
+  const std::string input = sample.value("input", std::string("?"));
+  const nlohmann::json mask = sample.value("mask", nlohmann::json::object());
+  const long long h = mask.is_object() && mask.contains("height") && mask["height"].is_number_integer() ? mask["height"].get<long long>() : 0;
+  const long long w = mask.is_object() && mask.contains("width") && mask["width"].is_number_integer() ? mask["width"].get<long long>() : 0;
+  const std::string size = std::to_string(h) + "x" + std::to_string(w);
+  if (h <= 0 || w <= 0) {
+    note = input + ": the mask has no size; not drawn";
+    return std::nullopt;
+  }
+  if (!mask.contains("runs") || !mask["runs"].is_array()) {
+    note = input + ": the " + size + " mask's " + std::to_string(static_cast<long long>(json_number(mask, "run_count", 0))) +
+           " runs were too many to keep with the evaluation; not drawn";
+    return std::nullopt;
+  }
+  const auto& runs = mask["runs"];
+  // Class of each run, and where each run ends (row-major pixel index, exclusive).
+  std::vector<long long> run_class, run_end;
+  long long total = 0;
+  bool valid = runs.size() % 2 == 0;
+  for (std::size_t i = 0; valid && i + 1 < runs.size(); i += 2) {
+    valid = runs[i].is_number_integer() && runs[i + 1].is_number_integer() && runs[i + 1].get<long long>() >= 0;
+    if (!valid) break;
+    total += runs[i + 1].get<long long>();
+    run_class.push_back(runs[i].get<long long>());
+    run_end.push_back(total);
+  }
+  if (!valid || total != h * w) {
+    note = input + ": the " + size + " mask's runs do not cover its " + std::to_string(h * w) + " pixels; not drawn";
+    return std::nullopt;
+  }
+  // Labels of the classes, from the sample's classes.
+  std::unordered_map<long long, std::string> labels;
+  for (const auto& c : sample.value("classes", nlohmann::json::array()))
+    if (c.is_object() && c.contains("class") && c["class"].is_number_integer())
+      labels[c["class"].get<long long>()] = class_label(c);
+  auto label_of = [&](long long cls) {
+    const auto it = labels.find(cls);
+    return it != labels.end() ? it->second : "class " + std::to_string(cls);
+  };
+  const long long ch = (h + kMaxMaskCells - 1) / kMaxMaskCells, cw = (w + kMaxMaskCells - 1) / kMaxMaskCells;
+  nlohmann::json values = nlohmann::json::array();
+  std::size_t run = 0;
+  for (long long y0 = 0; y0 < h; y0 += ch) {
+    const long long y1 = std::min(h, y0 + ch), py = y0 + (y1 - y0) / 2;
+    for (long long x0 = 0; x0 < w; x0 += cw) {
+      const long long x1 = std::min(w, x0 + cw), px = x0 + (x1 - x0) / 2;
+      const long long pixel = py * w + px;  // increases cell by cell: the run index only moves forward
+      while (run_end[run] <= pixel) ++run;
+      const long long cls = run_class[run];
+      values.push_back({{"x", x0}, {"x2", x1}, {"y", y0}, {"y2", y1}, {"class", cls}, {"label", label_of(cls)}});
+    }
+  }
+  const long long rows = (h + ch - 1) / ch, cols = (w + cw - 1) / cw;
+  const auto [ph, pw] = plot_size(static_cast<double>(h), static_cast<double>(w));
+  ReportChart c;
+  c.element_id = element_id;
+  c.title = input + ": segmentation mask " + size + " (" + std::to_string(run_class.size()) + " runs), drawn as " +
+            std::to_string(rows) + "x" + std::to_string(cols) + " cells of " + std::to_string(ch) + "x" +
+            std::to_string(cw) + " pixels, each the class of its centre pixel";
+  const nlohmann::json x_scale = {{"domain", {0, w}}, {"nice", false}, {"zero", false}};
+  const nlohmann::json y_scale = {{"domain", {0, h}}, {"nice", false}, {"zero", false}, {"reverse", true}};
+  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+            {"width", pw},
+            {"height", ph},
+            {"data", {{"values", values}}},
+            {"mark", {{"type", "rect"}, {"tooltip", true}}},
+            {"encoding",
+             {{"x", {{"field", "x"}, {"type", "quantitative"}, {"scale", x_scale}, {"title", "x (pixels)"}}},
+              {"x2", {{"field", "x2"}}},
+              {"y", {{"field", "y"}, {"type", "quantitative"}, {"scale", y_scale}, {"title", "y (pixels)"}}},
+              {"y2", {{"field", "y2"}}},
+              {"color", {{"field", "label"}, {"type", "nominal"}, {"title", "class"}}},
+              {"tooltip", {{{"field", "label"}, {"type", "nominal"}}, {{"field", "class"}, {"type", "quantitative"}}}}}}};
+  c.expected_marks = expected_marks(c.spec);
+  return c;
+}
+
+std::optional<ReportChart> text_classification_chart(const nlohmann::json& sample, const std::string& element_id) {
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& c : sample.value("classes", nlohmann::json::array())) {
+    if (!c.is_object() || !c.contains("value") || !c["value"].is_number()) continue;
+    values.push_back({{"label", class_label(c)}, {"class", json_number(c, "class", 0)}, {"value", c["value"].get<double>()}});
+  }
+  if (values.empty()) return std::nullopt;
+  ReportChart c;
+  c.element_id = element_id;
+  c.title = sample.value("input", std::string("?")) + ": text classification, top " + std::to_string(values.size()) +
+            " classes";
+  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+            {"width", 360},
+            {"data", {{"values", values}}},
+            {"mark", {{"type", "bar"}, {"tooltip", true}}},
+            {"encoding",
+             {{"x", {{"field", "value"}, {"type", "quantitative"}, {"scale", {{"domain", {0, 1}}}}, {"title", "probability"}}},
+              {"y", {{"field", "label"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+              {"tooltip",
+               {{{"field", "label"}, {"type", "nominal"}},
+                {{"field", "class"}, {"type", "quantitative"}},
+                {{"field", "value"}, {"type", "quantitative"}, {"format", ".4f"}, {"title", "probability"}}}}}}};
+  c.expected_marks = expected_marks(c.spec);
+  return c;
+}
+
+// The "Outputs" subsection: the task samples of the smallest batch size (at most kMaxOutputInputs inputs), one
+// chart each; "" when the evaluation has no task samples.
+std::string outputs_section(const EvaluationRecord& r, const std::function<std::string()>& next_id,
+                            std::vector<ReportChart>& charts) {
+  const auto it = r.settings.find("sample_outputs");
+  if (it == r.settings.end() || !it->is_object()) return "";
+  const nlohmann::json* samples = nullptr;
+  long long smallest = 0;
+  for (const auto& [key, value] : it->items()) {
+    if (key.empty() || key.size() > 9 || !std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      continue;  // generation samples are keyed "<batch size>/<run>"
+    if (!value.is_array()) continue;
+    const bool tasks = std::any_of(value.begin(), value.end(), [](const nlohmann::json& s) {
+      return s.is_object() && s.contains("task") && s["task"].is_string();
+    });
+    const long long b = std::stoll(key);
+    if (tasks && (samples == nullptr || b < smallest)) {
+      samples = &value;
+      smallest = b;
+    }
+  }
+  if (samples == nullptr) return "";
+  const auto size = manifest_image_size(r.manifest_yaml);
+  std::string html = "<h3>Outputs</h3><p class=\"note\">the model's outputs for the first inputs of the last measured "
+                     "batch of batch size " + std::to_string(smallest) + "</p>";
+  std::size_t drawn = 0;
+  for (const auto& s : *samples) {
+    if (!s.is_object() || !s.contains("task") || !s["task"].is_string()) continue;
+    if (drawn++ >= kMaxOutputInputs) break;
+    const std::string task = s["task"].get<std::string>();
+    std::optional<ReportChart> c;
+    std::string note;
+    if (task == "detection") {
+      c = detection_chart(s, size, next_id());
+      if (!c) note = s.value("input", std::string("?")) + ": no detection";
+    } else if (task == "segmentation") {
+      c = segmentation_chart(s, next_id(), note);
+    } else if (task == "text_classification") {
+      c = text_classification_chart(s, next_id());
+      if (!c) note = s.value("input", std::string("?")) + ": no class";
+    } else {
+      note = s.value("input", std::string("?")) + ": task " + task + " is not drawn";
+    }
+    if (c) {
+      html += "<figure><figcaption>" + escape_html(c->title) + "</figcaption><div class=\"chart\" id=\"" +
+              c->element_id + "\"></div></figure>";
+      charts.push_back(std::move(*c));
+    }
+    if (!note.empty()) html += "<p class=\"note\">" + escape_html(note) + "</p>";
+  }
+  return html;
+}
+
 }  // namespace
 
 bool report_assets_available() { return report_assets::available(); }
@@ -380,6 +653,8 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
       charts.push_back(std::move(*tl));
     }
   }
+  // After every existing chart, so that their element ids stay as they were.
+  html += outputs_section(r, next_id, charts);
   html += "</section>";
   return html;
 }
