@@ -394,11 +394,14 @@ std::optional<ReportChart> segmentation_chart(const nlohmann::json& sample, cons
             {"width", pw},
             {"height", ph},
             {"data", {{"values", values}}},
-            {"mark", {{"type", "rect"}, {"tooltip", true}}},
+            // Each cell reaches half a screen pixel into its right and lower neighbours: no anti-aliasing seams.
+            {"mark", {{"type", "rect"}, {"x2Offset", 0.5}, {"y2Offset", 0.5}, {"clip", true}, {"tooltip", true}}},
             {"encoding",
-             {{"x", {{"field", "x"}, {"type", "quantitative"}, {"scale", x_scale}, {"title", "x (pixels)"}}},
+             {{"x", {{"field", "x"}, {"type", "quantitative"}, {"scale", x_scale}, {"axis", {{"grid", false}}},
+                     {"title", "x (pixels)"}}},
               {"x2", {{"field", "x2"}}},
-              {"y", {{"field", "y"}, {"type", "quantitative"}, {"scale", y_scale}, {"title", "y (pixels)"}}},
+              {"y", {{"field", "y"}, {"type", "quantitative"}, {"scale", y_scale}, {"axis", {{"grid", false}}},
+                     {"title", "y (pixels)"}}},
               {"y2", {{"field", "y2"}}},
               {"color", {{"field", "label"}, {"type", "nominal"}, {"title", "class"}}},
               {"tooltip", {{{"field", "label"}, {"type", "nominal"}}, {{"field", "class"}, {"type", "quantitative"}}}}}}};

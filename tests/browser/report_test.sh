@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The HTML report in a real browser (issue 13): `xsp report` on the recorded H200 kernel-level fixture and on CPU
-# evaluations made here (a leveled framework sweep with accuracy, a scenario), then each file opened in headless
-# Chromium with the network cut off; every chart must render with its expected marks (tests/browser/report_check.mjs).
-# Screenshots are left in OUT_DIR. Exit 77 (skipped) without node, Chromium or tools/browser-check/node_modules.
+# evaluations made here (a leveled framework sweep with accuracy, a scenario, a detection and a segmentation model),
+# then each file opened in headless Chromium with the network cut off; every chart must render with its expected
+# marks (tests/browser/report_check.mjs). Screenshots are left in OUT_DIR. Exit 77 (skipped) without node, Chromium
+# or tools/browser-check/node_modules.
 # Usage: report_test.sh XSP SOURCE_DIR OUT_DIR [TEST_ZOO]
 set -euo pipefail
 xsp=$1 src=$2 out=$3 zoo=${4:-}
@@ -34,5 +35,27 @@ if [[ -n $zoo && -f $zoo/digits_cnn.yaml ]]; then
   # Two evaluations: the comparison section and both evaluations' sections.
   "$xsp" "${common[@]}" report 1 2 -o "$out/compare_report.html"
   check "$out/compare_report.html" "$out/compare_report.png" 6
+fi
+# Task models (docs/tasks.md) on the zoo's photos: the "Outputs" charts draw the detections' boxes (10 of the
+# SSDlite's 100) and the LR-ASPP's mask (56x56 cells), each with its expected marks, after A1 and the timeline;
+# bert_tiny's (batch size 2) the bars of its top classes.
+if [[ -n $zoo && -f $zoo/ssdlite_mobilenet_v3.yaml && -f $zoo/lraspp_mobilenet_v3.yaml ]]; then
+  store=$tmp/tasks.db
+  quick=(--iterations 2 --warmup 1 --warmup-min-ms 0 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0
+         --no-progress)
+  for model in ssdlite_mobilenet_v3 lraspp_mobilenet_v3; do
+    "$xsp" --zoo "$zoo" --store "$store" evaluate "$model" --batch-sizes 1 "${quick[@]}" >/dev/null
+  done
+  "$xsp" --store "$store" report 1 -o "$out/detection_report.html"
+  check "$out/detection_report.html" "$out/detection_report.png" 3
+  grep -q '<h3>Outputs</h3>' "$out/detection_report.html"
+  "$xsp" --store "$store" report 2 -o "$out/segmentation_report.html"
+  check "$out/segmentation_report.html" "$out/segmentation_report.png" 3
+  grep -q '<h3>Outputs</h3>' "$out/segmentation_report.html"
+  if [[ -f $zoo/bert_tiny.yaml ]]; then  # text classification: one bar per class, for each of the batch's 2 inputs
+    "$xsp" --zoo "$zoo" --store "$store" evaluate bert_tiny --batch-sizes 2 "${quick[@]}" >/dev/null
+    "$xsp" --store "$store" report 3 -o "$out/text_report.html"
+    check "$out/text_report.html" "$out/text_report.png" 4
+  fi
 fi
 echo "screenshots in $out"
