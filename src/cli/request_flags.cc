@@ -252,7 +252,7 @@ void add_request_flags(CLI::App* sub, RequestFlags& a) {
   sub->add_option("--output-tokens", a.output_tokens,
                   "tokens generated per request: N, or MIN:MAX drawn uniformly (default: the manifest's max_new_tokens)")
       ->group(gg);
-  sub->add_option("--prompts", r.generation.prompts_file, "prompts file, one per line (default: the model's own)")
+  sub->add_option("--prompts", r.generation.prompts_file, "prompts file, one per line, for generation and text models (default: the model's own)")
       ->group(gg);
   sub->add_option("--ttft-bound-ms", r.generation.ttft_bound_ms, "server: TTFT bound at the target percentile")
       ->capture_default_str()->group(gg);
