@@ -220,6 +220,16 @@ class LibTorchPredictor final : public Predictor {
         if (in.type == "text" && s.op == "pad_truncate") b.dims = {std::stol(s.param("length"))};
       inputs_.push_back(std::move(b));
     }
+    // A forward that takes one structured argument (a Dict[str, Tensor] keyed by the manifest's input names, a
+    // tuple or a list of tensors in manifest order) gets the inputs packed so; otherwise one argument per input.
+    pack_ = Pack::kPositional;
+    const auto& arguments = module_->get_method("forward").function().getSchema().arguments();
+    if (arguments.size() == 2) {  // self, then the one argument
+      const c10::TypeKind kind = arguments[1].type()->kind();
+      if (kind == c10::TypeKind::DictType) pack_ = Pack::kDict;
+      if (kind == c10::TypeKind::TupleType) pack_ = Pack::kTuple;
+      if (kind == c10::TypeKind::ListType) pack_ = Pack::kList;
+    }
   }
 
   std::vector<Tensor> predict_all(const std::vector<Tensor>& inputs) override {
@@ -250,6 +260,17 @@ class LibTorchPredictor final : public Predictor {
       else if (b.element_type == "bool") x = x.to(torch::kBool);
       else if (!want_int && dtype_ != torch::kFloat) x = x.to(dtype_);
       args.emplace_back(std::move(x));
+    }
+    if (pack_ == Pack::kDict) {
+      c10::Dict<std::string, at::Tensor> dict;
+      for (std::size_t i = 0; i < args.size(); ++i) dict.insert(inputs_[i].name, args[i].toTensor());
+      args = {c10::IValue(dict)};
+    } else if (pack_ == Pack::kTuple) {
+      args = {c10::ivalue::Tuple::create(std::move(args))};
+    } else if (pack_ == Pack::kList) {
+      c10::List<at::Tensor> list;
+      for (const c10::IValue& a : args) list.push_back(a.toTensor());
+      args = {c10::IValue(list)};
     }
     std::vector<Tensor> out;
     flatten(module_->forward(args), "", out);
@@ -295,6 +316,8 @@ class LibTorchPredictor final : public Predictor {
     std::vector<std::int64_t> dims;  // per sample
   };
   std::vector<InputBinding> inputs_;  // the manifest's inputs, in order
+  enum class Pack { kPositional, kDict, kTuple, kList };
+  Pack pack_ = Pack::kPositional;  // how predict_all() hands the inputs to forward()
   libtorch::RecordFunctionProfiler profiler_;
 };
 
