@@ -48,7 +48,7 @@ constexpr std::size_t kMaxSampleMaskRuns = 20000;
 // Sample outputs of the task pipeline (xsp/pipeline/tasks.h) for settings["sample_outputs"]: per input its
 // classes with labels, and its detections or mask; "task" tells them from classification samples.
 nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::string& task,
-                       const std::vector<std::string>& labels, std::size_t limit) {
+                       const std::vector<std::string>& labels, const InputSpec& input, std::size_t limit) {
   auto label = [&](int c) { return c >= 0 && static_cast<std::size_t>(c) < labels.size() ? labels[c] : std::string(); };
   auto out = nlohmann::json::array();
   for (std::size_t i = 0; i < results.size() && i < limit; ++i) {
@@ -69,6 +69,8 @@ nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::s
       }
       j["detections"] = std::move(d);
       j["detection_count"] = r.detections.size();
+      // The frame of the boxes: the model input's [H, W] (an image input is [C, H, W]).
+      if (input.dimensions.size() == 3) j["input_size"] = {input.dimensions[1], input.dimensions[2]};
     }
     if (task == "segmentation") {
       // The runs themselves while they stay small (the report and the web UI draw the mask from them).
@@ -734,7 +736,8 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
     const std::string b = std::to_string(key.first);
     if (!record.settings["sample_outputs"].contains(b))
       record.settings["sample_outputs"][b] = ctx.task_postprocessor
-                                                 ? to_json(slot->last_task_outputs, output_spec.type, ctx.labels, 5)
+                                                 ? to_json(slot->last_task_outputs, output_spec.type, ctx.labels,
+                                                           input_spec, 5)
                                                  : to_json(slot->last_outputs, 5);
     record.runs.push_back(std::move(slot->run));
   }

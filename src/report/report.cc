@@ -220,32 +220,14 @@ constexpr std::size_t kMaxOutputInputs = 4;  // inputs drawn per evaluation
 constexpr long kMaxMaskCells = 64;           // cells per side of a drawn mask at most
 constexpr double kOutputPlotSize = 320;      // the longer side of an output plot, in screen pixels
 
-// The model input's [H, W] from the stored manifest text: the first `dimensions: [C, H, W]` (flow list) of its
-// inputs. std::nullopt when there is none (xsp_report does not parse YAML; the manifest was validated when run).
-std::optional<std::pair<double, double>> manifest_image_size(const std::string& yaml) {
-  const auto inputs = yaml.find("\ninputs:");
-  if (inputs == std::string::npos) return std::nullopt;
-  const auto at = yaml.find("dimensions:", inputs);
-  if (at == std::string::npos) return std::nullopt;
-  const auto open = yaml.find_first_not_of(' ', at + 11);
-  if (open == std::string::npos || yaml[open] != '[') return std::nullopt;
-  const auto close = yaml.find(']', open);
-  if (close == std::string::npos) return std::nullopt;
-  std::vector<double> dims;
-  std::string item;
-  for (std::size_t i = open + 1; i <= close; ++i) {
-    if (yaml[i] == ',' || yaml[i] == ']') {
-      char* end = nullptr;
-      const double v = std::strtod(item.c_str(), &end);
-      if (end == item.c_str()) return std::nullopt;
-      dims.push_back(v);
-      item.clear();
-    } else {
-      item += yaml[i];
-    }
-  }
-  if (dims.size() != 3 || !(dims[1] > 0) || !(dims[2] > 0)) return std::nullopt;
-  return std::make_pair(dims[1], dims[2]);
+// The model input's [H, W] a detection sample names (its "input_size", written by run_evaluation), else nullopt.
+std::optional<std::pair<double, double>> sample_input_size(const nlohmann::json& sample) {
+  const auto it = sample.find("input_size");
+  if (it == sample.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_number() || !(*it)[1].is_number())
+    return std::nullopt;
+  const double h = (*it)[0].get<double>(), w = (*it)[1].get<double>();
+  if (!(h > 0) || !(w > 0)) return std::nullopt;
+  return std::make_pair(h, w);
 }
 
 double json_number(const nlohmann::json& j, const char* key, double fallback) {
@@ -265,8 +247,8 @@ std::pair<long, long> plot_size(double h, double w) {
   return {std::max(1L, std::lround(h * scale)), std::max(1L, std::lround(w * scale))};
 }
 
-std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const std::optional<std::pair<double, double>>& size,
-                                           const std::string& element_id) {
+std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const std::string& element_id) {
+  const auto size = sample_input_size(sample);
   nlohmann::json values = nlohmann::json::array();
   double largest = 0;
   for (const auto& d : sample.value("detections", nlohmann::json::array())) {
@@ -283,7 +265,7 @@ std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const s
                       {"x2", x2}, {"y2", y2}, {"box", box}});
   }
   if (values.empty()) return std::nullopt;
-  // The model input's size from the manifest, else the smallest square holding every box (at least 320).
+  // The model input's size the sample names, else the smallest square holding every box (at least 320).
   const double fallback = std::ceil(std::max(320.0, largest));
   const double h = size ? size->first : fallback, w = size ? size->second : fallback;
   const auto [ph, pw] = plot_size(h, w);
@@ -457,7 +439,6 @@ std::string outputs_section(const EvaluationRecord& r, const std::function<std::
     }
   }
   if (samples == nullptr) return "";
-  const auto size = manifest_image_size(r.manifest_yaml);
   std::string html = "<h3>Outputs</h3><p class=\"note\">the model's outputs for the first inputs of the last measured "
                      "batch of batch size " + std::to_string(smallest) + "</p>";
   std::size_t drawn = 0;
@@ -468,7 +449,7 @@ std::string outputs_section(const EvaluationRecord& r, const std::function<std::
     std::optional<ReportChart> c;
     std::string note;
     if (task == "detection") {
-      c = detection_chart(s, size, next_id());
+      c = detection_chart(s, next_id());
       if (!c) note = s.value("input", std::string("?")) + ": no detection";
     } else if (task == "segmentation") {
       c = segmentation_chart(s, next_id(), note);

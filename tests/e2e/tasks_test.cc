@@ -119,6 +119,7 @@ TEST(TaskModels, DetectionBoxesLieWithinTheImageAndSurviveTheStore) {
   ASSERT_EQ(sample.size(), 2u);
   for (const auto& s : sample) {
     EXPECT_EQ(s["task"], "detection");
+    EXPECT_EQ(s["input_size"], nlohmann::json({320, 320}));  // the frame of the boxes: the input's [H, W]
     for (const InputPrediction& p : run.predictions)
       if (p.input_id == s["input"].get<std::string>()) EXPECT_EQ(s["detection_count"].get<std::size_t>(), p.detections.size());
   }

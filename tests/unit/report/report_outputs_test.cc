@@ -14,12 +14,11 @@ namespace {
 
 using nlohmann::json;
 
-EvaluationRecord task_record(const json& sample_outputs, const std::string& manifest_yaml = "") {
+EvaluationRecord task_record(const json& sample_outputs) {
   EvaluationRecord r;
   r.id = 7;
   r.model_name = "m";
   r.framework_name = "libtorch";
-  r.manifest_yaml = manifest_yaml;
   r.settings["sample_outputs"] = sample_outputs;
   return r;
 }
@@ -37,17 +36,6 @@ const json& main_unit(const json& spec) {
   return *u;
 }
 
-constexpr const char* kSsdManifest = R"(name: ssd
-version: 1.0.0
-inputs:
-  - name: images
-    type: image
-    element_type: float32
-    dimensions: [3, 300, 400]
-outputs:
-  - type: detection
-)";
-
 TEST(ReportOutputs, DetectionBoxesKeepTheirCoordinatesInTheInputsPixels) {
   const json sample = {{"input", "coffee.jpg"},
                        {"task", "detection"},
@@ -55,7 +43,8 @@ TEST(ReportOutputs, DetectionBoxesKeepTheirCoordinatesInTheInputsPixels) {
                        {"detections",
                         {{{"class", 1}, {"label", "person"}, {"score", 0.9}, {"box", {10.5, 20, 110, 220.25}}},
                          {{"class", 18}, {"label", "dog"}, {"score", 0.4}, {"box", {0, 0, 400, 300}}}}},
-                       {"detection_count", 100}};
+                       {"detection_count", 100},
+                       {"input_size", {300, 400}}};
   // Batch size 2 is drawn (the smallest), not 4; at most 4 inputs.
   json outputs = {{"4", json::array({sample})}, {"2", json::array()}};
   for (int i = 0; i < 6; ++i) {
@@ -63,7 +52,7 @@ TEST(ReportOutputs, DetectionBoxesKeepTheirCoordinatesInTheInputsPixels) {
     s["input"] = "photo" + std::to_string(i) + ".jpg";
     outputs["2"].push_back(s);
   }
-  const auto charts = output_charts(task_record(outputs, kSsdManifest));
+  const auto charts = output_charts(task_record(outputs));
   ASSERT_EQ(charts.size(), 4u);
   EXPECT_EQ(charts[0].title.rfind("photo0.jpg: 100 detections (2 drawn)", 0), 0u) << charts[0].title;
   EXPECT_EQ(charts[3].title.rfind("photo3.jpg: ", 0), 0u);
@@ -74,7 +63,7 @@ TEST(ReportOutputs, DetectionBoxesKeepTheirCoordinatesInTheInputsPixels) {
   EXPECT_EQ(unit["mark"]["type"], "rect");
   EXPECT_EQ(unit["mark"]["filled"], false);
   EXPECT_EQ(unit["encoding"]["color"]["field"], "label");
-  // x runs 0..W, y 0..H top-down: the manifest's [3, 300, 400].
+  // x runs 0..W, y 0..H top-down: the sample's input_size [300, 400] (H, W).
   EXPECT_EQ(unit["encoding"]["x"]["scale"]["domain"], json({0.0, 400.0}));
   EXPECT_EQ(unit["encoding"]["y"]["scale"]["domain"], json({0.0, 300.0}));
   EXPECT_EQ(unit["encoding"]["y"]["scale"]["reverse"], true);
@@ -97,8 +86,10 @@ TEST(ReportOutputs, DetectionBoxesKeepTheirCoordinatesInTheInputsPixels) {
   EXPECT_EQ(text["encoding"]["text"]["field"], "label");
   EXPECT_EQ(unit["encoding"]["tooltip"].size(), 3u);
 
-  // Without a manifest: the smallest square holding the boxes, at least 320.
-  const auto bare = output_charts(task_record({{"1", json::array({sample})}}));
+  // Without an input_size: the smallest square holding the boxes, at least 320.
+  json no_size = sample;
+  no_size.erase("input_size");
+  const auto bare = output_charts(task_record({{"1", json::array({no_size})}}));
   ASSERT_EQ(bare.size(), 1u);
   EXPECT_EQ(main_unit(bare[0].spec)["encoding"]["x"]["scale"]["domain"], json({0.0, 400.0}));
   EXPECT_EQ(main_unit(bare[0].spec)["encoding"]["y"]["scale"]["domain"], json({0.0, 400.0}));
