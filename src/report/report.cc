@@ -247,6 +247,12 @@ std::pair<long, long> plot_size(double h, double w) {
   return {std::max(1L, std::lround(h * scale)), std::max(1L, std::lround(w * scale))};
 }
 
+// Vega-Lite scales of an image's pixels: x 0..w, y 0..h downwards, exactly (no nice rounding, no zero padding).
+std::pair<nlohmann::json, nlohmann::json> pixel_scales(double h, double w) {
+  return {{{"domain", {0, w}}, {"nice", false}, {"zero", false}},
+          {{"domain", {0, h}}, {"nice", false}, {"zero", false}, {"reverse", true}}};
+}
+
 std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const std::string& element_id) {
   const auto size = sample_input_size(sample);
   nlohmann::json values = nlohmann::json::array();
@@ -278,8 +284,7 @@ std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const s
   c.title = sample.value("input", std::string("?")) + ": " + std::to_string(count) + " detections (" +
             std::to_string(drawn) + " drawn), boxes in the model input's " + std::to_string(std::lround(w)) + "x" +
             std::to_string(std::lround(h)) + " pixels";
-  const nlohmann::json x_scale = {{"domain", {0, w}}, {"nice", false}, {"zero", false}};
-  const nlohmann::json y_scale = {{"domain", {0, h}}, {"nice", false}, {"zero", false}, {"reverse", true}};
+  const auto [x_scale, y_scale] = pixel_scales(h, w);
   c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
             {"width", pw},
             {"height", ph},
@@ -370,8 +375,7 @@ std::optional<ReportChart> segmentation_chart(const nlohmann::json& sample, cons
   c.title = input + ": segmentation mask " + size + " (" + std::to_string(run_class.size()) + " runs), drawn as " +
             std::to_string(rows) + "x" + std::to_string(cols) + " cells of " + std::to_string(ch) + "x" +
             std::to_string(cw) + " pixels, each the class of its centre pixel";
-  const nlohmann::json x_scale = {{"domain", {0, w}}, {"nice", false}, {"zero", false}};
-  const nlohmann::json y_scale = {{"domain", {0, h}}, {"nice", false}, {"zero", false}, {"reverse", true}};
+  const auto [x_scale, y_scale] = pixel_scales(h, w);
   c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
             {"width", pw},
             {"height", ph},
