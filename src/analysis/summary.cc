@@ -158,7 +158,10 @@ void task_outputs_summary(const EvaluationRecord& record, std::vector<Table>& ou
   const auto it = record.settings.find("sample_outputs");
   if (it == record.settings.end() || !it->is_object()) return;
   Table t = empty_table(table_spec("summary.outputs"));
-  for (const auto& [batch, samples] : it->items()) {
+  for (const auto& entry : it->items()) {
+    // Not a structured binding: the lambda below captures the key, which clang (C++20, before 16) cannot.
+    const std::string batch = entry.key();
+    const nlohmann::json& samples = entry.value();
     if (!samples.is_array()) continue;
     for (const auto& s : samples) {
       if (!s.is_object() || !s.contains("task")) continue;
