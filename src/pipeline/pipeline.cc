@@ -1,9 +1,9 @@
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/pipeline/tasks.h"
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <numeric>
 #ifdef XSP_WITH_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -323,27 +323,14 @@ std::vector<Classification> Postprocessor::run(const Tensor& logits, const std::
     if (step.op == "top_k") k = std::min<std::size_t>(classes, std::stoul(step.params.at("k")));
   }
   std::vector<Classification> results(n);
-  std::vector<float> probs(classes);
-  std::vector<int> order(classes);
   for (std::size_t i = 0; i < n; ++i) {
-    const float* row = logits.data.data() + i * classes;
-    std::copy(row, row + classes, probs.begin());
-    if (softmax) {
-      // Subtract the max so exp() cannot overflow.
-      const float m = *std::max_element(probs.begin(), probs.end());
-      double sum = 0;
-      for (auto& p : probs) sum += (p = std::exp(p - m));
-      for (auto& p : probs) p = static_cast<float>(p / sum);
-    }
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + static_cast<long>(k), order.end(),
-                      [&](int a, int b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
+    const InputPrediction p =
+        classify_row(i < ids.size() ? ids[i] : "", logits.data.data() + i * classes, classes, softmax, k);
     auto& r = results[i];
-    r.input_id = i < ids.size() ? ids[i] : "";
-    for (std::size_t j = 0; j < k; ++j) {
-      const int cls = order[j];
-      r.top_classes.push_back(cls);
-      r.top_probabilities.push_back(probs[static_cast<std::size_t>(cls)]);
+    r.input_id = p.input_id;
+    r.top_classes = p.top_classes;
+    for (const int cls : p.top_classes) {
+      r.top_probabilities.push_back(p.probabilities[static_cast<std::size_t>(cls)]);
       r.top_labels.push_back(static_cast<std::size_t>(cls) < labels_.size() ? labels_[cls] : "");
     }
   }

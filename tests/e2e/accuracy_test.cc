@@ -1,9 +1,8 @@
 // Accuracy end to end on a real trained model: digits_cnn (scripts/export_zoo.py trains it on scikit-learn's
 // digits) over its 360 held-out samples, through the library and through `xsp evaluate --accuracy` / `xsp show`.
+#include "e2e_shell.h"
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -17,21 +16,15 @@ using namespace xsp;
 
 namespace {
 
+using xsp::e2e::sh;
+using xsp::e2e::temp_dir;
+
 const fs::path kAccZoo = XSP_TEST_ZOO;
 
 // Measured with torch 1.13.0 (Debian 12), export seed 0: top-1 97.22% (350/360), top-5 100% (360/360), the same
 // at every batch size. The bound leaves room for another torch build's training arithmetic, yet fails for a
 // broken reader, a label/sample misalignment (≈10%) or a wrong input scaling.
 constexpr double kMinTop1Percent = 95.0;
-
-std::pair<int, std::string> run_shell(const std::string& command) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (pipe && std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = pipe ? ::pclose(pipe) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 TEST(DigitsAccuracy, DigitsCnnOnHeldOutSplit) {
   register_libtorch_predictor();
@@ -53,11 +46,9 @@ TEST(DigitsAccuracy, DigitsCnnOnHeldOutSplit) {
 }
 
 TEST(DigitsAccuracy, CliStoresAndShows) {
-  const auto dir = fs::temp_directory_path() / ("xsp-e2e-acc-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const auto dir = temp_dir("acc");
   const std::string cli = std::string(XSP_CLI) + " --zoo " + kAccZoo.string() + " --store " + (dir / "x.db").string();
-  auto [rc, out] = run_shell(cli + " evaluate digits_cnn --dataset digits --accuracy --batch-sizes 1,16 "
+  auto [rc, out] = sh(cli + " evaluate digits_cnn --dataset digits --accuracy --batch-sizes 1,16 "
                                    "--iterations 2 --warmup 1 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress");
   ASSERT_EQ(rc, 0) << out;
   std::smatch m;
@@ -71,11 +62,11 @@ TEST(DigitsAccuracy, CliStoresAndShows) {
   EXPECT_EQ(record.settings["accuracy"]["samples"], 360);
   EXPECT_EQ(record.settings["accuracy"]["dataset"], "digits");
   EXPECT_EQ(record.settings["accuracy"]["top1_by_batch_size"]["1"], record.settings["accuracy"]["top1_by_batch_size"]["16"]);
-  std::tie(rc, out) = run_shell(cli + " show 1");
+  std::tie(rc, out) = sh(cli + " show 1");
   EXPECT_EQ(rc, 0);
   EXPECT_NE(out.find("accuracy on digits"), std::string::npos) << out;
   // --accuracy without --dataset is refused.
-  std::tie(rc, out) = run_shell(cli + " evaluate digits_cnn --accuracy --no-progress");
+  std::tie(rc, out) = sh(cli + " evaluate digits_cnn --accuracy --no-progress");
   EXPECT_NE(rc, 0);
   fs::remove_all(dir);
 }
@@ -83,8 +74,7 @@ TEST(DigitsAccuracy, CliStoresAndShows) {
 // A dataset whose checksum matches the manifest but whose samples are cut short (issue 12): refused before the
 // first timed batch, naming the file, with nothing stored; before, it failed after all the timed runs.
 TEST(DigitsAccuracy, UnreadableDatasetIsRefusedBeforeMeasuring) {
-  const auto dir = fs::temp_directory_path() / ("xsp-e2e-badds-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const auto dir = temp_dir("badds");
   fs::create_directories(dir / "zoo");
   for (const char* f : {"digits_cnn.yaml", "digits_cnn.pt"}) fs::copy_file(kAccZoo / f, dir / "zoo" / f);
   const fs::path data = dir / "zoo" / "digits_test.bin";
@@ -97,7 +87,7 @@ TEST(DigitsAccuracy, UnreadableDatasetIsRefusedBeforeMeasuring) {
   std::ofstream(dir / "zoo" / "digits_cnn.yaml") << yaml;
   const std::string cli = std::string(XSP_CLI) + " --zoo " + (dir / "zoo").string() + " --store " +
                           (dir / "x.db").string();
-  const auto [rc, out] = run_shell(cli + " evaluate digits_cnn --framework libtorch --dataset digits --accuracy "
+  const auto [rc, out] = sh(cli + " evaluate digits_cnn --framework libtorch --dataset digits --accuracy "
                                          "--batch-sizes 1 --min-duration-ms 5000 --no-progress");
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("digits_test.bin: truncated at sample"), std::string::npos) << out;

@@ -214,6 +214,10 @@ class LibTorchPredictor final : public Predictor {
       InputBinding b;
       b.name = in.name;
       b.element_type = in.element_type;
+      // Decided once here, not per batch: predict_all() is inside the timed predict span.
+      b.who = "libtorch predictor: input '" + in.name + "'";
+      b.integer = in.element_type == "int64" || in.element_type == "int32" || in.element_type == "bool";
+      b.scalar_type = in.element_type == "int32" ? torch::kInt : in.element_type == "bool" ? torch::kBool : torch::kLong;
       b.dims.assign(in.dimensions.begin(), in.dimensions.end());
       // A text input's rows are cut or padded to pad_truncate.length tokens (xsp::TextBatcher).
       for (const ProcessingStep& s : in.steps)
@@ -242,12 +246,12 @@ class LibTorchPredictor final : public Predictor {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const InputBinding& b = inputs_[i];
       const Tensor& in = inputs[i];
-      const std::string who = "libtorch predictor: input '" + b.name + "'";
+      const std::string& who = b.who;
       check_input_batch(in, b.dims, who);
       if (in.shape[0] != inputs.front().shape[0])
         throw std::invalid_argument(who + ": batch of " + std::to_string(in.shape[0]) + ", input '" + inputs_[0].name +
                                     "' has " + std::to_string(inputs.front().shape[0]));
-      const bool want_int = b.element_type == "int64" || b.element_type == "int32" || b.element_type == "bool";
+      const bool want_int = b.integer;
       if (want_int != in.is_int())
         throw std::invalid_argument(who + ": element_type " + b.element_type + " needs " +
                                     (want_int ? "integer" : "float") + " values");
@@ -256,8 +260,7 @@ class LibTorchPredictor final : public Predictor {
                          ? torch::from_blob(const_cast<std::int64_t*>(in.int_data.data()), in.shape, torch::kLong)
                          : torch::from_blob(const_cast<float*>(in.data.data()), in.shape, torch::kFloat);
       if (device_.is_cuda()) x = x.to(device_, /*non_blocking=*/false);
-      if (b.element_type == "int32") x = x.to(torch::kInt);
-      else if (b.element_type == "bool") x = x.to(torch::kBool);
+      if (want_int && b.scalar_type != torch::kLong) x = x.to(b.scalar_type);
       else if (!want_int && dtype_ != torch::kFloat) x = x.to(dtype_);
       args.emplace_back(std::move(x));
     }
@@ -313,6 +316,9 @@ class LibTorchPredictor final : public Predictor {
   std::unique_ptr<LibTorchGenerator> generator_;  // generation models only; refers to module_
   struct InputBinding {
     std::string name, element_type;
+    std::string who;  // "libtorch predictor: input 'NAME'", for messages
+    bool integer = false;  // int64 | int32 | bool: fed from Tensor::int_data
+    c10::ScalarType scalar_type = torch::kLong;  // the integer type the model takes
     std::vector<std::int64_t> dims;  // per sample
   };
   std::vector<InputBinding> inputs_;  // the manifest's inputs, in order
