@@ -100,10 +100,23 @@ TEST(OfflineSweep, OptimalBatchFollowsTheA1RuleOnTheLatencyModel) {
   const std::string report = format_scenario_record(rec);
   EXPECT_NE(report.find("optimal batch size: " + std::to_string(picked)), std::string::npos) << report;
   EXPECT_NE(report.find("<- optimal"), std::string::npos) << report;
-  // A1 on the stored record reads the per-batch predict latencies and agrees.
+  // A1 on the stored record applies the same rule to the per-batch predict latencies (trimmed means), and agrees
+  // with the sweep whenever no step between batch sizes lies on different sides of the 5% threshold in the two
+  // measurements: the sweep's rates time whole offline queries, A1's single batches, and on a loaded machine (CI
+  // runs tests in parallel) a step near the threshold can fall either way in one of them.
+  std::vector<std::pair<int, double>> per_batch;
+  for (const RunRecord& run : rec.runs)
+    per_batch.emplace_back(run.batch_size, run.batch_size * 1e9 / run.stage_latency_ns.at(kStagePredict).trimmed_mean);
+  const auto a1_pick = optimal_batch_size(per_batch);
+  ASSERT_TRUE(a1_pick.has_value());
   const Table a1 = a1_model_information(rec);
-  EXPECT_NE(a1.notes.back().find("optimal batch size: " + std::to_string(picked)), std::string::npos)
+  EXPECT_NE(a1.notes.back().find("optimal batch size: " + std::to_string(*a1_pick)), std::string::npos)
       << a1.notes.back();
+  bool steps_agree = true;
+  for (std::size_t i = 1; i < measured.size(); ++i)
+    steps_agree = steps_agree && (measured[i].second / measured[i - 1].second - 1 > 0.05) ==
+                                     (per_batch[i].second / per_batch[i - 1].second - 1 > 0.05);
+  if (steps_agree) EXPECT_EQ(*a1_pick, picked);
 }
 
 TEST(OfflineSweep, LatencyBoundPicksTheLargestBatchWithinIt) {
