@@ -17,14 +17,14 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DXSP_BUILD_TESTS=OFF -DXSP_BUILD_BENCH=OFF -DXSP_WITH_LIBTORCH=OFF -DXSP_WITH_OPENCV_DNN=OFF \
   -DXSP_WITH_ONNXRUNTIME=OFF -DXSP_WITH_CUPTI=OFF -DXSP_WITH_OPENCV=OFF > $log_build 2>&1 ||
   { tail -30 $log_build; exit 1; }
-targets=(semver manifest ceilings record)
+targets=(semver manifest ceilings record request)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >> $log_build 2>&1 ||
   { grep -E "error" $log_build | head -30; exit 1; }
 
 # Seeds: what these parsers read in real use.
 seeds=build-fuzz/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{semver,manifest,ceilings,record} build-fuzz/artifacts
+mkdir -p "$seeds"/{semver,manifest,ceilings,record,request} build-fuzz/artifacts
 for m in models/*.yaml tests/fixtures/manifests/*.yaml; do cp "$m" "$seeds/manifest/"; done
 i=0
 for m in models/*.yaml; do
@@ -33,6 +33,7 @@ for m in models/*.yaml; do
   printf '%s\n%s' "$v" "${c:->=1.0}" > "$seeds/semver/$((i++))"
 done
 cp tests/fixtures/counters/ceilings_h200.json "$seeds/ceilings/"
+cp tests/fixtures/requests/*.json "$seeds/request/"
 cp tests/fixtures/gpu/two_streams_h100.xspt "$seeds/record/"
 for db in tests/fixtures/gpu/resnet18_bs1_kernel_h200.db tests/fixtures/counters/resnet18_bs1_hardware_h200.db \
           tests/fixtures/stability/zoo_kernel_leveled_h100.db; do

@@ -6,6 +6,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libzstd-dev libssl-dev
   libopencv-dev
+  libstb-dev                          # stb_image: an input image's size read from its header, refused before decoding
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev python3-torch python3-torchvision
   python3-onnx python3-sklearn
@@ -15,6 +16,7 @@ packages=(
   clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
   chromium                            # tests/browser: the HTML report and web UI in a real, headless browser
   libcpp-httplib-dev                  # `xsp serve`: the HTTP server (docs/server.md); without it XSP builds without serve
+  wrk                                 # bench/server_load.sh (CTest server_load): the server under load and slow clients
   libpqxx-dev                         # the PostgreSQL store and job queue (docs/deploy.md); without it SQLite only
   postgresql-15                       # tests/pg: a throw-away PostgreSQL server the tests start as a non-root user
   sentencepiece libsentencepiece-dev  # GPT-2's tokenizer: spm_train (scripts/export_zoo.py) and the C++ tokenizer

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -321,7 +322,44 @@ nlohmann::json to_json(const MachineCeilings& m) {
           {"measured_at", m.measured_at}, {"clocks_note", m.clocks_note}, {"ceilings", cs}};
 }
 
-MachineCeilings machine_ceilings_from_json(const nlohmann::json& j) {
+namespace {
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_utc_time(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SSZ, exactly 20 characters.
+  static constexpr std::string_view kShape = "0000-00-00T00:00:00Z";
+  if (text.size() != kShape.size()) return std::nullopt;
+  for (std::size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (kShape[i] == '0' ? !digit : text[i] != kShape[i]) return std::nullopt;
+  }
+  const auto number = [&](std::size_t at, std::size_t n) {
+    int v = 0;
+    for (std::size_t i = at; i < at + n; ++i) v = v * 10 + (text[i] - '0');
+    return v;
+  };
+  const int year = number(0, 4), month = number(5, 2), day = number(8, 2);
+  const int hour = number(11, 2), minute = number(14, 2), second = number(17, 2);
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return std::nullopt;
+  static constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) return std::nullopt;
+  return days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600 +
+         minute * 60 + second;
+}
+
+MachineCeilings machine_ceilings_from_json(const nlohmann::json& j, std::chrono::system_clock::time_point now) {
   auto fail = [](const std::string& field, const std::string& what) {
     throw std::invalid_argument("machine ceilings JSON: " + field + ": " + what);
   };
@@ -342,6 +380,24 @@ MachineCeilings machine_ceilings_from_json(const nlohmann::json& j) {
   m.gpu_name = str(j, "gpu_name", true, "");
   m.gpu_uuid = str(j, "gpu_uuid", false, "");
   m.measured_at = str(j, "measured_at", true, "");
+  // The store picks the latest measurement by comparing measured_at as text: a value that is not this exact form
+  // ("9999") or lies in the future would win over every later measurement for ever.
+  const auto shown = [&] {
+    return "'" + (m.measured_at.size() > 60 ? m.measured_at.substr(0, 60) + "...' (" +
+                                                  std::to_string(m.measured_at.size()) + " characters)"
+                                            : m.measured_at + "'");
+  };
+  const std::optional<std::int64_t> at = parse_utc_time(m.measured_at);
+  if (!at)
+    fail("measured_at", "expected an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ (a real date and time), got " + shown());
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  if (*at > now_s + 86400) {
+    const std::time_t t = static_cast<std::time_t>(now_s);
+    std::tm tm{};
+    char buf[32] = "?";
+    if (gmtime_r(&t, &tm) != nullptr) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fail("measured_at", "expected a time at most a day after now (" + std::string(buf) + "), got " + shown());
+  }
   m.clocks_note = str(j, "clocks_note", false, "");
   auto cs = j.find("ceilings");
   if (cs == j.end() || !cs->is_array()) fail("ceilings", "missing (expected an array of {name, value, unit, method})");

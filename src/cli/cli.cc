@@ -169,6 +169,14 @@ int run_cli(int argc, const char* const* argv, const CliEnvironment& env) {
     return report(e, kExitIo);
   } catch (const std::filesystem::filesystem_error& e) {
     return report(e, kExitIo);
+  } catch (const std::bad_alloc&) {
+    // evaluate() names the request that asked for too much; what is left is reading (a store, a trace, a file) more
+    // than this machine holds: say which command, with what it was given.
+    std::string args;
+    for (int i = 1; i < argc; ++i) args += std::string(" ") + argv[i];
+    std::cerr << "xsp: error: out of memory running `xsp" << args << "`: what it reads or builds does not fit in "
+              << "this machine's memory\n";
+    return kExitFailure;
   } catch (const std::exception& e) {
     return report(e, kExitFailure);
   }

@@ -88,6 +88,11 @@ int run_submit(Globals& g, SubmitArgs& a) {
   s.constraints.device = a.request.device;
   s.constraints.framework = a.request.framework;
   s.constraints.min_gpu_memory_bytes = static_cast<std::uint64_t>(std::llround(a.min_gpu_memory_gib * (1ull << 30)));
+  try {
+    validate_fields(s.request);  // as `xsp evaluate` does, before the job is queued (and before connecting)
+  } catch (const RequestError& e) {
+    throw flag_error(e);
+  }
   auto jobs = open_jobs(g);
   std::int64_t id = 0;
   try {
@@ -271,6 +276,10 @@ void add_agent(CLI::App& app, Globals& g, Commands& out) {
   };
   auto a = std::make_shared<Args>();
   sub->add_option("--name", a->o.name, "name shown by `xsp agents` (default: the hostname)");
+  sub->add_option("--data-dir", a->o.data_dirs,
+                  "a folder jobs may read inputs and prompts from, besides the zoo and the default images (repeat "
+                  "for more); a job naming any other file is refused")
+      ->check(CLI::ExistingDirectory);
   sub->add_option("--lease-s", a->lease_s,
                   "a claimed job stays this agent's this long past each renewal (renewed every third of it); a job "
                   "whose agent dies is queued again after it")

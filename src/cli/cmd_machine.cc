@@ -28,13 +28,16 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
     } catch (const std::exception& e) {
       throw std::runtime_error(import_file + ": not JSON: " + e.what());
     }
-    try {
-      if (j.is_array())
-        for (const auto& e : j) shown.push_back(machine_ceilings_from_json(e));
-      else
-        shown.push_back(machine_ceilings_from_json(j));
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(import_file + ": " + e.what());
+    // Every entry is checked before anything is stored; a bad one is named by its index in the file (0 for a file
+    // holding one object).
+    const std::vector<nlohmann::json> entries = j.is_array() ? j.get<std::vector<nlohmann::json>>()
+                                                             : std::vector<nlohmann::json>{j};
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      try {
+        shown.push_back(machine_ceilings_from_json(entries[i]));
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(import_file + ": entry " + std::to_string(i) + ": " + e.what());
+      }
     }
     auto store = open_store(g);
     for (const auto& m : shown) store->save_ceilings(m);

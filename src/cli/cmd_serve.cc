@@ -1,4 +1,5 @@
 // xsp serve: the REST API of docs/server.md over the store and evaluate(), until SIGINT/SIGTERM.
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -20,6 +21,10 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
     int port = 8080;
     std::uint64_t max_body_bytes = 1 << 20;
     std::uint64_t threads = 16;
+    std::vector<std::string> allowed_hosts;
+    std::vector<std::string> data_dirs;
+    double request_timeout_s = 10;
+    std::uint64_t max_connections = 512, max_connections_per_client = 64;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("--host", a->host,
@@ -31,9 +36,27 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--max-body-bytes", a->max_body_bytes, "larger request bodies get 413")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
-  sub->add_option("--threads", a->threads, "HTTP worker threads (one per connection being served)")
+  sub->add_option("--threads", a->threads, "HTTP worker threads: requests handled at once (slow clients hold none)")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1024}));
+  sub->add_option("--allowed-host", a->allowed_hosts,
+                  "a host name the server answers to besides IP addresses, localhost and this machine's name, e.g. "
+                  "the public name of a TLS proxy in front of it (repeat for more); other names get 421");
+  sub->add_option("--data-dir", a->data_dirs,
+                  "a folder submitted requests may read images and prompts from, besides the zoo and the default "
+                  "images (repeat for more); a request naming any other file is refused")
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--request-timeout-s", a->request_timeout_s,
+                  "a request must arrive whole (headers and body) within this time of its first byte, else 408")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
+  sub->add_option("--max-connections", a->max_connections, "open connections at once; more get 503")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100000}));
+  sub->add_option("--max-connections-per-client", a->max_connections_per_client,
+                  "open connections per client address; more get 429")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100000}));
   sub->add_option("--static-dir", a->static_dir, "folder served under /ui/ (the web UI's files)")
       ->check(CLI::ExistingDirectory);
   out.push_back({sub, [&g, a]() -> int {
@@ -54,6 +77,11 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
                    o.default_images_dir = default_images();
                    o.max_body_bytes = a->max_body_bytes;
                    o.threads = a->threads;
+                   o.allowed_hosts = a->allowed_hosts;
+                   for (const auto& d : a->data_dirs) o.data_dirs.emplace_back(d);
+                   o.request_timeout = std::chrono::milliseconds(std::llround(a->request_timeout_s * 1000));
+                   o.max_connections = a->max_connections;
+                   o.max_connections_per_client = a->max_connections_per_client;
                    o.static_dir = a->static_dir;
                    o.clock = g.env.clock;
                    o.record_machine_state = g.env.record_machine_state;

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "format.h"
+#include "json_fields.h"
 #include "xsp/eval/accuracy.h"
 #include "xsp/eval/scenario_runner.h"
 #include "xsp/loadgen/loadgen.h"
@@ -42,12 +43,7 @@ std::string join(const std::vector<std::string>& items) {
 
 template <typename T>
 void read(const nlohmann::json& j, const char* key, T& field, const std::string& path, const char* expected) {
-  if (!j.contains(key) || j[key].is_null()) return;
-  try {
-    j.at(key).get_to(field);
-  } catch (const nlohmann::json::exception&) {
-    reject(path + key, std::string("expected ") + expected + ", got " + j.at(key).dump());
-  }
+  detail::read_field(j, key, field, path, expected);
 }
 
 // An optional scenario field: absent or null leaves it unset.
@@ -75,6 +71,9 @@ nlohmann::json scenario_json(const ScenarioRequest& s) {
 
 ScenarioRequest scenario_from_json(const nlohmann::json& j) {
   if (!j.is_object()) reject("scenario", "expected an object, got " + j.dump());
+  detail::reject_unknown_keys(j, {"scenario", "min_queries", "target_qps", "samples_per_query", "percentile",
+                                  "find_peak_qps", "sweep_batch_sizes", "latency_bound_ms", "max_batch", "trace_tail"},
+                              "scenario.");
   ScenarioRequest s;
   read(j, "scenario", s.scenario, "scenario.", "a scenario name");
   read(j, "min_queries", s.min_queries, "scenario.", "an integer >= 1");
@@ -111,6 +110,9 @@ TokenRange token_range(const nlohmann::json& j, const char* key) {
 
 GenerationRequest generation_from_json(const nlohmann::json& j) {
   if (!j.is_object()) reject("generation", "expected an object, got " + j.dump());
+  detail::reject_unknown_keys(j, {"prompt_tokens", "output_tokens", "prompts_file", "ttft_bound_ms", "tpot_bound_ms",
+                                  "tail_steps"},
+                              "generation.");
   GenerationRequest g;
   if (j.contains("prompt_tokens") && !j["prompt_tokens"].is_null()) g.prompt_tokens = token_range(j, "prompt_tokens");
   if (j.contains("output_tokens") && !j["output_tokens"].is_null()) g.output_tokens = token_range(j, "output_tokens");
@@ -125,14 +127,65 @@ GenerationRequest generation_from_json(const nlohmann::json& j) {
 
 // ---- validation -------------------------------------------------------------------------------------------------
 
+namespace fs = std::filesystem;
+
+// `p` lies within `root` (both absolute and normalized), compared component by component.
+bool within(const fs::path& p, fs::path root) {
+  if (!root.empty() && root.filename().empty()) root = root.parent_path();  // "/data/" -> "/data"
+  auto r = root.begin();
+  auto x = p.begin();
+  for (; r != root.end(); ++r, ++x)
+    if (x == p.end() || *x != *r) return false;
+  return true;
+}
+
+std::string roots_text(const std::vector<fs::path>& roots) {
+  std::string out;
+  for (const auto& r : roots) out += (out.empty() ? "" : ", ") + r.string();
+  return out.empty() ? "none" : out;
+}
+
+// EvaluationContext::confine_to: `file` (as the request or the manifest names it) must lie in one of the folders,
+// without ".." and after following symbolic links. The lexical test comes first and answers the same whether the
+// file exists or not, so a refusal tells nothing about files outside.
+void confine(const EvaluationContext& context, const fs::path& file, const std::string& field, const std::string& what) {
+  if (!context.confine_to) return;
+  const std::vector<fs::path>& roots = *context.confine_to;
+  for (const auto& part : file)
+    if (part == "..")
+      reject(field, what + " without '..' (a submitted request may only name files inside " + roots_text(roots) +
+                        "), got '" + file.string() + "'");
+  std::error_code ec;
+  const fs::path abs = fs::absolute(file, ec).lexically_normal();
+  bool inside = false, real_inside = false;
+  const fs::path real = fs::weakly_canonical(abs, ec);  // follows the links of the part that exists
+  for (const auto& root : roots) {
+    const fs::path root_abs = fs::absolute(root, ec).lexically_normal();
+    std::error_code ec2;
+    const fs::path root_real = fs::weakly_canonical(root_abs, ec2);
+    inside = inside || within(abs, root_abs) || (!ec2 && within(abs, root_real));
+    real_inside = real_inside || (!ec2 && within(real, root_real));
+  }
+  if (!inside)
+    reject(field, what + " inside the folders this server or agent reads (" + roots_text(roots) + "; add one with "
+                         "--data-dir), got '" + file.string() + "'");
+  if (!real_inside)
+    reject(field, what + " inside " + roots_text(roots) + ", got '" + file.string() +
+                      "', which a symbolic link leads out of them");
+}
+
+// The memory one batch tensor may take on this machine: half its physical memory (the batch is built on the host for
+// either device, and the model, its activations and the runtime need the rest). 0 when unknown.
+std::uint64_t host_batch_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
+}
+
+
 void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Predictor& predictor) {
   const ScenarioRequest& s = *r.scenario;
-  loadgen::Scenario scenario;
-  try {
-    scenario = loadgen::parse_scenario(s.scenario);
-  } catch (const std::invalid_argument&) {
-    reject("scenario.scenario", "expected single-stream, multi-stream, server or offline, got '" + s.scenario + "'");
-  }
+  const loadgen::Scenario scenario = loadgen::parse_scenario(s.scenario);  // validate_fields() checked the name
   if (r.trace_level > TraceLevel::kFramework)
     reject("trace_level", "model or framework with a scenario (tail-query traces), got " +
                               std::string(to_string(r.trace_level)));
@@ -140,32 +193,14 @@ void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Pre
   if (r.batch_sizes != std::vector<int>{1})
     reject("batch_sizes", "[1] with a scenario: it takes scenario.max_batch or scenario.sweep_batch_sizes");
   const int tail = s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0);
-  if (tail < 0) reject("scenario.trace_tail", "a number >= 0, got " + std::to_string(tail));
   if (r.trace_level == TraceLevel::kFramework && tail == 0)
     reject("scenario.trace_tail", ">= 1 with trace level framework (the framework level traces the tail queries), got 0");
   if (r.trace_level == TraceLevel::kFramework && predictor.framework_profiler() == nullptr)
     reject("trace_level", "model: " + predictor.framework_name() + " has no framework profiler");
   if (tail > 0 && scenario == loadgen::Scenario::kOffline)
     reject("scenario.trace_tail", "0 with offline (it has a single query), got " + std::to_string(tail));
-  if (!s.sweep_batch_sizes.empty() && scenario != loadgen::Scenario::kOffline)
-    reject("scenario.sweep_batch_sizes", "empty except for offline (other scenarios take scenario.max_batch)");
-  if (!s.sweep_batch_sizes.empty() && s.max_batch)
-    reject("scenario.max_batch", "unset with a batch-size sweep (either one max batch or a sweep, not both)");
-  for (int b : s.sweep_batch_sizes)
-    if (b < 1) reject("scenario.sweep_batch_sizes", "positive batch sizes, got " + std::to_string(b));
   if (r.measurement.min_duration_ms < 1)
     reject("measurement.min_duration_ms", "a positive number with a scenario, got " + number_text(r.measurement.min_duration_ms));
-  if (s.min_queries < 1) reject("scenario.min_queries", "a positive number, got 0");
-  if (!(s.target_qps > 0) || !std::isfinite(s.target_qps))
-    reject("scenario.target_qps", "a positive number, got " + number_text(s.target_qps));
-  if (s.latency_bound_ms && (!(*s.latency_bound_ms > 0) || !std::isfinite(*s.latency_bound_ms)))
-    reject("scenario.latency_bound_ms", "a positive number, got " + number_text(*s.latency_bound_ms));
-  if (s.samples_per_query < 1) reject("scenario.samples_per_query", "a positive number, got 0");
-  if (s.percentile != 0 && !(s.percentile > 0 && s.percentile < 100))
-    reject("scenario.percentile", "a number in (0, 100), got " + number_text(s.percentile));
-  if (s.max_batch && *s.max_batch < 1) reject("scenario.max_batch", "a positive number, got " + std::to_string(*s.max_batch));
-  if (s.find_peak_qps && scenario != loadgen::Scenario::kServer)
-    reject("scenario.find_peak_qps", "false except for server, got true with " + s.scenario);
   if (!manifest.inputs.empty() && manifest.inputs.front().type != "image" && !r.inputs.synthetic)
     reject("inputs.synthetic", "true: inputs of type '" + manifest.inputs.front().type + "' need synthetic inputs");
 }
@@ -181,7 +216,7 @@ const ProcessingStep* step_of(const Spec& spec, std::string_view op) {
 // The tokenizer of text input `in` (its tokenize step names a SentencePiece model and its checksum) into v.tokenizer,
 // and the texts of the prompts file: request.generation.prompts_file (--prompts), else the manifest's
 // attributes.prompts, verified against attributes.prompts_checksum (the file's path is then recorded in the request).
-std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in) {
+std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in, const EvaluationContext& context) {
   EvaluationRequest& r = v.request;
   const Manifest& m = v.manifest;
   const ProcessingStep* tok = step_of(in, "tokenize");
@@ -192,9 +227,12 @@ std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in) {
   namespace fs = std::filesystem;
   auto verified = [&](const std::string& relative, const std::string& checksum, const std::string& what) {
     const fs::path file = m.resolve(relative);
+    confine(context, file, "model", what + " of model " + m.name);
     std::string digest;
     try {
-      digest = "sha256:" + sha256_file(file);
+      digest = "sha256:" + sha256_file(file, context.interrupt);
+    } catch (const Interrupted&) {
+      throw;
     } catch (const std::exception& e) {
       reject("model", what + " " + file.string() + " of model " + m.name + " cannot be read (" + e.what() +
                           "); export it with scripts/export_zoo.py");
@@ -207,6 +245,8 @@ std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in) {
   try {
     v.tokenizer = Tokenizer::load(verified(tok->param("model"), tok->param("checksum"), "tokenizer model"));
   } catch (const RequestError&) {
+    throw;
+  } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
     reject("model", e.what());
@@ -229,7 +269,7 @@ std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in) {
 
 // Everything a generation evaluation needs before the model is loaded: scenario and levels, lengths against the
 // model's positions, the tokenizer and the prompts (read, checked and tokenized here, not after the warm-up).
-void validate_generation(ValidatedRequest& v) {
+void validate_generation(ValidatedRequest& v, const EvaluationContext& context) {
   EvaluationRequest& r = v.request;
   const Manifest& m = v.manifest;
   const GenerationRequest& g = r.generation;
@@ -237,22 +277,10 @@ void validate_generation(ValidatedRequest& v) {
   if (r.store_predictions) reject("store_predictions", "false for a generation model (sample outputs are kept)");
   if (r.trace_level == TraceLevel::kHardware)
     reject("trace_level", "model, framework or kernel for a generation model (no counter runs), got hardware");
-  if (g.tail_steps < 0) reject("generation.tail_steps", "a number >= 0, got " + std::to_string(g.tail_steps));
   if (r.scenario) {
     const std::string& name = r.scenario->scenario;
     if (name != "single-stream" && name != "server" && name != "offline")
       reject("scenario.scenario", "single-stream, server or offline for a generation model, got '" + name + "'");
-    if (r.scenario->min_queries < 1) reject("scenario.min_queries", "a positive number, got 0");
-    if (!(r.scenario->target_qps > 0) || !std::isfinite(r.scenario->target_qps))
-      reject("scenario.target_qps", "a positive number, got " + number_text(r.scenario->target_qps));
-    if (r.scenario->percentile != 0 && !(r.scenario->percentile > 0 && r.scenario->percentile < 100))
-      reject("scenario.percentile", "a number in (0, 100), got " + number_text(r.scenario->percentile));
-    if (name == "server") {
-      if (!(g.ttft_bound_ms > 0) || !std::isfinite(g.ttft_bound_ms))
-        reject("generation.ttft_bound_ms", "a positive number, got " + number_text(g.ttft_bound_ms));
-      if (!(g.tpot_bound_ms > 0) || !std::isfinite(g.tpot_bound_ms))
-        reject("generation.tpot_bound_ms", "a positive number, got " + number_text(g.tpot_bound_ms));
-    }
     if (name != "offline" && r.scenario->max_batch && *r.scenario->max_batch != 1)
       reject("scenario.max_batch", "1 for " + name + " generation (requests are served one at a time)");
   }
@@ -276,7 +304,7 @@ void validate_generation(ValidatedRequest& v) {
     reject("trace_level", e.what());
   }
   if (r.inputs.synthetic) return;
-  const std::vector<std::string> texts = load_texts(v, in);
+  const std::vector<std::string> texts = load_texts(v, in, context);
   const ProcessingStep* tok = step_of(in, "tokenize");
   const bool add_bos = tok->param("add_bos") == "true";
   try {
@@ -289,7 +317,7 @@ void validate_generation(ValidatedRequest& v) {
 
 // What a model of the task pipeline (detection, segmentation, text classification; xsp/pipeline/tasks.h) needs
 // before it is loaded: the batch sweep (no LoadGen scenario, no dataset), and a text model's tokenizer and texts.
-void validate_task(ValidatedRequest& v) {
+void validate_task(ValidatedRequest& v, const EvaluationContext& context) {
   EvaluationRequest& r = v.request;
   const Manifest& m = v.manifest;
   const std::string& type = m.outputs.front().type;
@@ -310,7 +338,7 @@ void validate_task(ValidatedRequest& v) {
   if (r.inputs.synthetic)
     reject("inputs.synthetic", "false: model " + m.name + " reads texts (its prompts file, or --prompts), not synthetic "
                                "inputs");
-  v.prompts = load_texts(v, *text);
+  v.prompts = load_texts(v, *text, context);
   try {
     (void)TextBatcher(m, *v.tokenizer);
   } catch (const std::invalid_argument& e) {
@@ -361,7 +389,7 @@ ScenarioOptions scenario_options(const ValidatedRequest& v) {
   o.synthetic = r.inputs.synthetic;
   o.inputs_dir = r.inputs.images_dir;
   o.skip_bad_inputs = r.inputs.skip_bad_inputs;
-  o.max_batch_bytes = r.max_batch_bytes;
+  o.max_batch_bytes = v.batch_bytes_limit;
   o.device = DeviceSpec{r.device, r.device_index, r.precision};
   o.trace_level = r.trace_level;
   o.trace_tail = static_cast<std::size_t>(s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0));
@@ -458,6 +486,10 @@ nlohmann::json to_json(const EvaluationRequest& r) {
 
 EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
   if (!j.is_object()) reject("request", "expected a JSON object, got " + j.dump());
+  detail::reject_unknown_keys(j, {"model", "framework", "device", "device_index", "batch_sizes", "trace_level",
+                                  "leveled", "measurement", "inputs", "max_batch_bytes", "store_predictions",
+                                  "counter_iterations", "cupti", "counters", "scenario", "precision", "generation"},
+                              "");
   EvaluationRequest r;
   read(j, "model", r.model, "", "a model name");
   read(j, "framework", r.framework, "", "a framework name");
@@ -474,6 +506,8 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
   if (j.contains("inputs")) {
     const auto& in = j["inputs"];
     if (!in.is_object()) reject("inputs", "expected an object, got " + in.dump());
+    detail::reject_unknown_keys(in, {"images_dir", "synthetic", "seed", "dataset", "accuracy", "skip_bad_inputs"},
+                                "inputs.");
     std::string dir;
     read(in, "images_dir", dir, "inputs.", "a folder");
     r.inputs.images_dir = dir;
@@ -500,29 +534,123 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
   return r;
 }
 
-ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context) {
-  ValidatedRequest v;
-  v.request = request;
-  EvaluationRequest& r = v.request;
+std::vector<std::filesystem::path> confinement_roots(const std::filesystem::path& zoo,
+                                                     const std::filesystem::path& default_images_dir,
+                                                     const std::vector<std::filesystem::path>& data_dirs) {
+  std::vector<std::filesystem::path> roots{zoo};
+  if (!default_images_dir.empty()) roots.push_back(default_images_dir);
+  roots.insert(roots.end(), data_dirs.begin(), data_dirs.end());
+  return roots;
+}
+
+void validate_fields(const EvaluationRequest& r) {
   if (r.model.empty()) reject("model", "a model name from the zoo (xsp models), got an empty name");
+  if (r.model.size() > 256) reject("model", "a model name of at most 256 characters, got " + std::to_string(r.model.size()));
   if (r.device != "cpu" && r.device != "cuda") reject("device", "cpu or cuda, got '" + r.device + "'");
-  if (r.device_index < 0) reject("device_index", "a number >= 0, got " + std::to_string(r.device_index));
+  if (r.device_index < 0 || r.device_index > 1023)
+    reject("device_index", "a number from 0 to 1023, got " + std::to_string(r.device_index));
   if (r.batch_sizes.empty()) reject("batch_sizes", "at least one batch size");
+  if (r.batch_sizes.size() > kMaxBatchSizes)
+    reject("batch_sizes", "at most " + std::to_string(kMaxBatchSizes) + " batch sizes, got " +
+                              std::to_string(r.batch_sizes.size()));
   for (int b : r.batch_sizes)
     if (b < 1 || b > (1 << 20)) reject("batch_sizes", "batch sizes from 1 to 1048576, got " + std::to_string(b));
   if (r.trace_level > TraceLevel::kFramework && r.device != "cuda")
     reject("trace_level", "model or framework on device cpu: level '" + std::string(to_string(r.trace_level)) +
                               "' traces GPU work, use device cuda");
-  if (r.trace_level > TraceLevel::kFramework && !have_device_profiler())
-    reject("trace_level", "model or framework: this build has no CUPTI profiler (CUDA toolkit not found at configure time)");
   validate(r.measurement);
-  if (r.counter_iterations < 1) reject("counter_iterations", "a number >= 1, got " + std::to_string(r.counter_iterations));
+  if (r.counter_iterations < 1 || r.counter_iterations > 1000)
+    reject("counter_iterations", "a number from 1 to 1000, got " + std::to_string(r.counter_iterations));
+  if (r.counters.max_ranges > kMaxCounterRanges)
+    reject("counters.max_ranges", "at most " + std::to_string(kMaxCounterRanges) + " ranges per pass, got " +
+                                      std::to_string(r.counters.max_ranges));
   if (r.inputs.accuracy && r.inputs.dataset.empty()) reject("inputs.accuracy", "a dataset (inputs.dataset) to score on");
   if (r.max_batch_bytes < 1 || r.max_batch_bytes > kMaxBatchBytesLimit)
     reject("max_batch_bytes", "a number of bytes from 1 to " + std::to_string(kMaxBatchBytesLimit) + ", got " +
                                   std::to_string(r.max_batch_bytes));
   if (r.inputs.skip_bad_inputs && (r.inputs.synthetic || !r.inputs.dataset.empty()))
     reject("inputs.skip_bad_inputs", "false with synthetic inputs or a dataset (only image files are screened)");
+  if (r.precision != "fp32" && r.precision != "fp16" && r.precision != "bf16")
+    reject("precision", "fp32, fp16 or bf16, got '" + r.precision + "'");
+  const GenerationRequest& g = r.generation;
+  if (g.tail_steps < 0 || g.tail_steps > 1000)
+    reject("generation.tail_steps", "a number from 0 to 1000, got " + std::to_string(g.tail_steps));
+  const double hour_ms = 3.6e6;
+  if (!(g.ttft_bound_ms > 0) || !std::isfinite(g.ttft_bound_ms) || g.ttft_bound_ms > hour_ms)
+    reject("generation.ttft_bound_ms", "a positive number of ms up to an hour, got " + number_text(g.ttft_bound_ms));
+  if (!(g.tpot_bound_ms > 0) || !std::isfinite(g.tpot_bound_ms) || g.tpot_bound_ms > hour_ms)
+    reject("generation.tpot_bound_ms", "a positive number of ms up to an hour, got " + number_text(g.tpot_bound_ms));
+  if (!r.scenario) return;
+  const ScenarioRequest& s = *r.scenario;
+  loadgen::Scenario scenario;
+  try {
+    scenario = loadgen::parse_scenario(s.scenario);
+  } catch (const std::invalid_argument&) {
+    reject("scenario.scenario", "expected single-stream, multi-stream, server or offline, got '" + s.scenario + "'");
+  }
+  if (s.min_queries < 1) reject("scenario.min_queries", "a positive number, got 0");
+  if (s.min_queries > kMaxPlannedQueries)
+    reject("scenario.min_queries", "at most " + std::to_string(kMaxPlannedQueries) + " queries, got " +
+                                       std::to_string(s.min_queries));
+  if (!(s.target_qps > 0) || !std::isfinite(s.target_qps))
+    reject("scenario.target_qps", "a positive number, got " + number_text(s.target_qps));
+  if (s.target_qps > kMaxTargetQps)
+    reject("scenario.target_qps", "at most " + number_text(kMaxTargetQps) + " queries per second, got " +
+                                      number_text(s.target_qps));
+  // LoadGen plans target_qps x min_duration queries (server) or samples (offline) up front: 24 bytes each.
+  const double planned = s.target_qps * r.measurement.min_duration_ms / 1000.0;
+  if ((scenario == loadgen::Scenario::kServer || scenario == loadgen::Scenario::kOffline) &&
+      planned > static_cast<double>(kMaxPlannedQueries))
+    reject("scenario.target_qps", "target_qps x measurement.min_duration_ms of at most " +
+                                      std::to_string(kMaxPlannedQueries) + " queries, got " + number_text(s.target_qps) +
+                                      " x " + number_text(r.measurement.min_duration_ms) + " ms = " + number_text(planned));
+  if (s.latency_bound_ms && (!(*s.latency_bound_ms > 0) || !std::isfinite(*s.latency_bound_ms) || *s.latency_bound_ms > hour_ms))
+    reject("scenario.latency_bound_ms", "a positive number of ms up to an hour, got " + number_text(*s.latency_bound_ms));
+  if (s.samples_per_query < 1) reject("scenario.samples_per_query", "a positive number, got 0");
+  if (s.samples_per_query > 10'000)
+    reject("scenario.samples_per_query", "at most 10000, got " + std::to_string(s.samples_per_query));
+  if (s.percentile != 0 && !(s.percentile > 0 && s.percentile < 100))
+    reject("scenario.percentile", "a number in (0, 100), got " + number_text(s.percentile));
+  if (s.max_batch && (*s.max_batch < 1 || *s.max_batch > (1 << 20)))
+    reject("scenario.max_batch", "a number from 1 to 1048576, got " + std::to_string(*s.max_batch));
+  if (s.trace_tail && (*s.trace_tail < 0 || *s.trace_tail > 1000))
+    reject("scenario.trace_tail", "a number from 0 to 1000, got " + std::to_string(*s.trace_tail));
+  if (s.find_peak_qps && scenario != loadgen::Scenario::kServer)
+    reject("scenario.find_peak_qps", "false except for server, got true with " + s.scenario);
+  if (!s.sweep_batch_sizes.empty() && scenario != loadgen::Scenario::kOffline)
+    reject("scenario.sweep_batch_sizes", "empty except for offline (other scenarios take scenario.max_batch)");
+  if (!s.sweep_batch_sizes.empty() && s.max_batch)
+    reject("scenario.max_batch", "unset with a batch-size sweep (either one max batch or a sweep, not both)");
+  if (s.sweep_batch_sizes.size() > kMaxBatchSizes)
+    reject("scenario.sweep_batch_sizes", "at most " + std::to_string(kMaxBatchSizes) + " batch sizes, got " +
+                                             std::to_string(s.sweep_batch_sizes.size()));
+  for (int b : s.sweep_batch_sizes)
+    if (b < 1 || b > (1 << 20))
+      reject("scenario.sweep_batch_sizes", "batch sizes from 1 to 1048576, got " + std::to_string(b));
+}
+
+ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context) {
+  validate_fields(request);
+  ValidatedRequest v;
+  v.request = request;
+  EvaluationRequest& r = v.request;
+  if (r.trace_level > TraceLevel::kFramework && !have_device_profiler())
+    reject("trace_level", "model or framework: this build has no CUPTI profiler (CUDA toolkit not found at configure time)");
+  // A batch larger than half of this machine's memory cannot be measured here, whatever max_batch_bytes allows.
+  const std::uint64_t host_limit = host_batch_memory_limit();
+  v.batch_bytes_limit = host_limit > 0 ? std::min(r.max_batch_bytes, host_limit) : r.max_batch_bytes;
+  if (context.confine_to) {
+    // Requests from other people may not make the server or an agent write files where they choose.
+    if (!r.cupti.dump_dir.empty())
+      reject("cupti.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), got '" +
+                                   r.cupti.dump_dir.string() + "'");
+    if (!r.counters.dump_dir.empty())
+      reject("counters.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), "
+                                  "got '" + r.counters.dump_dir.string() + "'");
+    if (!r.inputs.images_dir.empty()) confine(context, r.inputs.images_dir, "inputs.images_dir", "an images folder");
+    if (!r.generation.prompts_file.empty())
+      confine(context, r.generation.prompts_file, "generation.prompts_file", "a prompts file");
+  }
 
   // One bad manifest must not stop the evaluation of another model: it is a warning, unless it may be the model
   // asked for (find_model() then names the file and what is wrong with it).
@@ -555,13 +683,30 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   // The predictor says its framework's version; the model is loaded only by evaluate(), with this predictor.
   v.predictor = create_predictor(r.framework);
   Predictor* predictor = v.predictor.get();
-  if (!satisfies(predictor->framework_version(), graph->constraint))
-    reject("framework", "a version of " + r.framework + " satisfying " + graph->constraint + " (model " +
-                            v.manifest.name + "), this build has " + predictor->framework_version());
+  if (!satisfies(predictor->framework_version(), graph->constraint)) {
+    const std::string need = "a version of " + r.framework + " satisfying " + graph->constraint + " (model " +
+                             v.manifest.name + ", manifest " + v.manifest.path.string() + "), this build has " +
+                             predictor->framework_version();
+    // The user named no framework: the manifest's first was taken, so the model, not a flag, asks for it.
+    if (request.framework.empty())
+      reject("model", "a model whose first framework this build runs: " + need +
+                          (v.manifest.graphs.size() > 1 ? "; choose another of its frameworks (" +
+                                                              join(v.manifest.framework_names()) + ") with framework"
+                                                        : ""));
+    reject("framework", need);
+  }
+  if (context.confine_to) {
+    confine(context, v.manifest.resolved_graph_path(r.framework), "model", "the graph file of model " + v.manifest.name);
+    for (std::size_t i = 0; i < v.manifest.outputs.size(); ++i)
+      if (const fs::path labels = v.manifest.resolved_labels_path(i); !labels.empty())
+        confine(context, labels, "model", "the labels file of model " + v.manifest.name);
+  }
   if (r.trace_level > TraceLevel::kModel && predictor->framework_profiler() == nullptr && !r.scenario)
     reject("trace_level", "model: " + r.framework + " has no framework profiler");
   try {
-    verify_checksum(v.manifest, r.framework);
+    verify_checksum(v.manifest, r.framework, context.interrupt);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const std::exception& e) {
     reject("model", e.what());
   }
@@ -569,15 +714,17 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
     reject("precision", "one of model " + v.manifest.name + "'s precisions (" + join(v.manifest.precisions) +
                             ", manifest field 'precisions'), got '" + r.precision + "'");
   if (is_generation(v.manifest)) {
-    validate_generation(v);
+    validate_generation(v, context);
     return v;
   }
-  if (uses_task_pipeline(v.manifest)) validate_task(v);
+  if (uses_task_pipeline(v.manifest)) validate_task(v, context);
   if (!r.inputs.dataset.empty()) {
     try {
       // Read it whole now, not after the timed runs: a file whose checksum matches can still be unreadable here
       // (a different format version) or shaped for another input.
-      const LabeledDataset data = read_labeled_dataset(manifest_dataset_path(v.manifest, r.inputs.dataset));
+      const fs::path dataset_file = manifest_dataset_path(v.manifest, r.inputs.dataset);
+      confine(context, dataset_file, "inputs.dataset", "the dataset file of model " + v.manifest.name);
+      const LabeledDataset data = read_labeled_dataset(dataset_file);
       const auto& dims = v.manifest.inputs.front().dimensions;
       if (!std::equal(data.sample_shape.begin(), data.sample_shape.end(), dims.begin(), dims.end(),
                       [](auto a, auto b) { return static_cast<long>(a) == static_cast<long>(b); }))
@@ -600,11 +747,14 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   if (!r.inputs.synthetic && !text_model) {
     if (!v.manifest.inputs.empty() && v.manifest.inputs.front().type != "image")
       reject("inputs.synthetic", "true: inputs of type '" + v.manifest.inputs.front().type + "' need synthetic inputs");
+    std::vector<fs::path> images;
     try {
-      (void)list_images(r.inputs.images_dir);
+      images = list_images(r.inputs.images_dir);
     } catch (const std::exception& e) {
       reject("inputs.images_dir", e.what());
     }
+    // A link in an allowed folder may lead anywhere: each image must stay inside the folders too.
+    for (const fs::path& image : images) confine(context, image, "inputs.images_dir", "an image");
   }
   if (!r.scenario && !v.manifest.inputs.empty()) {
     // Before the model is loaded: a batch that cannot be allocated must not be found after minutes of warm-up.
@@ -612,10 +762,14 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
       std::vector<std::int64_t> shape{b};
       for (long d : v.manifest.inputs.front().dimensions) shape.push_back(d);
       try {
-        check_tensor_bytes(shape, r.max_batch_bytes, "batch size " + std::to_string(b) + " of " + v.manifest.name);
+        check_tensor_bytes(shape, v.batch_bytes_limit, "batch size " + std::to_string(b) + " of " + v.manifest.name);
       } catch (const std::invalid_argument& e) {
-        reject("batch_sizes", std::string("batch sizes whose batch fits in max_batch_bytes (raise it with "
-                                          "`xsp evaluate --max-batch-bytes`); ") + e.what());
+        reject("batch_sizes",
+               v.batch_bytes_limit < r.max_batch_bytes
+                   ? "batch sizes whose batch fits in half of this machine's memory (" +
+                         std::to_string(host_limit) + " bytes); " + e.what()
+                   : std::string("batch sizes whose batch fits in max_batch_bytes (raise it with "
+                                 "`xsp evaluate --max-batch-bytes`); ") + e.what());
       }
     }
   }
@@ -632,7 +786,9 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   return v;
 }
 
-EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationContext& context) {
+namespace {
+
+EvaluationRecord evaluate_unguarded(const EvaluationRequest& request, const EvaluationContext& context) {
   ValidatedRequest v = validate(request, context);
   const EvaluationRequest& r = v.request;
   spdlog::debug("evaluate {} on {} ({}), request {}", r.model, r.framework, r.device, to_json(r).dump());
@@ -673,7 +829,7 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     o.synthetic = r.inputs.synthetic;
     o.seed = r.inputs.seed;
     o.skip_bad_inputs = r.inputs.skip_bad_inputs;
-    o.max_batch_bytes = r.max_batch_bytes;
+    o.max_batch_bytes = v.batch_bytes_limit;
     o.texts = v.prompts;
     o.tokenizer = v.tokenizer ? &*v.tokenizer : nullptr;
     o.device = DeviceSpec{r.device, r.device_index, r.precision};
@@ -710,6 +866,22 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     }
   }
   return record;
+}
+
+}  // namespace
+
+EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationContext& context) {
+  try {
+    return evaluate_unguarded(request, context);
+  } catch (const std::bad_alloc&) {
+    // Whatever asked for the memory, the request is what sized it: name the request's sizes, not "std::bad_alloc".
+    std::string sizes;
+    for (int b : request.batch_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+    throw std::runtime_error("out of memory while evaluating model " + request.model + " at batch sizes " + sizes +
+                             (request.scenario ? " (scenario " + request.scenario->scenario + ")" : std::string()) +
+                             " on " + request.device + ": this machine could not allocate what the request needs; "
+                             "lower the batch sizes, max_batch_bytes or the scenario's sizes");
+  }
 }
 
 std::filesystem::path write_recovery_file(EvaluationRecord record, const std::vector<std::filesystem::path>& folders) {

@@ -32,7 +32,7 @@ int parse_count(std::string_view part, std::string_view whole) {
   return v;
 }
 
-struct Interrupted {
+struct StopSignal {
   int signal = 0;
 };
 
@@ -105,7 +105,7 @@ class GenerationRun {
   }
   void check_interrupt() const {
     if (o_.interrupt)
-      if (const int sig = o_.interrupt->load(); sig != 0) throw Interrupted{sig};
+      if (const int sig = o_.interrupt->load(); sig != 0) throw StopSignal{sig};
   }
   void wait_until(std::int64_t t) const {
     if (o_.wait_until) return o_.wait_until(t);
@@ -638,7 +638,7 @@ EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, 
         if (!sample.is_null()) record.settings["sample_outputs"][std::to_string(b) + "/" + run_name(level)] = sample;
       }
     }
-  } catch (const Interrupted& i) {
+  } catch (const StopSignal& i) {
     record.status = "incomplete";
     record.settings["interrupted"] = {{"signal", i.signal}, {"complete_runs", record.runs.size()}};
   }

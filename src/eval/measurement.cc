@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "format.h"
+#include "json_fields.h"
 #include "xsp/trace/trace.h"
 
 namespace xsp {
@@ -68,20 +69,26 @@ LevelOrder parse_level_order(std::string_view text) {
 }
 
 void validate(const MeasurementOptions& o) {
-  check(o.warmup_min_batches >= 0, "warmup_min_batches", "a number >= 0", o.warmup_min_batches);
-  check(o.warmup_min_ms >= 0 && std::isfinite(o.warmup_min_ms), "warmup_min_ms", "a number of ms >= 0", o.warmup_min_ms);
-  check(o.warmup_max_ms >= 0 && std::isfinite(o.warmup_max_ms), "warmup_max_ms", "a number of ms >= 0", o.warmup_max_ms);
-  check(o.warmup_block_ms >= 0 && std::isfinite(o.warmup_block_ms), "warmup_block_ms", "a number of ms >= 0",
-        o.warmup_block_ms);
-  check(o.min_batches >= 1, "min_batches", "a number >= 1", o.min_batches);
-  check(o.min_duration_ms >= 0 && std::isfinite(o.min_duration_ms), "min_duration_ms", "a number of ms >= 0",
-        o.min_duration_ms);
-  check(o.max_duration_ms >= 0 && std::isfinite(o.max_duration_ms), "max_duration_ms", "a number of ms >= 0",
-        o.max_duration_ms);
+  // Upper bounds: a day of measuring per level, and counts whose per-batch records stay within memory. Beyond
+  // them a value is a typo or an attempt to keep a shared server busy, not a measurement.
+  const double day_ms = static_cast<double>(kMaxMeasurementMs);
+  const std::string ms_range = "a number of ms from 0 to " + number_text(day_ms) + " (a day)";
+  const std::string batch_range = " to " + std::to_string(kMaxMeasurementBatches);
+  check(o.warmup_min_batches >= 0 && o.warmup_min_batches <= kMaxMeasurementBatches, "warmup_min_batches",
+        "a number from 0" + batch_range, o.warmup_min_batches);
+  auto duration = [&](double v) { return v >= 0 && std::isfinite(v) && v <= day_ms; };
+  check(duration(o.warmup_min_ms), "warmup_min_ms", ms_range, o.warmup_min_ms);
+  check(duration(o.warmup_max_ms), "warmup_max_ms", ms_range, o.warmup_max_ms);
+  check(duration(o.warmup_block_ms), "warmup_block_ms", ms_range, o.warmup_block_ms);
+  check(o.min_batches >= 1 && o.min_batches <= kMaxMeasurementBatches, "min_batches", "a number from 1" + batch_range,
+        o.min_batches);
+  check(duration(o.min_duration_ms), "min_duration_ms", ms_range, o.min_duration_ms);
+  check(duration(o.max_duration_ms), "max_duration_ms", ms_range, o.max_duration_ms);
   check(o.rule.windows >= 2 && o.rule.windows <= 100, "stability_windows", "a number from 2 to 100", o.rule.windows);
   check(o.rule.tolerance > 0 && o.rule.tolerance <= 1, "stability_tolerance", "a fraction in (0, 1]",
         o.rule.tolerance);
-  check(o.max_traced_batches >= 1, "max_traced_batches", "a number >= 1", o.max_traced_batches);
+  check(o.max_traced_batches >= 1 && o.max_traced_batches <= kMaxMeasurementBatches, "max_traced_batches",
+        "a number from 1" + batch_range, o.max_traced_batches);
 }
 
 nlohmann::json to_json(const MeasurementOptions& o) {
@@ -100,25 +107,22 @@ nlohmann::json to_json(const MeasurementOptions& o) {
 
 MeasurementOptions measurement_options_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw RequestError("measurement", "expected a JSON object, got " + j.dump());
+  detail::reject_unknown_keys(j, {"warmup_min_batches", "warmup_min_ms", "warmup_max_ms", "warmup_block_ms",
+                                  "min_batches", "min_duration_ms", "max_duration_ms", "stability_windows",
+                                  "stability_tolerance", "level_order", "max_traced_batches"},
+                              "measurement.");
   MeasurementOptions o;
-  auto read = [&](const char* key, auto& field) {
-    if (!j.contains(key)) return;
-    try {
-      j.at(key).get_to(field);
-    } catch (const nlohmann::json::exception&) {
-      throw RequestError(std::string("measurement.") + key, "expected a number, got " + j.at(key).dump());
-    }
-  };
-  read("warmup_min_batches", o.warmup_min_batches);
-  read("warmup_min_ms", o.warmup_min_ms);
-  read("warmup_max_ms", o.warmup_max_ms);
-  read("warmup_block_ms", o.warmup_block_ms);
-  read("min_batches", o.min_batches);
-  read("min_duration_ms", o.min_duration_ms);
-  read("max_duration_ms", o.max_duration_ms);
-  read("stability_windows", o.rule.windows);
-  read("stability_tolerance", o.rule.tolerance);
-  read("max_traced_batches", o.max_traced_batches);
+  const std::string prefix = "measurement.";
+  detail::read_field(j, "warmup_min_batches", o.warmup_min_batches, prefix, "an integer");
+  detail::read_field(j, "warmup_min_ms", o.warmup_min_ms, prefix, "a number");
+  detail::read_field(j, "warmup_max_ms", o.warmup_max_ms, prefix, "a number");
+  detail::read_field(j, "warmup_block_ms", o.warmup_block_ms, prefix, "a number");
+  detail::read_field(j, "min_batches", o.min_batches, prefix, "an integer");
+  detail::read_field(j, "min_duration_ms", o.min_duration_ms, prefix, "a number");
+  detail::read_field(j, "max_duration_ms", o.max_duration_ms, prefix, "a number");
+  detail::read_field(j, "stability_windows", o.rule.windows, prefix, "an integer");
+  detail::read_field(j, "stability_tolerance", o.rule.tolerance, prefix, "a number");
+  detail::read_field(j, "max_traced_batches", o.max_traced_batches, prefix, "an integer");
   if (j.contains("level_order")) {
     if (!j["level_order"].is_string())
       throw RequestError("measurement.level_order", "expected interleaved or sequential, got " + j["level_order"].dump());

@@ -121,7 +121,7 @@ std::string percent(double fraction) {
 
 // One trace level's state during a phase: the run being built (when `stored`) or a baseline's blocks.
 // Thrown before a batch when EvaluationOptions::interrupt holds a signal number.
-struct Interrupted {
+struct StopSignal {
   int signal = 0;
 };
 
@@ -311,7 +311,7 @@ class PhaseExecutor final : public BlockExecutor {
   double run_batch(std::size_t l, bool warmup) override {
     if (const int sig = interrupt_signal(ctx_.options); sig != 0) {
       end_block(l, warmup);  // profilers off before the phase is abandoned
-      throw Interrupted{sig};
+      throw StopSignal{sig};
     }
     LevelSlot& slot = *slots_[l];
     // Warm-up batches are recorded into a recorder that is thrown away: the profilers run as in a measured
@@ -671,7 +671,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
     // Counter runs: a fixed number of batches; their timings are never used (SPEC §3).
     if (hardware) {
       for (int b : options.batch_sizes) {
-        if (const int sig = interrupt_signal(options); sig != 0) throw Interrupted{sig};
+        if (const int sig = interrupt_signal(options); sig != 0) throw StopSignal{sig};
         LevelSlot& slot = slot_of(b, TraceLevel::kHardware);
         auto monitor = new_monitor(options);
         const std::int64_t w0 = ctx.clock.now_ns();
@@ -727,7 +727,7 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
         }
       }
     }
-  } catch (const Interrupted& i) {
+  } catch (const StopSignal& i) {
     interrupted = i.signal;
   }
 

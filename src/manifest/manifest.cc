@@ -9,12 +9,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "xsp/manifest/files.h"
 #include "xsp/manifest/semver.h"
 
 namespace xsp {
@@ -147,6 +147,34 @@ class Parser {
       fail(n, path, "expected at most " + std::to_string(max_length) + " characters, got " +
                         std::to_string(n.Scalar().size()) + " (" + shown(n.Scalar()) + ")");
     return n.Scalar();
+  }
+
+  // A file path (graph_path, labels, tokenize/detokenize model, attributes.prompts, attributes.dataset_path): a
+  // non-empty string that can be a path on Linux, so that later file-system calls on it fail as "no such file"
+  // rather than with ENAMETOOLONG or a silently cut name: no NUL byte, no component longer than NAME_MAX (255
+  // bytes), at most PATH_MAX (4096) bytes as written and once resolved against the manifest's folder.
+  std::string path_of(const YAML::Node& n, const std::string& path, bool allow_empty = false) const {
+    const std::string v = string_of(n, path, limits::kMaxPathLength, allow_empty);
+    if (const auto nul = v.find('\0'); nul != std::string::npos)
+      fail(n, path, "expected a file path without NUL bytes, got one at byte " + std::to_string(nul + 1) + " of " +
+                        shown(v));
+    for (std::size_t start = 0; start <= v.size();) {
+      std::size_t end = v.find('/', start);
+      if (end == std::string::npos) end = v.size();
+      if (end - start > limits::kMaxPathComponentLength)
+        fail(n, path, "expected a file path whose names between '/' have at most " +
+                          std::to_string(limits::kMaxPathComponentLength) + " bytes (NAME_MAX), got one of " +
+                          std::to_string(end - start) + " bytes: " + shown(v.substr(start, end - start)));
+      start = end + 1;
+    }
+    if (v.find("://") == std::string::npos && !v.empty() && v.front() != '/') {
+      const std::string resolved = (std::filesystem::path(file_).parent_path() / v).lexically_normal().string();
+      if (resolved.size() > limits::kMaxPathLength)
+        fail(n, path, "expected a file path of at most " + std::to_string(limits::kMaxPathLength) +
+                          " bytes (PATH_MAX) once resolved against the manifest's folder, got " +
+                          std::to_string(resolved.size()) + " bytes (" + shown(resolved) + ")");
+    }
+    return v;
   }
 
   std::string one_of(const YAML::Node& n, const std::string& path, const std::vector<std::string>& choices) const {
@@ -308,7 +336,7 @@ class Parser {
         check_map(p, at, {"model", "checksum", "add_bos", "add_eos"});
       else
         check_map(p, at, {"model", "checksum"});
-      s.params["model"] = string_of(required(p, "model", at + ".model"), at + ".model", limits::kMaxPathLength);
+      s.params["model"] = path_of(required(p, "model", at + ".model"), at + ".model");
       s.params["checksum"] = checksum(required(p, "checksum", at + ".checksum"), at + ".checksum");
       if (s.op == "tokenize")
         for (const char* flag : {"add_bos", "add_eos"})
@@ -533,7 +561,7 @@ class Parser {
     if (n["labels"].IsDefined() && !n["labels"].IsNull()) {
       if (out.type == "generation")
         fail(n["labels"], path + ".labels", "an output of type generation has no labels (its tokens are text)");
-      out.labels = string_of(n["labels"], path + ".labels", limits::kMaxPathLength);
+      out.labels = path_of(n["labels"], path + ".labels");
     }
     const InputSpec* text = nullptr;
     if (out.type == "generation") {
@@ -611,8 +639,7 @@ class Parser {
             fail(e["name"], at + ".name", "duplicate framework '" + g.framework + "' (also at line " +
                                               std::to_string(other.line) + "); each framework has one graph");
         g.constraint = constraint(required(e, "version", at + ".version"), at + ".version");
-        g.graph_path =
-            string_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path", limits::kMaxPathLength);
+        g.graph_path = path_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path");
         g.checksum = checksum(required(e, "checksum", at + ".checksum"), at + ".checksum");
         m.graphs.push_back(std::move(g));
       }
@@ -625,8 +652,7 @@ class Parser {
       g.constraint = constraint(required(fw, "version", "framework.version"), "framework.version");
       const YAML::Node model = required(root, "model", "model");
       check_map(model, "model", {"graph_path", "checksum"});
-      g.graph_path = string_of(required(model, "graph_path", "model.graph_path"), "model.graph_path",
-                               limits::kMaxPathLength);
+      g.graph_path = path_of(required(model, "graph_path", "model.graph_path"), "model.graph_path");
       g.checksum = checksum(required(model, "checksum", "model.checksum"), "model.checksum");
       m.graphs.push_back(std::move(g));
     }
@@ -682,7 +708,9 @@ class Parser {
           fail(kv.first, "attributes", "expected keys of at most " + std::to_string(limits::kMaxNameLength) +
                                            " characters, got " + std::to_string(key.size()) + " (" + shown(key) + ")");
         // Attributes are free-form; nested values (e.g. accuracy tables) are kept as flow YAML text.
-        if (kv.second.IsScalar()) {
+        if (kv.second.IsScalar() && (key == "prompts" || key == "dataset_path")) {
+          m.attributes[key] = path_of(kv.second, "attributes." + key, true);  // files the evaluation reads
+        } else if (kv.second.IsScalar()) {
           m.attributes[key] = string_of(kv.second, "attributes." + key, limits::kMaxTextLength, true);
         } else if (!kv.second.IsNull()) {
           YAML::Emitter e;
@@ -797,17 +825,21 @@ namespace {
 // The text of a manifest file: at most manifest_limits::kMaxFileBytes (a manifest is a page of YAML; a larger file
 // is a mistake, and its text would be stored with every evaluation).
 std::string read_manifest_text(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ManifestError(file.string(), 0, "", "cannot read the manifest file");
-  std::string text(manifest_limits::kMaxFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) throw ManifestError(file.string(), 0, "", "read error in the manifest file");
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > manifest_limits::kMaxFileBytes)
-    throw ManifestError(file.string(), 0, "", "expected a manifest of at most " +
-                                                  std::to_string(manifest_limits::kMaxFileBytes) +
-                                                  " bytes, the file is larger");
-  return text;
+  try {
+    // A regular file only (a FIFO would block the open, /dev/zero is endless), read no further than its size.
+    RegularFile in(file, "the manifest file");
+    if (in.size() > manifest_limits::kMaxFileBytes)
+      throw ManifestError(file.string(), 0, "", "expected a manifest of at most " +
+                                                    std::to_string(manifest_limits::kMaxFileBytes) +
+                                                    " bytes, the file has " + std::to_string(in.size()));
+    std::string text(static_cast<std::size_t>(in.size()), '\0');
+    if (!text.empty()) in.read_exactly(text.data(), text.size(), "the manifest");
+    return text;
+  } catch (const ManifestError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ManifestError(file.string(), 0, "", e.what());  // "the manifest file is not a regular file (it is ...)"
+  }
 }
 
 // The model name an invalid manifest claims, when its YAML has a usable top-level `name` ("" otherwise).
@@ -951,19 +983,27 @@ const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& 
                            (names.empty() ? std::string("(none: the zoo is empty)") : join(names, ", ")));
 }
 
-std::string sha256_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + file.string() + " to compute its SHA-256");
+std::string sha256_file(const std::filesystem::path& file, const std::atomic<int>* interrupt) {
+  // Only a regular file, and only the bytes it had when opened: /dev/zero or a FIFO named as a graph or tokenizer
+  // would otherwise be hashed forever (issue 31).
+  RegularFile in(file, file.string());
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
     throw std::runtime_error("OpenSSL could not start a SHA-256 digest");
   std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(in.gcount())) != 1)
+  while (in.position() < in.size()) {
+    if (interrupt != nullptr && interrupt->load() != 0)
+      throw Interrupted("computing the SHA-256 of " + file.string() + " stopped after " +
+                        std::to_string(in.position()) + " of " + std::to_string(in.size()) +
+                        " bytes: the interrupt flag was set");
+    const std::size_t got = in.read(buf.data(), buf.size());
+    if (got == 0)
+      throw std::runtime_error("read error in " + file.string() + " while computing its SHA-256: the file shrank to " +
+                               std::to_string(in.position()) + " bytes while it was read (it had " +
+                               std::to_string(in.size()) + ")");
+    if (EVP_DigestUpdate(ctx.get(), buf.data(), got) != 1)
       throw std::runtime_error("OpenSSL SHA-256 update failed for " + file.string());
   }
-  if (in.bad()) throw std::runtime_error("read error in " + file.string() + " while computing its SHA-256");
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1)
@@ -977,11 +1017,13 @@ std::string sha256_file(const std::filesystem::path& file) {
   return out;
 }
 
-void verify_checksum(const Manifest& manifest, const std::string& framework) {
+void verify_checksum(const Manifest& manifest, const std::string& framework, const std::atomic<int>* interrupt) {
   const GraphSpec& graph = manifest.graph_for(framework);
   const auto file = manifest.resolved_graph_path(framework);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
+  // Missing: say how to export it. Anything else that is not a regular file (a folder, /dev/zero, a FIFO) is refused
+  // by sha256_file(), naming what it is.
+  if (!std::filesystem::exists(std::filesystem::status(file, ec)))
   {
     std::string cmd = "scripts/export_zoo.py --models " + file.stem().string();
     if (!file.parent_path().empty()) cmd += " --out " + file.parent_path().string();
@@ -989,7 +1031,7 @@ void verify_checksum(const Manifest& manifest, const std::string& framework) {
                              " (manifest " + manifest.path.string() + ") is missing; export it with `" + cmd +
                              "` (run by the python3 that has torch, e.g. /usr/bin/python3)");
   }
-  const std::string actual = "sha256:" + sha256_file(file);
+  const std::string actual = "sha256:" + sha256_file(file, interrupt);
   if (actual != graph.checksum)
     throw std::runtime_error("checksum mismatch for " + file.string() + " (framework " + framework +
                              "): manifest " + manifest.path.string() + " expects " + graph.checksum +

@@ -2,9 +2,10 @@
 #include "xsp/pipeline/dataset.h"
 
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <string>
+
+#include "xsp/manifest/files.h"
 
 namespace xsp {
 namespace {
@@ -14,10 +15,9 @@ constexpr char kMagic[8] = {'X', 'S', 'P', 'D', 'S', '1', '\0', '\0'};
 constexpr std::uint32_t kMaxRank = 8;
 constexpr std::uint64_t kMaxFeatures = std::uint64_t{1} << 32;
 
-std::uint32_t read_u32(std::ifstream& in, const std::filesystem::path& file, const std::string& field) {
+std::uint32_t read_u32(RegularFile& in, const std::filesystem::path& file, const std::string& field) {
   unsigned char b[4];
-  if (!in.read(reinterpret_cast<char*>(b), 4))
-    throw std::runtime_error(file.string() + ": truncated header (reading " + field + ")");
+  if (in.read(b, 4) != 4) throw std::runtime_error(file.string() + ": truncated header (reading " + field + ")");
   return std::uint32_t{b[0]} | std::uint32_t{b[1]} << 8 | std::uint32_t{b[2]} << 16 | std::uint32_t{b[3]} << 24;
 }
 
@@ -43,10 +43,10 @@ Tensor LabeledDataset::batch(std::size_t first, std::size_t n) const {
 }
 
 LabeledDataset read_labeled_dataset(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error(file.string() + ": cannot open dataset file");
+  // A regular file only, read no further than the size it had when opened (a manifest may name /dev/zero or a FIFO).
+  RegularFile in(file, "dataset file " + file.string());
   char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0)
+  if (in.read(magic, 8) != 8 || std::memcmp(magic, kMagic, 8) != 0)
     throw std::runtime_error(file.string() + ": not an XSP dataset file (magic is not \"XSPDS1\")");
   const std::uint32_t count = read_u32(in, file, "count");
   const std::uint32_t rank = read_u32(in, file, "rank");
@@ -62,18 +62,26 @@ LabeledDataset read_labeled_dataset(const std::filesystem::path& file) {
     if (per_sample * count > kMaxFeatures) throw std::runtime_error(file.string() + ": header too large (count x dims)");
     ds.sample_shape.push_back(d);
   }
+  // The header's count against the file's size, before allocating: a header claiming more samples than the file
+  // holds is truncated, one with bytes after the last sample has trailing bytes.
+  const std::uint64_t record_bytes = per_sample * sizeof(float) + sizeof(std::int32_t);
+  const std::uint64_t body = in.size() - in.position();
+  if (body / record_bytes < count)
+    throw std::runtime_error(file.string() + ": truncated at sample " + std::to_string(body / record_bytes) + " of " +
+                             std::to_string(count) + " (the header says " + std::to_string(count) + " samples of " +
+                             std::to_string(record_bytes) + " bytes, the file has " + std::to_string(body) +
+                             " bytes after the header)");
+  if (body > record_bytes * count)
+    throw std::runtime_error(file.string() + ": trailing bytes after " + std::to_string(count) + " samples (" +
+                             std::to_string(body - record_bytes * count) + " bytes)");
   ds.features.resize(per_sample * count);
   ds.labels.resize(count);
   for (std::uint32_t i = 0; i < count; ++i) {
     // Features then the label, both little-endian 4-byte values (the hosts XSP targets are little-endian).
-    if (!in.read(reinterpret_cast<char*>(ds.features.data() + i * per_sample),
-                 static_cast<std::streamsize>(per_sample * sizeof(float))) ||
-        !in.read(reinterpret_cast<char*>(&ds.labels[i]), sizeof(std::int32_t)))
-      throw std::runtime_error(file.string() + ": truncated at sample " + std::to_string(i) + " of " +
-                               std::to_string(count));
+    in.read_exactly(ds.features.data() + i * per_sample, static_cast<std::size_t>(per_sample * sizeof(float)),
+                    "sample " + std::to_string(i) + " of " + std::to_string(count));
+    in.read_exactly(&ds.labels[i], sizeof(std::int32_t), "the label of sample " + std::to_string(i));
   }
-  if (in.peek() != std::char_traits<char>::eof())
-    throw std::runtime_error(file.string() + ": trailing bytes after " + std::to_string(count) + " samples");
   return ds;
 }
 

@@ -1,9 +1,9 @@
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/manifest/files.h"
 #include "xsp/pipeline/tasks.h"
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #ifdef XSP_WITH_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -11,6 +11,9 @@
 #endif
 #include <random>
 #include <stdexcept>
+#ifdef XSP_WITH_STB
+#include <stb/stb_image.h>  // Debian's libstb-dev: the implementation is in libstb, this is the declarations only
+#endif
 
 namespace xsp {
 namespace {
@@ -66,7 +69,59 @@ int cv_interpolation(Interpolation i) {
 }
 #endif
 
+constexpr std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+#if defined(XSP_WITH_OPENCV) && defined(XSP_WITH_STB)
+// Refuses an image whose header gives more than kMaxImagePixels before anything decodes it: a 1 MB PNG of 32000x32000
+// pixels costs 3 GB in cv::imdecode before the decoded size can be checked (issue 31). stbi_info_from_memory reads
+// only the header of a JPEG (up to its frame header), a PNG (its IHDR chunk) or a BMP. An image whose header
+// stb_image cannot read is refused too, since its size could only be known by decoding it: another format under an
+// image extension, an arithmetic-coded JPEG, an RLE-compressed BMP.
+void check_image_header(const EncodedInput& input) {
+  if (input.bytes.size() > kMaxInputFileBytes)  // read_input()'s limit; stb_image takes the length as an int
+    throw std::runtime_error("input " + input.id + " has " + std::to_string(input.bytes.size()) + " bytes, more than the " +
+                             std::to_string(kMaxInputFileBytes) + " an input may have");
+  int width = 0, height = 0, components = 0;
+  if (stbi_info_from_memory(input.bytes.data(), static_cast<int>(input.bytes.size()), &width, &height, &components) !=
+      1) {
+    // stb_image refuses a PNG whose IHDR gives a side above 2^24 pixels or more than 2^30 bytes decoded, but its
+    // failure reason is then the last format it tried ("unknown image type"). Such a PNG is named by its size:
+    // width and height are the big-endian words at bytes 16 and 20, after the IHDR chunk's length and type (PNG
+    // spec §11.2.2).
+    const auto& b = input.bytes;
+    if (b.size() >= 24 && std::equal(kPngSignature, kPngSignature + 8, b.begin()) && b[12] == 'I' && b[13] == 'H' &&
+        b[14] == 'D' && b[15] == 'R') {
+      const auto be32 = [&](std::size_t at) {
+        return std::uint32_t{b[at]} << 24 | std::uint32_t{b[at + 1]} << 16 | std::uint32_t{b[at + 2]} << 8 |
+               std::uint32_t{b[at + 3]};
+      };
+      if (static_cast<std::uint64_t>(be32(16)) * be32(20) > static_cast<std::uint64_t>(kMaxImagePixels))
+        throw std::runtime_error("input " + input.id + ": its image header gives " + std::to_string(be32(16)) + "x" +
+                                 std::to_string(be32(20)) + " pixels, more than the " +
+                                 std::to_string(kMaxImagePixels) +
+                                 " an input image may have; refused from the header, before decoding");
+    }
+    const char* why = stbi_failure_reason();
+    throw std::runtime_error("cannot decode input " + input.id + " as an image: its header cannot be read (stb_image: " +
+                             (why != nullptr ? why : "no reason given") +
+                             "); inputs are JPEG (baseline or progressive), PNG or BMP (not RLE-compressed)");
+  }
+  if (static_cast<std::int64_t>(width) * height > kMaxImagePixels)
+    throw std::runtime_error("input " + input.id + ": its image header gives " + std::to_string(width) + "x" +
+                             std::to_string(height) + " pixels, more than the " + std::to_string(kMaxImagePixels) +
+                             " an input image may have; refused from the header, before decoding");
+}
+#endif
+
 }  // namespace
+
+bool have_image_header_check() {
+#if defined(XSP_WITH_OPENCV) && defined(XSP_WITH_STB)
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir) {
   std::error_code ec;
@@ -105,21 +160,15 @@ void check_tensor_bytes(const std::vector<std::int64_t>& shape, std::uint64_t ma
 }
 
 EncodedInput read_input(const std::filesystem::path& file) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    throw std::runtime_error("cannot read input " + file.string() + ": not a regular file");
-  const std::uintmax_t size = std::filesystem::file_size(file, ec);
-  if (ec) throw std::runtime_error("cannot read input " + file.string() + ": " + ec.message());
-  if (size == 0) throw std::runtime_error("input " + file.string() + " is empty (0 bytes)");
-  if (size > kMaxInputFileBytes)
-    throw std::runtime_error("input " + file.string() + " has " + std::to_string(size) + " bytes, more than the " +
+  RegularFile in(file, "input " + file.string());  // "input F is not a regular file (it is a FIFO (named pipe))"
+  if (in.size() == 0) throw std::runtime_error("input " + file.string() + " is empty (0 bytes)");
+  if (in.size() > kMaxInputFileBytes)
+    throw std::runtime_error("input " + file.string() + " has " + std::to_string(in.size()) + " bytes, more than the " +
                              std::to_string(kMaxInputFileBytes) + " an input may have");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read input " + file.string());
   EncodedInput input;
   input.id = file.filename().string();
-  input.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (input.bytes.size() != size) throw std::runtime_error("cannot read input " + file.string() + ": short read");
+  input.bytes.resize(static_cast<std::size_t>(in.size()));
+  in.read_exactly(input.bytes.data(), input.bytes.size(), "the image");
   return input;
 }
 
@@ -130,8 +179,7 @@ std::string truncation_problem(const std::vector<std::uint8_t>& bytes) {
     if (end < 4 || bytes[end - 2] != 0xFF || bytes[end - 1] != 0xD9)
       return "truncated JPEG: it does not end with the end-of-image marker FF D9";
   }
-  static constexpr std::uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (bytes.size() >= 8 && std::equal(kPng, kPng + 8, bytes.begin())) {
+  if (bytes.size() >= 8 && std::equal(kPngSignature, kPngSignature + 8, bytes.begin())) {
     static constexpr std::uint8_t kIend[4] = {'I', 'E', 'N', 'D'};
     // The IEND chunk: length 0, "IEND", 4 bytes of CRC.
     if (end < 8 + 12 || !std::equal(kIend, kIend + 4, bytes.begin() + static_cast<std::ptrdiff_t>(end - 8)))
@@ -182,6 +230,9 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
     if (input.bytes.empty()) throw std::runtime_error("input " + input.id + " is empty (0 bytes)");
     if (const std::string why = truncation_problem(input.bytes); !why.empty())
       throw std::runtime_error("input " + input.id + ": " + why);
+#ifdef XSP_WITH_STB
+    check_image_header(input);
+#endif
     cv::Mat raw(1, static_cast<int>(input.bytes.size()), CV_8UC1, const_cast<std::uint8_t*>(input.bytes.data()));
     cv::Mat image;
     try {
@@ -291,18 +342,15 @@ Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std
 
 std::vector<std::string> load_labels(const std::filesystem::path& file) {
   constexpr std::uintmax_t kMaxLabelsBytes = 64u << 20;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    throw std::runtime_error("labels file " + file.string() + " is not a regular file");
-  if (const auto size = std::filesystem::file_size(file, ec); ec || size > kMaxLabelsBytes)
-    throw std::runtime_error("labels file " + file.string() + ": " +
-                             (ec ? ec.message() : std::to_string(size) + " bytes, more than 64 MiB"));
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read labels file " + file.string());
+  const std::string bytes = read_regular_file(file, "labels file " + file.string(), kMaxLabelsBytes);
   std::vector<std::string> labels;
-  for (std::string line; std::getline(in, line);) {
+  for (std::size_t start = 0; start < bytes.size();) {
+    std::size_t end = bytes.find('\n', start);
+    if (end == std::string::npos) end = bytes.size();
+    std::string line = bytes.substr(start, end - start);
+    start = end + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    labels.push_back(line);
+    labels.push_back(std::move(line));
   }
   return labels;
 }

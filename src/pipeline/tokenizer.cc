@@ -1,7 +1,6 @@
 #include "xsp/pipeline/tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -10,6 +9,8 @@
 
 #include <cstdlib>
 #endif
+
+#include "xsp/manifest/files.h"
 
 namespace xsp {
 
@@ -124,14 +125,9 @@ struct Tokenizer::Impl {
 };
 
 Tokenizer Tokenizer::load(const std::filesystem::path& model_file) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(model_file, ec))
-    throw std::runtime_error("tokenizer " + quoted(model_file) +
-                             (std::filesystem::exists(model_file, ec) ? ": not a regular file" : ": no such file"));
-  // Read the bytes ourselves: SentencePiece's own file error does not say which file.
-  std::ifstream in(model_file, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("tokenizer " + quoted(model_file) + ": cannot read the file");
+  // Read the bytes ourselves: SentencePiece's own file error does not say which file, and it would read /dev/zero
+  // or a FIFO named by a manifest for ever (RegularFile refuses them before reading).
+  const std::string bytes = read_regular_file(model_file, "tokenizer " + quoted(model_file), kMaxTokenizerModelBytes);
   if (bytes.empty())
     throw std::runtime_error("tokenizer " + quoted(model_file) + ": empty file, not a SentencePiece model");
   const Shim& sp = shim();
@@ -213,20 +209,7 @@ const std::filesystem::path& Tokenizer::path() const { return impl_->path; }
 
 std::vector<std::string> load_prompts(const std::filesystem::path& file) {
   const std::string name = "prompt file " + quoted(file);
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    throw std::runtime_error(name + (std::filesystem::exists(file, ec) ? ": not a regular file" : ": no such file"));
-  const auto size = std::filesystem::file_size(file, ec);
-  if (ec) throw std::runtime_error(name + ": cannot read its size: " + ec.message());
-  if (size > kMaxPromptFileBytes)
-    throw std::runtime_error(name + ": " + std::to_string(size) + " bytes, more than the limit of " +
-                             std::to_string(kMaxPromptFileBytes));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error(name + ": cannot open the file");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error(name + ": cannot read the file");
-  if (bytes.size() > kMaxPromptFileBytes)  // grew since file_size()
-    throw std::runtime_error(name + ": more than the limit of " + std::to_string(kMaxPromptFileBytes) + " bytes");
+  const std::string bytes = read_regular_file(file, name, kMaxPromptFileBytes);
 
   std::vector<std::string> prompts;
   std::size_t line_no = 0;

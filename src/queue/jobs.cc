@@ -63,11 +63,55 @@ JobConstraints job_constraints_from_json(const nlohmann::json& j) {
       reject(key, "one of framework, framework_version, device, gpu_pattern, min_gpu_memory_bytes, host");
     if (!value.is_string()) reject(key, "a string, got " + value.dump());
     *field = value.get<std::string>();
+    if (field->size() > 256) reject(key, "at most 256 characters, got " + std::to_string(field->size()));
   }
   if (c.device != "cpu" && c.device != "cuda") reject("device", "cpu or cuda, got '" + c.device + "'");
   if (!c.framework_version.empty() && c.framework.empty())
     reject("framework_version", "a framework with it (a version alone names no framework)");
   return c;
+}
+
+JobSubmission job_submission_from_json(const nlohmann::json& body) {
+  if (!body.is_object())
+    throw RequestError("body", std::string("expected a JSON object (an EvaluationRequest or a job submission), got ") +
+                                   body.type_name());
+  JobSubmission s;
+  if (!body.contains("request")) {
+    s.request = evaluation_request_from_json(body);
+    validate_fields(s.request);
+    s.constraints = constraints_for(s.request);
+    return s;
+  }
+  for (const auto& item : body.items())
+    if (item.key() != "request" && item.key() != "constraints" && item.key() != "priority" &&
+        item.key() != "max_attempts")
+      throw RequestError(item.key(), "unknown key in a job submission; it has request, constraints, priority, "
+                                     "max_attempts");
+  if (!body["request"].is_object())
+    throw RequestError("request", std::string("expected an object (an EvaluationRequest), got ") +
+                                      body["request"].type_name());
+  try {
+    s.request = evaluation_request_from_json(body["request"]);
+    validate_fields(s.request);
+  } catch (const RequestError& e) {
+    throw RequestError("request." + e.field(), std::string(e.what()).substr(e.field().size() + 2));
+  }
+  s.constraints = body.contains("constraints") ? job_constraints_from_json(body["constraints"]) : constraints_for(s.request);
+  // An optional integer member in [lo, hi].
+  auto integer = [&](const char* key, int lo, int hi, int& out) {
+    const auto it = body.find(key);
+    if (it == body.end()) return;
+    const std::string expected = "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    if (!it->is_number_integer()) throw RequestError(key, expected + ", got " + it->dump());
+    // Unsigned values above INT64_MAX would read as negative through get<int64_t>().
+    const bool huge = it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
+    if (huge || it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
+      throw RequestError(key, expected + ", got " + it->dump());
+    out = static_cast<int>(it->get<std::int64_t>());
+  };
+  integer("priority", -1'000'000, 1'000'000, s.priority);
+  integer("max_attempts", 1, 100, s.max_attempts);
+  return s;
 }
 
 std::string glob_to_like(std::string_view pattern) {

@@ -24,9 +24,11 @@
 #include "xsp/analysis/table.h"
 #include "xsp/eval/measurement.h"
 #include "xsp/manifest/manifest.h"
+#include "http_front.h"
 #include "ui.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/queue/postgres_queue.h"
+#include "xsp/server/http_policy.h"
 #include "xsp/report/report.h"
 #include "xsp/store/store.h"
 #include "xsp/store/trace_export.h"
@@ -40,7 +42,7 @@ namespace fs = std::filesystem;
 constexpr const char* kPrefix = "/api/v1";
 constexpr std::size_t kMaxFilterText = 256;   // longer filter values are refused: no model name is that long
 constexpr std::int64_t kMaxLimit = 1000;      // evaluations per page
-constexpr std::size_t kMaxCompareIds = 16;
+constexpr std::size_t kMaxCompareIds = 8;
 
 /// What a handler throws for a 4xx/5xx answer; the dispatcher renders it as {"error": {...}}.
 struct HttpError {
@@ -49,9 +51,11 @@ struct HttpError {
   std::string field;
 };
 
+// Invalid UTF-8 (echoed from a query or body into a message) is replaced rather than thrown on: an answer always goes
+// out, and it is valid JSON.
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(2) + "\n", "application/json");
+  res.set_content(body.dump(2, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
 }
 
 json error_body(int status, const std::string& message, const std::string& field) {
@@ -162,7 +166,8 @@ json listing_json(const EvaluationListing& e) {
 
 json tables_json(const std::vector<Table>& tables) {
   json out = json::array();
-  for (const Table& t : merge_batch_tables(tables)) out.push_back(json::parse(to_json(t).dump()));
+  for (const Table& t : merge_batch_tables(tables))
+    out.push_back(json::parse(to_json(t).dump(-1, ' ', false, json::error_handler_t::replace)));
   return out;
 }
 
@@ -300,13 +305,6 @@ class ReadPool {
   std::vector<std::unique_ptr<Store>> idle_;
 };
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 }  // namespace
 
@@ -335,6 +333,7 @@ struct Server::Impl {
     std::string method;
     std::regex pattern;
     bool write;
+    bool heavy;  // loads whole evaluations and computes over them: ServerOptions::max_heavy_requests
     Handler handler;
   };
 
@@ -343,15 +342,33 @@ struct Server::Impl {
   ReadPool readers;
   std::shared_ptr<JobService> jobs;
   JobQueue* local_jobs = nullptr;  // the server's own queue (in `jobs`) when it runs submissions itself; else null
-  httplib::Server http;
+  detail::GuardedHttpServer http;
+  detail::HostNames host_names;
   std::vector<Route> routes;
   std::thread listener;
   int bound_port = -1;
   int listen_fd = -1;  // the listening socket, seen by the socket-options hook before httplib's listen()
-  std::atomic<std::uint64_t> temp_counter{0};
+  std::atomic<int> stopping{0};  // set by stop(): validation in a handler (hashing a big file) gives up
 
-  explicit Impl(ServerOptions o) : options(std::move(o)), readers(options.store) {}
+  static detail::FrontLimits front_limits(const ServerOptions& o) {
+    detail::FrontLimits l;
+    l.workers = o.threads;
+    l.max_body_bytes = o.max_body_bytes;
+    l.request_timeout = o.request_timeout;
+    l.idle_timeout = o.idle_timeout;
+    l.max_connections = o.max_connections;
+    l.max_connections_per_client = o.max_connections_per_client;
+    return l;
+  }
 
+  explicit Impl(ServerOptions o)
+      : options(std::move(o)),
+        readers(options.store),
+        http(front_limits(options)),
+        host_names(detail::server_host_names(options.host, options.allowed_hosts)) {}
+
+  // Requests come from other people: every file they name is confined to the zoo and the data folders, and
+  // validation stops when the server does.
   EvaluationContext context() const {
     EvaluationContext c;
     c.zoo = options.zoo;
@@ -359,12 +376,62 @@ struct Server::Impl {
     c.store = writer.get();
     c.clock = options.clock;
     c.record_machine_state = options.record_machine_state;
+    c.interrupt = &stopping;
+    c.confine_to = confinement_roots(options.zoo, options.default_images_dir, options.data_dirs);
     return c;
   }
 
-  void route(const std::string& method, const std::string& pattern, bool write, Handler h) {
-    routes.push_back({method, std::regex(std::string(kPrefix) + pattern), write, std::move(h)});
+  void route(const std::string& method, const std::string& pattern, bool write, Handler h, bool heavy = false) {
+    routes.push_back({method, std::regex(std::string(kPrefix) + pattern), write, heavy, std::move(h)});
   }
+
+  static std::optional<std::string> header(const httplib::Request& req, const char* name) {
+    if (!req.has_header(name)) return std::nullopt;
+    return req.get_header_value(name);
+  }
+
+  // At most max_heavy_requests run at once. Others wait for a slot, but only up to half of the workers may wait, so
+  // that listings keep workers to run on; beyond that, or after 30 s, the client is told to come back (503).
+  struct HeavyGate {
+    std::mutex mu;
+    std::condition_variable freed;
+    std::size_t running = 0, waiting = 0;
+  } heavy;
+
+  class HeavySlot {
+   public:
+    HeavySlot(HeavyGate& gate, std::size_t max_running, std::size_t max_waiting, httplib::Response& res)
+        : gate_(gate) {
+      std::unique_lock lock(gate_.mu);
+      if (gate_.running >= max_running) {
+        if (gate_.waiting >= max_waiting) refuse(max_running, res);
+        ++gate_.waiting;
+        const bool got = gate_.freed.wait_for(lock, std::chrono::seconds(30),
+                                              [&] { return gate_.running < max_running; });
+        --gate_.waiting;
+        if (!got) refuse(max_running, res);
+      }
+      ++gate_.running;
+    }
+    ~HeavySlot() {
+      {
+        std::lock_guard lock(gate_.mu);
+        --gate_.running;
+      }
+      gate_.freed.notify_one();
+    }
+    HeavySlot(const HeavySlot&) = delete;
+    HeavySlot& operator=(const HeavySlot&) = delete;
+
+   private:
+    [[noreturn]] static void refuse(std::size_t max_running, httplib::Response& res) {
+      res.set_header("Retry-After", "1");
+      throw HttpError{503, std::to_string(max_running) + " requests that load whole evaluations (analyses, compare, "
+                                                         "report, trace) are running and others wait: retry in a moment",
+                      ""};
+    }
+    HeavyGate& gate_;
+  };
 
   void authorize(const httplib::Request& req) const {
     if (options.token.empty()) return;
@@ -387,7 +454,14 @@ struct Server::Impl {
         if (!std::regex_match(req.path, m, r.pattern)) continue;
         allowed.insert(r.method);
         if (r.method != req.method) continue;
-        if (r.write) authorize(req);
+        if (r.write) {
+          if (auto refused = detail::check_write(req.method, header(req, "Content-Type"), header(req, "Origin"),
+                                                 header(req, "Sec-Fetch-Site"), header(req, "Host")))
+            throw HttpError{refused->status, refused->message, refused->field};
+          authorize(req);
+        }
+        std::optional<HeavySlot> slot;
+        if (r.heavy) slot.emplace(heavy, options.max_heavy_requests, std::max<std::size_t>(1, options.threads / 2), res);
         r.handler(req, res, m);
         return;
       }
@@ -400,8 +474,17 @@ struct Server::Impl {
       throw HttpError{404, "no endpoint " + req.method + " " + req.path + " (GET " + kPrefix + " lists them)", ""};
     } catch (const HttpError& e) {
       send_json(res, e.status, error_body(e.status, e.message, e.field));
+    } catch (const RequestError& e) {
+      send_json(res, 400, error_body(400, e.what(), e.field()));
+    } catch (const Interrupted&) {
+      send_json(res, 503, error_body(503, "the server is stopping: the request was not finished", ""));
     } catch (const StoreError& e) {
       send_json(res, 503, error_body(503, std::string("store: ") + e.what(), ""));
+    } catch (const std::bad_alloc&) {
+      // Every input is bounded; what is left is a store whose evaluations are larger than this machine can hold.
+      send_json(res, 503, error_body(503, "out of memory while answering " + req.method + " " + req.path +
+                                              ": the evaluations it reads are too large for this server's memory",
+                                     ""));
     } catch (const std::exception& e) {
       send_json(res, 500, error_body(500, std::string("internal error: ") + e.what(), ""));
     }
@@ -416,7 +499,10 @@ struct Server::Impl {
     std::vector<std::int64_t> ids;
     std::stringstream in(*text);
     for (std::string item; std::getline(in, item, ',');) {
-      ids.push_back(parse_id(item, "ids"));
+      const std::int64_t id = parse_id(item, "ids");
+      if (std::find(ids.begin(), ids.end(), id) != ids.end())
+        throw HttpError{400, "ids: evaluation " + std::to_string(id) + " is listed twice", "ids"};
+      ids.push_back(id);
       if (ids.size() > kMaxCompareIds)
         throw HttpError{400, "ids: at most " + std::to_string(kMaxCompareIds) + " evaluations at once", "ids"};
     }
@@ -454,27 +540,40 @@ struct Server::Impl {
 
     route("GET", "/models", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
       check_params(req, {});
-      const Zoo zoo = scan_zoo(options.zoo);
+      Zoo zoo;
+      try {
+        zoo = scan_zoo(options.zoo);
+      } catch (const std::exception& e) {
+        throw HttpError{503, std::string("zoo: ") + e.what(), ""};
+      }
       const auto built = registered_predictors();
       json models = json::array();
-      for (const Manifest& m : zoo.models) {
-        json frameworks = json::array();
-        for (const auto& g : m.graphs)
-          frameworks.push_back({{"name", g.framework},
-                                {"constraint", g.constraint},
-                                {"graph", g.graph_path},
-                                {"exported", fs::exists(m.resolved_graph_path(g.framework))},
-                                {"in_this_build", std::find(built.begin(), built.end(), g.framework) != built.end()}});
-        json inputs = json::array();
-        for (const auto& in : m.inputs) inputs.push_back({{"dimensions", in.dimensions}});
-        models.push_back({{"name", m.name},
-                          {"version", m.version},
-                          {"description", m.description},
-                          {"frameworks", frameworks},
-                          {"inputs", inputs},
-                          {"attributes", m.attributes}});
-      }
       json problems = json::array();
+      for (const Manifest& m : zoo.models) {
+        // One manifest that cannot be listed (a path the file system refuses) is a problem of its own, not a 500.
+        try {
+          json frameworks = json::array();
+          for (const auto& g : m.graphs) {
+            std::error_code ec;
+            const bool exported = fs::is_regular_file(m.resolved_graph_path(g.framework), ec);
+            frameworks.push_back({{"name", g.framework},
+                                  {"constraint", g.constraint},
+                                  {"graph", g.graph_path},
+                                  {"exported", exported},
+                                  {"in_this_build", std::find(built.begin(), built.end(), g.framework) != built.end()}});
+          }
+          json inputs = json::array();
+          for (const auto& in : m.inputs) inputs.push_back({{"dimensions", in.dimensions}});
+          models.push_back({{"name", m.name},
+                            {"version", m.version},
+                            {"description", m.description},
+                            {"frameworks", frameworks},
+                            {"inputs", inputs},
+                            {"attributes", m.attributes}});
+        } catch (const std::exception& e) {
+          problems.push_back({{"file", m.path.string()}, {"message", e.what()}});
+        }
+      }
       for (const ZooProblem& p : zoo.problems) problems.push_back({{"file", p.file.string()}, {"message", p.message}});
       send_json(res, 200, {{"models", models}, {"problems", problems}, {"predictors_in_this_build", built}});
     });
@@ -566,7 +665,7 @@ struct Server::Impl {
               throw HttpError{400, e.what(), "batch_size"};
             }
             send_json(res, 200, {{"evaluation_id", id}, {"analysis", *known}, {"tables", tables_json(tables)}});
-          });
+          }, true);
 
     route("GET", "/evaluations/([^/]+)/trace", false,
           [this](const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
@@ -598,25 +697,13 @@ struct Server::Impl {
             const std::size_t run_number = static_cast<std::size_t>(run - record.runs.data()) + 1;
             const char* ext = *format == TraceFormat::kSqlite ? ".sqlite" : *format == TraceFormat::kOtlp ? ".otlp.json" : ".json";
             const std::string name = "xsp-evaluation-" + std::to_string(id) + "-run-" + std::to_string(run_number) + ext;
-            // The exporters write files (atomically); a private temporary file is read back whole and removed.
-            const fs::path tmp = fs::temp_directory_path() /
-                                 ("xsp-serve-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++) + ext);
-            std::string content;
-            try {
-              export_run_trace(record, *run, *format, tmp);
-              content = read_file(tmp);
-            } catch (...) {
-              std::error_code ec;
-              fs::remove(tmp, ec);
-              throw;
-            }
-            std::error_code ec;
-            fs::remove(tmp, ec);
+            // Exported to memory: no temporary file, so nothing for a local user to plant a link at.
+            std::string content = export_run_trace_to_string(record, *run, *format);
             res.status = 200;
             res.set_header("Content-Disposition", "attachment; filename=\"" + name + "\"");
             res.set_content(std::move(content),
                             *format == TraceFormat::kSqlite ? "application/vnd.sqlite3" : "application/json");
-          });
+          }, true);
 
     route("GET", "/compare", false, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
       check_params(req, {"ids", "batch_size"});
@@ -633,7 +720,7 @@ struct Server::Impl {
         throw HttpError{400, e.what(), "batch_size"};
       }
       send_json(res, 200, {{"ids", ids}, {"tables", tables_json(tables)}});
-    });
+    }, true);
 
     // The HTML report of one or more evaluations (xsp/report/report.h): the web UI's evaluation and comparison
     // pages, with every analysis as a chart and its table, and the trace timeline of one batch.
@@ -663,7 +750,7 @@ struct Server::Impl {
       }
       res.status = 200;
       res.set_content(html, "text/html; charset=utf-8");
-    });
+    }, true);
 
     route("POST", "/evaluations", true, [this](const httplib::Request& req, httplib::Response& res, const std::smatch&) {
       submit(req, res);
@@ -785,68 +872,22 @@ struct Server::Impl {
     }
   }
 
-  // An optional integer member of the submission in [lo, hi]; 400 naming it otherwise.
-  static std::optional<int> int_member(const json& body, const std::string& key, int lo, int hi) {
-    const auto it = body.find(key);
-    if (it == body.end()) return std::nullopt;
-    const std::string expected = key + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
-    if (!it->is_number_integer()) throw HttpError{400, expected + ", got " + it->dump(), key};
-    // Unsigned values above INT64_MAX would read as negative through get<int64_t>().
-    const bool huge = it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
-    if (huge || it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
-      throw HttpError{400, expected + ", got " + it->dump(), key};
-    return static_cast<int>(it->get<std::int64_t>());
-  }
-
-  // The body of a submission: a bare EvaluationRequest (the first shape of POST /evaluations), or
-  // {"request": {...}, "constraints": {...}, "priority": N, "max_attempts": N} with all but "request" optional.
-  // `request_prefix` is set to where the request's fields are in the body ("" or "request."), for error fields.
+  // The body of a submission (job_submission_from_json). `request_prefix` is set to where the request's fields are
+  // in the body ("" or "request."), for the fields of errors found later by validate().
   static JobSubmission submission_from_body(const httplib::Request& req, std::string& request_prefix) {
     json body;
     try {
       body = json::parse(req.body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+      // parse_error, and out_of_range for a number beyond a double (1e400): the client's mistake, not the server's.
       throw HttpError{400, std::string("request body: invalid JSON: ") + e.what(), "body"};
     }
-    if (!body.is_object())
-      throw HttpError{400, std::string("request body: expected a JSON object (an EvaluationRequest or a job "
-                                       "submission), got ") + body.type_name(),
-                      "body"};
-    JobSubmission s;
-    request_prefix.clear();
-    if (!body.contains("request")) {
-      try {
-        s.request = evaluation_request_from_json(body);
-      } catch (const RequestError& e) {
-        throw HttpError{400, e.what(), e.field()};
-      }
-      s.constraints = constraints_for(s.request);
-      return s;
-    }
-    for (const auto& [key, value] : body.items())
-      if (key != "request" && key != "constraints" && key != "priority" && key != "max_attempts")
-        throw HttpError{400, "request body: unknown key '" + key + "'; a job submission has request, constraints, "
-                                 "priority, max_attempts",
-                        key};
-    if (!body["request"].is_object())
-      throw HttpError{400, std::string("request: expected an object (an EvaluationRequest), got ") +
-                               body["request"].type_name(),
-                      "request"};
-    request_prefix = "request.";
+    request_prefix = body.is_object() && body.contains("request") ? "request." : "";
     try {
-      s.request = evaluation_request_from_json(body["request"]);
-    } catch (const RequestError& e) {
-      throw HttpError{400, std::string("request.") + e.what(), "request." + e.field()};
-    }
-    try {
-      s.constraints = body.contains("constraints") ? job_constraints_from_json(body["constraints"])
-                                                   : constraints_for(s.request);
+      return job_submission_from_json(body);
     } catch (const RequestError& e) {
       throw HttpError{400, e.what(), e.field()};
     }
-    if (auto p = int_member(body, "priority", -1'000'000, 1'000'000)) s.priority = *p;
-    if (auto m = int_member(body, "max_attempts", 1, 100)) s.max_attempts = *m;
-    return s;
   }
 
   // POST /evaluations and POST /jobs.
@@ -854,8 +895,8 @@ struct Server::Impl {
     check_params(req, {});
     std::string prefix;
     const JobSubmission submission = submission_from_body(req, prefix);
-    // Everything checkable without running (model, framework, ranges) is a 400 now, not a failed job later. Only
-    // when the server runs the job itself: agents have zoos and frameworks of their own, and validate there.
+    // Everything checkable without running (model, framework, ranges, files) is a 400 now, not a failed job later.
+    // Only when the server runs the job itself: agents have zoos and frameworks of their own, and validate there.
     if (local_jobs != nullptr) {
       try {
         validate(submission.request, context());
@@ -869,8 +910,7 @@ struct Server::Impl {
   }
 
   void configure_http() {
-    const std::size_t threads = options.threads;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    // The front (http_front.h) refuses larger bodies before reading them; this is httplib's own check behind it.
     http.set_payload_max_length(options.max_body_bytes);
     // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the same port would
     // start and silently take half of the connections instead of failing to bind.
@@ -880,6 +920,19 @@ struct Server::Impl {
       listen_fd = sock;
     });
     http.set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
+    // Every request, pages and static files included, must name this server in its Host header: a page that
+    // rebound its own name to this address gets 421 and reads nothing.
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      std::optional<detail::Refusal> refused;
+      static const std::string kHost = "Host";
+      if (req.get_header_value_count(kHost.c_str()) > 1)
+        refused = detail::Refusal{400, "Host: sent more than once", "Host"};
+      else
+        refused = detail::check_host(header(req, "Host"), host_names);
+      if (!refused) return httplib::Server::HandlerResponse::Unhandled;
+      send_json(res, refused->status, error_body(refused->status, refused->message, refused->field));
+      return httplib::Server::HandlerResponse::Handled;
+    });
     if (!options.static_dir.empty() && !http.set_mount_point("/ui", options.static_dir.string()))
       throw std::invalid_argument("static_dir: " + options.static_dir.string() + " is not a folder");
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -926,6 +979,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
                                 "--token-file FILE or XSP_SERVER_TOKEN), or bind to 127.0.0.1");
   if (o.max_body_bytes == 0) throw std::invalid_argument("max_body_bytes: expected at least 1, got 0");
   if (o.threads == 0) throw std::invalid_argument("threads: expected at least 1, got 0");
+  if (o.request_timeout.count() < 1 || o.idle_timeout.count() < 1)
+    throw std::invalid_argument("request_timeout, idle_timeout: expected at least 1 ms");
+  if (o.max_connections == 0 || o.max_connections_per_client == 0 || o.max_heavy_requests == 0)
+    throw std::invalid_argument("max_connections, max_connections_per_client, max_heavy_requests: expected at least 1");
   if (o.port < 0 || o.port > 65535)
     throw std::invalid_argument("port: expected 0 to 65535, got " + std::to_string(o.port));
   // On PostgreSQL the agents write the evaluations, not the server: a submitter role (deploy/postgres-roles.sql), which
@@ -962,6 +1019,7 @@ int Server::bind() {
     throw std::runtime_error("cannot bind " + i.options.host + ":" + std::to_string(i.options.port) +
                              " (address in use, not an address of this machine, or a privileged port)");
   if (i.options.port != 0) i.bound_port = i.options.port;
+  i.http.start_front();
   // This cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's library): with
   // more clients connecting at once the kernel drops SYNs and each retry costs a client 1 s. Calling listen() again
   // on the listening socket raises the backlog (Linux, POSIX: listen() on a listening socket updates it).
@@ -983,8 +1041,10 @@ void Server::start() {
 
 void Server::stop() {
   if (!impl_) return;
+  impl_->stopping = 1;  // a handler hashing or validating gives up (Interrupted: 503)
   impl_->http.stop();
   if (impl_->listener.joinable() && impl_->listener.get_id() != std::this_thread::get_id()) impl_->listener.join();
+  impl_->http.stop_front();  // ends the connections; waits for the requests being handled
   if (impl_->local_jobs != nullptr) impl_->local_jobs->shutdown();
 }
 

@@ -106,7 +106,10 @@ function cell(text, cls) {
 async function api(path, options) {
   const opts = Object.assign({ headers: {} }, options || {});
   const token = tokenInput.value.trim();
-  if (token && opts.method && opts.method !== 'GET') opts.headers['Authorization'] = 'Bearer ' + token;
+  const write = opts.method && opts.method !== 'GET';
+  if (token && write) opts.headers['Authorization'] = 'Bearer ' + token;
+  // The server takes writes as JSON only (its guard against cross-site forms), even without a body.
+  if (write && opts.method !== 'DELETE') opts.headers['Content-Type'] = 'application/json';
   const res = await fetch('/api/v1' + path, opts);
   const body = await res.json().catch(() => ({}));
   if (!res.ok) throw new Error((body.error && body.error.message) || ('HTTP ' + res.status));

@@ -3,9 +3,13 @@
 // last connection closes, so a store no process has open is still that one file (copy or mail it as is). Every
 // write is one transaction: a failed save() leaves nothing.
 #include <sqlite3.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cmath>
@@ -20,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "xsp/manifest/files.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/serialize.h"
 #include "record_columns.h"
@@ -213,27 +218,29 @@ class SqliteStore final : public Store {
     if (file_.empty())
       throw StoreError("xsp store: expected a file path, got an empty one (SQLite would open a temporary database "
                        "and lose every result)");
-    const std::filesystem::path parent = file_.parent_path();
-    if (!parent.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(parent, ec);
-      if (ec) fail("create parent folder " + parent.string(), ec.message());
+    const bool exists = refuse_other_than_regular_file();
+    if (access == StoreAccess::kRead) {
+      if (!exists)
+        fail("open", "no such file (a command that only reads does not create a store; `xsp evaluate` or `xsp import` "
+                     "does)");
+      open_to_read();
+    } else {
+      const std::filesystem::path parent = file_.parent_path();
+      if (!parent.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(parent, ec);
+        if (ec) fail("create parent folder " + parent.string(), ec.message());
+      }
+      // SQLite writes its -wal and -shm (or -journal) files beside the store: without them nothing can be saved.
+      if (!folder_writable())
+        fail("open", "its folder " + folder().string() + " cannot be written (" + folder_error_ +
+                         "), and SQLite keeps its journal files beside the store, so nothing could be saved; choose "
+                         "another --store file");
+      open_connection(file_.c_str(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     }
-    const int rc = sqlite3_open_v2(file_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    if (rc != SQLITE_OK) {
-      // sqlite3_open_v2 may hand back a handle even on failure; its message is the useful part.
-      const std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-      fail("open", msg);
-    }
-    sqlite3_extended_result_codes(db_, 1);
-    // A second writer (another xsp process on the same file) is waited for instead of failing at once: up to 5 s
-    // here and for reads, options_.save_wait when saving (sqlite3_busy_timeout would be one fixed, silent wait).
-    sqlite3_busy_handler(db_, &SqliteStore::on_busy, this);
-    // foreign_keys must be set outside a transaction and per connection: SQLite's default is off.
-    exec("PRAGMA foreign_keys = ON", "enable foreign keys");
     refuse_foreign_database();
-    use_wal();
     if (access == StoreAccess::kReadWrite) {
+      use_wal();
       check_btrees();
       // Opening a store we cannot write would only fail at the end of a long evaluation; fail now instead. A file
       // of mode 0444 is opened read-only without an error, and in WAL mode BEGIN IMMEDIATE still succeeds on it
@@ -250,7 +257,7 @@ class SqliteStore final : public Store {
       }
       exec("ROLLBACK", "check the store is writable (ROLLBACK)");
     }
-    migrate();
+    migrate(access);
   }
 
   int schema_version() override {
@@ -601,6 +608,89 @@ class SqliteStore final : public Store {
     if (rc != SQLITE_OK) fail_sqlite(op);
   }
 
+  // A FIFO, a device (/dev/null), a folder or a socket given as the store is refused before SQLite opens it: it would
+  // block on the FIFO, or open /dev/null as an empty database and, as root, create /dev/null-journal beside it.
+  // Returns whether the file exists.
+  bool refuse_other_than_regular_file() const {
+    struct stat st {};
+    if (::stat(file_.c_str(), &st) != 0) {
+      if (errno == ENOENT) return false;
+      fail("open", std::generic_category().message(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+      fail("open", "not a regular file (it is " + file_kind(st.st_mode) +
+                       "); a store is an SQLite file: choose another --store file");
+    return true;
+  }
+
+  std::filesystem::path folder() const {
+    return file_.parent_path().empty() ? std::filesystem::path(".") : file_.parent_path();
+  }
+
+  // Whether this process may create files in the store's folder (access(2): a read-only file system says EROFS even
+  // to root); why not in folder_error_.
+  bool folder_writable() {
+    if (::faccessat(AT_FDCWD, folder().c_str(), W_OK, AT_EACCESS) == 0) return true;
+    folder_error_ = std::generic_category().message(errno);
+    return false;
+  }
+
+  void open_connection(const char* name, int flags) {
+    if (db_ != nullptr) {
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+    }
+    const int rc = sqlite3_open_v2(name, &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      // sqlite3_open_v2 may hand back a handle even on failure; its message is the useful part.
+      const std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      fail("open", msg);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    // A second writer (another xsp process on the same file) is waited for instead of failing at once: up to 5 s
+    // here and for reads, options_.save_wait when saving (sqlite3_busy_timeout would be one fixed, silent wait).
+    sqlite3_busy_handler(db_, &SqliteStore::on_busy, this);
+    // foreign_keys must be set outside a transaction and per connection: SQLite's default is off.
+    exec("PRAGMA foreign_keys = ON", "enable foreign keys");
+  }
+
+  // kRead: SQLITE_OPEN_READONLY, no folder created, journal mode left as it is. A WAL store is read through its -wal
+  // and -shm files, which SQLite creates beside it when they are missing; on a read-only mount (or in a folder this
+  // user cannot write) it cannot, and every read fails with "unable to open database file" (issue 31). Then, and only
+  // then, the file is opened as immutable (URI file:PATH?immutable=1: no locks, no -wal or -shm): nobody can be
+  // writing to it meanwhile, as a writer needs those files in that same folder. An -wal left there by a writer that
+  // died is not read in that mode (its last transactions are missing from what is shown).
+  void open_to_read() {
+    open_connection(file_.c_str(), SQLITE_OPEN_READONLY);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, &err);
+    if (rc == SQLITE_OK) return;
+    const std::string msg = err != nullptr ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    if (folder_writable()) fail("open", msg);
+    open_connection(immutable_uri().c_str(), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    immutable_ = true;
+  }
+
+  // file:ABSOLUTE-PATH?immutable=1, with the characters a URI gives a meaning to percent-encoded (RFC 3986).
+  std::string immutable_uri() const {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(file_, ec);
+    if (ec) abs = file_;
+    std::string uri = "file://";
+    for (const char c : abs.string()) {
+      if (c == '%' || c == '?' || c == '#') {
+        static const char* hex = "0123456789ABCDEF";
+        uri += '%';
+        uri += hex[static_cast<unsigned char>(c) >> 4];
+        uri += hex[static_cast<unsigned char>(c) & 0xf];
+      } else {
+        uri += c;
+      }
+    }
+    return uri + "?immutable=1";
+  }
+
   int read_schema_version() {
     const std::string op = "read schema version";
     Statement exists = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'", op);
@@ -637,14 +727,29 @@ class SqliteStore final : public Store {
 
   // Reads the version without a transaction of its own (a plain SELECT, no lock beyond it) and takes the write
   // lock only when there is something to migrate; the version is read again under that lock, as another process
-  // may have migrated in between.
-  void migrate() {
+  // may have migrated in between. A store opened to read (kRead) is migrated too, on a read-write connection, when it
+  // can be written; when it cannot (a read-only mount, a file or folder without write permission), it cannot be read
+  // by this build at all and the message says how to migrate it.
+  void migrate(StoreAccess access) {
     const int seen = read_schema_version();
     if (seen > kCurrentSchemaVersion) {
       fail("open", "schema version " + std::to_string(seen) + " is newer than this build of XSP supports (" +
                        std::to_string(kCurrentSchemaVersion) + "); use a newer XSP");
     }
     if (seen == kCurrentSchemaVersion) return;
+    if (access == StoreAccess::kRead) {
+      const std::string older = "schema version " + std::to_string(seen) + " is older than this build's (" +
+                                std::to_string(kCurrentSchemaVersion) + ") and must be migrated before it can be read";
+      const std::string how = "; migrate it where it can be written with any xsp command on it, e.g. `xsp --store " +
+                              file_.string() + " list` (or on a copy: `cp " + file_.string() +
+                              " /tmp/xsp.db && xsp --store /tmp/xsp.db list`)";
+      if (immutable_ || !folder_writable())
+        fail("open", older + ", but its folder " + folder().string() + " cannot be written (" +
+                         (immutable_ && folder_error_.empty() ? std::string("read-only") : folder_error_) + ")" + how);
+      open_connection(file_.c_str(), SQLITE_OPEN_READWRITE);
+      if (sqlite3_db_readonly(db_, "main") == 1)
+        fail("open", older + ", but the file can only be read (check its permissions)" + how);
+    }
     exec("BEGIN IMMEDIATE", "migrate schema (BEGIN IMMEDIATE)");
     try {
       const int found = read_schema_version();
@@ -993,6 +1098,8 @@ class SqliteStore final : public Store {
   std::chrono::steady_clock::time_point busy_since_;
   std::chrono::milliseconds next_progress_{0};
   sqlite3* db_ = nullptr;
+  bool immutable_ = false;    // kRead on a folder that cannot be written: opened as file:PATH?immutable=1
+  std::string folder_error_;  // why folder_writable() said no
   std::mutex mu_;  // one connection: serialize this object's users instead of relying on SQLite's own mode
 };
 

@@ -10,6 +10,8 @@
 #include <iterator>
 #include <map>
 #include <ostream>
+#include <sstream>
+#include <sys/stat.h>
 #include <vector>
 #include <stdexcept>
 #include <unordered_map>
@@ -104,9 +106,19 @@ namespace {
 /// failed close, a failed rename, an exception) leaves nothing behind.
 class TempOutput {
  public:
-  explicit TempOutput(fs::path target)
-      : target_(std::move(target)), tmp_(target_.string() + ".tmp-" + std::to_string(::getpid())) {
-    remove();  // a leftover of an earlier process with the same pid
+  // The name is made unpredictable and the file created exclusively (mkstemp: O_CREAT|O_EXCL, mode 0600), so that
+  // a link planted under a guessable name in a shared folder (/tmp) is never followed. Then given the mode a file
+  // created by the user would have.
+  explicit TempOutput(fs::path target) : target_(std::move(target)) {
+    std::string pattern = target_.string() + ".tmp-XXXXXX";
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw IoError("cannot write " + target_.string() + ": cannot create a temporary file beside it: " +
+                              std::strerror(errno));
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+    ::close(fd);
+    tmp_ = pattern;
   }
   ~TempOutput() {
     if (!published_) remove();
@@ -161,15 +173,27 @@ void write_file_atomically(const fs::path& path, const std::string& content) {
 
 namespace {
 
-/// The relational export's connection: every failure names the file and the statement.
+/// The relational export's connection: every failure names the file and the statement. An empty path opens an
+/// in-memory database (serialize() then gives its bytes).
 class Db {
  public:
-  explicit Db(const fs::path& file) : file_(file) {
-    if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+  explicit Db(const fs::path& file) : file_(file.empty() ? fs::path("(in memory)") : file) {
+    const std::string name = file.empty() ? ":memory:" : file.string();
+    if (sqlite3_open_v2(name.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
       const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
       sqlite3_close(db_);
-      throw IoError("cannot create " + file.string() + ": " + msg);
+      throw IoError("cannot create " + file_.string() + ": " + msg);
     }
+  }
+
+  /// The database as the bytes of an SQLite file (sqlite3_serialize).
+  std::string serialize() {
+    sqlite3_int64 size = 0;
+    unsigned char* bytes = sqlite3_serialize(db_, "main", &size, 0);
+    if (bytes == nullptr) throw IoError("writing " + file_.string() + ": sqlite3_serialize failed (out of memory)");
+    std::string out(reinterpret_cast<const char*>(bytes), static_cast<std::size_t>(size));
+    sqlite3_free(bytes);
+    return out;
   }
   ~Db() { sqlite3_close(db_); }
   Db(const Db&) = delete;
@@ -274,7 +298,8 @@ CREATE INDEX kernels_op ON kernels (op_id);
 CREATE INDEX kernels_launch ON kernels (launch_id);
 )sql";
 
-void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs::path& file) {
+// Fills `db` with the relational export of `run`.
+void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
   const Trace& trace = run.trace;
   std::unordered_map<SpanId, const Span*> by_id;
   by_id.reserve(trace.spans.size());
@@ -290,7 +315,8 @@ void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs
     return it == ops.end() ? kNoSpan : it->second;
   };
 
-  Db db(file);
+  // The rollback journal stays in memory: no second file beside the export for anyone to plant a link at.
+  db.exec("PRAGMA journal_mode = MEMORY");
   db.exec(kSchema);
   db.exec("BEGIN");
 
@@ -442,6 +468,11 @@ void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs
   db.exec("COMMIT");
 }
 
+void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs::path& file) {
+  Db db(file);
+  fill_sqlite(db, record, run);
+}
+
 }  // namespace
 
 void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
@@ -463,6 +494,30 @@ void export_run_trace(const EvaluationRecord& record, const RunRecord& run, Trac
     }
     case TraceFormat::kSqlite: export_run_sqlite(record, run, path); return;
   }
+}
+
+std::string export_run_trace_to_string(const EvaluationRecord& record, const RunRecord& run, TraceFormat format) {
+  switch (format) {
+    case TraceFormat::kChrome: {
+      std::ostringstream out;
+      write_chrome_trace(out, run.trace, trace_resource(record, run));
+      return std::move(out).str();
+    }
+    case TraceFormat::kOtlp: {
+      if (run.trace_id.empty()) {
+        throw std::invalid_argument("run " + std::to_string(run.id) + " has no trace id (it was never stored)");
+      }
+      std::ostringstream out;
+      write_otlp_json(out, run.trace, trace_resource(record, run), run.trace_id);
+      return std::move(out).str();
+    }
+    case TraceFormat::kSqlite: {
+      Db db({});
+      fill_sqlite(db, record, run);
+      return db.serialize();
+    }
+  }
+  throw std::invalid_argument("unknown trace format");
 }
 
 void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs::path& path) {

@@ -95,7 +95,9 @@ def main():
         env["PATH"] = os.path.join(work, "build") + os.pathsep + env.get("PATH", "")
         env["XSP_STORE"] = os.path.join(work, "xsp.db")
         env["XSP_ZOO"] = os.path.abspath(zoo)
-        script = ["set -uo pipefail"]
+        # A command left in the background (`xsp serve ... &`) must not outlive a failing command: it would hold the
+        # output open and the test would wait for it until its time-out.
+        script = ["set -uo pipefail", "trap 'kill $(jobs -p) 2> /dev/null' EXIT"]
 
         def add(where, cmd):
             script.append("printf '%s\\n' " + shlex.quote(f"+ {where}: {cmd}"))

@@ -23,7 +23,9 @@
 // Every ceiling comes from MachineCeilings measured on the machine (`xsp machine ceilings`), never a datasheet.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -198,9 +200,17 @@ const MachineCeilings* select_ceilings(const std::vector<MachineCeilings>& store
 /// MachineCeilings as JSON: {"hostname", "gpu_name", "gpu_uuid", "measured_at", "clocks_note",
 /// "ceilings": [{"name", "value", "unit", "method"}]} (the form of `xsp machine ceilings --export/--import`).
 nlohmann::json to_json(const MachineCeilings& ceilings);
-/// Parses to_json()'s form. Throws std::invalid_argument naming the field and what was expected (missing
-/// hostname or gpu_name, a ceiling without name, a non-positive or non-numeric value, an unknown unit).
-MachineCeilings machine_ceilings_from_json(const nlohmann::json& j);
+/// Parses to_json()'s form. Throws std::invalid_argument naming the field, the value and what was expected (missing
+/// hostname or gpu_name; a measured_at that is not an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ of a real date, or is
+/// more than a day after `now`: the store picks the latest measurement by comparing measured_at as text, so "9999"
+/// would win for ever; a ceiling without name, a non-positive or non-numeric value, an unknown unit).
+MachineCeilings machine_ceilings_from_json(const nlohmann::json& j,
+                                           std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+
+/// Seconds since 1970-01-01T00:00:00Z of `text` when it is exactly an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ of a
+/// real date and time (month 1-12, a day the month has, leap years included; hour 0-23, minute and second 0-59),
+/// std::nullopt otherwise. Never throws.
+std::optional<std::int64_t> parse_utc_time(std::string_view text);
 
 /// `xsp machine ceilings`' table (id "ceilings"): ceiling, kind (compute|memory), value (TFLOP/s, TOP/s or
 /// GB/s: value_unit says which), value_unit, ridge_dram / ridge_l2 / ridge_l1 (FLOP/byte, compute ceilings, when

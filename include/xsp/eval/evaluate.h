@@ -136,9 +136,41 @@ struct EvaluationContext {
   bool record_machine_state = true;    ///< see EvaluationOptions
   /// A signal number set by the front end's handler; batch sweeps stop before the next batch and save the runs
   /// already finished as an "incomplete" evaluation (EvaluationOptions::interrupt); scenarios stop issuing queries
-  /// and save the runs already complete the same way (ScenarioOptions::interrupt).
+  /// and save the runs already complete the same way (ScenarioOptions::interrupt). Validation stops hashing files
+  /// when it is set and throws xsp::Interrupted.
   const std::atomic<int>* interrupt = nullptr;
+  /// Set by the front ends that run requests from other people (the server, agents; docs/server.md "Security"):
+  /// the folders a request may read. Every file the request names (inputs.images_dir and each image in it,
+  /// generation.prompts_file) and every file its model's manifest names (graph, labels, tokenizer, prompts,
+  /// dataset) must lie inside one of them, written without ".." and still inside after its symbolic links are
+  /// followed; otherwise validate() throws RequestError on the field ("model" for the manifest's files). Such a
+  /// request may not set cupti.dump_dir or counters.dump_dir (files written where the request chooses). Unset:
+  /// no confinement (the CLI, which reads its own user's files).
+  std::optional<std::vector<std::filesystem::path>> confine_to;
 };
+
+/// The most batch sizes (and offline sweep batch sizes) one request may list.
+inline constexpr std::size_t kMaxBatchSizes = 64;
+/// The most queries one LoadGen run may plan: scenario.min_queries, and target_qps × measurement.min_duration_ms
+/// for server (queries) and offline (samples). LoadGen records three 8-byte times per query before it starts.
+inline constexpr std::uint64_t kMaxPlannedQueries = 10'000'000;
+/// The highest scenario.target_qps accepted.
+inline constexpr double kMaxTargetQps = 1e6;
+/// The most kernels one counter pass may hold (counters.max_ranges): CUPTI's counter image takes about 0.9 ms to
+/// set up per range on an H200 (CounterOptions::max_ranges).
+inline constexpr std::size_t kMaxCounterRanges = 1 << 16;
+
+/// The checks of validate() that need neither the zoo nor this build: each field's range (including the upper
+/// bounds above and kMaxMeasurementMs) and the combinations of fields that are wrong for any model. For front ends
+/// that queue a request for another machine (`xsp submit`, the server on a shared queue), so that a request that
+/// can never run is refused before it is queued. validate() calls it first. Throws RequestError naming the field.
+void validate_fields(const EvaluationRequest& request);
+
+/// EvaluationContext::confine_to for a front end started with `zoo`, `default_images_dir` (skipped when empty) and
+/// extra data folders: the folders, in that order.
+std::vector<std::filesystem::path> confinement_roots(const std::filesystem::path& zoo,
+                                                     const std::filesystem::path& default_images_dir,
+                                                     const std::vector<std::filesystem::path>& data_dirs);
 
 /// What validate() resolved: the manifest, the framework's predictor (created, model not loaded: it told validate()
 /// its framework version) and the runs to make.
@@ -152,6 +184,9 @@ struct ValidatedRequest {
   std::optional<Tokenizer> tokenizer;
   std::vector<std::string> prompts;
   std::size_t prompts_too_short = 0;
+  /// The most bytes one batch tensor (or a scenario's sample library) may take: request.max_batch_bytes, lowered to
+  /// half of this machine's physical memory when that is less.
+  std::uint64_t batch_bytes_limit = kDefaultMaxBatchBytes;
 };
 
 /// Checks everything that can be checked before loading the model and without running it: every field's range,

@@ -97,10 +97,16 @@ struct MeasurementOptions {
   int max_traced_batches = 100;
   bool operator==(const MeasurementOptions&) const = default;
 };
-/// Throws RequestError with field "measurement.<key of to_json()>" and the expected range.
+/// The longest any duration of MeasurementOptions may be (a day, in ms), and the most batches any of its counts
+/// may ask for: beyond them a value is a typo or an attempt to keep a shared server busy, not a measurement.
+inline constexpr std::int64_t kMaxMeasurementMs = 24ll * 3600 * 1000;
+inline constexpr int kMaxMeasurementBatches = 10'000'000;
+/// Throws RequestError with field "measurement.<key of to_json()>" and the expected range (durations within
+/// kMaxMeasurementMs, counts within kMaxMeasurementBatches).
 void validate(const MeasurementOptions& options);
 nlohmann::json to_json(const MeasurementOptions& options);
-/// Missing keys keep their defaults; wrong types throw RequestError naming the key.
+/// Missing keys keep their defaults; an unknown key, a wrong type or a number outside the field's type (a float for
+/// a count) throws RequestError naming the key.
 MeasurementOptions measurement_options_from_json(const nlohmann::json& j);
 
 /// What a phase drives. Levels are indexes 0..n−1 of the phase (0 = shallowest). Called on one thread.

@@ -1,6 +1,7 @@
 // Model manifest (SPEC §5): YAML description of a model, its inputs, pre/post-processing and provenance.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <map>
@@ -20,7 +21,10 @@ inline constexpr std::size_t kMaxFileBytes = 1 << 20;  ///< size of a manifest f
 /// name, version, framework names, version constraints, checksums, enumerations (type, method, ...), attribute keys,
 /// input and output names
 inline constexpr std::size_t kMaxNameLength = 256;
-inline constexpr std::size_t kMaxPathLength = 4096;    ///< graph_path, labels, tokenize.model, detokenize.model
+/// graph_path, labels, tokenize.model, detokenize.model, attributes.prompts and attributes.dataset_path, as written
+/// and resolved against the manifest's folder (PATH_MAX); such a path also has no NUL byte.
+inline constexpr std::size_t kMaxPathLength = 4096;
+inline constexpr std::size_t kMaxPathComponentLength = 255;  ///< one name between '/' of such a path (NAME_MAX)
 inline constexpr std::size_t kMaxTextLength = 65536;   ///< description, attribute values
 /// Entries of any list: inputs, outputs, frameworks, steps, mean/std values.
 inline constexpr std::size_t kMaxListLength = 1024;
@@ -175,7 +179,11 @@ bool is_generation(const Manifest& manifest);
 /// allowed for its input or output type (see ProcessingStep; the message names the step and the type); a step
 /// repeated where it may appear once; pad_truncate.length above dimensions[0]; a generation output with labels,
 /// without exactly one text input, or whose max_new_tokens plus pad_truncate.length exceeds the text input's
-/// dimensions[0]; precisions that are empty, unknown or repeated.
+/// dimensions[0]; precisions that are empty, unknown or repeated; a file path (graph_path, labels, tokenize.model,
+/// detokenize.model, attributes.prompts, attributes.dataset_path) with a NUL byte, a name between '/' longer than
+/// kMaxPathComponentLength (255 bytes, NAME_MAX) or more than kMaxPathLength bytes (4096, PATH_MAX) as written or
+/// resolved against the manifest's folder. The file itself must be a regular file of at most kMaxFileBytes
+/// (RegularFile: a FIFO or /dev/zero is refused without reading it).
 Manifest load_manifest(const std::filesystem::path& file);
 /// Same, from text; `file` is only used in messages and to resolve relative paths.
 Manifest parse_manifest(const std::string& yaml_text, const std::filesystem::path& file);
@@ -215,10 +223,22 @@ const Manifest& find_model(const Zoo& zoo, const std::string& name, const std::s
 
 /// Verifies that the graph file of `framework` exists and its SHA-256 equals the recorded checksum. Throws
 /// std::runtime_error naming the file and both digests (or "missing", with the export command to run), or,
-/// when the manifest has no graph for `framework`, the frameworks it has (as graph_for()).
-void verify_checksum(const Manifest& manifest, const std::string& framework);
+/// when the manifest has no graph for `framework`, the frameworks it has (as graph_for()); Interrupted when
+/// `interrupt` (see sha256_file()) was set while hashing.
+void verify_checksum(const Manifest& manifest, const std::string& framework,
+                     const std::atomic<int>* interrupt = nullptr);
 
-/// SHA-256 of a file as 64 lower-case hex digits (FIPS 180-4). Throws std::runtime_error if unreadable.
-std::string sha256_file(const std::filesystem::path& file);
+/// Work stopped because the interrupt flag was set (e.g. sha256_file() while the server shuts down).
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// SHA-256 of a file as 64 lower-case hex digits (FIPS 180-4). Reads only a regular file (RegularFile,
+/// xsp/manifest/files.h), and only the bytes it had when opened. `interrupt`, when given, is checked before each
+/// 1 MiB chunk: non-zero stops the work. Throws std::runtime_error naming the file when it does not exist, is not a
+/// regular file (a folder, /dev/zero, a FIFO: "FILE is not a regular file (it is a character device)"), cannot be
+/// read or shrinks while it is read; Interrupted when the flag was set.
+std::string sha256_file(const std::filesystem::path& file, const std::atomic<int>* interrupt = nullptr);
 
 }  // namespace xsp

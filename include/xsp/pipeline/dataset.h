@@ -25,8 +25,10 @@ struct LabeledDataset {
   Tensor batch(std::size_t first, std::size_t n) const;
 };
 
-/// Reads a dataset file (format above). Throws std::runtime_error naming the file and the bad field (magic,
-/// rank, dims, count) or a truncated/oversized file.
+/// Reads a dataset file (format above), a regular file read no further than its size at open (RegularFile,
+/// xsp/manifest/files.h). Throws std::runtime_error naming the file when it is missing or not a regular file (a
+/// folder, /dev/zero, a FIFO), and naming the bad field (magic, rank, dims, count) or a truncated file or trailing
+/// bytes (checked against the file's size before the samples are allocated).
 LabeledDataset read_labeled_dataset(const std::filesystem::path& file);
 
 /// Top-1/top-k counts over scored samples.

@@ -26,7 +26,8 @@ std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir)
 /// Limits on what one input may cost, so that a small hostile file cannot take the machine's memory. A 196-byte
 /// 1×40000 PNG resized to a shorter side of 256 would be 256×10,240,000 pixels.
 inline constexpr std::uintmax_t kMaxInputFileBytes = 256ull << 20;  ///< an encoded input file, bytes
-inline constexpr std::int64_t kMaxImagePixels = 64ll << 20;          ///< a decoded or resized image, pixels
+/// An input image as its header gives it, decoded or resized, pixels (width x height).
+inline constexpr std::int64_t kMaxImagePixels = 64ll << 20;
 inline constexpr long kMaxImageSide = 1 << 16;                       ///< resize/center_crop sizes, pixels
 /// Default limit on one batch tensor (float32 values × 4 bytes), checked before allocating. An evaluation raises
 /// or lowers it with EvaluationRequest::max_batch_bytes (`xsp evaluate --max-batch-bytes`).
@@ -38,8 +39,9 @@ std::optional<std::uint64_t> tensor_bytes(const std::vector<std::int64_t>& shape
 /// above `max_bytes`.
 void check_tensor_bytes(const std::vector<std::int64_t>& shape, std::uint64_t max_bytes, const std::string& what);
 
-/// Reads an input file's bytes. Throws std::runtime_error naming the file when it cannot be read, is not a regular
-/// file, is empty, or is larger than kMaxInputFileBytes.
+/// Reads an input file's bytes (RegularFile, xsp/manifest/files.h: no further than its size at open). Throws
+/// std::runtime_error naming the file when it cannot be read, is not a regular file (a folder, /dev/zero, a FIFO: the
+/// message says which), is empty, or is larger than kMaxInputFileBytes.
 EncodedInput read_input(const std::filesystem::path& file);
 
 /// Checks the encoded bytes of an image for truncation before decoding: a JPEG (FF D8) must end with its
@@ -47,6 +49,11 @@ EncodedInput read_input(const std::filesystem::path& file);
 /// trailing zero bytes allowed. Decoders fill a truncated image with grey and only warn, so without this a cut
 /// file would be measured and stored as if whole. Returns an empty string when the bytes look whole, else why not.
 std::string truncation_problem(const std::vector<std::uint8_t>& bytes);
+
+/// True when this build reads an encoded image's width and height from its header (stb_image's
+/// stbi_info_from_memory, Debian's libstb-dev) and refuses it before decoding when it is above kMaxImagePixels
+/// (Preprocessor::run). Without stb_image the decoded image is checked after decoding. Never throws.
+bool have_image_header_check();
 
 /// Applies a manifest input's steps (decode, resize, center_crop, normalize) to a batch of encoded images
 /// and stacks them into one NCHW float32 tensor {N, C, H, W}.
@@ -60,8 +67,13 @@ class Preprocessor {
   /// std::invalid_argument naming the step when a parameter is unusable (e.g. crop larger than the resized image
   /// is only known per image, see run()).
   explicit Preprocessor(const InputSpec& spec, std::uint64_t max_batch_bytes = kDefaultMaxBatchBytes);
-  /// Decodes and transforms every input. Throws std::runtime_error naming the input id when it cannot be
-  /// decoded or when the result's shape differs from the manifest's dimensions.
+  /// Decodes and transforms every input. Before decoding, each input's header is read (have_image_header_check()):
+  /// one that gives more than kMaxImagePixels pixels is refused ("input ID: its image header gives 32000x32000 pixels,
+  /// more than the 67108864 an input image may have; refused from the header, before decoding"), and one whose header
+  /// cannot be read (not a JPEG, PNG or BMP; an arithmetic-coded JPEG; an RLE-compressed BMP) is refused as
+  /// undecodable. Throws std::runtime_error naming the input id when it is empty, truncated, refused so, cannot be
+  /// decoded, is above kMaxImagePixels once decoded or resized, or when the result's shape differs from the
+  /// manifest's dimensions.
   Tensor run(const std::vector<EncodedInput>& batch) const;
   /// Per-sample output shape (the manifest's dimensions).
   const std::vector<long>& sample_shape() const { return spec_.dimensions; }
@@ -105,8 +117,8 @@ struct Classification {
   std::vector<std::string> top_labels;  ///< label of each class ("" without labels)
 };
 
-/// Reads a labels file, one label per line. Throws std::runtime_error naming the file when it cannot be read, is
-/// not a regular file (a folder, /dev/zero), or is larger than 64 MiB.
+/// Reads a labels file, one label per line (RegularFile, xsp/manifest/files.h). Throws std::runtime_error naming the
+/// file when it cannot be read, is not a regular file (a folder, /dev/zero, a FIFO), or is larger than 64 MiB.
 std::vector<std::string> load_labels(const std::filesystem::path& file);
 
 /// Applies a manifest output's steps (softmax, top_k) to logits {N, classes}.

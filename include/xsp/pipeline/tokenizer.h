@@ -21,8 +21,9 @@ bool have_tokenizer();
 /// const methods may be called from several threads at once (SentencePieceProcessor's encode/decode are const).
 class Tokenizer {
  public:
-  /// Loads `model_file`. Throws std::runtime_error naming the file when it is missing, unreadable or not a
-  /// SentencePiece model, or, in a build without SentencePiece, "XSP was built without SentencePiece (Debian:
+  /// Loads `model_file`, a regular file of at most kMaxTokenizerModelBytes (RegularFile, xsp/manifest/files.h: a
+  /// folder, /dev/zero or a FIFO is refused without reading it). Throws std::runtime_error naming the file when it is
+  /// missing, not a regular file, too large, unreadable or not a SentencePiece model, or, in a build without SentencePiece, "XSP was built without SentencePiece (Debian:
   /// libsentencepiece-dev); text inputs cannot be tokenized".
   static Tokenizer load(const std::filesystem::path& model_file);
 
@@ -54,13 +55,17 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Limit of Tokenizer::load(): the model file, bytes (SentencePiece models are a few MB).
+inline constexpr std::uintmax_t kMaxTokenizerModelBytes = 1ull << 30;
+
 /// Limits of load_prompts().
 inline constexpr std::uintmax_t kMaxPromptFileBytes = 64ull << 20;  ///< the whole file, bytes
 inline constexpr std::size_t kMaxPromptLineBytes = 1u << 20;         ///< one line (prompt), bytes
 
 /// The prompts of `file`: one per line (\n or \r\n), UTF-8, blank (whitespace-only) lines skipped, lines kept as
 /// they are otherwise. Throws std::runtime_error naming the file, and the line (1-based) where one is at fault,
-/// when the file cannot be read, is larger than kMaxPromptFileBytes, has a line longer than kMaxPromptLineBytes or
+/// when the file cannot be read, is not a regular file (RegularFile: a folder, /dev/zero, a FIFO), is larger than
+/// kMaxPromptFileBytes, has a line longer than kMaxPromptLineBytes or
 /// a line that is not valid UTF-8, or holds no prompt.
 std::vector<std::string> load_prompts(const std::filesystem::path& file);
 

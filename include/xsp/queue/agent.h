@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,9 @@ struct AgentOptions {
   std::string name;   ///< shown by `xsp agents`; "" = the hostname
   std::filesystem::path zoo;                 ///< EvaluationContext::zoo
   std::filesystem::path default_images_dir;  ///< EvaluationContext::default_images_dir
+  /// Folders a job's request may read files from besides the zoo and default_images_dir: jobs come from whoever can
+  /// submit to the shared store, so every file a job names is confined to these (EvaluationContext::confine_to).
+  std::vector<std::filesystem::path> data_dirs;
   /// A claimed job is the agent's for this long past each renewal; renewed every lease / 3 while it runs.
   std::chrono::milliseconds lease{30'000};
   /// Idle: heartbeat and look for work at least this often (new jobs also wake it at once through NOTIFY).

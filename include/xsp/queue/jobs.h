@@ -103,6 +103,14 @@ struct JobSubmission {
   int max_attempts = 3;        ///< from 1: runs that died (agent killed, lease expired) or failed to run count
 };
 
+/// A submission as the REST API takes it (POST /api/v1/jobs, POST /api/v1/evaluations): either a bare
+/// EvaluationRequest, or {"request": {...}, "constraints": {...}, "priority": N, "max_attempts": N} with all but
+/// "request" optional (constraints default to constraints_for(request)). Throws RequestError naming the field
+/// ("request.batch_sizes" in the second shape, "batch_sizes" in the first; "body" when it is not an object) for an
+/// unknown key, a wrong type or a value out of range (priority within ±1,000,000, max_attempts 1 to 100), and
+/// whatever validate_fields() refuses: the checks that need no zoo.
+JobSubmission job_submission_from_json(const nlohmann::json& body);
+
 /// A submitted evaluation as the API reports it.
 struct JobInfo {
   std::int64_t id = 0;

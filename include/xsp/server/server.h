@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -107,9 +108,26 @@ struct ServerOptions {
   /// Bearer token for writes (POST, DELETE). Required when `host` is not a loopback address; on loopback, writes
   /// are open when it is empty. Compared in constant time.
   std::string token;
-  std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413
-  std::size_t threads = 16;              ///< HTTP worker threads (one per connection being served)
+  std::size_t max_body_bytes = 1 << 20;  ///< larger request bodies get 413 before they are read
+  std::size_t threads = 16;              ///< HTTP worker threads: requests handled at once
   std::size_t max_queued_jobs = 64;      ///< the server's own queue: submissions beyond this get 503
+  /// Connections are read by one event loop (src/server/http_front.h), so a slow or idle client never holds a
+  /// worker thread. A request must arrive whole (head and body) within `request_timeout` of its first byte (else
+  /// 408); a connection without a request under way is closed after `idle_timeout`.
+  std::chrono::milliseconds request_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{5'000};
+  std::size_t max_connections = 512;             ///< open at once; more get 503
+  std::size_t max_connections_per_client = 64;   ///< per remote address; more get 429
+  /// Requests that load whole evaluations and compute over them (analyses, compare, report, trace downloads) run at
+  /// most this many at once; more get 503 with Retry-After, so that they cannot starve the listing endpoints.
+  std::size_t max_heavy_requests = 4;
+  /// Host names the server answers to besides IP addresses, "localhost" and this machine's host name: the Host
+  /// header of any other name is refused (421), as a DNS-rebinding page would send it (`--allowed-host`, e.g. the
+  /// public name of a TLS proxy in front of the server).
+  std::vector<std::string> allowed_hosts;
+  /// Folders a submitted request may read files from (inputs.images_dir, generation.prompts_file), besides the zoo
+  /// and default_images_dir: EvaluationContext::confine_to (docs/server.md "Security").
+  std::vector<std::filesystem::path> data_dirs;
   /// A folder served under /ui/ (the web UI's static assets); empty = none.
   std::filesystem::path static_dir;
   const Clock* clock = nullptr;          ///< EvaluationContext::clock (tests inject a fake one)

@@ -59,7 +59,11 @@ struct EvaluationFilter {
 enum class StoreAccess {
   kReadWrite,  ///< will save: open() checks the file's b-trees and that it can be written (waits up to 5 s for
                ///< another writer)
-  kRead,       ///< only reads: never takes a write lock (unless the file's schema must be migrated first)
+  /// only reads: an SQLite file is opened read-only (SQLITE_OPEN_READONLY; as file:PATH?immutable=1 when its folder
+  /// cannot be written, e.g. a read-only mount, where SQLite could not create the WAL's -wal and -shm files), never
+  /// created, and its folder and journal mode are left as they are; never takes a write lock, unless the file's
+  /// schema must be migrated first (then on a read-write connection, which needs the file and its folder writable)
+  kRead,
 };
 
 /// How long a write (save(), save_ceilings(), save_if_new()) waits for another connection's write lock before it
@@ -104,12 +108,15 @@ class Store {
   /// PostgreSQL support (have_postgres_store()). LockWait does not apply: PostgreSQL writers do not block each other
   /// on whole-database locks.
   ///
-  /// SQLite: opens or creates the store at `file` (parent folders are created), migrating it to the current
-  /// schema in one transaction when (and only when) its schema is older. Throws StoreError when `file` is empty
-  /// (SQLite would open a temporary database and lose every result), when the file cannot be created or opened,
-  /// is not an SQLite database, holds another application's tables, has a newer schema than this build knows, or
-  /// (kReadWrite) is damaged (`PRAGMA quick_check` finds a b-tree page in error: the message names the file and
-  /// SQLite's first findings) or cannot be written (checked with a write transaction that is rolled back).
+  /// SQLite: opens the store at `file`, or with kReadWrite creates it (parent folders are created), migrating it to
+  /// the current schema in one transaction when (and only when) its schema is older (see StoreAccess::kRead). Throws
+  /// StoreError naming the file when `file` is empty (SQLite would open a temporary database and lose every result),
+  /// exists and is not a regular file (a FIFO, /dev/null, a folder: the message says which, and nothing is created
+  /// beside it), cannot be created or opened, is missing (kRead), is not an SQLite database, holds another
+  /// application's tables, has a newer schema than this build knows, has an older one and cannot be written (kRead:
+  /// the message says how to migrate it), or (kReadWrite) is damaged (`PRAGMA quick_check` finds a b-tree page in
+  /// error: the message names the file and SQLite's first findings) or cannot be written, nor its folder (checked
+  /// with a write transaction that is rolled back).
   static std::unique_ptr<Store> open(const std::filesystem::path& file, StoreAccess access = StoreAccess::kReadWrite,
                                      StoreOptions options = {});
   virtual ~Store() = default;

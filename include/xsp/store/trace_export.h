@@ -46,7 +46,12 @@ TraceResource trace_resource(const EvaluationRecord& record, const RunRecord& ru
 void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
                       const std::filesystem::path& path);
 
-/// Writes `content` to `path` through a temporary file beside it (PATH.tmp-PID) renamed into place: a failure
+/// `run`'s trace in `format` as bytes, without touching the file system (the server's downloads: no temporary file
+/// for anyone to race). The SQLite export is built in an in-memory database and serialized (sqlite3_serialize).
+/// Throws as export_run_trace() does (std::invalid_argument for an OTLP export of a run without a trace id).
+std::string export_run_trace_to_string(const EvaluationRecord& record, const RunRecord& run, TraceFormat format);
+/// Writes `content` to `path` through a temporary file beside it (PATH.tmp-XXXXXX, created exclusively under an
+/// unpredictable name, so that a link planted in a shared folder is never followed) renamed into place: a failure
 /// (cannot create, a write or close that fails, e.g. on a full disk, a failed rename) leaves neither a partial
 /// `path` nor the temporary file, and throws xsp::IoError (xsp/store/store.h) naming `path` and the reason.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);

@@ -73,6 +73,7 @@ class JobRun {
     EvaluationContext context;
     context.zoo = o_.zoo;
     context.default_images_dir = o_.default_images_dir;
+    context.confine_to = confinement_roots(o_.zoo, o_.default_images_dir, o_.data_dirs);
     context.record_machine_state = o_.record_machine_state;
     context.clock = o_.clock;
     context.interrupt = &interrupt_;

@@ -361,8 +361,8 @@ std::string PostgresJobQueue::explain_claim(const AgentCapabilities& capabilitie
 
 std::int64_t PostgresJobQueue::submit(const JobSubmission& s) {
   const EvaluationRequest& r = s.request;
-  if (r.model.empty()) throw RequestError("model", "a model name, got an empty one");
-  if (r.device != "cpu" && r.device != "cuda") throw RequestError("device", "cpu or cuda, got '" + r.device + "'");
+  // Everything checkable without a zoo, before the job waits for an agent that could only refuse it.
+  validate_fields(r);
   if (s.max_attempts < 1) throw RequestError("max_attempts", "at least 1, got " + std::to_string(s.max_attempts));
   JobConstraints c = s.constraints;
   // The request's own device and framework always constrain: a cuda request on a CPU-only agent cannot run.

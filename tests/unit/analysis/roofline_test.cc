@@ -2,7 +2,9 @@
 // latency-weighted means, the machine look-up and the JSON form of MachineCeilings.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -195,6 +197,42 @@ TEST(Roofline, CeilingsTable) {
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[2][2]), 4500);              // DRAM in GB/s
   EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[2][4]));   // memory rows have no ridge
   EXPECT_NE(t.title.find("NVIDIA H200 (GPU-1234) on node7"), std::string::npos);
+}
+
+// Issue 31, finding 9: the store picks the latest ceilings by comparing measured_at as text, so "9999" or a time in
+// the future would win over every later measurement; only a real ISO-8601 UTC time, at most a day ahead, is accepted.
+TEST(Roofline, CeilingsMeasuredAtMustBeARealUtcTimeNotInTheFuture) {
+  const MachineCeilings m = ceilings();  // measured_at 2026-11-20T10:00:00Z
+  const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(*parse_utc_time("2026-11-26T12:00:00Z")));
+  EXPECT_EQ(machine_ceilings_from_json(to_json(m), now), m);
+  const auto error_for = [&](const std::string& measured_at) {
+    nlohmann::json j = to_json(m);
+    j["measured_at"] = measured_at;
+    try {
+      machine_ceilings_from_json(j, now);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  for (const std::string bad : {"9999", "2026-13-45T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-20T24:00:00Z",
+                                "2026-11-20T10:00:60Z", "2026-11-20 10:00:00Z", "2026-11-20T10:00:00+00:00",
+                                "2026-11-20T10:00:00", " 2026-11-20T10:00:00Z", "２026-11-20T10:00:00Z"}) {
+    const std::string e = error_for(bad);
+    EXPECT_NE(e.find("measured_at: expected an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ (a real date and time), got '" +
+                     bad + "'"),
+              std::string::npos)
+        << e;
+  }
+  const std::string future = error_for("2026-11-27T12:00:01Z");
+  EXPECT_NE(future.find("measured_at: expected a time at most a day after now (2026-11-26T12:00:00Z), got "
+                        "'2026-11-27T12:00:01Z'"),
+            std::string::npos)
+      << future;
+  EXPECT_EQ(error_for("2026-11-27T12:00:00Z"), "(accepted)");  // a day ahead: clocks of two machines may differ
+  EXPECT_EQ(error_for("2024-02-29T23:59:59Z"), "(accepted)");  // a leap day
+  EXPECT_EQ(parse_utc_time("1970-01-02T00:00:01Z"), std::optional<std::int64_t>(86401));
+  EXPECT_EQ(parse_utc_time("2000-03-01T00:00:00Z"), std::optional<std::int64_t>(951868800));
 }
 }  // namespace
 }  // namespace xsp

@@ -12,6 +12,8 @@
 
 #include "xsp/manifest/manifest.h"
 #include "xsp/manifest/semver.h"
+#include "../store/temp_dir.h"
+#include "hostile_files.h"
 
 namespace fs = std::filesystem;
 using xsp::ManifestError;
@@ -48,20 +50,7 @@ ManifestError error_with(const std::string& from, const std::string& to) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("xsp-robustness-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using xsp::testing::TempDir;  // a fresh folder per test (../store/temp_dir.h)
 
 // A valid manifest text of model `name` `version` (the fixture, renamed).
 std::string manifest(const std::string& name, const std::string& version) {

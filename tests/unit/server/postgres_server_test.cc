@@ -3,6 +3,7 @@
 // result appears in the API's evaluation list; the agent is listed by GET /agents.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <thread>
 
 #include "pg_test_db.h"
@@ -90,6 +91,30 @@ TEST_F(ServerOnPostgres, ABadRequestIsFailedByTheAgentNamingTheField) {
   EXPECT_EQ(job["attempts"], 1) << "a bad request is not retried";
   EXPECT_EQ(job["error"]["field"], "model");
   EXPECT_NE(job["error"]["message"].get<std::string>().find("not_in_the_zoo"), std::string::npos) << job;
+}
+
+// Jobs come from whoever can submit to the shared store: an agent reads only files of its zoo and data folders, and
+// the job that names another one fails naming the field, without its content anywhere.
+TEST_F(ServerOnPostgres, AnAgentRefusesAJobNamingAFileOutsideItsFolders) {
+  XSP_PG_TEST_DATABASE(db);
+  std::filesystem::create_directories(dir_ / "outside");
+  { std::ofstream(dir_ / "outside" / "secret.txt") << "TOP-SECRET-LINE\n"; }
+  ServerOptions o = options();
+  o.store = db.url();
+  start(o);
+  auto c = client();
+  json request = testing::quick_request();
+  request["generation"] = {{"prompts_file", (dir_ / "outside" / "secret.txt").string()}};
+  const auto r = c.Post("/api/v1/jobs", json({{"request", request}}).dump(), "application/json");
+  ASSERT_EQ(r->status, 202) << r->body;  // the server on a shared queue checks requests on their face only
+  const std::int64_t id = body(r)["job"]["id"];
+  EXPECT_EQ(run_agent(one_job_agent(db.url(), "")).jobs_failed, 1u);
+  const auto answer = c.Get("/api/v1/jobs/" + std::to_string(id));
+  const json job = body(answer)["job"];
+  EXPECT_EQ(job["state"], "failed");
+  EXPECT_EQ(job["error"]["field"], "generation.prompts_file") << job;
+  EXPECT_EQ(answer->body.find("TOP-SECRET"), std::string::npos);
+  EXPECT_EQ(body(c.Get("/api/v1/evaluations"))["total"], 0);
 }
 
 }  // namespace

@@ -279,10 +279,11 @@ TEST_F(ServerApi, BadBodiesAre400NamingTheFieldOrPosition) {
   bad = testing::quick_request();
   bad["trace_level"] = "deepest";
   expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/json"), 400, "trace_level");
-  // curl -d sends a form content type: the JSON is still read as the body, not as parameters.
+  // A form content type (curl -d without -H, or an HTML form on any site) is refused before the body is read.
   bad = testing::quick_request();
   bad["leveled"] = "yes";
-  expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/x-www-form-urlencoded"), 400, "leveled");
+  expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/x-www-form-urlencoded"), 415, "Content-Type");
+  expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/json"), 400, "leveled");
   const std::string huge = "{\"model\": \"" + std::string(2 << 20, 'x') + "\"}";
   expect_error(c.Post("/api/v1/evaluations", huge, "application/json"), 413, "body");
   EXPECT_TRUE(body(c.Get("/api/v1/jobs"))["jobs"].empty());  // nothing was queued
