@@ -24,7 +24,7 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> data_dirs;
     double request_timeout_s = 10;
-    std::uint64_t max_connections = 512, max_connections_per_client = 64;
+    std::uint64_t max_connections = 512, max_connections_per_client = 64, max_heavy_requests = 4;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("--host", a->host,
@@ -53,6 +53,11 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--max-connections", a->max_connections, "open connections at once; more get 503")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100000}));
+  sub->add_option("--max-heavy-requests", a->max_heavy_requests,
+                  "analyses, compare, report and trace downloads run at most this many at once (others wait, or "
+                  "get 503 when most workers already wait)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1024}));
   sub->add_option("--max-connections-per-client", a->max_connections_per_client,
                   "open connections per client address; more get 429")
       ->capture_default_str()
@@ -82,6 +87,7 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
                    o.request_timeout = std::chrono::milliseconds(std::llround(a->request_timeout_s * 1000));
                    o.max_connections = a->max_connections;
                    o.max_connections_per_client = a->max_connections_per_client;
+                   o.max_heavy_requests = a->max_heavy_requests;
                    o.static_dir = a->static_dir;
                    o.clock = g.env.clock;
                    o.record_machine_state = g.env.record_machine_state;

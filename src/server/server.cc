@@ -390,8 +390,8 @@ struct Server::Impl {
     return req.get_header_value(name);
   }
 
-  // At most max_heavy_requests run at once. Others wait for a slot, but only up to half of the workers may wait, so
-  // that listings keep workers to run on; beyond that, or after 30 s, the client is told to come back (503).
+  // At most max_heavy_requests run at once. Others wait for a slot, but all workers but two at most, so that listings
+  // keep workers to run on; beyond that, or after 30 s, the client is told to come back (503).
   struct HeavyGate {
     std::mutex mu;
     std::condition_variable freed;
@@ -461,7 +461,7 @@ struct Server::Impl {
           authorize(req);
         }
         std::optional<HeavySlot> slot;
-        if (r.heavy) slot.emplace(heavy, options.max_heavy_requests, std::max<std::size_t>(1, options.threads / 2), res);
+        if (r.heavy) slot.emplace(heavy, options.max_heavy_requests, std::max<std::size_t>(1, options.threads > 2 ? options.threads - 2 : 1), res);
         r.handler(req, res, m);
         return;
       }
