@@ -31,6 +31,7 @@
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/stats/stability.h"
 #include "xsp/eval/runner.h"
+#include "xsp/eval/session.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/profiler_options.h"
@@ -107,15 +108,17 @@ int main(int argc, char** argv) {
   std::vector<double> ms[kModes];
   std::vector<double> block_medians[kModes];  // one per round: modes of one round are paired
   double ops = 0, kernels = 0;
-  xsp::EvaluationOptions m_run;
+  xsp::RunPlan m_run;
   m_run.batch_sizes = {static_cast<int>(batch)};
-  m_run.synthetic = true;
+  m_run.inputs.synthetic = true;
   // A fixed block of `block` measured batches (no adaptive warm-up or stopping): the bench alternates modes itself.
   m_run.measurement.warmup_min_batches = 0;
   m_run.measurement.warmup_min_ms = m_run.measurement.warmup_max_ms = 0;
   m_run.measurement.min_batches = block;
   m_run.measurement.min_duration_ms = m_run.measurement.max_duration_ms = 0;
-  m_run.record_machine_state = false;
+  xsp::SessionOptions m_session;
+  m_session.record_machine_state = false;
+  xsp::RunSession m_run_session(m_session);
   for (int r = 0; r < 2 * rounds; ++r) {
     for (int m = 0; m < kModes; ++m) {
       const Mode mode = static_cast<Mode>(m);
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
       const bool device_mode = mode == kKernel || mode == kKernelOnly;
       if (device_mode != (r >= rounds) || (device_mode && !cupti)) continue;
       if (mode == kMRun) {
-        const auto record = xsp::run_evaluation(manifest, *predictor, m_run);
+        const auto record = xsp::run_batch_sweep(manifest, *predictor, m_run, m_run_session);
         std::vector<double> block_ms;
         for (double ns : record.runs.at(0).predict_latency_ns) block_ms.push_back(ns / 1e6);
         ms[kMRun].insert(ms[kMRun].end(), block_ms.begin(), block_ms.end());

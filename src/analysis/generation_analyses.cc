@@ -483,28 +483,4 @@ Table g4_kernels_per_step(const EvaluationRecord& record, int b) {
   return t;
 }
 
-// ---- dispatch ----
-
-const std::vector<std::string>& generation_analysis_ids() {
-  static const std::vector<std::string> ids = {"G1", "G2", "G3", "G4"};
-  return ids;
-}
-
-std::vector<Table> run_generation_analysis(const std::string& id, const EvaluationRecord& record,
-                                           const std::vector<int>& batch_sizes) {
-  std::string up = id;
-  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::vector<Table> out;
-  if (up == "G1") {
-    out.push_back(g1_prefill_vs_decode(record, batch_sizes));
-  } else if (up == "G3") {
-    out.push_back(g3_kv_cache_memory(record, batch_sizes));
-  } else if (up == "G2" || up == "G4") {
-    for (int b : batch_sizes) out.push_back(up == "G2" ? g2_layer_prefill_decode(record, b) : g4_kernels_per_step(record, b));
-  } else {
-    throw std::invalid_argument("not a generation analysis: '" + id + "'");
-  }
-  return out;
-}
-
 }  // namespace xsp

@@ -33,11 +33,6 @@ Cell percent_cell(double part, double total) {
 }
 
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A per-batch-size table: the registry's empty table with run and matching notes (no rows without a kernel run).
 Table start(const std::string& id, const GpuRuns& runs, bool with_model, bool with_layers) {
   Table t = empty_table(table_spec(id), runs.batch_size);
@@ -908,50 +903,6 @@ Table gpu_idle_time(const EvaluationRecord& record) {
 Table kernel_launch_statistics(const EvaluationRecord& record) {
   GpuRunsCache cache(record);
   return kernel_launch_statistics(cache, all_batches(record));
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Dispatch
-// ---------------------------------------------------------------------------------------------------------
-
-const std::vector<std::string>& gpu_analysis_ids() {
-  static const std::vector<std::string> ids = {"A8",  "A9",  "A10", "A11",           "A12",     "A13",
-                                               "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"};
-  return ids;
-}
-
-std::vector<Table> run_gpu_analysis(const std::string& id, const std::vector<int>& batch_sizes,
-                                    GpuRunsCache& cache) {
-  const std::string key = lower(id);
-  std::vector<Table> out;
-  using PerBatch = Table (*)(const GpuRuns&);
-  PerBatch per_batch = nullptr;
-  if (key == "a8") per_batch = a8_kernel_information;
-  if (key == "a9") per_batch = a9_kernel_roofline;
-  if (key == "a10") per_batch = a10_kernels_by_name;
-  if (key == "a11") per_batch = a11_kernels_by_layer;
-  if (key == "a12") per_batch = a12_counters_by_layer;
-  if (key == "a13") per_batch = a13_gpu_vs_non_gpu;
-  if (key == "a14") per_batch = a14_layer_roofline;
-  if (key == "roofline-hier") per_batch = roofline_hierarchical;
-  if (per_batch) {
-    for (int b : batch_sizes) out.push_back(per_batch(cache.get(b)));
-  } else if (key == "a15") {
-    out.push_back(a15_kernels_by_model(cache, batch_sizes));
-  } else if (key == "gpu-idle") {
-    out.push_back(gpu_idle_time(cache, batch_sizes));
-  } else if (key == "launch-stats") {
-    out.push_back(kernel_launch_statistics(cache, batch_sizes));
-    for (int b : batch_sizes) {
-      const GpuRuns& runs = cache.get(b);
-      if (runs.kernel_run) out.push_back(kernel_launch_delay_top(runs, 10));
-    }
-  } else {
-    std::string msg = "unknown GPU analysis id '" + id + "'; valid ids:";
-    for (const auto& v : gpu_analysis_ids()) msg += " " + v;
-    throw std::invalid_argument(msg);
-  }
-  return out;
 }
 
 }  // namespace xsp

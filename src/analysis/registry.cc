@@ -7,10 +7,15 @@
 #include <set>
 #include <stdexcept>
 
+#include "xsp/analysis/analyses.h"
+#include "xsp/analysis/generation_analyses.h"
+#include "xsp/analysis/gpu_analyses.h"
+
 namespace xsp {
 namespace {
 
 using L = Level;
+using D = DefaultFor;
 
 ColumnSpec col(std::string name, std::string unit, std::string title, std::string meaning, bool in_text = true,
                bool symbol = false) {
@@ -77,6 +82,7 @@ ColumnSpec precision() {
   return col("precision", "", "precision", "compute ceiling of the FLOP counter with the most FLOPs (fp32, fp16...)");
 }
 
+// A further table of table_registry(): no function; per_batch_size as given.
 AnalysisSpec spec(std::string id, std::string title, std::string meaning, std::vector<Level> levels,
                   bool per_batch_size, std::vector<ColumnSpec> columns, ChartSpec chart, std::string bar = "") {
   AnalysisSpec s{std::move(id), std::move(title), std::move(meaning), std::move(levels), per_batch_size,
@@ -84,6 +90,71 @@ AnalysisSpec spec(std::string id, std::string title, std::string meaning, std::v
   s.key = s.id;
   if (!bar.empty()) s.bar_column = static_cast<int>(s.column_index(bar));
   return s;
+}
+
+// An analysis: per_batch_size follows the kind of its function (per_batch() or over_batches()).
+AnalysisSpec spec(std::string id, std::string title, std::string meaning, std::vector<Level> levels,
+                  AnalysisFunction function, DefaultFor default_for, std::vector<ColumnSpec> columns, ChartSpec chart,
+                  std::string bar = "") {
+  if ((function.per_batch != nullptr) == (function.over_batches != nullptr))
+    throw std::logic_error("analysis " + id + " needs exactly one function");
+  const bool per_batch_size = function.per_batch != nullptr;
+  AnalysisSpec s = spec(std::move(id), std::move(title), std::move(meaning), std::move(levels), per_batch_size,
+                        std::move(columns), std::move(chart), std::move(bar));
+  s.function = function;
+  s.default_for = default_for;
+  return s;
+}
+
+// ---- the analyses' functions: adapters from the context to each analysis's own signature ----
+
+AnalysisFunction per_batch(Table (*fn)(AnalysisContext&, int)) { return {fn, nullptr}; }
+AnalysisFunction over_batches(std::vector<Table> (*fn)(AnalysisContext&)) { return {nullptr, fn}; }
+
+// A2–A7 on the context's aggregated M/F run (or its absence: empty stats and kNoFrameworkRun).
+template <Table (*Fn)(const LayerStats&, int, const std::string&)>
+Table on_layers(AnalysisContext& c, int batch_size) {
+  const FrameworkLayers& l = c.layers(batch_size);
+  return Fn(l.stats, batch_size, l.note);
+}
+// Per-batch GPU analyses on the context's memoised runs.
+template <Table (*Fn)(const GpuRuns&)>
+Table on_gpu_runs(AnalysisContext& c, int batch_size) {
+  return Fn(c.gpu().get(batch_size));
+}
+template <Table (*Fn)(const EvaluationRecord&, int)>
+Table on_record(AnalysisContext& c, int batch_size) {
+  return Fn(c.record(), batch_size);
+}
+template <Table (*Fn)(GpuRunsCache&, const std::vector<int>&)>
+std::vector<Table> over_gpu_runs(AnalysisContext& c) {
+  std::vector<Table> out;
+  out.push_back(Fn(c.gpu(), c.batch_sizes()));
+  return out;
+}
+template <Table (*Fn)(const EvaluationRecord&, const std::vector<int>&)>
+std::vector<Table> over_record(AnalysisContext& c) {
+  std::vector<Table> out;
+  out.push_back(Fn(c.record(), c.batch_sizes()));
+  return out;
+}
+
+// A1 covers every measured batch size whatever the context's selection: its optimal batch size compares them.
+std::vector<Table> a1(AnalysisContext& c) {
+  std::vector<Table> out;
+  out.push_back(a1_model_information(c.record(), c.options().latency_bound_ms));
+  return out;
+}
+
+// The statistics table, then the top-10 launch delays of each batch size with a kernel run (table "launch-top").
+std::vector<Table> launch_statistics(AnalysisContext& c) {
+  std::vector<Table> out;
+  out.push_back(kernel_launch_statistics(c.gpu(), c.batch_sizes()));
+  for (int b : c.batch_sizes()) {
+    const GpuRuns& runs = c.gpu().get(b);
+    if (runs.kernel_run) out.push_back(kernel_launch_delay_top(runs, 10));
+  }
+  return out;
 }
 
 ChartSpec chart(ChartKind kind, std::string x, std::string y, std::string color = "",
@@ -103,9 +174,9 @@ ChartSpec roofline(std::string color) {
   return c;
 }
 
-std::vector<AnalysisSpec> make_analyses() {
+// ---- A1–A7 (MODEL and FRAMEWORK level) ----
+std::vector<AnalysisSpec> model_analyses() {
   std::vector<AnalysisSpec> v;
-  // ---- A1–A7 (MODEL and FRAMEWORK level) ----
   {
     ChartSpec c = chart(ChartKind::kLine, "batch_size", "latency_trimmed_mean_ms");
     c.y2 = "throughput_samples_per_s";
@@ -114,7 +185,7 @@ std::vector<AnalysisSpec> make_analyses() {
     c.title = "Predict latency (with the median's 95% interval) and throughput by batch size";
     v.push_back(spec(
         "A1", "Model information", "predict latency, its stability and the throughput per batch size (M run)",
-        {L::kModel}, false,
+        {L::kModel}, over_batches(a1), D::kEvery,
         {batch_size_col(),
          col("median_ms", "ms", "median (ms)", "median predict latency over the result windows"),
          col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
@@ -134,55 +205,64 @@ std::vector<AnalysisSpec> make_analyses() {
   const ColumnSpec allocated =
       col("allocated_bytes", "bytes", "allocated (B)", "mean bytes the framework allocated while the layer ran");
   v.push_back(spec("A2", "Layer information", "every layer of the model with its shapes, latency and memory",
-                   {L::kFramework}, true,
+                   {L::kFramework}, per_batch(on_layers<a2_layer_information>), D::kInference,
                    {layer_index("index"), layer_name(), layer_type(),
                     col("shapes", "", "shapes", "input shapes of the layer as the framework reports them"), latency_ms,
                     allocated},
                    chart(ChartKind::kBar, "layer_index", "latency_ms")));
-  v.push_back(spec("A3", "Layer latency by index", "which layers take the time", {L::kFramework}, true,
+  v.push_back(spec("A3", "Layer latency by index", "which layers take the time",
+                   {L::kFramework}, per_batch(on_layers<a3_layer_latency>), D::kInference,
                    {layer_index("index"), layer_name(), latency_ms}, chart(ChartKind::kBar, "layer_index", "latency_ms"),
                    "latency_ms"));
-  v.push_back(spec("A4", "Layer allocated memory by index", "which layers allocate the memory", {L::kFramework}, true,
+  v.push_back(spec("A4", "Layer allocated memory by index", "which layers allocate the memory",
+                   {L::kFramework}, per_batch(on_layers<a4_layer_memory>), D::kInference,
                    {layer_index("index"), layer_name(), allocated},
                    chart(ChartKind::kBar, "layer_index", "allocated_bytes"), "allocated_bytes"));
   const ColumnSpec type = layer_type();
-  v.push_back(spec("A5", "Layer type distribution", "how many layers of each type the model has", {L::kFramework}, true,
+  v.push_back(spec("A5", "Layer type distribution", "how many layers of each type the model has",
+                   {L::kFramework}, per_batch(on_layers<a5_layer_type_distribution>), D::kInference,
                    {type, col("count", "count", "count", "layers of the type"),
                     col("percent", "%", "%", "share of all layers, in percent")},
                    chart(ChartKind::kArc, "", "count", "layer_type")));
-  v.push_back(spec("A6", "Layer latency by type", "which layer types take the time", {L::kFramework}, true,
+  v.push_back(spec("A6", "Layer latency by type", "which layer types take the time",
+                   {L::kFramework}, per_batch(on_layers<a6_layer_latency_by_type>), D::kInference,
                    {type,
                     col("latency_ms", "ms", "latency (ms)",
                         "sum of the per-index trimmed-mean latencies of the type's layers (M/F run)"),
                     col("percent", "%", "%", "share of the summed latency of all layers, in percent")},
                    chart(ChartKind::kArc, "", "latency_ms", "layer_type"), "latency_ms"));
-  v.push_back(spec("A7", "Layer memory by type", "which layer types allocate the memory", {L::kFramework}, true,
+  v.push_back(spec("A7", "Layer memory by type", "which layer types allocate the memory",
+                   {L::kFramework}, per_batch(on_layers<a7_layer_memory_by_type>), D::kInference,
                    {type,
                     col("allocated_bytes", "bytes", "allocated (B)",
                         "sum of the type's mean allocated bytes (layers without the tag count 0)"),
                     col("percent", "%", "%", "share of the bytes allocated by all layers, in percent")},
                    chart(ChartKind::kArc, "", "allocated_bytes", "layer_type"), "allocated_bytes"));
+  return v;
+}
 
-  // ---- GPU analyses (KERNEL and HARDWARE level) ----
+// ---- GPU analyses (KERNEL and HARDWARE level): SPEC §4 A8–A15 ----
+std::vector<AnalysisSpec> kernel_analyses() {
+  std::vector<AnalysisSpec> v;
   const ColumnSpec kernel_latency =
       col("latency_ms", "ms", "latency (ms)",
           "trimmed mean over the batches that have this kernel position of its duration (M/F/K run)");
   v.push_back(spec(
       "A8", "Kernel information", "every kernel the model launched, with its hardware counters",
-      {L::kFramework, L::kKernel, L::kHardware}, true,
+      {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a8_kernel_information>), D::kNone,
       {layer_index(), kernel_index(), layer_name("layer name"), kernel_name(), kernel_latency, gflops(), dram_read(),
        dram_write(), occupancy(), arithmetic_intensity(), achieved_flops(), bound(), l2_bytes(), l1_bytes(),
        col("sm_throughput_percent", "%", "SM %", "SM throughput over its peak, in percent"), precision()},
       chart(ChartKind::kBar, "layer_index", "latency_ms")));
   const ColumnSpec ai_dram = ai("dram", "AI DRAM"), ai_l2 = ai("l2", "AI L2"), ai_l1 = ai("l1", "AI L1");
   v.push_back(spec("A9", "Kernel roofline", "how close each kernel gets to the machine's roofline",
-                   {L::kFramework, L::kKernel, L::kHardware}, true,
+                   {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a9_kernel_roofline>), D::kNone,
                    {layer_index(), kernel_index(), layer_name("layer name"), kernel_name(), kernel_latency, gflops(),
                     precision(), ai_dram, ai_l2, ai_l1, achieved_flops(), peak_flops(), attainable_flops(),
                     percent_of_roofline(), bound(), binding_level()},
                    roofline("binding_level"), "percent_of_roofline"));
   v.push_back(spec(
-      "A10", "Kernels by name", "which kernels take the GPU time", {L::kModel, L::kKernel}, true,
+      "A10", "Kernels by name", "which kernels take the GPU time", {L::kModel, L::kKernel}, per_batch(on_gpu_runs<a10_kernels_by_name>), D::kNone,
       {kernel_name(), col("count", "count/batch", "count / batch", "occurrences of the kernel per batch"),
        col("total_latency_ms", "ms", "total (ms / batch)",
            "trimmed mean over batches of the per-batch sum of the kernel's durations"),
@@ -195,7 +275,7 @@ std::vector<AnalysisSpec> make_analyses() {
   const ColumnSpec layer_latency_ms =
       col("layer_latency_ms", "ms", "layer (ms)", "trimmed mean of the layer's latency (M/F run)");
   v.push_back(spec(
-      "A11", "Kernels by layer", "how much of each layer's time its kernels take", {L::kFramework, L::kKernel}, true,
+      "A11", "Kernels by layer", "how much of each layer's time its kernels take", {L::kFramework, L::kKernel}, per_batch(on_gpu_runs<a11_kernels_by_layer>), D::kNone,
       {layer_index(), layer_name(), layer_type(),
        col("kernel_count", "count/batch", "kernels / batch", "kernels the layer launched per batch"), kernel_sum_ms,
        layer_latency_ms,
@@ -203,7 +283,7 @@ std::vector<AnalysisSpec> make_analyses() {
       chart(ChartKind::kBar, "layer_index", "kernel_latency_ms")));
   v.push_back(spec(
       "A12", "Counters by layer", "each layer's hardware counters, summed over its kernels",
-      {L::kFramework, L::kKernel, L::kHardware}, true,
+      {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a12_counters_by_layer>), D::kNone,
       {layer_index(), layer_name(), layer_type(),
        col("kernels", "count/batch", "kernels / batch", "kernels with counters per batch"), gflops(), dram_read(),
        dram_write(), l2_bytes(), l1_bytes(),
@@ -216,7 +296,7 @@ std::vector<AnalysisSpec> make_analyses() {
                         {"gpu_latency_ms", "non_gpu_latency_ms"});
     c.title = "GPU and non-GPU latency per layer";
     v.push_back(spec("A13", "GPU vs non-GPU latency per layer", "how much of each layer's time is spent off the GPU",
-                     {L::kFramework, L::kKernel}, true,
+                     {L::kFramework, L::kKernel}, per_batch(on_gpu_runs<a13_gpu_vs_non_gpu>), D::kNone,
                      {layer_index(), layer_name(), layer_latency_ms,
                       col("gpu_latency_ms", "ms", "GPU (ms)",
                           "trimmed mean of the per-batch sum of the layer's kernel latencies (M/F/K run)"),
@@ -226,7 +306,7 @@ std::vector<AnalysisSpec> make_analyses() {
   }
   v.push_back(spec(
       "A14", "Layer roofline", "how close each layer gets to the machine's roofline",
-      {L::kFramework, L::kKernel, L::kHardware}, true,
+      {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a14_layer_roofline>), D::kNone,
       {layer_index(), layer_name(), layer_type(),
        col("kernel_latency_ms", "ms", "kernels (ms)",
            "trimmed mean of the per-batch sum of the layer's compute-kernel latencies (M/F/K run)"),
@@ -240,7 +320,7 @@ std::vector<AnalysisSpec> make_analyses() {
     c.title = "Model, kernel and GPU-busy time by batch size";
     v.push_back(spec(
         "A15", "Kernels by model", "how the model's time splits into GPU work, per batch size",
-        {L::kModel, L::kKernel, L::kHardware}, false,
+        {L::kModel, L::kKernel, L::kHardware}, over_batches(over_gpu_runs<a15_kernels_by_model>), D::kNone,
         {batch_size_col(), col("model_latency_ms", "ms", "model (ms)", "trimmed mean of the predict latency (M run)"),
          col("kernel_latency_ms", "ms", "kernels (ms)",
              "trimmed mean of the per-batch sum of kernel durations (M/F/K run)"),
@@ -253,9 +333,16 @@ std::vector<AnalysisSpec> make_analyses() {
          col("achieved_flops_per_s", "FLOP/s", "FLOP/s", "FLOPs / per-batch compute-kernel latency"), precision()},
         c));
   }
+  return v;
+}
+
+// ---- GPU analyses beyond the paper: the hierarchical roofline, HTA's idle time and launch statistics ----
+std::vector<AnalysisSpec> gpu_breakdown_analyses() {
+  std::vector<AnalysisSpec> v;
+  const ColumnSpec ai_dram = ai("dram", "AI DRAM"), ai_l2 = ai("l2", "AI L2"), ai_l1 = ai("l1", "AI L1");
   v.push_back(spec("roofline-hier", "Hierarchical roofline",
                    "which memory level (or compute) limits each kernel and layer (Yang, Kurth, Williams 2020)",
-                   {L::kFramework, L::kKernel, L::kHardware}, true,
+                   {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<roofline_hierarchical>), D::kNone,
                    {col("scope", "", "scope", "kernel (an A9 row) or layer (an A14 row)"), layer_index(),
                     col("kernel_index", "", "kernel", "position of the kernel in its layer; empty for layers"),
                     col("name", "", "name", "kernel name, or layer name for layers"), precision(), ai_l1, ai_l2,
@@ -273,7 +360,7 @@ std::vector<AnalysisSpec> make_analyses() {
     auto mean = [](std::string what) { return "mean per predict span of " + what; };
     v.push_back(spec(
         "gpu-idle", "GPU idle time", "when and why the GPU waits during predict (HTA's idle-time breakdown)",
-        {L::kModel, L::kKernel}, false,
+        {L::kModel, L::kKernel}, over_batches(over_gpu_runs<gpu_idle_time>), D::kNone,
         {batch_size_col(), col("predict_ms", "ms", "predict (ms)", mean("the predict span's duration")),
          col("gpu_busy_ms", "ms", "busy (ms)", mean("the union of GPU work on all streams")),
          col("idle_ms", "ms", "idle (ms)", mean("the time without GPU work")),
@@ -292,7 +379,7 @@ std::vector<AnalysisSpec> make_analyses() {
     c.title = "Kernel launch delay percentiles by batch size";
     v.push_back(spec(
         "launch-stats", "Kernel launch statistics", "how long kernels wait after their launch call (HTA)",
-        {L::kSystem, L::kKernel}, false,
+        {L::kSystem, L::kKernel}, over_batches(launch_statistics), D::kNone,
         {batch_size_col(), col("launches_per_batch", "count/batch", "kernels / batch", "kernels per batch"),
          col("launch_api_calls_per_batch", "count/batch", "launch calls / batch",
              "distinct launching API calls per batch (a graph launch starts many kernels)"),
@@ -308,8 +395,12 @@ std::vector<AnalysisSpec> make_analyses() {
          col("with_framework_op_percent", "%", "under an op %", "share of kernels launched inside a framework op")},
         c));
   }
+  return v;
+}
 
-  // ---- Generation analyses (docs/generation.md "Analyses") ----
+// ---- Generation analyses (docs/generation.md "Analyses") ----
+std::vector<AnalysisSpec> generation_analyses() {
+  std::vector<AnalysisSpec> v;
   {
     ChartSpec c = chart(ChartKind::kStackedBar, "batch_size", "tokenize_ms", "",
                         {"tokenize_ms", "prefill_ms", "decode_ms", "detokenize_ms"});
@@ -318,7 +409,7 @@ std::vector<AnalysisSpec> make_analyses() {
     auto share = [](std::string what) { return "100 × mean " + what + " / mean request time"; };
     v.push_back(spec(
         "G1", "Prefill vs decode", "how a generation request's time splits into prefill and decode, per batch size",
-        {L::kModel}, false,
+        {L::kModel}, over_batches(over_record<g1_prefill_vs_decode>), D::kGeneration,
         {batch_size_col(), col("requests", "count", "requests", "request spans the time split comes from"),
          col("ttft_p50_ms", "ms", "TTFT p50", "median time to first token (RunRecord::generation, M run)"),
          col("ttft_p99_ms", "ms", "TTFT p99", "99th percentile of the time to first token"),
@@ -344,7 +435,7 @@ std::vector<AnalysisSpec> make_analyses() {
     c.title = "Module time per request: prefill and all decode steps";
     v.push_back(spec(
         "G2", "Layer time in prefill vs decode", "which modules and transformer layers take the time in prefill and in decode",
-        {L::kFramework}, true,
+        {L::kFramework}, per_batch(on_record<g2_layer_prefill_decode>), D::kGeneration,
         {col("layer", "", "layer", "transformer layer of the module: its path up to the first numeric part (h.3)"),
          col("module", "", "module", "TorchScript module path of the top-level op, else its op name"),
          col("op", "", "op", "op name of the module's top-level spans (the first seen)"),
@@ -360,7 +451,7 @@ std::vector<AnalysisSpec> make_analyses() {
     c.title = "KV cache size by batch size: recorded and formula";
     v.push_back(spec(
         "G3", "KV cache memory", "how large the KV cache grows and whether it matches the model's formula",
-        {L::kModel}, false,
+        {L::kModel}, over_batches(over_record<g3_kv_cache_memory>), D::kGeneration,
         {batch_size_col(),
          col("prompt_tokens", "tokens", "prompt", "prompt tokens of the request with the most positions"),
          col("output_tokens", "tokens", "output", "output tokens of that request"),
@@ -379,7 +470,7 @@ std::vector<AnalysisSpec> make_analyses() {
     auto mean = [](std::string what) { return "mean per step of " + what + " (M/F/K run)"; };
     v.push_back(spec(
         "G4", "Kernels per decode step", "how many kernels and how much GPU time each prefill and decode step takes",
-        {L::kSystem, L::kKernel}, true,
+        {L::kSystem, L::kKernel}, per_batch(on_record<g4_kernels_per_step>), D::kGeneration,
         {col("step", "", "step", "0 = prefill, then decode steps 1, 2, ..."),
          col("samples", "count", "steps", "step spans with this index (one per request)"),
          col("step_ms", "ms", "step (ms)", mean("the step span's duration")),
@@ -393,8 +484,25 @@ std::vector<AnalysisSpec> make_analyses() {
   return v;
 }
 
-std::vector<AnalysisSpec> make_tables() {
-  std::vector<AnalysisSpec> v = analysis_registry();
+// Every analysis, each group under its family, in analysis_ids() order.
+std::vector<AnalysisSpec> make_analyses() {
+  std::vector<AnalysisSpec> v;
+  auto add = [&](AnalysisFamily family, std::vector<AnalysisSpec> group) {
+    for (AnalysisSpec& s : group) {
+      s.family = family;
+      v.push_back(std::move(s));
+    }
+  };
+  add(AnalysisFamily::kModel, model_analyses());
+  add(AnalysisFamily::kGpu, kernel_analyses());
+  add(AnalysisFamily::kGpu, gpu_breakdown_analyses());
+  add(AnalysisFamily::kGeneration, generation_analyses());
+  return v;
+}
+
+// ---- The further tables of the analyses (launch-top) and of the summary (summary.h) ----
+std::vector<AnalysisSpec> summary_tables() {
+  std::vector<AnalysisSpec> v;
   {
     AnalysisSpec s = spec(
         "launch-stats", "Kernels with the largest launch delay", "the kernel launches that waited longest",
@@ -517,7 +625,12 @@ std::vector<AnalysisSpec> make_tables() {
         chart(ChartKind::kScatter, "batch_size", "overhead_percent", "trace_level"));
     v.push_back(std::move(s));
   }
-  // ---- compare (compare.h): the tables with fixed columns (compare.A1 has columns per evaluation) ----
+  return v;
+}
+
+// ---- compare (compare.h): the tables with fixed columns (compare.A1 has columns per evaluation) ----
+std::vector<AnalysisSpec> compare_tables() {
+  std::vector<AnalysisSpec> v;
   auto keyed = [&](AnalysisSpec s) { s.key = s.id; v.push_back(std::move(s)); };
   keyed(spec("compare.evaluations", "Evaluations compared", "which evaluations a comparison puts side by side", {},
              false,
@@ -570,6 +683,13 @@ std::vector<AnalysisSpec> make_tables() {
               col("mean_js", "nat", "mean JS", "mean Jensen-Shannon divergence"),
               col("max_js", "nat", "max JS", "largest Jensen-Shannon divergence")},
              chart(ChartKind::kBar, "evaluation_b", "top1_agree_percent", "")));
+  return v;
+}
+
+std::vector<AnalysisSpec> make_tables() {
+  std::vector<AnalysisSpec> v = analysis_registry();
+  for (std::vector<AnalysisSpec> group : {summary_tables(), compare_tables()})
+    for (AnalysisSpec& s : group) v.push_back(std::move(s));
   return v;
 }
 

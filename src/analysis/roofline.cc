@@ -13,6 +13,7 @@
 #include <string>
 
 #include "xsp/profilers/hardware_counters.h"
+#include "xsp/util/time.h"
 
 namespace xsp {
 namespace {
@@ -392,11 +393,8 @@ MachineCeilings machine_ceilings_from_json(const nlohmann::json& j, std::chrono:
     fail("measured_at", "expected an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ (a real date and time), got " + shown());
   const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   if (*at > now_s + 86400) {
-    const std::time_t t = static_cast<std::time_t>(now_s);
-    std::tm tm{};
-    char buf[32] = "?";
-    if (gmtime_r(&t, &tm) != nullptr) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fail("measured_at", "expected a time at most a day after now (" + std::string(buf) + "), got " + shown());
+    fail("measured_at", "expected a time at most a day after now (" + util::format_utc_iso8601(now_s) + "), got " +
+                            shown());
   }
   m.clocks_note = str(j, "clocks_note", false, "");
   auto cs = j.find("ceilings");
@@ -507,159 +505,186 @@ std::string RooflineChart::left_out_note() const {
          "them): " + why;
 }
 
-RooflineChart make_roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings) {
-  RooflineChart chart;
+namespace {
+
+// The points of the A9 or A14 tables drawn, what was left out, and the extent of what was drawn.
+struct RooflinePoints {
   nlohmann::json points = nlohmann::json::array();
   std::set<std::string> precisions;
-  std::map<std::string, std::size_t> left_out;
+  std::map<std::string, std::size_t> left_out;  ///< reason -> rows
+  std::size_t rows = 0;
+  std::string kind;                  ///< "A9" or "A14"
+  std::vector<std::string> batches;  ///< one label per table
   double ai_min = std::numeric_limits<double>::infinity(), ai_max = 0;
   double f_min = std::numeric_limits<double>::infinity(), f_max = 0;
-  std::string kind;
-  std::vector<std::string> batches;
-  for (const Table& t : tables) {
-    if (t.id != "A9" && t.id != "A14")
-      throw std::invalid_argument("roofline_chart: table " + t.id + " is not a roofline table (A9 or A14)");
-    if (!kind.empty() && kind != t.id)
-      throw std::invalid_argument("roofline_chart: tables " + kind + " and " + t.id + " mixed: draw A9 or A14");
-    kind = t.id;
-    auto col = [&](const std::string& name) -> int {
-      for (std::size_t i = 0; i < t.columns.size(); ++i)
-        if (t.columns[i].name == name) return static_cast<int>(i);
-      return -1;
-    };
-    const int ai_c = col("ai_dram"), f_c = col("achieved_flops_per_s"), p_c = col("precision");
-    const int name_c = col(t.id == "A9" ? "kernel_name" : "layer_name");
-    const int layer_c = col("layer_index"), layer_name_c = col("layer_name"), gflops_c = col("gflops");
-    const int binding_c = col("binding_level"), bound_c = col("bound"), pct_c = col("percent_of_roofline");
-    const int attainable_c = col("attainable_flops_per_s");
-    if (ai_c < 0 || f_c < 0)
-      throw std::invalid_argument("roofline_chart: table " + t.id + " lacks column " +
-                                  (ai_c < 0 ? "ai_dram" : "achieved_flops_per_s"));
-    const auto open = t.title.rfind(" (batch size ");
-    const std::string batch = open == std::string::npos ? t.title : t.title.substr(open + 13, t.title.size() - open - 14);
-    batches.push_back(batch);
-    auto real = [&](const std::vector<Cell>& row, int c) -> const double* {
-      return c < 0 ? nullptr : std::get_if<double>(&row[static_cast<std::size_t>(c)]);
-    };
-    auto text = [&](const std::vector<Cell>& row, int c) -> const std::string* {
-      return c < 0 ? nullptr : std::get_if<std::string>(&row[static_cast<std::size_t>(c)]);
-    };
-    for (const auto& row : t.rows) {
-      ++chart.rows;
-      const double* ai = real(row, ai_c);
-      const double* f = real(row, f_c);
-      const double* g = real(row, gflops_c);
-      if (gflops_c >= 0 && (g == nullptr || !(*g > 0))) {
-        ++left_out[g == nullptr ? "without FLOP counters" : "with no FLOPs (AI 0, 0 FLOP/s)"];
-        continue;
-      }
-      if (ai == nullptr || !(*ai > 0)) {
-        ++left_out["without DRAM traffic (AI at DRAM undefined)"];
-        continue;
-      }
-      if (f == nullptr || !(*f > 0)) {
-        ++left_out["without a latency (achieved FLOP/s unknown)"];
-        continue;
-      }
-      nlohmann::json p = {{"ai", *ai}, {"flops_per_s", *f}, {"batch", batch}};
-      if (const auto* s = text(row, p_c)) {
-        p["precision"] = *s;
-        precisions.insert(*s);
-      }
-      if (const auto* s = text(row, name_c)) p["name"] = *s;
-      std::string layer;
-      if (layer_c >= 0)
-        if (auto* i = std::get_if<std::int64_t>(&row[static_cast<std::size_t>(layer_c)])) layer = std::to_string(*i);
-      if (t.id == "A9")
-        if (const auto* s = text(row, layer_name_c)) layer += (layer.empty() ? "" : " ") + *s;
-      if (!layer.empty()) p["layer"] = layer;
-      if (const auto* s = text(row, binding_c)) p["binding_level"] = *s;
-      if (const auto* s = text(row, bound_c)) p["bound"] = *s;
-      if (const double* v = real(row, pct_c)) p["percent_of_roof"] = *v;
-      if (const double* v = real(row, attainable_c)) p["attainable_flops_per_s"] = *v;
-      points.push_back(std::move(p));
-      ai_min = std::min(ai_min, *ai);
-      ai_max = std::max(ai_max, *ai);
-      f_min = std::min(f_min, *f);
-      f_max = std::max(f_max, *f);
+};
+
+// Adds the rows of one roofline table: a point per row with a positive AI at DRAM and achieved FLOP/s (and FLOPs
+// when the table has them); the others are counted by reason.
+void add_table_points(const Table& t, RooflinePoints& rp) {
+  if (t.id != "A9" && t.id != "A14")
+    throw std::invalid_argument("roofline_chart: table " + t.id + " is not a roofline table (A9 or A14)");
+  if (!rp.kind.empty() && rp.kind != t.id)
+    throw std::invalid_argument("roofline_chart: tables " + rp.kind + " and " + t.id + " mixed: draw A9 or A14");
+  rp.kind = t.id;
+  auto col = [&](const std::string& name) -> int {
+    for (std::size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  const int ai_c = col("ai_dram"), f_c = col("achieved_flops_per_s"), p_c = col("precision");
+  const int name_c = col(t.id == "A9" ? "kernel_name" : "layer_name");
+  const int layer_c = col("layer_index"), layer_name_c = col("layer_name"), gflops_c = col("gflops");
+  const int binding_c = col("binding_level"), bound_c = col("bound"), pct_c = col("percent_of_roofline");
+  const int attainable_c = col("attainable_flops_per_s");
+  if (ai_c < 0 || f_c < 0)
+    throw std::invalid_argument("roofline_chart: table " + t.id + " lacks column " +
+                                (ai_c < 0 ? "ai_dram" : "achieved_flops_per_s"));
+  const auto open = t.title.rfind(" (batch size ");
+  const std::string batch = open == std::string::npos ? t.title : t.title.substr(open + 13, t.title.size() - open - 14);
+  rp.batches.push_back(batch);
+  auto real = [&](const std::vector<Cell>& row, int c) -> const double* {
+    return c < 0 ? nullptr : std::get_if<double>(&row[static_cast<std::size_t>(c)]);
+  };
+  auto text = [&](const std::vector<Cell>& row, int c) -> const std::string* {
+    return c < 0 ? nullptr : std::get_if<std::string>(&row[static_cast<std::size_t>(c)]);
+  };
+  for (const auto& row : t.rows) {
+    ++rp.rows;
+    const double* ai = real(row, ai_c);
+    const double* f = real(row, f_c);
+    const double* g = real(row, gflops_c);
+    if (gflops_c >= 0 && (g == nullptr || !(*g > 0))) {
+      ++rp.left_out[g == nullptr ? "without FLOP counters" : "with no FLOPs (AI 0, 0 FLOP/s)"];
+      continue;
     }
+    if (ai == nullptr || !(*ai > 0)) {
+      ++rp.left_out["without DRAM traffic (AI at DRAM undefined)"];
+      continue;
+    }
+    if (f == nullptr || !(*f > 0)) {
+      ++rp.left_out["without a latency (achieved FLOP/s unknown)"];
+      continue;
+    }
+    nlohmann::json p = {{"ai", *ai}, {"flops_per_s", *f}, {"batch", batch}};
+    if (const auto* s = text(row, p_c)) {
+      p["precision"] = *s;
+      rp.precisions.insert(*s);
+    }
+    if (const auto* s = text(row, name_c)) p["name"] = *s;
+    std::string layer;
+    if (layer_c >= 0)
+      if (auto* i = std::get_if<std::int64_t>(&row[static_cast<std::size_t>(layer_c)])) layer = std::to_string(*i);
+    if (t.id == "A9")
+      if (const auto* s = text(row, layer_name_c)) layer += (layer.empty() ? "" : " ") + *s;
+    if (!layer.empty()) p["layer"] = layer;
+    if (const auto* s = text(row, binding_c)) p["binding_level"] = *s;
+    if (const auto* s = text(row, bound_c)) p["bound"] = *s;
+    if (const double* v = real(row, pct_c)) p["percent_of_roof"] = *v;
+    if (const double* v = real(row, attainable_c)) p["attainable_flops_per_s"] = *v;
+    rp.points.push_back(std::move(p));
+    rp.ai_min = std::min(rp.ai_min, *ai);
+    rp.ai_max = std::max(rp.ai_max, *ai);
+    rp.f_min = std::min(rp.f_min, *f);
+    rp.f_max = std::max(rp.f_max, *f);
   }
-  chart.what = kind == "A14" ? "layer" : "kernel";
-  chart.drawn = points.size();
-  chart.left_out.assign(left_out.begin(), left_out.end());
+}
 
-  // Ceilings: the peaks of the precisions drawn, and the measured bandwidth of each memory level.
+// The ceilings drawn: the peaks of the precisions drawn (lowest first) and each measured memory level's bandwidth,
+// with the axis domains: whole decades covering the points, the ridges and the peaks.
+struct RooflineFrame {
   std::vector<const Ceiling*> peaks;
-  for (const auto& p : precisions)
-    if (const Ceiling* c = ceiling(ceilings, p)) peaks.push_back(c);
-  std::sort(peaks.begin(), peaks.end(), [](const Ceiling* a, const Ceiling* b) { return a->value < b->value; });
   std::vector<std::pair<MemoryLevel, const Ceiling*>> bandwidths;
-  for (const MemoryLevel l : kMemoryLevels)
-    if (const Ceiling* c = ceiling(ceilings, std::string(to_string(l)))) bandwidths.emplace_back(l, c);
-  const double top_peak = peaks.empty() ? 0 : peaks.back()->value;
-  // The innermost measured level has the highest bandwidth: the peaks start at its ridge.
-  double max_bw = 0;
-  for (const auto& [l, c] : bandwidths) max_bw = std::max(max_bw, c->value);
+  double top_peak = 0;
+  double max_bw = 0;  ///< the innermost measured level has the highest bandwidth: the peaks start at its ridge
+  double x0 = 1, x1 = 1, y0 = 1, y1 = 1;
+};
 
-  // Axis domains: whole decades covering the points, the ridges and the peaks.
+RooflineFrame roofline_frame(const RooflinePoints& rp, const MachineCeilings* ceilings) {
+  RooflineFrame fr;
+  for (const auto& p : rp.precisions)
+    if (const Ceiling* c = ceiling(ceilings, p)) fr.peaks.push_back(c);
+  std::sort(fr.peaks.begin(), fr.peaks.end(), [](const Ceiling* a, const Ceiling* b) { return a->value < b->value; });
+  for (const MemoryLevel l : kMemoryLevels)
+    if (const Ceiling* c = ceiling(ceilings, std::string(to_string(l)))) fr.bandwidths.emplace_back(l, c);
+  fr.top_peak = fr.peaks.empty() ? 0 : fr.peaks.back()->value;
+  for (const auto& [l, c] : fr.bandwidths) fr.max_bw = std::max(fr.max_bw, c->value);
+
+  double ai_min = rp.ai_min, ai_max = rp.ai_max, f_min = rp.f_min, f_max = rp.f_max;
   if (!std::isfinite(ai_min)) ai_min = 1, ai_max = 1;
-  if (!std::isfinite(f_min)) f_min = top_peak > 0 ? top_peak / 1e4 : 1e9, f_max = f_min;
-  for (const Ceiling* pk : peaks)
-    for (const auto& [l, bw] : bandwidths) {
+  if (!std::isfinite(f_min)) f_min = fr.top_peak > 0 ? fr.top_peak / 1e4 : 1e9, f_max = f_min;
+  for (const Ceiling* pk : fr.peaks)
+    for (const auto& [l, bw] : fr.bandwidths) {
       ai_min = std::min(ai_min, pk->value / bw->value);
       ai_max = std::max(ai_max, pk->value / bw->value);
     }
-  const double x0 = decade_floor(ai_min / 2), x1 = decade_ceil(ai_max * 2);
-  const double y0 = decade_floor(f_min / 2), y1 = decade_ceil(std::max(f_max, top_peak) * 2);
+  fr.x0 = decade_floor(ai_min / 2), fr.x1 = decade_ceil(ai_max * 2);
+  fr.y0 = decade_floor(f_min / 2), fr.y1 = decade_ceil(std::max(f_max, fr.top_peak) * 2);
+  return fr;
+}
 
-  // Colours: one per ceiling (Tableau 10), in drawing order L1, L2, DRAM, then the peaks from low to high.
+constexpr double kChartWidth = 720, kChartHeight = 460;
+
+// The ceiling lines with their labels and colours: one colour per ceiling (Tableau 10), in drawing order L1, L2,
+// DRAM, then the peaks from low to high.
+struct CeilingLines {
+  nlohmann::json domain = nlohmann::json::array(), range = nlohmann::json::array();
+  nlohmann::json lines = nlohmann::json::array(), labels = nlohmann::json::array();
+  std::map<std::string, std::string> level_label;  ///< binding_level value ("l2", "compute/fp32") -> ceiling label
+};
+
+CeilingLines ceiling_lines(const RooflineFrame& fr) {
   static const char* palette[] = {"#4c78a8", "#54a24b", "#e45756", "#f58518", "#b279a2", "#9d755d", "#72b7b2",
                                   "#eeca3b", "#ff9da6", "#bab0ac"};
-  nlohmann::json domain = nlohmann::json::array(), range = nlohmann::json::array();
+  CeilingLines cl;
   auto add_colour = [&](const std::string& label) {
-    range.push_back(palette[domain.size() % (sizeof palette / sizeof *palette)]);
-    domain.push_back(label);
+    cl.range.push_back(palette[cl.domain.size() % (sizeof palette / sizeof *palette)]);
+    cl.domain.push_back(label);
   };
-  std::map<std::string, std::string> level_label;  // binding_level value -> ceiling label
-  nlohmann::json lines = nlohmann::json::array(), labels = nlohmann::json::array();
-  const double width = 720, height = 460;
-  const double x_decades = std::log10(x1 / x0), y_decades = std::log10(y1 / y0);
+  const double x0 = fr.x0, x1 = fr.x1, y0 = fr.y0;
+  const double x_decades = std::log10(x1 / x0), y_decades = std::log10(fr.y1 / y0);
   // On log-log axes a bandwidth diagonal (y = bw × x) has slope 1 decade per decade: its angle on screen.
-  const double diagonal_deg = -std::atan((height / y_decades) / (width / x_decades)) * 180.0 / std::numbers::pi;
-  for (std::size_t i = 0; i < bandwidths.size(); ++i) {
-    const auto& [l, bw] = bandwidths[i];
+  const double diagonal_deg =
+      -std::atan((kChartHeight / y_decades) / (kChartWidth / x_decades)) * 180.0 / std::numbers::pi;
+  for (std::size_t i = 0; i < fr.bandwidths.size(); ++i) {
+    const auto& [l, bw] = fr.bandwidths[i];
     const std::string label = bandwidth_label(l, *bw);
     add_colour(label);
-    level_label[std::string(to_string(l))] = label;
-    const double end = top_peak > 0 ? std::min(x1, top_peak / bw->value) : x1;
-    lines.push_back({{"ai", x0}, {"flops_per_s", bw->value * x0}, {"ceiling", label}});
-    lines.push_back({{"ai", end}, {"flops_per_s", bw->value * end}, {"ceiling", label}});
+    cl.level_label[std::string(to_string(l))] = label;
+    const double end = fr.top_peak > 0 ? std::min(x1, fr.top_peak / bw->value) : x1;
+    cl.lines.push_back({{"ai", x0}, {"flops_per_s", bw->value * x0}, {"ceiling", label}});
+    cl.lines.push_back({{"ai", end}, {"flops_per_s", bw->value * end}, {"ceiling", label}});
     // The label sits on its diagonal, a little right of where the line enters the plot; the levels are
     // staggered along x so that neighbouring diagonals' labels do not overlap.
     const double enter = std::max(x0, y0 / bw->value);
     const double at = enter * std::pow(10.0, x_decades * (0.04 + 0.1 * static_cast<double>(i)));
     if (at < end)
-      labels.push_back({{"ai", at}, {"flops_per_s", bw->value * at}, {"ceiling", label}, {"text", label},
-                        {"angle", diagonal_deg}, {"align", "left"}});
+      cl.labels.push_back({{"ai", at}, {"flops_per_s", bw->value * at}, {"ceiling", label}, {"text", label},
+                           {"angle", diagonal_deg}, {"align", "left"}});
   }
-  for (const Ceiling* pk : peaks) {
+  for (const Ceiling* pk : fr.peaks) {
     const std::string label = peak_label(*pk);
     add_colour(label);
-    level_label["compute/" + pk->name] = label;
-    const double start = max_bw > 0 ? std::max(x0, pk->value / max_bw) : x0;
-    lines.push_back({{"ai", start}, {"flops_per_s", pk->value}, {"ceiling", label}});
-    lines.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}});
-    labels.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}, {"text", label}, {"angle", 0},
-                      {"align", "right"}});
+    cl.level_label["compute/" + pk->name] = label;
+    const double start = fr.max_bw > 0 ? std::max(x0, pk->value / fr.max_bw) : x0;
+    cl.lines.push_back({{"ai", start}, {"flops_per_s", pk->value}, {"ceiling", label}});
+    cl.lines.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}});
+    cl.labels.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}, {"text", label}, {"angle", 0},
+                         {"align", "right"}});
   }
-  // Each point takes the colour of the ceiling that binds it (hierarchical rule, the table's binding_level).
+  return cl;
+}
+
+// Each point takes the colour of the ceiling that binds it (hierarchical rule, the table's binding_level); points
+// whose ceiling was not drawn get a grey "binding ceiling unknown".
+void colour_points(nlohmann::json& points, CeilingLines& cl) {
   const std::string unknown = "binding ceiling unknown";
   bool any_unknown = false;
   for (auto& p : points) {
     std::string key = p.value("binding_level", "");
     if (key == "compute") key += "/" + p.value("precision", "");
-    auto it = level_label.find(key);
-    if (it != level_label.end()) {
+    auto it = cl.level_label.find(key);
+    if (it != cl.level_label.end()) {
       p["ceiling"] = it->second;
     } else {
       p["ceiling"] = unknown;
@@ -667,10 +692,13 @@ RooflineChart make_roofline_chart(const std::vector<Table>& tables, const Machin
     }
   }
   if (any_unknown) {
-    domain.push_back(unknown);
-    range.push_back("#888888");
+    cl.domain.push_back(unknown);
+    cl.range.push_back("#888888");
   }
+}
 
+nlohmann::json roofline_subtitle(const RooflineChart& chart, const MachineCeilings* ceilings,
+                                 const std::vector<std::string>& batches) {
   nlohmann::json subtitle = nlohmann::json::array();
   // Short lines: vega without a canvas (vega-cli's SVG) sizes the chart by an estimate of 0.8 × font size per
   // character, so a long line widens the picture.
@@ -692,22 +720,10 @@ RooflineChart make_roofline_chart(const std::vector<Table>& tables, const Machin
     for (const auto& s : batches) b += (b.empty() ? "" : ", ") + s;
     subtitle.push_back("batch sizes " + b + " (in the tooltip)");
   }
+  return subtitle;
+}
 
-  const nlohmann::json x_scale = {{"type", "log"}, {"domain", {x0, x1}}};
-  const nlohmann::json y_scale = {{"type", "log"}, {"domain", {y0, y1}}};
-  const nlohmann::json x_axis = {{"title", "arithmetic intensity at DRAM (FLOP/byte)"}, {"format", "~g"},
-                                 {"values", decades(x0, x1)}, {"grid", true}};
-  const nlohmann::json y_axis = {{"title", "performance (FLOP/s)"}, {"format", "~s"}, {"values", decades(y0, y1)},
-                                 {"grid", true}};
-  const nlohmann::json color = {{"field", "ceiling"}, {"type", "nominal"},
-                                {"scale", {{"domain", domain}, {"range", range}}},
-                                {"legend", {{"title", "ceiling (point colour: the ceiling that binds it)"},
-                                            {"orient", "bottom"}, {"columns", 3}, {"labelLimit", 320},
-                                            {"titleLimit", 600}}}};
-  // x and y are shared by every layer (one scale and one axis each): every layer's data has "ai" and "flops_per_s".
-  const nlohmann::json x = {{"field", "ai"}, {"type", "quantitative"}, {"scale", x_scale}, {"axis", x_axis}};
-  const nlohmann::json y = {{"field", "flops_per_s"}, {"type", "quantitative"}, {"scale", y_scale}, {"axis", y_axis}};
-  const std::string who = chart.what;
+nlohmann::json point_tooltip(const std::string& who, bool several_batches) {
   nlohmann::json tooltip = nlohmann::json::array();
   tooltip.push_back({{"field", "name"}, {"title", who}});
   tooltip.push_back({{"field", "layer"}, {"title", "layer"}});
@@ -722,21 +738,39 @@ RooflineChart make_roofline_chart(const std::vector<Table>& tables, const Machin
   tooltip.push_back({{"field", "attainable_flops_per_s"}, {"type", "quantitative"}, {"title", "roof (FLOP/s)"},
                      {"format", ".3~s"}});
   tooltip.push_back({{"field", "precision"}, {"title", "precision"}});
-  if (batches.size() > 1) tooltip.push_back({{"field", "batch"}, {"title", "batch size"}});
+  if (several_batches) tooltip.push_back({{"field", "batch"}, {"title", "batch size"}});
+  return tooltip;
+}
 
-  nlohmann::json title = {
-      {"text", (kind == "A14" ? "Layer roofline (A14)" : "Kernel roofline (A9)") +
-                   std::string(ceilings != nullptr ? " — " + ceilings->gpu_name + " on " + ceilings->hostname : "")},
-      {"subtitle", subtitle},
-      {"anchor", "start"}};
+// The shared x and y encodings: log scales over the frame's decades, one tick per decade.
+nlohmann::json roofline_axes(const RooflineFrame& fr) {
+  const nlohmann::json x_scale = {{"type", "log"}, {"domain", {fr.x0, fr.x1}}};
+  const nlohmann::json y_scale = {{"type", "log"}, {"domain", {fr.y0, fr.y1}}};
+  const nlohmann::json x_axis = {{"title", "arithmetic intensity at DRAM (FLOP/byte)"}, {"format", "~g"},
+                                 {"values", decades(fr.x0, fr.x1)}, {"grid", true}};
+  const nlohmann::json y_axis = {{"title", "performance (FLOP/s)"}, {"format", "~s"},
+                                 {"values", decades(fr.y0, fr.y1)}, {"grid", true}};
+  // x and y are shared by every layer (one scale and one axis each): every layer's data has "ai" and "flops_per_s".
+  const nlohmann::json x = {{"field", "ai"}, {"type", "quantitative"}, {"scale", x_scale}, {"axis", x_axis}};
+  const nlohmann::json y = {{"field", "flops_per_s"}, {"type", "quantitative"}, {"scale", y_scale}, {"axis", y_axis}};
+  return {{"x", x}, {"y", y}};
+}
+
+// The layers: ceiling lines, diagonal labels, peak labels, points.
+nlohmann::json roofline_layers(const CeilingLines& cl, const RooflinePoints& rp, const nlohmann::json& tooltip) {
+  const nlohmann::json color = {{"field", "ceiling"}, {"type", "nominal"},
+                                {"scale", {{"domain", cl.domain}, {"range", cl.range}}},
+                                {"legend", {{"title", "ceiling (point colour: the ceiling that binds it)"},
+                                            {"orient", "bottom"}, {"columns", 3}, {"labelLimit", 320},
+                                            {"titleLimit", 600}}}};
   nlohmann::json layers = nlohmann::json::array();
-  layers.push_back({{"data", {{"values", lines}}},
+  layers.push_back({{"data", {{"values", cl.lines}}},
                     {"mark", {{"type", "line"}, {"clip", true}, {"strokeWidth", 2}}},
                     {"encoding", {{"detail", {{"field", "ceiling"}}}, {"color", color}}}});
   // The labels: along the diagonals (left-aligned, rotated) and at the right end of the peaks (right-aligned).
   for (const char* align : {"left", "right"}) {
     nlohmann::json values = nlohmann::json::array();
-    for (const auto& l : labels)
+    for (const auto& l : cl.labels)
       if (l["align"] == align) values.push_back(l);
     layers.push_back({{"data", {{"values", values}}},
                       {"mark", {{"type", "text"}, {"align", align}, {"baseline", "bottom"}, {"dy", -3},
@@ -746,21 +780,44 @@ RooflineChart make_roofline_chart(const std::vector<Table>& tables, const Machin
                                     {"color", color}}}});
   }
   nlohmann::json point_encoding = {{"color", color}, {"tooltip", tooltip}};
-  if (!precisions.empty())
+  if (!rp.precisions.empty())
     point_encoding["shape"] = {{"field", "precision"}, {"type", "nominal"},
                                {"legend", {{"title", "precision"}, {"orient", "bottom"}}}};
-  layers.push_back({{"data", {{"values", points}}},
+  layers.push_back({{"data", {{"values", rp.points}}},
                     {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}, {"opacity", 0.85},
                               {"stroke", "black"}, {"strokeWidth", 0.5}}},
                     {"encoding", point_encoding}});
+  return layers;
+}
+
+}  // namespace
+
+RooflineChart make_roofline_chart(const std::vector<Table>& tables, const MachineCeilings* ceilings) {
+  RooflinePoints rp;
+  for (const Table& t : tables) add_table_points(t, rp);
+  RooflineChart chart;
+  chart.rows = rp.rows;
+  chart.what = rp.kind == "A14" ? "layer" : "kernel";
+  chart.drawn = rp.points.size();
+  chart.left_out.assign(rp.left_out.begin(), rp.left_out.end());
+
+  const RooflineFrame frame = roofline_frame(rp, ceilings);
+  CeilingLines lines = ceiling_lines(frame);
+  colour_points(rp.points, lines);
+  const nlohmann::json subtitle = roofline_subtitle(chart, ceilings, rp.batches);
+  const nlohmann::json title = {
+      {"text", (rp.kind == "A14" ? "Layer roofline (A14)" : "Kernel roofline (A9)") +
+                   std::string(ceilings != nullptr ? " — " + ceilings->gpu_name + " on " + ceilings->hostname : "")},
+      {"subtitle", subtitle},
+      {"anchor", "start"}};
   chart.spec = {
       {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
       {"title", title},
-      {"width", width},
-      {"height", height},
+      {"width", kChartWidth},
+      {"height", kChartHeight},
       {"background", "white"},
-      {"encoding", {{"x", x}, {"y", y}}},
-      {"layer", layers},
+      {"encoding", roofline_axes(frame)},
+      {"layer", roofline_layers(lines, rp, point_tooltip(chart.what, rp.batches.size() > 1))},
   };
   chart.spec["description"] = chart.left_out.empty() ? subtitle[0].get<std::string>()
                                                       : subtitle[0].get<std::string>() + " " + chart.left_out_note();

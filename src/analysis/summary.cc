@@ -1,6 +1,6 @@
 // Run summary with stability and level overheads: see include/xsp/analysis/summary.h.
 #include "xsp/analysis/registry.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 #include "xsp/analysis/summary.h"
 
 #include "internal.h"

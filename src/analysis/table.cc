@@ -1,5 +1,6 @@
 // Table renderings (SPEC §4: every analysis is available as a terminal table, CSV and JSON).
 #include "xsp/analysis/table.h"
+#include "xsp/util/strings.h"
 
 #include <algorithm>
 #include <charconv>
@@ -14,11 +15,6 @@
 
 namespace xsp {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Display width of UTF-8 text in terminal columns: one per code point (titles use "—", bars use block
 // characters; none of them is double-width).
@@ -120,7 +116,7 @@ constexpr std::size_t kNoteWidth = 120;
 }  // namespace
 
 TableFormat parse_table_format(const std::string& name) {
-  const std::string n = lower(name);
+  const std::string n = util::to_lower(name);
   if (n == "table" || n == "text") return TableFormat::kText;
   if (n == "csv") return TableFormat::kCsv;
   if (n == "json") return TableFormat::kJson;

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "xsp/profilers/profiler_options.h"
+#include "xsp/service/service.h"
 #ifdef XSP_WITH_LIBTORCH
 #include "xsp/predictors/libtorch.h"
 #endif
@@ -164,6 +165,8 @@ int run_cli(int argc, const char* const* argv, const CliEnvironment& env) {
   try {
     return run(argc, argv, env);
   } catch (const CLI::Error& e) {
+    return report(e, kExitUsage);
+  } catch (const service::RunNotFound& e) {  // --run/--batch-size/--trace-level name no run: a usage error
     return report(e, kExitUsage);
   } catch (const IoError& e) {  // StoreError included
     return report(e, kExitIo);

@@ -9,7 +9,8 @@
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
+#include "xsp/service/service.h"
 
 namespace xsp::cli {
 namespace {
@@ -69,6 +70,30 @@ void write_default_chart(const std::vector<Table>& tables, const std::string& pa
             << t.rows.size() << " rows) to " << path << "\n";
 }
 
+// --chart: the roofline scatter with the machine's ceilings for A9 or A14, else the registry's default chart.
+void write_chart(const service::AnalysisResult& result, const std::string& path) {
+  std::vector<Table> roofline;
+  for (const auto& t : result.tables)
+    if (t.id == "A9" || t.id == "A14") roofline.push_back(t);
+  if (roofline.empty()) {
+    write_default_chart(result.tables, path);
+    return;
+  }
+  if (std::any_of(roofline.begin(), roofline.end(), [&](const Table& t) { return t.id != roofline[0].id; }))
+    throw CLI::ValidationError("--chart", "draws one roofline: ask for A9 or A14, not both");
+  const auto& ceilings = result.options.ceilings;
+  const RooflineChart chart = make_roofline_chart(roofline, ceilings ? &*ceilings : nullptr);
+  const std::string id = std::to_string(result.record.id);
+  if (chart.drawn == 0)
+    throw std::runtime_error("evaluation " + id + " (" + result.record.model_name + "): no " + chart.what +
+                             " to draw on the " + roofline[0].id + " roofline: " + why_no_points(roofline, chart) +
+                             "; " + path + " not written");
+  write_file_atomically(path, chart.spec.dump(2));
+  std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) of evaluation " << id << " to " << path
+            << ": " << chart.drawn << " of " << chart.rows << " " << chart.what << "s drawn\n";
+  if (!chart.left_out.empty()) std::cerr << chart.left_out_note() << "\n";
+}
+
 }  // namespace
 
 void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
@@ -104,39 +129,12 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                    }
                    if (!a->id) throw CLI::RequiredError("id (the evaluation to analyze; or --list)");
                    auto store = open_store(g, StoreAccess::kRead);
-                   const auto record = load_or_fail(*store, *a->id, g);
-                   AnalysisOptions options = analysis_options_for(record, *store);
-                   options.batch_size = a->batch;
-                   options.latency_bound_ms = a->latency_bound_ms;
-                   // Without --analysis: A1-A7, plus G1-G4 on a generation evaluation.
-                   const auto tables = run_analyses(
-                       record, analysis_opt->count() == 0 ? default_analysis_ids(record) : split_ids(a->analyses),
-                       options);
-                   if (!a->chart.empty()) {
-                     std::vector<Table> roofline;
-                     for (const auto& t : tables)
-                       if (t.id == "A9" || t.id == "A14") roofline.push_back(t);
-                     if (roofline.empty()) {
-                       write_default_chart(tables, a->chart);
-                       print_tables(tables, format);
-                       return 0;
-                     }
-                     if (std::any_of(roofline.begin(), roofline.end(), [&](const Table& t) { return t.id != roofline[0].id; }))
-                       throw CLI::ValidationError("--chart", "draws one roofline: ask for A9 or A14, not both");
-                     const RooflineChart chart =
-                         make_roofline_chart(roofline, options.ceilings ? &*options.ceilings : nullptr);
-                     if (chart.drawn == 0)
-                       throw std::runtime_error("evaluation " + std::to_string(*a->id) + " (" + record.model_name +
-                                                "): no " + chart.what + " to draw on the " + roofline[0].id +
-                                                " roofline: " + why_no_points(roofline, chart) + "; " + a->chart +
-                                                " not written");
-                     write_file_atomically(a->chart, chart.spec.dump(2));
-                     std::cerr << "wrote " << roofline[0].id << " roofline chart (Vega-Lite v5) of evaluation " << *a->id
-                               << " to " << a->chart << ": " << chart.drawn << " of " << chart.rows << " "
-                               << chart.what << "s drawn\n";
-                     if (!chart.left_out.empty()) std::cerr << chart.left_out_note() << "\n";
-                   }
-                   print_tables(tables, format);
+                   // Without --analysis: A1-A7, plus G1-G4 on a generation evaluation (the service's default).
+                   const service::AnalysisResult result = service::analyze(
+                       *store, {*a->id, analysis_opt->count() == 0 ? std::vector<std::string>{} : split_ids(a->analyses),
+                                a->batch, a->latency_bound_ms});
+                   if (!a->chart.empty()) write_chart(result, a->chart);
+                   print_tables(result.tables, format);
                    return 0;
                  }});
 }

@@ -1,6 +1,6 @@
 // xsp compare ID1 ID2 ...: evaluations side by side (A1 with intervals and verdicts, significance, A6, outputs).
 #include "common.h"
-#include "xsp/analysis/compare.h"
+#include "xsp/service/service.h"
 
 namespace xsp::cli {
 
@@ -18,11 +18,7 @@ void add_compare_command(CLI::App& app, Globals& g, Commands& out) {
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);
                    auto store = open_store(g, StoreAccess::kRead);
-                   std::vector<EvaluationRecord> records;
-                   for (std::int64_t id : a->ids) records.push_back(load_or_fail(*store, id, g));
-                   CompareOptions options;
-                   options.batch_size = a->batch;
-                   print_tables(compare_evaluations(records, options), format);
+                   print_tables(service::compare(*store, {a->ids, a->batch}), format);
                    return 0;
                  }});
 }

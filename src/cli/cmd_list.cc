@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "xsp/service/service.h"
 
 namespace xsp::cli {
 
@@ -14,7 +15,7 @@ void add_list_command(CLI::App& app, Globals& g, Commands& out) {
                    t.title = "Evaluations in " + redact_location(g.store_path);
                    t.columns = {{"id"},    {"created_at"},  {"status"},      {"model"}, {"framework"},
                                 {"device"}, {"trace_level"}, {"batch_sizes"}, {"runs"}};
-                   for (const auto& e : store->list()) {
+                   for (const auto& e : service::list_evaluations(*store).evaluations) {
                      std::string batches;
                      for (int b : e.batch_sizes) batches += (batches.empty() ? "" : ",") + std::to_string(b);
                      t.rows.push_back({Cell(e.id), Cell(e.created_at), Cell(e.status),

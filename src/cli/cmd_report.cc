@@ -2,8 +2,7 @@
 #include <iostream>
 
 #include "common.h"
-#include "xsp/report/report.h"
-#include "xsp/store/trace_export.h"
+#include "xsp/service/service.h"
 
 namespace xsp::cli {
 
@@ -22,22 +21,11 @@ void add_report_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--batch-size", a->batch, "only this batch size in the per-batch-size analyses");
   out.push_back({sub, [&g, a] {
                    auto store = open_store(g, StoreAccess::kRead);
-                   std::vector<ReportEvaluation> evaluations;
-                   for (std::int64_t id : a->ids) {
-                     ReportEvaluation e;
-                     e.record = load_or_fail(*store, id, g);
-                     e.options = analysis_options_for(e.record, *store);
-                     e.options.batch_size = a->batch;
-                     evaluations.push_back(std::move(e));
-                   }
-                   ReportOptions options;
-                   options.title = a->title;
-                   options.compare.batch_size = a->batch;
-                   std::size_t charts = 0;
-                   const std::string html = render_report(evaluations, options, &charts);
-                   write_file_atomically(a->output, html);
-                   std::cout << "wrote report of " << evaluations.size() << " evaluation"
-                             << (evaluations.size() == 1 ? "" : "s") << " (" << charts << " charts, " << html.size() << " bytes) to " << a->output << "\n";
+                   const service::ReportResult report = service::report(*store, {a->ids, a->batch, a->title});
+                   write_file_atomically(a->output, report.html);
+                   std::cout << "wrote report of " << report.evaluations << " evaluation"
+                             << (report.evaluations == 1 ? "" : "s") << " (" << report.charts << " charts, "
+                             << report.html.size() << " bytes) to " << a->output << "\n";
                    return 0;
                  }});
 }

@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "xsp/analysis/summary.h"
+#include "xsp/service/service.h"
 #include "xsp/system/gpu_info.h"
 #include "xsp/system/machine_state.h"
 
@@ -89,7 +90,7 @@ void add_show_command(CLI::App& app, Globals& g, Commands& out) {
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);
                    auto store = open_store(g, StoreAccess::kRead);
-                   const auto record = load_or_fail(*store, a->id, g);
+                   const auto record = service::load_evaluation(*store, a->id);
                    print_summary(record, format);
                    if (format != TableFormat::kText) return 0;
                    std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "xsp/service/service.h"
 #include "xsp/store/trace_export.h"
 
 namespace xsp::cli {
@@ -32,24 +33,18 @@ void add_trace_command(CLI::App& app, Globals& g, Commands& out) {
                    const auto format = parse_trace_format(a->format);
                    if (!format)
                      throw CLI::ValidationError("--format", "expected chrome, otlp or sqlite, got '" + a->format + "'");
-                   RunChoice choice{a->run, a->batch, std::nullopt};
+                   service::TraceRequest request{a->id, *format, RunChoice{a->run, a->batch, std::nullopt}};
                    if (!a->level.empty()) {
-                     choice.trace_level = parse_trace_level(a->level);
-                     if (!choice.trace_level)
+                     request.run.trace_level = parse_trace_level(a->level);
+                     if (!request.run.trace_level)
                        throw CLI::ValidationError("--trace-level", "expected model, framework, library, system, "
                                                                    "kernel or hardware, got '" + a->level + "'");
                    }
                    auto store = open_store(g, StoreAccess::kRead);
-                   const auto record = load_or_fail(*store, a->id, g);
-                   const RunRecord* chosen = nullptr;
-                   try {
-                     chosen = &choose_run(record, choice);
-                   } catch (const std::invalid_argument& e) {
-                     throw CLI::ValidationError(e.what());  // a usage error: exit 2
-                   }
-                   export_run_trace(record, *chosen, *format, a->output);
-                   std::cout << "wrote " << a->format << " trace of run " << chosen->id << " ("
-                             << chosen->trace.spans.size() << " spans) to " << a->output << "\n";
+                   // No such run: service::RunNotFound, a usage error (exit 2, run_cli).
+                   const service::RunTrace trace = service::export_trace_to_file(*store, request, a->output);
+                   std::cout << "wrote " << a->format << " trace of run " << trace.run_id << " (" << trace.span_count
+                             << " spans) to " << a->output << "\n";
                    return 0;
                  }});
 

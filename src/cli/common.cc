@@ -17,6 +17,7 @@
 #include "xsp/analysis/summary.h"
 #include "xsp/eval/accuracy.h"
 #include "xsp/eval/scenario_runner.h"
+#include "xsp/service/service.h"
 #include "xsp/store/trace_export.h"
 
 namespace fs = std::filesystem;
@@ -50,12 +51,6 @@ std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access, int save
   return Store::open(g.store_path, access, std::move(options));
 }
 
-EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g) {
-  auto record = store.load(id);
-  if (!record) throw std::runtime_error("no evaluation " + std::to_string(id) + " in store " + redact_location(g.store_path));
-  return std::move(*record);
-}
-
 void print_tables(const std::vector<Table>& tables, TableFormat format) {
   if (format == TableFormat::kText) {
     for (const auto& t : tables) std::cout << render(t, format) << "\n";  // a section per batch size
@@ -77,12 +72,7 @@ void write_file_atomically(const fs::path& file, const std::string& content) {
 }
 
 AnalysisOptions analysis_options_for(const EvaluationRecord& record, Store& store) {
-  AnalysisOptions options;
-  const std::vector<MachineCeilings> stored = store.list_ceilings();
-  std::string note;
-  if (const MachineCeilings* c = select_ceilings(stored, evaluation_machine(record), &note)) options.ceilings = *c;
-  options.ceilings_note = note;
-  return options;
+  return service::analysis_options(store, record);
 }
 
 std::string exit_codes_help() {

@@ -58,15 +58,14 @@ std::filesystem::path default_images(); ///< the source tree's data/images
 /// 5 s ("store FILE is locked by another writer; waited 10 s of 120 s"). Throws CLI::ValidationError for an empty
 /// path (SQLite would silently open a temporary database and lose every result) and StoreError as Store::open.
 std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access = StoreAccess::kReadWrite, int save_wait_s = 120);
-/// The evaluation, or std::runtime_error "no evaluation N in store PATH".
-EvaluationRecord load_or_fail(Store& store, std::int64_t id, const Globals& g);
 
 /// Renders tables in `format`: the terminal a section per table; CSV and JSON (one array of all tables) one table
 /// per analysis, the per-batch-size tables merged with a batch_size column (merge_batch_tables()).
 void print_tables(const std::vector<Table>& tables, TableFormat format);
 /// Write-then-rename, so that an interrupted export never leaves a half-written file under the final name.
 void write_file_atomically(const std::filesystem::path& file, const std::string& content);
-/// The measured ceilings of the evaluation's machine from the store (the analyses never read the store).
+/// The measured ceilings of the evaluation's machine from the store (the analyses never read the store):
+/// service::analysis_options(), as every command and the server select them.
 AnalysisOptions analysis_options_for(const EvaluationRecord& record, Store& store);
 /// "A1,A2" -> {"A1","A2"} (empty items dropped).
 std::vector<std::string> split_ids(const std::string& text);

@@ -25,6 +25,7 @@
 #include "xsp/store/store.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/system/system_info.h"
+#include "xsp/util/strings.h"
 
 namespace xsp {
 namespace {
@@ -33,11 +34,8 @@ using detail::number_text;
 
 [[noreturn]] void reject(const std::string& field, const std::string& message) { throw RequestError(field, message); }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out.empty() ? "none" : out;
-}
+// A list for a message: "a, b" or "none".
+std::string listed(const std::vector<std::string>& items) { return items.empty() ? "none" : util::join(items, ", "); }
 
 // ---- JSON of the request --------------------------------------------------------------------------------------
 
@@ -186,22 +184,26 @@ std::uint64_t host_batch_memory_limit() {
 void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Predictor& predictor) {
   const ScenarioRequest& s = *r.scenario;
   const loadgen::Scenario scenario = loadgen::parse_scenario(s.scenario);  // validate_fields() checked the name
-  if (r.trace_level > TraceLevel::kFramework)
-    reject("trace_level", "model or framework with a scenario (tail-query traces), got " +
+  // Counter runs replay batches and never give timings (SPEC §3): a scenario, which times queries, has none.
+  if (r.trace_level == TraceLevel::kHardware)
+    reject("trace_level", "model, framework, library, system or kernel with a scenario (tail-query traces), got " +
                               std::string(to_string(r.trace_level)));
   if (r.leveled) reject("leveled", "false with a scenario (a scenario measures predict only, at one level)");
   if (r.batch_sizes != std::vector<int>{1})
     reject("batch_sizes", "[1] with a scenario: it takes scenario.max_batch or scenario.sweep_batch_sizes");
-  const int tail = s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0);
-  if (r.trace_level == TraceLevel::kFramework && tail == 0)
-    reject("scenario.trace_tail", ">= 1 with trace level framework (the framework level traces the tail queries), got 0");
-  if (r.trace_level == TraceLevel::kFramework && predictor.framework_profiler() == nullptr)
+  const int tail = s.trace_tail.value_or(r.trace_level >= TraceLevel::kFramework ? 5 : 0);
+  if (r.trace_level >= TraceLevel::kFramework && tail == 0)
+    reject("scenario.trace_tail", ">= 1 with trace level " + std::string(to_string(r.trace_level)) +
+                                      " (the level traces the tail queries), got 0");
+  if (r.trace_level >= TraceLevel::kFramework && predictor.framework_profiler() == nullptr)
     reject("trace_level", "model: " + predictor.framework_name() + " has no framework profiler");
   if (tail > 0 && scenario == loadgen::Scenario::kOffline)
     reject("scenario.trace_tail", "0 with offline (it has a single query), got " + std::to_string(tail));
   if (r.measurement.min_duration_ms < 1)
     reject("measurement.min_duration_ms", "a positive number with a scenario, got " + number_text(r.measurement.min_duration_ms));
-  if (!manifest.inputs.empty() && manifest.inputs.front().type != "image" && !r.inputs.synthetic)
+  const bool texts = std::any_of(manifest.inputs.begin(), manifest.inputs.end(),
+                                 [](const InputSpec& in) { return in.type == "text"; });
+  if (!manifest.inputs.empty() && manifest.inputs.front().type != "image" && !texts && !r.inputs.synthetic)
     reject("inputs.synthetic", "true: inputs of type '" + manifest.inputs.front().type + "' need synthetic inputs");
 }
 
@@ -243,7 +245,8 @@ std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in, co
     return file;
   };
   try {
-    v.tokenizer = Tokenizer::load(verified(tok->param("model"), tok->param("checksum"), "tokenizer model"));
+    v.tokenizer = std::make_shared<const Tokenizer>(
+        Tokenizer::load(verified(tok->param("model"), tok->param("checksum"), "tokenizer model")));
   } catch (const RequestError&) {
     throw;
   } catch (const Interrupted&) {
@@ -316,16 +319,14 @@ void validate_generation(ValidatedRequest& v, const EvaluationContext& context) 
 }
 
 // What a model of the task pipeline (detection, segmentation, text classification; xsp/pipeline/tasks.h) needs
-// before it is loaded: the batch sweep (no LoadGen scenario, no dataset), and a text model's tokenizer and texts.
+// before it is loaded: no dataset (accuracy is classification's), and a text model's tokenizer and texts, which the
+// batch sweep batches in turn and a LoadGen scenario tokenizes once into its sample library.
 void validate_task(ValidatedRequest& v, const EvaluationContext& context) {
   EvaluationRequest& r = v.request;
   const Manifest& m = v.manifest;
   const std::string& type = m.outputs.front().type;
   if (type != "detection" && type != "segmentation" && type != "text_classification" && type != "classification")
     reject("model", "a model whose output type is run: " + m.name + "'s output type '" + type + "' is not");
-  if (r.scenario)
-    reject("scenario.scenario", "none for a " + type + " model: LoadGen scenarios run classification and generation models; "
-                       "a " + type + " model runs the batch sweep (docs/tasks.md)");
   if (!r.inputs.dataset.empty())
     reject("inputs.dataset", "empty for a " + type + " model: accuracy datasets are classification only");
   try {
@@ -334,6 +335,9 @@ void validate_task(ValidatedRequest& v, const EvaluationContext& context) {
     reject("model", m.path.string() + ": " + e.what());
   }
   const auto text = std::find_if(m.inputs.begin(), m.inputs.end(), [](const InputSpec& in) { return in.type == "text"; });
+  if (text == m.inputs.end() && m.inputs.size() != 1)
+    reject("model", "a model with one input or a text input: " + m.name + " has " + std::to_string(m.inputs.size()) +
+                        " inputs (several inputs are run for text models only, docs/tasks.md)");
   if (text == m.inputs.end()) return;
   if (r.inputs.synthetic)
     reject("inputs.synthetic", "false: model " + m.name + " reads texts (its prompts file, or --prompts), not synthetic "
@@ -372,32 +376,6 @@ UnsavedEvaluationError unsaved(EvaluationRecord record, Store& store, const Stor
   }
 }
 
-ScenarioOptions scenario_options(const ValidatedRequest& v) {
-  const EvaluationRequest& r = v.request;
-  const ScenarioRequest& s = *r.scenario;
-  ScenarioOptions o;
-  o.settings.scenario = loadgen::parse_scenario(s.scenario);
-  o.settings.min_duration_ms = static_cast<std::int64_t>(std::llround(r.measurement.min_duration_ms));
-  o.settings.min_query_count = s.min_queries;
-  o.settings.seed = r.inputs.seed;
-  o.settings.target_qps = s.target_qps;
-  o.settings.latency_bound_ns = static_cast<std::int64_t>(std::llround(s.latency_bound_ms.value_or(10.0) * 1e6));
-  o.settings.samples_per_query = s.samples_per_query;
-  o.settings.target_percentile = s.percentile;
-  o.max_batch = static_cast<std::size_t>(s.max_batch.value_or(1));
-  o.find_peak_qps = s.find_peak_qps;
-  o.synthetic = r.inputs.synthetic;
-  o.inputs_dir = r.inputs.images_dir;
-  o.skip_bad_inputs = r.inputs.skip_bad_inputs;
-  o.max_batch_bytes = v.batch_bytes_limit;
-  o.device = DeviceSpec{r.device, r.device_index, r.precision};
-  o.trace_level = r.trace_level;
-  o.trace_tail = static_cast<std::size_t>(s.trace_tail.value_or(r.trace_level == TraceLevel::kFramework ? 5 : 0));
-  for (int b : s.sweep_batch_sizes) o.sweep_batch_sizes.push_back(static_cast<std::size_t>(b));
-  if (!s.sweep_batch_sizes.empty() && s.latency_bound_ms) o.sweep_latency_bound_ms = *s.latency_bound_ms;
-  return o;
-}
-
 // Runs `run` between a machine monitor's start and finish (when the context records the machine state) and gives every
 // run of its record the monitor's state and warnings: for the runners that do not sample between blocks themselves.
 template <typename Run>
@@ -418,22 +396,34 @@ EvaluationRecord monitored(const ValidatedRequest& v, const EvaluationContext& c
   return record;
 }
 
-// The generation runner's options from a validated request: lengths, scenario, and the tokenizer as its codec.
-GenerationOptions generation_options(const ValidatedRequest& v, const EvaluationContext& context) {
+// The scenario part of the plan: LoadGen's settings from the request.
+ScenarioPlan scenario_plan(const EvaluationRequest& r) {
+  const ScenarioRequest& s = *r.scenario;
+  ScenarioPlan o;
+  o.settings.scenario = loadgen::parse_scenario(s.scenario);
+  o.settings.min_duration_ms = static_cast<std::int64_t>(std::llround(r.measurement.min_duration_ms));
+  o.settings.min_query_count = s.min_queries;
+  o.settings.seed = r.inputs.seed;
+  o.settings.target_qps = s.target_qps;
+  o.settings.latency_bound_ns = static_cast<std::int64_t>(std::llround(s.latency_bound_ms.value_or(10.0) * 1e6));
+  o.settings.samples_per_query = s.samples_per_query;
+  o.settings.target_percentile = s.percentile;
+  o.max_batch = static_cast<std::size_t>(s.max_batch.value_or(1));
+  o.find_peak_qps = s.find_peak_qps;
+  o.trace_tail = static_cast<std::size_t>(s.trace_tail.value_or(r.trace_level >= TraceLevel::kFramework ? 5 : 0));
+  for (int b : s.sweep_batch_sizes) o.sweep_batch_sizes.push_back(static_cast<std::size_t>(b));
+  if (!s.sweep_batch_sizes.empty() && s.latency_bound_ms) o.sweep_latency_bound_ms = *s.latency_bound_ms;
+  return o;
+}
+
+// The generation part of the plan: lengths, scenario, and the tokenizer as its codec.
+GenerationPlan generation_plan(const ValidatedRequest& v) {
   const EvaluationRequest& r = v.request;
   const GenerationRequest& g = r.generation;
-  GenerationOptions o;
-  o.batch_sizes = r.batch_sizes;
-  o.trace_level = r.trace_level;
-  o.leveled = r.leveled;
-  o.measurement = r.measurement;
+  GenerationPlan o;
   o.prompt_tokens = g.prompt_tokens;
   o.output_tokens = *g.output_tokens;  // validate_generation() fills it from the manifest
-  o.seed = r.inputs.seed;
   o.tail_steps = static_cast<std::size_t>(g.tail_steps);
-  o.device = DeviceSpec{r.device, r.device_index, r.precision};
-  o.clock = context.clock;
-  o.interrupt = context.interrupt;
   if (r.scenario) {
     const ScenarioRequest& s = *r.scenario;
     o.scenario = s.scenario == "server"    ? GenerationScenario::kServer
@@ -441,12 +431,11 @@ GenerationOptions generation_options(const ValidatedRequest& v, const Evaluation
                                            : GenerationScenario::kSingleStream;
     o.min_queries = s.min_queries;
     o.target_qps = s.target_qps;
-    if (s.scenario == "offline") o.batch_sizes = {s.max_batch.value_or(1)};
     if (s.scenario == "server")
       o.bounds = loadgen::TokenLatencyBounds{g.ttft_bound_ms * 1e6, g.tpot_bound_ms * 1e6,
                                              s.percentile == 0 ? 99 : s.percentile};
   }
-  if (const Tokenizer* tokenizer = v.tokenizer ? &*v.tokenizer : nullptr) {
+  if (std::shared_ptr<const Tokenizer> tokenizer = v.tokenizer) {
     const ProcessingStep* tok = step_of(v.manifest.inputs.front(), "tokenize");
     const bool add_bos = tok && tok->param("add_bos") == "true";
     o.prompts = v.prompts;
@@ -454,6 +443,37 @@ GenerationOptions generation_options(const ValidatedRequest& v, const Evaluation
     o.codec.decode = [tokenizer](const std::vector<std::int64_t>& ids) { return tokenizer->decode(ids); };
   }
   return o;
+}
+
+// The plan of a validated request (RunPlan): the workload and everything it reads.
+RunPlan plan_of(const ValidatedRequest& v) {
+  const EvaluationRequest& r = v.request;
+  RunPlan p;
+  p.workload = is_generation(v.manifest) ? Workload::kGeneration : r.scenario ? Workload::kScenario
+                                                                              : Workload::kBatchSweep;
+  p.batch_sizes = r.batch_sizes;
+  p.trace_level = r.trace_level;
+  p.leveled = r.leveled;
+  p.levels = v.run_levels.empty() ? std::vector<TraceLevel>{r.trace_level} : v.run_levels;
+  p.measurement = r.measurement;
+  p.device = DeviceSpec{r.device, r.device_index, r.precision};
+  p.inputs.synthetic = r.inputs.synthetic;
+  p.inputs.seed = r.inputs.seed;
+  p.inputs.images_dir = r.inputs.images_dir;
+  p.inputs.skip_bad_inputs = r.inputs.skip_bad_inputs;
+  p.inputs.max_batch_bytes = v.batch_bytes_limit;
+  if (p.workload != Workload::kGeneration) {
+    p.inputs.texts = v.prompts;
+    p.inputs.tokenizer = v.tokenizer.get();
+  }
+  p.sweep.counter_iterations = r.counter_iterations;
+  p.sweep.store_predictions = r.store_predictions;
+  if (p.workload == Workload::kScenario) p.scenario = scenario_plan(r);
+  if (p.workload == Workload::kGeneration) {
+    p.generation = generation_plan(v);
+    if (r.scenario && r.scenario->scenario == "offline") p.batch_sizes = {r.scenario->max_batch.value_or(1)};
+  }
+  return p;
 }
 
 }  // namespace
@@ -679,7 +699,7 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   }
   const auto built = registered_predictors();
   if (std::find(built.begin(), built.end(), r.framework) == built.end())
-    reject("framework", "one built into this XSP (" + join(built) + "), got '" + r.framework + "'");
+    reject("framework", "one built into this XSP (" + listed(built) + "), got '" + r.framework + "'");
   // The predictor says its framework's version; the model is loaded only by evaluate(), with this predictor.
   v.predictor = create_predictor(r.framework);
   Predictor* predictor = v.predictor.get();
@@ -691,7 +711,7 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
     if (request.framework.empty())
       reject("model", "a model whose first framework this build runs: " + need +
                           (v.manifest.graphs.size() > 1 ? "; choose another of its frameworks (" +
-                                                              join(v.manifest.framework_names()) + ") with framework"
+                                                              listed(v.manifest.framework_names()) + ") with framework"
                                                         : ""));
     reject("framework", need);
   }
@@ -711,10 +731,11 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
     reject("model", e.what());
   }
   if (std::find(v.manifest.precisions.begin(), v.manifest.precisions.end(), r.precision) == v.manifest.precisions.end())
-    reject("precision", "one of model " + v.manifest.name + "'s precisions (" + join(v.manifest.precisions) +
+    reject("precision", "one of model " + v.manifest.name + "'s precisions (" + listed(v.manifest.precisions) +
                             ", manifest field 'precisions'), got '" + r.precision + "'");
   if (is_generation(v.manifest)) {
     validate_generation(v, context);
+    v.plan = plan_of(v);
     return v;
   }
   if (uses_task_pipeline(v.manifest)) validate_task(v, context);
@@ -743,7 +764,7 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
     r.inputs.synthetic = true;  // the timed runs stay synthetic; the dataset feeds the accuracy pass
   }
   if (r.inputs.images_dir.empty()) r.inputs.images_dir = context.default_images_dir;
-  const bool text_model = v.tokenizer.has_value();
+  const bool text_model = v.tokenizer != nullptr;
   if (!r.inputs.synthetic && !text_model) {
     if (!v.manifest.inputs.empty() && v.manifest.inputs.front().type != "image")
       reject("inputs.synthetic", "true: inputs of type '" + v.manifest.inputs.front().type + "' need synthetic inputs");
@@ -783,6 +804,7 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
       reject("trace_level", e.what());
     }
   }
+  v.plan = plan_of(v);
   return v;
 }
 
@@ -791,67 +813,45 @@ namespace {
 EvaluationRecord evaluate_unguarded(const EvaluationRequest& request, const EvaluationContext& context) {
   ValidatedRequest v = validate(request, context);
   const EvaluationRequest& r = v.request;
+  const RunPlan& plan = v.plan;
   spdlog::debug("evaluate {} on {} ({}), request {}", r.model, r.framework, r.device, to_json(r).dump());
   Predictor* predictor = v.predictor.get();
-  predictor->load(v.manifest, DeviceSpec{r.device, r.device_index, r.precision});
+  predictor->load(v.manifest, plan.device);
+  if (plan.workload == Workload::kGeneration && !predictor->generator())
+    reject("framework", "a framework that generates tokens (libtorch): " + r.framework + " loaded model " +
+                            v.manifest.name + " without a generator");
+  std::unique_ptr<DeviceProfiler> device_profiler, counter_profiler;
+  if (plan.trace_level > TraceLevel::kFramework) device_profiler = create_device_profiler(r.cupti);
+  if (plan.trace_level == TraceLevel::kHardware) counter_profiler = create_counter_profiler(r.counters);
+  RunSession session({{predictor->framework_profiler(), device_profiler.get(), counter_profiler.get()},
+                      context.clock,
+                      context.interrupt,
+                      context.record_machine_state,
+                      context.progress});
   EvaluationRecord record;
-  if (is_generation(v.manifest)) {
-    if (!predictor->generator())
-      reject("framework", "a framework that generates tokens (libtorch): " + r.framework + " loaded model " +
-                              v.manifest.name + " without a generator");
-    GenerationOptions o = generation_options(v, context);
-    std::unique_ptr<DeviceProfiler> device_profiler;
-    if (r.trace_level > TraceLevel::kFramework) {
-      device_profiler = create_device_profiler(r.cupti);
-      o.device_profiler = device_profiler.get();
-    }
-    record = monitored(v, context, [&] { return run_generation(v.manifest, *predictor, o, context.progress); });
-    record.settings["generation"]["prompts_file"] = v.tokenizer ? r.generation.prompts_file.string() : "";
-    record.settings["generation"]["prompts_too_short"] = v.prompts_too_short;
-    record.settings["generation"]["precision"] = r.precision;
-  } else if (r.scenario) {
-    ScenarioOptions so = scenario_options(v);
-    so.interrupt = context.interrupt;
-    record = monitored(v, context, [&] { return run_scenario(v.manifest, *predictor, so); });
-    // A scenario's queries were not planned in windows: the stability rule splits them afterwards.
-    for (RunRecord& run : record.runs) {
-      run.measurement.design = "scenario";
-      run.measurement.rule = r.measurement.rule;
-      run.measurement.stability = assess_series(run.predict_latency_ns, r.measurement.rule);
-    }
-  } else {
-    EvaluationOptions o;
-    o.batch_sizes = r.batch_sizes;
-    o.trace_level = r.trace_level;
-    o.leveled = r.leveled;
-    o.measurement = r.measurement;
-    o.inputs_dir = r.inputs.images_dir;
-    o.synthetic = r.inputs.synthetic;
-    o.seed = r.inputs.seed;
-    o.skip_bad_inputs = r.inputs.skip_bad_inputs;
-    o.max_batch_bytes = v.batch_bytes_limit;
-    o.texts = v.prompts;
-    o.tokenizer = v.tokenizer ? &*v.tokenizer : nullptr;
-    o.device = DeviceSpec{r.device, r.device_index, r.precision};
-    o.counter_iterations = r.counter_iterations;
-    o.store_predictions = r.store_predictions;
-    o.clock = context.clock;
-    o.record_machine_state = context.record_machine_state;
-    o.interrupt = context.interrupt;
-    std::unique_ptr<DeviceProfiler> device_profiler, counter_profiler;
-    if (r.trace_level > TraceLevel::kFramework) {
-      device_profiler = create_device_profiler(r.cupti);
-      o.device_profiler = device_profiler.get();
-    }
-    if (r.trace_level == TraceLevel::kHardware) {
-      counter_profiler = create_counter_profiler(r.counters);
-      o.counter_profiler = counter_profiler.get();
-    }
-    record = run_evaluation(v.manifest, *predictor, o, context.progress);
-    if (record.settings.contains("counters_unavailable"))
-      spdlog::warn("hardware counters not collected: {}", record.settings["counters_unavailable"].get<std::string>());
-    if (r.inputs.accuracy && record.status == "complete")
-      record.settings["accuracy"] = run_accuracy(v.manifest, *predictor, r.inputs.dataset, r.batch_sizes);
+  switch (plan.workload) {
+    case Workload::kGeneration:
+      record = monitored(v, context, [&] { return run_generation(v.manifest, *predictor, plan, session); });
+      record.settings["generation"]["prompts_file"] = v.tokenizer ? r.generation.prompts_file.string() : "";
+      record.settings["generation"]["prompts_too_short"] = v.prompts_too_short;
+      record.settings["generation"]["precision"] = r.precision;
+      break;
+    case Workload::kScenario:
+      record = monitored(v, context, [&] { return run_scenario(v.manifest, *predictor, plan, session); });
+      // A scenario's queries were not planned in windows: the stability rule splits them afterwards.
+      for (RunRecord& run : record.runs) {
+        run.measurement.design = "scenario";
+        run.measurement.rule = r.measurement.rule;
+        run.measurement.stability = assess_series(run.predict_latency_ns, r.measurement.rule);
+      }
+      break;
+    case Workload::kBatchSweep:
+      record = run_batch_sweep(v.manifest, *predictor, plan, session);
+      if (record.settings.contains("counters_unavailable"))
+        spdlog::warn("hardware counters not collected: {}", record.settings["counters_unavailable"].get<std::string>());
+      if (r.inputs.accuracy && record.status == "complete")
+        record.settings["accuracy"] = run_accuracy(v.manifest, *predictor, r.inputs.dataset, r.batch_sizes);
+      break;
   }
   predictor->close();
   record.settings["request"] = to_json(r);

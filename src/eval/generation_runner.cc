@@ -13,28 +13,15 @@
 
 #include "format.h"
 #include "scoped_span.h"
+#include "xsp/eval/session.h"
 #include "xsp/loadgen/loadgen.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 #include "xsp/stats/stability.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/assembler.h"
 
 namespace xsp {
 namespace {
-
-int parse_count(std::string_view part, std::string_view whole) {
-  int v = 0;
-  const auto* end = part.data() + part.size();
-  const auto r = std::from_chars(part.data(), end, v);
-  if (part.empty() || r.ec != std::errc() || r.ptr != end || v < 1)
-    throw std::invalid_argument("token count '" + std::string(whole) +
-                                "': expected N or MIN:MAX, integers >= 1 (e.g. 32 or 16:64)");
-  return v;
-}
-
-struct StopSignal {
-  int signal = 0;
-};
 
 // A step of a measured request ranked for the tail: its duration, the request and the step (0 = first token).
 struct StepRank {
@@ -85,28 +72,27 @@ struct Run {
 
 class GenerationRun {
  public:
-  GenerationRun(const Manifest& manifest, Predictor& predictor, Generator& gen, const GenerationOptions& o,
-                const Clock& clock, const ProgressCallback& progress)
-      : manifest_(manifest), predictor_(predictor), gen_(gen), o_(o), clock_(clock), progress_(progress) {}
+  GenerationRun(const Manifest& manifest, Predictor& predictor, Generator& gen, const RunPlan& plan,
+                RunSession& session)
+      : manifest_(manifest),
+        predictor_(predictor),
+        gen_(gen),
+        plan_(plan),
+        o_(plan.generation),
+        session_(session),
+        clock_(session.clock()) {}
 
   RunRecord run(const Run& r, nlohmann::json& sample_output);
 
  private:
   RequestOutcome request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens, int output_tokens,
-                         std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags,
-                         bool framework);
-  void begin_profilers(TraceRecorder& rec, const Run& r);
-  void end_profilers(const Run& r);
-  DeviceProfiler* device(const Run& r) const {
-    return enables(r.level, Level::kLibrary) ? o_.device_profiler : nullptr;
-  }
-  bool framework(const Run& r) const {
-    return enables(r.level, Level::kFramework) && predictor_.framework_profiler() != nullptr;
-  }
-  void check_interrupt() const {
-    if (o_.interrupt)
-      if (const int sig = o_.interrupt->load(); sig != 0) throw StopSignal{sig};
-  }
+                         std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags);
+  // One request between the session's start and stop for the run's level (prefill and decode steps run different
+  // ops on growing shapes: the framework profiler reads every op).
+  RequestOutcome traced_request(TraceRecorder& rec, const Run& r, SpanId app, int batch, int prompt_tokens,
+                                int output_tokens, std::size_t first_prompt, std::uint64_t synthetic_seed,
+                                std::vector<Tag> tags);
+  void check_interrupt() { session_.check_interrupt(); }
   void wait_until(std::int64_t t) const {
     if (o_.wait_until) return o_.wait_until(t);
     while (clock_.now_ns() < t)
@@ -116,47 +102,32 @@ class GenerationRun {
   const Manifest& manifest_;
   Predictor& predictor_;
   Generator& gen_;
-  const GenerationOptions& o_;
+  const RunPlan& plan_;
+  const GenerationPlan& o_;
+  RunSession& session_;
   const Clock& clock_;
-  const ProgressCallback& progress_;
   std::string clock_mapping_;
 };
 
-void GenerationRun::begin_profilers(TraceRecorder& rec, const Run& r) {
-  DeviceProfiler* dev = device(r);
-  FrameworkProfiler* fw = framework(r) ? predictor_.framework_profiler() : nullptr;
-  if (fw) {
-    fw->set_correlation_listener(dev ? dev->correlation_listener() : nullptr);
-    fw->set_uniform_batches(false);  // prefill and decode steps differ, and shapes grow with the position
+RequestOutcome GenerationRun::traced_request(TraceRecorder& rec, const Run& r, SpanId app, int batch,
+                                             int prompt_tokens, int output_tokens, std::size_t first_prompt,
+                                             std::uint64_t synthetic_seed, std::vector<Tag> tags) {
+  session_.start(rec, r.level, false);
+  RequestOutcome out;
+  try {
+    out = request(&rec, app, batch, prompt_tokens, output_tokens, first_prompt, synthetic_seed, std::move(tags));
+  } catch (...) {
+    session_.stop();
+    throw;
   }
-  if (dev) {
-    DeviceProfilerOptions d;
-    d.library = enables(r.level, Level::kLibrary);
-    d.system = enables(r.level, Level::kSystem);
-    d.kernel = enables(r.level, Level::kKernel);
-    dev->start(rec, d);
-  }
-  if (fw) fw->start(rec, kNoSpan);
-}
-
-void GenerationRun::end_profilers(const Run& r) {
-  // As in the batch sweep: the device profiler flushes first, while the ops its records point to are still open
-  // in the framework profiler's books.
-  if (DeviceProfiler* dev = device(r)) {
-    dev->stop();
-    clock_mapping_ = dev->clock_mapping();
-  }
-  if (framework(r)) {
-    predictor_.framework_profiler()->stop();
-    predictor_.framework_profiler()->set_correlation_listener(nullptr);
-    predictor_.framework_profiler()->set_uniform_batches(true);
-  }
+  session_.stop();
+  if (!session_.clock_mapping().empty()) clock_mapping_ = session_.clock_mapping();
+  return out;
 }
 
 RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens,
                                       int output_tokens, std::size_t first_prompt, std::uint64_t synthetic_seed,
-                                      std::vector<Tag> tags, bool fw_on) {
-  FrameworkProfiler* fw = fw_on ? predictor_.framework_profiler() : nullptr;
+                                      std::vector<Tag> tags) {
   RequestOutcome out;
   out.tokens.assign(static_cast<std::size_t>(batch), {});
   struct EndGuard {  // the cache is freed whatever happens
@@ -196,7 +167,7 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
   };
   {
     ScopedSpan s(clock_, rec, Level::kModel, kStagePrefill, req.id(), {{"step", 0}, {"tokens", prompt_tokens}});
-    if (fw) fw->set_parent(s.id());
+    session_.set_parent(s.id());
     const auto first = gen_.prefill(ids, batch, prompt_tokens, output_tokens);
     out.step_ns.push_back(static_cast<double>(s.close()));
     out.token_end_ns.push_back(s.end_ns());
@@ -205,7 +176,7 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
   }
   for (int step = 1; step < output_tokens; ++step) {
     ScopedSpan s(clock_, rec, Level::kModel, kStageDecode, req.id(), {{"step", step}, {"position", prompt_tokens + step - 1}});
-    if (fw) fw->set_parent(s.id());
+    session_.set_parent(s.id());
     const auto next = gen_.decode();
     out.step_ns.push_back(static_cast<double>(s.close()));
     out.token_end_ns.push_back(s.end_ns());
@@ -227,12 +198,12 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
 nlohmann::json ints(const std::vector<std::int64_t>& v) { return nlohmann::json(v); }
 
 RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
-  const auto& m = o_.measurement;
+  const auto& m = plan_.measurement;
   const bool server = o_.scenario == GenerationScenario::kServer;
   const bool offline = o_.scenario == GenerationScenario::kOffline;
   const bool closed_loop = !server && !offline;
   const bool deep = r.level > TraceLevel::kModel;
-  std::mt19937_64 lengths(o_.seed);
+  std::mt19937_64 lengths(plan_.inputs.seed);
   auto draw = [&lengths](const TokenRange& range) {
     return range.min == range.max ? range.min : std::uniform_int_distribution<int>(range.min, range.max)(lengths);
   };
@@ -240,7 +211,7 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   SpanId next_id = 2;  // 1 is the APPLICATION span
   const SpanId app_id = 1;
   std::size_t next_prompt = 0;
-  std::uint64_t synthetic = o_.seed;
+  std::uint64_t synthetic = plan_.inputs.seed;
   std::uint64_t done = 0;
 
   // Warm-up: the profilers run as in a measured request, into a recorder that is thrown away.
@@ -248,17 +219,10 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   for (int w = 0; w < warmup; ++w) {
     check_interrupt();
     TraceRecorder rec(next_id);
-    begin_profilers(rec, r);
-    try {
-      (void)request(&rec, app_id, r.batch, draw(o_.prompt_tokens), draw(o_.output_tokens), next_prompt,
-                    synthetic++, {}, framework(r));
-    } catch (...) {
-      end_profilers(r);
-      throw;
-    }
-    end_profilers(r);
+    (void)traced_request(rec, r, app_id, r.batch, draw(o_.prompt_tokens), draw(o_.output_tokens), next_prompt,
+                         synthetic++, {});
     next_prompt += static_cast<std::size_t>(r.batch);
-    if (progress_) progress_(Progress{static_cast<int>(++done), 0, "warm-up"});
+    session_.progress(Progress{static_cast<int>(++done), 0, "warm-up"});
   }
 
   // How many requests, and when each arrives (server, offline; closed loop: when the last one is done).
@@ -270,7 +234,7 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
       std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
   if (server) {
     planned = std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
-    arrival_offset_ns = loadgen::poisson_schedule(o_.target_qps, planned, o_.seed);
+    arrival_offset_ns = loadgen::poisson_schedule(o_.target_qps, planned, plan_.inputs.seed);
   } else if (offline) {
     planned = (sequences + static_cast<std::size_t>(r.batch) - 1) / static_cast<std::size_t>(r.batch);
     arrival_offset_ns.assign(planned, 0);
@@ -318,15 +282,8 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
                           {"prompt_tokens", prompt_tokens},
                           {"output_tokens", output_tokens}};
     TraceRecorder rec(next_id);
-    begin_profilers(rec, r);
-    RequestOutcome out;
-    try {
-      out = request(&rec, app_id, batch, prompt_tokens, output_tokens, next_prompt, synthetic++, tags, framework(r));
-    } catch (...) {
-      end_profilers(r);
-      throw;
-    }
-    end_profilers(r);
+    RequestOutcome out =
+        traced_request(rec, r, app_id, batch, prompt_tokens, output_tokens, next_prompt, synthetic++, tags);
     next_prompt += static_cast<std::size_t>(batch);
     Trace t = rec.take();
     next_id = rec.peek_next_id();
@@ -390,7 +347,7 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
                        {"prompt", o_.prompts.empty() ? std::string("(synthetic)") : o_.prompts[(next_prompt - batch) % o_.prompts.size()].substr(0, 240)},
                        {"output", out.texts.front()}};
     }
-    if (progress_) progress_(Progress{static_cast<int>(++done), closed_loop ? 0 : static_cast<int>(planned + warmup), "request"});
+    session_.progress(Progress{static_cast<int>(++done), closed_loop ? 0 : static_cast<int>(planned + warmup), "request"});
   }
 
   RunRecord run;
@@ -496,12 +453,9 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   g["tail"] = tail;
   run.generation = std::move(g);
 
-  Trace& trace = run.trace;
   Span app;
   app.id = app_id;
-  app.level = Level::kApplication;
   app.name = manifest_.name + " bs=" + std::to_string(r.batch) + " " + std::string(to_string(r.level)) + " generation";
-  app.track = Track::host_thread(current_thread_id());
   app.tags = {{"model", manifest_.name},
               {"framework", predictor_.framework_name()},
               {"batch_size", r.batch},
@@ -509,111 +463,60 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
               {"scenario", std::string(to_string(o_.scenario))}};
   app.start_ns = t0;
   app.end_ns = clock_.now_ns();
-  for (Span& s : model_spans) {
-    app.start_ns = std::min(app.start_ns, s.start_ns);
-    app.end_ns = std::max(app.end_ns, s.end_ns);
-  }
-  trace.spans = std::move(model_spans);
+  std::vector<Span> spans = std::move(model_spans);
   std::size_t kept_requests = 0;
-  for (auto& [k, spans] : deep_spans) {
+  for (auto& [k, request_spans] : deep_spans) {
     ++kept_requests;
-    trace.spans.insert(trace.spans.end(), std::make_move_iterator(spans.begin()), std::make_move_iterator(spans.end()));
+    spans.insert(spans.end(), std::make_move_iterator(request_spans.begin()),
+                 std::make_move_iterator(request_spans.end()));
   }
-  trace.spans.push_back(std::move(app));
-  for (const auto& [name, value] : counters) trace.counters[name] += value;
   if (deep) {
-    trace.counters[stat::kGenerationTracedRequests] += service_ns.size();
-    trace.counters[stat::kGenerationKeptRequestTraces] += kept_requests;
-    trace.counters[stat::kGenerationDroppedSpans] += dropped_spans;
+    counters[stat::kGenerationTracedRequests] += service_ns.size();
+    counters[stat::kGenerationKeptRequestTraces] += kept_requests;
+    counters[stat::kGenerationDroppedSpans] += dropped_spans;
   }
-  trace.clock.unix_offset_ns = unix_offset_now_ns();
-  trace.clock.device_clock_mapping = clock_mapping_;
-  assemble(trace);
+  run.trace = close_run_trace(std::move(spans), std::move(app), counters, clock_mapping_, clock_);
   return run;
 }
 
 }  // namespace
 
-TokenRange parse_token_range(std::string_view text) {
-  TokenRange r;
-  const auto colon = text.find(':');
-  if (colon == std::string_view::npos) {
-    r.min = r.max = parse_count(text, text);
-  } else {
-    r.min = parse_count(text.substr(0, colon), text);
-    r.max = parse_count(text.substr(colon + 1), text);
-    if (r.min > r.max)
-      throw std::invalid_argument("token count '" + std::string(text) + "': MIN must not exceed MAX");
-  }
-  return r;
-}
-
-std::string to_string(const TokenRange& range) {
-  return range.min == range.max ? std::to_string(range.min)
-                                : std::to_string(range.min) + ":" + std::to_string(range.max);
-}
-
-std::string_view to_string(GenerationScenario scenario) {
-  switch (scenario) {
-    case GenerationScenario::kBatchSweep: return "batch-sweep";
-    case GenerationScenario::kSingleStream: return "single-stream";
-    case GenerationScenario::kServer: return "server";
-    case GenerationScenario::kOffline: return "offline";
-  }
-  return "batch-sweep";
-}
-
-EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, const GenerationOptions& o,
-                                const ProgressCallback& progress) {
+EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, const RunPlan& plan,
+                               RunSession& session) {
+  const GenerationPlan& o = plan.generation;
   Generator* gen = predictor.generator();
   if (!gen)
     throw std::invalid_argument(predictor.framework_name() + " predictor: model " + manifest.name +
                                 " was not loaded as a generation model (no generator)");
-  validate(o.measurement);
-  if (o.batch_sizes.empty()) throw std::invalid_argument("generation: no batch size");
-  for (int b : o.batch_sizes)
-    if (b < 1) throw std::invalid_argument("generation: batch size " + std::to_string(b) + " < 1");
-  if (o.prompt_tokens.min < 1 || o.prompt_tokens.min > o.prompt_tokens.max || o.output_tokens.min < 1 ||
-      o.output_tokens.min > o.output_tokens.max)
-    throw std::invalid_argument("generation: token ranges must be 1 <= min <= max (prompt " +
-                                to_string(o.prompt_tokens) + ", output " + to_string(o.output_tokens) + ")");
+  // The plan is the request's; the loaded model may still hold fewer positions than its manifest said.
   const long positions = static_cast<long>(o.prompt_tokens.max) + o.output_tokens.max;
   if (positions > gen->max_positions())
     throw std::invalid_argument("generation: prompt_tokens max " + std::to_string(o.prompt_tokens.max) +
                                 " + output_tokens max " + std::to_string(o.output_tokens.max) + " = " +
                                 std::to_string(positions) + " positions, more than model " + manifest.name +
                                 "'s " + std::to_string(gen->max_positions()));
-  if (!o.prompts.empty() && !o.codec.encode)
-    throw std::invalid_argument("generation: prompts given without a tokenizer (codec.encode)");
-  if (o.scenario == GenerationScenario::kServer && !o.bounds)
-    throw std::invalid_argument("generation: the server scenario needs TTFT and TPOT bounds");
-  if ((o.scenario == GenerationScenario::kServer || o.scenario == GenerationScenario::kOffline) && o.target_qps <= 0)
-    throw std::invalid_argument("generation: target_qps must be > 0");
-  if (o.trace_level == TraceLevel::kHardware)
-    throw std::invalid_argument("generation: trace level hardware (counter runs) is not supported for generation; "
-                                "use kernel");
-  const std::vector<TraceLevel> levels =
-      run_levels(o.trace_level, o.leveled, predictor.framework_profiler() != nullptr, o.device_profiler != nullptr);
+  const std::vector<TraceLevel>& levels = plan.levels;
 
   std::vector<int> batches;
   switch (o.scenario) {
-    case GenerationScenario::kBatchSweep: batches = o.batch_sizes; break;
+    case GenerationScenario::kBatchSweep: batches = plan.batch_sizes; break;
     case GenerationScenario::kSingleStream:
     case GenerationScenario::kServer: batches = {1}; break;
-    case GenerationScenario::kOffline: batches = {*std::max_element(o.batch_sizes.begin(), o.batch_sizes.end())}; break;
+    case GenerationScenario::kOffline:
+      batches = {*std::max_element(plan.batch_sizes.begin(), plan.batch_sizes.end())};
+      break;
   }
 
-  const Clock& clock = o.clock ? *o.clock : system_clock();
-  EvaluationRecord record = detail::record_of(manifest, predictor, o.device);
+  EvaluationRecord record = detail::record_of(manifest, predictor, plan.device);
   record.scenario = o.scenario == GenerationScenario::kBatchSweep ? "generation" : "generation-" + std::string(to_string(o.scenario));
   record.batch_sizes = batches;
-  record.trace_level = o.trace_level;
-  record.leveled = o.leveled;
+  record.trace_level = plan.trace_level;
+  record.leveled = plan.leveled;
   nlohmann::json gs = {{"scenario", std::string(to_string(o.scenario))},
                        {"prompt_tokens", to_string(o.prompt_tokens)},
                        {"output_tokens", to_string(o.output_tokens)},
                        {"prompts", o.prompts.empty() ? nlohmann::json("synthetic") : nlohmann::json(o.prompts.size())},
-                       {"seed", o.seed},
+                       {"seed", plan.inputs.seed},
                        {"tail_steps", o.tail_steps},
                        {"max_positions", gen->max_positions()},
                        {"vocab_size", gen->vocab_size()},
@@ -625,11 +528,11 @@ EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, 
   }
   if (o.bounds)
     gs["bounds"] = {{"ttft_ns", o.bounds->ttft_ns}, {"tpot_ns", o.bounds->tpot_ns}, {"percentile", o.bounds->percentile}};
-  record.settings = {{"measurement", to_json(o.measurement)}, {"generation", gs}, {"run_levels", nlohmann::json::array()}};
+  record.settings = {{"measurement", to_json(plan.measurement)}, {"generation", gs}, {"run_levels", nlohmann::json::array()}};
   for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
   record.settings["sample_outputs"] = nlohmann::json::object();
 
-  GenerationRun runner(manifest, predictor, *gen, o, clock, progress);
+  GenerationRun runner(manifest, predictor, *gen, plan, session);
   try {
     for (int b : batches) {
       for (TraceLevel level : levels) {
@@ -638,7 +541,7 @@ EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, 
         if (!sample.is_null()) record.settings["sample_outputs"][std::to_string(b) + "/" + run_name(level)] = sample;
       }
     }
-  } catch (const StopSignal& i) {
+  } catch (const RunInterrupted& i) {
     record.status = "incomplete";
     record.settings["interrupted"] = {{"signal", i.signal}, {"complete_runs", record.runs.size()}};
   }

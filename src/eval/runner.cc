@@ -18,7 +18,8 @@
 #include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
 #include "xsp/pipeline/tasks.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/eval/session.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 namespace {
@@ -84,32 +85,6 @@ nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::s
 
 }  // namespace
 
-std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool have_framework_profiler,
-                                   bool have_device_profiler, bool have_counter_profiler) {
-  if (trace_level == TraceLevel::kHardware && !have_counter_profiler)
-    throw std::invalid_argument(
-        "trace level 'hardware' needs the counter profiler (CUPTI Range Profiler): use --device cuda on a CUDA "
-        "build");
-  if (trace_level != TraceLevel::kModel && !have_framework_profiler)
-    throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
-                                "' needs a framework profiler; this predictor has none");
-  if (trace_level > TraceLevel::kFramework && !have_device_profiler)
-    throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
-                                "' needs the GPU profiler (CUPTI): use --device cuda on a CUDA build");
-  if (trace_level == TraceLevel::kHardware) {
-    std::vector<TraceLevel> levels;
-    if (leveled) levels = {TraceLevel::kModel, TraceLevel::kFramework};
-    levels.push_back(TraceLevel::kKernel);
-    levels.push_back(TraceLevel::kHardware);
-    return levels;
-  }
-  if (!leveled) return {trace_level};
-  std::vector<TraceLevel> levels{TraceLevel::kModel};
-  if (trace_level >= TraceLevel::kFramework) levels.push_back(TraceLevel::kFramework);
-  if (trace_level > TraceLevel::kFramework) levels.push_back(trace_level);
-  return levels;
-}
-
 namespace {
 
 
@@ -120,13 +95,6 @@ std::string percent(double fraction) {
 }
 
 // One trace level's state during a phase: the run being built (when `stored`) or a baseline's blocks.
-// Thrown before a batch when EvaluationOptions::interrupt holds a signal number.
-struct StopSignal {
-  int signal = 0;
-};
-
-int interrupt_signal(const EvaluationOptions& o) { return o.interrupt ? o.interrupt->load() : 0; }
-
 struct LevelSlot {
   TraceLevel level = TraceLevel::kModel;
   bool finished = false;  // finish_run() made its RunRecord: the run is complete
@@ -151,10 +119,9 @@ struct LevelSlot {
 struct Context {
   const Manifest& manifest;
   Predictor& predictor;
-  const EvaluationOptions& options;
+  const RunPlan& plan;
+  RunSession& session;
   const Clock& clock;
-  const ProgressCallback& progress;
-  FrameworkProfiler* framework_profiler;
   std::vector<std::filesystem::path> files;
   std::optional<Preprocessor> preprocessor;
   std::optional<Postprocessor> postprocessor;
@@ -179,27 +146,22 @@ const std::vector<Tensor>& synthetic_pool(Context& ctx, int batch_size) {
   if (!pool.empty()) return pool;
   std::size_t numel = static_cast<std::size_t>(batch_size);
   for (long d : ctx.manifest.inputs.front().dimensions) numel *= static_cast<std::size_t>(d);
-  const std::size_t budget = kSyntheticPoolBytes / std::max<std::size_t>(1, ctx.options.batch_sizes.size());
+  const std::size_t budget = kSyntheticPoolBytes / std::max<std::size_t>(1, ctx.plan.batch_sizes.size());
   const std::size_t fit = std::max<std::size_t>(1, budget / std::max<std::size_t>(1, numel * sizeof(float)));
   const auto n = static_cast<std::uint64_t>(std::min<std::size_t>(kSyntheticBatches, fit));
   for (std::uint64_t j = 0; j < n; ++j)
-    pool.push_back(synthetic_batch(ctx.manifest.inputs.front().dimensions, batch_size, ctx.options.seed + j,
-                                   ctx.options.max_batch_bytes));
+    pool.push_back(synthetic_batch(ctx.manifest.inputs.front().dimensions, batch_size, ctx.plan.inputs.seed + j,
+                                   ctx.plan.inputs.max_batch_bytes));
   return pool;
-}
-
-DeviceProfiler* device_for(const Context& ctx, TraceLevel level) {
-  if (level == TraceLevel::kHardware) return ctx.options.counter_profiler;
-  return enables(level, Level::kLibrary) ? ctx.options.device_profiler : nullptr;
 }
 
 // Runs one batch through the pipeline; every stage is a MODEL span of `rec` when given. Returns the predict
 // latency (ns). `stages`, when given, receives each stage's latency.
 double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRecorder* rec, bool measured,
                           std::map<std::string, std::vector<double>>* stages, DeviceProfiler* batch_hooks) {
-  const auto& options = ctx.options;
+  const RunPlan& plan = ctx.plan;
   const SpanId parent = rec ? slot.app_id : kNoSpan;
-  const std::vector<Tensor>* pool = options.synthetic ? &synthetic_pool(ctx, batch_size) : nullptr;
+  const std::vector<Tensor>* pool = plan.inputs.synthetic ? &synthetic_pool(ctx, batch_size) : nullptr;
   const std::uint64_t j = pool ? ctx.batch_counter++ % pool->size() : ctx.batch_counter++;
   std::vector<Tag> batch_tag;
   if (rec && measured) batch_tag.emplace_back("batch", slot.measured_batches++);
@@ -209,16 +171,15 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   const Tensor* tensor = &decoded;
   const bool task = ctx.task_postprocessor.has_value();
   std::vector<Tensor> task_inputs;  // the task pipeline's model inputs, one per manifest input
-  const bool framework = enables(slot.level, Level::kFramework) && ctx.framework_profiler;
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStageInput, parent, batch_tag);
     if (ctx.text_batcher) {
       for (int k = 0; k < batch_size; ++k) {
-        const std::size_t i = ctx.next_file++ % options.texts.size();
-        texts.push_back(options.texts[i]);
+        const std::size_t i = ctx.next_file++ % plan.inputs.texts.size();
+        texts.push_back(plan.inputs.texts[i]);
         inputs.push_back(EncodedInput{"text:" + std::to_string(i), {}});
       }
-    } else if (!options.synthetic) {
+    } else if (!plan.inputs.synthetic) {
       for (int k = 0; k < batch_size; ++k) inputs.push_back(read_input(ctx.files[ctx.next_file++ % ctx.files.size()]));
     }
     const auto d = s.close();
@@ -238,7 +199,7 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   double predict_ns = 0;
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePredict, parent, batch_tag);
-    if (framework) ctx.framework_profiler->set_parent(s.id());
+    if (rec) ctx.session.set_parent(s.id());
     if (batch_hooks) batch_hooks->begin_batch();
     if (task) task_outputs = ctx.predictor.predict_all(task_inputs);
     else output = ctx.predictor.predict(*tensor);
@@ -247,9 +208,9 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
     if (stages) (*stages)[kStagePredict].push_back(predict_ns);
   }
   std::vector<std::string> ids = ids_of(inputs);
-  if (task && options.synthetic)  // named as stored predictions name them (EvaluationOptions::store_predictions)
+  if (task && plan.inputs.synthetic)  // named as stored predictions name them (SweepPlan::store_predictions)
     for (int k = 0; k < batch_size; ++k)
-      ids.push_back("synthetic:seed=" + std::to_string(options.seed) + ":batch=" + std::to_string(j) + ":" +
+      ids.push_back("synthetic:seed=" + std::to_string(plan.inputs.seed) + ":batch=" + std::to_string(j) + ":" +
                     std::to_string(k));
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePostprocess, parent, batch_tag);
@@ -260,7 +221,7 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   }
   // Outside every stage span: keeping predictions must not inflate what is measured.
   if (task) {
-    if (!(measured && slot.stored && options.store_predictions)) return predict_ns;
+    if (!(measured && slot.stored && plan.sweep.store_predictions)) return predict_ns;
     for (std::size_t k = 0; k < slot.last_task_outputs.size(); ++k) {
       InputPrediction p = slot.last_task_outputs[k];
       if (p.input_id.empty() || !slot.predicted.insert(p.input_id).second) continue;
@@ -268,11 +229,11 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
     }
     return predict_ns;
   }
-  if (measured && slot.stored && options.store_predictions && output.shape.size() >= 1 && output.shape[0] > 0) {
+  if (measured && slot.stored && plan.sweep.store_predictions && output.shape.size() >= 1 && output.shape[0] > 0) {
     const auto rows = static_cast<std::size_t>(output.shape[0]);
     const std::size_t classes = output.data.size() / rows;
     for (std::size_t k = 0; k < rows; ++k) {
-      std::string id = options.synthetic ? "synthetic:seed=" + std::to_string(options.seed) + ":batch=" +
+      std::string id = plan.inputs.synthetic ? "synthetic:seed=" + std::to_string(plan.inputs.seed) + ":batch=" +
                                                std::to_string(j) + ":" + std::to_string(k)
                                          : (k < inputs.size() ? inputs[k].id : std::string());
       if (id.empty() || !slot.predicted.insert(id).second) continue;
@@ -295,24 +256,11 @@ class PhaseExecutor final : public BlockExecutor {
     LevelSlot& slot = *slots_[l];
     slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
     stages_.clear();
-    DeviceProfiler* device = device_for(ctx_, slot.level);
-    const bool framework = enables(slot.level, Level::kFramework);
-    if (framework) ctx_.framework_profiler->set_correlation_listener(device ? device->correlation_listener() : nullptr);
-    if (device) {
-      DeviceProfilerOptions o;
-      o.library = enables(slot.level, Level::kLibrary);
-      o.system = enables(slot.level, Level::kSystem);
-      o.kernel = enables(slot.level, Level::kKernel);
-      device->start(*slot.recorder, o);
-    }
-    if (framework) ctx_.framework_profiler->start(*slot.recorder, kNoSpan);
+    ctx_.session.start(*slot.recorder, slot.level);
   }
 
   double run_batch(std::size_t l, bool warmup) override {
-    if (const int sig = interrupt_signal(ctx_.options); sig != 0) {
-      end_block(l, warmup);  // profilers off before the phase is abandoned
-      throw StopSignal{sig};
-    }
+    ctx_.session.check_interrupt();  // profilers off, RunInterrupted: the phase is abandoned
     LevelSlot& slot = *slots_[l];
     // Warm-up batches are recorded into a recorder that is thrown away: the profilers run as in a measured
     // block, so the warm-up warms them too, but nothing of it enters a trace.
@@ -322,16 +270,8 @@ class PhaseExecutor final : public BlockExecutor {
 
   void end_block(std::size_t l, bool warmup) override {
     LevelSlot& slot = *slots_[l];
-    // The device profiler synchronizes and flushes first, while the ops its records point to are still open in
-    // the framework profiler's books.
-    if (DeviceProfiler* device = device_for(ctx_, slot.level)) {
-      device->stop();
-      slot.clock_mapping = device->clock_mapping();
-    }
-    if (enables(slot.level, Level::kFramework)) {
-      ctx_.framework_profiler->stop();
-      ctx_.framework_profiler->set_correlation_listener(nullptr);
-    }
+    ctx_.session.stop();
+    if (!ctx_.session.clock_mapping().empty()) slot.clock_mapping = ctx_.session.clock_mapping();
     Trace trace = slot.recorder->take();
     slot.next_id = slot.recorder->peek_next_id();
     slot.recorder.reset();
@@ -344,7 +284,7 @@ class PhaseExecutor final : public BlockExecutor {
     if (!slot.stored) return;
     slot.kept.emplace_back(batches, std::move(trace));
     slot.kept_batches += batches;
-    const auto budget = static_cast<std::size_t>(ctx_.options.measurement.max_traced_batches);
+    const auto budget = static_cast<std::size_t>(ctx_.plan.measurement.max_traced_batches);
     while (slot.kept.size() > 1 && slot.kept_batches > budget) {
       slot.counters[stat::kTraceUntracedBatches] += slot.kept.front().first;
       slot.counters[stat::kTraceDiscardedSpans] += slot.kept.front().second.spans.size();
@@ -354,8 +294,7 @@ class PhaseExecutor final : public BlockExecutor {
   }
 
   void progress(std::size_t done, std::size_t total, std::string_view what) override {
-    if (!ctx_.progress) return;
-    ctx_.progress(Progress{static_cast<int>(done), static_cast<int>(total), what_ + ": " + std::string(what)});
+    ctx_.session.progress(Progress{static_cast<int>(done), static_cast<int>(total), what_ + ": " + std::string(what)});
   }
 
  private:
@@ -377,7 +316,7 @@ void finish_run(Context& ctx, LevelSlot& slot, int batch_size, const LevelMeasur
   run.trace_level = slot.level;
   RunMeasurement& m = run.measurement;
   m.design = design;
-  m.rule = ctx.options.measurement.rule;
+  m.rule = ctx.plan.measurement.rule;
   if (lm && phase) {
     run.predict_latency_ns = lm->result_latencies_ns();
     m.stability = lm->stability;
@@ -402,34 +341,21 @@ void finish_run(Context& ctx, LevelSlot& slot, int batch_size, const LevelMeasur
   const double predict_ns = predict == run.stage_latency_ns.end() ? 0 : predict->second.trimmed_mean;
   run.throughput_samples_per_s = predict_ns > 0 ? batch_size * 1e9 / predict_ns : 0;
 
-  Trace& trace = run.trace;
   Span app;
   app.id = slot.app_id;
-  app.level = Level::kApplication;
   app.name = ctx.manifest.name + " bs=" + std::to_string(batch_size) + " " + std::string(to_string(slot.level));
-  app.track = Track::host_thread(current_thread_id());
   app.tags = {{"model", ctx.manifest.name},
               {"framework", ctx.predictor.framework_name()},
               {"batch_size", batch_size},
               {"trace_level", std::string(to_string(slot.level))},
               {"kept_batches", slot.kept_batches}};
-  app.start_ns = std::numeric_limits<std::int64_t>::max();
-  app.end_ns = std::numeric_limits<std::int64_t>::min();
-  for (auto& [batches, t] : slot.kept) {
-    for (const Span& s : t.spans) {
-      app.start_ns = std::min(app.start_ns, s.start_ns);
-      app.end_ns = std::max(app.end_ns, s.end_ns);
-    }
-    trace.spans.insert(trace.spans.end(), std::make_move_iterator(t.spans.begin()),
-                       std::make_move_iterator(t.spans.end()));
-  }
-  if (trace.spans.empty()) app.start_ns = app.end_ns = ctx.clock.now_ns();
-  trace.spans.push_back(std::move(app));
+  app.start_ns = 1;  // start > end: the span covers the kept blocks alone
+  app.end_ns = 0;
+  std::vector<Span> spans;
+  for (auto& [batches, t] : slot.kept)
+    spans.insert(spans.end(), std::make_move_iterator(t.spans.begin()), std::make_move_iterator(t.spans.end()));
   slot.kept.clear();
-  for (const auto& [name, value] : slot.counters) trace.counters[name] += value;
-  trace.clock.unix_offset_ns = unix_offset_now_ns();
-  trace.clock.device_clock_mapping = slot.clock_mapping;
-  assemble(trace);
+  run.trace = close_run_trace(std::move(spans), std::move(app), slot.counters, slot.clock_mapping, ctx.clock);
 }
 
 void attach_machine_state(LevelSlot& slot, MachineMonitor* monitor) {
@@ -474,10 +400,10 @@ LevelOverhead make_overhead(int batch_size, TraceLevel level, TraceLevel baselin
   return o;
 }
 
-std::optional<MachineMonitor> new_monitor(const EvaluationOptions& options) {
-  if (!options.record_machine_state) return std::nullopt;
+std::optional<MachineMonitor> new_monitor(const RunSession& session, const DeviceSpec& device) {
+  if (!session.record_machine_state()) return std::nullopt;
   std::optional<MachineMonitor> m;
-  m.emplace(system_nvml(), options.device.kind == "cuda" ? options.device.index : -1);
+  m.emplace(system_nvml(), device.kind == "cuda" ? device.index : -1);
   m->start();
   return m;
 }
@@ -485,41 +411,27 @@ std::optional<MachineMonitor> new_monitor(const EvaluationOptions& options) {
 // Runs `slots` (one batch size) as one interleaved phase and finishes the stored runs.
 PhaseResult run_interleaved(Context& ctx, int batch_size, const std::vector<LevelSlot*>& slots,
                             const std::string& design) {
-  auto monitor = new_monitor(ctx.options);
+  auto monitor = new_monitor(ctx.session, ctx.plan.device);
   std::string what = ctx.manifest.name + " bs " + std::to_string(batch_size) + " ";
   for (std::size_t i = 0; i < slots.size(); ++i) what += (i ? ", " : "") + std::string(run_name(slots[i]->level));
   PhaseExecutor executor(ctx, batch_size, slots, monitor ? &*monitor : nullptr, what);
-  PhaseResult phase = run_phase(slots.size(), ctx.options.measurement, ctx.clock, executor);
+  PhaseResult phase = run_phase(slots.size(), ctx.plan.measurement, ctx.clock, executor);
   if (monitor) monitor->finish();
   for (std::size_t l = 0; l < slots.size(); ++l) {
     LevelSlot& slot = *slots[l];
     if (!slot.stored) continue;
     finish_run(ctx, slot, batch_size, &phase.levels[l], &phase, design);
     attach_machine_state(slot, monitor ? &*monitor : nullptr);
-    add_measurement_warnings(slot, ctx.options.measurement);
+    add_measurement_warnings(slot, ctx.plan.measurement);
   }
   return phase;
 }
 
-}  // namespace
-
-EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, const EvaluationOptions& options,
-                                const ProgressCallback& progress) {
-  if (options.batch_sizes.empty()) throw std::invalid_argument("batch_sizes: no batch size given");
-  for (int b : options.batch_sizes)
-    if (b < 1) throw std::invalid_argument("batch_sizes: every batch size must be >= 1, got " + std::to_string(b));
-  if (options.counter_iterations < 1)
-    throw std::invalid_argument("counter_iterations: expected a number >= 1, got " +
-                                std::to_string(options.counter_iterations));
-  validate(options.measurement);
-  if (manifest.inputs.empty() || manifest.outputs.empty())
-    throw std::invalid_argument("manifest " + manifest.path.string() + " has no input or output");
-
-  Context ctx{manifest, predictor, options, options.clock ? *options.clock : system_clock(), progress,
-              predictor.framework_profiler()};
-  const auto levels = run_levels(options.trace_level, options.leveled, ctx.framework_profiler != nullptr,
-                                 options.device_profiler != nullptr, options.counter_profiler != nullptr);
-
+// The pipeline of the evaluation: the task pipeline or classification's, the images (screened once) or texts, the
+// labels and the top-k. Returns the inputs screen_inputs() left out.
+ScreenedInputs prepare_pipeline(Context& ctx) {
+  const Manifest& manifest = ctx.manifest;
+  const RunPlan& plan = ctx.plan;
   const InputSpec& input_spec = manifest.inputs.front();
   const OutputSpec& output_spec = manifest.outputs.front();
   ScreenedInputs screened;
@@ -527,235 +439,240 @@ EvaluationRecord run_evaluation(const Manifest& manifest, Predictor& predictor, 
     ctx.task_postprocessor.emplace(output_spec);
     const bool text = std::any_of(manifest.inputs.begin(), manifest.inputs.end(),
                                   [](const InputSpec& in) { return in.type == "text"; });
-    if (text) {
-      if (options.texts.empty() || options.tokenizer == nullptr)
-        throw std::invalid_argument("model " + manifest.name + " has a text input: it needs texts and a tokenizer "
-                                    "(EvaluationOptions::texts, ::tokenizer), not synthetic inputs");
-      ctx.text_batcher.emplace(manifest, *options.tokenizer);
-    } else if (manifest.inputs.size() != 1) {
-      throw std::invalid_argument("model " + manifest.name + " has " + std::to_string(manifest.inputs.size()) +
-                                  " inputs: several inputs are run for text models only (docs/tasks.md)");
-    }
+    if (text) ctx.text_batcher.emplace(manifest, *plan.inputs.tokenizer);  // validate() loaded texts and tokenizer
   }
-  if (!options.synthetic && !ctx.text_batcher) {
-    if (input_spec.type != "image")
-      throw std::invalid_argument("inputs of type '" + input_spec.type + "' need --synthetic");
-    ctx.preprocessor.emplace(input_spec, options.max_batch_bytes);
-    screened = screen_inputs(list_images(options.inputs_dir), *ctx.preprocessor, options.skip_bad_inputs);
+  if (!plan.inputs.synthetic && !ctx.text_batcher) {
+    ctx.preprocessor.emplace(input_spec, plan.inputs.max_batch_bytes);
+    screened = screen_inputs(list_images(plan.inputs.images_dir), *ctx.preprocessor, plan.inputs.skip_bad_inputs);
     ctx.files = screened.usable;
     for (const SkippedInput& s : screened.skipped) spdlog::warn("input left out: {}", s.reason);
   }
-  std::vector<std::string> labels;
   const auto labels_path = manifest.resolved_labels_path(0);
-  if (!labels_path.empty()) labels = load_labels(labels_path);
-  ctx.labels = labels;
-  ctx.postprocessor.emplace(output_spec, labels);
+  if (!labels_path.empty()) ctx.labels = load_labels(labels_path);
+  ctx.postprocessor.emplace(output_spec, ctx.labels);
   for (const auto& step : output_spec.steps) {
     if (step.op == "softmax") ctx.softmax = true;
     if (step.op == "top_k") ctx.top_k = static_cast<std::size_t>(std::stoul(step.params.at("k")));
   }
+  return screened;
+}
 
-  EvaluationRecord record = detail::record_of(manifest, predictor, options.device);
-  record.batch_sizes = options.batch_sizes;
-  record.trace_level = options.trace_level;
-  record.leveled = options.leveled;
-  if (options.synthetic)
-    for (int b : options.batch_sizes) synthetic_pool(ctx, b);  // before anything is timed
-  record.settings = {{"measurement", to_json(options.measurement)},
-                     {"inputs", ctx.text_batcher ? "texts" : options.synthetic ? "synthetic" : options.inputs_dir.string()},
-                     {"input_count", ctx.text_batcher ? options.texts.size() : ctx.files.size()},
-                     {"synthetic_seed", options.seed},
+// The record before any run: what ran, the measurement, the inputs, the run levels and what predictions hold.
+EvaluationRecord new_sweep_record(Context& ctx, const ScreenedInputs& screened) {
+  const RunPlan& plan = ctx.plan;
+  const OutputSpec& output_spec = ctx.manifest.outputs.front();
+  EvaluationRecord record = detail::record_of(ctx.manifest, ctx.predictor, plan.device);
+  record.batch_sizes = plan.batch_sizes;
+  record.trace_level = plan.trace_level;
+  record.leveled = plan.leveled;
+  record.settings = {{"measurement", to_json(plan.measurement)},
+                     {"inputs", ctx.text_batcher       ? "texts"
+                                : plan.inputs.synthetic ? "synthetic"
+                                                        : plan.inputs.images_dir.string()},
+                     {"input_count", ctx.text_batcher ? plan.inputs.texts.size() : ctx.files.size()},
+                     {"synthetic_seed", plan.inputs.seed},
                      {"synthetic_batches", kSyntheticBatches},
                      {"run_levels", nlohmann::json::array()}};
-  for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
-  if (options.skip_bad_inputs && !options.synthetic) record.settings.update(detail::skipped_inputs_json(screened.skipped));
+  for (auto l : plan.levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
+  if (plan.inputs.skip_bad_inputs && !plan.inputs.synthetic)
+    record.settings.update(detail::skipped_inputs_json(screened.skipped));
   record.settings["sample_outputs"] = nlohmann::json::object();
-  if (options.store_predictions) {
+  if (plan.sweep.store_predictions) {
     std::string values = ctx.softmax ? "softmax" : "raw";
     if (output_spec.type == "detection") values = "best detection score per class";
     if (output_spec.type == "segmentation") values = "fraction of pixels per class";
     record.settings["predictions"] = {{"values", values}, {"top_k", ctx.top_k}};
   }
   if (ctx.task_postprocessor) record.settings["task"] = output_spec.type;
+  return record;
+}
 
-  std::vector<TraceLevel> in_process, cupti;
-  bool hardware = false;
-  for (TraceLevel l : levels) {
-    if (l == TraceLevel::kHardware) hardware = true;
-    else if (l <= TraceLevel::kFramework) in_process.push_back(l);
-    else cupti.push_back(l);
-  }
-  const bool sequential = options.measurement.order == LevelOrder::kSequential;
-  const std::string design_of_phase = sequential ? "sequential" : "interleaved";
-
-  // Slots of stored runs, per batch size and level.
+// The runs of a sweep being made: slots of stored runs per (batch size, level), and the result block medians
+// the overheads compare.
+struct SweepState {
   std::map<std::pair<int, TraceLevel>, std::unique_ptr<LevelSlot>> slots;
-  auto slot_of = [&](int b, TraceLevel l) -> LevelSlot& {
+  std::map<int, std::map<TraceLevel, std::vector<double>>> result_blocks;
+  LevelSlot& slot(int b, TraceLevel l) {
     auto& s = slots[{b, l}];
     if (!s) {
       s = std::make_unique<LevelSlot>();
       s->level = l;
     }
     return *s;
-  };
-  std::map<int, std::map<TraceLevel, std::vector<double>>> result_blocks;  // stored runs' result block medians
-
-  // An interruption (EvaluationOptions::interrupt) ends the phases; the runs finished before it are kept.
-  int interrupted = 0;
-  try {
-    // Phase 1: M and M/F of every batch size, before any CUPTI level touched the process.
-    for (int b : options.batch_sizes) {
-      if (in_process.empty()) break;
-      if (sequential || in_process.size() == 1) {
-        for (TraceLevel l : in_process) {
-          LevelSlot& s = slot_of(b, l);
-          const auto phase = run_interleaved(ctx, b, {&s}, in_process.size() == 1 ? "single" : design_of_phase);
-          result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
-        }
-      } else {
-        std::vector<LevelSlot*> ps;
-        for (TraceLevel l : in_process) ps.push_back(&slot_of(b, l));
-        const auto phase = run_interleaved(ctx, b, ps, design_of_phase);
-        for (std::size_t i = 0; i < ps.size(); ++i) result_blocks[b][in_process[i]] = phase.levels[i].result_block_medians_ns();
-      }
-      for (std::size_t i = 1; i < in_process.size(); ++i)
-        record.level_overheads.push_back(make_overhead(b, in_process[i], in_process[i - 1], design_of_phase,
-                                                       result_blocks[b][in_process[i]],
-                                                       result_blocks[b][in_process[i - 1]], ""));
-    }
-
-    // Phase 2: the CUPTI levels, each beside M and M/F blocks that share CUPTI's leftover state (leveled).
-    for (int b : options.batch_sizes) {
-      for (TraceLevel l : cupti) {
-        LevelSlot& s = slot_of(b, l);
-        if (!options.leveled || sequential) {
-          const auto phase = run_interleaved(ctx, b, {&s}, options.leveled ? design_of_phase : "single");
-          result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
-          if (options.leveled && !in_process.empty())
-            record.level_overheads.push_back(make_overhead(b, l, in_process.back(), "sequential", result_blocks[b][l],
-                                                           result_blocks[b][in_process.back()], ""));
-          continue;
-        }
-        std::vector<std::unique_ptr<LevelSlot>> baselines;
-        std::vector<LevelSlot*> ps;
-        for (TraceLevel base : in_process) {
-          baselines.push_back(std::make_unique<LevelSlot>());
-          baselines.back()->level = base;
-          baselines.back()->stored = false;
-          ps.push_back(baselines.back().get());
-        }
-        ps.push_back(&s);
-        const auto phase = run_interleaved(ctx, b, ps, "interleaved");
-        const auto kernel_blocks = phase.levels.back().result_block_medians_ns();
-        result_blocks[b][l] = kernel_blocks;
-        for (std::size_t i = 0; i < in_process.size(); ++i)
-          s.run.measurement.baseline_block_medians_ns[std::string(to_string(in_process[i]))] =
-              phase.levels[i].result_block_medians_ns();
-        const std::string shallower = std::string(run_name(in_process.back()));
-        record.level_overheads.push_back(make_overhead(
-            b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
-            "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "
-            "process (its tracing never fully leaves)"));
-        record.level_overheads.push_back(make_overhead(
-            b, l, in_process.back(), "sequential", kernel_blocks, result_blocks[b][in_process.back()],
-            "against the " + shallower + " run before CUPTI first attached (a clean process): CUPTI's leftover state "
-            "and the machine's drift between the phases count too"));
-        record.level_overheads.push_back(make_overhead(
-            b, TraceLevel::kModel, TraceLevel::kModel, "residual", phase.levels[0].result_block_medians_ns(),
-            result_blocks[b][TraceLevel::kModel],
-            "M blocks beside kernel tracing against the M run before it: machine drift and CUPTI's leftover state "
-            "together, not an overhead"));
-      }
-    }
-
-    // Counter runs: a fixed number of batches; their timings are never used (SPEC §3).
-    if (hardware) {
-      for (int b : options.batch_sizes) {
-        if (const int sig = interrupt_signal(options); sig != 0) throw StopSignal{sig};
-        LevelSlot& slot = slot_of(b, TraceLevel::kHardware);
-        auto monitor = new_monitor(options);
-        const std::int64_t w0 = ctx.clock.now_ns();
-        int warmup = 0;
-        for (; warmup < options.measurement.warmup_min_batches; ++warmup)
-          run_pipeline_batch(ctx, slot, b, nullptr, false, nullptr, nullptr);
-        slot.run.measurement.warmup_ns = ctx.clock.now_ns() - w0;
-        slot.run.measurement.warmup_batches = warmup;
-        DeviceProfiler* device = options.counter_profiler;
-        slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
-        if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(device->correlation_listener());
-        try {
-          device->start(*slot.recorder, DeviceProfilerOptions{});
-        } catch (const std::runtime_error& e) {
-          // Counters can be unavailable where tracing works (profiling restricted to admins, another profiler
-          // attached, a virtualized GPU): the evaluation goes on without them and says why.
-          record.settings["counters_unavailable"] = e.what();
-          slot.recorder->count(stat::kCountersUnavailable, 1);
-          device = nullptr;
-          if (ctx.framework_profiler) ctx.framework_profiler->set_correlation_listener(nullptr);
-        }
-        if (ctx.framework_profiler) ctx.framework_profiler->start(*slot.recorder, kNoSpan);
-        // A counter profiler that rotates metric passes over batches needs one batch per pass.
-        const int batches = std::max(options.counter_iterations, device ? device->batches_needed() : 0);
-        std::map<std::string, std::vector<double>> stages;
-        std::vector<double> latencies;
-        const std::int64_t m0 = ctx.clock.now_ns();
-        for (int i = 0; i < batches; ++i) {
-          latencies.push_back(run_pipeline_batch(ctx, slot, b, slot.recorder.get(), true, &stages, device));
-          if (progress) progress(Progress{i + 1, batches, manifest.name + " bs " + std::to_string(b) + " M/F/H: counters"});
-        }
-        if (device) device->stop();
-        if (ctx.framework_profiler) {
-          ctx.framework_profiler->stop();
-          ctx.framework_profiler->set_correlation_listener(nullptr);
-        }
-        Trace t = slot.recorder->take();
-        for (const auto& [name, value] : t.counters) slot.counters[name] += value;
-        slot.kept.emplace_back(latencies.size(), std::move(t));
-        slot.kept_batches = latencies.size();
-        slot.block_stages.push_back(std::move(stages));
-        slot.run.predict_latency_ns = latencies;
-        slot.run.measurement.measure_ns = ctx.clock.now_ns() - m0;
-        slot.run.measurement.blocks.push_back({0, m0, slot.run.measurement.measure_ns, latencies.size(), median(latencies)});
-        slot.run.measurement.stability = assess_series(latencies, options.measurement.rule);
-        slot.run.measurement.stability.verdict = Verdict::kNotAssessed;  // timings of a counter run are never used
-        slot.run.warmup_iterations = warmup;
-        if (device) slot.clock_mapping = device->clock_mapping();
-        finish_run(ctx, slot, b, nullptr, nullptr, "fixed");
-        if (monitor) {
-          monitor->finish();
-          attach_machine_state(slot, &*monitor);
-        }
-      }
-    }
-  } catch (const StopSignal& i) {
-    interrupted = i.signal;
   }
+};
 
-  for (auto& [key, slot] : slots) {
+// Phase 1: M and M/F of one batch size, before any CUPTI level touched the process.
+void run_in_process_phase(Context& ctx, int b, const std::vector<TraceLevel>& in_process, SweepState& st,
+                          EvaluationRecord& record) {
+  const bool sequential = ctx.plan.measurement.order == LevelOrder::kSequential;
+  const std::string design = sequential ? "sequential" : "interleaved";
+  if (sequential || in_process.size() == 1) {
+    for (TraceLevel l : in_process) {
+      const auto phase = run_interleaved(ctx, b, {&st.slot(b, l)}, in_process.size() == 1 ? "single" : design);
+      st.result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
+    }
+  } else {
+    std::vector<LevelSlot*> ps;
+    for (TraceLevel l : in_process) ps.push_back(&st.slot(b, l));
+    const auto phase = run_interleaved(ctx, b, ps, design);
+    for (std::size_t i = 0; i < ps.size(); ++i) st.result_blocks[b][in_process[i]] = phase.levels[i].result_block_medians_ns();
+  }
+  for (std::size_t i = 1; i < in_process.size(); ++i)
+    record.level_overheads.push_back(make_overhead(b, in_process[i], in_process[i - 1], design,
+                                                   st.result_blocks[b][in_process[i]],
+                                                   st.result_blocks[b][in_process[i - 1]], ""));
+}
+
+// Phase 2: a CUPTI level of one batch size, beside M and M/F blocks that share CUPTI's leftover state (leveled).
+void run_cupti_phase(Context& ctx, int b, TraceLevel l, const std::vector<TraceLevel>& in_process, SweepState& st,
+                     EvaluationRecord& record) {
+  const bool sequential = ctx.plan.measurement.order == LevelOrder::kSequential;
+  LevelSlot& s = st.slot(b, l);
+  if (!ctx.plan.leveled || sequential) {
+    const auto phase = run_interleaved(ctx, b, {&s}, ctx.plan.leveled ? "sequential" : "single");
+    st.result_blocks[b][l] = phase.levels[0].result_block_medians_ns();
+    if (ctx.plan.leveled && !in_process.empty())
+      record.level_overheads.push_back(make_overhead(b, l, in_process.back(), "sequential", st.result_blocks[b][l],
+                                                     st.result_blocks[b][in_process.back()], ""));
+    return;
+  }
+  std::vector<std::unique_ptr<LevelSlot>> baselines;
+  std::vector<LevelSlot*> ps;
+  for (TraceLevel base : in_process) {
+    baselines.push_back(std::make_unique<LevelSlot>());
+    baselines.back()->level = base;
+    baselines.back()->stored = false;
+    ps.push_back(baselines.back().get());
+  }
+  ps.push_back(&s);
+  const auto phase = run_interleaved(ctx, b, ps, "interleaved");
+  const auto kernel_blocks = phase.levels.back().result_block_medians_ns();
+  st.result_blocks[b][l] = kernel_blocks;
+  for (std::size_t i = 0; i < in_process.size(); ++i)
+    s.run.measurement.baseline_block_medians_ns[std::string(to_string(in_process[i]))] =
+        phase.levels[i].result_block_medians_ns();
+  const std::string shallower = std::string(run_name(in_process.back()));
+  record.level_overheads.push_back(make_overhead(
+      b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
+      "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "
+      "process (its tracing never fully leaves)"));
+  record.level_overheads.push_back(make_overhead(
+      b, l, in_process.back(), "sequential", kernel_blocks, st.result_blocks[b][in_process.back()],
+      "against the " + shallower + " run before CUPTI first attached (a clean process): CUPTI's leftover state "
+      "and the machine's drift between the phases count too"));
+  record.level_overheads.push_back(make_overhead(
+      b, TraceLevel::kModel, TraceLevel::kModel, "residual", phase.levels[0].result_block_medians_ns(),
+      st.result_blocks[b][TraceLevel::kModel],
+      "M blocks beside kernel tracing against the M run before it: machine drift and CUPTI's leftover state "
+      "together, not an overhead"));
+}
+
+// A counter run of one batch size: a fixed number of batches whose timings are never used (SPEC §3).
+void run_counter_run(Context& ctx, int b, SweepState& st, EvaluationRecord& record) {
+  RunSession& session = ctx.session;
+  session.check_interrupt();
+  LevelSlot& slot = st.slot(b, TraceLevel::kHardware);
+  auto monitor = new_monitor(session, ctx.plan.device);
+  const std::int64_t w0 = ctx.clock.now_ns();
+  int warmup = 0;
+  for (; warmup < ctx.plan.measurement.warmup_min_batches; ++warmup)
+    run_pipeline_batch(ctx, slot, b, nullptr, false, nullptr, nullptr);
+  slot.run.measurement.warmup_ns = ctx.clock.now_ns() - w0;
+  slot.run.measurement.warmup_batches = warmup;
+  slot.recorder = std::make_unique<TraceRecorder>(slot.next_id);
+  session.start(*slot.recorder, TraceLevel::kHardware);
+  if (!session.counters_unavailable().empty()) record.settings["counters_unavailable"] = session.counters_unavailable();
+  DeviceProfiler* device = session.batch_profiler();
+  // A counter profiler that rotates metric passes over batches needs one batch per pass.
+  const int batches = std::max(ctx.plan.sweep.counter_iterations, device ? device->batches_needed() : 0);
+  std::map<std::string, std::vector<double>> stages;
+  std::vector<double> latencies;
+  const std::int64_t m0 = ctx.clock.now_ns();
+  for (int i = 0; i < batches; ++i) {
+    latencies.push_back(run_pipeline_batch(ctx, slot, b, slot.recorder.get(), true, &stages, device));
+    session.progress(Progress{i + 1, batches, ctx.manifest.name + " bs " + std::to_string(b) + " M/F/H: counters"});
+  }
+  session.stop();
+  Trace t = slot.recorder->take();
+  for (const auto& [name, value] : t.counters) slot.counters[name] += value;
+  slot.kept.emplace_back(latencies.size(), std::move(t));
+  slot.kept_batches = latencies.size();
+  slot.block_stages.push_back(std::move(stages));
+  slot.run.predict_latency_ns = latencies;
+  RunMeasurement& m = slot.run.measurement;
+  m.measure_ns = ctx.clock.now_ns() - m0;
+  m.blocks.push_back({0, m0, m.measure_ns, latencies.size(), median(latencies)});
+  m.stability = assess_series(latencies, ctx.plan.measurement.rule);
+  m.stability.verdict = Verdict::kNotAssessed;  // timings of a counter run are never used
+  slot.run.warmup_iterations = warmup;
+  slot.clock_mapping = session.clock_mapping();
+  finish_run(ctx, slot, b, nullptr, nullptr, "fixed");
+  if (monitor) {
+    monitor->finish();
+    attach_machine_state(slot, &*monitor);
+  }
+}
+
+// The finished runs into the record, sorted by (batch size, level), with each batch size's sample outputs; an
+// interrupted sweep keeps only finished runs and the overheads whose two runs were finished.
+void collect_runs(Context& ctx, SweepState& st, int interrupted, EvaluationRecord& record) {
+  const InputSpec& input_spec = ctx.manifest.inputs.front();
+  const OutputSpec& output_spec = ctx.manifest.outputs.front();
+  for (auto& [key, slot] : st.slots) {
     if (interrupted && !slot->finished) continue;  // cut short: not a run
     const std::string b = std::to_string(key.first);
     if (!record.settings["sample_outputs"].contains(b))
-      record.settings["sample_outputs"][b] = ctx.task_postprocessor
-                                                 ? to_json(slot->last_task_outputs, output_spec.type, ctx.labels,
-                                                           input_spec, 5)
-                                                 : to_json(slot->last_outputs, 5);
+      record.settings["sample_outputs"][b] =
+          ctx.task_postprocessor ? to_json(slot->last_task_outputs, output_spec.type, ctx.labels, input_spec, 5)
+                                 : to_json(slot->last_outputs, 5);
     record.runs.push_back(std::move(slot->run));
   }
   std::stable_sort(record.runs.begin(), record.runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return a.batch_size != b.batch_size ? a.batch_size < b.batch_size : a.trace_level < b.trace_level;
   });
-  if (interrupted) {
-    record.status = "incomplete";
-    record.settings["interrupted"] = {{"signal", interrupted}, {"complete_runs", record.runs.size()}};
-    // Overheads need both of their runs; keep only those whose runs were finished.
-    std::erase_if(record.level_overheads, [&](const LevelOverhead& o) {
-      auto has = [&](TraceLevel l) {
-        return std::any_of(record.runs.begin(), record.runs.end(),
-                           [&](const RunRecord& r) { return r.batch_size == o.batch_size && r.trace_level == l; });
-      };
-      return !has(o.level) || !has(o.baseline);
-    });
+  if (!interrupted) return;
+  record.status = "incomplete";
+  record.settings["interrupted"] = {{"signal", interrupted}, {"complete_runs", record.runs.size()}};
+  std::erase_if(record.level_overheads, [&](const LevelOverhead& o) {
+    auto has = [&](TraceLevel l) {
+      return std::any_of(record.runs.begin(), record.runs.end(),
+                         [&](const RunRecord& r) { return r.batch_size == o.batch_size && r.trace_level == l; });
+    };
+    return !has(o.level) || !has(o.baseline);
+  });
+}
+
+}  // namespace
+
+EvaluationRecord run_batch_sweep(const Manifest& manifest, Predictor& predictor, const RunPlan& plan,
+                                 RunSession& session) {
+  Context ctx{manifest, predictor, plan, session, session.clock()};
+  const ScreenedInputs screened = prepare_pipeline(ctx);
+  EvaluationRecord record = new_sweep_record(ctx, screened);
+  if (plan.inputs.synthetic)
+    for (int b : plan.batch_sizes) synthetic_pool(ctx, b);  // before anything is timed
+
+  std::vector<TraceLevel> in_process, cupti;
+  bool hardware = false;
+  for (TraceLevel l : plan.levels) {
+    if (l == TraceLevel::kHardware) hardware = true;
+    else if (l <= TraceLevel::kFramework) in_process.push_back(l);
+    else cupti.push_back(l);
   }
+  SweepState st;
+  int interrupted = 0;
+  try {
+    if (!in_process.empty())
+      for (int b : plan.batch_sizes) run_in_process_phase(ctx, b, in_process, st, record);
+    for (int b : plan.batch_sizes)
+      for (TraceLevel l : cupti) run_cupti_phase(ctx, b, l, in_process, st, record);
+    if (hardware)
+      for (int b : plan.batch_sizes) run_counter_run(ctx, b, st, record);
+  } catch (const RunInterrupted& i) {
+    interrupted = i.signal;
+  }
+  collect_runs(ctx, st, interrupted, record);
   return record;
 }
 

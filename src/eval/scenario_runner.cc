@@ -13,68 +13,136 @@
 #include "format.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/eval/tail_traces.h"
-#include "xsp/loadgen/sut.h"
+#include "xsp/eval/predictor_sut.h"
+#include "xsp/eval/session.h"
 #include "xsp/pipeline/pipeline.h"
+#include "xsp/pipeline/tasks.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/assembler.h"
 
 namespace xsp {
 namespace {
 
-// Prepared inputs: `count` samples of `sample_numel` floats each, back to back, plus the per-sample shape.
+// Prepared inputs: `count` samples of every model input, back to back per input, plus each input's per-sample
+// shape. Float inputs (images, synthetic tensors) in `data`, integer ones (token ids, attention masks) in `int_data`.
 struct SampleLibrary {
-  std::vector<long> dims;
-  std::size_t sample_numel = 0;
+  struct Input {
+    std::string name;
+    std::vector<std::int64_t> dims;  // per sample
+    std::size_t numel = 1;           // values per sample
+    bool integer = false;
+    std::vector<float> data;
+    std::vector<std::int64_t> int_data;
+  };
+  std::vector<Input> inputs;
   std::size_t count = 0;
-  std::vector<float> data;
-  std::vector<SkippedInput> skipped;  // images left out (ScenarioOptions::skip_bad_inputs)
+  std::vector<SkippedInput> skipped;  // images left out (InputPlan::skip_bad_inputs)
+  bool several = false;  // the model runs through predict_all() (the task pipeline's models)
 };
 
-SampleLibrary prepare_library(const Manifest& manifest, const ScenarioOptions& options) {
+// Samples × per-sample values of a library input, as Tensor shapes count them.
+std::vector<std::int64_t> library_shape(std::size_t count, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> shape{static_cast<std::int64_t>(count)};
+  shape.insert(shape.end(), dims.begin(), dims.end());
+  return shape;
+}
+
+SampleLibrary::Input library_input(Tensor batch) {
+  SampleLibrary::Input in;
+  in.name = batch.name;
+  in.dims.assign(batch.shape.begin() + 1, batch.shape.end());
+  for (std::int64_t d : in.dims) in.numel *= static_cast<std::size_t>(d);
+  in.integer = batch.is_int();
+  in.data = std::move(batch.data);
+  in.int_data = std::move(batch.int_data);
+  return in;
+}
+
+SampleLibrary prepare_library(const Manifest& manifest, const RunPlan& plan) {
   if (manifest.inputs.empty()) throw std::invalid_argument("manifest " + manifest.path.string() + " has no input");
   const InputSpec& spec = manifest.inputs.front();
   SampleLibrary lib;
-  lib.dims = spec.dimensions;
-  lib.sample_numel = 1;
-  for (long d : lib.dims) lib.sample_numel *= static_cast<std::size_t>(d);
-  if (options.synthetic) {
-    if (options.synthetic_samples == 0) throw std::invalid_argument("synthetic sample count must be > 0");
+  lib.several = uses_task_pipeline(manifest);
+  std::vector<std::int64_t> dims(spec.dimensions.begin(), spec.dimensions.end());
+  const auto text = std::find_if(manifest.inputs.begin(), manifest.inputs.end(),
+                                 [](const InputSpec& in) { return in.type == "text"; });
+  if (text != manifest.inputs.end()) {
+    // A text model's library: its texts tokenized once (validate() loaded them and the tokenizer), every input's
+    // tensor {texts, L}.
+    const TextBatcher batcher(manifest, *plan.inputs.tokenizer);
+    check_tensor_bytes(library_shape(plan.inputs.texts.size(), {batcher.length()}), plan.inputs.max_batch_bytes,
+                       "sample library of " + std::to_string(plan.inputs.texts.size()) + " texts");
+    for (Tensor& t : batcher.run(plan.inputs.texts)) lib.inputs.push_back(library_input(std::move(t)));
+    lib.count = plan.inputs.texts.size();
+  } else if (plan.inputs.synthetic) {
+    if (plan.scenario.synthetic_samples == 0) throw std::invalid_argument("synthetic sample count must be > 0");
     // One seeded batch sliced into samples: same seed -> same library, hence comparable runs.
-    Tensor t = synthetic_batch(lib.dims, static_cast<int>(options.synthetic_samples), options.settings.seed,
-                               options.max_batch_bytes);
-    lib.count = options.synthetic_samples;
-    lib.data = std::move(t.data);
+    Tensor t = synthetic_batch(spec.dimensions, static_cast<int>(plan.scenario.synthetic_samples),
+                               plan.scenario.settings.seed, plan.inputs.max_batch_bytes);
+    t.name = spec.name;
+    lib.count = plan.scenario.synthetic_samples;
+    lib.inputs.push_back(library_input(std::move(t)));
   } else {
-    if (spec.type != "image") throw std::invalid_argument("inputs of type '" + spec.type + "' need synthetic inputs");
     // Decode and pre-process every image once, before the timed region: the SUT then measures predict only.
-    const Preprocessor pre(spec, options.max_batch_bytes);
-    const auto files = list_images(options.inputs_dir);
-    std::vector<std::int64_t> library_shape{static_cast<std::int64_t>(files.size())};
-    for (long d : lib.dims) library_shape.push_back(d);
-    check_tensor_bytes(library_shape, options.max_batch_bytes, "sample library of " + options.inputs_dir.string());
+    const Preprocessor pre(spec, plan.inputs.max_batch_bytes);
+    const auto files = list_images(plan.inputs.images_dir);
+    check_tensor_bytes(library_shape(files.size(), dims), plan.inputs.max_batch_bytes,
+                       "sample library of " + plan.inputs.images_dir.string());
     std::vector<Tensor> prepared;
-    lib.skipped = screen_inputs(files, pre, options.skip_bad_inputs, &prepared).skipped;
+    lib.skipped = screen_inputs(files, pre, plan.inputs.skip_bad_inputs, &prepared).skipped;
+    SampleLibrary::Input in;
+    in.name = spec.name;
+    in.dims = dims;
+    for (std::int64_t d : dims) in.numel *= static_cast<std::size_t>(d);
     for (const Tensor& t : prepared) {
-      lib.data.insert(lib.data.end(), t.data.begin(), t.data.end());
+      in.data.insert(in.data.end(), t.data.begin(), t.data.end());
       ++lib.count;
     }
+    lib.inputs.push_back(std::move(in));
   }
-  if (lib.data.size() != lib.count * lib.sample_numel)
-    throw std::runtime_error("prepared inputs do not match the manifest's input dimensions");
+  for (const auto& in : lib.inputs)
+    if ((in.integer ? in.int_data.size() : in.data.size()) != lib.count * in.numel)
+      throw std::runtime_error("prepared inputs do not match the manifest's input dimensions");
   return lib;
+}
+
+// The batch of `idx` (sample index modulo the library's size) of every library input; runs on the SUT's worker.
+std::vector<Tensor> build_batch(const SampleLibrary& lib, std::span<const std::uint64_t> idx) {
+  std::vector<Tensor> batch;
+  batch.reserve(lib.inputs.size());
+  for (const SampleLibrary::Input& in : lib.inputs) {
+    Tensor t;
+    t.name = in.name;
+    t.integer = in.integer;
+    t.shape = library_shape(idx.size(), in.dims);
+    const auto copy = [&](const auto& from, auto& to) {
+      to.resize(idx.size() * in.numel);
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        const auto src = from.begin() + static_cast<std::ptrdiff_t>((idx[i] % lib.count) * in.numel);
+        std::copy(src, src + static_cast<std::ptrdiff_t>(in.numel),
+                  to.begin() + static_cast<std::ptrdiff_t>(i * in.numel));
+      }
+    };
+    if (in.integer)
+      copy(in.int_data, t.int_data);
+    else
+      copy(in.data, t.data);
+    batch.push_back(std::move(t));
+  }
+  return batch;
 }
 
 // What one run leaves behind after its adapter is gone: find_peak_qps destroys each SUT it gets from the
 // factory, so the first predictor error and the predict timings are copied out in stop().
 struct RunCapture {
   std::string error;
-  std::vector<loadgen::BatchTiming> timings;
+  std::vector<BatchTiming> timings;
   std::unique_ptr<TraceRecorder> recorder;  // with tail tracing
 };
 
 class CapturingSut final : public loadgen::SystemUnderTest {
  public:
-  CapturingSut(std::unique_ptr<loadgen::PredictorSut> inner, RunCapture* capture)
+  CapturingSut(std::unique_ptr<PredictorSut> inner, RunCapture* capture)
       : inner_(std::move(inner)), capture_(capture) {}
   std::string name() const override { return inner_->name(); }
   void start(loadgen::QueryCompleter& c) override { inner_->start(c); }
@@ -86,7 +154,7 @@ class CapturingSut final : public loadgen::SystemUnderTest {
   }
 
  private:
-  std::unique_ptr<loadgen::PredictorSut> inner_;
+  std::unique_ptr<PredictorSut> inner_;
   RunCapture* capture_;
 };
 
@@ -113,7 +181,8 @@ nlohmann::json result_json(const loadgen::Result& r) {
           {"p99_ns", r.summary.p99}};
 }
 
-nlohmann::json settings_json(const loadgen::Settings& s, const ScenarioOptions& o) {
+nlohmann::json settings_json(const loadgen::Settings& s, const RunPlan& plan) {
+  const ScenarioPlan& o = plan.scenario;
   return {{"scenario", loadgen::to_string(s.scenario)},
           {"seed", s.seed},
           {"min_duration_ms", s.min_duration_ms},
@@ -129,7 +198,7 @@ nlohmann::json settings_json(const loadgen::Settings& s, const ScenarioOptions& 
           {"max_batch", o.max_batch},
           {"find_peak_qps", o.find_peak_qps},
           {"trace_tail", o.trace_tail},
-          {"trace_level", std::string(to_string(o.trace_level))},
+          {"trace_level", std::string(to_string(plan.trace_level))},
           {"measured", "predict only (inputs prepared before the run; batch assembly copy included)"}};
 }
 
@@ -163,73 +232,38 @@ int largest_batch(const loadgen::Settings& settings, std::size_t max_batch) {
   return 1;
 }
 
-void check_options(const ScenarioOptions& options, Predictor& predictor) {
-  const auto scenario = options.settings.scenario;
-  if (options.max_batch < 1) throw std::invalid_argument("max batch must be >= 1, got 0");
-  if (options.find_peak_qps && scenario != loadgen::Scenario::kServer)
-    throw std::invalid_argument("peak-QPS search needs the server scenario, got " + loadgen::to_string(scenario));
-  if (!options.sweep_batch_sizes.empty() && scenario != loadgen::Scenario::kOffline)
-    throw std::invalid_argument("a batch-size sweep needs the offline scenario, got " + loadgen::to_string(scenario));
-  for (std::size_t b : options.sweep_batch_sizes)
-    if (b < 1) throw std::invalid_argument("sweep batch sizes must be >= 1, got 0");
-  if (options.sweep_latency_bound_ms && !(*options.sweep_latency_bound_ms > 0))
-    throw std::invalid_argument("sweep latency bound must be > 0 ms, got " + std::to_string(*options.sweep_latency_bound_ms));
-  if (options.trace_tail > 0 && scenario == loadgen::Scenario::kOffline)
-    throw std::invalid_argument("tail-query traces need single-stream, multi-stream or server: offline has one query");
-  if (options.trace_level > TraceLevel::kFramework)
-    throw std::invalid_argument("scenario traces support trace levels model and framework, got " +
-                                std::string(to_string(options.trace_level)));
-  if (options.trace_level == TraceLevel::kFramework) {
-    if (options.trace_tail == 0)
-      throw std::invalid_argument("trace level framework in a scenario needs tail tracing (trace_tail >= 1)");
-    if (predictor.framework_profiler() == nullptr)
-      throw std::invalid_argument("trace level framework needs a framework profiler; " + predictor.framework_name() +
-                                  " has none");
-  }
-}
-
 }  // namespace
 
-EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const ScenarioOptions& options) {
-  check_options(options, predictor);
-  const SampleLibrary lib = prepare_library(manifest, options);
+EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const RunPlan& plan, RunSession& session) {
+  const SampleLibrary lib = prepare_library(manifest, plan);
   if (lib.count == 0) throw std::runtime_error("no input samples");
 
-  loadgen::Settings settings = options.settings;
+  loadgen::Settings settings = plan.scenario.settings;
   settings.sample_count = lib.count;
-  settings.interrupt = options.interrupt;
-  auto signal_now = [&options] { return options.interrupt ? options.interrupt->load() : 0; };
+  settings.interrupt = session.interrupt_flag();
+  auto signal_now = [&session] { return session.interrupt_signal(); };
   int interrupted = 0;
 
   // Runs on the adapter's worker thread; copies the prepared samples (sample index modulo library size).
-  loadgen::BatchBuilder build = [&lib](std::span<const std::uint64_t> idx) {
-    Tensor t;
-    t.shape.push_back(static_cast<std::int64_t>(idx.size()));
-    for (long d : lib.dims) t.shape.push_back(d);
-    t.data.resize(idx.size() * lib.sample_numel);
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-      const float* src = lib.data.data() + (idx[i] % lib.count) * lib.sample_numel;
-      std::copy(src, src + lib.sample_numel, t.data.begin() + static_cast<std::ptrdiff_t>(i * lib.sample_numel));
-    }
-    return t;
-  };
+  BatchBuilder build = [&lib](std::span<const std::uint64_t> idx) { return build_batch(lib, idx); };
 
   const std::vector<std::size_t> max_batches =
-      options.sweep_batch_sizes.empty() ? std::vector<std::size_t>{options.max_batch} : options.sweep_batch_sizes;
+      plan.scenario.sweep_batch_sizes.empty() ? std::vector<std::size_t>{plan.scenario.max_batch} : plan.scenario.sweep_batch_sizes;
 
-  EvaluationRecord record = detail::record_of(manifest, predictor, options.device);
+  EvaluationRecord record = detail::record_of(manifest, predictor, plan.device);
   record.scenario = loadgen::to_string(settings.scenario);
-  record.trace_level = options.trace_tail > 0 ? options.trace_level : TraceLevel::kModel;
+  record.trace_level = plan.scenario.trace_tail > 0 ? plan.trace_level : TraceLevel::kModel;
   for (std::size_t mb : max_batches) record.batch_sizes.push_back(largest_batch(settings, mb));
-  record.settings = {{"scenario_settings", settings_json(settings, options)},
-                     {"inputs", options.synthetic ? "synthetic" : options.inputs_dir.string()},
+  record.settings = {{"scenario_settings", settings_json(settings, plan)},
+                     {"inputs", !plan.inputs.texts.empty() ? "texts"
+                                : plan.inputs.synthetic      ? "synthetic"
+                                                             : plan.inputs.images_dir.string()},
                      {"input_count", lib.count},
                      {"results", nlohmann::json::array()}};
-  if (options.skip_bad_inputs && !options.synthetic) record.settings.update(detail::skipped_inputs_json(lib.skipped));
+  if (plan.inputs.skip_bad_inputs && !plan.inputs.synthetic) record.settings.update(detail::skipped_inputs_json(lib.skipped));
   for (const SkippedInput& s : lib.skipped) spdlog::warn("input left out: {}", s.reason);
 
-  FrameworkProfiler* framework =
-      options.trace_tail > 0 && options.trace_level == TraceLevel::kFramework ? predictor.framework_profiler() : nullptr;
+  // Per-query tracing runs on the SUT's worker thread, its profilers switched there by the session.
   const std::string app_name = manifest.name + " " + record.scenario;
   nlohmann::json sweep_rows = nlohmann::json::array();
   std::vector<std::pair<int, double>> sweep_throughput;
@@ -243,16 +277,18 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
     std::vector<std::unique_ptr<RunCapture>> captures;  // one per run, in run order (one factory call per run)
     auto factory = [&]() -> std::unique_ptr<loadgen::SystemUnderTest> {
       auto& c = *captures.emplace_back(std::make_unique<RunCapture>());
-      loadgen::SutTracing tracing;
-      if (options.trace_tail > 0) {
+      SutTracing tracing;
+      if (plan.scenario.trace_tail > 0) {
         c.recorder = std::make_unique<TraceRecorder>();
         tracing.recorder = c.recorder.get();
-        tracing.framework = framework;
+        tracing.session = &session;
+        tracing.level = plan.trace_level;
       }
-      return std::make_unique<CapturingSut>(std::make_unique<loadgen::PredictorSut>(predictor, build, mb, tracing), &c);
+      return std::make_unique<CapturingSut>(std::make_unique<PredictorSut>(predictor, build, mb, tracing, lib.several),
+                                            &c);
     };
     std::vector<loadgen::Result> results;
-    if (options.find_peak_qps) {
+    if (plan.scenario.find_peak_qps) {
       auto peak = loadgen::find_peak_qps(factory, settings);
       results = std::move(peak.tried);
       record.settings["peak_qps"] = peak.peak_qps;
@@ -288,13 +324,14 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
       if (c.recorder) {
         run.trace = c.recorder->take();
         run.trace.clock.unix_offset_ns = unix_offset_now_ns();
-        const TailTraceSelection sel = keep_tail_query_traces(run.trace, r, options.trace_tail, app_name);
+        run.trace.clock.device_clock_mapping = session.clock_mapping();
+        const TailTraceSelection sel = keep_tail_query_traces(run.trace, r, plan.scenario.trace_tail, app_name);
         assemble(run.trace);
-        run.trace_level = options.trace_level;
+        run.trace_level = plan.trace_level;
         summary["tail_traces"] = to_json(sel);
-        summary["tail_traces"]["trace_level"] = std::string(to_string(options.trace_level));
+        summary["tail_traces"]["trace_level"] = std::string(to_string(plan.trace_level));
       }
-      if (!options.sweep_batch_sizes.empty()) {
+      if (!plan.scenario.sweep_batch_sizes.empty()) {
         sweep_rows.push_back({{"batch_size", batch_size},
                               {"samples_per_second", number_or_null(r.samples_per_second)},
                               {"batch_p99_ms", number_or_null(batches.p99 / 1e6)}});
@@ -310,16 +347,16 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
     record.status = "incomplete";
     record.settings["interrupted"] = {{"signal", interrupted}, {"complete_runs", record.runs.size()}};
   }
-  if (!options.sweep_batch_sizes.empty()) {
+  if (!plan.scenario.sweep_batch_sizes.empty()) {
     // SPEC §4 A1's rule, the same function `xsp analyze --analysis A1` uses, on the Offline throughput.
-    const auto best = options.sweep_latency_bound_ms
-                          ? optimal_batch_size_within_bound(sweep_points, *options.sweep_latency_bound_ms)
+    const auto best = plan.scenario.sweep_latency_bound_ms
+                          ? optimal_batch_size_within_bound(sweep_points, *plan.scenario.sweep_latency_bound_ms)
                           : optimal_batch_size(sweep_throughput);
     record.settings["sweep"] = {
-        {"rule", options.sweep_latency_bound_ms
+        {"rule", plan.scenario.sweep_latency_bound_ms
                      ? "highest samples/s whose per-batch p99 predict latency meets the bound (SPEC §4 A1)"
                      : "smallest batch after which doubling raises samples/s by <= 5% (SPEC §4 A1)"},
-        {"latency_bound_ms", options.sweep_latency_bound_ms ? nlohmann::json(*options.sweep_latency_bound_ms)
+        {"latency_bound_ms", plan.scenario.sweep_latency_bound_ms ? nlohmann::json(*plan.scenario.sweep_latency_bound_ms)
                                                             : nlohmann::json(nullptr)},
         {"optimal_batch_size", best ? nlohmann::json(*best) : nlohmann::json(nullptr)},
         {"rows", std::move(sweep_rows)}};

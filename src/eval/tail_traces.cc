@@ -1,6 +1,6 @@
 // Keeps the traces of a scenario run's slowest queries: see include/xsp/eval/tail_traces.h.
 #include "xsp/eval/tail_traces.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 #include <algorithm>
 #include <cstdio>

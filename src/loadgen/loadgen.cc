@@ -360,31 +360,4 @@ PeakSearchResult find_peak_qps(const SutFactory& factory, const Settings& settin
   return out;
 }
 
-std::string format_result(const Result& r) {
-  std::ostringstream os;
-  auto ms = [](double ns) { return ns / 1e6; };
-  os << "scenario               " << to_string(r.settings.scenario) << "\n"
-     << "seed                   " << r.settings.seed << "\n"
-     << "queries                " << r.query_count << " (" << r.sample_count << " samples)\n"
-     << "duration ms            " << ms((double)r.duration_ns) << "\n"
-     << "latency ms p50/p90/p95/p99/p99.9  " << ms(r.summary.p50) << " / " << ms(r.summary.p90) << " / "
-     << ms(r.summary.p95) << " / " << ms(r.summary.p99) << " / " << ms(r.summary.p999) << "\n"
-     << "latency ms trimmed mean " << ms(r.summary.trimmed_mean) << "\n"
-     << "p" << r.percentile << " latency ms      " << ms(r.target_latency_ns) << "\n"
-     << "early-stopping p" << r.percentile << " ms " << ms(r.early_stopping_latency_ns) << "\n"
-     << (r.settings.scenario == Scenario::kOffline ? "samples/s" : "QPS") << " with harness   "
-     << r.qps_with_overhead << "\n"
-     << (r.settings.scenario == Scenario::kOffline ? "samples/s" : "QPS") << " w/o harness    "
-     << r.qps_without_overhead << "\n"
-     << "harness ns/query       " << r.harness_ns_per_query << "\n";
-  if (r.settings.scenario == Scenario::kServer)
-    os << "target QPS             " << r.settings.target_qps << "\n"
-       << "latency bound ms       " << ms((double)r.settings.latency_bound_ns) << "\n"
-       << "over bound             " << r.overlatency_count << "\n"
-       << "early-stopping pct     " << r.early_stopping_percentile << " (bound met with 99% confidence)\n"
-       << "mean issue delay us    " << r.mean_issue_delay_ns / 1e3 << "\n"
-       << "meets bound            " << (r.meets_bound ? "yes" : "no") << "\n";
-  return os.str();
-}
-
 }  // namespace xsp::loadgen

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "ceilings_kernels.h"
+#include "xsp/util/time.h"
 
 namespace xsp {
 
@@ -17,10 +18,7 @@ MachineCeilings measure_machine_ceilings(const CeilingOptions& options) {
   out.hostname = raw.hostname;
   out.gpu_name = raw.gpu_name;
   out.gpu_uuid = raw.gpu_uuid;
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  out.measured_at = buf;
+  out.measured_at = util::utc_now_iso8601();
   out.clocks_note = "clocks as found (XSP never changes them)";
   for (const auto& c : raw.ceilings) out.ceilings.push_back({c.name, c.value, c.unit, c.method});
   return out;

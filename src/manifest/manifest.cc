@@ -16,6 +16,7 @@
 
 #include "xsp/manifest/files.h"
 #include "xsp/manifest/semver.h"
+#include "xsp/util/strings.h"
 
 namespace xsp {
 namespace {
@@ -30,11 +31,6 @@ std::string format_error(const std::string& file, int line, const std::string& f
   s += ": ";
   if (!field.empty()) s += "field '" + field + "': ";
   return s + msg;
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
 }
 
 // A value for a message: quoted, and cut to its first 60 characters (with the full length) when longer, so that a
@@ -91,12 +87,6 @@ bool version_less(const std::string& a, const std::string& b) {
   return *va < *vb;
 }
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-  return s;
-}
-
 // Reads one manifest; every check goes through fail(), which knows the file and turns YAML marks into
 // 1-based lines. Nodes are only read through const references: yaml-cpp's non-const operator[] inserts
 // missing keys, which would hide a missing field.
@@ -125,7 +115,7 @@ class Parser {
       const std::string path = field.empty() ? key : field + "." + key;
       if (!allowed.count(key)) {
         std::vector<std::string> names(allowed.begin(), allowed.end());
-        fail(kv.first, path, "unknown key '" + key + "' (a typo?); expected one of: " + join(names, ", "));
+        fail(kv.first, path, "unknown key '" + key + "' (a typo?); expected one of: " + util::join(names, ", "));
       }
       if (!seen.insert(key).second) fail(kv.first, path, "duplicate key '" + key + "'");
     }
@@ -180,7 +170,7 @@ class Parser {
   std::string one_of(const YAML::Node& n, const std::string& path, const std::vector<std::string>& choices) const {
     std::string v = string_of(n, path, limits::kMaxNameLength);
     if (std::find(choices.begin(), choices.end(), v) == choices.end())
-      fail(n, path, "expected one of " + join(choices, ", ") + ", got " + shown(v));
+      fail(n, path, "expected one of " + util::join(choices, ", ") + ", got " + shown(v));
     return v;
   }
 
@@ -271,7 +261,7 @@ class Parser {
     const auto& known = input_side ? input_ops : output_ops;
     const auto& ops = allowed_steps(input_side, type);
     if (!n.IsMap() || n.size() != 1)
-      fail(n, path, "expected a mapping with one key, the step (one of " + join(ops, ", ") + "), got " + describe(n));
+      fail(n, path, "expected a mapping with one key, the step (one of " + util::join(ops, ", ") + "), got " + describe(n));
     ProcessingStep s;
     s.line = n.Mark().line + 1;
     const YAML::Node key = n.begin()->first;
@@ -280,10 +270,10 @@ class Parser {
     const std::string at = path + "." + s.op;
     if (std::find(known.begin(), known.end(), s.op) == known.end())
       fail(key, path, std::string("unknown ") + (input_side ? "pre" : "post") + "-processing step " + shown(s.op) +
-                          "; expected one of " + join(ops, ", "));
+                          "; expected one of " + util::join(ops, ", "));
     if (std::find(ops.begin(), ops.end(), s.op) == ops.end())
       fail(key, path, "step '" + s.op + "' is not allowed on " + (input_side ? "an input" : "an output") +
-                          " of type " + type + "; expected one of " + join(ops, ", "));
+                          " of type " + type + "; expected one of " + util::join(ops, ", "));
     // A step without parameters may be written "decode: {}" or "decode:".
     const YAML::Node p = args.IsNull() ? YAML::Node(YAML::NodeType::Map) : args;
     auto scalar = [&](const std::string& k) { s.params[k] = p[k].Scalar(); };
@@ -574,7 +564,7 @@ class Parser {
       if (texts.size() != 1)
         fail(type, path + ".type", "expected exactly one input of type text for an output of type generation, got " +
                                        std::to_string(texts.size()) +
-                                       (texts.empty() ? std::string() : " (" + join(texts, ", ") + ")"));
+                                       (texts.empty() ? std::string() : " (" + util::join(texts, ", ") + ")"));
     }
     out.steps = steps(n, path + ".steps", false, out.type, 0, 0);
     if (text) {
@@ -745,7 +735,7 @@ const GraphSpec& Manifest::graph_for(const std::string& framework) const {
   const auto names = framework_names();
   throw std::runtime_error("manifest " + path.string() + " (model " + name + " " + version +
                            ") has no graph for framework '" + framework + "'; it has: " +
-                           (names.empty() ? std::string("none") : join(names, ", ")));
+                           (names.empty() ? std::string("none") : util::join(names, ", ")));
 }
 
 GraphSpec& Manifest::graph_for(const std::string& framework) {
@@ -915,7 +905,7 @@ Zoo scan(const std::filesystem::path& dir, bool strict) {
 
   // By name, then version; files claiming the same name and version stay in path order (stable sort).
   std::stable_sort(zoo.models.begin(), zoo.models.end(), [](const Manifest& a, const Manifest& b) {
-    auto la = lower(a.name), lb = lower(b.name);
+    auto la = util::to_lower(a.name), lb = util::to_lower(b.name);
     if (la != lb) return la < lb;
     return version_less(a.version, b.version);
   });
@@ -923,7 +913,7 @@ Zoo scan(const std::filesystem::path& dir, bool strict) {
   // the first file (by path) is kept, the others are problems.
   std::vector<Manifest> unique;
   for (auto& m : zoo.models) {
-    if (!unique.empty() && lower(unique.back().name) == lower(m.name) && unique.back().version == m.version) {
+    if (!unique.empty() && util::to_lower(unique.back().name) == util::to_lower(m.name) && unique.back().version == m.version) {
       problem(ManifestError(m.path.string(), 0, "name",
                             "model " + m.name + " " + m.version + " is also defined in " +
                                 unique.back().path.string() + "; name and version must be unique in a zoo"),
@@ -946,7 +936,7 @@ std::vector<Manifest> load_zoo(const std::filesystem::path& dir) { return scan(d
 
 const Manifest& find_model(const Zoo& zoo, const std::string& name, const std::string& version) {
   for (const auto& p : zoo.problems)
-    if ((!p.name.empty() && lower(p.name) == lower(name)) || lower(p.file.stem().string()) == lower(name))
+    if ((!p.name.empty() && util::to_lower(p.name) == util::to_lower(name)) || util::to_lower(p.file.stem().string()) == util::to_lower(name))
       throw std::runtime_error("model '" + name + "': its manifest " + p.file.string() + " is invalid: " + p.message);
   try {
     return find_model(zoo.models, name, version);
@@ -955,7 +945,7 @@ const Manifest& find_model(const Zoo& zoo, const std::string& name, const std::s
     std::vector<std::string> bad;
     for (const auto& p : zoo.problems) bad.push_back(p.file.string());
     throw std::runtime_error(std::string(e.what()) + " (" + std::to_string(bad.size()) +
-                             " manifest(s) of the zoo could not be read: " + join(bad, ", ") + ")");
+                             " manifest(s) of the zoo could not be read: " + util::join(bad, ", ") + ")");
   }
 }
 
@@ -963,7 +953,7 @@ const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& 
   const Manifest* best = nullptr;
   std::vector<std::string> versions;
   for (const auto& m : zoo) {
-    if (lower(m.name) != lower(name)) continue;
+    if (util::to_lower(m.name) != util::to_lower(name)) continue;
     versions.push_back(m.version);
     if (version.empty()) {
       // The zoo is usually sorted, but do not rely on it: pick the highest version.
@@ -975,12 +965,12 @@ const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& 
   if (best) return *best;
   if (!versions.empty())
     throw std::runtime_error("model '" + name + "' has no version " + version + "; known versions: " +
-                             join(versions, ", "));
+                             util::join(versions, ", "));
   std::vector<std::string> names;
   for (const auto& m : zoo)
     if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
   throw std::runtime_error("unknown model '" + name + "'; known models: " +
-                           (names.empty() ? std::string("(none: the zoo is empty)") : join(names, ", ")));
+                           (names.empty() ? std::string("(none: the zoo is empty)") : util::join(names, ", ")));
 }
 
 std::string sha256_file(const std::filesystem::path& file, const std::atomic<int>* interrupt) {

@@ -1,5 +1,6 @@
 // Semantic versions and npm-style constraints (include/xsp/manifest/semver.h).
 #include "xsp/manifest/semver.h"
+#include "xsp/util/strings.h"
 
 #include <cctype>
 #include <stdexcept>
@@ -15,13 +16,6 @@ struct Parsed {
   int parts = 0;  // 1..3 numeric components written
 };
 
-std::string trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 bool read_number(const std::string& s, std::size_t& i, long& out) {
   if (i >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) return false;
   long v = 0;
@@ -36,7 +30,7 @@ bool read_number(const std::string& s, std::size_t& i, long& out) {
 }
 
 std::optional<Parsed> parse_parts(const std::string& text) {
-  std::string s = trim(text);
+  std::string s(util::trim(text));
   std::size_t i = 0;
   if (i < s.size() && (s[i] == 'v' || s[i] == 'V')) ++i;
   Parsed p;

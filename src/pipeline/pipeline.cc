@@ -1,6 +1,7 @@
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/manifest/files.h"
 #include "xsp/pipeline/tasks.h"
+#include "xsp/util/strings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,11 +18,6 @@
 
 namespace xsp {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 /// An image size parameter: an integer in [1, kMaxImageSide], the whole text (no "224px", no 4294967520 that an
 /// int would wrap to 224).
@@ -130,7 +126,7 @@ std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir)
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
-    const auto ext = lower(entry.path().extension().string());
+    const auto ext = util::to_lower(entry.path().extension().string());
     if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp") files.push_back(entry.path());
   }
   if (files.empty())

@@ -1,5 +1,6 @@
 // The Host / Origin / Content-Type checks of include/xsp/server/http_policy.h.
 #include "xsp/server/http_policy.h"
+#include "xsp/util/strings.h"
 
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -10,18 +11,6 @@
 
 namespace xsp::detail {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool valid_port(std::string_view p) {
   if (p.empty() || p.size() > 5) return false;
@@ -38,7 +27,7 @@ bool valid_name(std::string_view n) {
 
 // host and port of "host[:port]" (port "" when absent); std::nullopt when malformed.
 std::optional<std::pair<std::string, std::string>> split_host_port(std::string_view v) {
-  v = trim(v);
+  v = util::trim(v, " \t");
   if (v.empty()) return std::nullopt;
   std::string_view host, port;
   if (v.front() == '[') {
@@ -53,7 +42,7 @@ std::optional<std::pair<std::string, std::string>> split_host_port(std::string_v
     }
     in6_addr a6{};
     if (inet_pton(AF_INET6, std::string(host.substr(1, host.size() - 2)).c_str(), &a6) != 1) return std::nullopt;
-    return std::make_pair(lower(host), std::string(port));
+    return std::make_pair(util::to_lower(host), std::string(port));
   }
   const auto colon = v.find(':');
   host = v.substr(0, colon);
@@ -63,14 +52,14 @@ std::optional<std::pair<std::string, std::string>> split_host_port(std::string_v
   }
   if (!host.empty() && host.back() == '.') host.remove_suffix(1);
   if (!valid_name(host)) return std::nullopt;
-  return std::make_pair(lower(host), std::string(port));
+  return std::make_pair(util::to_lower(host), std::string(port));
 }
 
 std::optional<std::string> media_type(const std::optional<std::string>& content_type) {
   if (!content_type) return std::nullopt;
   std::string_view v = *content_type;
-  v = trim(v.substr(0, v.find(';')));
-  return lower(v);
+  v = util::trim(v.substr(0, v.find(';')), " \t");
+  return util::to_lower(v);
 }
 
 }  // namespace
@@ -78,7 +67,7 @@ std::optional<std::string> media_type(const std::optional<std::string>& content_
 HostNames server_host_names(const std::string& bound_host, const std::vector<std::string>& extra) {
   HostNames h;
   auto add = [&](std::string name) {
-    name = lower(name);
+    name = util::to_lower(name);
     if (!name.empty() && name.back() == '.') name.pop_back();
     if (name.empty() || is_ip_literal(name) || std::find(h.names.begin(), h.names.end(), name) != h.names.end()) return;
     h.names.push_back(std::move(name));
@@ -135,13 +124,13 @@ std::optional<Refusal> check_write(std::string_view method, const std::optional<
                      "Content-Type"};
   }
   if (sec_fetch_site) {
-    const std::string site = lower(trim(*sec_fetch_site));
+    const std::string site = util::to_lower(util::trim(*sec_fetch_site, " \t"));
     if (site != "same-origin" && site != "none")
       return Refusal{403, "Sec-Fetch-Site: writes are accepted from this server's own pages only, got '" + site + "'",
                      "Sec-Fetch-Site"};
   }
   if (!origin) return std::nullopt;  // not a browser: curl, scripts, agents
-  const std::string o = lower(trim(*origin));
+  const std::string o = util::to_lower(util::trim(*origin, " \t"));
   const auto refuse = [&] {
     return Refusal{403, "Origin: writes are accepted from this server's own pages only, got '" + *origin + "'",
                    "Origin"};

@@ -13,6 +13,7 @@
 
 #include "xsp/record/record.h"
 #include "xsp/trace/serialize.h"
+#include "xsp/util/time.h"
 
 namespace xsp::store_columns {
 
@@ -82,14 +83,6 @@ inline std::vector<float> floats_from_blob(const std::uint8_t* data, std::size_t
   return out;
 }
 
-inline std::string now_iso8601_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 /// `j` as column text. Invalid UTF-8 is replaced rather than refused: a stray byte in an environment variable must
 /// not lose a run (and PostgreSQL would refuse it).

@@ -25,8 +25,11 @@
 #include <vector>
 
 #include "xsp/manifest/files.h"
+#include "xsp/store/backend.h"
+#include "xsp/store/schema.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/serialize.h"
+#include "builtin_backends.h"
 #include "record_columns.h"
 
 namespace xsp {
@@ -34,148 +37,10 @@ namespace {
 
 using namespace store_columns;
 
-/// A schema step. Steps are applied in order, each exactly once, inside the opening transaction; a new
-/// schema version is a new entry at the end, never an edit of an old one (files in the field already ran it).
-struct Migration {
-  int version;
-  const char* sql;
-};
+using store_schema::Dialect;
 
-// Version 1. CHECK constraints make the database itself refuse records no writer should produce, so a bug in
-// a writer fails loudly (and, inside save()'s transaction, leaves nothing behind) instead of storing garbage.
-// span_count / unparented_spans / counters duplicate what is inside the trace blob so that listings and SQL
-// queries (e.g. "runs that lost spans") need not decompress traces; load() takes them from the blob.
-constexpr Migration kMigrations[] = {
-    {1, R"sql(
-CREATE TABLE evaluations (
-  id INTEGER PRIMARY KEY,
-  created_at TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('complete', 'incomplete')),
-  model_name TEXT NOT NULL,
-  model_version TEXT NOT NULL,
-  manifest_yaml TEXT NOT NULL,
-  framework_name TEXT NOT NULL,
-  framework_version TEXT NOT NULL,
-  device TEXT NOT NULL,
-  scenario TEXT NOT NULL,
-  batch_sizes TEXT NOT NULL,
-  trace_level TEXT NOT NULL,
-  leveled INTEGER NOT NULL CHECK (leveled IN (0, 1)),
-  settings TEXT NOT NULL,
-  system TEXT NOT NULL
-);
-CREATE TABLE runs (
-  id INTEGER PRIMARY KEY,
-  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,
-  batch_size INTEGER NOT NULL CHECK (batch_size > 0),
-  trace_level TEXT NOT NULL,
-  warmup_iterations INTEGER NOT NULL CHECK (warmup_iterations >= 0),
-  iterations INTEGER NOT NULL CHECK (iterations >= 0),
-  throughput_samples_per_s REAL,
-  stage_latency_ns TEXT NOT NULL,
-  predict_latency_ns BLOB NOT NULL,
-  span_count INTEGER NOT NULL,
-  unparented_spans INTEGER NOT NULL,
-  counters TEXT NOT NULL,
-  trace BLOB NOT NULL
-);
-CREATE INDEX runs_evaluation_id ON runs (evaluation_id);
-)sql"},
-    // Version 2: per-input outputs of a run (xsp evaluate --store-predictions), for framework comparison.
-    // `position` restores the run's order exactly; probabilities are little-endian IEEE-754 float32.
-    {2, R"sql(
-CREATE TABLE predictions (
-  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-  position INTEGER NOT NULL CHECK (position >= 0),
-  input_id TEXT NOT NULL,
-  top_classes TEXT NOT NULL,
-  probabilities BLOB NOT NULL,
-  PRIMARY KEY (run_id, position),
-  UNIQUE (run_id, input_id)
-);
-)sql"},
-    // Version 3: measured machine ceilings (`xsp machine ceilings`, SPEC §4: rooflines use measured peaks). One
-    // machine_ceilings row per measurement of one GPU, one ceilings row per peak; a measurement is never edited,
-    // a new one is added and the latest wins.
-    {3, R"sql(
-CREATE TABLE machine_ceilings (
-  id INTEGER PRIMARY KEY,
-  hostname TEXT NOT NULL CHECK (length(hostname) > 0),
-  gpu_name TEXT NOT NULL CHECK (length(gpu_name) > 0),
-  gpu_uuid TEXT NOT NULL,
-  measured_at TEXT NOT NULL CHECK (length(measured_at) > 0),
-  clocks_note TEXT NOT NULL
-);
-CREATE INDEX machine_ceilings_machine ON machine_ceilings (hostname, gpu_name, measured_at);
-CREATE TABLE ceilings (
-  machine_ceilings_id INTEGER NOT NULL REFERENCES machine_ceilings (id) ON DELETE CASCADE,
-  position INTEGER NOT NULL CHECK (position >= 0),
-  name TEXT NOT NULL CHECK (length(name) > 0),
-  value REAL NOT NULL CHECK (value > 0),
-  unit TEXT NOT NULL CHECK (unit IN ('flop/s', 'op/s', 'bytes/s')),
-  method TEXT NOT NULL,
-  PRIMARY KEY (machine_ceilings_id, position),
-  UNIQUE (machine_ceilings_id, name)
-);
-)sql"},
-    // Version 4: is a latency a result (SPEC §3 "Stability")? Per run the stability verdict and the figures users
-    // query (median, its 95% interval, CV, drift, warm-up) as typed columns; the windows, blocks and machine
-    // state (GPU clocks, temperature, power, throttling; CPU governor and load) as JSON; warnings stored with the
-    // run. Per evaluation the level overheads with their intervals. Runs of older files read as 'not_assessed'.
-    {4, R"sql(
-ALTER TABLE runs ADD COLUMN stability TEXT NOT NULL DEFAULT 'not_assessed'
-  CHECK (stability IN ('stable', 'unstable', 'not_assessed'));
-ALTER TABLE runs ADD COLUMN latency_median_ns REAL;
-ALTER TABLE runs ADD COLUMN latency_ci95_low_ns REAL;
-ALTER TABLE runs ADD COLUMN latency_ci95_high_ns REAL;
-ALTER TABLE runs ADD COLUMN latency_cv REAL;
-ALTER TABLE runs ADD COLUMN drift_fraction REAL;
-ALTER TABLE runs ADD COLUMN warmup_ns INTEGER NOT NULL DEFAULT 0 CHECK (warmup_ns >= 0);
-ALTER TABLE runs ADD COLUMN measurement TEXT NOT NULL DEFAULT '{}';
-ALTER TABLE runs ADD COLUMN machine_state TEXT NOT NULL DEFAULT '{}';
-ALTER TABLE runs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]';
-CREATE TABLE level_overheads (
-  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,
-  position INTEGER NOT NULL CHECK (position >= 0),
-  batch_size INTEGER NOT NULL CHECK (batch_size > 0),
-  trace_level TEXT NOT NULL,
-  baseline_trace_level TEXT NOT NULL,
-  design TEXT NOT NULL CHECK (design IN ('interleaved', 'sequential', 'residual')),
-  rounds INTEGER NOT NULL CHECK (rounds >= 0),
-  latency_ns REAL,
-  baseline_latency_ns REAL,
-  overhead_fraction REAL,
-  ci95_low_fraction REAL,
-  ci95_high_fraction REAL,
-  significant INTEGER NOT NULL CHECK (significant IN (0, 1)),
-  note TEXT NOT NULL,
-  PRIMARY KEY (evaluation_id, position)
-);
-)sql"},
-    // Version 5: ids that outlive the store (issue 11). Each run gets a random OTLP trace id and each evaluation a
-    // random UUID (OTLP service.instance.id), so exports of "evaluation 1, run 1" from two stores never merge in
-    // Jaeger or Tempo, and re-exporting a run gives the same ids. Rows of older files get theirs here.
-    {5, R"sql(
-ALTER TABLE runs ADD COLUMN trace_id TEXT CHECK (trace_id IS NULL OR (length(trace_id) = 32 AND trace_id NOT GLOB '*[^0-9a-f]*'));
-UPDATE runs SET trace_id = lower(hex(randomblob(16))) WHERE trace_id IS NULL;
-CREATE UNIQUE INDEX runs_trace_id ON runs (trace_id);
-ALTER TABLE evaluations ADD COLUMN uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36);
-UPDATE evaluations SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||
-  substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) ||
-  '-' || hex(randomblob(6))) WHERE uuid IS NULL;
-)sql"},
-    // Version 6: token generation (issue 15). Per run the token-latency figures (TTFT, TPOT, ITL, E2E, tokens/s,
-    // the scenario's checks, the kept tail steps) as JSON; '{}' for runs of other tasks.
-    {6, R"sql(
-ALTER TABLE runs ADD COLUMN generation TEXT NOT NULL DEFAULT '{}';
-)sql"},
-    // Version 7: the detections and masks of detection and segmentation predictions (prediction_outputs()).
-    {7, R"sql(
-ALTER TABLE predictions ADD COLUMN outputs TEXT NOT NULL DEFAULT '{}';
-)sql"},
-};
-
-constexpr int kCurrentSchemaVersion = kMigrations[std::size(kMigrations) - 1].version;
+// The schema this build writes: declared once in src/store/schema.cc, the same versions as the PostgreSQL store.
+int current_version() { return store_schema::results_schema().version(); }
 
 /// Owns a prepared statement (finalized on scope exit, also when an error unwinds).
 class Statement {
@@ -300,7 +165,7 @@ class SqliteStore final : public Store {
   std::pair<std::int64_t, bool> save_locked(EvaluationRecord& record, bool skip_if_stored) {
     // The uuid and trace ids are given before the transaction and stay in `record` even when the save fails, so that
     // a copy saved elsewhere (evaluate()'s recovery file) is the same evaluation when imported.
-    if (record.created_at.empty()) record.created_at = now_iso8601_utc();
+    if (record.created_at.empty()) record.created_at = util::utc_now_iso8601();
     if (record.uuid.empty()) record.uuid = random_uuid();
     for (RunRecord& run : record.runs) {
       if (run.trace_id.empty()) run.trace_id = random_trace_id();
@@ -417,7 +282,7 @@ class SqliteStore final : public Store {
       bind_text(st, 1, m.hostname, op);
       bind_text(st, 2, m.gpu_name, op);
       bind_text(st, 3, m.gpu_uuid, op);
-      bind_text(st, 4, m.measured_at.empty() ? now_iso8601_utc() : m.measured_at, op);
+      bind_text(st, 4, m.measured_at.empty() ? util::utc_now_iso8601() : m.measured_at, op);
       bind_text(st, 5, m.clocks_note, op);
       if (step(st, op)) fail(op, "INSERT returned a row");
       const std::int64_t id = sqlite3_last_insert_rowid(db_);
@@ -731,15 +596,16 @@ class SqliteStore final : public Store {
   // can be written; when it cannot (a read-only mount, a file or folder without write permission), it cannot be read
   // by this build at all and the message says how to migrate it.
   void migrate(StoreAccess access) {
+    const int latest = current_version();
     const int seen = read_schema_version();
-    if (seen > kCurrentSchemaVersion) {
+    if (seen > latest) {
       fail("open", "schema version " + std::to_string(seen) + " is newer than this build of XSP supports (" +
-                       std::to_string(kCurrentSchemaVersion) + "); use a newer XSP");
+                       std::to_string(latest) + "); use a newer XSP");
     }
-    if (seen == kCurrentSchemaVersion) return;
+    if (seen == latest) return;
     if (access == StoreAccess::kRead) {
       const std::string older = "schema version " + std::to_string(seen) + " is older than this build's (" +
-                                std::to_string(kCurrentSchemaVersion) + ") and must be migrated before it can be read";
+                                std::to_string(latest) + ") and must be migrated before it can be read";
       const std::string how = "; migrate it where it can be written with any xsp command on it, e.g. `xsp --store " +
                               file_.string() + " list` (or on a copy: `cp " + file_.string() +
                               " /tmp/xsp.db && xsp --store /tmp/xsp.db list`)";
@@ -753,19 +619,20 @@ class SqliteStore final : public Store {
     exec("BEGIN IMMEDIATE", "migrate schema (BEGIN IMMEDIATE)");
     try {
       const int found = read_schema_version();
-      if (found > kCurrentSchemaVersion) {
+      if (found > latest) {
         fail("open", "schema version " + std::to_string(found) + " is newer than this build of XSP supports (" +
-                         std::to_string(kCurrentSchemaVersion) + "); use a newer XSP");
+                         std::to_string(latest) + "); use a newer XSP");
       }
-      if (found < kCurrentSchemaVersion) {
-        exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-             "migrate schema: create schema_version");
-        for (const Migration& m : kMigrations) {
+      if (found < latest) {
+        const store_schema::Schema& schema = store_schema::results_schema();
+        exec(store_schema::version_table_sql(Dialect::kSqlite, schema.version_table),
+             "migrate schema: create " + schema.version_table);
+        for (const store_schema::MigrationStep& m : store_schema::results_migrations(Dialect::kSqlite)) {
           if (m.version <= found) continue;
           exec(m.sql, "migrate schema to version " + std::to_string(m.version));
         }
         exec("DELETE FROM schema_version", "migrate schema: record version");
-        exec("INSERT INTO schema_version (version) VALUES (" + std::to_string(kCurrentSchemaVersion) + ")",
+        exec("INSERT INTO schema_version (version) VALUES (" + std::to_string(latest) + ")",
              "migrate schema: record version");
       }
       exec("COMMIT", "migrate schema (COMMIT)");
@@ -1105,12 +972,15 @@ class SqliteStore final : public Store {
 
 }  // namespace
 
-int Store::current_schema_version() { return kCurrentSchemaVersion; }
-
-std::unique_ptr<Store> open_sqlite_store(const std::filesystem::path& file, StoreAccess access, StoreOptions options) {
-  auto store = std::make_unique<SqliteStore>(file, std::move(options));
-  store->open(access);
-  return store;
+StoreBackend sqlite_store_backend() {
+  StoreBackend b;
+  b.name = "SQLite";
+  b.open = [](const std::filesystem::path& file, StoreAccess access, StoreOptions options) -> std::unique_ptr<Store> {
+    auto store = std::make_unique<SqliteStore>(file, std::move(options));
+    store->open(access);
+    return store;
+  };
+  return b;
 }
 
 }  // namespace xsp

@@ -1,5 +1,6 @@
 // nvidia-smi parsing and the readable system description; see include/xsp/system/gpu_info.h.
 #include "xsp/system/gpu_info.h"
+#include "xsp/util/strings.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,12 +12,6 @@
 
 namespace xsp {
 namespace {
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
-}
 
 // "1980 MHz" -> 1980; "[N/A]" or garbage -> -1.
 long long leading_number(const std::string& s) {
@@ -60,7 +55,7 @@ nlohmann::json parse_nvidia_smi_gpus(const std::string& csv) {
     std::vector<std::string> f;
     std::stringstream cells(line);
     std::string cell;
-    while (std::getline(cells, cell, ',')) f.push_back(trim(cell));
+    while (std::getline(cells, cell, ',')) f.emplace_back(util::trim(cell));
     if (f.size() != 5) continue;
     nlohmann::json g = {{"index", gpus.size()}, {"name", f[0]}};
     if (f[1].find("N/A") == std::string::npos) g["driver_version"] = f[1];

@@ -1,5 +1,6 @@
 // Machine state around a run (NVML through dlopen, /proc and /sys); see include/xsp/system/machine_state.h.
 #include "xsp/system/machine_state.h"
+#include "xsp/util/strings.h"
 
 #include <dlfcn.h>
 #include <time.h>
@@ -200,12 +201,6 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
-}
-
 // scaling_governor of every CPU that has cpufreq, in CPU number order (cpu0 first).
 std::vector<std::string> read_governors() {
   std::vector<std::pair<long, std::string>> found;
@@ -216,7 +211,7 @@ std::vector<std::string> read_governors() {
     if (name.size() < 4 || name.compare(0, 3, "cpu") != 0 ||
         !std::all_of(name.begin() + 3, name.end(), [](unsigned char c) { return std::isdigit(c); }))
       continue;
-    const std::string g = trim(read_file((it->path() / "cpufreq" / "scaling_governor").string()));
+    const std::string g(util::trim(read_file((it->path() / "cpufreq" / "scaling_governor").string())));
     if (!g.empty()) found.emplace_back(std::stol(name.substr(3)), g);
   }
   std::sort(found.begin(), found.end());
@@ -470,7 +465,7 @@ CpuState parse_cpu_state(const std::string& loadavg_text, const std::vector<std:
     }
   }
   for (const auto& g : governors) {
-    const std::string t = trim(g);
+    const std::string t(util::trim(g));
     if (t.empty()) continue;
     if (c.governor.empty()) {
       c.governor = t;
@@ -486,11 +481,11 @@ CpuState parse_cpu_state(const std::string& loadavg_text, const std::vector<std:
   while (std::getline(lines, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const std::string key = trim(line.substr(0, colon));
+    const std::string key(util::trim(line.substr(0, colon)));
     if (key == "processor") {
       ++c.logical_cpus;
     } else if (key == "cpu MHz") {
-      const std::string value = trim(line.substr(colon + 1));
+      const std::string value(util::trim(line.substr(colon + 1)));
       char* end = nullptr;
       const double v = std::strtod(value.c_str(), &end);
       if (end != value.c_str() && std::isfinite(v) && v > 0) {

@@ -4,6 +4,7 @@
 
 #include "xsp/system/cuda_libraries.h"
 #include "xsp/system/gpu_info.h"
+#include "xsp/util/strings.h"
 
 #include <sched.h>
 #include <sys/utsname.h>
@@ -36,19 +37,12 @@ extern char** environ;
 namespace xsp {
 namespace {
 
-std::string trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(first, last - first + 1));
-}
-
 /// Splits "key : value" lines (the /proc/cpuinfo and /proc/meminfo layout). false when there is no colon.
 bool split_colon(const std::string& line, std::string& key, std::string& value) {
   const auto colon = line.find(':');
   if (colon == std::string::npos) return false;
-  key = trim(std::string_view(line).substr(0, colon));
-  value = trim(std::string_view(line).substr(colon + 1));
+  key = util::trim(std::string_view(line).substr(0, colon));
+  value = util::trim(std::string_view(line).substr(colon + 1));
   return true;
 }
 
@@ -56,7 +50,7 @@ std::optional<std::string> read_first_line(const char* path) {
   std::ifstream in(path);
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
-  return trim(line);
+  return std::string(util::trim(line));
 }
 
 void describe_host(nlohmann::json& out) {
@@ -215,15 +209,6 @@ void describe_environment(nlohmann::json& out) {
 
 std::string xsp_version() { return XSP_VERSION; }
 std::string xsp_git_revision() { return XSP_GIT_REVISION; }
-
-std::string utc_now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  if (gmtime_r(&t, &tm) == nullptr) return "1970-01-01T00:00:00Z";
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 nlohmann::json describe_system() {
   nlohmann::json out = nlohmann::json::object();

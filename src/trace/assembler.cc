@@ -1,5 +1,5 @@
 #include "xsp/trace/assembler.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -13,6 +13,7 @@
 
 #include "xsp/analysis/analyses.h"
 #include "xsp/eval/runner.h"
+#include "xsp/eval/session.h"
 #include "xsp/predictors/libtorch.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/export.h"
@@ -40,18 +41,22 @@ class Resnet18 : public ::testing::Test {
     verify_checksum(*manifest_, "libtorch");
     auto predictor = create_predictor("libtorch");
     predictor->load(*manifest_, DeviceSpec{});
-    EvaluationOptions options;
+    RunPlan options;
     options.batch_sizes = {1, 2};
     options.trace_level = TraceLevel::kFramework;
     options.leveled = true;
+    options.levels = run_levels(options.trace_level, options.leveled, true);
     // Fixed counts (no adaptive warm-up or stopping): 2 warm-up and 5 measured batches per level, interleaved.
     options.measurement.warmup_min_batches = 2;
     options.measurement.warmup_min_ms = options.measurement.warmup_max_ms = 0;
     options.measurement.min_batches = 5;
     options.measurement.min_duration_ms = options.measurement.max_duration_ms = 0;
-    options.record_machine_state = false;
-    options.inputs_dir = fs::path(XSP_SOURCE_DIR) / "data" / "images";
-    record_ = new EvaluationRecord(run_evaluation(*manifest_, *predictor, options));
+    options.inputs.images_dir = fs::path(XSP_SOURCE_DIR) / "data" / "images";
+    SessionOptions session_options;
+    session_options.profilers.framework = predictor->framework_profiler();
+    session_options.record_machine_state = false;
+    RunSession session(std::move(session_options));
+    record_ = new EvaluationRecord(run_batch_sweep(*manifest_, *predictor, options, session));
     record_->created_at = "2026-11-21T00:00:00Z";
   }
   static void TearDownTestSuite() {

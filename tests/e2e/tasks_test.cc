@@ -205,15 +205,68 @@ TEST(TaskModelsCli, ShowPrintsOutputsAndBadRequestsNameTheirFlag) {
   const auto [rc4, shown2] = sh(xsp + " show 2");
   EXPECT_NE(shown2.find("text_classification"), std::string::npos) << shown2;
   EXPECT_NE(shown2.find(" text:"), std::string::npos) << shown2;  // the last batch's inputs: lines of the prompts
-  // A text model reads texts, not synthetic tensors; detection runs the batch sweep, not a LoadGen scenario.
+  // A text model reads texts, not synthetic tensors; a dataset (accuracy) is classification's.
   const auto [rc5, synthetic] = sh(xsp + " evaluate bert_tiny --synthetic");
   EXPECT_EQ(rc5, 2) << synthetic;
   EXPECT_NE(synthetic.find("--synthetic"), std::string::npos) << synthetic;
-  const auto [rc6, scenario] = sh(xsp + " evaluate ssdlite_mobilenet_v3 --scenario single-stream");
+  const auto [rc6, scenario] = sh(xsp + " evaluate ssdlite_mobilenet_v3 --scenario single-stream --dataset digits");
   EXPECT_EQ(rc6, 2) << scenario;
-  EXPECT_NE(scenario.find("--scenario"), std::string::npos) << scenario;
+  EXPECT_NE(scenario.find("--dataset"), std::string::npos) << scenario;
   const auto [rc7, listed] = sh(xsp + " list");
   EXPECT_NE(listed.find("BERT_Tiny"), std::string::npos) << listed;
+  fs::remove_all(dir);
+}
+
+// The task models in every LoadGen scenario (issue 30: the run engine's scenario workload takes any model the
+// task pipeline runs): images pre-processed once, or a text model's prompts tokenized once into a library of two
+// integer inputs, batched per query and run through predict_all(). SingleStream at framework level keeps the tail
+// queries' traces with the model's ops under their predict spans.
+TEST(TaskModelsInScenarios, DetectionSegmentationAndTextRunSingleStreamServerAndOffline) {
+  register_libtorch_predictor();
+  const fs::path dir = temp_dir("tasks-scenarios");
+  auto store = Store::open(dir / "xsp.db");
+  for (const std::string model : {"ssdlite_mobilenet_v3", "lraspp_mobilenet_v3", "bert_tiny"}) {
+    for (const std::string scenario : {"single-stream", "server", "offline"}) {
+      SCOPED_TRACE(model + " " + scenario);
+      EvaluationRequest r;
+      r.model = model;
+      ScenarioRequest s;
+      s.scenario = scenario;
+      s.min_queries = 6;
+      s.target_qps = 20;
+      s.latency_bound_ms = 5000;
+      if (scenario == "offline") s.max_batch = 2;
+      r.scenario = s;
+      r.measurement.min_duration_ms = 100;
+      if (scenario == "single-stream") r.trace_level = TraceLevel::kFramework;
+      EvaluationContext c;
+      c.zoo = kZoo;
+      c.default_images_dir = fs::path(XSP_SOURCE_DIR) / "data" / "images";
+      c.record_machine_state = false;
+      c.store = store.get();
+      const EvaluationRecord rec = evaluate(r, c);
+      EXPECT_EQ(rec.scenario, scenario);
+      ASSERT_EQ(rec.runs.size(), 1u);
+      const RunRecord& run = rec.runs[0];
+      const auto& result = rec.settings.at("results").at(0);
+      EXPECT_GE(result.at("sample_count").get<std::uint64_t>(), 6u);
+      EXPECT_EQ(run.batch_size, scenario == "offline" ? 2 : 1);
+      for (double ns : run.predict_latency_ns) EXPECT_GT(ns, 0);
+      if (model == "bert_tiny") {
+        EXPECT_EQ(rec.settings.at("inputs"), "texts");
+        EXPECT_GE(rec.settings.at("input_count").get<std::size_t>(), 2u);
+      } else {
+        EXPECT_EQ(rec.settings.at("input_count").get<std::size_t>(), photos().size());
+      }
+      if (scenario == "single-stream") {
+        EXPECT_EQ(run.trace_level, TraceLevel::kFramework);
+        EXPECT_FALSE(ops_under_predict(run).empty());
+        EXPECT_EQ(run.trace.assembly.unparented, 0u);
+      }
+      const EvaluationRecord loaded = store->load(rec.id).value();
+      EXPECT_EQ(loaded.runs.at(0).predict_latency_ns, run.predict_latency_ns);
+    }
+  }
   fs::remove_all(dir);
 }
 

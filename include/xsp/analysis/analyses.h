@@ -1,5 +1,7 @@
 // Analyses A1–A7 of SPEC §4: model information (MODEL level) and layer information (FRAMEWORK level), and
-// run_analyses(), the entry point for every analysis (GPU ones in gpu_analyses.h).
+// run_analyses(), the entry point for every analysis (GPU ones in gpu_analyses.h, generation ones in
+// generation_analyses.h): it looks each id up in the registry (registry.h) and calls the entry's function with an
+// AnalysisContext.
 //
 // Every analysis takes its numbers from the run that SPEC §3 assigns to the level it reads
 // (EvaluationRecord::run_for_level): model latencies from the M run, layer latencies from the M/F run. Each
@@ -15,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -144,7 +148,9 @@ Table a6_layer_latency_by_type(const EvaluationRecord& record, int batch_size);
 Table a7_layer_memory_by_type(const EvaluationRecord& record, int batch_size);
 
 /// The same analyses from already aggregated layer statistics (no record lookup); `run_note` is added as the
-/// first note and `batch_size` goes into the title. Used by run_analyses() so that one run is aggregated once.
+/// first note and `batch_size` goes into the title. Used by run_analyses() so that one run is aggregated once
+/// (AnalysisContext::layers()); with empty stats and kNoFrameworkRun as the note they give the table of a batch
+/// size without an M/F run.
 Table a2_layer_information(const LayerStats& stats, int batch_size, const std::string& run_note);
 Table a3_layer_latency(const LayerStats& stats, int batch_size, const std::string& run_note);
 Table a4_layer_memory(const LayerStats& stats, int batch_size, const std::string& run_note);
@@ -158,20 +164,35 @@ Table a7_layer_memory_by_type(const LayerStats& stats, int batch_size, const std
 /// include their profiling overhead.
 std::string run_note(const RunRecord& run, Level level, std::size_t batches);
 
-/// Every analysis id run_analyses() accepts: "A1".."A7", then the GPU ones of gpu_analyses.h ("A8", "A9", "A10",
-/// "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"), then the generation ones of
-/// generation_analyses.h ("G1".."G4").
+/// Note of A2–A7 on a batch size without a FRAMEWORK-level (M/F) run.
+inline constexpr const char* kNoFrameworkRun =
+    "no FRAMEWORK-level run in this evaluation (use --trace-level framework)";
+
+/// The M/F run of one batch size, aggregated once for A2–A7.
+struct FrameworkLayers {
+  const RunRecord* run = nullptr;  ///< run_for_level(batch_size, Level::kFramework); nullptr when there is none
+  LayerStats stats;                ///< layer_stats() of its trace; empty without a run
+  std::string note;                ///< run_note() of the run, or kNoFrameworkRun without one
+};
+/// Looks up and aggregates the M/F run of `batch_size` (see FrameworkLayers). Never throws for a missing run.
+FrameworkLayers framework_layers(const EvaluationRecord& record, int batch_size);
+
+/// The ids of analysis_registry(), in its order: "A1".."A7", then the GPU ones of gpu_analyses.h ("A8", "A9",
+/// "A10", "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"), then the generation
+/// ones of generation_analyses.h ("G1".."G4").
 const std::vector<std::string>& analysis_ids();
-/// The analyses `xsp analyze` and the report run when none are named: A1–A7, and G1–G4 when `record` is a
-/// generation evaluation (generation_analyses.h is_generation_evaluation()).
+/// The analyses `xsp analyze` and the report run when none are named, in analysis_ids() order: those whose
+/// AnalysisSpec::default_for matches `record`: A1–A7 on an inference evaluation, A1 and G1–G4 on a generation
+/// evaluation (generation_analyses.h is_generation_evaluation()).
 std::vector<std::string> default_analysis_ids(const EvaluationRecord& record);
 
-/// Runs the analyses `ids` (any of analysis_ids(), case-insensitive; in the order given) on `record`. A1 is
-/// one table over all batch sizes (`latency_bound_ms` as in a1_model_information()); A2–A7 give one table per
-/// batch size of the evaluation (ascending), or only for `batch_size` when given; the GPU analyses are
-/// described in gpu_analyses.h, the generation ones in generation_analyses.h. Each run is aggregated once.
-/// Throws std::invalid_argument for an unknown id (naming it and listing the valid ids) and for a
-/// `batch_size` the evaluation did not measure (listing the measured ones).
+/// Runs the analyses `ids` (any of analysis_ids(), case-insensitive; in the order given) on `record`: for each, its
+/// registry entry's function (AnalysisSpec::function, run_analysis()) on one AnalysisContext, so each run is
+/// aggregated once. A1 is one table over all batch sizes (`latency_bound_ms` as in a1_model_information()); A2–A7
+/// give one table per batch size of the evaluation (ascending), or only for `batch_size` when given; the GPU
+/// analyses are described in gpu_analyses.h, the generation ones in generation_analyses.h. Throws
+/// std::invalid_argument for an unknown id (naming it and listing the valid ids; checked for every id before
+/// anything runs) and for a `batch_size` the evaluation did not measure (listing the measured ones).
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
                                 std::optional<int> batch_size,
                                 std::optional<double> latency_bound_ms = std::nullopt);
@@ -179,7 +200,7 @@ std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vecto
 /// Options of run_analyses() beyond the ids.
 struct AnalysisOptions {
   std::optional<int> batch_size;            ///< as run_analyses()' batch_size
-  std::optional<double> latency_bound_ms;   ///< A1's latency bound
+  std::optional<double> latency_bound_ms;   ///< A1's latency bound (ms)
   /// The measured ceilings of the evaluation's machine (select_ceilings() over the stored ones; the caller reads
   /// the store, the analyses never do) for the bound and roofline columns; std::nullopt leaves them empty.
   std::optional<MachineCeilings> ceilings;
@@ -188,5 +209,42 @@ struct AnalysisOptions {
 };
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
                                 const AnalysisOptions& options);
+
+class GpuRunsCache;   // gpu_analyses.h
+struct AnalysisSpec;  // registry.h
+
+/// What run_analyses() hands each analysis function (AnalysisSpec::function): the record, the options, the batch
+/// sizes to cover, and the runs aggregated at most once per context and batch size, shared by the analyses of one
+/// invocation. Holds a reference to `record`, which must outlive it. Not thread-safe.
+class AnalysisContext {
+ public:
+  /// Covers `options.batch_size` when given, else every measured batch size. Throws std::invalid_argument for a
+  /// batch size the evaluation did not measure (naming it and listing the measured ones).
+  AnalysisContext(const EvaluationRecord& record, AnalysisOptions options);
+  ~AnalysisContext();
+  AnalysisContext(const AnalysisContext&) = delete;
+  AnalysisContext& operator=(const AnalysisContext&) = delete;
+
+  const EvaluationRecord& record() const { return record_; }
+  const AnalysisOptions& options() const { return options_; }
+  /// The batch sizes the analyses cover, ascending: options().batch_size alone, or every measured one.
+  const std::vector<int>& batch_sizes() const { return batch_sizes_; }
+  /// framework_layers(record(), batch_size), computed on the first call for that batch size.
+  const FrameworkLayers& layers(int batch_size);
+  /// The GPU runs (gpu_runs()), memoised per batch size, with options().ceilings and ceilings_note.
+  GpuRunsCache& gpu();
+
+ private:
+  const EvaluationRecord& record_;
+  AnalysisOptions options_;
+  std::vector<int> batch_sizes_;
+  std::map<int, FrameworkLayers> layers_;
+  std::unique_ptr<GpuRunsCache> gpu_;
+};
+
+/// Runs one analysis through its function on `context`: spec.function.per_batch once per context.batch_sizes()
+/// (one table each, in that order), or spec.function.over_batches once. Throws std::invalid_argument when `spec`
+/// has no function (a further table of table_registry(), e.g. "launch-top").
+std::vector<Table> run_analysis(const AnalysisSpec& spec, AnalysisContext& context);
 
 }  // namespace xsp

@@ -107,12 +107,9 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
 /// KERNEL-level run, or with no KERNEL spans (a CPU run), no rows and a note.
 Table g4_kernels_per_step(const EvaluationRecord& record, int batch_size);
 
-/// The generation analysis ids: "G1", "G2", "G3", "G4".
+/// The generation analysis ids: the analysis_registry() entries of family AnalysisFamily::kGeneration, in
+/// analysis_ids() order: "G1", "G2", "G3", "G4". run_analyses() runs them through their registry functions: G1 and
+/// G3 give one table over the batch sizes, G2 and G4 one table per batch size.
 const std::vector<std::string>& generation_analysis_ids();
-
-/// Runs generation analysis `id` (one of generation_analysis_ids(), case-insensitive) for `batch_sizes`: G1 and G3
-/// give one table over them, G2 and G4 one table per batch size. Throws std::invalid_argument for another id.
-std::vector<Table> run_generation_analysis(const std::string& id, const EvaluationRecord& record,
-                                           const std::vector<int>& batch_sizes);
 
 }  // namespace xsp

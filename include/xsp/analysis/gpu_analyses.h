@@ -400,18 +400,11 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes);
 Table kernel_launch_statistics(const EvaluationRecord& record);
 Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batch_sizes);
 
-// ---------------------------------------------------------------------------------------------------------
-// Dispatch (used by run_analyses())
-// ---------------------------------------------------------------------------------------------------------
-
-/// The GPU analysis ids, as analysis_ids() lists them: "A8", "A9", "A10", "A11", "A12", "A13", "A14", "A15",
-/// "roofline-hier", "gpu-idle", "launch-stats".
+/// The GPU analysis ids: the analysis_registry() entries of family AnalysisFamily::kGpu, in analysis_ids() order:
+/// "A8", "A9", "A10", "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats". run_analyses()
+/// runs them through their registry functions: A8–A14 and roofline-hier give one table per batch size; A15 and
+/// gpu-idle one table over them; launch-stats the statistics table followed by one top-10 launch-delay table
+/// ("launch-top") per batch size with a kernel run.
 const std::vector<std::string>& gpu_analysis_ids();
-
-/// Runs GPU analysis `id` (one of gpu_analysis_ids(), case-insensitive) for `batch_sizes`: A8–A14 and
-/// roofline-hier give one table per batch size; A15 and gpu-idle one table over them; launch-stats the statistics table
-/// followed by one top-10 launch-delay table per batch size. Throws std::invalid_argument for another id.
-std::vector<Table> run_gpu_analysis(const std::string& id, const std::vector<int>& batch_sizes,
-                                    GpuRunsCache& cache);
 
 }  // namespace xsp

@@ -2,7 +2,9 @@
 // reads), what its columns are (name, unit, one-line meaning, terminal title) and how it is drawn by default.
 // The analyses build their tables from it (empty_table(), RowBuilder), and every front end renders from it: the
 // terminal and CSV/JSON tables (table.h), `xsp analyze --list`, the Vega-Lite charts (vega_lite_chart()), the
-// HTML report and the web UI. Adding an analysis = one entry here + the function that fills its rows
+// HTML report and the web UI. Each analysis entry also carries the function that computes it, whether it runs
+// once per batch size, and for which evaluations it is a default, so run_analyses() (analyses.h) only iterates the
+// registry. Adding an analysis = one entry in src/analysis/registry.cc + the function that fills its rows
 // (docs/architecture.md).
 #pragma once
 
@@ -49,6 +51,35 @@ struct ChartSpec {
   std::string y_low, y_high;
 };
 
+class AnalysisContext;  // analyses.h: what run_analyses() hands each analysis function
+
+/// How run_analyses() calls an analysis: exactly one of the two is set for an analysis_registry() entry (the one
+/// its per_batch_size asks for); neither for the further tables of table_registry().
+struct AnalysisFunction {
+  /// per_batch_size analyses: the table of `batch_size`, one of context.batch_sizes(). Called once per batch size,
+  /// ascending.
+  Table (*per_batch)(AnalysisContext& context, int batch_size) = nullptr;
+  /// The other analyses: their tables over context.batch_sizes(), called once; usually one table (launch-stats
+  /// adds one "launch-top" table per batch size with a kernel run).
+  std::vector<Table> (*over_batches)(AnalysisContext& context) = nullptr;
+  /// Whether either is set.
+  explicit operator bool() const { return per_batch != nullptr || over_batches != nullptr; }
+};
+
+/// Which header an analysis belongs to and what it needs: kModel (A1–A7, analyses.h: MODEL and FRAMEWORK spans),
+/// kGpu (gpu_analyses.h: a KERNEL-level run, for some a HARDWARE counter run), kGeneration (generation_analyses.h:
+/// generation runs). gpu_analysis_ids() and generation_analysis_ids() list the ids of one family.
+enum class AnalysisFamily { kNone, kModel, kGpu, kGeneration };
+
+/// For which evaluations an analysis is one of default_analysis_ids() (the analyses `xsp analyze` and the report
+/// run when none are named).
+enum class DefaultFor {
+  kNone,        ///< only when named (the GPU analyses: they need a KERNEL-level run)
+  kEvery,       ///< every evaluation (A1)
+  kInference,   ///< evaluations that are not generation ones (A2–A7: their layers are ops under predict spans)
+  kGeneration,  ///< generation evaluations only (G1–G4; generation_analyses.h is_generation_evaluation())
+};
+
 /// One analysis (or one further fixed-column table an analysis or the summary returns).
 struct AnalysisSpec {
   std::string id;       ///< Table::id: "A2", "gpu-idle"
@@ -62,12 +93,17 @@ struct AnalysisSpec {
   /// Unique key in table_registry(): the id for an analysis; for a further table of an analysis or the summary,
   /// its own key ("launch-top", "summary.runs").
   std::string key;
+  /// What run_analyses() calls (set exactly as per_batch_size asks for every analysis_registry() entry; unset for
+  /// the further tables of table_registry()).
+  AnalysisFunction function;
+  AnalysisFamily family = AnalysisFamily::kNone;  ///< kNone for the further tables
+  DefaultFor default_for = DefaultFor::kNone;
   /// Index of the column named `name`; throws std::logic_error naming the analysis and the column when absent.
   std::size_t column_index(std::string_view name) const;
 };
 
-/// Every analysis run_analyses() accepts, in analysis_ids() order (A1..A7, gpu_analysis_ids(), then
-/// generation_analysis_ids()).
+/// Every analysis run_analyses() accepts, each once with its function, in analysis_ids() order: A1..A7 (family
+/// kModel), the GPU analyses (kGpu), then the generation ones (kGeneration).
 const std::vector<AnalysisSpec>& analysis_registry();
 /// analysis_registry() followed by the further fixed-column tables: "launch-top" (id launch-stats, the
 /// kernels with the largest launch delay), "summary.runs" and "summary.overheads" (summary.h), and the comparison

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "xsp/eval/generation_runner.h"
+#include "xsp/eval/plan.h"
 #include "xsp/eval/measurement.h"
 #include "xsp/eval/runner.h"
+#include "xsp/eval/session.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/pipeline/tokenizer.h"
@@ -85,7 +87,7 @@ struct GenerationRequest {
   double ttft_bound_ms = 2000;
   double tpot_bound_ms = 200;
   /// Runs at framework level or deeper keep the full traces of the requests with the N slowest first tokens and
-  /// the N slowest decode steps (GenerationOptions::tail_steps).
+  /// the N slowest decode steps (GenerationPlan::tail_steps).
   int tail_steps = 5;
   bool operator==(const GenerationRequest&) const = default;
 };
@@ -133,10 +135,10 @@ struct EvaluationContext {
   Store* store = nullptr;              ///< saved there when not null (one transaction)
   ProgressCallback progress;           ///< optional
   const Clock* clock = nullptr;        ///< nullptr = system_clock(); tests inject a fake one
-  bool record_machine_state = true;    ///< see EvaluationOptions
+  bool record_machine_state = true;    ///< see SessionOptions::record_machine_state
   /// A signal number set by the front end's handler; batch sweeps stop before the next batch and save the runs
-  /// already finished as an "incomplete" evaluation (EvaluationOptions::interrupt); scenarios stop issuing queries
-  /// and save the runs already complete the same way (ScenarioOptions::interrupt). Validation stops hashing files
+  /// already finished as an "incomplete" evaluation; scenarios and generation stop issuing queries and save the runs
+  /// already complete the same way (SessionOptions::interrupt). Validation stops hashing files
   /// when it is set and throws xsp::Interrupted.
   const std::atomic<int>* interrupt = nullptr;
   /// Set by the front ends that run requests from other people (the server, agents; docs/server.md "Security"):
@@ -181,12 +183,15 @@ struct ValidatedRequest {
   std::vector<TraceLevel> run_levels;  ///< batch sweeps and generation; empty for other scenarios
   /// Generation models: the tokenizer of the manifest's tokenize step (unset with synthetic prompts), the prompts
   /// long enough for generation.prompt_tokens (empty with synthetic prompts) and how many were too short.
-  std::optional<Tokenizer> tokenizer;
+  std::shared_ptr<const Tokenizer> tokenizer;
   std::vector<std::string> prompts;
   std::size_t prompts_too_short = 0;
   /// The most bytes one batch tensor (or a scenario's sample library) may take: request.max_batch_bytes, lowered to
   /// half of this machine's physical memory when that is less.
   std::uint64_t batch_bytes_limit = kDefaultMaxBatchBytes;
+  /// What the workload runs (xsp/eval/plan.h), made from all of the above; its tokenizer pointers point into
+  /// `tokenizer`, so the plan lives as long as this.
+  RunPlan plan;
 };
 
 /// Checks everything that can be checked before loading the model and without running it: every field's range,
@@ -199,7 +204,7 @@ struct ValidatedRequest {
 ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context);
 
 /// validate(), then create the predictor and load the model, create the profilers the levels need, run
-/// (run_evaluation() or run_scenario()), score accuracy, close, describe the system and save to context.store.
+/// (the plan's workload: run_batch_sweep(), run_scenario() or run_generation(), each through one RunSession), score accuracy, close, describe the system and save to context.store.
 /// Returns the record (with its store id when saved). Throws RequestError for a bad request and std::runtime_error
 /// for failures while running (nothing is saved then). A finished evaluation is never thrown away: when saving to
 /// context.store fails (StoreError), it is written to a recovery file, itself a one-evaluation XSP store named

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "xsp/eval/plan.h"
+#include "xsp/eval/session.h"
 #include "xsp/loadgen/loadgen.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"
@@ -21,46 +23,6 @@
 #include "xsp/record/record.h"
 
 namespace xsp {
-
-struct ScenarioOptions {
-  /// The load generator's settings (scenario, min duration/queries, seed, target QPS, latency bound, samples
-  /// per query, percentile). settings.sample_count is overwritten with the size of the prepared library.
-  loadgen::Settings settings;
-  /// Largest batch handed to predict(): MultiStream and Offline queries are cut into batches of at most this.
-  std::size_t max_batch = 1;
-  /// Server only: search the highest target QPS whose target percentile meets the latency bound; every tried
-  /// rate becomes a run of the record.
-  bool find_peak_qps = false;
-  /// Feed seeded standard-normal tensors (seeded by settings.seed) instead of images.
-  bool synthetic = true;
-  /// Folder of images when !synthetic; each image is one sample of the library.
-  std::filesystem::path inputs_dir;
-  /// Synthetic library size (distinct tensors cycled through by sample index).
-  std::size_t synthetic_samples = 64;
-  /// Leave out images that cannot be read or pre-processed (listed in settings["inputs_skipped"], counted in
-  /// settings["inputs_skipped_count"]) instead of failing; see screen_inputs().
-  bool skip_bad_inputs = false;
-  /// Limit, in bytes, on the prepared sample library (synthetic or images), checked before it is allocated.
-  std::uint64_t max_batch_bytes = kDefaultMaxBatchBytes;
-  /// Recorded in the record's device field.
-  DeviceSpec device;
-  /// Keep the full trace of this many slowest measured queries of each run, plus the median query (tail_traces.h);
-  /// 0 = no per-query tracing. Every query is then traced on the predictor's thread (SutTracing) and the rest
-  /// dropped at the end; not for Offline (its single query is the whole run).
-  std::size_t trace_tail = 0;
-  /// Depth of the per-query traces: model (query → predict spans) or framework (+ the predictor's operator
-  /// spans; needs a FrameworkProfiler). Deeper levels are not supported in scenarios yet.
-  TraceLevel trace_level = TraceLevel::kModel;
-  /// Offline only: run the scenario once per entry as max_batch (batch-size sweep) and pick the optimal batch
-  /// by SPEC §4 A1 (optimal_batch_size(), or optimal_batch_size_within_bound() with sweep_latency_bound_ms
-  /// on the per-batch p99 predict latency). Empty = one run with max_batch.
-  std::vector<std::size_t> sweep_batch_sizes;
-  std::optional<double> sweep_latency_bound_ms;
-  /// The front end's signal flag (EvaluationOptions::interrupt): when set, the run in progress stops issuing
-  /// queries (loadgen::Settings::interrupt) and is dropped, no further run starts, and run_scenario() returns the
-  /// runs already complete with status "incomplete" and settings["interrupted"] = {signal, complete_runs}.
-  const std::atomic<int>* interrupt = nullptr;
-};
 
 /// Runs the scenario (or the peak-QPS search, or the Offline batch-size sweep) with `predictor`, already loaded
 /// with `manifest`, and returns the record (not yet stored): scenario = the scenario name, one RunRecord per run
@@ -71,11 +33,12 @@ struct ScenarioOptions {
 /// "batch_latency" {batches, p50_ns, p99_ns, trimmed_mean_ns} of the predict calls and, with trace_tail,
 /// "tail_traces" (to_json(TailTraceSelection))), for a peak search "peak_qps", and for a sweep "sweep"
 /// {rule, latency_bound_ms, optimal_batch_size (null when no batch meets the bound), rows: [{batch_size,
-/// samples_per_second, batch_p99_ms}]}. Throws std::invalid_argument for bad options (max_batch 0,
-/// find_peak_qps outside Server, a sweep outside Offline or with a 0 batch size, trace_tail with Offline,
-/// trace level above framework or framework without a framework profiler, bad loadgen settings),
-/// std::runtime_error when preparing inputs or predict() fails.
-EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const ScenarioOptions& options);
+/// samples_per_second, batch_p99_ms}]}. With plan.scenario.trace_tail every query is traced on the SUT's worker
+/// thread at plan.trace_level, its profilers switched there by `session` (framework ops; kernels too at kernel
+/// level). The plan is validate()'s; the session's interrupt flag stops the run in progress (dropped) and the
+/// record holds the runs already complete with status "incomplete". Throws std::runtime_error when preparing
+/// inputs or predict() fails.
+EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const RunPlan& plan, RunSession& session);
 
 /// True when `record` came from run_scenario() (its scenario is a load-generator scenario name).
 bool is_scenario_record(const EvaluationRecord& record);

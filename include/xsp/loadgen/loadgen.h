@@ -187,7 +187,4 @@ struct PeakSearchResult {
 PeakSearchResult find_peak_qps(const SutFactory& factory, const Settings& settings,
                                const PeakSearchOptions& options = {});
 
-/// A short human-readable table of `r` (one "key value" line each).
-std::string format_result(const Result& r);
-
 }  // namespace xsp::loadgen

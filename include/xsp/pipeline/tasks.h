@@ -16,7 +16,7 @@
 
 namespace xsp {
 
-/// Whether run_evaluation() feeds this manifest through the task pipeline of this header (several inputs, a text
+/// Whether run_batch_sweep() feeds this manifest through the task pipeline of this header (several inputs, a text
 /// input, or an output type other than classification) rather than the classification one. Never throws.
 bool uses_task_pipeline(const Manifest& manifest);
 

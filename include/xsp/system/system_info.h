@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "xsp/util/time.h"
+
 namespace xsp {
 
 /// XSP's own version ("0.1.0") and the git revision it was built from ("unknown" outside a checkout).
@@ -29,7 +31,7 @@ std::string xsp_git_revision();
 /// Never throws: a fact that cannot be read is left out.
 nlohmann::json describe_system();
 
-/// Current UTC time as ISO 8601 with seconds ("2026-11-21T22:08:00Z").
-std::string utc_now_iso8601();
+/// Current UTC time as ISO 8601 with seconds ("2026-11-21T22:08:00Z"); xsp/util/time.h.
+using util::utc_now_iso8601;
 
 }  // namespace xsp

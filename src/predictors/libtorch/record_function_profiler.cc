@@ -8,7 +8,7 @@
 //   fixed array, raw input sizes into an int64 pool, and (top-level ops only) one call to
 //   torch::jit::currentModuleHierarchy(), whose result is moved, not formatted. Formatting happens in stop().
 #include "record_function_profiler.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>

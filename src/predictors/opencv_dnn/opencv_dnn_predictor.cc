@@ -18,7 +18,7 @@
 
 #include "xsp/predictor/predictor.h"
 #include "xsp/predictors/opencv_dnn.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 namespace {

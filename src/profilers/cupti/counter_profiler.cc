@@ -32,7 +32,7 @@
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
 #include "xsp/profilers/hardware_counters.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp::cupti {
 

@@ -5,7 +5,7 @@
 // reports a different CUPTI_API_VERSION at build time; the static_asserts below catch a header change.
 #include "cupti_profiler.h"
 #include "cupti_errors.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "xsp/profilers/hardware_counters.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 

@@ -1,6 +1,6 @@
 // GpuActivityLog → spans (docs/spans.md: SYSTEM, KERNEL, LIBRARY), and the small helpers around it.
 #include "xsp/profilers/gpu_activity.h"
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 #include <cxxabi.h>
 

@@ -14,8 +14,8 @@
 #include <pqxx/pqxx>
 #include <stdexcept>
 
-#include "store/postgres/pg_internal.h"
 #include "xsp/eval/measurement.h"
+#include "xsp/store/postgres.h"
 #include "xsp/store/store.h"
 
 namespace xsp {

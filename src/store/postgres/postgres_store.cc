@@ -13,9 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "../builtin_backends.h"
 #include "../record_columns.h"
 #include "pg_errors.h"
-#include "pg_internal.h"
+#include "xsp/store/postgres.h"
 #include "xsp/trace/serialize.h"
 
 namespace xsp::pg {
@@ -266,7 +267,7 @@ class PostgresStore final : public Store {
           tx.exec_params1(
                 "INSERT INTO machine_ceilings (hostname, gpu_name, gpu_uuid, measured_at, clocks_note) "
                 "VALUES ($1, $2, $3, $4, $5) RETURNING id",
-                m.hostname, m.gpu_name, m.gpu_uuid, m.measured_at.empty() ? now_iso8601_utc() : m.measured_at,
+                m.hostname, m.gpu_name, m.gpu_uuid, m.measured_at.empty() ? util::utc_now_iso8601() : m.measured_at,
                 m.clocks_note)[0]
               .as<std::int64_t>();
       for (std::size_t i = 0; i < m.ceilings.size(); ++i) {
@@ -569,7 +570,7 @@ class PostgresStore final : public Store {
 InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record, const std::string& location) {
   // As SqliteStore::save: the uuid and trace ids are given before inserting and stay in `record` even when the
   // transaction fails, so that a copy saved elsewhere (a recovery file) is the same evaluation when imported.
-  if (record.created_at.empty()) record.created_at = now_iso8601_utc();
+  if (record.created_at.empty()) record.created_at = util::utc_now_iso8601();
   if (record.uuid.empty()) record.uuid = random_uuid();
   for (RunRecord& run : record.runs) {
     if (run.trace_id.empty()) run.trace_id = random_trace_id();
@@ -604,12 +605,22 @@ void publish_ids(EvaluationRecord& record, const InsertedIds& ids) {
   for (std::size_t i = 0; i < ids.run_ids.size() && i < record.runs.size(); ++i) record.runs[i].id = ids.run_ids[i];
 }
 
-std::unique_ptr<Store> open_store(const std::string& location, StoreAccess access, StoreOptions) {
-  auto connection = connect(location);
-  migrate_store_schema(*connection, location);
-  auto store = std::make_unique<PostgresStore>(location, std::move(connection));
-  if (access == StoreAccess::kReadWrite) store->check_writable();
-  return store;
+}  // namespace xsp::pg
+
+namespace xsp {
+
+StoreBackend postgres_store_backend() {
+  StoreBackend b;
+  b.name = "PostgreSQL";
+  b.schemes = postgres_schemes();
+  b.open = [](const std::filesystem::path& location, StoreAccess access, StoreOptions) -> std::unique_ptr<Store> {
+    auto connection = pg::connect(location.native());
+    pg::migrate_store_schema(*connection, location.native());
+    auto store = std::make_unique<pg::PostgresStore>(location.native(), std::move(connection));
+    if (access == StoreAccess::kReadWrite) store->check_writable();
+    return store;
+  };
+  return b;
 }
 
-}  // namespace xsp::pg
+}  // namespace xsp

@@ -13,6 +13,7 @@
 
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
 #include "xsp/stats/stats.h"
 
@@ -471,7 +472,9 @@ TEST(GpuAnalyses, RunAnalysesDispatchKeepsA1ToA7) {
               std::string::npos)
         << msg;
   }
-  EXPECT_THROW(run_gpu_analysis("A2", {1}, *std::make_unique<GpuRunsCache>(e)), std::invalid_argument);
+  // The GPU ids are the registry's GPU family; A1–A7 are not among them.
+  EXPECT_EQ(gpu_analysis_ids(), std::vector<std::string>(want.begin() + 7, want.end() - 4));
+  EXPECT_EQ(analysis_spec("A2").family, AnalysisFamily::kModel);
 }
 
 TEST(GpuAnalyses, SingleKernelRunNotesOverhead) {
@@ -819,8 +822,7 @@ TEST(HardwareAnalyses, A15AggregatesTheModel) {
 TEST(HardwareAnalyses, NoCounterRunKeepsColumnsEmpty) {
   const EvaluationRecord e = gpu_record();
   for (const char* id : {"A9", "A12", "A14", "roofline-hier"}) {
-    GpuRunsCache cache(e);
-    const auto tables = run_gpu_analysis(id, {1}, cache);
+    const auto tables = run_analyses(e, {id}, 1);
     ASSERT_EQ(tables.size(), 1u);
     EXPECT_TRUE(tables[0].rows.empty()) << id;
     EXPECT_TRUE(has_note(tables[0], kNoCounterRun)) << id;

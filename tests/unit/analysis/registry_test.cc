@@ -1,10 +1,12 @@
 // The registries (issue 13): every analysis table is built from its registry entry (columns in order), every
 // column says what it means and in which unit, every default chart names columns the table has and renders as
 // Vega-Lite with the rows inlined, and every run statistic a recorded run carries is registered with a severity.
+// Issue 30: every analysis entry carries the function run_analyses() calls, once per batch size or once.
 // On hand-made CPU records and on copies of the recorded GPU fixtures.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -16,11 +18,13 @@
 #include "trace_builder.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/compare.h"
+#include "xsp/analysis/generation_analyses.h"
+#include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/summary.h"
-#include "xsp/record/run_statistics.h"
 #include "xsp/stats/stats.h"
 #include "xsp/store/store.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace fs = std::filesystem;
 
@@ -327,6 +331,170 @@ TEST(AnalysisRegistry, DescribeListsEveryColumnWithUnitAndMeaning) {
   EXPECT_EQ(j["chart"]["kind"], "roofline");
   EXPECT_EQ(j["bar_column"], "percent_of_roofline");
   EXPECT_EQ(j["columns"].size(), analysis_spec("A9").columns.size());
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The registry runs the analyses (issue 30): each entry carries its function; run_analyses() only iterates it.
+
+TEST(AnalysisRegistry, EveryAnalysisIsListedOnceWithOneFunctionOfItsKind) {
+  std::set<std::string> seen;
+  for (const AnalysisSpec& s : analysis_registry()) {
+    SCOPED_TRACE(s.id);
+    EXPECT_TRUE(seen.insert(s.id).second) << "listed twice";
+    EXPECT_EQ(std::count(analysis_ids().begin(), analysis_ids().end(), s.id), 1);
+    EXPECT_TRUE(static_cast<bool>(s.function));
+    // A per-batch analysis has only the per-batch function, the others only the one over all batch sizes.
+    EXPECT_EQ(s.function.per_batch != nullptr, s.per_batch_size);
+    EXPECT_EQ(s.function.over_batches != nullptr, !s.per_batch_size);
+    EXPECT_NE(s.family, AnalysisFamily::kNone);
+    EXPECT_EQ(&analysis_spec(s.id), &s);
+  }
+  EXPECT_EQ(seen.size(), analysis_ids().size());
+  // The further tables are not analyses: nothing to run, no family, never a default.
+  for (const AnalysisSpec& s : table_registry()) {
+    if (seen.count(s.key) != 0) continue;
+    SCOPED_TRACE(s.key);
+    EXPECT_FALSE(static_cast<bool>(s.function));
+    EXPECT_EQ(s.family, AnalysisFamily::kNone);
+    EXPECT_EQ(s.default_for, DefaultFor::kNone);
+  }
+  // The id lists are views of the registry, by family.
+  std::vector<std::string> gpu, generation;
+  for (const AnalysisSpec& s : analysis_registry()) {
+    if (s.family == AnalysisFamily::kGpu) gpu.push_back(s.id);
+    if (s.family == AnalysisFamily::kGeneration) generation.push_back(s.id);
+  }
+  EXPECT_EQ(gpu_analysis_ids(), gpu);
+  EXPECT_EQ(generation_analysis_ids(), generation);
+  EXPECT_EQ(generation, (std::vector<std::string>{"G1", "G2", "G3", "G4"}));
+}
+
+// What a test analysis saw: the batch sizes it was called with, in order.
+std::vector<int> g_per_batch_calls;
+int g_over_batches_calls = 0;
+
+Table per_batch_probe(AnalysisContext& c, int batch_size) {
+  g_per_batch_calls.push_back(batch_size);
+  return empty_table(analysis_spec("A3"), batch_size);
+}
+std::vector<Table> over_batches_probe(AnalysisContext& c) {
+  ++g_over_batches_calls;
+  return {empty_table(analysis_spec("A1")), empty_table(analysis_spec("A1"))};
+}
+
+TEST(AnalysisRegistry, RunAnalysisCallsTheSpecsFunction) {
+  const EvaluationRecord record = cpu_record();
+  AnalysisSpec probe = analysis_spec("A3");
+  probe.function = {per_batch_probe, nullptr};
+  g_per_batch_calls.clear();
+  {
+    AnalysisContext context(record, AnalysisOptions{});
+    const std::vector<Table> tables = run_analysis(probe, context);
+    EXPECT_EQ(g_per_batch_calls, (std::vector<int>{1, 2}));  // once per batch size, ascending
+    ASSERT_EQ(tables.size(), 2u);
+    EXPECT_EQ(tables[1].batch_size, 2);
+  }
+  AnalysisOptions only2;
+  only2.batch_size = 2;
+  {
+    g_per_batch_calls.clear();
+    AnalysisContext context(record, only2);
+    EXPECT_EQ(run_analysis(probe, context).size(), 1u);
+    EXPECT_EQ(g_per_batch_calls, (std::vector<int>{2}));
+  }
+  probe.function = {nullptr, over_batches_probe};
+  g_over_batches_calls = 0;
+  AnalysisContext context(record, AnalysisOptions{});
+  EXPECT_EQ(run_analysis(probe, context).size(), 2u);  // whatever it returns, called once
+  EXPECT_EQ(g_over_batches_calls, 1);
+  // A further table has nothing to run.
+  EXPECT_THROW(run_analysis(table_spec("launch-top"), context), std::invalid_argument);
+}
+
+TEST(AnalysisRegistry, RunAnalysesGivesWhatEachSpecsFunctionGives) {
+  const EvaluationRecord record = cpu_record();
+  for (const std::string& id : analysis_ids()) {
+    SCOPED_TRACE(id);
+    const AnalysisSpec& spec = analysis_spec(id);
+    std::vector<Table> direct;
+    AnalysisContext context(record, AnalysisOptions{});
+    if (spec.per_batch_size) {
+      for (int b : context.batch_sizes()) direct.push_back(spec.function.per_batch(context, b));
+    } else {
+      direct = spec.function.over_batches(context);
+    }
+    const std::vector<Table> ran = run_analyses(record, {id}, std::nullopt);
+    ASSERT_EQ(ran.size(), direct.size());
+    for (std::size_t i = 0; i < ran.size(); ++i) EXPECT_EQ(to_json(ran[i]).dump(), to_json(direct[i]).dump());
+  }
+}
+
+TEST(AnalysisRegistry, PerBatchAnalysesGiveOneTablePerBatchSize) {
+  const EvaluationRecord record = cpu_record();  // batch sizes 1 and 2, no kernel run
+  AnalysisOptions only1;
+  only1.batch_size = 1;
+  for (const AnalysisSpec& spec : analysis_registry()) {
+    SCOPED_TRACE(spec.id);
+    const std::vector<Table> all = run_analyses(record, {spec.id}, std::nullopt);
+    const std::vector<Table> one = run_analyses(record, {spec.id}, only1);
+    if (spec.per_batch_size) {
+      ASSERT_EQ(all.size(), 2u);
+      EXPECT_EQ(all[0].batch_size, 1);
+      EXPECT_EQ(all[1].batch_size, 2);
+      EXPECT_EQ(all[1].title, spec.title + " (batch size 2)");
+      ASSERT_EQ(one.size(), 1u);
+      EXPECT_EQ(one[0].batch_size, 1);
+    } else {
+      ASSERT_EQ(all.size(), 1u);  // launch-stats adds top-10 tables only for batch sizes with a kernel run
+      EXPECT_FALSE(all[0].batch_size.has_value());
+      EXPECT_EQ(all[0].title, spec.title);
+      EXPECT_EQ(one.size(), 1u);
+    }
+    for (const Table& t : all) EXPECT_EQ(t.spec, spec.key);
+  }
+}
+
+TEST(AnalysisRegistry, DefaultsFollowEachEntrysDefaultFor) {
+  const EvaluationRecord record = cpu_record();
+  std::vector<std::string> want;
+  for (const AnalysisSpec& s : analysis_registry())
+    if (s.default_for == DefaultFor::kEvery || s.default_for == DefaultFor::kInference) want.push_back(s.id);
+  EXPECT_EQ(default_analysis_ids(record), want);
+  EXPECT_EQ(analysis_spec("A1").default_for, DefaultFor::kEvery);
+  EXPECT_EQ(analysis_spec("A8").default_for, DefaultFor::kNone);
+  EXPECT_EQ(analysis_spec("G1").default_for, DefaultFor::kGeneration);
+}
+
+TEST(AnalysisRegistry, ContextAggregatesEachRunOnceAndChecksTheBatchSize) {
+  const EvaluationRecord record = cpu_record();
+  AnalysisContext context(record, AnalysisOptions{});
+  EXPECT_EQ(context.batch_sizes(), (std::vector<int>{1, 2}));
+  const FrameworkLayers& layers = context.layers(1);
+  EXPECT_EQ(&context.layers(1), &layers);
+  ASSERT_NE(layers.run, nullptr);
+  EXPECT_EQ(layers.stats.layers.size(), 3u);
+  EXPECT_EQ(&context.gpu(), &context.gpu());
+  // A batch size without an M/F run: no run, empty stats, the note A2–A7 show.
+  const FrameworkLayers none = framework_layers(record, 7);
+  EXPECT_EQ(none.run, nullptr);
+  EXPECT_TRUE(none.stats.layers.empty());
+  EXPECT_EQ(none.note, kNoFrameworkRun);
+
+  AnalysisOptions unmeasured;
+  unmeasured.batch_size = 3;
+  try {
+    AnalysisContext bad(record, unmeasured);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "batch size 3 was not measured in this evaluation; measured: 1 2");
+  }
+  // run_analyses() checks every id before the batch size, and runs nothing then.
+  try {
+    run_analyses(record, {"A2", "nope"}, 3);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown analysis id 'nope'"), std::string::npos) << e.what();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -153,6 +153,21 @@ TEST_F(Errors, ParseErrorsAreUsageErrorsInXspsFormatNamingTheOptionAndTheRange) 
   EXPECT_FALSE(fs::exists(store())) << "a usage error opened (and created) the store";
 }
 
+// Scenario combinations that cannot run are refused by validation, the one place a request is checked (the
+// scenario workload trusts its plan), naming the flag.
+TEST_F(Errors, ScenarioCombinationsThatCannotRunAreRefusedNamingTheFlag) {
+  EXPECT_EQ(evaluate({"--scenario", "offline", "--trace-tail", "3"}), 2) << err_;
+  expect_error("--trace-tail: 0 with offline (it has a single query), got 3");
+  EXPECT_EQ(evaluate({"--scenario", "single-stream", "--trace-level", "framework", "--trace-tail", "0"}), 2) << err_;
+  expect_error("--trace-tail: >= 1 with trace level framework");
+  EXPECT_EQ(evaluate({"--scenario", "single-stream", "--trace-level", "kernel"}), 2) << err_;
+  expect_error("--trace-level: model or framework");
+  EXPECT_EQ(evaluate({"--scenario", "single-stream", "--batch-sizes", "2"}), 2) << err_;
+  expect_error("--batch-sizes: empty except for offline");
+  EXPECT_EQ(evaluate({"--scenario", "single-stream", "--trace-level", "framework", "--leveled"}), 2) << err_;
+  expect_error("--leveled: false with a scenario");
+}
+
 // Issue 12 defect 9: `--batch-sizes 1000000000` was a bare std::bad_alloc after loading the model. Every batch
 // size is now checked against a documented limit before the model loads, and the limit can be raised.
 TEST_F(Errors, BatchMemoryIsCheckedBeforeRunningAgainstALimitThatCanBeRaised) {

@@ -11,8 +11,7 @@
 
 #include "fake_clock.h"
 #include "fake_model.h"
-#include "xsp/eval/runner.h"
-#include "xsp/eval/scenario_runner.h"
+#include "run_helpers.h"
 
 namespace fs = std::filesystem;
 
@@ -52,18 +51,19 @@ class BadInputs : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  EvaluationOptions options(bool skip) const {
-    EvaluationOptions o;
-    o.inputs_dir = dir_;
-    o.skip_bad_inputs = skip;
-    o.store_predictions = true;
-    o.record_machine_state = false;
+  RunPlan plan(bool skip) const {
+    RunPlan o;
+    o.inputs.images_dir = dir_;
+    o.inputs.skip_bad_inputs = skip;
+    o.sweep.store_predictions = true;
     o.measurement.warmup_min_batches = 1;
     o.measurement.warmup_min_ms = o.measurement.warmup_max_ms = 0;
     o.measurement.min_batches = 4;
     o.measurement.min_duration_ms = o.measurement.max_duration_ms = 0;
-    o.clock = &clock_;
     return o;
+  }
+  EvaluationRecord run(Predictor& predictor, bool skip) {
+    return testing::sweep(image_manifest(), predictor, plan(skip), testing::quiet_session(&clock_));
   }
 
   fs::path dir_;
@@ -74,7 +74,7 @@ TEST_F(BadInputs, TheFirstBadFileStopsTheEvaluationBeforeItsFirstBatch) {
   testing::FakePredictor predictor(clock_, {});
   const std::int64_t before = clock_.now_ns();
   try {
-    run_evaluation(image_manifest(), predictor, options(false));
+    run(predictor, false);
     FAIL() << "a truncated input was measured";
   } catch (const std::runtime_error& e) {
     const std::string m = e.what();
@@ -87,7 +87,7 @@ TEST_F(BadInputs, TheFirstBadFileStopsTheEvaluationBeforeItsFirstBatch) {
 
 TEST_F(BadInputs, SkippedFilesAreLeftOutCountedAndNamedWithTheirReason) {
   testing::FakePredictor predictor(clock_, {});
-  const EvaluationRecord r = run_evaluation(image_manifest(), predictor, options(true));
+  const EvaluationRecord r = run(predictor, true);
   EXPECT_EQ(r.status, "complete");
   EXPECT_EQ(r.settings["input_count"], 2);
   EXPECT_EQ(r.settings["inputs_skipped_count"], 2);
@@ -109,7 +109,7 @@ TEST_F(BadInputs, AFolderOfOnlyBadFilesIsAnErrorEvenWhenSkipping) {
   fs::remove(dir_ / "b_good.jpg");
   testing::FakePredictor predictor(clock_, {});
   try {
-    run_evaluation(image_manifest(), predictor, options(true));
+    run(predictor, true);
     FAIL() << "ran without a usable input";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("no usable input: all 2 files were left out"), std::string::npos) << e.what();
@@ -118,23 +118,24 @@ TEST_F(BadInputs, AFolderOfOnlyBadFilesIsAnErrorEvenWhenSkipping) {
 
 TEST_F(BadInputs, ScenariosScreenTheirSampleLibraryToo) {
   testing::FakePredictor predictor(clock_, {});
-  ScenarioOptions o;
-  o.settings.scenario = loadgen::Scenario::kOffline;
-  o.settings.min_query_count = 1;
-  o.settings.min_duration_ms = 0;
-  o.synthetic = false;
-  o.inputs_dir = dir_;
-  EXPECT_THROW(run_scenario(image_manifest(), predictor, o), std::runtime_error);
-  o.skip_bad_inputs = true;
-  o.max_batch_bytes = 100;  // the 4-image library of 3x8x8 floats needs 3072 bytes
+  RunPlan o;
+  o.scenario.settings.scenario = loadgen::Scenario::kOffline;
+  o.scenario.settings.min_query_count = 1;
+  o.scenario.settings.min_duration_ms = 0;
+  o.inputs.synthetic = false;
+  o.inputs.images_dir = dir_;
+  const auto run = [&] { return testing::scenario(image_manifest(), predictor, o, testing::quiet_session(&clock_)); };
+  EXPECT_THROW(run(), std::runtime_error);
+  o.inputs.skip_bad_inputs = true;
+  o.inputs.max_batch_bytes = 100;  // the 4-image library of 3x8x8 floats needs 3072 bytes
   try {
-    run_scenario(image_manifest(), predictor, o);
+    run();
     FAIL() << "a library over max_batch_bytes was allocated";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("3072 bytes, more than the limit of 100 bytes"), std::string::npos) << e.what();
   }
-  o.max_batch_bytes = kDefaultMaxBatchBytes;
-  const EvaluationRecord r = run_scenario(image_manifest(), predictor, o);
+  o.inputs.max_batch_bytes = kDefaultMaxBatchBytes;
+  const EvaluationRecord r = run();
   EXPECT_EQ(r.settings["input_count"], 2);
   EXPECT_EQ(r.settings["inputs_skipped_count"], 2);
 }
@@ -143,24 +144,23 @@ TEST_F(BadInputs, ScenariosScreenTheirSampleLibraryToo) {
 TEST(BatchBytes, SyntheticBatchesFollowTheRaisedOrLoweredLimit) {
   testing::FakeClock clock;
   testing::FakePredictor predictor(clock, {});
-  EvaluationOptions o;
-  o.synthetic = true;
+  RunPlan o;
+  o.inputs.synthetic = true;
   o.batch_sizes = {8};  // 8 x 4 floats = 128 bytes
-  o.record_machine_state = false;
   o.measurement.warmup_min_batches = 1;
   o.measurement.warmup_min_ms = o.measurement.warmup_max_ms = 0;
   o.measurement.min_batches = 1;
   o.measurement.min_duration_ms = o.measurement.max_duration_ms = 0;
-  o.clock = &clock;
-  o.max_batch_bytes = 127;
+  o.inputs.max_batch_bytes = 127;
+  const auto run = [&] { return testing::sweep(testing::fake_manifest(), predictor, o, testing::quiet_session(&clock)); };
   try {
-    run_evaluation(testing::fake_manifest(), predictor, o);
+    run();
     FAIL() << "a batch over max_batch_bytes was allocated";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("128 bytes, more than the limit of 127 bytes"), std::string::npos) << e.what();
   }
-  o.max_batch_bytes = 128;
-  EXPECT_EQ(run_evaluation(testing::fake_manifest(), predictor, o).runs.size(), 1u);
+  o.inputs.max_batch_bytes = 128;
+  EXPECT_EQ(run().runs.size(), 1u);
 }
 
 }  // namespace

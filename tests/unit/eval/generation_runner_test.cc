@@ -12,6 +12,7 @@
 
 #include "fake_clock.h"
 #include "fake_model.h"
+#include "run_helpers.h"
 
 namespace xsp {
 namespace {
@@ -98,32 +99,36 @@ struct Fixture {
   FakeClock clock;
   StepModel model;
   std::unique_ptr<FakeGenPredictor> predictor;
-  GenerationOptions o;
+  RunPlan o;
+  std::atomic<int>* interrupt = nullptr;
   Fixture() {
-    o.clock = &clock;
     o.measurement.warmup_min_batches = 1;
     o.measurement.min_batches = 4;
     o.measurement.min_duration_ms = 0;
     o.measurement.max_duration_ms = 60'000;
     o.measurement.rule.windows = 2;
-    o.prompt_tokens = {8, 8};
-    o.output_tokens = {5, 5};
+    o.generation.prompt_tokens = {8, 8};
+    o.generation.output_tokens = {5, 5};
     // 1 µs to tokenize, 2 µs to detokenize, through the fake clock.
-    o.codec.encode = [this](std::string_view text) {
+    o.generation.codec.encode = [this](std::string_view text) {
       clock.advance(model.tokenize_ns);
       std::vector<std::int64_t> ids;
       for (char c : text) ids.push_back(static_cast<unsigned char>(c) % 100);
       return ids;
     };
-    o.codec.decode = [this](const std::vector<std::int64_t>& ids) {
+    o.generation.codec.decode = [this](const std::vector<std::int64_t>& ids) {
       clock.advance(model.detokenize_ns);
       return std::string(ids.size(), 'x');
     };
-    o.prompts = {"the quick brown fox jumps", "over the lazy dog again and again"};
+    o.generation.prompts = {"the quick brown fox jumps", "over the lazy dog again and again"};
   }
-  EvaluationRecord run() {
+  EvaluationRecord run() { return run(SessionOptions{}); }
+  EvaluationRecord run(SessionOptions session) {
+    session.clock = &clock;
+    session.record_machine_state = false;
+    session.interrupt = interrupt;
     predictor = std::make_unique<FakeGenPredictor>(clock, model);
-    return run_generation(gpt_manifest(), *predictor, o);
+    return testing::generation(gpt_manifest(), *predictor, o, std::move(session));
   }
 };
 
@@ -214,9 +219,9 @@ TEST(GenerationRunner, BatchedRequestsCountEverySequence) {
 
 TEST(GenerationRunner, PromptAndOutputLengthsAreDrawnFromTheirRangesAndRecorded) {
   Fixture f;
-  f.o.prompts = {std::string(40, 'a')};
-  f.o.prompt_tokens = {2, 6};
-  f.o.output_tokens = {1, 4};
+  f.o.generation.prompts = {std::string(40, 'a')};
+  f.o.generation.prompt_tokens = {2, 6};
+  f.o.generation.output_tokens = {1, 4};
   f.o.measurement.min_batches = 50;
   const RunRecord run = f.run().runs.at(0);
   std::set<int> prompts, outputs;
@@ -239,7 +244,7 @@ TEST(GenerationRunner, TailKeepsTheSlowestStepsWithTheirFrameworkSpans) {
   Fixture f;
   f.o.trace_level = TraceLevel::kFramework;
   f.o.measurement.min_batches = 20;
-  f.o.tail_steps = 2;
+  f.o.generation.tail_steps = 2;
   // Requests served: 0 is the warm-up. Request 6 (measured 5) has a slow step 3, request 11 (measured 10) a slower
   // step 2, request 15 (measured 14) the slowest first token.
   f.model.slow[{6, 3}] = 7'000'000;
@@ -288,13 +293,13 @@ TEST(GenerationRunner, TailKeepsTheSlowestStepsWithTheirFrameworkSpans) {
 }
 
 void make_server(Fixture& f, loadgen::TokenLatencyBounds bounds) {
-  f.o.scenario = GenerationScenario::kServer;
-  f.o.prompts.clear();    // synthetic prompts
-  f.o.min_queries = 600;  // enough for p99 at 99% confidence (459)
-  f.o.target_qps = 50;    // a request every 20 ms on average, served in ~9 ms: some queueing
+  f.o.generation.scenario = GenerationScenario::kServer;
+  f.o.generation.prompts.clear();    // synthetic prompts
+  f.o.generation.min_queries = 600;  // enough for p99 at 99% confidence (459)
+  f.o.generation.target_qps = 50;    // a request every 20 ms on average, served in ~9 ms: some queueing
   f.o.measurement.min_duration_ms = 0;
-  f.o.wait_until = [&f](std::int64_t t) { f.clock.advance(static_cast<double>(t - f.clock.now_ns())); };
-  f.o.bounds = bounds;
+  f.o.generation.wait_until = [&f](std::int64_t t) { f.clock.advance(static_cast<double>(t - f.clock.now_ns())); };
+  f.o.generation.bounds = bounds;
 }
 
 TEST(GenerationRunner, ServerTtftIncludesTheWaitAndEarlyStoppingIsDecidedPerMetric) {
@@ -332,9 +337,9 @@ TEST(GenerationRunner, ServerTtftIncludesTheWaitAndEarlyStoppingIsDecidedPerMetr
 
 TEST(GenerationRunner, TooFewRequestsForEarlyStoppingIsSaid) {
   Fixture f;
-  f.o.scenario = GenerationScenario::kSingleStream;
-  f.o.min_queries = 10;
-  f.o.bounds = loadgen::TokenLatencyBounds{1e9, 1e9, 99};
+  f.o.generation.scenario = GenerationScenario::kSingleStream;
+  f.o.generation.min_queries = 10;
+  f.o.generation.bounds = loadgen::TokenLatencyBounds{1e9, 1e9, 99};
   const nlohmann::json g = f.run().runs.at(0).generation;
   EXPECT_FALSE(g["valid"].get<bool>());
   EXPECT_FALSE(g["early_stopping"]["ttft"]["enough_samples"].get<bool>());
@@ -343,9 +348,9 @@ TEST(GenerationRunner, TooFewRequestsForEarlyStoppingIsSaid) {
 
 TEST(GenerationRunner, OfflineIssuesEverySequenceAtTheStartInBatches) {
   Fixture f;
-  f.o.scenario = GenerationScenario::kOffline;
+  f.o.generation.scenario = GenerationScenario::kOffline;
   f.o.batch_sizes = {4};
-  f.o.min_queries = 10;
+  f.o.generation.min_queries = 10;
   f.o.measurement.min_duration_ms = 0;
   const EvaluationRecord rec = f.run();
   const RunRecord& run = rec.runs.at(0);
@@ -360,8 +365,8 @@ TEST(GenerationRunner, OfflineIssuesEverySequenceAtTheStartInBatches) {
 
 TEST(GenerationRunner, BadOptionsAreRefusedBeforeAnythingRuns) {
   Fixture f;
-  f.o.prompt_tokens = {200, 200};
-  f.o.output_tokens = {100, 100};
+  f.o.generation.prompt_tokens = {200, 200};
+  f.o.generation.output_tokens = {100, 100};
   EXPECT_THROW(
       {
         try {
@@ -373,9 +378,6 @@ TEST(GenerationRunner, BadOptionsAreRefusedBeforeAnythingRuns) {
       },
       std::invalid_argument);
   EXPECT_EQ(f.predictor->gen_.served, 0);
-  Fixture s;
-  s.o.scenario = GenerationScenario::kServer;
-  EXPECT_THROW(s.run(), std::invalid_argument);  // no bounds
   EXPECT_THROW(parse_token_range("0"), std::invalid_argument);
   EXPECT_THROW(parse_token_range("9:3"), std::invalid_argument);
   EXPECT_THROW(parse_token_range("4:x"), std::invalid_argument);
@@ -386,13 +388,14 @@ TEST(GenerationRunner, AnInterruptKeepsTheFinishedRuns) {
   Fixture f;
   f.o.batch_sizes = {1, 2};
   std::atomic<int> sig{0};
-  f.o.interrupt = &sig;
+  f.interrupt = &sig;
   int requests = 0;
   auto progress = [&](const Progress&) {
     if (++requests == 7) sig = 15;  // during the second run
   };
-  f.predictor = std::make_unique<FakeGenPredictor>(f.clock, f.model);
-  const EvaluationRecord rec = run_generation(gpt_manifest(), *f.predictor, f.o, progress);
+  SessionOptions session;
+  session.progress = progress;
+  const EvaluationRecord rec = f.run(std::move(session));
   EXPECT_EQ(rec.status, "incomplete");
   ASSERT_EQ(rec.runs.size(), 1u);
   EXPECT_EQ(rec.settings["interrupted"]["signal"], 15);

@@ -5,7 +5,7 @@
 
 #include "fake_model.h"
 #include "xsp/analysis/summary.h"
-#include "xsp/eval/runner.h"
+#include "run_helpers.h"
 
 namespace xsp {
 namespace {
@@ -17,13 +17,12 @@ using testing::LatencyModel;
 // Fake time the leveled evaluation below takes (~0.5 s warm-up + 2 × 2 s of measurement, M/F 10% slower).
 constexpr double kEvaluationS = 4.7;
 
-EvaluationOptions leveled_options(LevelOrder order) {
-  EvaluationOptions o;
+RunPlan leveled_options(LevelOrder order) {
+  RunPlan o;
   o.batch_sizes = {1};
   o.trace_level = TraceLevel::kFramework;
   o.leveled = true;
-  o.synthetic = true;
-  o.record_machine_state = false;
+  o.inputs.synthetic = true;
   o.measurement.warmup_min_ms = 500;
   o.measurement.min_duration_ms = 2000;
   o.measurement.max_duration_ms = 2000;
@@ -36,12 +35,11 @@ struct Outcome {
   double drift = 0;  // realized drift at the end of the evaluation
 };
 
-Outcome evaluate_fake(LatencyModel model, EvaluationOptions options) {
+Outcome evaluate_fake(LatencyModel model, RunPlan options) {
   FakeClock clock;
   FakePredictor predictor(clock, model);
-  options.clock = &clock;
   Outcome out;
-  out.record = run_evaluation(testing::fake_manifest(), predictor, options);
+  out.record = testing::sweep(testing::fake_manifest(), predictor, options, testing::quiet_session(&clock));
   out.drift = model.drift_per_s * predictor.age_s();
   return out;
 }
@@ -115,7 +113,7 @@ TEST(LeveledDrift, NoOverheadReadsNotSignificant) {
 TEST(LeveledDrift, RunsKeepTheirBlocksWindowsAndABoundedTrace) {
   LatencyModel m;
   m.noise_cv = 0.05;
-  EvaluationOptions options = leveled_options(LevelOrder::kInterleaved);
+  RunPlan options = leveled_options(LevelOrder::kInterleaved);
   options.batch_sizes = {1, 4};
   options.measurement.max_traced_batches = 40;
   const Outcome o = evaluate_fake(m, options);
@@ -156,13 +154,13 @@ TEST(LeveledDrift, KernelLevelRunsBesideTheShallowerLevelsAfterTheOthers) {
   m.device_residue = 0.03;
   m.noise_cv = 0.01;
   FakePredictor predictor(clock, m, &device);
-  EvaluationOptions o = leveled_options(LevelOrder::kInterleaved);
+  RunPlan o = leveled_options(LevelOrder::kInterleaved);
   o.trace_level = TraceLevel::kHardware;
   o.batch_sizes = {1, 2};
-  o.device_profiler = &device;
-  o.counter_profiler = &counters;
-  o.clock = &clock;
-  const EvaluationRecord r = run_evaluation(testing::fake_manifest(), predictor, o);
+  SessionOptions session = testing::quiet_session(&clock);
+  session.profilers.device = &device;
+  session.profilers.counters = &counters;
+  const EvaluationRecord r = testing::sweep(testing::fake_manifest(), predictor, o, std::move(session));
   // M, M/F, M/F/K, M/F/H per batch size.
   ASSERT_EQ(r.runs.size(), 8u);
   const RunRecord* k = r.find_run(1, TraceLevel::kKernel);

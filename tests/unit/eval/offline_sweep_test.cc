@@ -7,7 +7,8 @@
 #include <thread>
 
 #include "xsp/analysis/analyses.h"
-#include "xsp/eval/scenario_runner.h"
+#include "run_helpers.h"
+#include "xsp/eval/evaluate.h"
 
 namespace xsp {
 namespace {
@@ -41,15 +42,20 @@ Manifest fake_manifest() {
   return m;
 }
 
-ScenarioOptions sweep_options(std::vector<std::size_t> sizes) {
-  ScenarioOptions o;
-  o.settings.scenario = loadgen::Scenario::kOffline;
-  o.settings.min_query_count = 160;  // offline: 160 samples, a multiple of every swept batch (no partial batch)
-  o.settings.target_qps = 1;
-  o.settings.min_duration_ms = 1;
-  o.synthetic_samples = 16;
-  o.sweep_batch_sizes = std::move(sizes);
+RunPlan sweep_options(std::vector<std::size_t> sizes) {
+  RunPlan o;
+  o.inputs.synthetic = true;
+  o.scenario.settings.scenario = loadgen::Scenario::kOffline;
+  o.scenario.settings.min_query_count = 160;  // offline: 160 samples, a multiple of every swept batch (no partial batch)
+  o.scenario.settings.target_qps = 1;
+  o.scenario.settings.min_duration_ms = 1;
+  o.scenario.synthetic_samples = 16;
+  o.scenario.sweep_batch_sizes = std::move(sizes);
   return o;
+}
+
+EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const RunPlan& plan) {
+  return testing::scenario(manifest, predictor, plan, testing::quiet_session());
 }
 
 TEST(OfflineSweep, OptimalBatchFollowsTheA1RuleOnTheLatencyModel) {
@@ -124,27 +130,43 @@ TEST(OfflineSweep, LatencyBoundPicksTheLargestBatchWithinIt) {
   // margin for scheduling hiccups on a loaded machine either way).
   LinearLatencyPredictor p;
   auto o = sweep_options({8, 16, 64});
-  o.sweep_latency_bound_ms = 20.0;
+  o.scenario.sweep_latency_bound_ms = 20.0;
   const auto rec = run_scenario(fake_manifest(), p, o);
   EXPECT_EQ(rec.settings["sweep"]["optimal_batch_size"], 16);
   EXPECT_EQ(rec.settings["sweep"]["latency_bound_ms"], 20.0);
-  o.sweep_latency_bound_ms = 1.0;  // nothing meets it
-  o.sweep_batch_sizes = {8};
+  o.scenario.sweep_latency_bound_ms = 1.0;  // nothing meets it
+  o.scenario.sweep_batch_sizes = {8};
   const auto none = run_scenario(fake_manifest(), p, o);
   EXPECT_TRUE(none.settings["sweep"]["optimal_batch_size"].is_null());
   EXPECT_NE(format_scenario_record(none).find("optimal batch size: none"), std::string::npos);
 }
 
+// Validation refuses these before a plan exists (validate_fields(), the one place requests are checked).
 TEST(OfflineSweep, RejectsSweepsOutsideOfflineAndZeroBatches) {
-  LinearLatencyPredictor p;
-  auto o = sweep_options({1, 2});
-  o.settings.scenario = loadgen::Scenario::kSingleStream;
-  EXPECT_THROW(run_scenario(fake_manifest(), p, o), std::invalid_argument);
-  o = sweep_options({1, 0});
-  EXPECT_THROW(run_scenario(fake_manifest(), p, o), std::invalid_argument);
-  o = sweep_options({1});
-  o.sweep_latency_bound_ms = -3;
-  EXPECT_THROW(run_scenario(fake_manifest(), p, o), std::invalid_argument);
+  const auto field_refused = [](const ScenarioRequest& s) {
+    EvaluationRequest r;
+    r.model = "linear";
+    r.inputs.synthetic = true;
+    r.scenario = s;
+    try {
+      validate_fields(r);
+    } catch (const RequestError& e) {
+      return e.field();
+    }
+    return std::string("(accepted)");
+  };
+  ScenarioRequest s;
+  s.scenario = "single-stream";
+  s.sweep_batch_sizes = {1, 2};
+  EXPECT_EQ(field_refused(s), "scenario.sweep_batch_sizes");
+  s.scenario = "offline";
+  s.sweep_batch_sizes = {1, 0};
+  EXPECT_EQ(field_refused(s), "scenario.sweep_batch_sizes");
+  s.sweep_batch_sizes = {1};
+  s.latency_bound_ms = -3;
+  EXPECT_EQ(field_refused(s), "scenario.latency_bound_ms");
+  s.latency_bound_ms = 20;
+  EXPECT_EQ(field_refused(s), "(accepted)");
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "run_helpers.h"
+#include "xsp/eval/evaluate.h"
 #include "xsp/eval/scenario_runner.h"
 #include "xsp/store/store.h"
 
@@ -51,15 +53,19 @@ Manifest fake_manifest() {
   return m;
 }
 
-ScenarioOptions options_for(loadgen::Scenario s) {
-  ScenarioOptions o;
-  o.settings.scenario = s;
-  o.settings.min_duration_ms = 20;
-  o.settings.min_query_count = 16;
-  o.settings.seed = 7;
-  o.synthetic = true;
-  o.synthetic_samples = 8;
+RunPlan options_for(loadgen::Scenario s) {
+  RunPlan o;
+  o.scenario.settings.scenario = s;
+  o.scenario.settings.min_duration_ms = 20;
+  o.scenario.settings.min_query_count = 16;
+  o.scenario.settings.seed = 7;
+  o.inputs.synthetic = true;
+  o.scenario.synthetic_samples = 8;
   return o;
+}
+
+EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const RunPlan& plan) {
+  return testing::scenario(manifest, predictor, plan, testing::quiet_session());
 }
 
 void expect_latencies_at_least(const RunRecord& run, double min_ns) {
@@ -85,8 +91,8 @@ TEST(ScenarioRunner, SingleStreamOneSamplePerQuery) {
 TEST(ScenarioRunner, MultiStreamCutsQueriesIntoMaxBatch) {
   SleepingPredictor p;
   auto o = options_for(loadgen::Scenario::kMultiStream);
-  o.settings.samples_per_query = 4;
-  o.max_batch = 2;
+  o.scenario.settings.samples_per_query = 4;
+  o.scenario.max_batch = 2;
   const auto rec = run_scenario(fake_manifest(), p, o);
   ASSERT_EQ(rec.runs.size(), 1u);
   const auto& run = rec.runs[0];
@@ -100,8 +106,8 @@ TEST(ScenarioRunner, MultiStreamCutsQueriesIntoMaxBatch) {
 TEST(ScenarioRunner, ServerIssuesTheSizedSchedule) {
   SleepingPredictor p;
   auto o = options_for(loadgen::Scenario::kServer);
-  o.settings.target_qps = 200;
-  o.settings.min_duration_ms = 100;  // 200 qps * 0.1 s = 20 queries >= 16
+  o.scenario.settings.target_qps = 200;
+  o.scenario.settings.min_duration_ms = 100;  // 200 qps * 0.1 s = 20 queries >= 16
   const auto rec = run_scenario(fake_manifest(), p, o);
   ASSERT_EQ(rec.runs.size(), 1u);
   EXPECT_EQ(rec.runs[0].predict_latency_ns.size(), 20u);
@@ -112,9 +118,9 @@ TEST(ScenarioRunner, ServerIssuesTheSizedSchedule) {
 TEST(ScenarioRunner, OfflineIsOneQueryOfAllSamplesInMaxBatches) {
   SleepingPredictor p;
   auto o = options_for(loadgen::Scenario::kOffline);
-  o.settings.target_qps = 200;
-  o.settings.min_duration_ms = 100;  // 20 samples
-  o.max_batch = 8;
+  o.scenario.settings.target_qps = 200;
+  o.scenario.settings.min_duration_ms = 100;  // 20 samples
+  o.scenario.max_batch = 8;
   const auto rec = run_scenario(fake_manifest(), p, o);
   ASSERT_EQ(rec.runs.size(), 1u);
   EXPECT_EQ(rec.runs[0].batch_size, 8);
@@ -156,11 +162,11 @@ TEST_F(ScenarioStore, RecordRoundTripsWithIdenticalRawLatencies) {
 TEST_F(ScenarioStore, PeakSearchRecordsEveryTriedRate) {
   SleepingPredictor p;
   auto o = options_for(loadgen::Scenario::kServer);
-  o.find_peak_qps = true;
-  o.settings.min_duration_ms = 50;
-  o.settings.min_query_count = 16;
-  o.settings.target_qps = 200;                // capacity of a 1 ms server is ~1000 qps: 200 passes
-  o.settings.latency_bound_ns = 5'000'000;    // p99 <= 5 ms
+  o.scenario.find_peak_qps = true;
+  o.scenario.settings.min_duration_ms = 50;
+  o.scenario.settings.min_query_count = 16;
+  o.scenario.settings.target_qps = 200;                // capacity of a 1 ms server is ~1000 qps: 200 passes
+  o.scenario.settings.latency_bound_ns = 5'000'000;    // p99 <= 5 ms
   auto rec = run_scenario(fake_manifest(), p, o);
   const auto& results = rec.settings["results"];
   ASSERT_GE(rec.runs.size(), 2u);
@@ -186,14 +192,31 @@ TEST_F(ScenarioStore, PeakSearchRecordsEveryTriedRate) {
 }
 
 TEST(ScenarioRunner, RejectsBadOptionsAndReportsPredictErrors) {
+  // Bad options are refused by validation (validate_fields()), before any plan exists.
+  const auto field_refused = [](ScenarioRequest s) {
+    EvaluationRequest r;
+    r.model = "fake";
+    r.inputs.synthetic = true;
+    r.scenario = std::move(s);
+    try {
+      validate_fields(r);
+    } catch (const RequestError& e) {
+      return e.field();
+    }
+    return std::string("(accepted)");
+  };
+  ScenarioRequest s;
+  s.scenario = "offline";
+  s.find_peak_qps = true;
+  EXPECT_EQ(field_refused(s), "scenario.find_peak_qps");
+  s = ScenarioRequest{};
+  s.scenario = "single-stream";
+  s.max_batch = 0;
+  EXPECT_EQ(field_refused(s), "scenario.max_batch");
+  s.max_batch = 1;
+  EXPECT_EQ(field_refused(s), "(accepted)");
   SleepingPredictor p;
-  auto o = options_for(loadgen::Scenario::kOffline);
-  o.find_peak_qps = true;
-  EXPECT_THROW(run_scenario(fake_manifest(), p, o), std::invalid_argument);
-  o = options_for(loadgen::Scenario::kSingleStream);
-  o.max_batch = 0;
-  EXPECT_THROW(run_scenario(fake_manifest(), p, o), std::invalid_argument);
-  o = options_for(loadgen::Scenario::kSingleStream);
+  RunPlan o = options_for(loadgen::Scenario::kSingleStream);
   p.fail = true;
   EXPECT_THROW(run_scenario(fake_manifest(), p, o), std::runtime_error);
 }

@@ -1,5 +1,5 @@
 // The run-statistics registry (run_statistics.h).
-#include "xsp/record/run_statistics.h"
+#include "xsp/trace/run_statistics.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -101,7 +101,7 @@ const RunStatisticSpec* find_run_statistic(std::string_view key) {
 const RunStatisticSpec& run_statistic(std::string_view key) {
   if (const RunStatisticSpec* s = find_run_statistic(key)) return *s;
   throw std::invalid_argument("unknown run statistic '" + std::string(key) +
-                              "': add it to run_statistics_registry() (include/xsp/record/run_statistics.h)");
+                              "': add it to run_statistics_registry() (include/xsp/trace/run_statistics.h)");
 }
 
 std::vector<std::string> describe_run_statistics(const std::map<std::string, std::uint64_t>& counters) {

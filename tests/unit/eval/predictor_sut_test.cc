@@ -1,12 +1,16 @@
-// The predictor adapter: batches cut to max_batch, predict() on the adapter's own thread, errors kept.
+// The predictor adapter of the LoadGen workloads: batches cut to max_batch, predict() on the adapter's own thread, errors kept.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <thread>
 
-#include "xsp/loadgen/sut.h"
+#include "xsp/eval/predictor_sut.h"
 
-namespace xsp::loadgen {
+namespace xsp {
+using loadgen::Result;
+using loadgen::Scenario;
+using loadgen::Settings;
+using loadgen::run;
 namespace {
 
 class CountingPredictor final : public Predictor {
@@ -27,8 +31,8 @@ class CountingPredictor final : public Predictor {
   FrameworkProfiler* framework_profiler() override { return nullptr; }
 };
 
-Tensor build(std::span<const std::uint64_t> idx) {
-  return Tensor{{static_cast<std::int64_t>(idx.size()), 1}, std::vector<float>(idx.size(), 1.f)};
+std::vector<Tensor> build(std::span<const std::uint64_t> idx) {
+  return {Tensor{{static_cast<std::int64_t>(idx.size()), 1}, std::vector<float>(idx.size(), 1.f)}};
 }
 
 TEST(LoadgenPredictorSut, OfflineBatchesOnItsOwnThread) {
@@ -62,4 +66,4 @@ TEST(LoadgenPredictorSut, ErrorsAreKeptAndQueriesStillComplete) {
 }
 
 }  // namespace
-}  // namespace xsp::loadgen
+}  // namespace xsp

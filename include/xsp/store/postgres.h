@@ -1,6 +1,8 @@
-// Pieces of the PostgreSQL store that the job queue (src/queue/postgres) shares: connecting, the schema, and saving
-// an evaluation inside a transaction the caller owns (so that a job is marked done in the transaction that publishes
-// its result). Not a public header: only src/store/postgres and src/queue/postgres include it.
+// The pieces of the PostgreSQL store that other XSP code built with PostgreSQL shares (the job queue,
+// src/queue/postgres): connecting, versioned schemas, and saving an evaluation inside a transaction the caller owns (so
+// that a job is marked done in the transaction that publishes its result). Only for code compiled with libpqxx
+// (XSP_WITH_POSTGRES; have_postgres_store()); the store itself is opened with Store::open(), which finds the
+// PostgreSQL backend in the registry (xsp/store/backend.h).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,7 @@ namespace xsp::pg {
 std::unique_ptr<pqxx::connection> connect(const std::string& location);
 
 /// A schema step, applied once, in order; a new version is a new entry at the end, never an edit of an old one
-/// (databases in the field already ran it).
+/// (databases in the field already ran it). `sql` must outlive the SchemaSteps holding it.
 struct Migration {
   int version;
   const char* sql;
@@ -38,13 +40,15 @@ struct SchemaSteps {
 
 /// Brings `steps`' tables to their last version. A database already there is only read (no lock, no write
 /// privilege: roles other than the owner open it); otherwise one transaction under `lock_key` (agents starting
-/// together migrate once) applies the missing steps and records the version. Throws StoreError naming
+/// together migrate once) creates the version table if missing (store_schema::version_table_sql()), applies the
+/// missing steps and records the version. Throws StoreError naming
 /// redact_location(location) when the database holds a newer version than `steps` knows, or refuses a step.
 void migrate(pqxx::connection& connection, const std::string& location, const SchemaSteps& steps);
 
-/// Creates the results schema on an empty database or migrates it to Store::current_schema_version(), in one
-/// transaction holding advisory lock kSchemaLockKey (so that agents starting together migrate once). Throws
-/// StoreError naming `location` (redacted) when the database holds a newer schema or refuses.
+/// Creates the results schema on an empty database or migrates it to Store::current_schema_version() with the
+/// PostgreSQL steps generated from the declaration (xsp/store/schema.h), in one transaction holding advisory lock
+/// kSchemaLockKey (so that agents starting together migrate once). Throws StoreError naming `location` (redacted)
+/// when the database holds a newer schema, another application's `evaluations` table, or refuses.
 void migrate_store_schema(pqxx::connection& connection, const std::string& location);
 
 /// pg_advisory_xact_lock key taken while creating or migrating schemas ("XSP" schema lock).
@@ -62,8 +66,5 @@ InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record,
 
 /// Publishes `ids` into `record` (record.id, each run's id).
 void publish_ids(EvaluationRecord& record, const InsertedIds& ids);
-
-/// Opens the PostgreSQL store (Store::open() calls this for a postgresql:// location).
-std::unique_ptr<Store> open_store(const std::string& location, StoreAccess access, StoreOptions options);
 
 }  // namespace xsp::pg

@@ -3,6 +3,8 @@
 // the constants below, never a string literal; `xsp show` and the evaluation summary render the statistics with
 // their severity from here, so that data losses stand out. Adding a statistic = a constant + a registry entry
 // (docs/architecture.md); the tests check that every statistic a recorded run writes is registered.
+// It sits in trace/ beside Trace::counters, which it describes, so that the assembler and the profilers use it
+// without depending on record/ (xsp/trace/run_statistics.h only forwards here).
 #pragma once
 
 #include <cstdint>

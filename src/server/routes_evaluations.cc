@@ -1,0 +1,183 @@
+// /api/v1/evaluations: the listing, one evaluation, its deletion, its analyses and its traces, through the service
+// (xsp/service/service.h) on a read-only store connection (the writer's for DELETE).
+#include <regex>
+
+#include "api.h"
+#include "xsp/analysis/summary.h"
+#include "xsp/eval/measurement.h"
+#include "xsp/service/service.h"
+
+namespace xsp::detail {
+namespace {
+
+using json = nlohmann::json;
+
+json listing_json(const EvaluationListing& e) {
+  return {{"id", e.id},
+          {"created_at", e.created_at},
+          {"status", e.status},
+          {"model", e.model_name},
+          {"model_version", e.model_version},
+          {"framework", e.framework_name},
+          {"device", e.device},
+          {"host", e.hostname},
+          {"scenario", e.scenario},
+          {"trace_level", e.trace_level},
+          {"batch_sizes", e.batch_sizes},
+          {"runs", e.run_count}};
+}
+
+json run_json(const RunRecord& run, std::size_t number) {
+  json stages = json::object();
+  for (const auto& [stage, s] : run.stage_latency_ns) stages[stage] = to_json(s);
+  const StabilityAssessment stability = run_stability(run);
+  return {{"run", number},
+          {"id", run.id},
+          {"batch_size", run.batch_size},
+          {"trace_level", std::string(to_string(run.trace_level))},
+          {"name", run_name(run.trace_level)},
+          {"warmup_iterations", run.warmup_iterations},
+          {"iterations", run.iterations},
+          {"throughput_samples_per_s", number_or_null(run.throughput_samples_per_s)},
+          {"stage_latency_ns", stages},
+          {"stability", {{"verdict", std::string(to_string(stability.verdict))}, {"label", stability_label(stability)}}},
+          {"measurement", to_json(run.measurement)},
+          {"warnings", run.warnings},
+          {"span_count", run.trace.spans.size()},
+          {"trace_id", run.trace_id},
+          {"machine_state", run.machine_state},
+          {"generation", run.generation}};
+}
+
+// One evaluation without its traces (they are downloads: GET .../trace), with each run's stability verdict and the
+// summary tables `xsp show` prints.
+json evaluation_json(const EvaluationRecord& r) {
+  json runs = json::array();
+  for (std::size_t i = 0; i < r.runs.size(); ++i) runs.push_back(run_json(r.runs[i], i + 1));
+  return {{"id", r.id},
+          {"uuid", r.uuid},
+          {"status", r.status},
+          {"created_at", r.created_at},
+          {"model", r.model_name},
+          {"model_version", r.model_version},
+          {"framework", r.framework_name},
+          {"framework_version", r.framework_version},
+          {"device", r.device},
+          {"scenario", r.scenario},
+          {"batch_sizes", r.batch_sizes},
+          {"trace_level", std::string(to_string(r.trace_level))},
+          {"leveled", r.leveled},
+          {"settings", r.settings},
+          {"system", r.system},
+          {"runs", runs},
+          {"summary", tables_json(evaluation_summary(r))}};
+}
+
+// A filter text: at most kMaxFilterText characters.
+void filter_text(const httplib::Request& req, const char* name, std::string& out) {
+  const auto v = param(req, name);
+  if (!v) return;
+  if (v->size() > kMaxFilterText)
+    throw HttpError{400, std::string(name) + ": at most " + std::to_string(kMaxFilterText) + " characters, got " +
+                             std::to_string(v->size()),
+                    name};
+  out = *v;
+}
+
+EvaluationFilter evaluation_filter(const httplib::Request& req) {
+  EvaluationFilter f;
+  filter_text(req, "model", f.model);
+  filter_text(req, "framework", f.framework);
+  filter_text(req, "host", f.host);
+  filter_text(req, "device", f.device);
+  static const std::regex device(R"(cpu|cuda(:\d{1,4})?)");
+  if (!f.device.empty() && !std::regex_match(f.device, device))
+    throw HttpError{400, "device: expected cpu, cuda or cuda:N, got '" + f.device + "'", "device"};
+  if (auto v = param(req, "since")) f.since = parse_time_param(*v, "since", false);
+  if (auto v = param(req, "until")) f.until = parse_time_param(*v, "until", true);
+  f.limit = static_cast<std::size_t>(param(req, "limit") ? parse_int_param(*param(req, "limit"), "limit", 1, kMaxLimit)
+                                                         : 100);
+  if (auto v = param(req, "offset")) f.offset = static_cast<std::size_t>(parse_int_param(*v, "offset", 0, 1'000'000'000));
+  return f;
+}
+
+service::TraceRequest trace_request(const httplib::Request& req, std::int64_t id) {
+  service::TraceRequest t;
+  t.evaluation_id = id;
+  const std::string format_name = param(req, "format").value_or("chrome");
+  const auto format = parse_trace_format(format_name);
+  if (!format) throw HttpError{400, "format: expected chrome, otlp or sqlite, got '" + format_name + "'", "format"};
+  t.format = *format;
+  if (auto v = param(req, "run")) t.run.run = static_cast<int>(parse_int_param(*v, "run", 1, 1 << 20));
+  if (auto v = param(req, "batch_size")) t.run.batch_size = static_cast<int>(parse_int_param(*v, "batch_size", 1, 1 << 20));
+  if (auto v = param(req, "trace_level")) {
+    t.run.trace_level = parse_trace_level(*v);
+    if (!t.run.trace_level)
+      throw HttpError{400, "trace_level: expected model, framework, library, system, kernel or hardware, got '" + *v + "'",
+                      "trace_level"};
+  }
+  return t;
+}
+
+}  // namespace
+
+void routes::list_evaluations(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch&) {
+  check_params(req, {"model", "framework", "device", "host", "since", "until", "limit", "offset"});
+  const EvaluationFilter f = evaluation_filter(req);
+  auto store = api.readers.acquire();
+  const service::EvaluationPage page = service::list_evaluations(*store, f);
+  json list = json::array();
+  for (const auto& e : page.evaluations) list.push_back(listing_json(e));
+  send_json(res, 200, {{"total", page.total}, {"offset", f.offset}, {"limit", *f.limit}, {"evaluations", list}});
+}
+
+void routes::get_evaluation(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+  check_params(req, {});
+  const std::int64_t id = parse_id(m[1], "id");
+  auto store = api.readers.acquire();
+  send_json(res, 200, evaluation_json(service::load_evaluation(*store, id)));
+}
+
+void routes::delete_evaluation(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+  check_params(req, {});
+  const std::int64_t id = parse_id(m[1], "id");
+  service::delete_evaluation(*api.writer, id);
+  send_json(res, 200, {{"deleted", id}});
+}
+
+void routes::list_analyses(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+  check_params(req, {});
+  const std::int64_t id = parse_id(m[1], "id");
+  auto store = api.readers.acquire();
+  const EvaluationListing e = service::find_evaluation(*store, id);
+  send_json(res, 200, {{"evaluation_id", id}, {"batch_sizes", e.batch_sizes}, {"analyses", analysis_ids()}});
+}
+
+void routes::get_analysis(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+  check_params(req, {"batch_size", "latency_bound_ms"});
+  service::AnalysisRequest a;
+  a.evaluation_id = parse_id(m[1], "id");
+  a.analyses = {m[2].str()};
+  if (auto v = param(req, "batch_size")) a.batch_size = static_cast<int>(parse_int_param(*v, "batch_size", 1, 1 << 20));
+  if (auto v = param(req, "latency_bound_ms")) a.latency_bound_ms = parse_positive_double(*v, "latency_bound_ms");
+  auto store = api.readers.acquire();
+  const service::AnalysisResult result = service::analyze(*store, a);
+  send_json(res, 200, {{"evaluation_id", a.evaluation_id}, {"analysis", result.analyses.front()},
+                       {"tables", tables_json(result.tables)}});
+}
+
+void routes::get_trace(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+  check_params(req, {"format", "run", "batch_size", "trace_level"});
+  const service::TraceRequest t = trace_request(req, parse_id(m[1], "id"));
+  // Exported to memory: no temporary file, so nothing for a local user to plant a link at.
+  service::RunTrace trace = [&] {
+    auto store = api.readers.acquire();
+    return service::export_trace(*store, t);
+  }();
+  res.status = 200;
+  res.set_header("Content-Disposition", "attachment; filename=\"" + trace.file_name + "\"");
+  res.set_content(std::move(trace.content),
+                  t.format == TraceFormat::kSqlite ? "application/vnd.sqlite3" : "application/json");
+}
+
+}  // namespace xsp::detail
