@@ -649,29 +649,27 @@ void validate_fields(const EvaluationRequest& r) {
       reject("scenario.sweep_batch_sizes", "batch sizes from 1 to 1048576, got " + std::to_string(b));
 }
 
-ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context) {
-  validate_fields(request);
-  ValidatedRequest v;
-  v.request = request;
-  EvaluationRequest& r = v.request;
-  if (r.trace_level > TraceLevel::kFramework && !have_device_profiler())
-    reject("trace_level", "model or framework: this build has no CUPTI profiler (CUDA toolkit not found at configure time)");
-  // A batch larger than half of this machine's memory cannot be measured here, whatever max_batch_bytes allows.
-  const std::uint64_t host_limit = host_batch_memory_limit();
-  v.batch_bytes_limit = host_limit > 0 ? std::min(r.max_batch_bytes, host_limit) : r.max_batch_bytes;
-  if (context.confine_to) {
-    // Requests from other people may not make the server or an agent write files where they choose.
-    if (!r.cupti.dump_dir.empty())
-      reject("cupti.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), got '" +
-                                   r.cupti.dump_dir.string() + "'");
-    if (!r.counters.dump_dir.empty())
-      reject("counters.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), "
-                                  "got '" + r.counters.dump_dir.string() + "'");
-    if (!r.inputs.images_dir.empty()) confine(context, r.inputs.images_dir, "inputs.images_dir", "an images folder");
-    if (!r.generation.prompts_file.empty())
-      confine(context, r.generation.prompts_file, "generation.prompts_file", "a prompts file");
-  }
+namespace {
 
+// The files a request names itself, for the front ends that run other people's requests (context.confine_to).
+void confine_request_files(const EvaluationRequest& r, const EvaluationContext& context) {
+  if (!context.confine_to) return;
+  // Requests from other people may not make the server or an agent write files where they choose.
+  if (!r.cupti.dump_dir.empty())
+    reject("cupti.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), got '" +
+                                 r.cupti.dump_dir.string() + "'");
+  if (!r.counters.dump_dir.empty())
+    reject("counters.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), "
+                                "got '" + r.counters.dump_dir.string() + "'");
+  if (!r.inputs.images_dir.empty()) confine(context, r.inputs.images_dir, "inputs.images_dir", "an images folder");
+  if (!r.generation.prompts_file.empty())
+    confine(context, r.generation.prompts_file, "generation.prompts_file", "a prompts file");
+}
+
+// The model (zoo, manifest), its framework (built in, version constraint) and the predictor that will load it; the
+// model's own files confined where the front end asks for it.
+void resolve_model(ValidatedRequest& v, const EvaluationRequest& request, const EvaluationContext& context) {
+  EvaluationRequest& r = v.request;
   // One bad manifest must not stop the evaluation of another model: it is a warning, unless it may be the model
   // asked for (find_model() then names the file and what is wrong with it).
   Zoo zoo;
@@ -721,48 +719,38 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
       if (const fs::path labels = v.manifest.resolved_labels_path(i); !labels.empty())
         confine(context, labels, "model", "the labels file of model " + v.manifest.name);
   }
-  if (r.trace_level > TraceLevel::kModel && predictor->framework_profiler() == nullptr && !r.scenario)
-    reject("trace_level", "model: " + r.framework + " has no framework profiler");
+}
+
+// Reads the accuracy dataset whole now, not after the timed runs: a file whose checksum matches can still be
+// unreadable here (a different format version) or shaped for another input.
+void validate_dataset(ValidatedRequest& v, const EvaluationContext& context) {
+  EvaluationRequest& r = v.request;
+  if (r.inputs.dataset.empty()) return;
   try {
-    verify_checksum(v.manifest, r.framework, context.interrupt);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const std::exception& e) {
-    reject("model", e.what());
-  }
-  if (std::find(v.manifest.precisions.begin(), v.manifest.precisions.end(), r.precision) == v.manifest.precisions.end())
-    reject("precision", "one of model " + v.manifest.name + "'s precisions (" + listed(v.manifest.precisions) +
-                            ", manifest field 'precisions'), got '" + r.precision + "'");
-  if (is_generation(v.manifest)) {
-    validate_generation(v, context);
-    v.plan = plan_of(v);
-    return v;
-  }
-  if (uses_task_pipeline(v.manifest)) validate_task(v, context);
-  if (!r.inputs.dataset.empty()) {
-    try {
-      // Read it whole now, not after the timed runs: a file whose checksum matches can still be unreadable here
-      // (a different format version) or shaped for another input.
-      const fs::path dataset_file = manifest_dataset_path(v.manifest, r.inputs.dataset);
-      confine(context, dataset_file, "inputs.dataset", "the dataset file of model " + v.manifest.name);
-      const LabeledDataset data = read_labeled_dataset(dataset_file);
-      const auto& dims = v.manifest.inputs.front().dimensions;
-      if (!std::equal(data.sample_shape.begin(), data.sample_shape.end(), dims.begin(), dims.end(),
-                      [](auto a, auto b) { return static_cast<long>(a) == static_cast<long>(b); }))
-      {
-        auto shape = [](const auto& d) {
-          std::string out;
-          for (auto x : d) out += (out.empty() ? "" : "x") + std::to_string(x);
-          return out;
-        };
-        throw std::runtime_error("the dataset's samples are " + shape(data.sample_shape) + ", the model's input (" +
-                                 v.manifest.path.string() + ": inputs[0].dimensions) is " + shape(dims));
-      }
-    } catch (const std::exception& e) {
-      reject("inputs.dataset", e.what());
+    const fs::path dataset_file = manifest_dataset_path(v.manifest, r.inputs.dataset);
+    confine(context, dataset_file, "inputs.dataset", "the dataset file of model " + v.manifest.name);
+    const LabeledDataset data = read_labeled_dataset(dataset_file);
+    const auto& dims = v.manifest.inputs.front().dimensions;
+    if (!std::equal(data.sample_shape.begin(), data.sample_shape.end(), dims.begin(), dims.end(),
+                    [](auto a, auto b) { return static_cast<long>(a) == static_cast<long>(b); }))
+    {
+      auto shape = [](const auto& d) {
+        std::string out;
+        for (auto x : d) out += (out.empty() ? "" : "x") + std::to_string(x);
+        return out;
+      };
+      throw std::runtime_error("the dataset's samples are " + shape(data.sample_shape) + ", the model's input (" +
+                               v.manifest.path.string() + ": inputs[0].dimensions) is " + shape(dims));
     }
-    r.inputs.synthetic = true;  // the timed runs stay synthetic; the dataset feeds the accuracy pass
+  } catch (const std::exception& e) {
+    reject("inputs.dataset", e.what());
   }
+  r.inputs.synthetic = true;  // the timed runs stay synthetic; the dataset feeds the accuracy pass
+}
+
+// The images (each confined), and every batch size's batch against the byte limit, before the model is loaded.
+void validate_inputs(ValidatedRequest& v, const EvaluationContext& context, std::uint64_t host_limit) {
+  EvaluationRequest& r = v.request;
   if (r.inputs.images_dir.empty()) r.inputs.images_dir = context.default_images_dir;
   const bool text_model = v.tokenizer != nullptr;
   if (!r.inputs.synthetic && !text_model) {
@@ -794,6 +782,43 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
       }
     }
   }
+}
+
+}  // namespace
+
+ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context) {
+  validate_fields(request);
+  ValidatedRequest v;
+  v.request = request;
+  EvaluationRequest& r = v.request;
+  if (r.trace_level > TraceLevel::kFramework && !have_device_profiler())
+    reject("trace_level", "model or framework: this build has no CUPTI profiler (CUDA toolkit not found at configure time)");
+  // A batch larger than half of this machine's memory cannot be measured here, whatever max_batch_bytes allows.
+  const std::uint64_t host_limit = host_batch_memory_limit();
+  v.batch_bytes_limit = host_limit > 0 ? std::min(r.max_batch_bytes, host_limit) : r.max_batch_bytes;
+  confine_request_files(r, context);
+  resolve_model(v, request, context);
+  Predictor* predictor = v.predictor.get();
+  if (r.trace_level > TraceLevel::kModel && predictor->framework_profiler() == nullptr && !r.scenario)
+    reject("trace_level", "model: " + r.framework + " has no framework profiler");
+  try {
+    verify_checksum(v.manifest, r.framework, context.interrupt);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    reject("model", e.what());
+  }
+  if (std::find(v.manifest.precisions.begin(), v.manifest.precisions.end(), r.precision) == v.manifest.precisions.end())
+    reject("precision", "one of model " + v.manifest.name + "'s precisions (" + listed(v.manifest.precisions) +
+                            ", manifest field 'precisions'), got '" + r.precision + "'");
+  if (is_generation(v.manifest)) {
+    validate_generation(v, context);
+    v.plan = plan_of(v);
+    return v;
+  }
+  if (uses_task_pipeline(v.manifest)) validate_task(v, context);
+  validate_dataset(v, context);
+  validate_inputs(v, context, host_limit);
   if (r.scenario) {
     validate_scenario(r, v.manifest, *predictor);
   } else {

@@ -70,6 +70,9 @@ struct Run {
   TraceLevel level = TraceLevel::kModel;
 };
 
+struct Schedule;
+struct RunTally;
+
 class GenerationRun {
  public:
   GenerationRun(const Manifest& manifest, Predictor& predictor, Generator& gen, const RunPlan& plan,
@@ -85,6 +88,11 @@ class GenerationRun {
   RunRecord run(const Run& r, nlohmann::json& sample_output);
 
  private:
+  static constexpr SpanId kAppSpan = 1;  // every run's APPLICATION span; requests' spans count on from 2
+  Schedule schedule(const Run& r) const;
+  void check_token_latencies(const std::vector<loadgen::GeneratedRequest>& generated, nlohmann::json& g) const;
+  nlohmann::json metrics_json(const RunTally& t, const Run& r) const;
+  Trace close_trace(RunTally& t, const Run& r, std::int64_t t0);
   RequestOutcome request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens, int output_tokens,
                          std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags);
   // One request between the session's start and stop for the run's level (prefill and decode steps run different
@@ -197,58 +205,26 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
 
 nlohmann::json ints(const std::vector<std::int64_t>& v) { return nlohmann::json(v); }
 
-RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
-  const auto& m = plan_.measurement;
-  const bool server = o_.scenario == GenerationScenario::kServer;
-  const bool offline = o_.scenario == GenerationScenario::kOffline;
-  const bool closed_loop = !server && !offline;
-  const bool deep = r.level > TraceLevel::kModel;
-  std::mt19937_64 lengths(plan_.inputs.seed);
-  auto draw = [&lengths](const TokenRange& range) {
-    return range.min == range.max ? range.min : std::uniform_int_distribution<int>(range.min, range.max)(lengths);
-  };
-
-  SpanId next_id = 2;  // 1 is the APPLICATION span
-  const SpanId app_id = 1;
-  std::size_t next_prompt = 0;
-  std::uint64_t synthetic = plan_.inputs.seed;
-  std::uint64_t done = 0;
-
-  // Warm-up: the profilers run as in a measured request, into a recorder that is thrown away.
-  const int warmup = std::max(0, m.warmup_min_batches);
-  for (int w = 0; w < warmup; ++w) {
-    check_interrupt();
-    TraceRecorder rec(next_id);
-    (void)traced_request(rec, r, app_id, r.batch, draw(o_.prompt_tokens), draw(o_.output_tokens), next_prompt,
-                         synthetic++, {});
-    next_prompt += static_cast<std::size_t>(r.batch);
-    session_.progress(Progress{static_cast<int>(++done), 0, "warm-up"});
-  }
-
-  // How many requests, and when each arrives (server, offline; closed loop: when the last one is done).
+// When a run's requests are issued: closed loop (the next when the last is done, until both minimums), or planned
+// arrivals (server: Poisson at target_qps; offline: every batch of sequences at the start).
+struct Schedule {
+  bool closed_loop = true;
+  std::size_t planned = 0;     // server, offline: requests
+  std::size_t sequences = 0;   // offline: sequences, cut into requests of the run's batch
+  std::size_t closed_min = 0;  // closed loop: at least this many requests
   std::vector<std::int64_t> arrival_offset_ns;
-  std::size_t planned = 0;
-  const double min_s = m.min_duration_ms / 1e3;
-  // Offline: this many sequences, all issued at the start.
-  const std::size_t sequences =
-      std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
-  if (server) {
-    planned = std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
-    arrival_offset_ns = loadgen::poisson_schedule(o_.target_qps, planned, plan_.inputs.seed);
-  } else if (offline) {
-    planned = (sequences + static_cast<std::size_t>(r.batch) - 1) / static_cast<std::size_t>(r.batch);
-    arrival_offset_ns.assign(planned, 0);
-  }
-  const std::size_t closed_min = std::max<std::size_t>(
-      static_cast<std::size_t>(std::max(1, m.min_batches)),
-      o_.scenario == GenerationScenario::kSingleStream ? o_.min_queries : 0);
+};
 
+// Everything a run accumulates request by request: the spans (MODEL spans of all, deeper ones of the tail
+// requests), the token timings LoadGen's metrics read, the per-stage latencies and the slowest steps.
+struct RunTally {
+  explicit RunTally(std::size_t tail_steps) : top_first(tail_steps), top_decode(tail_steps) {}
   std::vector<Span> model_spans;
   std::map<std::size_t, std::vector<Span>> deep_spans;  // measured request -> its spans below MODEL level
   std::map<SpanId, std::size_t> span_index;              // MODEL span id -> position in model_spans
   std::vector<std::vector<SpanId>> step_ids;             // per measured request, per step: its MODEL span
   std::map<std::string, std::uint64_t> counters;
-  TopSteps top_first(o_.tail_steps), top_decode(o_.tail_steps);
+  TopSteps top_first, top_decode;
   std::vector<double> all_first, all_decode;
   std::vector<loadgen::GeneratedRequest> generated;
   std::vector<double> service_ns;
@@ -256,45 +232,17 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   std::vector<std::int64_t> prompt_lengths, output_lengths;
   std::uint64_t kv_max = 0;
   std::uint64_t dropped_spans = 0;
-
-  const std::int64_t t0 = clock_.now_ns();
   std::int64_t first_issue = std::numeric_limits<std::int64_t>::max(), last_token = 0;
-  for (std::size_t k = 0;; ++k) {
-    if (closed_loop) {
-      // Both minimums, as LoadGen's min_query_count and min_duration. There is no measuring on until stable here,
-      // so max_duration_ms, which bounds that in the batch sweep, has nothing to bound.
-      if (k >= closed_min && static_cast<double>(clock_.now_ns() - t0) >= m.min_duration_ms * 1e6) break;
-    } else if (k >= planned) {
-      break;
-    }
-    check_interrupt();
-    const int batch = offline ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(r.batch),
-                                                                         sequences - k * static_cast<std::size_t>(r.batch)))
-                              : r.batch;
-    const int prompt_tokens = draw(o_.prompt_tokens), output_tokens = draw(o_.output_tokens);
-    std::int64_t issued = 0;
-    if (!closed_loop) {
-      issued = t0 + arrival_offset_ns[k];
-      if (clock_.now_ns() < issued) wait_until(issued);
-    }
-    std::vector<Tag> tags{{"request", static_cast<std::int64_t>(k)},
-                          {"batch_size", batch},
-                          {"prompt_tokens", prompt_tokens},
-                          {"output_tokens", output_tokens}};
-    TraceRecorder rec(next_id);
-    RequestOutcome out =
-        traced_request(rec, r, app_id, batch, prompt_tokens, output_tokens, next_prompt, synthetic++, tags);
-    next_prompt += static_cast<std::size_t>(batch);
-    Trace t = rec.take();
-    next_id = rec.peek_next_id();
+
+  // Request k's trace and outcome, issued at `issued` (its arrival; closed loop: its start).
+  void add(std::size_t k, Trace t, const RequestOutcome& out, std::int64_t issued, bool queued, int batch,
+           int prompt_tokens, int output_tokens) {
     for (const auto& [name, value] : t.counters) counters[name] += value;
-    if (closed_loop) issued = out.start_ns;
     first_issue = std::min(first_issue, issued);
     last_token = std::max(last_token, out.token_end_ns.back());
-
     for (Span& s : t.spans) {
       if (s.level == Level::kModel) {
-        if (s.name == kStageRequest && !closed_loop) s.tags.emplace_back("queue_ns", out.start_ns - issued);
+        if (s.name == kStageRequest && queued) s.tags.emplace_back("queue_ns", out.start_ns - issued);
         span_index[s.id] = model_spans.size();
         model_spans.push_back(std::move(s));
       } else {
@@ -310,7 +258,7 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
       g.token_ns = out.token_end_ns;
       generated.push_back(std::move(g));
     }
-    service_ns.push_back(out.stage_ns[kStageRequest]);
+    service_ns.push_back(out.stage_ns.at(kStageRequest));
     for (const auto& [stage, ns] : out.stage_ns) stages[stage].push_back(ns);
     stages[kStagePrefill].push_back(out.step_ns.front());
     for (std::size_t i = 1; i < out.step_ns.size(); ++i) stages[kStageDecode].push_back(out.step_ns[i]);
@@ -324,53 +272,117 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
       all_decode.push_back(out.step_ns[i]);
       top_decode.offer({out.step_ns[i], k, static_cast<int>(i)});
     }
-    // Full traces are kept for the requests holding a tail step and for the latest request; the others keep their
-    // MODEL spans only, so memory stays bounded however long the run.
-    if (deep && o_.tail_steps > 0) {
-      std::set<std::size_t> wanted{k};
-      for (const auto& s : top_first.top()) wanted.insert(s.request);
-      for (const auto& s : top_decode.top()) wanted.insert(s.request);
-      for (auto it = deep_spans.begin(); it != deep_spans.end();) {
-        if (wanted.count(it->first)) {
-          ++it;
-        } else {
-          dropped_spans += it->second.size();
-          it = deep_spans.erase(it);
-        }
-      }
-    }
-    if (!out.texts.empty()) {
-      sample_output = {{"batch_size", r.batch},
-                       {"trace_level", std::string(to_string(r.level))},
-                       {"prompt_tokens", prompt_tokens},
-                       {"output_tokens", output_tokens},
-                       {"prompt", o_.prompts.empty() ? std::string("(synthetic)") : o_.prompts[(next_prompt - batch) % o_.prompts.size()].substr(0, 240)},
-                       {"output", out.texts.front()}};
-    }
-    session_.progress(Progress{static_cast<int>(++done), closed_loop ? 0 : static_cast<int>(planned + warmup), "request"});
   }
 
-  RunRecord run;
-  run.batch_size = r.batch;
-  run.trace_level = r.level;
-  run.warmup_iterations = warmup;
-  run.iterations = static_cast<int>(service_ns.size());
-  run.predict_latency_ns = service_ns;
-  for (auto& [stage, v] : stages) run.stage_latency_ns[stage] = summarize(v);
-  run.measurement.design = "generation";
-  run.measurement.rule = m.rule;
-  run.measurement.stability = assess_series(service_ns, m.rule);
-  run.measurement.warmup_batches = warmup;
-  run.measurement.measure_ns = clock_.now_ns() - t0;
+  // Full traces are kept for the requests holding a tail step and for the latest request (k); the others keep
+  // their MODEL spans only, so memory stays bounded however long the run.
+  void drop_deep_spans_outside_tail(std::size_t k) {
+    std::set<std::size_t> wanted{k};
+    for (const auto& s : top_first.top()) wanted.insert(s.request);
+    for (const auto& s : top_decode.top()) wanted.insert(s.request);
+    for (auto it = deep_spans.begin(); it != deep_spans.end();) {
+      if (wanted.count(it->first)) {
+        ++it;
+      } else {
+        dropped_spans += it->second.size();
+        it = deep_spans.erase(it);
+      }
+    }
+  }
 
-  const std::int64_t duration = std::max<std::int64_t>(1, last_token - first_issue);
-  const loadgen::GenerationMetrics gm = loadgen::generation_metrics(generated, duration, m.rule);
-  run.throughput_samples_per_s = gm.requests_per_s;
-  nlohmann::json g = {{"requests", service_ns.size()},
+  // The tail: which steps were the slowest, at which percentile of the run's steps, whether their full traces were
+  // kept; their MODEL spans tagged tail, tail_rank, tail_percentile.
+  nlohmann::json tail_json() {
+    nlohmann::json tail = nlohmann::json::array();
+    auto tag_tail = [&](const std::vector<StepRank>& top, std::size_t total, const char* kind) {
+      for (std::size_t i = 0; i < top.size(); ++i) {
+        const StepRank& s = top[i];
+        const double percentile = 100.0 * static_cast<double>(total - i) / static_cast<double>(total);
+        const SpanId id = step_ids[s.request][static_cast<std::size_t>(s.step)];
+        if (auto it = span_index.find(id); it != span_index.end()) {
+          auto& tags = model_spans[it->second].tags;
+          tags.emplace_back("tail", kind);
+          tags.emplace_back("tail_rank", static_cast<std::int64_t>(i + 1));
+          tags.emplace_back("tail_percentile", percentile);
+        }
+        tail.push_back({{"kind", kind},
+                        {"rank", i + 1},
+                        {"request", s.request},
+                        {"step", s.step},
+                        {"latency_ns", s.ns},
+                        {"percentile", percentile},
+                        {"span_id", id},
+                        {"full_trace", deep_spans.count(s.request) > 0}});
+      }
+    };
+    tag_tail(top_first.top(), all_first.size(), "first_token");
+    tag_tail(top_decode.top(), all_decode.size(), "decode");
+    return tail;
+  }
+};
+
+Schedule GenerationRun::schedule(const Run& r) const {
+  const auto& m = plan_.measurement;
+  Schedule out;
+  const bool server = o_.scenario == GenerationScenario::kServer;
+  const bool offline = o_.scenario == GenerationScenario::kOffline;
+  out.closed_loop = !server && !offline;
+  const double min_s = m.min_duration_ms / 1e3;
+  out.sequences = std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
+  if (server) {
+    out.planned = out.sequences;
+    out.arrival_offset_ns = loadgen::poisson_schedule(o_.target_qps, out.planned, plan_.inputs.seed);
+  } else if (offline) {
+    out.planned = (out.sequences + static_cast<std::size_t>(r.batch) - 1) / static_cast<std::size_t>(r.batch);
+    out.arrival_offset_ns.assign(out.planned, 0);
+  }
+  out.closed_min = std::max<std::size_t>(static_cast<std::size_t>(std::max(1, m.min_batches)),
+                                         o_.scenario == GenerationScenario::kSingleStream ? o_.min_queries : 0);
+  return out;
+}
+
+// LoadGen's checks on token latencies: bounds in the server scenario (and single-stream when given), else the
+// single-stream 90th-percentile estimates alone. Adds early_stopping (and valid, invalid_reason with bounds) to g.
+void GenerationRun::check_token_latencies(const std::vector<loadgen::GeneratedRequest>& generated,
+                                          nlohmann::json& g) const {
+  if (o_.scenario != GenerationScenario::kServer && o_.scenario != GenerationScenario::kSingleStream) return;
+  loadgen::TokenLatencyBounds b;
+  if (o_.bounds) {
+    b = *o_.bounds;
+  } else {
+    b.ttft_ns = b.tpot_ns = std::numeric_limits<double>::max();
+    b.percentile = 90;
+  }
+  const auto v = loadgen::check_token_latencies(generated, b);
+  auto check = [&](const loadgen::TokenMetricCheck& c, bool bounded) {
+    nlohmann::json j = {{"samples", c.samples},
+                        {"percentile", b.percentile},
+                        {"estimate_ns", number_or_null(c.estimate_ns)},
+                        {"enough_samples", c.enough_samples},
+                        {"min_samples", c.min_samples}};
+    if (bounded) {
+      j["bound_ns"] = c.bound_ns;
+      j["meets_bound"] = c.meets_bound;
+    }
+    return j;
+  };
+  g["early_stopping"] = {{"ttft", check(v.ttft, o_.bounds.has_value())}, {"tpot", check(v.tpot, o_.bounds.has_value())}};
+  if (o_.bounds) {
+    g["valid"] = v.valid;
+    g["invalid_reason"] = v.reason;
+  }
+}
+
+// RunRecord::generation: the metrics over the measured requests (rates over first issue .. last token), each
+// request's TTFT and TPOT, LoadGen's checks.
+nlohmann::json GenerationRun::metrics_json(const RunTally& t, const Run& r) const {
+  const std::int64_t duration = std::max<std::int64_t>(1, t.last_token - t.first_issue);
+  const loadgen::GenerationMetrics gm = loadgen::generation_metrics(t.generated, duration, plan_.measurement.rule);
+  nlohmann::json g = {{"requests", t.service_ns.size()},
                       {"sequences", gm.requests},
                       {"sequences_per_request", r.batch},
-                      {"prompt_tokens", ints(prompt_lengths)},
-                      {"output_tokens", ints(output_lengths)},
+                      {"prompt_tokens", ints(t.prompt_lengths)},
+                      {"output_tokens", ints(t.output_lengths)},
                       {"input_tokens", gm.input_tokens},
                       {"output_tokens_total", gm.output_tokens},
                       {"ttft_ns", to_json(gm.ttft_ns)},
@@ -384,9 +396,9 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
                       {"single_token_requests", gm.single_token_requests},
                       {"ttft_stability", std::string(to_string(gm.ttft_stability.verdict))},
                       {"tpot_stability", std::string(to_string(gm.tpot_stability.verdict))},
-                      {"kv_cache_bytes", kv_max}};
+                      {"kv_cache_bytes", t.kv_max}};
   std::vector<double> ttft_values, tpot_values;
-  for (const auto& q : generated) {
+  for (const auto& q : t.generated) {
     ttft_values.push_back(static_cast<double>(q.token_ns.front() - q.issued_ns));
     if (q.token_ns.size() >= 2)
       tpot_values.push_back(static_cast<double>(q.token_ns.back() - q.token_ns.front()) /
@@ -394,67 +406,14 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   }
   g["ttft_values_ns"] = ttft_values;
   g["tpot_values_ns"] = tpot_values;
-  // LoadGen's checks on token latencies: bounds in the server scenario (and single-stream when given), else the
-  // single-stream 90th-percentile estimates alone.
-  if (o_.scenario == GenerationScenario::kServer || o_.scenario == GenerationScenario::kSingleStream) {
-    loadgen::TokenLatencyBounds b;
-    if (o_.bounds) {
-      b = *o_.bounds;
-    } else {
-      b.ttft_ns = b.tpot_ns = std::numeric_limits<double>::max();
-      b.percentile = 90;
-    }
-    const auto v = loadgen::check_token_latencies(generated, b);
-    auto check = [&](const loadgen::TokenMetricCheck& c, bool bounded) {
-      nlohmann::json j = {{"samples", c.samples},
-                          {"percentile", b.percentile},
-                          {"estimate_ns", number_or_null(c.estimate_ns)},
-                          {"enough_samples", c.enough_samples},
-                          {"min_samples", c.min_samples}};
-      if (bounded) {
-        j["bound_ns"] = c.bound_ns;
-        j["meets_bound"] = c.meets_bound;
-      }
-      return j;
-    };
-    g["early_stopping"] = {{"ttft", check(v.ttft, o_.bounds.has_value())},
-                           {"tpot", check(v.tpot, o_.bounds.has_value())}};
-    if (o_.bounds) {
-      g["valid"] = v.valid;
-      g["invalid_reason"] = v.reason;
-    }
-  }
+  check_token_latencies(t.generated, g);
+  return g;
+}
 
-  // The tail: which steps were the slowest, at which percentile of the run's steps, with their full traces.
-  nlohmann::json tail = nlohmann::json::array();
-  auto tag_tail = [&](const std::vector<StepRank>& top, std::size_t total, const char* kind) {
-    for (std::size_t i = 0; i < top.size(); ++i) {
-      const StepRank& s = top[i];
-      const double percentile = 100.0 * static_cast<double>(total - i) / static_cast<double>(total);
-      const SpanId id = step_ids[s.request][static_cast<std::size_t>(s.step)];
-      if (auto it = span_index.find(id); it != span_index.end()) {
-        auto& tags = model_spans[it->second].tags;
-        tags.emplace_back("tail", kind);
-        tags.emplace_back("tail_rank", static_cast<std::int64_t>(i + 1));
-        tags.emplace_back("tail_percentile", percentile);
-      }
-      tail.push_back({{"kind", kind},
-                      {"rank", i + 1},
-                      {"request", s.request},
-                      {"step", s.step},
-                      {"latency_ns", s.ns},
-                      {"percentile", percentile},
-                      {"span_id", id},
-                      {"full_trace", deep_spans.count(s.request) > 0}});
-    }
-  };
-  tag_tail(top_first.top(), all_first.size(), "first_token");
-  tag_tail(top_decode.top(), all_decode.size(), "decode");
-  g["tail"] = tail;
-  run.generation = std::move(g);
-
+// The run's trace: its MODEL spans and the kept requests' deeper ones under the APPLICATION span, assembled.
+Trace GenerationRun::close_trace(RunTally& t, const Run& r, std::int64_t t0) {
   Span app;
-  app.id = app_id;
+  app.id = kAppSpan;
   app.name = manifest_.name + " bs=" + std::to_string(r.batch) + " " + std::string(to_string(r.level)) + " generation";
   app.tags = {{"model", manifest_.name},
               {"framework", predictor_.framework_name()},
@@ -463,19 +422,108 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
               {"scenario", std::string(to_string(o_.scenario))}};
   app.start_ns = t0;
   app.end_ns = clock_.now_ns();
-  std::vector<Span> spans = std::move(model_spans);
+  std::vector<Span> spans = std::move(t.model_spans);
   std::size_t kept_requests = 0;
-  for (auto& [k, request_spans] : deep_spans) {
+  for (auto& [k, request_spans] : t.deep_spans) {
     ++kept_requests;
     spans.insert(spans.end(), std::make_move_iterator(request_spans.begin()),
                  std::make_move_iterator(request_spans.end()));
   }
-  if (deep) {
-    counters[stat::kGenerationTracedRequests] += service_ns.size();
-    counters[stat::kGenerationKeptRequestTraces] += kept_requests;
-    counters[stat::kGenerationDroppedSpans] += dropped_spans;
+  if (r.level > TraceLevel::kModel) {
+    t.counters[stat::kGenerationTracedRequests] += t.service_ns.size();
+    t.counters[stat::kGenerationKeptRequestTraces] += kept_requests;
+    t.counters[stat::kGenerationDroppedSpans] += t.dropped_spans;
   }
-  run.trace = close_run_trace(std::move(spans), std::move(app), counters, clock_mapping_, clock_);
+  return close_run_trace(std::move(spans), std::move(app), t.counters, clock_mapping_, clock_);
+}
+
+RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
+  const auto& m = plan_.measurement;
+  std::mt19937_64 lengths(plan_.inputs.seed);
+  auto draw = [&lengths](const TokenRange& range) {
+    return range.min == range.max ? range.min : std::uniform_int_distribution<int>(range.min, range.max)(lengths);
+  };
+  SpanId next_id = kAppSpan + 1;
+  std::size_t next_prompt = 0;
+  std::uint64_t synthetic = plan_.inputs.seed;
+  std::uint64_t done = 0;
+
+  // Warm-up: the profilers run as in a measured request, into a recorder that is thrown away.
+  const int warmup = std::max(0, m.warmup_min_batches);
+  for (int w = 0; w < warmup; ++w) {
+    check_interrupt();
+    TraceRecorder rec(next_id);
+    (void)traced_request(rec, r, kAppSpan, r.batch, draw(o_.prompt_tokens), draw(o_.output_tokens), next_prompt,
+                         synthetic++, {});
+    next_prompt += static_cast<std::size_t>(r.batch);
+    session_.progress(Progress{static_cast<int>(++done), 0, "warm-up"});
+  }
+
+  const Schedule sched = schedule(r);
+  RunTally tally(o_.tail_steps);
+  const std::int64_t t0 = clock_.now_ns();
+  for (std::size_t k = 0;; ++k) {
+    if (sched.closed_loop) {
+      // Both minimums, as LoadGen's min_query_count and min_duration. There is no measuring on until stable here,
+      // so max_duration_ms, which bounds that in the batch sweep, has nothing to bound.
+      if (k >= sched.closed_min && static_cast<double>(clock_.now_ns() - t0) >= m.min_duration_ms * 1e6) break;
+    } else if (k >= sched.planned) {
+      break;
+    }
+    check_interrupt();
+    const int batch = o_.scenario == GenerationScenario::kOffline
+                          ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(r.batch),
+                                                                   sched.sequences - k * static_cast<std::size_t>(r.batch)))
+                          : r.batch;
+    const int prompt_tokens = draw(o_.prompt_tokens), output_tokens = draw(o_.output_tokens);
+    std::int64_t issued = 0;
+    if (!sched.closed_loop) {
+      issued = t0 + sched.arrival_offset_ns[k];
+      if (clock_.now_ns() < issued) wait_until(issued);
+    }
+    std::vector<Tag> tags{{"request", static_cast<std::int64_t>(k)},
+                          {"batch_size", batch},
+                          {"prompt_tokens", prompt_tokens},
+                          {"output_tokens", output_tokens}};
+    TraceRecorder rec(next_id);
+    const RequestOutcome out =
+        traced_request(rec, r, kAppSpan, batch, prompt_tokens, output_tokens, next_prompt, synthetic++, tags);
+    next_prompt += static_cast<std::size_t>(batch);
+    Trace t = rec.take();
+    next_id = rec.peek_next_id();
+    if (sched.closed_loop) issued = out.start_ns;
+    tally.add(k, std::move(t), out, issued, !sched.closed_loop, batch, prompt_tokens, output_tokens);
+    if (r.level > TraceLevel::kModel && o_.tail_steps > 0) tally.drop_deep_spans_outside_tail(k);
+    if (!out.texts.empty()) {
+      sample_output = {{"batch_size", r.batch},
+                       {"trace_level", std::string(to_string(r.level))},
+                       {"prompt_tokens", prompt_tokens},
+                       {"output_tokens", output_tokens},
+                       {"prompt", o_.prompts.empty() ? std::string("(synthetic)") : o_.prompts[(next_prompt - batch) % o_.prompts.size()].substr(0, 240)},
+                       {"output", out.texts.front()}};
+    }
+    session_.progress(
+        Progress{static_cast<int>(++done), sched.closed_loop ? 0 : static_cast<int>(sched.planned + warmup), "request"});
+  }
+
+  RunRecord run;
+  run.batch_size = r.batch;
+  run.trace_level = r.level;
+  run.warmup_iterations = warmup;
+  run.iterations = static_cast<int>(tally.service_ns.size());
+  run.predict_latency_ns = tally.service_ns;
+  for (auto& [stage, v] : tally.stages) run.stage_latency_ns[stage] = summarize(v);
+  run.measurement.design = "generation";
+  run.measurement.rule = m.rule;
+  run.measurement.stability = assess_series(tally.service_ns, m.rule);
+  run.measurement.warmup_batches = warmup;
+  run.measurement.measure_ns = clock_.now_ns() - t0;
+  run.generation = metrics_json(tally, r);
+  run.throughput_samples_per_s = run.generation["requests_per_s"].is_number()
+                                     ? run.generation["requests_per_s"].get<double>()
+                                     : std::nan("");
+  run.generation["tail"] = tally.tail_json();
+  run.trace = close_trace(tally, r, t0);
   return run;
 }
 

@@ -167,6 +167,51 @@ void sleep_until_ns(std::int64_t target) {
   }
 }
 
+// What the issue loop measured: its bounds and the time spent inside SUT::issue() and waiting (for completions, for
+// the next scheduled arrival), and the server's summed issue delays (ns).
+struct LoopTimes {
+  std::int64_t loop_start = 0, loop_end = 0, sut_ns = 0, wait_ns = 0, delay_sum = 0;
+};
+
+// Everything computed after the run from the stored timestamps (deferred logging): latencies, percentiles, rates
+// with and without the harness, over-latency counts and the early-stopping estimates (MLPerf LoadGen's).
+void finish_result(Result& r, const std::vector<std::int64_t>& complete_ns, std::uint64_t n, std::uint64_t per_query,
+                   const LoopTimes& t) {
+  const Settings& s = r.settings;
+  const double pct = r.percentile;
+  const std::int64_t loop_start = t.loop_start;
+  r.query_count = n;
+  r.sample_count = n * per_query;
+  r.issue_ns.resize(n);
+  r.complete_ns.assign(complete_ns.begin(), complete_ns.begin() + static_cast<std::ptrdiff_t>(n));
+  r.latency_ns.resize(n);
+  std::vector<double> lat(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    r.latency_ns[i] = r.complete_ns[i] - r.issue_ns[i];
+    lat[i] = static_cast<double>(r.latency_ns[i]);
+  }
+  r.summary = summarize(lat);
+  r.target_latency_ns = percentile(lat, pct);
+  std::int64_t last = n ? *std::max_element(r.complete_ns.begin(), r.complete_ns.end()) : loop_start;
+  r.duration_ns = n ? last - r.issue_ns[0] : 0;
+  r.harness_ns_total = std::max<std::int64_t>(0, (t.loop_end - loop_start) - t.sut_ns - t.wait_ns);
+  r.harness_ns_per_query = n ? static_cast<double>(r.harness_ns_total) / static_cast<double>(n) : 0;
+  const double units = static_cast<double>(s.scenario == Scenario::kOffline ? r.sample_count : n);
+  if (r.duration_ns > 0) {
+    r.qps_with_overhead = units * 1e9 / static_cast<double>(r.duration_ns);
+    r.samples_per_second = static_cast<double>(r.sample_count) * 1e9 / static_cast<double>(r.duration_ns);
+    std::int64_t net = r.duration_ns - std::min(r.harness_ns_total, r.duration_ns - 1);
+    r.qps_without_overhead = units * 1e9 / static_cast<double>(net);
+  }
+  if (s.scenario == Scenario::kServer && n) r.mean_issue_delay_ns = static_cast<double>(t.delay_sum) / static_cast<double>(n);
+  const double bound = s.scenario == Scenario::kServer ? static_cast<double>(s.latency_bound_ns) : r.target_latency_ns;
+  r.overlatency_count = static_cast<std::uint64_t>(
+      std::count_if(r.latency_ns.begin(), r.latency_ns.end(), [&](std::int64_t l) { return (double)l > bound; }));
+  r.early_stopping_latency_ns = early_stopping_latency(r.latency_ns, pct, s.early_stopping_confidence);
+  r.early_stopping_percentile = early_stopping_percentile(n, r.overlatency_count, s.early_stopping_confidence);
+  r.meets_bound = n > 0 && r.target_latency_ns <= static_cast<double>(s.latency_bound_ns);
+}
+
 }  // namespace
 
 Result run(SystemUnderTest& sut, const Settings& s) {
@@ -292,36 +337,8 @@ Result run(SystemUnderTest& sut, const Settings& s) {
   sut.stop();
 
   // ---- deferred computation ----
-  r.query_count = n;
-  r.sample_count = n * per_query;
-  r.issue_ns.resize(n);
-  r.complete_ns.assign(rec.complete_ns.begin(), rec.complete_ns.begin() + static_cast<std::ptrdiff_t>(n));
-  r.latency_ns.resize(n);
-  std::vector<double> lat(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    r.latency_ns[i] = r.complete_ns[i] - r.issue_ns[i];
-    lat[i] = static_cast<double>(r.latency_ns[i]);
-  }
-  r.summary = summarize(lat);
-  r.target_latency_ns = percentile(lat, pct);
-  std::int64_t last = n ? *std::max_element(r.complete_ns.begin(), r.complete_ns.end()) : loop_start;
-  r.duration_ns = n ? last - r.issue_ns[0] : 0;
-  r.harness_ns_total = std::max<std::int64_t>(0, (loop_end - loop_start) - sut_ns - wait_ns);
-  r.harness_ns_per_query = n ? static_cast<double>(r.harness_ns_total) / static_cast<double>(n) : 0;
-  const double units = static_cast<double>(s.scenario == Scenario::kOffline ? r.sample_count : n);
-  if (r.duration_ns > 0) {
-    r.qps_with_overhead = units * 1e9 / static_cast<double>(r.duration_ns);
-    r.samples_per_second = static_cast<double>(r.sample_count) * 1e9 / static_cast<double>(r.duration_ns);
-    std::int64_t net = r.duration_ns - std::min(r.harness_ns_total, r.duration_ns - 1);
-    r.qps_without_overhead = units * 1e9 / static_cast<double>(net);
-  }
-  if (s.scenario == Scenario::kServer && n) r.mean_issue_delay_ns = static_cast<double>(delay_sum) / static_cast<double>(n);
-  const double bound = s.scenario == Scenario::kServer ? static_cast<double>(s.latency_bound_ns) : r.target_latency_ns;
-  r.overlatency_count = static_cast<std::uint64_t>(
-      std::count_if(r.latency_ns.begin(), r.latency_ns.end(), [&](std::int64_t l) { return (double)l > bound; }));
-  r.early_stopping_latency_ns = early_stopping_latency(r.latency_ns, pct, s.early_stopping_confidence);
-  r.early_stopping_percentile = early_stopping_percentile(n, r.overlatency_count, s.early_stopping_confidence);
-  r.meets_bound = n > 0 && r.target_latency_ns <= static_cast<double>(s.latency_bound_ns);
+  const LoopTimes times{loop_start, loop_end, sut_ns, wait_ns, delay_sum};
+  finish_result(r, rec.complete_ns, n, per_query, times);
   return r;
 }
 

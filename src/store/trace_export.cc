@@ -298,6 +298,82 @@ CREATE INDEX kernels_op ON kernels (op_id);
 CREATE INDEX kernels_launch ON kernels (launch_id);
 )sql";
 
+// The run's metadata rows (format, ids, model, framework, device, clocks).
+void insert_meta(Db& db, const EvaluationRecord& record, const RunRecord& run) {
+  const Trace& trace = run.trace;
+  Db::Insert meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
+  auto put = [&](const char* key, const std::string& value) { meta.text(1, key).text(2, value).row(); };
+  auto put_int = [&](const char* key, std::int64_t value) { meta.text(1, key).i64(2, value).row(); };
+  put("format", "xsp-trace-sqlite-1");
+  put_int("evaluation_id", record.id);
+  put("evaluation_uuid", record.uuid);
+  put_int("run_id", run.id);
+  put("trace_id", run.trace_id);
+  put("model", record.model_name + " " + record.model_version);
+  put("framework", record.framework_name + " " + record.framework_version);
+  put("device", record.device);
+  put_int("batch_size", run.batch_size);
+  put("trace_level", std::string(to_string(run.trace_level)));
+  put("host_clock", trace.clock.host_clock);
+  put_int("unix_offset_ns", trace.clock.unix_offset_ns);
+  put("device_clock_mapping", trace.clock.device_clock_mapping);
+}
+
+// One row per track the spans use; returns each track's row id.
+std::map<Track, std::int64_t> insert_tracks(Db& db, const Trace& trace) {
+  std::map<Track, std::int64_t> track_ids;
+  for (const Span& s : trace.spans) track_ids.emplace(s.track, 0);
+  {
+    Db::Insert ins(db, "INSERT INTO tracks (id, device, stream, thread, name) VALUES (?1, ?2, ?3, ?4, ?5)");
+    std::int64_t next = 1;
+    for (auto& [track, id] : track_ids) {
+      id = next++;
+      ins.i64(1, id);
+      if (track.is_device()) {
+        ins.i64(2, track.device).i64(3, static_cast<std::int64_t>(track.id)).null(4);
+      } else {
+        ins.null(2).null(3).i64(4, static_cast<std::int64_t>(track.id));
+      }
+      ins.text(5, to_string(track)).row();
+    }
+  }
+  return track_ids;
+}
+
+// A KERNEL span's row (also memcpy and memset: kind), with its launch and op ids.
+void insert_kernel(Db::Insert& kernel_ins, const Span& s, SpanId launch, SpanId op) {
+  const auto id = static_cast<std::int64_t>(s.id);
+  kernel_ins.i64(1, id)
+      .text(2, s.tag("kind").value_or("kernel"))
+      .text(3, s.name)
+      .i64(4, s.start_ns)
+      .i64(5, s.end_ns)
+      .i64(6, s.duration_ns());
+  if (s.track.is_device()) {
+    kernel_ins.i64(7, s.track.device).i64(8, static_cast<std::int64_t>(s.track.id));
+  } else {
+    kernel_ins.opt(7, s.tag_int("device")).opt(8, s.tag_int("stream"));
+  }
+  kernel_ins.opt(9, s.correlation_id != 0
+                        ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
+                        : std::nullopt);
+  for (int k = 0; k < 2; ++k) {
+    const Tag* t = s.find_tag(k == 0 ? "grid" : "block");
+    const std::vector<std::int64_t> xyz = t != nullptr ? t->as_int_list() : std::vector<std::int64_t>{};
+    for (int c = 0; c < 3; ++c) {
+      kernel_ins.opt(10 + 3 * k + c, xyz.size() == 3 ? std::optional<std::int64_t>(xyz[static_cast<std::size_t>(c)])
+                                                     : std::nullopt);
+    }
+  }
+  const auto st = s.tag_int("static_shared_bytes"), dyn = s.tag_int("dynamic_shared_bytes");
+  kernel_ins.opt(16, s.tag_int("registers_per_thread"))
+      .opt(17, st || dyn ? std::optional<std::int64_t>(st.value_or(0) + dyn.value_or(0)) : std::nullopt)
+      .opt(18, s.tag_int("bytes"))
+      .id(19, launch)
+      .id(20, op)
+      .row();
+}
+
 // Fills `db` with the relational export of `run`.
 void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
   const Trace& trace = run.trace;
@@ -320,41 +396,8 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
   db.exec(kSchema);
   db.exec("BEGIN");
 
-  {
-    Db::Insert meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
-    auto put = [&](const char* key, const std::string& value) { meta.text(1, key).text(2, value).row(); };
-    auto put_int = [&](const char* key, std::int64_t value) { meta.text(1, key).i64(2, value).row(); };
-    put("format", "xsp-trace-sqlite-1");
-    put_int("evaluation_id", record.id);
-    put("evaluation_uuid", record.uuid);
-    put_int("run_id", run.id);
-    put("trace_id", run.trace_id);
-    put("model", record.model_name + " " + record.model_version);
-    put("framework", record.framework_name + " " + record.framework_version);
-    put("device", record.device);
-    put_int("batch_size", run.batch_size);
-    put("trace_level", std::string(to_string(run.trace_level)));
-    put("host_clock", trace.clock.host_clock);
-    put_int("unix_offset_ns", trace.clock.unix_offset_ns);
-    put("device_clock_mapping", trace.clock.device_clock_mapping);
-  }
-
-  std::map<Track, std::int64_t> track_ids;
-  for (const Span& s : trace.spans) track_ids.emplace(s.track, 0);
-  {
-    Db::Insert ins(db, "INSERT INTO tracks (id, device, stream, thread, name) VALUES (?1, ?2, ?3, ?4, ?5)");
-    std::int64_t next = 1;
-    for (auto& [track, id] : track_ids) {
-      id = next++;
-      ins.i64(1, id);
-      if (track.is_device()) {
-        ins.i64(2, track.device).i64(3, static_cast<std::int64_t>(track.id)).null(4);
-      } else {
-        ins.null(2).null(3).i64(4, static_cast<std::int64_t>(track.id));
-      }
-      ins.text(5, to_string(track)).row();
-    }
-  }
+  insert_meta(db, record, run);
+  const std::map<Track, std::int64_t> track_ids = insert_tracks(db, trace);
 
   // Parents may come after children in span order: spans are inserted first, foreign keys checked at COMMIT.
   db.exec("PRAGMA defer_foreign_keys = ON");
@@ -434,35 +477,7 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
     } else if (s.level == Level::kKernel) {
       const Span* p = parent(s);
       const SpanId launch = p != nullptr && p->level == Level::kSystem ? p->id : kNoSpan;
-      kernel_ins.i64(1, id)
-          .text(2, s.tag("kind").value_or("kernel"))
-          .text(3, s.name)
-          .i64(4, s.start_ns)
-          .i64(5, s.end_ns)
-          .i64(6, s.duration_ns());
-      if (s.track.is_device()) {
-        kernel_ins.i64(7, s.track.device).i64(8, static_cast<std::int64_t>(s.track.id));
-      } else {
-        kernel_ins.opt(7, s.tag_int("device")).opt(8, s.tag_int("stream"));
-      }
-      kernel_ins.opt(9, s.correlation_id != 0
-                            ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
-                            : std::nullopt);
-      for (int k = 0; k < 2; ++k) {
-        const Tag* t = s.find_tag(k == 0 ? "grid" : "block");
-        const std::vector<std::int64_t> xyz = t != nullptr ? t->as_int_list() : std::vector<std::int64_t>{};
-        for (int c = 0; c < 3; ++c) {
-          kernel_ins.opt(10 + 3 * k + c, xyz.size() == 3 ? std::optional<std::int64_t>(xyz[static_cast<std::size_t>(c)])
-                                                         : std::nullopt);
-        }
-      }
-      const auto st = s.tag_int("static_shared_bytes"), dyn = s.tag_int("dynamic_shared_bytes");
-      kernel_ins.opt(16, s.tag_int("registers_per_thread"))
-          .opt(17, st || dyn ? std::optional<std::int64_t>(st.value_or(0) + dyn.value_or(0)) : std::nullopt)
-          .opt(18, s.tag_int("bytes"))
-          .id(19, launch)
-          .id(20, op)
-          .row();
+      insert_kernel(kernel_ins, s, launch, op);
     }
   }
   db.exec("COMMIT");
