@@ -14,6 +14,7 @@ packages=(
   librsvg2-bin                        # rsvg-convert: the roofline chart's SVG to PNG (tests/roofline_chart_test.sh)
   python3-pandas                      # tests/tables/pandas_tables.py: CSV/JSON tables as pandas reads them
   clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
+  clang-format clang-tidy             # scripts/check_style.sh (CI): .clang-format layout, .clang-tidy function size
   chromium                            # tests/browser: the HTML report and web UI in a real, headless browser
   libcpp-httplib-dev                  # `xsp serve`: the HTTP server (docs/server.md); without it XSP builds without serve
   wrk                                 # bench/server_load.sh (CTest server_load): the server under load and slow clients

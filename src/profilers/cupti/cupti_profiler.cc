@@ -630,6 +630,52 @@ void CuptiProfiler::finish_markers() {
   open_markers_.clear();
 }
 
+// A kernel activity record as the log keeps it; `to_host_ns` maps CUPTI's timestamps to the host clock and `name_of`
+// demangles the name (CuptiProfiler's clock offset and name cache).
+template <typename ToHost, typename NameOf>
+KernelRecord kernel_record(const CUpti_ActivityKernel10& k, const ToHost& to_host_ns, const NameOf& name_of) {
+  KernelRecord out;
+  out.name = name_of(k.name);
+  out.start_ns = to_host_ns(k.start);
+  out.end_ns = to_host_ns(k.end);
+  out.queued_ns = to_host_ns(k.queued);
+  out.submitted_ns = to_host_ns(k.submitted);
+  out.device = k.deviceId;
+  out.context = k.contextId;
+  out.stream = k.streamId;
+  out.correlation_id = k.correlationId;
+  out.grid_x = k.gridX;
+  out.grid_y = k.gridY;
+  out.grid_z = k.gridZ;
+  out.block_x = k.blockX;
+  out.block_y = k.blockY;
+  out.block_z = k.blockZ;
+  out.registers_per_thread = k.registersPerThread;
+  out.static_shared_bytes = static_cast<std::uint32_t>(k.staticSharedMemory);
+  out.dynamic_shared_bytes = static_cast<std::uint32_t>(k.dynamicSharedMemory);
+  out.graph_id = k.graphId;
+  out.graph_node_id = k.graphNodeId;
+  return out;
+}
+
+// A memset activity record as the log keeps it.
+template <typename ToHost>
+MemsetRecord memset_record(const CUpti_ActivityMemset4& m, const ToHost& to_host_ns) {
+  MemsetRecord out;
+  out.bytes = m.bytes;
+  out.value = m.value;
+  out.memory_kind = memory_kind(m.memoryKind);
+  out.start_ns = to_host_ns(m.start);
+  out.end_ns = to_host_ns(m.end);
+  out.device = m.deviceId;
+  out.context = m.contextId;
+  out.stream = m.streamId;
+  out.correlation_id = m.correlationId;
+  out.graph_id = m.graphId;
+  out.graph_node_id = m.graphNodeId;
+  return out;
+}
+
 void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   std::lock_guard lock(mu_);
   GpuActivityLog& log = log_;
@@ -652,6 +698,7 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
     out.graph_node_id = m.graphNodeId;
     return out;
   };
+  const auto to_host_ns = [this](std::uint64_t cupti_ns) { return to_host(cupti_ns); };
   CUpti_Activity* record = nullptr;
   for (;;) {
     const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
@@ -665,29 +712,9 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
     switch (record->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        KernelRecord out;
-        out.name = kernel_name(k->name);
-        out.start_ns = to_host(k->start);
-        out.end_ns = to_host(k->end);
-        out.queued_ns = to_host(k->queued);
-        out.submitted_ns = to_host(k->submitted);
-        out.device = k->deviceId;
-        out.context = k->contextId;
-        out.stream = k->streamId;
-        out.correlation_id = k->correlationId;
-        out.grid_x = k->gridX;
-        out.grid_y = k->gridY;
-        out.grid_z = k->gridZ;
-        out.block_x = k->blockX;
-        out.block_y = k->blockY;
-        out.block_z = k->blockZ;
-        out.registers_per_thread = k->registersPerThread;
-        out.static_shared_bytes = static_cast<std::uint32_t>(k->staticSharedMemory);
-        out.dynamic_shared_bytes = static_cast<std::uint32_t>(k->dynamicSharedMemory);
-        out.graph_id = k->graphId;
-        out.graph_node_id = k->graphNodeId;
-        log.kernels.push_back(std::move(out));
+        log.kernels.push_back(
+            kernel_record(*reinterpret_cast<const CUpti_ActivityKernel10*>(record), to_host_ns,
+                          [this](const char* mangled) { return kernel_name(mangled); }));
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -705,20 +732,7 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-        MemsetRecord out;
-        out.bytes = m->bytes;
-        out.value = m->value;
-        out.memory_kind = memory_kind(m->memoryKind);
-        out.start_ns = to_host(m->start);
-        out.end_ns = to_host(m->end);
-        out.device = m->deviceId;
-        out.context = m->contextId;
-        out.stream = m->streamId;
-        out.correlation_id = m->correlationId;
-        out.graph_id = m->graphId;
-        out.graph_node_id = m->graphNodeId;
-        log.memsets.push_back(out);
+        log.memsets.push_back(memset_record(*reinterpret_cast<const CUpti_ActivityMemset4*>(record), to_host_ns));
         break;
       }
       case CUPTI_ACTIVITY_KIND_RUNTIME:
