@@ -29,6 +29,10 @@ root = os.getcwd()
 seen = set()
 for e in json.load(open("build/compile_commands.json")):
     f = os.path.relpath(os.path.join(e["directory"], e["file"]), root)
+    # Clang 14 cannot parse Debian LibTorch 1.13 headers with libstdc++ 12 (c10::IValue is incomplete there): the
+    # LibTorch predictor is left to the compiler (g++ builds it) and reviewed by hand.
+    if f.startswith("src/predictors/libtorch/"):
+        continue
     if f.startswith("src/") and f.endswith(".cc") and f not in seen:
         seen.add(f)
         print(f)')

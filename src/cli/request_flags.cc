@@ -56,15 +56,15 @@ const std::map<std::string, std::string>& flag_of_field() {
   return m;
 }
 
-
-
 void add_profiler_flags(CLI::App* sub, RequestFlags& a) {
   for (const EnvOverride& e : env_overrides()) {
     if (e.option.rfind("cupti.", 0) != 0 && e.option.rfind("counters.", 0) != 0) continue;
     const std::string help = e.meaning + " (env " + e.variable + ")";
     CLI::Option* opt = nullptr;
-    if (!e.switch_value.empty()) opt = sub->add_flag(e.flag, a.profiler_switches[e.option], help);
-    else opt = sub->add_option(e.flag, a.profiler_values[e.option], help);
+    if (!e.switch_value.empty())
+      opt = sub->add_flag(e.flag, a.profiler_switches[e.option], help);
+    else
+      opt = sub->add_option(e.flag, a.profiler_values[e.option], help);
     opt->group("Profilers (trace levels library..hardware)");
     a.profiler_flags.emplace_back(&e, opt);
   }
@@ -141,62 +141,62 @@ CLI::ValidationError flag_error(const RequestError& e) {
   return CLI::ValidationError(it != flags.end() ? it->second : e.field(), message);
 }
 
-void add_request_flags(CLI::App* sub, RequestFlags& a) {
-  EvaluationRequest& r = a.request;
-  MeasurementOptions& m = r.measurement;
-  sub->add_option("model", r.model, "model name from the zoo (see `xsp models`)")->required();
-  sub->add_option("--framework", r.framework,
-                  "predictor to use: libtorch, opencv-dnn, onnxruntime (those built in: see `xsp models`); "
-                  "default: the manifest's first framework");
-  sub->add_option("--device", a.device, "cpu, cuda or cuda:N")->capture_default_str();
-  a.batch_sizes_opt = sub->add_option("--batch-sizes", a.batch_sizes,
-                                       "comma-separated batch sizes; with --scenario offline: a sweep, one offline run "
-                                       "per max batch, and the optimal batch (A1)")
-                           ->capture_default_str();
-  sub->add_option("--trace-level", a.trace_level, "model|framework|library|system|kernel|hardware")->capture_default_str();
-  sub->add_flag("--leveled", r.leveled,
-                "leveled experimentation: M, M/F, ... each level's latencies from its own run, levels interleaved");
-  sub->add_option("--counter-iterations", r.counter_iterations,
-                  "measured batches of the hardware-counter run (at least one per metric pass: the counter profiler "
-                  "rotates passes over identical batches)")
-      ->capture_default_str();
+namespace {
 
+// Measurement flags (SPEC §3; docs/measurement.md).
+void add_measurement_flags(CLI::App* sub, RequestFlags& a) {
+  MeasurementOptions& m = a.request.measurement;
   const std::string mg = "Measurement (SPEC §3; docs/measurement.md)";
   sub->add_option("--warmup", m.warmup_min_batches, "warm-up batches per level, at least (never measured)")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--warmup-min-ms", m.warmup_min_ms, "warm up at least this long, and until the warm-up windows agree")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--warmup-max-ms", m.warmup_max_ms,
                   "stop warming up after this long even if the windows never agreed (recorded); 0 = exactly --warmup "
                   "batches")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--min-batches,--iterations", m.min_batches, "measured batches per level, at least")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--min-duration-ms", m.min_duration_ms,
                   "measure each level at least this long (LoadGen min_duration; trtexec --duration); scenarios: the "
                   "run's minimum duration")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--max-duration-ms", m.max_duration_ms,
                   "stop measuring a level that is not stable after this long (verdict: unstable); 0 = stop at the "
                   "minimums")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--stability-windows", m.rule.windows, "windows the stability rule compares (perf_analyzer: 3)")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--stability-tolerance", m.rule.tolerance,
                   "stable when (max − min) / mean of the window medians is at most this fraction")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--level-order", a.level_order,
                   "interleaved (levels alternate in rounds, drift cancels) or sequential (one level after the other)")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
   sub->add_option("--trace-batches", m.max_traced_batches,
                   "keep the spans of this many batches per traced run (the last blocks); profilers stay on throughout")
-      ->capture_default_str()->group(mg);
+      ->capture_default_str()
+      ->group(mg);
+}
 
+// Input flags: images, synthetic tensors, datasets, batch memory, stored predictions.
+void add_input_flags(CLI::App* sub, RequestFlags& a) {
+  EvaluationRequest& r = a.request;
   const std::string ig = "Inputs";
   sub->add_option("--inputs", r.inputs.images_dir, "folder of images (default: the repo's data/images)")->group(ig);
   sub->add_flag("--synthetic", r.inputs.synthetic, "feed seeded random tensors instead of images")->group(ig);
   sub->add_option("--seed", r.inputs.seed, "seed of synthetic inputs and of the load generator")
-      ->capture_default_str()->group(ig);
+      ->capture_default_str()
+      ->group(ig);
   sub->add_option("--dataset", r.inputs.dataset,
                   "labeled dataset named by the manifest (e.g. digits); implies --synthetic for the timed runs")
       ->group(ig);
@@ -216,51 +216,108 @@ void add_request_flags(CLI::App* sub, RequestFlags& a) {
   sub->add_flag("--store-predictions", r.store_predictions,
                 "keep every measured input's class probabilities with the runs (for `xsp compare`)")
       ->group(ig);
+}
 
+// LoadGen scenario flags (SPEC §6).
+void add_scenario_flags(CLI::App* sub, RequestFlags& a) {
   const std::string sg = "Scenarios (SPEC §6, MLPerf LoadGen semantics)";
   auto* scenario = sub->add_option("--scenario", a.scenario,
                                    "run a load-generator scenario instead of the batch sweep: "
                                    "single-stream|multi-stream|server|offline (measures predict only)")
                        ->group(sg);
-  sub->add_option("--min-queries", a.s.min_queries, "minimum measured queries")->capture_default_str()->needs(scenario)->group(sg);
+  sub->add_option("--min-queries", a.s.min_queries, "minimum measured queries")
+      ->capture_default_str()
+      ->needs(scenario)
+      ->group(sg);
   sub->add_option("--target-qps", a.s.target_qps,
                   "server arrival rate (queries/s; peak search starts here); offline: sizes the sample count with "
                   "--min-duration-ms")
-      ->capture_default_str()->needs(scenario)->group(sg);
+      ->capture_default_str()
+      ->needs(scenario)
+      ->group(sg);
   a.latency_opt = sub->add_option("--latency-bound-ms", a.latency_bound_ms,
-                                   "server: bound of the target percentile (ms); offline sweep: optimal batch = highest "
-                                   "samples/s whose per-batch p99 meets it")
-                       ->capture_default_str()->needs(scenario)->group(sg);
+                                  "server: bound of the target percentile (ms); offline sweep: optimal batch = highest "
+                                  "samples/s whose per-batch p99 meets it")
+                      ->capture_default_str()
+                      ->needs(scenario)
+                      ->group(sg);
   sub->add_option("--samples-per-query", a.s.samples_per_query, "multi-stream: samples per query")
-      ->capture_default_str()->needs(scenario)->group(sg);
-  sub->add_option("--percentile", a.s.percentile, "target percentile in (0, 100); default 90 single-stream, 99 otherwise")
-      ->needs(scenario)->group(sg);
-  sub->add_flag("--find-peak-qps", a.s.find_peak_qps, "server: search the highest QPS whose target percentile meets the bound")
-      ->needs(scenario)->group(sg);
+      ->capture_default_str()
+      ->needs(scenario)
+      ->group(sg);
+  sub->add_option("--percentile", a.s.percentile,
+                  "target percentile in (0, 100); default 90 single-stream, 99 otherwise")
+      ->needs(scenario)
+      ->group(sg);
+  sub->add_flag("--find-peak-qps", a.s.find_peak_qps,
+                "server: search the highest QPS whose target percentile meets the bound")
+      ->needs(scenario)
+      ->group(sg);
   a.max_batch_opt = sub->add_option("--max-batch", a.max_batch, "multi-stream, offline: largest batch per predict()")
-                         ->capture_default_str()->needs(scenario)->group(sg);
+                        ->capture_default_str()
+                        ->needs(scenario)
+                        ->group(sg);
   a.tail_opt = sub->add_option("--trace-tail", a.trace_tail,
-                                "keep the full trace of the N slowest queries of each run (plus the median query); "
-                                "default 0, or 5 with --trace-level framework")
-                    ->needs(scenario)->group(sg);
+                               "keep the full trace of the N slowest queries of each run (plus the median query); "
+                               "default 0, or 5 with --trace-level framework")
+                   ->needs(scenario)
+                   ->group(sg);
+}
+
+// Token generation flags (docs/generation.md), and the precision every model takes.
+void add_generation_flags(CLI::App* sub, RequestFlags& a) {
+  EvaluationRequest& r = a.request;
   const std::string gg = "Token generation (models with a generation output, docs/generation.md)";
   sub->add_option("--precision", r.precision, "fp32|fp16|bf16: precision of the weights and activations")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
       ->capture_default_str();
   sub->add_option("--prompt-tokens", a.prompt_tokens, "prompt length per request: N, or MIN:MAX drawn uniformly")
-      ->capture_default_str()->group(gg);
-  sub->add_option("--output-tokens", a.output_tokens,
-                  "tokens generated per request: N, or MIN:MAX drawn uniformly (default: the manifest's max_new_tokens)")
+      ->capture_default_str()
       ->group(gg);
-  sub->add_option("--prompts", r.generation.prompts_file, "prompts file, one per line, for generation and text models (default: the model's own)")
+  sub->add_option(
+         "--output-tokens", a.output_tokens,
+         "tokens generated per request: N, or MIN:MAX drawn uniformly (default: the manifest's max_new_tokens)")
+      ->group(gg);
+  sub->add_option("--prompts", r.generation.prompts_file,
+                  "prompts file, one per line, for generation and text models (default: the model's own)")
       ->group(gg);
   sub->add_option("--ttft-bound-ms", r.generation.ttft_bound_ms, "server: TTFT bound at the target percentile")
-      ->capture_default_str()->group(gg);
+      ->capture_default_str()
+      ->group(gg);
   sub->add_option("--tpot-bound-ms", r.generation.tpot_bound_ms, "server: TPOT bound at the target percentile")
-      ->capture_default_str()->group(gg);
+      ->capture_default_str()
+      ->group(gg);
   sub->add_option("--tail-steps", r.generation.tail_steps,
                   "framework level and deeper: keep the full traces of the N slowest first tokens and decode steps")
-      ->capture_default_str()->group(gg);
+      ->capture_default_str()
+      ->group(gg);
+}
+}  // namespace
+
+void add_request_flags(CLI::App* sub, RequestFlags& a) {
+  EvaluationRequest& r = a.request;
+  sub->add_option("model", r.model, "model name from the zoo (see `xsp models`)")->required();
+  sub->add_option("--framework", r.framework,
+                  "predictor to use: libtorch, opencv-dnn, onnxruntime (those built in: see `xsp models`); "
+                  "default: the manifest's first framework");
+  sub->add_option("--device", a.device, "cpu, cuda or cuda:N")->capture_default_str();
+  a.batch_sizes_opt = sub->add_option("--batch-sizes", a.batch_sizes,
+                                      "comma-separated batch sizes; with --scenario offline: a sweep, one offline run "
+                                      "per max batch, and the optimal batch (A1)")
+                          ->capture_default_str();
+  sub->add_option("--trace-level", a.trace_level, "model|framework|library|system|kernel|hardware")
+      ->capture_default_str();
+  sub->add_flag("--leveled", r.leveled,
+                "leveled experimentation: M, M/F, ... each level's latencies from its own run, levels interleaved");
+  sub->add_option("--counter-iterations", r.counter_iterations,
+                  "measured batches of the hardware-counter run (at least one per metric pass: the counter profiler "
+                  "rotates passes over identical batches)")
+      ->capture_default_str();
+
+  add_measurement_flags(sub, a);
+  add_input_flags(sub, a);
+  add_scenario_flags(sub, a);
+  add_generation_flags(sub, a);
   add_profiler_flags(sub, a);
 }
 

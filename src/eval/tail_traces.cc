@@ -1,6 +1,5 @@
 // Keeps the traces of a scenario run's slowest queries: see include/xsp/eval/tail_traces.h.
 #include "xsp/eval/tail_traces.h"
-#include "xsp/trace/run_statistics.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,15 +8,14 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "xsp/trace/run_statistics.h"
+
 namespace xsp {
 
-TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& result, std::size_t tail,
-                                          const std::string& app_name) {
-  if (tail == 0) throw std::invalid_argument("tail query traces: the number of queries to keep must be >= 1");
-  const auto n = static_cast<std::size_t>(result.query_count);
-  if (result.latency_ns.size() < n || result.issue_ns.size() < n || result.complete_ns.size() < n)
-    throw std::invalid_argument("tail query traces: result holds fewer per-query times than its query count");
+namespace {
 
+// Which of the run's n measured queries keep their traces: the `tail` slowest (rank 1 = slowest) and the median one.
+TailTraceSelection select_queries(const loadgen::Result& result, std::size_t tail, std::size_t n) {
   TailTraceSelection sel;
   sel.traced_queries = n;
   // Slowest first; equal latencies keep issue order so that the choice is deterministic.
@@ -41,6 +39,19 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
     if (median_position >= tail) sel.kept.push_back(make(median_position, "median"));
   }
   sel.dropped_query_traces = n - sel.kept.size();
+  return sel;
+}
+
+}  // namespace
+
+TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& result, std::size_t tail,
+                                          const std::string& app_name) {
+  if (tail == 0) throw std::invalid_argument("tail query traces: the number of queries to keep must be >= 1");
+  const auto n = static_cast<std::size_t>(result.query_count);
+  if (result.latency_ns.size() < n || result.issue_ns.size() < n || result.complete_ns.size() < n)
+    throw std::invalid_argument("tail query traces: result holds fewer per-query times than its query count");
+
+  TailTraceSelection sel = select_queries(result, tail, n);
 
   std::unordered_map<std::uint64_t, std::size_t> kept_index;  // query id -> index into sel.kept
   for (std::size_t i = 0; i < sel.kept.size(); ++i) kept_index[sel.kept[i].query] = i;
@@ -154,8 +165,9 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
       q.track = p.thread;
       predict_parent[p.id] = q.id;
     }
-    q.tags = {{"query", kq.query}, {"latency_ns", kq.latency_ns}, {"rank", kq.rank}, {"percentile", kq.percentile},
-              {"kept", kq.kind}, {"queue_ns", first_predict - q.start_ns}};
+    q.tags = {{"query", kq.query}, {"latency_ns", kq.latency_ns},
+              {"rank", kq.rank},   {"percentile", kq.percentile},
+              {"kept", kq.kind},   {"queue_ns", first_predict - q.start_ns}};
     kq.spans = span_count[k] + 1;
     kept_spans.push_back(std::move(q));
   }
