@@ -120,8 +120,8 @@ std::optional<Sample> run_child(const char* self, TraceFormat format, int copies
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return std::nullopt;
   Sample s;
-  const int n = std::fscanf(p, "%lf %lf %lf %lf %lf", &s.spans, &s.seconds, &s.trace_bytes, &s.export_peak_bytes,
-                            &s.file_bytes);
+  const int n =
+      std::fscanf(p, "%lf %lf %lf %lf %lf", &s.spans, &s.seconds, &s.trace_bytes, &s.export_peak_bytes, &s.file_bytes);
   const int status = pclose(p);
   if (n != 5 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
   return s;
@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
   const fs::path dir = make_temp_dir();
   std::printf("%d copies of the fixture's kernel-level run, %d repeats, one child process per export\n", copies,
               repeats);
-  std::printf("%-7s %9s %17s %11s %12s %22s %12s\n", "format", "median_s", "range_s", "spans_per_s",
-              "trace_MB/M", "export_peak_MB/M (range)", "bytes");
+  std::printf("%-7s %9s %17s %11s %12s %22s %12s\n", "format", "median_s", "range_s", "spans_per_s", "trace_MB/M",
+              "export_peak_MB/M (range)", "bytes");
   const double mb = 1024.0 * 1024.0;
   for (TraceFormat f : {TraceFormat::kChrome, TraceFormat::kOtlp, TraceFormat::kSqlite}) {
     std::vector<double> seconds, trace_mb, peak_mb;
@@ -182,8 +182,8 @@ int main(int argc, char** argv) {
     }
     const Stats t = stats(seconds), m = stats(trace_mb), p = stats(peak_mb);
     std::printf("%-7s %9.3f %7.3f..%-8.3f %11.0f %12.0f %8.0f (%5.0f..%-5.0f) %12.0f\n",
-                std::string(to_string(f)).c_str(), t.median, t.low, t.high, last.spans / t.median, m.median,
-                p.median, p.low, p.high, last.file_bytes);
+                std::string(to_string(f)).c_str(), t.median, t.low, t.high, last.spans / t.median, m.median, p.median,
+                p.low, p.high, last.file_bytes);
   }
   fs::remove_all(dir);
   return 0;

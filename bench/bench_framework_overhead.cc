@@ -28,13 +28,13 @@
 #include <string>
 #include <vector>
 
-#include "xsp/pipeline/pipeline.h"
-#include "xsp/stats/stability.h"
 #include "xsp/eval/runner.h"
 #include "xsp/eval/session.h"
+#include "xsp/pipeline/pipeline.h"
 #include "xsp/predictor/predictor.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/profiler_options.h"
+#include "xsp/stats/stability.h"
 #include "xsp/trace/trace.h"
 
 #ifdef XSP_WITH_LIBTORCH
@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
   if (device == "cuda" && xsp::have_device_profiler()) cupti = xsp::create_device_profiler(cupti_options);
 
   enum Mode { kPlain, kPlainInput, kMRun, kNoop, kDetailed, kFramework, kKernel, kKernelOnly, kModes };
-  const char* names[kModes] = {"plain",    "plain+input",    "M run",
-                               "noop observer", "detailed", "framework", "kernel (CUPTI)", "kernel-only (CUPTI)"};
+  const char* names[kModes] = {"plain",    "plain+input", "M run",          "noop observer",
+                               "detailed", "framework",   "kernel (CUPTI)", "kernel-only (CUPTI)"};
   std::vector<double> ms[kModes];
   std::vector<double> block_medians[kModes];  // one per round: modes of one round are paired
   double ops = 0, kernels = 0;
@@ -134,8 +134,8 @@ int main(int argc, char** argv) {
         continue;
       }
       xsp::TraceRecorder rec;
-      xsp::FrameworkProfiler* prof = mode == kNoop       ? static_cast<xsp::FrameworkProfiler*>(&noop)
-                                     : mode == kDetailed ? &detailed
+      xsp::FrameworkProfiler* prof = mode == kNoop        ? static_cast<xsp::FrameworkProfiler*>(&noop)
+                                     : mode == kDetailed  ? &detailed
                                      : mode >= kFramework ? &framework
                                                           : nullptr;
       if (device_mode) {
@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
   if (!ms[kMRun].empty() && !ms[kPlainInput].empty()) {
     std::printf("M run / plain+input: %s (paired over %d rounds)\n",
                 ratio_text(xsp::paired_overhead(block_medians[kMRun], block_medians[kPlainInput])).c_str(), rounds);
-    std::printf("M run / plain: %s\n", ratio_text(xsp::paired_overhead(block_medians[kMRun], block_medians[kPlain])).c_str());
+    std::printf("M run / plain: %s\n",
+                ratio_text(xsp::paired_overhead(block_medians[kMRun], block_medians[kPlain])).c_str());
   }
   return 0;
 }

@@ -21,8 +21,9 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const std::uint64_t queries = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
-  std::printf("| scenario | queries (samples) | queries/s (samples/s for offline) | harness ns/query | "
-              "QPS w/o harness |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| scenario | queries (samples) | queries/s (samples/s for offline) | harness ns/query | "
+      "QPS w/o harness |\n|---|---|---|---|---|\n");
   for (auto sc : {Scenario::kSingleStream, Scenario::kMultiStream, Scenario::kServer, Scenario::kOffline}) {
     Settings s;
     s.scenario = sc;

@@ -27,7 +27,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-
 AgentCapabilities cpu_agent() {
   AgentCapabilities c;
   c.hostname = "bench";
@@ -53,8 +52,8 @@ std::int64_t scalar(const std::string& url, const std::string& sql) {
 
 void summarize(const char* what, std::vector<double> v, const char* unit) {
   std::sort(v.begin(), v.end());
-  std::printf("  %-22s median %10.3f %s  range %.3f–%.3f  (n=%zu)\n", what, percentile(v, 50), unit, v.front(), v.back(),
-              v.size());
+  std::printf("  %-22s median %10.3f %s  range %.3f–%.3f  (n=%zu)\n", what, percentile(v, 50), unit, v.front(),
+              v.back(), v.size());
 }
 
 // Drains the queue with `agents` threads; returns jobs/s and appends each claim's latency (ms).
@@ -142,18 +141,21 @@ int main(int argc, char** argv) {
     submitter->submit(s);  // one real submission: its request text is copied into the bulk rows
     if (blocked_ahead) {
       // Jobs no CPU agent can run, at a higher priority: the claim's index scan must step over all of them.
-      exec(url, "INSERT INTO jobs (request, model, priority, framework, device, gpu_pattern, gpu_like, max_attempts) "
-                "SELECT request, model, 1, framework, 'cuda', '*H100*', '%H100%', 3 FROM jobs, generate_series(1, " +
-                    std::to_string(deep) + ")");
+      exec(url,
+           "INSERT INTO jobs (request, model, priority, framework, device, gpu_pattern, gpu_like, max_attempts) "
+           "SELECT request, model, 1, framework, 'cuda', '*H100*', '%H100%', 3 FROM jobs, generate_series(1, " +
+               std::to_string(deep) + ")");
     } else {
-      exec(url, "INSERT INTO jobs (request, model, framework, device, max_attempts) "
-                "SELECT request, model, framework, device, 3 FROM jobs, generate_series(1, " + std::to_string(deep - 1) +
-                    ")");
+      exec(url,
+           "INSERT INTO jobs (request, model, framework, device, max_attempts) "
+           "SELECT request, model, framework, device, 3 FROM jobs, generate_series(1, " +
+               std::to_string(deep - 1) + ")");
     }
     if (blocked_ahead) {
-      exec(url, "INSERT INTO jobs (request, model, framework, device, max_attempts) "
-                "SELECT j.request, j.model, j.framework, 'cpu', 3 FROM (SELECT * FROM jobs WHERE priority = 0) j, "
-                "generate_series(1, 199)");
+      exec(url,
+           "INSERT INTO jobs (request, model, framework, device, max_attempts) "
+           "SELECT j.request, j.model, j.framework, 'cpu', 3 FROM (SELECT * FROM jobs WHERE priority = 0) j, "
+           "generate_series(1, 199)");
     }
     exec(url, "ANALYZE jobs");
     auto q = PostgresJobQueue::open(url);

@@ -1,9 +1,9 @@
 // Load on `xsp serve`'s REST API (docs/server.md) over loopback: CLIENTS threads each send REQUESTS GETs, mixed over
 // the evaluation list, one evaluation and its A1 analysis, against a store of 4 evaluations made on a fake framework
 // (a fake clock, so that making them takes milliseconds). One new connection per request, as curl makes them.
-// Usage: bench_server [CLIENTS] [REQUESTS] [REPEATS]. Prints per repeat the p50/p99 (xsp::percentile, type 7)/max latency (ms) and requests/s,
-// then the median and range over the repeats. Exits 1 when any answer is not 200 or the store's evaluation count
-// changed. The store lives in a temporary folder that is removed.
+// Usage: bench_server [CLIENTS] [REQUESTS] [REPEATS]. Prints per repeat the p50/p99 (xsp::percentile, type 7)/max
+// latency (ms) and requests/s, then the median and range over the repeats. Exits 1 when any answer is not 200 or the
+// store's evaluation count changed. The store lives in a temporary folder that is removed.
 #include <httplib.h>
 #include <unistd.h>
 
@@ -96,9 +96,10 @@ int main(int argc, char** argv) {
     paths.push_back("/api/v1/evaluations/" + std::to_string(id));
     paths.push_back("/api/v1/evaluations/" + std::to_string(id) + "/analyses/A1");
   }
-  std::printf("bench_server: %d clients x %d GETs, %d repeats, %zu evaluations (3 batch sizes, M and M/F runs), "
-              "server threads %zu, %u CPUs\n",
-              clients, requests, repeats, stored, o.threads, std::thread::hardware_concurrency());
+  std::printf(
+      "bench_server: %d clients x %d GETs, %d repeats, %zu evaluations (3 batch sizes, M and M/F runs), "
+      "server threads %zu, %u CPUs\n",
+      clients, requests, repeats, stored, o.threads, std::thread::hardware_concurrency());
 
   std::vector<Figures> figures;
   std::atomic<long> failures{0};
@@ -114,7 +115,8 @@ int main(int argc, char** argv) {
         for (int i = 0; i < requests; ++i) {
           const auto s = std::chrono::steady_clock::now();
           const auto r = c.Get(paths[static_cast<std::size_t>(t + i) % paths.size()]);
-          latencies[t].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+          latencies[t].push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
           if (!r || r->status != 200) ++failures;
         }
       });
@@ -140,7 +142,8 @@ int main(int argc, char** argv) {
   summary("max", &Figures::max_ms, "ms");
   summary("requests/s", &Figures::requests_per_s, "");
   const std::size_t after = Store::open(dir / "s.db", StoreAccess::kRead)->count({});
-  std::printf("non-200 answers: %ld; evaluations in the store: %zu before, %zu after\n", failures.load(), stored, after);
+  std::printf("non-200 answers: %ld; evaluations in the store: %zu before, %zu after\n", failures.load(), stored,
+              after);
   fs::remove_all(dir);
   return failures == 0 && after == stored ? 0 : 1;
 }

@@ -1,6 +1,5 @@
 // Measured machine ceilings as `xsp machine ceilings --import FILE` reads them (JSON).
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.h"

@@ -1,9 +1,8 @@
 // What the store decodes when it loads a run: the zstd-compressed trace blob (format v1 or v2) and the run's
 // measurement JSON. A corrupt or hostile store file must give an error with a message, never a crash.
 #include <cstdint>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "fuzz_check.h"
 #include "xsp/record/record.h"

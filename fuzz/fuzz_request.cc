@@ -2,11 +2,10 @@
 // job_submission_from_json (the strict request reader and validate_fields), and the header checks of http_policy.h on
 // header values cut from the same input. A rejection must say why; nothing else may escape.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "fuzz_check.h"
 #include "xsp/queue/jobs.h"

@@ -13,8 +13,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "xsp/profilers/ceilings_benchmark.h"
 #include "xsp/profilers/device_profiler.h"
@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
     const bool pass = status == CUBLAS_STATUS_SUCCESS && std::abs(flops - expected) <= 0.01 * expected &&
                       dram >= 2.0 * n * n * g.elem * 0.99;
     ok = ok && pass;
-    out[g.name] = {{"expected_flops", expected}, {g.flop_counter, flops},     {"all_flops", total},
-                   {"dram_read_bytes", dram},     {"kernels", kernels},        {"counters", t.counters},
-                   {"pass", pass}};
+    out[g.name] = {
+        {"expected_flops", expected}, {g.flop_counter, flops},  {"all_flops", total}, {"dram_read_bytes", dram},
+        {"kernels", kernels},         {"counters", t.counters}, {"pass", pass}};
     cudaFree(a);
     cudaFree(b);
     cudaFree(c);
@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
   try {
     const MachineCeilings m = measure_machine_ceilings({});
     nlohmann::json cj = nlohmann::json::array();
-    for (const auto& c : m.ceilings) cj.push_back({{"name", c.name}, {"value", c.value}, {"unit", c.unit}, {"method", c.method}});
+    for (const auto& c : m.ceilings)
+      cj.push_back({{"name", c.name}, {"value", c.value}, {"unit", c.unit}, {"method", c.method}});
     out["ceilings"] = {{"gpu", m.gpu_name}, {"uuid", m.gpu_uuid}, {"host", m.hostname}, {"ceilings", cj}};
   } catch (const std::exception& e) {
     out["ceilings_error"] = e.what();

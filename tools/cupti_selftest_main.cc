@@ -12,9 +12,9 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cupti_selftest.h"
 #include "xsp/profilers/device_profiler.h"
@@ -173,8 +173,8 @@ int profile_once(int run, const xsp::CuptiOptions& options, const std::string& d
   expect(streams.size() == 2, "kernels ran on 2 stream tracks: " + std::to_string(streams.size()));
   expect(memsets == 1 && memset_under_a, "1 memset, under op A: " + std::to_string(memsets));
   expect(memcpys == 2 && memcpy_under_b, "2 memcpys of the buffer size, under op B: " + std::to_string(memcpys));
-  expect(graph_kernels == 4, "4 graph-replayed kernels tagged attribution=graph-launch: " +
-                                 std::to_string(graph_kernels));
+  expect(graph_kernels == 4,
+         "4 graph-replayed kernels tagged attribution=graph-launch: " + std::to_string(graph_kernels));
   expect(graph_under_launch && graph_under_b, "graph kernels hang under cudaGraphLaunch, under op B");
   expect(markers == 1 && marker_under_a, "the NVTX range is a LIBRARY span under op A (NVTX_INJECTION64_PATH)");
   expect(sync_under_predict, "cudaStreamSynchronize outside any op is placed under predict by containment");

@@ -1,7 +1,5 @@
 // Side-by-side comparison of evaluations; formulas and sources in include/xsp/analysis/compare.h.
-#include "xsp/analysis/registry.h"
 #include "xsp/analysis/compare.h"
-#include "xsp/analysis/summary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,14 +9,14 @@
 #include <stdexcept>
 
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/registry.h"
 #include "xsp/analysis/stats_tests.h"
+#include "xsp/analysis/summary.h"
 
 namespace xsp {
 namespace {
 
-std::string eval_label(const EvaluationRecord& r) {
-  return "#" + std::to_string(r.id) + " " + r.framework_name;
-}
+std::string eval_label(const EvaluationRecord& r) { return "#" + std::to_string(r.id) + " " + r.framework_name; }
 std::string col_prefix(const EvaluationRecord& r) { return "e" + std::to_string(r.id) + "_"; }
 
 int argmax(const std::vector<float>& v) {
@@ -101,7 +99,8 @@ PredictionAgreement compare_predictions(const std::vector<InputPrediction>& a, c
     else
       r.disagreeing.push_back(pa.input_id);
     for (std::size_t c = 0; c < pa.probabilities.size(); ++c)
-      r.max_abs_diff = std::max(r.max_abs_diff, std::abs(static_cast<double>(pa.probabilities[c]) - pb.probabilities[c]));
+      r.max_abs_diff =
+          std::max(r.max_abs_diff, std::abs(static_cast<double>(pa.probabilities[c]) - pb.probabilities[c]));
     kl_ab += kl_divergence(pa.probabilities, pb.probabilities);
     kl_ba += kl_divergence(pb.probabilities, pa.probabilities);
     const double j = js_divergence(pa.probabilities, pb.probabilities);
@@ -142,15 +141,17 @@ Table compare_summary(const std::vector<EvaluationRecord>& records) {
         .set("predictions", static_cast<std::int64_t>(evaluation_predictions(r).size()));
     t.rows.push_back(row.take());
   }
-  if (models.size() > 1) t.notes.push_back("the evaluations are of different models: latencies compare models, not only frameworks");
+  if (models.size() > 1)
+    t.notes.push_back("the evaluations are of different models: latencies compare models, not only frameworks");
   return t;
 }
 
 Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
   Table t;
   t.id = "compare.A1";
-  t.title = "A1 side by side: predict latency (trimmed mean, ms) with the median's 95% interval and stability, and "
-            "throughput per batch size";
+  t.title =
+      "A1 side by side: predict latency (trimmed mean, ms) with the median's 95% interval and stability, and "
+      "throughput per batch size";
   t.columns = {{"batch_size", "batch"}};
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
@@ -161,7 +162,8 @@ Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
     t.columns.push_back({col_prefix(r) + "ci95_high_ms", "", false});
     t.columns.push_back({col_prefix(r) + "stability", eval_label(r) + " stability"});
     t.columns.push_back({col_prefix(r) + "throughput_samples_per_s", eval_label(r) + " samples/s"});
-    if (i > 0) t.columns.push_back({col_prefix(r) + "latency_ratio", eval_label(r) + " / #" + std::to_string(records[0].id)});
+    if (i > 0)
+      t.columns.push_back({col_prefix(r) + "latency_ratio", eval_label(r) + " / #" + std::to_string(records[0].id)});
   }
   std::set<int> batches;
   for (const auto& r : records) batches.insert(r.batch_sizes.begin(), r.batch_sizes.end());
@@ -187,14 +189,16 @@ Table a1_side_by_side(const std::vector<EvaluationRecord>& records) {
         row.insert(row.end(), {Cell(), Cell(), Cell(), Cell(), Cell()});
       }
       row.push_back(run ? Cell(run->throughput_samples_per_s) : Cell());
-      if (i > 0) row.push_back(s && first && first->trimmed_mean > 0 ? Cell(s->trimmed_mean / first->trimmed_mean) : Cell());
+      if (i > 0)
+        row.push_back(s && first && first->trimmed_mean > 0 ? Cell(s->trimmed_mean / first->trimmed_mean) : Cell());
     }
     t.rows.push_back(std::move(row));
   }
   t.notes.push_back("each evaluation's latencies from its own M run (SPEC §3); ratio > 1: slower than #" +
                     std::to_string(records[0].id));
-  t.notes.push_back("two medians whose intervals overlap may not differ; an UNSTABLE run's number moved during its "
-                    "measurement by more than the tolerance");
+  t.notes.push_back(
+      "two medians whose intervals overlap may not differ; an UNSTABLE run's number moved during its "
+      "measurement by more than the tolerance");
   return t;
 }
 
@@ -219,8 +223,8 @@ Table a1_significance(const std::vector<EvaluationRecord>& records, const Compar
     for (std::size_t i = 1; i < records.size(); ++i) {
       const RunRecord* other = records[i].run_for_level(b, Level::kModel);
       if (other == nullptr || other->predict_latency_ns.empty()) continue;
-      const LatencyComparison c = compare_latencies(first->predict_latency_ns, other->predict_latency_ns,
-                                                    options.alpha, options.bootstrap_resamples, options.bootstrap_seed);
+      const LatencyComparison c = compare_latencies(first->predict_latency_ns, other->predict_latency_ns, options.alpha,
+                                                    options.bootstrap_resamples, options.bootstrap_seed);
       RowBuilder row(t);
       row.set("batch_size", std::int64_t{b})
           .set("evaluation_a", records[0].id)
@@ -240,11 +244,14 @@ Table a1_significance(const std::vector<EvaluationRecord>& records, const Compar
       t.rows.push_back(row.take());
     }
   }
-  t.notes.push_back("two-sided Mann-Whitney U (Mann & Whitney 1947) on the raw per-batch predict latencies of the M "
-                    "runs; p exact (permutation distribution of the midrank sum, as scipy.stats.mannwhitneyu "
-                    "method=exact without ties) when n A + n B <= " + std::to_string(kExactMaxTotal) +
-                    ", else normal approximation with tie and continuity correction (method=asymptotic); "
-                    "significant: p < " + std::string(alpha));
+  t.notes.push_back(
+      "two-sided Mann-Whitney U (Mann & Whitney 1947) on the raw per-batch predict latencies of the M "
+      "runs; p exact (permutation distribution of the midrank sum, as scipy.stats.mannwhitneyu "
+      "method=exact without ties) when n A + n B <= " +
+      std::to_string(kExactMaxTotal) +
+      ", else normal approximation with tie and continuity correction (method=asymptotic); "
+      "significant: p < " +
+      std::string(alpha));
   t.notes.push_back("CI: bootstrap percentile interval of median(B) - median(A), " +
                     std::to_string(options.bootstrap_resamples) + " resamples, seed " +
                     std::to_string(options.bootstrap_seed));
@@ -279,18 +286,21 @@ Table a6_totals(const std::vector<EvaluationRecord>& records, const std::vector<
       t.rows.push_back(row.take());
     }
   }
-  t.notes.push_back("layer latency: sum over layer indexes of the trimmed-mean latency (M/F run); model latency: "
-                    "trimmed-mean predict latency (M run)");
-  t.notes.push_back("layers are what each framework reports: LibTorch top-level ops (aten::...), OpenCV DNN layers "
-                    "that ran (fused ones report no time); counts and types differ by design");
+  t.notes.push_back(
+      "layer latency: sum over layer indexes of the trimmed-mean latency (M/F run); model latency: "
+      "trimmed-mean predict latency (M run)");
+  t.notes.push_back(
+      "layers are what each framework reports: LibTorch top-level ops (aten::...), OpenCV DNN layers "
+      "that ran (fused ones report no time); counts and types differ by design");
   return t;
 }
 
 Table predictions_side_by_side(const std::vector<EvaluationRecord>& records) {
   Table t = empty_table(table_spec("compare.predictions"));
-  t.notes.push_back("KL(P||Q) = sum_c P_c ln(P_c/Q_c) (Kullback & Leibler 1951; Cover & Thomas eq. 2.26), Q_c "
-                    "floored at 1e-30; JS = (KL(P||M) + KL(Q||M))/2, M = (P+Q)/2 (Lin 1991), 0 <= JS <= ln 2; "
-                    "natural log; means over the common inputs");
+  t.notes.push_back(
+      "KL(P||Q) = sum_c P_c ln(P_c/Q_c) (Kullback & Leibler 1951; Cover & Thomas eq. 2.26), Q_c "
+      "floored at 1e-30; JS = (KL(P||M) + KL(Q||M))/2, M = (P+Q)/2 (Lin 1991), 0 <= JS <= ln 2; "
+      "natural log; means over the common inputs");
   std::vector<std::vector<InputPrediction>> preds;
   for (const auto& r : records) preds.push_back(evaluation_predictions(r));
   if (preds[0].empty()) {

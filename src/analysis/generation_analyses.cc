@@ -52,7 +52,10 @@ Cell pct_cell(double num, double den) { return den > 0 ? Cell{100.0 * num / den}
 const RunRecord* generation_run(const EvaluationRecord& record, int b, Level level, std::string& why) {
   const RunRecord* run = record.run_for_level(b, level);
   if (!run) {
-    why = "no " + std::string(level == Level::kModel ? "MODEL" : level == Level::kFramework ? "FRAMEWORK" : "KERNEL") +
+    why = "no " +
+          std::string(level == Level::kModel       ? "MODEL"
+                      : level == Level::kFramework ? "FRAMEWORK"
+                                                   : "KERNEL") +
           "-level run";
     return nullptr;
   }
@@ -79,7 +82,8 @@ std::string source_note(const RunRecord& run, const std::vector<GenerationReques
                          traced_only ? "requests with their ops kept" : "request spans");
   n += ", " + plural(decode, "decode step", "decode steps");
   if (traced_only && requests < reqs.size())
-    n += " (of " + std::to_string(reqs.size()) + " request spans: the other requests' ops were dropped, only the "
+    n += " (of " + std::to_string(reqs.size()) +
+         " request spans: the other requests' ops were dropped, only the "
          "tail traces are kept)";
   else if (auto total = json_number(run.generation, "requests"); total && *total != static_cast<double>(reqs.size()))
     n += " (the run measured " + detail::fixed(*total, 0) + " requests; only the traces kept are counted)";
@@ -233,8 +237,9 @@ Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int
       row.set("other_share_pct", pct_cell(request - tok - pre - dec - detok, request));
     }
     t.rows.push_back(row.take());
-    t.notes.push_back("batch size " + std::to_string(b) + ": " +
-                      source_note(*run, reqs, "TTFT, TPOT, E2E and token rates from RunRecord::generation; stage times"));
+    t.notes.push_back(
+        "batch size " + std::to_string(b) + ": " +
+        source_note(*run, reqs, "TTFT, TPOT, E2E and token rates from RunRecord::generation; stage times"));
   }
   return t;
 }
@@ -291,7 +296,9 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   std::vector<Row> rows;
   double sum_prefill = 0, sum_decode = 0;
   for (const auto& [key, a] : by_module) {
-    Row r{a.has_module ? transformer_layer(key) : key, key, a.op,
+    Row r{a.has_module ? transformer_layer(key) : key,
+          key,
+          a.op,
           prefills ? a.prefill_ns / static_cast<double>(prefills) / kMs : 0.0,
           decodes ? a.decode_ns / static_cast<double>(decodes) / kMs : 0.0,
           traced ? a.decode_ns / static_cast<double>(traced) / kMs : 0.0};
@@ -299,7 +306,8 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
     sum_decode += r.decode_total_ms;
     rows.push_back(std::move(r));
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.decode_total_ms > y.decode_total_ms; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& x, const Row& y) { return x.decode_total_ms > y.decode_total_ms; });
   for (const Row& r : rows) {
     RowBuilder row(t);
     row.set("layer", r.layer);
@@ -346,8 +354,9 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
       if (l && h && d && e) per_position = 2.0 * *l * *h * *d * *e;
     }
     if (!per_position)
-      t.notes.push_back("formula_bytes is empty: settings[\"generation\"][\"model\"] does not give n_layer, n_head, "
-                        "head_dim and element_bytes");
+      t.notes.push_back(
+          "formula_bytes is empty: settings[\"generation\"][\"model\"] does not give n_layer, n_head, "
+          "head_dim and element_bytes");
   }
   for (int b : batch_sizes) {
     std::string why;
@@ -393,7 +402,8 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
   }
   if (per_position)
     t.notes.push_back("formula: 2 (K and V) × n_layer × n_head × head_dim × positions × batch × element_bytes = " +
-                      detail::fixed(*per_position, 0) + " bytes per position and sequence (Kwon et al. 2023, "
+                      detail::fixed(*per_position, 0) +
+                      " bytes per position and sequence (Kwon et al. 2023, "
                       "PagedAttention §2–3)");
   return t;
 }
@@ -472,8 +482,9 @@ Table g4_kernels_per_step(const EvaluationRecord& record, int b) {
     double sum = 0;
     for (double c : decode_counts) sum += c;
     const auto [lo, hi] = std::minmax_element(decode_counts.begin(), decode_counts.end());
-    t.notes.push_back("kernels per decode step: mean " + detail::fixed(sum / static_cast<double>(decode_counts.size()), 1) +
-                      " (min " + detail::fixed(*lo, 0) + ", max " + detail::fixed(*hi, 0) + ") over " +
+    t.notes.push_back("kernels per decode step: mean " +
+                      detail::fixed(sum / static_cast<double>(decode_counts.size()), 1) + " (min " +
+                      detail::fixed(*lo, 0) + ", max " + detail::fixed(*hi, 0) + ") over " +
                       plural(decode_counts.size(), "decode step", "decode steps"));
   }
   const std::size_t placed = tl.kernels.size();

@@ -1,5 +1,7 @@
 // GPU analyses A8, A10, A11, A13, A15 (SPEC §4), GPU idle time and kernel launch statistics (HTA), and their
 // dispatch for run_analyses().
+#include "xsp/analysis/gpu_analyses.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "internal.h"
-#include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/profilers/hardware_counters.h"
 #include "xsp/stats/stats.h"
@@ -31,7 +32,6 @@ Cell ms_cell(double ns) { return std::isfinite(ns) ? Cell{ns / 1e6} : Cell{}; }
 Cell percent_cell(double part, double total) {
   return std::isfinite(part) && std::isfinite(total) && total > 0 ? Cell{100.0 * part / total} : Cell{};
 }
-
 
 // A per-batch-size table: the registry's empty table with run and matching notes (no rows without a kernel run).
 Table start(const std::string& id, const GpuRuns& runs, bool with_model, bool with_layers) {
@@ -122,8 +122,10 @@ void for_each_kernel_run(GpuRunsCache& cache, const std::vector<int>& batch_size
                          Body&& body) {
   for (int b : batch_sizes) {
     const GpuRuns& runs = cache.get(b);
-    if (runs.kernel_run) body(b, runs);
-    else missing.push_back(b);
+    if (runs.kernel_run)
+      body(b, runs);
+    else
+      missing.push_back(b);
   }
 }
 
@@ -158,9 +160,7 @@ Cell bound_cell(const RooflinePoint& p) { return p.binding ? bound_cell(p.bindin
 Cell binding_cell(const RooflinePoint& p) {
   return p.binding ? Cell{std::string(to_string(p.binding->level))} : Cell{};
 }
-Cell attainable_cell(const RooflinePoint& p) {
-  return p.binding ? Cell{p.binding->attainable_flops_per_s} : Cell{};
-}
+Cell attainable_cell(const RooflinePoint& p) { return p.binding ? Cell{p.binding->attainable_flops_per_s} : Cell{}; }
 Cell text_cell(const std::optional<std::string>& s) { return s ? Cell{*s} : Cell{}; }
 
 std::string format_g(double v) {
@@ -209,13 +209,15 @@ void add_counter_notes(Table& t, const GpuRuns& runs, const PrecisionUse* precis
   if (!precisions->unmeasured.empty()) {
     std::string names;
     for (const auto& p : precisions->unmeasured) names += (names.empty() ? "" : ", ") + p;
-    t.notes.push_back("no measured ceiling for precision " + names + ": the bound and roofline cells of those "
+    t.notes.push_back("no measured ceiling for precision " + names +
+                      ": the bound and roofline cells of those "
                       "rows are empty");
   }
-  t.notes.push_back("precision = compute ceiling of the FLOP counter with the most FLOPs (roofline.h); bound and "
-                    "binding level by the hierarchical roofline rule (Yang, Kurth, Williams 2020; roofline.h "
-                    "hierarchical_bound()): attainable = min(peak, AI_L1 × BW_L1, AI_L2 × BW_L2, AI_DRAM × BW_DRAM), "
-                    "the tightest of L1, L2, DRAM and compute binds; memory-bound when a memory level binds");
+  t.notes.push_back(
+      "precision = compute ceiling of the FLOP counter with the most FLOPs (roofline.h); bound and "
+      "binding level by the hierarchical roofline rule (Yang, Kurth, Williams 2020; roofline.h "
+      "hierarchical_bound()): attainable = min(peak, AI_L1 × BW_L1, AI_L2 × BW_L2, AI_DRAM × BW_DRAM), "
+      "the tightest of L1, L2, DRAM and compute binds; memory-bound when a memory level binds");
 }
 
 // The M/F/K occurrence latency of each joined counter position (the weight of its occupancy in a mean).
@@ -300,7 +302,8 @@ void roofline_cells(RowBuilder& row, const RooflinePoint& p) {
 
 void note_unweighted(Table& t, std::size_t unweighted) {
   if (unweighted > 0)
-    t.notes.push_back(std::to_string(unweighted) + " kernels of the counter run have no joined M/F/K latency: "
+    t.notes.push_back(std::to_string(unweighted) +
+                      " kernels of the counter run have no joined M/F/K latency: "
                       "left out of the latency-weighted occupancy");
 }
 
@@ -338,17 +341,20 @@ Table a8_kernel_information(const GpuRuns& runs) {
     }
     t.rows.push_back(row.take());
   }
-  t.notes.push_back("one row per kernel occurrence (layer index, kernel index in the layer by start time); "
-                    "latency is the trimmed mean over the batches that have it");
+  t.notes.push_back(
+      "one row per kernel occurrence (layer index, kernel index in the layer by start time); "
+      "latency is the trimmed mean over the batches that have it");
   if (runs.renamed > 0) {
-    t.notes.push_back(std::to_string(runs.renamed) + " kernel occurrences have a different kernel name than in the "
+    t.notes.push_back(std::to_string(runs.renamed) +
+                      " kernel occurrences have a different kernel name than in the "
                       "first batch at the same position (the kernel sequence varies between batches); the row shows "
                       "the first batch's name");
   }
   add_counter_notes(t, runs, &precisions);
   if (runs.has_counters()) {
-    t.notes.push_back("achieved FLOP/s = FLOPs (counter run) / latency (M/F/K run); AI = FLOPs / DRAM read+write "
-                      "bytes; occupancy and SM throughput in percent; memcpy/memset have no counters");
+    t.notes.push_back(
+        "achieved FLOP/s = FLOPs (counter run) / latency (M/F/K run); AI = FLOPs / DRAM read+write "
+        "bytes; occupancy and SM throughput in percent; memcpy/memset have no counters");
   }
   return t;
 }
@@ -368,10 +374,11 @@ Table a9_kernel_roofline(const GpuRuns& runs) {
   }
   add_counter_notes(t, runs, &precisions);
   if (runs.has_counters()) {
-    t.notes.push_back("one row per compute kernel with counters (A8 order); attainable = the tightest roof, "
-                      "min(peak, bandwidth × AI) over L1, L2 and DRAM (Williams, Waterman, Patterson, CACM 2009, per "
-                      "level as in Yang, Kurth, Williams 2020); binding level = the level (or compute) giving it; "
-                      "% of roof = achieved / attainable; achieved FLOP/s from the M/F/K latency");
+    t.notes.push_back(
+        "one row per compute kernel with counters (A8 order); attainable = the tightest roof, "
+        "min(peak, bandwidth × AI) over L1, L2 and DRAM (Williams, Waterman, Patterson, CACM 2009, per "
+        "level as in Yang, Kurth, Williams 2020); binding level = the level (or compute) giving it; "
+        "% of roof = achieved / attainable; achieved FLOP/s from the M/F/K latency");
   }
   return t;
 }
@@ -413,8 +420,9 @@ Table a12_counters_by_layer(const GpuRuns& runs) {
   }
   add_counter_notes(t, runs, &precisions);
   note_unweighted(t, unweighted);
-  t.notes.push_back("per layer of the counter run: FLOPs and bytes summed over its kernels, occupancy weighted by "
-                    "each kernel's M/F/K latency, AI = summed FLOPs / summed DRAM bytes (SPEC §4)");
+  t.notes.push_back(
+      "per layer of the counter run: FLOPs and bytes summed over its kernels, occupancy weighted by "
+      "each kernel's M/F/K latency, AI = summed FLOPs / summed DRAM bytes (SPEC §4)");
   return t;
 }
 
@@ -447,9 +455,10 @@ Table a14_layer_roofline(const GpuRuns& runs) {
     t.rows.push_back(row.take());
   }
   add_counter_notes(t, runs, &precisions);
-  t.notes.push_back("per layer: FLOPs and bytes summed over its kernels in the counter run; achieved FLOP/s = FLOPs "
-                    "/ kernel latency, the trimmed mean of the per-batch sum of the layer's compute-kernel (kind "
-                    "kernel) latencies in the M/F/K run (memcpy/memset excluded: they have no counters)");
+  t.notes.push_back(
+      "per layer: FLOPs and bytes summed over its kernels in the counter run; achieved FLOP/s = FLOPs "
+      "/ kernel latency, the trimmed mean of the per-batch sum of the layer's compute-kernel (kind "
+      "kernel) latencies in the M/F/K run (memcpy/memset excluded: they have no counters)");
   return t;
 }
 
@@ -499,10 +508,11 @@ Table roofline_hierarchical(const GpuRuns& runs) {
     t.rows.push_back(row.take());
   }
   add_counter_notes(t, runs, &precisions);
-  t.notes.push_back("hierarchical roofline (Yang, Kurth, Williams 2020): AI and bound at each memory level against "
-                    "that level's measured bandwidth; limiting = the level whose roof (bandwidth × AI) is lowest, or "
-                    "compute when the peak is below every roof (roofline.h hierarchical_bound(), the binding_level of "
-                    "A9 and A14); attainable = that lowest roof");
+  t.notes.push_back(
+      "hierarchical roofline (Yang, Kurth, Williams 2020): AI and bound at each memory level against "
+      "that level's measured bandwidth; limiting = the level whose roof (bandwidth × AI) is lowest, or "
+      "compute when the peak is below every roof (roofline.h hierarchical_bound(), the binding_level of "
+      "A9 and A14); attainable = that lowest roof");
   return t;
 }
 
@@ -548,8 +558,9 @@ Table a10_kernels_by_name(const GpuRuns& runs) {
         .set("percent_of_kernel_time", percent_cell(r.total_ns, all));
     t.rows.push_back(row.take());
   }
-  t.notes.push_back("count = occurrences / batches; total = trimmed mean over batches of the per-batch sum; "
-                    "mean = sum of durations / occurrences; % of model = total / model latency of the M run");
+  t.notes.push_back(
+      "count = occurrences / batches; total = trimmed mean over batches of the per-batch sum; "
+      "mean = sum of durations / occurrences; % of model = total / model latency of the M run");
   t.notes.push_back(kGpuWork);
   return t;
 }
@@ -577,9 +588,10 @@ Table a11_kernels_by_layer(const GpuRuns& runs) {
         .set("gpu_percent", percent_cell(gpu, layer));
     t.rows.push_back(row.take());
   }
-  t.notes.push_back("kernels per batch = occurrences / batches; kernel latency = trimmed mean over batches of the "
-                    "per-batch sum; GPU % = kernel latency (M/F/K run) / layer latency (M/F run), above 100 when "
-                    "kernels overlap on several streams or outlast the layer's host-side call");
+  t.notes.push_back(
+      "kernels per batch = occurrences / batches; kernel latency = trimmed mean over batches of the "
+      "per-batch sum; GPU % = kernel latency (M/F/K run) / layer latency (M/F run), above 100 when "
+      "kernels overlap on several streams or outlast the layer's host-side call");
   t.notes.push_back(kGpuWork);
   return t;
 }
@@ -650,8 +662,9 @@ Table kernel_launch_delay_top(const GpuRuns& runs, std::size_t top) {
         .set("duration_us", static_cast<double>(k.duration_ns()) / 1e3);
     t.rows.push_back(row.take());
   }
-  t.notes.push_back("launch delay = kernel start − start of its launching API call (the KERNEL span's SYSTEM "
-                    "parent); batch = 0-based measured batch");
+  t.notes.push_back(
+      "launch delay = kernel start − start of its launching API call (the KERNEL span's SYSTEM "
+      "parent); batch = 0-based measured batch");
   return t;
 }
 
@@ -720,7 +733,8 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
           .set("precision", text_cell(p.precision));
       std::vector<std::string> cn = runs.counter_notes;
       if (a.unweighted() > 0)
-        cn.push_back(std::to_string(a.unweighted()) + " kernels of the counter run have no joined M/F/K latency: "
+        cn.push_back(std::to_string(a.unweighted()) +
+                     " kernels of the counter run have no joined M/F/K latency: "
                      "left out of the latency-weighted occupancy");
       counter_notes.emplace_back(b, runs.counter_note);
       if (!cn.empty()) batch_notes.emplace_back(b, std::move(cn));
@@ -738,9 +752,10 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
   add_run_notes(t, kernel_notes);
   add_missing_note(t, missing, !kernel_notes.empty());
   if (!kernel_notes.empty()) {
-    t.notes.push_back("kernel latency = trimmed mean over batches of the per-batch sum of durations; GPU busy = "
-                      "trimmed mean of the per-batch union of kernel intervals over all streams (overlap counted "
-                      "once); kernels / batch = occurrences / batches");
+    t.notes.push_back(
+        "kernel latency = trimmed mean over batches of the per-batch sum of durations; GPU busy = "
+        "trimmed mean of the per-batch union of kernel intervals over all streams (overlap counted "
+        "once); kernels / batch = occurrences / batches");
     t.notes.push_back(kGpuWork);
     add_run_notes(t, counter_notes);
     add_batch_notes(t, batch_notes);
@@ -751,8 +766,9 @@ Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_si
         for (const auto& p : precisions.unmeasured) names += (names.empty() ? "" : ", ") + p;
         t.notes.push_back("no measured ceiling for precision " + names + ": bound empty");
       }
-      t.notes.push_back("counters summed over every kernel of the counter run, occupancy weighted by M/F/K latency, "
-                        "AI and achieved FLOP/s (FLOPs / per-batch compute-kernel latency) from the sums (SPEC §4)");
+      t.notes.push_back(
+          "counters summed over every kernel of the counter run, occupancy weighted by M/F/K latency, "
+          "AI and achieved FLOP/s (FLOPs / per-batch compute-kernel latency) from the sums (SPEC §4)");
     }
   }
   return t;
@@ -772,8 +788,8 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
       intervals.clear();
       for (; i < kt.kernels.size() && kt.kernels[i].batch == batch; ++i) {
         const GpuKernel& k = kt.kernels[i];
-        intervals.push_back({k.start_ns, k.end_ns,
-                             k.has_launch() ? std::optional<std::int64_t>(k.launch_start_ns) : std::nullopt});
+        intervals.push_back(
+            {k.start_ns, k.end_ns, k.has_launch() ? std::optional<std::int64_t>(k.launch_start_ns) : std::nullopt});
       }
       const PredictWindow& w = kt.predicts[batch];
       const IdleBreakdown r = idle_breakdown(w.start_ns, w.end_ns, intervals);
@@ -811,10 +827,11 @@ Table gpu_idle_time(GpuRunsCache& cache, const std::vector<int>& batch_sizes) {
   add_run_notes(t, kernel_notes);
   add_missing_note(t, missing, !kernel_notes.empty());
   if (!kernel_notes.empty()) {
-    t.notes.push_back("per predict span of the M/F/K run (mean over its batches, so the parts add up): busy = union "
-                      "of GPU work on all streams; idle gaps are host-bound when the next kernel's launch call "
-                      "started after the GPU went idle, launch latency when it started before (after HTA's idle-time "
-                      "breakdown)");
+    t.notes.push_back(
+        "per predict span of the M/F/K run (mean over its batches, so the parts add up): busy = union "
+        "of GPU work on all streams; idle gaps are host-bound when the next kernel's launch call "
+        "started after the GPU went idle, launch latency when it started before (after HTA's idle-time "
+        "breakdown)");
     t.notes.push_back(kGpuWork);
     add_batch_notes(t, batch_notes);
   }
@@ -843,15 +860,18 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
     }
     std::sort(delays.begin(), delays.end());
     std::sort(calls.begin(), calls.end());
-    calls.erase(std::unique(calls.begin(), calls.end(), [](const auto& a, const auto& c) { return a.first == c.first; }),
-                calls.end());
+    calls.erase(
+        std::unique(calls.begin(), calls.end(), [](const auto& a, const auto& c) { return a.first == c.first; }),
+        calls.end());
     std::vector<double> api;
     api.reserve(calls.size());
     for (const auto& c : calls) api.push_back(c.second);
     std::sort(api.begin(), api.end());
     const auto batches = static_cast<double>(kt.batches());
     const auto total = static_cast<double>(kt.kernels.size());
-    auto pct = [](const std::vector<double>& v, double p) { return v.empty() ? Cell{} : Cell{percentile_sorted(v, p)}; };
+    auto pct = [](const std::vector<double>& v, double p) {
+      return v.empty() ? Cell{} : Cell{percentile_sorted(v, p)};
+    };
     auto per_batch = [&](double v) { return batches > 0 ? Cell{v / batches} : Cell{}; };
     RowBuilder row(t);
     row.set("batch_size", static_cast<std::int64_t>(b))
@@ -883,9 +903,10 @@ Table kernel_launch_statistics(GpuRunsCache& cache, const std::vector<int>& batc
   add_run_notes(t, kernel_notes);
   add_missing_note(t, missing, !kernel_notes.empty());
   if (!kernel_notes.empty()) {
-    t.notes.push_back("launch delay = kernel start − start of its launching API call (the KERNEL span's SYSTEM "
-                      "parent), percentiles over all kernels of the measured batches; API = duration of the distinct "
-                      "launching calls; short-kernel shares are of all GPU work (after HTA's launch statistics)");
+    t.notes.push_back(
+        "launch delay = kernel start − start of its launching API call (the KERNEL span's SYSTEM "
+        "parent), percentiles over all kernels of the measured batches; API = duration of the distinct "
+        "launching calls; short-kernel shares are of all GPU work (after HTA's launch statistics)");
     t.notes.push_back(kGpuWork);
     add_batch_notes(t, batch_notes);
   }

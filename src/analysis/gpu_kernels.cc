@@ -4,23 +4,22 @@
 // resolved once), and the only super-linear steps are sorts of kernels and layers.
 #include <algorithm>
 #include <charconv>
-#include <functional>
-#include <map>
-#include <set>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "internal.h"
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/profilers/hardware_counters.h"
 #include "xsp/stats/stats.h"
-
-#include "internal.h"
 
 namespace xsp {
 namespace {
@@ -30,7 +29,6 @@ using detail::kNoIndex;
 
 constexpr std::uint32_t kUnresolved = kNoIndex - 1;
 constexpr std::uint32_t kOnPath = kNoIndex - 2;  // being resolved: meeting it again means a parent cycle
-
 
 bool is_predict(const Span& s) { return s.level == Level::kModel && s.name == kStagePredict; }
 
@@ -460,20 +458,22 @@ void join_counters(const EvaluationRecord& record, GpuRuns& r) {
                    "from the M/F/K run";
   auto& notes = r.counter_notes;
   if (r.counter_run == r.kernel_run)
-    notes.push_back("the counter run is also the run kernel latencies come from (no separate M/F/K run): kernel "
-                    "replay distorts those latencies; evaluate with --leveled");
+    notes.push_back(
+        "the counter run is also the run kernel latencies come from (no separate M/F/K run): kernel "
+        "replay distorts those latencies; evaluate with --leveled");
   if (ct.hardware_spans == 0) notes.push_back("the counter run has no HARDWARE spans: no counters to show");
   if (ct.outside_predict > 0)
     notes.push_back(std::to_string(ct.outside_predict) + " of " + std::to_string(ct.hardware_spans) +
                     " HARDWARE spans are not under a predict span; they are not counted");
   if (ct.unparsed_values > 0)
-    notes.push_back(std::to_string(ct.unparsed_values) + " counter values are not numbers and were left out (first: " +
-                    ct.first_unparsed + ")");
+    notes.push_back(std::to_string(ct.unparsed_values) +
+                    " counter values are not numbers and were left out (first: " + ct.first_unparsed + ")");
   if (ct.partial > 0)
     notes.push_back(std::to_string(ct.partial) + " HARDWARE spans carry a collection note (partial values; first: " +
                     ct.first_collection_note + ")");
   if (renamed > 0)
-    notes.push_back(std::to_string(renamed) + " HARDWARE spans of later counter-run batches differ in name from the "
+    notes.push_back(std::to_string(renamed) +
+                    " HARDWARE spans of later counter-run batches differ in name from the "
                     "first batch's at the same position; values are averaged by position");
   // Layer sequences of the counter and M/F/K runs: positions are only comparable when the layers agree.
   if (r.counter_run != r.kernel_run) {
@@ -518,14 +518,16 @@ void join_counters(const EvaluationRecord& record, GpuRuns& r) {
   if (r.name_mismatches > 0)
     notes.push_back(std::to_string(r.name_mismatches) + " of " + std::to_string(compute) +
                     " compute-kernel positions have a different kernel name in the counter run than in the M/F/K run "
-                    "(first: " + first_mismatch + "); they are not joined and their counter columns are empty");
+                    "(first: " +
+                    first_mismatch + "); they are not joined and their counter columns are empty");
   if (missing > 0)
     notes.push_back(std::to_string(missing) + " of " + std::to_string(compute) +
                     " compute-kernel positions of the M/F/K run have no HARDWARE span at the same position (first: " +
                     first_missing + "); their counter columns are empty");
   const std::size_t orphans = r.counters.size() - used.size();
   if (orphans > 0)
-    notes.push_back(std::to_string(orphans) + " kernel positions of the counter run have no compute kernel at the same "
+    notes.push_back(std::to_string(orphans) +
+                    " kernel positions of the counter run have no compute kernel at the same "
                     "position in the M/F/K run; they count in the layer and model sums (A12, A14, A15) but in no "
                     "kernel row, and without a latency they are left out of occupancy means");
 }
@@ -537,11 +539,13 @@ GpuRuns gpu_runs(const EvaluationRecord& record, int batch_size, const MachineCe
   GpuRuns r;
   r.batch_size = batch_size;
   r.ceilings = ceilings;
-  if (!ceilings_note.empty()) r.ceilings_note = ceilings_note;
+  if (!ceilings_note.empty())
+    r.ceilings_note = ceilings_note;
   else if (ceilings != nullptr)
-    r.ceilings_note = "ceilings of " + ceilings->gpu_name + " on host " + ceilings->hostname + ", measured " +
-                      ceilings->measured_at;
-  else r.ceilings_note = no_ceilings_note(evaluation_machine(record));
+    r.ceilings_note =
+        "ceilings of " + ceilings->gpu_name + " on host " + ceilings->hostname + ", measured " + ceilings->measured_at;
+  else
+    r.ceilings_note = no_ceilings_note(evaluation_machine(record));
   r.kernel_run = record.run_for_level(batch_size, Level::kKernel);
   if (!r.kernel_run) return r;
   r.model_run = record.run_for_level(batch_size, Level::kModel);
@@ -570,11 +574,11 @@ GpuRuns gpu_runs(const EvaluationRecord& record, int batch_size, const MachineCe
     if (diff < f.size() || diff < k.size()) {
       std::string note;
       if (diff < std::min(f.size(), k.size())) {
-        note = "the M/F and M/F/K runs differ in layer types: first difference at layer index " +
-               std::to_string(diff) + " (" + f[diff].type + " in M/F, " + k[diff].type + " in M/F/K)";
+        note = "the M/F and M/F/K runs differ in layer types: first difference at layer index " + std::to_string(diff) +
+               " (" + f[diff].type + " in M/F, " + k[diff].type + " in M/F/K)";
       } else {
-        note = "the M/F run has " + plural(f.size(), "layer", "layers") + " and the M/F/K run " +
-               std::to_string(k.size());
+        note =
+            "the M/F run has " + plural(f.size(), "layer", "layers") + " and the M/F/K run " + std::to_string(k.size());
       }
       r.notes.push_back(note + ": layers are matched by index, so some rows pair different layers");
     }

@@ -20,7 +20,8 @@ enum class Shows { kLatency, kBytes, kCount };
 std::string adapt_note(std::string note, Shows shows) {
   if (shows == Shows::kLatency) return note;
   const std::string lat = "latencies from", tm = ", trimmed mean";
-  if (note.rfind(lat, 0) == 0) note.replace(0, lat.size(), shows == Shows::kCount ? "layers from" : "allocated bytes from");
+  if (note.rfind(lat, 0) == 0)
+    note.replace(0, lat.size(), shows == Shows::kCount ? "layers from" : "allocated bytes from");
   if (auto pos = note.find(tm); pos != std::string::npos) {
     if (shows == Shows::kCount) {
       note.erase(pos, tm.size());
@@ -164,11 +165,7 @@ Table a4_layer_memory(const EvaluationRecord& r, int b) { return from_record(r, 
 Table a5_layer_type_distribution(const EvaluationRecord& r, int b) {
   return from_record(r, b, a5_layer_type_distribution);
 }
-Table a6_layer_latency_by_type(const EvaluationRecord& r, int b) {
-  return from_record(r, b, a6_layer_latency_by_type);
-}
-Table a7_layer_memory_by_type(const EvaluationRecord& r, int b) {
-  return from_record(r, b, a7_layer_memory_by_type);
-}
+Table a6_layer_latency_by_type(const EvaluationRecord& r, int b) { return from_record(r, b, a6_layer_latency_by_type); }
+Table a7_layer_memory_by_type(const EvaluationRecord& r, int b) { return from_record(r, b, a7_layer_memory_by_type); }
 
 }  // namespace xsp

@@ -14,18 +14,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "internal.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/stats/stats.h"
-
-#include "internal.h"
 
 namespace xsp {
 namespace {
 
 using detail::IdIndex;
 using detail::kNoIndex;
-
-
 
 bool is_predict(const Span& s) { return s.level == Level::kModel && s.name == kStagePredict; }
 

@@ -8,16 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "xsp/analysis/registry.h"
-#include "xsp/analysis/analyses.h"
-#include "xsp/analysis/summary.h"
 #include "internal.h"
+#include "xsp/analysis/analyses.h"
+#include "xsp/analysis/registry.h"
+#include "xsp/analysis/summary.h"
 #include "xsp/stats/stats.h"
 
 namespace xsp {
 namespace {
-
-
 
 std::string level_upper(Level level) {
   std::string s(to_string(level));
@@ -148,8 +146,9 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
       }
       t.notes.push_back(note + " and percentiles of the predict stage, per batch size");
     } else {
-      t.notes.push_back("latencies from runs of different trace levels per batch size (see the evaluation's runs); "
-                        "trimmed mean and percentiles of the predict stage");
+      t.notes.push_back(
+          "latencies from runs of different trace levels per batch size (see the evaluation's runs); "
+          "trimmed mean and percentiles of the predict stage");
     }
   } else {
     t.notes.push_back("no MODEL-level run in this evaluation");
@@ -168,8 +167,8 @@ Table a1_model_information(const EvaluationRecord& record, std::optional<double>
   if (latency_bound_ms) {
     const std::string bound = detail::fixed(*latency_bound_ms, 3) + " ms";
     if (auto best = optimal_batch_size_within_bound(points, *latency_bound_ms)) {
-      const auto& p = *std::find_if(points.begin(), points.end(),
-                                    [&](const BatchThroughput& q) { return q.batch_size == *best; });
+      const auto& p =
+          *std::find_if(points.begin(), points.end(), [&](const BatchThroughput& q) { return q.batch_size == *best; });
       t.notes.push_back("optimal batch size under a p99 latency bound of " + bound + ": " + std::to_string(*best) +
                         " (highest throughput meeting the bound: " + detail::fixed(p.throughput_samples_per_s, 1) +
                         " samples/s, p99 " + detail::fixed(p.p99_latency_ms, 3) + " ms)");

@@ -24,8 +24,9 @@ ColumnSpec col(std::string name, std::string unit, std::string title, std::strin
 
 // Columns several analyses share, so that one name has one meaning everywhere.
 ColumnSpec layer_index(const char* title = "layer") {
-  return col("layer_index", "", title, "0-based execution order of the layer within its predict span; empty for "
-                                       "work outside layers");
+  return col("layer_index", "", title,
+             "0-based execution order of the layer within its predict span; empty for "
+             "work outside layers");
 }
 ColumnSpec layer_name(const char* title = "name") {
   return col("layer_name", "", title, "the layer's TorchScript module path when reported, else its op name");
@@ -85,8 +86,15 @@ ColumnSpec precision() {
 // A further table of table_registry(): no function; per_batch_size as given.
 AnalysisSpec spec(std::string id, std::string title, std::string meaning, std::vector<Level> levels,
                   bool per_batch_size, std::vector<ColumnSpec> columns, ChartSpec chart, std::string bar = "") {
-  AnalysisSpec s{std::move(id), std::move(title), std::move(meaning), std::move(levels), per_batch_size,
-                 std::move(columns), std::move(chart), -1, ""};
+  AnalysisSpec s{std::move(id),
+                 std::move(title),
+                 std::move(meaning),
+                 std::move(levels),
+                 per_batch_size,
+                 std::move(columns),
+                 std::move(chart),
+                 -1,
+                 ""};
   s.key = s.id;
   if (!bar.empty()) s.bar_column = static_cast<int>(s.column_index(bar));
   return s;
@@ -183,56 +191,55 @@ std::vector<AnalysisSpec> model_analyses() {
     c.y_low = "ci95_low_ms";
     c.y_high = "ci95_high_ms";
     c.title = "Predict latency (with the median's 95% interval) and throughput by batch size";
-    v.push_back(spec(
-        "A1", "Model information", "predict latency, its stability and the throughput per batch size (M run)",
-        {L::kModel}, over_batches(a1), D::kEvery,
-        {batch_size_col(),
-         col("median_ms", "ms", "median (ms)", "median predict latency over the result windows"),
-         col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
-         col("ci95_high_ms", "ms", "95% CI high", "high end of the median's 95% interval"),
-         col("stability", "", "stability", "whether the last result windows agree within the tolerance (SPEC §3)"),
-         col("latency_trimmed_mean_ms", "ms", "latency (ms, trimmed mean)",
-             "trimmed mean of the predict latency (20% dropped at each end)"),
-         col("p50_ms", "ms", "p50 (ms)", "50th percentile of the predict latency"),
-         col("p90_ms", "ms", "p90 (ms)", "90th percentile of the predict latency"),
-         col("p99_ms", "ms", "p99 (ms)", "99th percentile of the predict latency"),
-         col("throughput_samples_per_s", "samples/s", "throughput (samples/s)",
-             "batch size / trimmed-mean predict latency")},
-        c));
+    v.push_back(
+        spec("A1", "Model information", "predict latency, its stability and the throughput per batch size (M run)",
+             {L::kModel}, over_batches(a1), D::kEvery,
+             {batch_size_col(), col("median_ms", "ms", "median (ms)", "median predict latency over the result windows"),
+              col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
+              col("ci95_high_ms", "ms", "95% CI high", "high end of the median's 95% interval"),
+              col("stability", "", "stability", "whether the last result windows agree within the tolerance (SPEC §3)"),
+              col("latency_trimmed_mean_ms", "ms", "latency (ms, trimmed mean)",
+                  "trimmed mean of the predict latency (20% dropped at each end)"),
+              col("p50_ms", "ms", "p50 (ms)", "50th percentile of the predict latency"),
+              col("p90_ms", "ms", "p90 (ms)", "90th percentile of the predict latency"),
+              col("p99_ms", "ms", "p99 (ms)", "99th percentile of the predict latency"),
+              col("throughput_samples_per_s", "samples/s", "throughput (samples/s)",
+                  "batch size / trimmed-mean predict latency")},
+             c));
   }
-  const ColumnSpec latency_ms =
-      col("latency_ms", "ms", "latency (ms)", "trimmed mean over the measured batches of the layer's latency (M/F run)");
+  const ColumnSpec latency_ms = col("latency_ms", "ms", "latency (ms)",
+                                    "trimmed mean over the measured batches of the layer's latency (M/F run)");
   const ColumnSpec allocated =
       col("allocated_bytes", "bytes", "allocated (B)", "mean bytes the framework allocated while the layer ran");
-  v.push_back(spec("A2", "Layer information", "every layer of the model with its shapes, latency and memory",
-                   {L::kFramework}, per_batch(on_layers<a2_layer_information>), D::kInference,
-                   {layer_index("index"), layer_name(), layer_type(),
-                    col("shapes", "", "shapes", "input shapes of the layer as the framework reports them"), latency_ms,
-                    allocated},
-                   chart(ChartKind::kBar, "layer_index", "latency_ms")));
-  v.push_back(spec("A3", "Layer latency by index", "which layers take the time",
-                   {L::kFramework}, per_batch(on_layers<a3_layer_latency>), D::kInference,
-                   {layer_index("index"), layer_name(), latency_ms}, chart(ChartKind::kBar, "layer_index", "latency_ms"),
-                   "latency_ms"));
-  v.push_back(spec("A4", "Layer allocated memory by index", "which layers allocate the memory",
-                   {L::kFramework}, per_batch(on_layers<a4_layer_memory>), D::kInference,
+  v.push_back(spec(
+      "A2", "Layer information", "every layer of the model with its shapes, latency and memory", {L::kFramework},
+      per_batch(on_layers<a2_layer_information>), D::kInference,
+      {layer_index("index"), layer_name(), layer_type(),
+       col("shapes", "", "shapes", "input shapes of the layer as the framework reports them"), latency_ms, allocated},
+      chart(ChartKind::kBar, "layer_index", "latency_ms")));
+  v.push_back(spec("A3", "Layer latency by index", "which layers take the time", {L::kFramework},
+                   per_batch(on_layers<a3_layer_latency>), D::kInference,
+                   {layer_index("index"), layer_name(), latency_ms},
+                   chart(ChartKind::kBar, "layer_index", "latency_ms"), "latency_ms"));
+  v.push_back(spec("A4", "Layer allocated memory by index", "which layers allocate the memory", {L::kFramework},
+                   per_batch(on_layers<a4_layer_memory>), D::kInference,
                    {layer_index("index"), layer_name(), allocated},
                    chart(ChartKind::kBar, "layer_index", "allocated_bytes"), "allocated_bytes"));
   const ColumnSpec type = layer_type();
-  v.push_back(spec("A5", "Layer type distribution", "how many layers of each type the model has",
-                   {L::kFramework}, per_batch(on_layers<a5_layer_type_distribution>), D::kInference,
+  v.push_back(spec("A5", "Layer type distribution", "how many layers of each type the model has", {L::kFramework},
+                   per_batch(on_layers<a5_layer_type_distribution>), D::kInference,
                    {type, col("count", "count", "count", "layers of the type"),
                     col("percent", "%", "%", "share of all layers, in percent")},
                    chart(ChartKind::kArc, "", "count", "layer_type")));
-  v.push_back(spec("A6", "Layer latency by type", "which layer types take the time",
-                   {L::kFramework}, per_batch(on_layers<a6_layer_latency_by_type>), D::kInference,
+  v.push_back(spec("A6", "Layer latency by type", "which layer types take the time", {L::kFramework},
+                   per_batch(on_layers<a6_layer_latency_by_type>), D::kInference,
                    {type,
                     col("latency_ms", "ms", "latency (ms)",
                         "sum of the per-index trimmed-mean latencies of the type's layers (M/F run)"),
                     col("percent", "%", "%", "share of the summed latency of all layers, in percent")},
                    chart(ChartKind::kArc, "", "latency_ms", "layer_type"), "latency_ms"));
-  v.push_back(spec("A7", "Layer memory by type", "which layer types allocate the memory",
-                   {L::kFramework}, per_batch(on_layers<a7_layer_memory_by_type>), D::kInference,
+  v.push_back(spec("A7", "Layer memory by type", "which layer types allocate the memory", {L::kFramework},
+                   per_batch(on_layers<a7_layer_memory_by_type>), D::kInference,
                    {type,
                     col("allocated_bytes", "bytes", "allocated (B)",
                         "sum of the type's mean allocated bytes (layers without the tag count 0)"),
@@ -261,26 +268,28 @@ std::vector<AnalysisSpec> kernel_analyses() {
                     precision(), ai_dram, ai_l2, ai_l1, achieved_flops(), peak_flops(), attainable_flops(),
                     percent_of_roofline(), bound(), binding_level()},
                    roofline("binding_level"), "percent_of_roofline"));
-  v.push_back(spec(
-      "A10", "Kernels by name", "which kernels take the GPU time", {L::kModel, L::kKernel}, per_batch(on_gpu_runs<a10_kernels_by_name>), D::kNone,
-      {kernel_name(), col("count", "count/batch", "count / batch", "occurrences of the kernel per batch"),
-       col("total_latency_ms", "ms", "total (ms / batch)",
-           "trimmed mean over batches of the per-batch sum of the kernel's durations"),
-       col("mean_latency_us", "us", "mean (µs)", "sum of the kernel's durations / its occurrences"),
-       col("percent_of_model_latency", "%", "% of model", "100 × total / model latency of the M run"),
-       col("percent_of_kernel_time", "%", "% of kernels", "100 × total / the sum of the totals of all kernels")},
-      chart(ChartKind::kBar, "kernel_name", "total_latency_ms"), "total_latency_ms"));
+  v.push_back(
+      spec("A10", "Kernels by name", "which kernels take the GPU time", {L::kModel, L::kKernel},
+           per_batch(on_gpu_runs<a10_kernels_by_name>), D::kNone,
+           {kernel_name(), col("count", "count/batch", "count / batch", "occurrences of the kernel per batch"),
+            col("total_latency_ms", "ms", "total (ms / batch)",
+                "trimmed mean over batches of the per-batch sum of the kernel's durations"),
+            col("mean_latency_us", "us", "mean (µs)", "sum of the kernel's durations / its occurrences"),
+            col("percent_of_model_latency", "%", "% of model", "100 × total / model latency of the M run"),
+            col("percent_of_kernel_time", "%", "% of kernels", "100 × total / the sum of the totals of all kernels")},
+           chart(ChartKind::kBar, "kernel_name", "total_latency_ms"), "total_latency_ms"));
   const ColumnSpec kernel_sum_ms = col("kernel_latency_ms", "ms", "kernels (ms)",
                                        "trimmed mean of the per-batch sum of the layer's kernel latencies (M/F/K run)");
   const ColumnSpec layer_latency_ms =
       col("layer_latency_ms", "ms", "layer (ms)", "trimmed mean of the layer's latency (M/F run)");
-  v.push_back(spec(
-      "A11", "Kernels by layer", "how much of each layer's time its kernels take", {L::kFramework, L::kKernel}, per_batch(on_gpu_runs<a11_kernels_by_layer>), D::kNone,
-      {layer_index(), layer_name(), layer_type(),
-       col("kernel_count", "count/batch", "kernels / batch", "kernels the layer launched per batch"), kernel_sum_ms,
-       layer_latency_ms,
-       col("gpu_percent", "%", "GPU %", "100 × kernel latency / layer latency; above 100 when kernels overlap")},
-      chart(ChartKind::kBar, "layer_index", "kernel_latency_ms")));
+  v.push_back(
+      spec("A11", "Kernels by layer", "how much of each layer's time its kernels take", {L::kFramework, L::kKernel},
+           per_batch(on_gpu_runs<a11_kernels_by_layer>), D::kNone,
+           {layer_index(), layer_name(), layer_type(),
+            col("kernel_count", "count/batch", "kernels / batch", "kernels the layer launched per batch"),
+            kernel_sum_ms, layer_latency_ms,
+            col("gpu_percent", "%", "GPU %", "100 × kernel latency / layer latency; above 100 when kernels overlap")},
+           chart(ChartKind::kBar, "layer_index", "kernel_latency_ms")));
   v.push_back(spec(
       "A12", "Counters by layer", "each layer's hardware counters, summed over its kernels",
       {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a12_counters_by_layer>), D::kNone,
@@ -292,8 +301,8 @@ std::vector<AnalysisSpec> kernel_analyses() {
        precision(), bound()},
       chart(ChartKind::kBar, "layer_index", "gflops"), "gflops"));
   {
-    ChartSpec c = chart(ChartKind::kStackedBar, "layer_index", "gpu_latency_ms", "",
-                        {"gpu_latency_ms", "non_gpu_latency_ms"});
+    ChartSpec c =
+        chart(ChartKind::kStackedBar, "layer_index", "gpu_latency_ms", "", {"gpu_latency_ms", "non_gpu_latency_ms"});
     c.title = "GPU and non-GPU latency per layer";
     v.push_back(spec("A13", "GPU vs non-GPU latency per layer", "how much of each layer's time is spent off the GPU",
                      {L::kFramework, L::kKernel}, per_batch(on_gpu_runs<a13_gpu_vs_non_gpu>), D::kNone,
@@ -304,16 +313,15 @@ std::vector<AnalysisSpec> kernel_analyses() {
                           "layer latency − GPU latency; negative when kernels overlap or outlast the layer")},
                      c, "non_gpu_latency_ms"));
   }
-  v.push_back(spec(
-      "A14", "Layer roofline", "how close each layer gets to the machine's roofline",
-      {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a14_layer_roofline>), D::kNone,
-      {layer_index(), layer_name(), layer_type(),
-       col("kernel_latency_ms", "ms", "kernels (ms)",
-           "trimmed mean of the per-batch sum of the layer's compute-kernel latencies (M/F/K run)"),
-       gflops(), precision(), ai_dram, ai_l2, ai_l1,
-       col("achieved_flops_per_s", "FLOP/s", "FLOP/s", "FLOPs (counter run) / kernel_latency_ms"), peak_flops(),
-       attainable_flops(), percent_of_roofline(), bound(), binding_level()},
-      roofline("binding_level"), "percent_of_roofline"));
+  v.push_back(spec("A14", "Layer roofline", "how close each layer gets to the machine's roofline",
+                   {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a14_layer_roofline>), D::kNone,
+                   {layer_index(), layer_name(), layer_type(),
+                    col("kernel_latency_ms", "ms", "kernels (ms)",
+                        "trimmed mean of the per-batch sum of the layer's compute-kernel latencies (M/F/K run)"),
+                    gflops(), precision(), ai_dram, ai_l2, ai_l1,
+                    col("achieved_flops_per_s", "FLOP/s", "FLOP/s", "FLOPs (counter run) / kernel_latency_ms"),
+                    peak_flops(), attainable_flops(), percent_of_roofline(), bound(), binding_level()},
+                   roofline("binding_level"), "percent_of_roofline"));
   {
     ChartSpec c = chart(ChartKind::kLine, "batch_size", "model_latency_ms", "",
                         {"model_latency_ms", "kernel_latency_ms", "gpu_busy_ms"});
@@ -433,35 +441,36 @@ std::vector<AnalysisSpec> generation_analyses() {
   {
     ChartSpec c = chart(ChartKind::kStackedBar, "module", "prefill_ms", "", {"prefill_ms", "decode_total_ms"});
     c.title = "Module time per request: prefill and all decode steps";
-    v.push_back(spec(
-        "G2", "Layer time in prefill vs decode", "which modules and transformer layers take the time in prefill and in decode",
-        {L::kFramework}, per_batch(on_record<g2_layer_prefill_decode>), D::kGeneration,
-        {col("layer", "", "layer", "transformer layer of the module: its path up to the first numeric part (h.3)"),
-         col("module", "", "module", "TorchScript module path of the top-level op, else its op name"),
-         col("op", "", "op", "op name of the module's top-level spans (the first seen)"),
-         col("prefill_ms", "ms", "prefill (ms)", "the module's time in prefill steps / prefill steps (M/F run)"),
-         col("decode_step_ms", "ms", "decode/step (ms)", "the module's time in decode steps / decode steps"),
-         col("decode_total_ms", "ms", "decode/request (ms)", "the module's time in decode steps / requests"),
-         col("prefill_share_pct", "%", "prefill %", "100 × prefill_ms / the sum over modules"),
-         col("decode_share_pct", "%", "decode %", "100 × decode_total_ms / the sum over modules")},
-        c, "decode_total_ms"));
+    v.push_back(
+        spec("G2", "Layer time in prefill vs decode",
+             "which modules and transformer layers take the time in prefill and in decode", {L::kFramework},
+             per_batch(on_record<g2_layer_prefill_decode>), D::kGeneration,
+             {col("layer", "", "layer", "transformer layer of the module: its path up to the first numeric part (h.3)"),
+              col("module", "", "module", "TorchScript module path of the top-level op, else its op name"),
+              col("op", "", "op", "op name of the module's top-level spans (the first seen)"),
+              col("prefill_ms", "ms", "prefill (ms)", "the module's time in prefill steps / prefill steps (M/F run)"),
+              col("decode_step_ms", "ms", "decode/step (ms)", "the module's time in decode steps / decode steps"),
+              col("decode_total_ms", "ms", "decode/request (ms)", "the module's time in decode steps / requests"),
+              col("prefill_share_pct", "%", "prefill %", "100 × prefill_ms / the sum over modules"),
+              col("decode_share_pct", "%", "decode %", "100 × decode_total_ms / the sum over modules")},
+             c, "decode_total_ms"));
   }
   {
     ChartSpec c = chart(ChartKind::kLine, "batch_size", "kv_cache_bytes", "", {"kv_cache_bytes", "formula_bytes"});
     c.title = "KV cache size by batch size: recorded and formula";
-    v.push_back(spec(
-        "G3", "KV cache memory", "how large the KV cache grows and whether it matches the model's formula",
-        {L::kModel}, over_batches(over_record<g3_kv_cache_memory>), D::kGeneration,
-        {batch_size_col(),
-         col("prompt_tokens", "tokens", "prompt", "prompt tokens of the request with the most positions"),
-         col("output_tokens", "tokens", "output", "output tokens of that request"),
-         col("positions", "tokens", "positions", "prompt + output tokens"),
-         col("kv_cache_bytes", "bytes", "KV cache (B)", "the largest KV cache a request allocated (RunRecord::generation)"),
-         col("bytes_per_token", "bytes", "B / token", "kv_cache_bytes / (batch × positions)"),
-         col("formula_bytes", "bytes", "formula (B)",
-             "2 × n_layer × n_head × head_dim × positions × batch × element_bytes (Kwon et al. 2023)"),
-         col("recorded_over_formula", "", "recorded / formula", "kv_cache_bytes / formula_bytes")},
-        c, "kv_cache_bytes"));
+    v.push_back(spec("G3", "KV cache memory", "how large the KV cache grows and whether it matches the model's formula",
+                     {L::kModel}, over_batches(over_record<g3_kv_cache_memory>), D::kGeneration,
+                     {batch_size_col(),
+                      col("prompt_tokens", "tokens", "prompt", "prompt tokens of the request with the most positions"),
+                      col("output_tokens", "tokens", "output", "output tokens of that request"),
+                      col("positions", "tokens", "positions", "prompt + output tokens"),
+                      col("kv_cache_bytes", "bytes", "KV cache (B)",
+                          "the largest KV cache a request allocated (RunRecord::generation)"),
+                      col("bytes_per_token", "bytes", "B / token", "kv_cache_bytes / (batch × positions)"),
+                      col("formula_bytes", "bytes", "formula (B)",
+                          "2 × n_layer × n_head × head_dim × positions × batch × element_bytes (Kwon et al. 2023)"),
+                      col("recorded_over_formula", "", "recorded / formula", "kv_cache_bytes / formula_bytes")},
+                     c, "kv_cache_bytes"));
   }
   {
     ChartSpec c = chart(ChartKind::kLine, "step", "kernel_time_ms");
@@ -504,54 +513,54 @@ std::vector<AnalysisSpec> make_analyses() {
 std::vector<AnalysisSpec> summary_tables() {
   std::vector<AnalysisSpec> v;
   {
-    AnalysisSpec s = spec(
-        "launch-stats", "Kernels with the largest launch delay", "the kernel launches that waited longest",
-        {L::kSystem, L::kKernel}, true,
-        {col("batch", "", "batch", "0-based measured batch"), layer_index(), layer_name("layer name"), kernel_name(),
-         col("launch_api", "", "launch API", "the CUDA API call that launched the kernel"),
-         col("launch_delay_us", "us", "delay (µs)", "kernel start − start of its launching API call"),
-         col("duration_us", "us", "duration (µs)", "the kernel's duration")},
-        chart(ChartKind::kBar, "kernel_name", "launch_delay_us"), "launch_delay_us");
+    AnalysisSpec s =
+        spec("launch-stats", "Kernels with the largest launch delay", "the kernel launches that waited longest",
+             {L::kSystem, L::kKernel}, true,
+             {col("batch", "", "batch", "0-based measured batch"), layer_index(), layer_name("layer name"),
+              kernel_name(), col("launch_api", "", "launch API", "the CUDA API call that launched the kernel"),
+              col("launch_delay_us", "us", "delay (µs)", "kernel start − start of its launching API call"),
+              col("duration_us", "us", "duration (µs)", "the kernel's duration")},
+             chart(ChartKind::kBar, "kernel_name", "launch_delay_us"), "launch_delay_us");
     s.key = "launch-top";
     v.push_back(std::move(s));
   }
   {
-    AnalysisSpec s = spec(
-        "summary.runs",
-        "Predict latency per batch size and run (each level's latency from its own run), with its 95% interval "
-        "and stability",
-        "every run of the evaluation: its latency, stability and what it recorded",
-        {L::kModel}, false,
-        {batch_size_col(), col("run", "", "run", "the run's name: M, M/F, M/F/K or the counter run"),
-         col("trace_level", "", "level", "the deepest span level the run traced", false),
-         col("median_ms", "ms", "median ms", "median predict latency over the result windows"),
-         col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
-         col("ci95_high_ms", "ms", "95% CI high", "high end of the median's 95% interval"),
-         col("stability", "", "stability", "whether the last result windows agree within the tolerance"),
-         col("spread_percent", "%", "spread %", "spread of the last windows' medians, in percent", false),
-         col("cv_percent", "%", "CV %", "coefficient of variation of the predict latency, in percent"),
-         col("drift_percent", "%", "drift %", "drift of the window medians over the run, in percent"),
-         col("trimmed_mean_ms", "ms", "trimmed mean ms", "trimmed mean of the predict latency"),
-         col("p50_ms", "ms", "p50 ms", "50th percentile of the predict latency", false),
-         col("p90_ms", "ms", "p90 ms", "90th percentile of the predict latency"),
-         col("p99_ms", "ms", "p99 ms", "99th percentile of the predict latency"),
-         col("throughput_samples_per_s", "samples/s", "samples/s", "batch size / trimmed-mean predict latency"),
-         col("batches", "count", "batches", "measured batches"),
-         col("warmup_batches", "count", "warm-up", "warm-up batches (not measured)"),
-         col("warmup_ms", "ms", "warm-up ms", "wall time of the warm-up"),
-         col("spans", "count", "spans", "spans in the run's trace"),
-         col("unparented", "count", "unparented", "spans the assembler could not place under a parent"),
-         col("warnings", "count", "warnings", "warnings the run recorded (listed under the table)")},
-        chart(ChartKind::kLine, "batch_size", "median_ms", "run"));
+    AnalysisSpec s =
+        spec("summary.runs",
+             "Predict latency per batch size and run (each level's latency from its own run), with its 95% interval "
+             "and stability",
+             "every run of the evaluation: its latency, stability and what it recorded", {L::kModel}, false,
+             {batch_size_col(),
+              col("run", "", "run", "the run's name: M, M/F, M/F/K or the counter run"),
+              col("trace_level", "", "level", "the deepest span level the run traced", false),
+              col("median_ms", "ms", "median ms", "median predict latency over the result windows"),
+              col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
+              col("ci95_high_ms", "ms", "95% CI high", "high end of the median's 95% interval"),
+              col("stability", "", "stability", "whether the last result windows agree within the tolerance"),
+              col("spread_percent", "%", "spread %", "spread of the last windows' medians, in percent", false),
+              col("cv_percent", "%", "CV %", "coefficient of variation of the predict latency, in percent"),
+              col("drift_percent", "%", "drift %", "drift of the window medians over the run, in percent"),
+              col("trimmed_mean_ms", "ms", "trimmed mean ms", "trimmed mean of the predict latency"),
+              col("p50_ms", "ms", "p50 ms", "50th percentile of the predict latency", false),
+              col("p90_ms", "ms", "p90 ms", "90th percentile of the predict latency"),
+              col("p99_ms", "ms", "p99 ms", "99th percentile of the predict latency"),
+              col("throughput_samples_per_s", "samples/s", "samples/s", "batch size / trimmed-mean predict latency"),
+              col("batches", "count", "batches", "measured batches"),
+              col("warmup_batches", "count", "warm-up", "warm-up batches (not measured)"),
+              col("warmup_ms", "ms", "warm-up ms", "wall time of the warm-up"),
+              col("spans", "count", "spans", "spans in the run's trace"),
+              col("unparented", "count", "unparented", "spans the assembler could not place under a parent"),
+              col("warnings", "count", "warnings", "warnings the run recorded (listed under the table)")},
+             chart(ChartKind::kLine, "batch_size", "median_ms", "run"));
     s.key = s.id;
     v.push_back(std::move(s));
   }
   {
     AnalysisSpec s = spec(
-        "summary.generation",
-        "Token latencies per run: TTFT, TPOT, ITL, end-to-end, tokens/s (docs/generation.md)",
+        "summary.generation", "Token latencies per run: TTFT, TPOT, ITL, end-to-end, tokens/s (docs/generation.md)",
         "how fast the first token comes and how fast the others follow, per batch size and run", {L::kModel}, false,
-        {batch_size_col(), col("run", "", "run", "the run's name: M, M/F, M/F/K"),
+        {batch_size_col(),
+         col("run", "", "run", "the run's name: M, M/F, M/F/K"),
          col("requests", "count", "requests", "measured requests (each a batch of sequences)"),
          col("sequences", "count", "seqs", "measured sequences: what the distributions count"),
          col("prompt_tokens", "", "prompt", "prompt tokens per request: one value or the range drawn"),
@@ -631,7 +640,10 @@ std::vector<AnalysisSpec> summary_tables() {
 // ---- compare (compare.h): the tables with fixed columns (compare.A1 has columns per evaluation) ----
 std::vector<AnalysisSpec> compare_tables() {
   std::vector<AnalysisSpec> v;
-  auto keyed = [&](AnalysisSpec s) { s.key = s.id; v.push_back(std::move(s)); };
+  auto keyed = [&](AnalysisSpec s) {
+    s.key = s.id;
+    v.push_back(std::move(s));
+  };
   keyed(spec("compare.evaluations", "Evaluations compared", "which evaluations a comparison puts side by side", {},
              false,
              {col("evaluation", "", "evaluation", "evaluation id in the store"),
@@ -642,34 +654,34 @@ std::vector<AnalysisSpec> compare_tables() {
               col("batch_sizes", "", "", "measured batch sizes"),
               col("predictions", "count", "stored predictions", "inputs whose predictions were stored")},
              {}));
-  keyed(spec("compare.A1.significance", "A1 significance",
-             "whether each evaluation's predict latency differs from the first's (Mann-Whitney U, bootstrap CI)",
-             {L::kModel}, false,
-             {batch_size_col(), col("evaluation_a", "", "A", "the first evaluation (the baseline)"),
-              col("evaluation_b", "", "B", "the evaluation compared with it"),
-              col("batches_a", "count", "n A", "measured batches of A's M run"),
-              col("batches_b", "count", "n B", "measured batches of B's M run"),
-              col("median_a_ms", "ms", "median A ms", "median predict latency of A's M run"),
-              col("median_b_ms", "ms", "median B ms", "median predict latency of B's M run"),
-              col("median_diff_ms", "ms", "B-A ms", "median(B) − median(A)"),
-              col("ci_low_ms", "ms", "CI low", "low end of the bootstrap interval of median(B) − median(A)"),
-              col("ci_high_ms", "ms", "CI high", "high end of the bootstrap interval of median(B) − median(A)"),
-              col("u", "", "U (A)", "Mann-Whitney U statistic of A"),
-              col("z", "", "z", "normal approximation's z score"),
-              col("p_value", "", "p", "two-sided p-value"),
-              col("significant", "", "significant", "yes when p < alpha"),
-              col("p_method", "", "p method", "exact (permutation distribution) or normal approximation")},
-             chart(ChartKind::kBar, "evaluation_b", "median_diff_ms", "")));
-  keyed(spec("compare.A6.totals", "Layer totals per evaluation (FRAMEWORK level)",
-             "how much of each evaluation's model latency its layers account for", {L::kModel, L::kFramework}, false,
-             {col("evaluation", "", "evaluation", "evaluation id in the store"),
-              col("framework", "", "framework", "framework name"), batch_size_col(),
-              col("layers", "count", "layers", "layers per batch (M/F run)"),
-              col("layer_types", "count", "types", "distinct layer types"),
-              col("layer_latency_ms", "ms", "layers ms", "sum over layer indexes of the trimmed-mean latency (M/F run)"),
-              col("model_latency_ms", "ms", "model ms", "trimmed-mean predict latency (M run)"),
-              col("layer_share_percent", "%", "layers % of model", "100 × layer latency / model latency")},
-             chart(ChartKind::kBar, "evaluation", "layer_latency_ms", "")));
+  keyed(
+      spec("compare.A1.significance", "A1 significance",
+           "whether each evaluation's predict latency differs from the first's (Mann-Whitney U, bootstrap CI)",
+           {L::kModel}, false,
+           {batch_size_col(), col("evaluation_a", "", "A", "the first evaluation (the baseline)"),
+            col("evaluation_b", "", "B", "the evaluation compared with it"),
+            col("batches_a", "count", "n A", "measured batches of A's M run"),
+            col("batches_b", "count", "n B", "measured batches of B's M run"),
+            col("median_a_ms", "ms", "median A ms", "median predict latency of A's M run"),
+            col("median_b_ms", "ms", "median B ms", "median predict latency of B's M run"),
+            col("median_diff_ms", "ms", "B-A ms", "median(B) − median(A)"),
+            col("ci_low_ms", "ms", "CI low", "low end of the bootstrap interval of median(B) − median(A)"),
+            col("ci_high_ms", "ms", "CI high", "high end of the bootstrap interval of median(B) − median(A)"),
+            col("u", "", "U (A)", "Mann-Whitney U statistic of A"), col("z", "", "z", "normal approximation's z score"),
+            col("p_value", "", "p", "two-sided p-value"), col("significant", "", "significant", "yes when p < alpha"),
+            col("p_method", "", "p method", "exact (permutation distribution) or normal approximation")},
+           chart(ChartKind::kBar, "evaluation_b", "median_diff_ms", "")));
+  keyed(
+      spec("compare.A6.totals", "Layer totals per evaluation (FRAMEWORK level)",
+           "how much of each evaluation's model latency its layers account for", {L::kModel, L::kFramework}, false,
+           {col("evaluation", "", "evaluation", "evaluation id in the store"),
+            col("framework", "", "framework", "framework name"), batch_size_col(),
+            col("layers", "count", "layers", "layers per batch (M/F run)"),
+            col("layer_types", "count", "types", "distinct layer types"),
+            col("layer_latency_ms", "ms", "layers ms", "sum over layer indexes of the trimmed-mean latency (M/F run)"),
+            col("model_latency_ms", "ms", "model ms", "trimmed-mean predict latency (M run)"),
+            col("layer_share_percent", "%", "layers % of model", "100 × layer latency / model latency")},
+           chart(ChartKind::kBar, "evaluation", "layer_latency_ms", "")));
   keyed(spec("compare.predictions", "Output agreement on the same inputs",
              "whether two evaluations give the same outputs on the same inputs", {}, false,
              {col("evaluation_a", "", "A", "the first evaluation (the baseline)"),
@@ -703,13 +715,20 @@ bool iequal(std::string_view a, std::string_view b) {
 
 std::string_view to_string(ChartKind kind) {
   switch (kind) {
-    case ChartKind::kNone: return "none";
-    case ChartKind::kLine: return "line";
-    case ChartKind::kBar: return "bar";
-    case ChartKind::kArc: return "arc";
-    case ChartKind::kStackedBar: return "stacked-bar";
-    case ChartKind::kRoofline: return "roofline";
-    case ChartKind::kScatter: return "scatter";
+    case ChartKind::kNone:
+      return "none";
+    case ChartKind::kLine:
+      return "line";
+    case ChartKind::kBar:
+      return "bar";
+    case ChartKind::kArc:
+      return "arc";
+    case ChartKind::kStackedBar:
+      return "stacked-bar";
+    case ChartKind::kRoofline:
+      return "roofline";
+    case ChartKind::kScatter:
+      return "scatter";
   }
   return "none";
 }
@@ -775,8 +794,9 @@ RowBuilder::RowBuilder(const Table& table) : table_(&table), cells_(table.column
 
 RowBuilder& RowBuilder::set(std::string_view name, Cell value) {
   const int i = column_index(*table_, name);
-  if (i < 0) throw std::logic_error("table " + table_->id + " (" + table_->title + ") has no column '" +
-                                    std::string(name) + "'");
+  if (i < 0)
+    throw std::logic_error("table " + table_->id + " (" + table_->title + ") has no column '" + std::string(name) +
+                           "'");
   cells_[static_cast<std::size_t>(i)] = std::move(value);
   return *this;
 }
@@ -810,13 +830,26 @@ nlohmann::ordered_json to_json(const AnalysisSpec& spec) {
   for (Level l : spec.levels) j["levels"].push_back(std::string(to_string(l)));
   j["per_batch_size"] = spec.per_batch_size;
   const ChartSpec& c = spec.chart;
-  j["chart"] = {{"kind", std::string(to_string(c.kind))}, {"x", c.x}, {"y", c.y}, {"color", c.color},
-                {"series", c.series}, {"y2", c.y2}, {"y_low", c.y_low}, {"y_high", c.y_high}, {"log_x", c.log_x}, {"log_y", c.log_y}, {"title", c.title}};
+  j["chart"] = {{"kind", std::string(to_string(c.kind))},
+                {"x", c.x},
+                {"y", c.y},
+                {"color", c.color},
+                {"series", c.series},
+                {"y2", c.y2},
+                {"y_low", c.y_low},
+                {"y_high", c.y_high},
+                {"log_x", c.log_x},
+                {"log_y", c.log_y},
+                {"title", c.title}};
   j["bar_column"] = spec.bar_column >= 0 ? nlohmann::ordered_json(spec.columns[spec.bar_column].name) : nullptr;
   j["columns"] = nlohmann::ordered_json::array();
   for (const ColumnSpec& col : spec.columns)
-    j["columns"].push_back({{"name", col.name}, {"unit", col.unit}, {"meaning", col.meaning}, {"title", col.title},
-                            {"in_text", col.in_text}, {"symbol", col.symbol}});
+    j["columns"].push_back({{"name", col.name},
+                            {"unit", col.unit},
+                            {"meaning", col.meaning},
+                            {"title", col.title},
+                            {"in_text", col.in_text},
+                            {"symbol", col.symbol}});
   return j;
 }
 
@@ -875,8 +908,8 @@ std::string axis_title(const ColumnSpec& c) {
 nlohmann::json field(const AnalysisSpec& s, const Table& t, const std::string& name, const char* type = nullptr) {
   const std::size_t i = s.column_index(name);
   nlohmann::json f = {{"field", name}, {"title", axis_title(s.columns[i])}};
-  f["type"] = type ? type : (is_text_column(t, static_cast<std::size_t>(column_index(t, name))) ? "nominal"
-                                                                                                 : "quantitative");
+  f["type"] =
+      type ? type : (is_text_column(t, static_cast<std::size_t>(column_index(t, name))) ? "nominal" : "quantitative");
   return f;
 }
 
@@ -913,7 +946,8 @@ nlohmann::json vega_lite_chart(const Table& table) {
         // One series per value column: fold them into (series, value) pairs; the series title is the column's.
         const ColumnSpec& first = s->columns[s->column_index(c.series.front())];
         spec["transform"] = {{{"fold", c.series}, {"as", {"series", "value"}}}};
-        enc["y"] = {{"field", "value"}, {"type", "quantitative"},
+        enc["y"] = {{"field", "value"},
+                    {"type", "quantitative"},
                     {"title", first.unit.empty() ? std::string("value") : first.unit}};
         if (stacked) enc["y"]["stack"] = "zero";
         enc["color"] = {{"field", "series"}, {"type", "nominal"}, {"sort", c.series}, {"title", ""}};
@@ -932,11 +966,9 @@ nlohmann::json vega_lite_chart(const Table& table) {
       }
       if (!c.y2.empty()) {
         // Two quantities with different units: one line each, on independent y axes.
-        nlohmann::json second = {{"mark", {{"type", "line"}, {"point", true}, {"strokeDash", {4, 4}}}},
-                                 {"encoding",
-                                  {{"x", enc["x"]},
-                                   {"y", field(*s, table, c.y2, "quantitative")},
-                                   {"tooltip", tooltip}}}};
+        nlohmann::json second = {
+            {"mark", {{"type", "line"}, {"point", true}, {"strokeDash", {4, 4}}}},
+            {"encoding", {{"x", enc["x"]}, {"y", field(*s, table, c.y2, "quantitative")}, {"tooltip", tooltip}}}};
         nlohmann::json first = {{"mark", spec["mark"]}, {"encoding", enc}};
         if (!interval.is_null()) first = {{"layer", {first, interval}}};
         spec.erase("mark");
@@ -987,7 +1019,8 @@ nlohmann::json vega_lite_chart(const Table& table) {
             {"transform", {{{"filter", "isValid(datum['peak_flops_per_s']) && datum['peak_flops_per_s'] > 0"}}}},
             {"mark", {{"type", "rule"}, {"strokeDash", {6, 4}}}},
             {"encoding", {{"y", peak}}}};
-        if (column_index(table, "precision") >= 0) rules["encoding"]["detail"] = field(*s, table, "precision", "nominal");
+        if (column_index(table, "precision") >= 0)
+          rules["encoding"]["detail"] = field(*s, table, "precision", "nominal");
         spec["layer"] = {points, rules};
       } else {
         spec["layer"] = {points};

@@ -34,9 +34,12 @@ const Ceiling* ceiling(const MachineCeilings* m, const std::string& name) {
 
 std::string_view to_string(MemoryLevel level) {
   switch (level) {
-    case MemoryLevel::kL1: return "l1";
-    case MemoryLevel::kL2: return "l2";
-    case MemoryLevel::kDram: return "dram";
+    case MemoryLevel::kL1:
+      return "l1";
+    case MemoryLevel::kL2:
+      return "l2";
+    case MemoryLevel::kDram:
+      return "dram";
   }
   return "?";
 }
@@ -48,8 +51,10 @@ std::optional<double> level_bytes(const CounterValues& counters, MemoryLevel lev
       if (!r || !w) return std::nullopt;
       return *r + *w;
     }
-    case MemoryLevel::kL2: return find(counters, hw::kL2Bytes);
-    case MemoryLevel::kL1: return find(counters, hw::kL1Bytes);
+    case MemoryLevel::kL2:
+      return find(counters, hw::kL2Bytes);
+    case MemoryLevel::kL1:
+      return find(counters, hw::kL1Bytes);
   }
   return std::nullopt;
 }
@@ -112,8 +117,10 @@ void CounterAggregate::add(const CounterValues& counters, std::optional<double> 
   for (const auto& [name, value] : counters) {
     const hw::CounterDef* def = hw::find_counter(name);
     if (def != nullptr && def->aggregation == "latency_weighted_mean") {
-      if (latency_ns && std::isfinite(*latency_ns)) weighted_[name].emplace_back(value, *latency_ns);
-      else left_out = true;
+      if (latency_ns && std::isfinite(*latency_ns))
+        weighted_[name].emplace_back(value, *latency_ns);
+      else
+        left_out = true;
     } else {
       sums_[name] += value;
     }
@@ -167,25 +174,31 @@ RooflinePoint roofline_point(const CounterValues& counters, const MachineCeiling
 
 std::string_view to_string(BindingLevel level) {
   switch (level) {
-    case BindingLevel::kL1: return "l1";
-    case BindingLevel::kL2: return "l2";
-    case BindingLevel::kDram: return "dram";
-    case BindingLevel::kCompute: return "compute";
+    case BindingLevel::kL1:
+      return "l1";
+    case BindingLevel::kL2:
+      return "l2";
+    case BindingLevel::kDram:
+      return "dram";
+    case BindingLevel::kCompute:
+      return "compute";
   }
   return "?";
 }
 
 BindingLevel binding_level_of(MemoryLevel level) {
   switch (level) {
-    case MemoryLevel::kL1: return BindingLevel::kL1;
-    case MemoryLevel::kL2: return BindingLevel::kL2;
-    case MemoryLevel::kDram: return BindingLevel::kDram;
+    case MemoryLevel::kL1:
+      return BindingLevel::kL1;
+    case MemoryLevel::kL2:
+      return BindingLevel::kL2;
+    case MemoryLevel::kDram:
+      return BindingLevel::kDram;
   }
   return BindingLevel::kDram;
 }
 
-std::optional<HierarchicalBound> hierarchical_bound(std::optional<double> flops,
-                                                    std::optional<double> peak_flops_per_s,
+std::optional<HierarchicalBound> hierarchical_bound(std::optional<double> flops, std::optional<double> peak_flops_per_s,
                                                     const std::optional<double> (&level_bytes)[3],
                                                     const std::optional<double> (&bandwidth_bytes_per_s)[3]) {
   if (!flops || !std::isfinite(*flops) || *flops < 0) return std::nullopt;
@@ -384,17 +397,17 @@ MachineCeilings machine_ceilings_from_json(const nlohmann::json& j, std::chrono:
   // The store picks the latest measurement by comparing measured_at as text: a value that is not this exact form
   // ("9999") or lies in the future would win over every later measurement for ever.
   const auto shown = [&] {
-    return "'" + (m.measured_at.size() > 60 ? m.measured_at.substr(0, 60) + "...' (" +
-                                                  std::to_string(m.measured_at.size()) + " characters)"
-                                            : m.measured_at + "'");
+    return "'" + (m.measured_at.size() > 60
+                      ? m.measured_at.substr(0, 60) + "...' (" + std::to_string(m.measured_at.size()) + " characters)"
+                      : m.measured_at + "'");
   };
   const std::optional<std::int64_t> at = parse_utc_time(m.measured_at);
   if (!at)
     fail("measured_at", "expected an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ (a real date and time), got " + shown());
   const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   if (*at > now_s + 86400) {
-    fail("measured_at", "expected a time at most a day after now (" + util::format_utc_iso8601(now_s) + "), got " +
-                            shown());
+    fail("measured_at",
+         "expected a time at most a day after now (" + util::format_utc_iso8601(now_s) + "), got " + shown());
   }
   m.clocks_note = str(j, "clocks_note", false, "");
   auto cs = j.find("ceilings");
@@ -408,8 +421,7 @@ MachineCeilings machine_ceilings_from_json(const nlohmann::json& j, std::chrono:
     auto v = e.find("value");
     if (v == e.end() || !v->is_number()) fail(where + "value", "expected a number (flop/s, op/s or bytes/s)");
     c.value = v->get<double>();
-    if (!std::isfinite(c.value) || c.value <= 0)
-      fail(where + "value", "expected a positive number, got " + v->dump());
+    if (!std::isfinite(c.value) || c.value <= 0) fail(where + "value", "expected a positive number, got " + v->dump());
     c.unit = str(e, "unit", true, where);
     if (c.unit != "flop/s" && c.unit != "op/s" && c.unit != "bytes/s")
       fail(where + "unit", "expected flop/s, op/s or bytes/s, got '" + c.unit + "'");
@@ -424,10 +436,14 @@ Table machine_ceilings_table(const MachineCeilings& m) {
   t.id = "ceilings";
   t.title = "Measured ceilings of " + m.gpu_name + (m.gpu_uuid.empty() ? "" : " (" + m.gpu_uuid + ")") + " on " +
             m.hostname + ", " + m.measured_at;
-  t.columns = {{"ceiling", "ceiling"},          {"kind", "kind"},
-               {"value", "value"},              {"value_unit", "unit"},
-               {"ridge_dram", "ridge DRAM (FLOP/B)"}, {"ridge_l2", "ridge L2"},
-               {"ridge_l1", "ridge L1"},        {"method", "method"}};
+  t.columns = {{"ceiling", "ceiling"},
+               {"kind", "kind"},
+               {"value", "value"},
+               {"value_unit", "unit"},
+               {"ridge_dram", "ridge DRAM (FLOP/B)"},
+               {"ridge_l2", "ridge L2"},
+               {"ridge_l1", "ridge L1"},
+               {"method", "method"}};
   for (const Ceiling& c : m.ceilings) {
     const bool memory = c.unit == "bytes/s";
     // Cells appended one by one: GCC 12 warns (falsely) on braced lists of std::string-holding variants here.
@@ -441,15 +457,18 @@ Table machine_ceilings_table(const MachineCeilings& m) {
     row.emplace_back(unit);
     for (const char* level : {"dram", "l2", "l1"}) {
       const Ceiling* bw = m.find(level);
-      if (!memory && bw != nullptr && bw->value > 0) row.emplace_back(c.value / bw->value);
-      else row.emplace_back();
+      if (!memory && bw != nullptr && bw->value > 0)
+        row.emplace_back(c.value / bw->value);
+      else
+        row.emplace_back();
     }
     row.emplace_back(c.method);
     t.rows.push_back(std::move(row));
   }
   if (!m.clocks_note.empty()) t.notes.push_back("clocks: " + m.clocks_note);
-  t.notes.push_back("ridge point = compute peak / bandwidth: kernels with a lower arithmetic intensity at that level "
-                    "are memory-bound (Williams, Waterman, Patterson, CACM 2009)");
+  t.notes.push_back(
+      "ridge point = compute peak / bandwidth: kernels with a lower arithmetic intensity at that level "
+      "are memory-bound (Williams, Waterman, Patterson, CACM 2009)");
   return t;
 }
 
@@ -469,9 +488,12 @@ std::string si(double v) {
 
 std::string level_name(MemoryLevel l) {
   switch (l) {
-    case MemoryLevel::kL1: return "L1";
-    case MemoryLevel::kL2: return "L2";
-    case MemoryLevel::kDram: return "DRAM";
+    case MemoryLevel::kL1:
+      return "L1";
+    case MemoryLevel::kL2:
+      return "L2";
+    case MemoryLevel::kDram:
+      return "DRAM";
   }
   return "?";
 }
@@ -501,8 +523,10 @@ std::string RooflineChart::left_out_note() const {
     n += count;
     why += (why.empty() ? "" : "; ") + std::to_string(count) + " " + reason;
   }
-  return std::to_string(n) + " of " + std::to_string(rows) + " " + what + "s left out (log axes have no place for "
-         "them): " + why;
+  return std::to_string(n) + " of " + std::to_string(rows) + " " + what +
+         "s left out (log axes have no place for "
+         "them): " +
+         why;
 }
 
 namespace {
@@ -634,8 +658,8 @@ struct CeilingLines {
 };
 
 CeilingLines ceiling_lines(const RooflineFrame& fr) {
-  static const char* palette[] = {"#4c78a8", "#54a24b", "#e45756", "#f58518", "#b279a2", "#9d755d", "#72b7b2",
-                                  "#eeca3b", "#ff9da6", "#bab0ac"};
+  static const char* palette[] = {"#4c78a8", "#54a24b", "#e45756", "#f58518", "#b279a2",
+                                  "#9d755d", "#72b7b2", "#eeca3b", "#ff9da6", "#bab0ac"};
   CeilingLines cl;
   auto add_colour = [&](const std::string& label) {
     cl.range.push_back(palette[cl.domain.size() % (sizeof palette / sizeof *palette)]);
@@ -659,8 +683,12 @@ CeilingLines ceiling_lines(const RooflineFrame& fr) {
     const double enter = std::max(x0, y0 / bw->value);
     const double at = enter * std::pow(10.0, x_decades * (0.04 + 0.1 * static_cast<double>(i)));
     if (at < end)
-      cl.labels.push_back({{"ai", at}, {"flops_per_s", bw->value * at}, {"ceiling", label}, {"text", label},
-                           {"angle", diagonal_deg}, {"align", "left"}});
+      cl.labels.push_back({{"ai", at},
+                           {"flops_per_s", bw->value * at},
+                           {"ceiling", label},
+                           {"text", label},
+                           {"angle", diagonal_deg},
+                           {"align", "left"}});
   }
   for (const Ceiling* pk : fr.peaks) {
     const std::string label = peak_label(*pk);
@@ -669,7 +697,11 @@ CeilingLines ceiling_lines(const RooflineFrame& fr) {
     const double start = fr.max_bw > 0 ? std::max(x0, pk->value / fr.max_bw) : x0;
     cl.lines.push_back({{"ai", start}, {"flops_per_s", pk->value}, {"ceiling", label}});
     cl.lines.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}});
-    cl.labels.push_back({{"ai", x1}, {"flops_per_s", pk->value}, {"ceiling", label}, {"text", label}, {"angle", 0},
+    cl.labels.push_back({{"ai", x1},
+                         {"flops_per_s", pk->value},
+                         {"ceiling", label},
+                         {"text", label},
+                         {"angle", 0},
                          {"align", "right"}});
   }
   return cl;
@@ -711,8 +743,7 @@ nlohmann::json roofline_subtitle(const RooflineChart& chart, const MachineCeilin
     for (const auto& [reason, count] : chart.left_out) n += count;
     subtitle.push_back(std::to_string(n) + " of " + std::to_string(chart.rows) + " " + chart.what +
                        "s left out (log axes have no place for them):");
-    for (const auto& [reason, count] : chart.left_out)
-      subtitle.push_back("– " + std::to_string(count) + " " + reason);
+    for (const auto& [reason, count] : chart.left_out) subtitle.push_back("– " + std::to_string(count) + " " + reason);
   }
   if (ceilings == nullptr) subtitle.push_back("no measured ceilings for this machine: points only");
   if (batches.size() > 1) {
@@ -729,14 +760,14 @@ nlohmann::json point_tooltip(const std::string& who, bool several_batches) {
   tooltip.push_back({{"field", "layer"}, {"title", "layer"}});
   tooltip.push_back({{"field", "binding_level"}, {"title", "binding level"}});
   tooltip.push_back({{"field", "bound"}, {"title", "bound"}});
-  tooltip.push_back({{"field", "percent_of_roof"}, {"type", "quantitative"}, {"title", "% of roof"},
-                     {"format", ".3~g"}});
-  tooltip.push_back({{"field", "ai"}, {"type", "quantitative"}, {"title", "AI at DRAM (FLOP/byte)"},
-                     {"format", ".3~g"}});
-  tooltip.push_back({{"field", "flops_per_s"}, {"type", "quantitative"}, {"title", "achieved (FLOP/s)"},
-                     {"format", ".3~s"}});
-  tooltip.push_back({{"field", "attainable_flops_per_s"}, {"type", "quantitative"}, {"title", "roof (FLOP/s)"},
-                     {"format", ".3~s"}});
+  tooltip.push_back(
+      {{"field", "percent_of_roof"}, {"type", "quantitative"}, {"title", "% of roof"}, {"format", ".3~g"}});
+  tooltip.push_back(
+      {{"field", "ai"}, {"type", "quantitative"}, {"title", "AI at DRAM (FLOP/byte)"}, {"format", ".3~g"}});
+  tooltip.push_back(
+      {{"field", "flops_per_s"}, {"type", "quantitative"}, {"title", "achieved (FLOP/s)"}, {"format", ".3~s"}});
+  tooltip.push_back(
+      {{"field", "attainable_flops_per_s"}, {"type", "quantitative"}, {"title", "roof (FLOP/s)"}, {"format", ".3~s"}});
   tooltip.push_back({{"field", "precision"}, {"title", "precision"}});
   if (several_batches) tooltip.push_back({{"field", "batch"}, {"title", "batch size"}});
   return tooltip;
@@ -746,10 +777,12 @@ nlohmann::json point_tooltip(const std::string& who, bool several_batches) {
 nlohmann::json roofline_axes(const RooflineFrame& fr) {
   const nlohmann::json x_scale = {{"type", "log"}, {"domain", {fr.x0, fr.x1}}};
   const nlohmann::json y_scale = {{"type", "log"}, {"domain", {fr.y0, fr.y1}}};
-  const nlohmann::json x_axis = {{"title", "arithmetic intensity at DRAM (FLOP/byte)"}, {"format", "~g"},
-                                 {"values", decades(fr.x0, fr.x1)}, {"grid", true}};
-  const nlohmann::json y_axis = {{"title", "performance (FLOP/s)"}, {"format", "~s"},
-                                 {"values", decades(fr.y0, fr.y1)}, {"grid", true}};
+  const nlohmann::json x_axis = {{"title", "arithmetic intensity at DRAM (FLOP/byte)"},
+                                 {"format", "~g"},
+                                 {"values", decades(fr.x0, fr.x1)},
+                                 {"grid", true}};
+  const nlohmann::json y_axis = {
+      {"title", "performance (FLOP/s)"}, {"format", "~s"}, {"values", decades(fr.y0, fr.y1)}, {"grid", true}};
   // x and y are shared by every layer (one scale and one axis each): every layer's data has "ai" and "flops_per_s".
   const nlohmann::json x = {{"field", "ai"}, {"type", "quantitative"}, {"scale", x_scale}, {"axis", x_axis}};
   const nlohmann::json y = {{"field", "flops_per_s"}, {"type", "quantitative"}, {"scale", y_scale}, {"axis", y_axis}};
@@ -758,11 +791,15 @@ nlohmann::json roofline_axes(const RooflineFrame& fr) {
 
 // The layers: ceiling lines, diagonal labels, peak labels, points.
 nlohmann::json roofline_layers(const CeilingLines& cl, const RooflinePoints& rp, const nlohmann::json& tooltip) {
-  const nlohmann::json color = {{"field", "ceiling"}, {"type", "nominal"},
+  const nlohmann::json color = {{"field", "ceiling"},
+                                {"type", "nominal"},
                                 {"scale", {{"domain", cl.domain}, {"range", cl.range}}},
-                                {"legend", {{"title", "ceiling (point colour: the ceiling that binds it)"},
-                                            {"orient", "bottom"}, {"columns", 3}, {"labelLimit", 320},
-                                            {"titleLimit", 600}}}};
+                                {"legend",
+                                 {{"title", "ceiling (point colour: the ceiling that binds it)"},
+                                  {"orient", "bottom"},
+                                  {"columns", 3},
+                                  {"labelLimit", 320},
+                                  {"titleLimit", 600}}}};
   nlohmann::json layers = nlohmann::json::array();
   layers.push_back({{"data", {{"values", cl.lines}}},
                     {"mark", {{"type", "line"}, {"clip", true}, {"strokeWidth", 2}}},
@@ -773,19 +810,30 @@ nlohmann::json roofline_layers(const CeilingLines& cl, const RooflinePoints& rp,
     for (const auto& l : cl.labels)
       if (l["align"] == align) values.push_back(l);
     layers.push_back({{"data", {{"values", values}}},
-                      {"mark", {{"type", "text"}, {"align", align}, {"baseline", "bottom"}, {"dy", -3},
-                                {"fontSize", 12}, {"fontWeight", "bold"}}},
-                      {"encoding", {{"text", {{"field", "text"}}},
-                                    {"angle", {{"field", "angle"}, {"type", "quantitative"}, {"scale", nullptr}}},
-                                    {"color", color}}}});
+                      {"mark",
+                       {{"type", "text"},
+                        {"align", align},
+                        {"baseline", "bottom"},
+                        {"dy", -3},
+                        {"fontSize", 12},
+                        {"fontWeight", "bold"}}},
+                      {"encoding",
+                       {{"text", {{"field", "text"}}},
+                        {"angle", {{"field", "angle"}, {"type", "quantitative"}, {"scale", nullptr}}},
+                        {"color", color}}}});
   }
   nlohmann::json point_encoding = {{"color", color}, {"tooltip", tooltip}};
   if (!rp.precisions.empty())
-    point_encoding["shape"] = {{"field", "precision"}, {"type", "nominal"},
-                               {"legend", {{"title", "precision"}, {"orient", "bottom"}}}};
+    point_encoding["shape"] = {
+        {"field", "precision"}, {"type", "nominal"}, {"legend", {{"title", "precision"}, {"orient", "bottom"}}}};
   layers.push_back({{"data", {{"values", rp.points}}},
-                    {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}, {"opacity", 0.85},
-                              {"stroke", "black"}, {"strokeWidth", 0.5}}},
+                    {"mark",
+                     {{"type", "point"},
+                      {"filled", true},
+                      {"size", 60},
+                      {"opacity", 0.85},
+                      {"stroke", "black"},
+                      {"strokeWidth", 0.5}}},
                     {"encoding", point_encoding}});
   return layers;
 }
@@ -820,7 +868,7 @@ RooflineChart make_roofline_chart(const std::vector<Table>& tables, const Machin
       {"layer", roofline_layers(lines, rp, point_tooltip(chart.what, rp.batches.size() > 1))},
   };
   chart.spec["description"] = chart.left_out.empty() ? subtitle[0].get<std::string>()
-                                                      : subtitle[0].get<std::string>() + " " + chart.left_out_note();
+                                                     : subtitle[0].get<std::string>() + " " + chart.left_out_note();
   return chart;
 }
 

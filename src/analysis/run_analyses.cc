@@ -61,10 +61,14 @@ std::vector<std::string> default_analysis_ids(const EvaluationRecord& record) {
   const bool generation = is_generation_evaluation(record);
   return ids_where([generation](const AnalysisSpec& s) {
     switch (s.default_for) {
-      case DefaultFor::kNone: return false;
-      case DefaultFor::kEvery: return true;
-      case DefaultFor::kInference: return !generation;
-      case DefaultFor::kGeneration: return generation;
+      case DefaultFor::kNone:
+        return false;
+      case DefaultFor::kEvery:
+        return true;
+      case DefaultFor::kInference:
+        return !generation;
+      case DefaultFor::kGeneration:
+        return generation;
     }
     return false;
   });

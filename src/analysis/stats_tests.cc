@@ -69,8 +69,7 @@ double mann_whitney_exact_p(const std::vector<double>& ranks, std::size_t n1, do
   return std::min(1.0, extreme / all);
 }
 
-MannWhitneyResult mann_whitney_u(const std::vector<double>& x, const std::vector<double>& y,
-                                 MannWhitneyMethod method) {
+MannWhitneyResult mann_whitney_u(const std::vector<double>& x, const std::vector<double>& y, MannWhitneyMethod method) {
   check_sample(x, "Mann-Whitney U (first sample)");
   check_sample(y, "Mann-Whitney U (second sample)");
   const std::size_t n1 = x.size(), n2 = y.size(), n = n1 + n2;
@@ -115,8 +114,8 @@ MannWhitneyResult mann_whitney_u(const std::vector<double>& x, const std::vector
   return r;
 }
 
-BootstrapInterval bootstrap_median_difference(const std::vector<double>& x, const std::vector<double>& y,
-                                              int resamples, double confidence, std::uint64_t seed) {
+BootstrapInterval bootstrap_median_difference(const std::vector<double>& x, const std::vector<double>& y, int resamples,
+                                              double confidence, std::uint64_t seed) {
   check_sample(x, "bootstrap (first sample)");
   check_sample(y, "bootstrap (second sample)");
   if (resamples < 1) throw std::invalid_argument("bootstrap: resamples must be >= 1, got " + std::to_string(resamples));

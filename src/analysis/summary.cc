@@ -1,13 +1,13 @@
 // Run summary with stability and level overheads: see include/xsp/analysis/summary.h.
-#include "xsp/analysis/registry.h"
-#include "xsp/trace/run_statistics.h"
 #include "xsp/analysis/summary.h"
-
-#include "internal.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "internal.h"
+#include "xsp/analysis/registry.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 namespace {
@@ -15,7 +15,6 @@ namespace {
 using detail::fixed;
 
 Cell real_or_empty(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
-
 
 }  // namespace
 
@@ -26,9 +25,12 @@ StabilityAssessment run_stability(const RunRecord& run) {
 
 std::string stability_label(const StabilityAssessment& s) {
   switch (s.verdict) {
-    case Verdict::kStable: return "stable";
-    case Verdict::kUnstable: return "UNSTABLE (spread " + fixed(100 * s.spread_fraction, 1) + "%)";
-    case Verdict::kNotAssessed: return "not assessed";
+    case Verdict::kStable:
+      return "stable";
+    case Verdict::kUnstable:
+      return "UNSTABLE (spread " + fixed(100 * s.spread_fraction, 1) + "%)";
+    case Verdict::kNotAssessed:
+      return "not assessed";
   }
   return "not assessed";
 }
@@ -122,8 +124,11 @@ void generation_summary(const EvaluationRecord& record, std::vector<Table>& out)
         .set("tpot_p99_ms", real_or_empty(ms_of(j["tpot_ns"], "p99")))
         .set("itl_p99_ms", real_or_empty(ms_of(j["itl_ns"], "p99")))
         .set("e2e_p50_ms", real_or_empty(ms_of(j["e2e_ns"], "p50")))
-        .set("output_tokens_per_s", real_or_empty(j["output_tokens_per_s"].is_number() ? j["output_tokens_per_s"].get<double>() : std::nan("")))
-        .set("input_tokens_per_s", real_or_empty(j["input_tokens_per_s"].is_number() ? j["input_tokens_per_s"].get<double>() : std::nan("")))
+        .set(
+            "output_tokens_per_s",
+            real_or_empty(j["output_tokens_per_s"].is_number() ? j["output_tokens_per_s"].get<double>() : std::nan("")))
+        .set("input_tokens_per_s",
+             real_or_empty(j["input_tokens_per_s"].is_number() ? j["input_tokens_per_s"].get<double>() : std::nan("")))
         .set("ttft_stability", j.value("ttft_stability", std::string()))
         .set("tpot_stability", j.value("tpot_stability", std::string()))
         .set("check", describe_check(j))
@@ -145,9 +150,10 @@ void generation_summary(const EvaluationRecord& record, std::vector<Table>& out)
     }
   }
   if (g.rows.empty()) return;
-  g.notes.push_back("per sequence; TTFT = issue to the first token (end of prefill), TPOT = (last − first token) / "
-                    "(tokens − 1), ITL = every gap between tokens (vLLM benchmark_serving, MLPerf LoadGen); the "
-                    "runs table above times each request's whole service (its \"request\" span)");
+  g.notes.push_back(
+      "per sequence; TTFT = issue to the first token (end of prefill), TPOT = (last − first token) / "
+      "(tokens − 1), ITL = every gap between tokens (vLLM benchmark_serving, MLPerf LoadGen); the "
+      "runs table above times each request's whole service (its \"request\" span)");
   out.push_back(std::move(g));
   if (!tail.rows.empty()) out.push_back(std::move(tail));
 }
@@ -196,12 +202,14 @@ void task_outputs_summary(const EvaluationRecord& record, std::vector<Table>& ou
       std::string of;
       if (task == "segmentation" && s.contains("mask"))
         of = "mask " + std::to_string(s["mask"].value("height", 0)) + "x" + std::to_string(s["mask"].value("width", 0));
-      for (const auto& c : s.value("classes", nlohmann::json::array())) add(++rank, c, c.value("value", std::nan("")), "", of);
+      for (const auto& c : s.value("classes", nlohmann::json::array()))
+        add(++rank, c, c.value("value", std::nan("")), "", of);
     }
   }
   if (t.rows.empty()) return;
-  t.notes.push_back("the model's outputs for the inputs of each batch size's last batch; every input's outputs are "
-                    "kept with --store-predictions");
+  t.notes.push_back(
+      "the model's outputs for the inputs of each batch size's last batch; every input's outputs are "
+      "kept with --store-predictions");
   out.push_back(std::move(t));
 }
 
@@ -220,8 +228,8 @@ std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
         .set("median_ms", real_or_empty(s.median_ns / 1e6))
         .set("ci95_low_ms", real_or_empty(s.ci95_ns.low / 1e6))
         .set("ci95_high_ms", real_or_empty(s.ci95_ns.high / 1e6))
-        .set("stability", run.trace_level == TraceLevel::kHardware ? std::string("n/a (counter run)")
-                                                                    : stability_label(s))
+        .set("stability",
+             run.trace_level == TraceLevel::kHardware ? std::string("n/a (counter run)") : stability_label(s))
         .set("spread_percent", real_or_empty(100 * s.spread_fraction))
         .set("cv_percent", real_or_empty(100 * s.cv))
         .set("drift_percent", real_or_empty(100 * s.drift_fraction))
@@ -238,8 +246,9 @@ std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
         .set("warnings", static_cast<std::int64_t>(run.warnings.size()));
     t.rows.push_back(row.take());
   }
-  t.notes.push_back("median and its 95% interval over the result windows (the wider of the order-statistic and the "
-                    "batch-means interval); stable = the last windows agree within the tolerance (SPEC §3)");
+  t.notes.push_back(
+      "median and its 95% interval over the result windows (the wider of the order-statistic and the "
+      "batch-means interval); stable = the last windows agree within the tolerance (SPEC §3)");
   for (const auto& run : record.runs) {
     const std::string who = "batch " + std::to_string(run.batch_size) + " " + run_name(run.trace_level) + ": ";
     for (const auto& w : run.warnings) t.notes.push_back("WARNING " + who + w);
@@ -270,8 +279,9 @@ std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
         .set("rounds", static_cast<std::int64_t>(v.overhead.rounds));
     o.rows.push_back(row.take());
   }
-  o.notes.push_back("overhead = geometric mean of per-round ratios of block medians − 1; interleaved rounds (AB, BA, "
-                    "...) cancel drift; an interval holding 0 is not significant");
+  o.notes.push_back(
+      "overhead = geometric mean of per-round ratios of block medians − 1; interleaved rounds (AB, BA, "
+      "...) cancel drift; an interval holding 0 is not significant");
   for (const auto& v : overheads)
     if (!v.note.empty() && v.design != "interleaved") {
       o.notes.push_back(v.design + ": " + v.note);
@@ -303,7 +313,9 @@ std::vector<std::string> describe_measurements(const EvaluationRecord& record) {
     s += "; window medians (ms):";
     for (double w : m.stability.window_medians_ns) s += " " + fixed(w / 1e6, 3);
     s += "; warm-up " + std::to_string(m.warmup_batches) + " batches in " + fixed(m.warmup_ns / 1e6, 0) + " ms" +
-         (m.design == "fixed" || m.design == "scenario" ? "" : m.warmup_converged ? " (converged)" : " (did NOT converge)");
+         (m.design == "fixed" || m.design == "scenario" ? ""
+          : m.warmup_converged                          ? " (converged)"
+                                                        : " (did NOT converge)");
     s += "; measured " + fixed(m.measure_ns / 1e6, 0) + " ms" + (m.reached_max_duration ? " (maximum reached)" : "");
     lines.push_back(s);
   }

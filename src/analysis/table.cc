@@ -1,10 +1,9 @@
 // Table renderings (SPEC §4: every analysis is available as a terminal table, CSV and JSON).
 #include "xsp/analysis/table.h"
-#include "xsp/util/strings.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -12,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "xsp/util/strings.h"
 
 namespace xsp {
 namespace {
@@ -51,10 +52,14 @@ std::string format_real_full(double v) {
 
 std::string cell_text(const Cell& c, int precision) {
   switch (c.index()) {
-    case 1: return std::to_string(std::get<std::int64_t>(c));
-    case 2: return format_real_text(std::get<double>(c), precision);
-    case 3: return std::get<std::string>(c);
-    default: return "";
+    case 1:
+      return std::to_string(std::get<std::int64_t>(c));
+    case 2:
+      return format_real_text(std::get<double>(c), precision);
+    case 3:
+      return std::get<std::string>(c);
+    default:
+      return "";
   }
 }
 
@@ -204,7 +209,8 @@ std::string render_text(const Table& table, int precision) {
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
     std::string b;
     if (has_bar && bar_max > 0 && static_cast<std::size_t>(table.bar_column) < table.rows[r].size()) {
-      if (auto v = cell_number(table.rows[r][table.bar_column]); v && std::isfinite(*v)) b = bar(*v / bar_max, kBarWidth);
+      if (auto v = cell_number(table.rows[r][table.bar_column]); v && std::isfinite(*v))
+        b = bar(*v / bar_max, kBarWidth);
     }
     emit_row(text[r], b);
   }
@@ -251,15 +257,20 @@ nlohmann::ordered_json to_json(const Table& table) {
       if (c >= row.size()) continue;
       const Cell& cell = row[c];
       switch (cell.index()) {
-        case 1: v = std::get<std::int64_t>(cell); break;
+        case 1:
+          v = std::get<std::int64_t>(cell);
+          break;
         case 2: {
           const double d = std::get<double>(cell);
           // JSON has no NaN/Inf; null says "no value" like an empty cell.
           if (std::isfinite(d)) v = d;
           break;
         }
-        case 3: v = std::get<std::string>(cell); break;
-        default: break;
+        case 3:
+          v = std::get<std::string>(cell);
+          break;
+        default:
+          break;
       }
     }
     rows.push_back(std::move(r));
@@ -295,8 +306,8 @@ std::vector<Table> merge_batch_tables(const std::vector<Table>& tables) {
       m.title = base;
       m.columns = t.columns;
       m.bar_column = t.bar_column;
-      const bool has_batch = std::any_of(t.columns.begin(), t.columns.end(),
-                                         [](const Column& c) { return c.name == "batch_size"; });
+      const bool has_batch =
+          std::any_of(t.columns.begin(), t.columns.end(), [](const Column& c) { return c.name == "batch_size"; });
       if (!has_batch) {
         m.columns.insert(m.columns.begin(), Column{"batch_size", "batch size"});
         if (m.bar_column >= 0) ++m.bar_column;
@@ -392,9 +403,12 @@ std::string short_symbol(std::string_view symbol, std::size_t max_width) {
 
 std::string render(const Table& table, TableFormat format) {
   switch (format) {
-    case TableFormat::kText: return render_text(table);
-    case TableFormat::kCsv: return render_csv(table);
-    case TableFormat::kJson: return to_json(table).dump(2) + "\n";
+    case TableFormat::kText:
+      return render_text(table);
+    case TableFormat::kCsv:
+      return render_csv(table);
+    case TableFormat::kJson:
+      return to_json(table).dump(2) + "\n";
   }
   return {};
 }

@@ -36,7 +36,8 @@ class Formatter : public CLI::Formatter {
  public:
   std::string make_option_opts(const CLI::Option* opt) const override {
     std::string opts = CLI::Formatter::make_option_opts(opt);
-    const std::size_t cut = std::min(opts.find(" " + get_label("Needs") + ":"), opts.find(" " + get_label("Excludes") + ":"));
+    const std::size_t cut =
+        std::min(opts.find(" " + get_label("Needs") + ":"), opts.find(" " + get_label("Excludes") + ":"));
     return cut == std::string::npos ? opts : opts.substr(0, cut);
   }
   std::string make_option_desc(const CLI::Option* opt) const override {
@@ -47,11 +48,9 @@ class Formatter : public CLI::Formatter {
       return out;
     };
     if (!opt->get_needs().empty())
-      desc += (desc.empty() ? "" : "\n") + get_label("Needs") + ":" +
-              names(opt->get_needs());
+      desc += (desc.empty() ? "" : "\n") + get_label("Needs") + ":" + names(opt->get_needs());
     if (!opt->get_excludes().empty())
-      desc += (desc.empty() ? "" : "\n") + get_label("Excludes") + ":" +
-              names(opt->get_excludes());
+      desc += (desc.empty() ? "" : "\n") + get_label("Excludes") + ":" + names(opt->get_excludes());
     return desc;
   }
 };
@@ -104,7 +103,8 @@ std::string usage_message(CLI::App& app, const CLI::ParseError& e) {
   for (const std::string& r : at->remaining()) extra.push_back(r);
   for (const std::string& r : extra)
     if (!r.empty() && r[0] != '-')
-      return "unknown command '" + r + "' for " + where + "; expected " + names_of(subs) + " (see " + where + " --help)";
+      return "unknown command '" + r + "' for " + where + "; expected " + names_of(subs) + " (see " + where +
+             " --help)";
   return where + " needs a command: " + names_of(subs) + " (see " + where + " --help)";
 }
 
@@ -119,7 +119,10 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   g.env = env;
   g.store_path = default_store().string();
   g.zoo_path = default_zoo().string();
-  app.add_option("--store", g.store_path, "results store: an SQLite file, or a shared PostgreSQL database as postgresql://USER@HOST/DB (docs/deploy.md); env XSP_STORE")->capture_default_str();
+  app.add_option("--store", g.store_path,
+                 "results store: an SQLite file, or a shared PostgreSQL database as postgresql://USER@HOST/DB "
+                 "(docs/deploy.md); env XSP_STORE")
+      ->capture_default_str();
   app.add_option("--zoo", g.zoo_path, "model-zoo folder of manifests; env XSP_ZOO")->capture_default_str();
   app.add_flag("-v,--verbose", g.verbose,
                "log the measurement's decisions on stderr (warm-up convergence, block size, window verdicts)");

@@ -10,7 +10,7 @@ namespace xsp::cli {
 
 /// What the process around the CLI provides; tests inject a fake clock.
 struct CliEnvironment {
-  const Clock* clock = nullptr;     ///< nullptr = the system clock
+  const Clock* clock = nullptr;  ///< nullptr = the system clock
   bool record_machine_state = true;
 };
 

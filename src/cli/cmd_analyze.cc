@@ -9,8 +9,8 @@
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
-#include "xsp/trace/run_statistics.h"
 #include "xsp/service/service.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp::cli {
 namespace {
@@ -40,8 +40,8 @@ void print_registry(TableFormat format) {
                                 {"run_statistics", nlohmann::ordered_json::array()}};
     for (const AnalysisSpec& s : table_registry()) j["analyses"].push_back(to_json(s));
     for (const RunStatisticSpec& s : run_statistics_registry())
-      j["run_statistics"].push_back({{"key", s.key}, {"severity", std::string(to_string(s.severity))},
-                                     {"unit", s.unit}, {"meaning", s.meaning}});
+      j["run_statistics"].push_back(
+          {{"key", s.key}, {"severity", std::string(to_string(s.severity))}, {"unit", s.unit}, {"meaning", s.meaning}});
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -60,8 +60,9 @@ void write_default_chart(const std::vector<Table>& tables, const std::string& pa
     if (const AnalysisSpec* s = spec_of(t); s && s->chart.kind != ChartKind::kNone) drawable.push_back(&t);
   if (drawable.empty()) throw CLI::ValidationError("--chart", "none of the analyses asked for has a chart");
   if (drawable.size() > 1)
-    throw CLI::ValidationError("--chart", "draws one table: ask for one analysis, and for one batch size "
-                                          "(--batch-size) of a per-batch-size analysis");
+    throw CLI::ValidationError("--chart",
+                               "draws one table: ask for one analysis, and for one batch size "
+                               "(--batch-size) of a per-batch-size analysis");
   const Table& t = *drawable.front();
   const nlohmann::json chart = vega_lite_chart(t);
   if (chart.is_null()) throw std::runtime_error(t.title + " has no rows to draw; " + path + " not written");
@@ -113,8 +114,8 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
   auto* analysis_opt = sub->add_option("--analysis", a->analyses,
                                        "comma-separated analysis ids: " + join_ids(analysis_ids()) +
                                            " (default: A1-A7, and G1-G4 for a generation evaluation)")
-      ->capture_default_str()
-      ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
+                           ->capture_default_str()
+                           ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
   sub->add_option("--format", a->format, "table|csv|json")->capture_default_str();
   sub->add_option("--batch-size", a->batch, "only this batch size (layer analyses)");
   sub->add_option("--latency-bound-ms", a->latency_bound_ms, "A1: optimal batch under this p99 bound");
@@ -131,8 +132,9 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                    auto store = open_store(g, StoreAccess::kRead);
                    // Without --analysis: A1-A7, plus G1-G4 on a generation evaluation (the service's default).
                    const service::AnalysisResult result = service::analyze(
-                       *store, {*a->id, analysis_opt->count() == 0 ? std::vector<std::string>{} : split_ids(a->analyses),
-                                a->batch, a->latency_bound_ms});
+                       *store,
+                       {*a->id, analysis_opt->count() == 0 ? std::vector<std::string>{} : split_ids(a->analyses),
+                        a->batch, a->latency_bound_ms});
                    if (!a->chart.empty()) write_chart(result, a->chart);
                    print_tables(result.tables, format);
                    return 0;

@@ -19,7 +19,8 @@ std::unique_ptr<Store> open_source(const fs::path& file) {
   std::error_code ec;
   const fs::file_status status = fs::status(file, ec);
   if (!fs::exists(status)) throw IoError("xsp import: " + name + ": no such file (expected an XSP store file)");
-  if (!fs::is_regular_file(status)) throw IoError("xsp import: " + name + ": not a regular file (expected an XSP store file)");
+  if (!fs::is_regular_file(status))
+    throw IoError("xsp import: " + name + ": not a regular file (expected an XSP store file)");
   const auto size = fs::file_size(file, ec);
   if (ec) throw IoError("xsp import: " + name + ": " + ec.message());
   if (size == 0) throw StoreError("xsp import: " + name + ": empty file, not an XSP results store");

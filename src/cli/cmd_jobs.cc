@@ -28,8 +28,8 @@ Table jobs_table(const std::vector<JobInfo>& jobs, const std::string& title) {
   Table t;
   t.id = "jobs";
   t.title = title;
-  t.columns = {{"id"},       {"state"},    {"model"},   {"framework"}, {"device"},        {"constraints"},
-               {"priority"}, {"attempts"}, {"agent"},   {"progress"},  {"evaluation_id"}, {"submitted_at"},
+  t.columns = {{"id"},       {"state"},    {"model"}, {"framework"}, {"device"},        {"constraints"},
+               {"priority"}, {"attempts"}, {"agent"}, {"progress"},  {"evaluation_id"}, {"submitted_at"},
                {"note"}};
   for (const JobInfo& j : jobs) {
     std::string constraints;
@@ -39,12 +39,14 @@ Table jobs_table(const std::vector<JobInfo>& jobs, const std::string& title) {
     if (c.min_gpu_memory_bytes > 0) constraints += ">=" + std::to_string(c.min_gpu_memory_bytes >> 30) + "GiB ";
     if (!c.host.empty()) constraints += "host " + c.host + " ";
     if (!constraints.empty()) constraints.pop_back();
-    const std::string progress = j.state == JobState::kRunning && j.progress.total > 0
-                                     ? std::to_string(j.progress.done) + "/" + std::to_string(j.progress.total) + " " +
-                                           j.progress.what
-                                     : "";
+    const std::string progress =
+        j.state == JobState::kRunning && j.progress.total > 0
+            ? std::to_string(j.progress.done) + "/" + std::to_string(j.progress.total) + " " + j.progress.what
+            : "";
     const std::string note = j.state == JobState::kQueued && !j.waiting_reason.empty() ? j.waiting_reason : j.error;
-    t.rows.push_back({Cell(j.id), Cell(std::string(to_string(j.state)) + (j.cancel_requested && j.state == JobState::kRunning ? " (cancelling)" : "")),
+    t.rows.push_back({Cell(j.id),
+                      Cell(std::string(to_string(j.state)) +
+                           (j.cancel_requested && j.state == JobState::kRunning ? " (cancelling)" : "")),
                       Cell(j.request.model), Cell(j.request.framework.empty() ? c.framework : j.request.framework),
                       Cell(j.request.device), Cell(constraints), Cell(static_cast<std::int64_t>(j.priority)),
                       Cell(std::to_string(j.attempts) + "/" + std::to_string(j.max_attempts)), Cell(j.agent_name),
@@ -58,11 +60,12 @@ Table agents_table(const std::vector<AgentInfo>& agents) {
   Table t;
   t.id = "agents";
   t.title = "Agents";
-  t.columns = {{"name"}, {"state"}, {"hostname"}, {"frameworks"}, {"gpus"}, {"current_job"}, {"jobs_done"},
-               {"jobs_failed"}, {"last_heartbeat_at"}, {"id"}};
+  t.columns = {{"name"},        {"state"},     {"hostname"},    {"frameworks"},        {"gpus"},
+               {"current_job"}, {"jobs_done"}, {"jobs_failed"}, {"last_heartbeat_at"}, {"id"}};
   for (const AgentInfo& a : agents) {
     std::string frameworks, gpus;
-    for (const AgentFramework& f : a.capabilities.frameworks) frameworks += (frameworks.empty() ? "" : ", ") + f.name + " " + f.version;
+    for (const AgentFramework& f : a.capabilities.frameworks)
+      frameworks += (frameworks.empty() ? "" : ", ") + f.name + " " + f.version;
     for (const AgentGpu& gpu : a.capabilities.gpus)
       gpus += (gpus.empty() ? "" : ", ") + gpu.name + " " + std::to_string(gpu.memory_bytes >> 30) + " GiB";
     t.rows.push_back({Cell(a.name), Cell(a.state), Cell(a.capabilities.hostname), Cell(frameworks),
@@ -99,9 +102,9 @@ int run_submit(Globals& g, SubmitArgs& a) {
     id = jobs->submit(s);
   } catch (const RequestError& e) {
     static const std::map<std::string, std::string> constraint_flags = {
-        {"constraints.gpu_pattern", "--gpu"},       {"constraints.min_gpu_memory_bytes", "--min-gpu-memory-gib"},
-        {"constraints.host", "--host"},             {"constraints.framework_version", "--framework-version"},
-        {"constraints.framework", "--framework"},   {"constraints.device", "--device"},
+        {"constraints.gpu_pattern", "--gpu"},     {"constraints.min_gpu_memory_bytes", "--min-gpu-memory-gib"},
+        {"constraints.host", "--host"},           {"constraints.framework_version", "--framework-version"},
+        {"constraints.framework", "--framework"}, {"constraints.device", "--device"},
         {"max_attempts", "--max-attempts"}};
     const auto it = constraint_flags.find(e.field());
     if (it == constraint_flags.end()) throw flag_error(e);
@@ -122,13 +125,12 @@ int run_submit(Globals& g, SubmitArgs& a) {
   while (interrupt.signal() == 0) {
     const auto j = jobs->get(id);
     if (!j) throw std::runtime_error("job " + std::to_string(id) + " was deleted while waiting for it");
-    const std::string line = std::string(to_string(j->state)) +
-                             (j->state == JobState::kRunning ? " on " + j->agent_name + " " +
-                                                                   std::to_string(j->progress.done) + "/" +
-                                                                   std::to_string(j->progress.total) + " " +
-                                                                   j->progress.what
-                                                             : "") +
-                             (j->state == JobState::kQueued && !j->waiting_reason.empty() ? ": " + j->waiting_reason : "");
+    const std::string line =
+        std::string(to_string(j->state)) +
+        (j->state == JobState::kRunning ? " on " + j->agent_name + " " + std::to_string(j->progress.done) + "/" +
+                                              std::to_string(j->progress.total) + " " + j->progress.what
+                                        : "") +
+        (j->state == JobState::kQueued && !j->waiting_reason.empty() ? ": " + j->waiting_reason : "");
     if (line != last) std::cerr << "job " << id << ": " << line << "\n";
     last = line;
     if (j->state == JobState::kDone) {
@@ -164,17 +166,21 @@ void add_submit(CLI::App& app, Globals& g, Commands& out) {
                   "the agent's framework version equals this or starts with it and a dot (2.11 matches 2.11.0)")
       ->group(cg);
   sub->add_option("--priority", a->submission.priority, "higher runs first; equal priorities in submission order")
-      ->capture_default_str()->group(cg);
+      ->capture_default_str()
+      ->group(cg);
   sub->add_option("--max-attempts", a->submission.max_attempts,
                   "attempts before the job is failed (an agent killed mid-job, a lost lease and a failed run count)")
-      ->check(integer_in_range(1, 100))->capture_default_str()->group(cg);
+      ->check(integer_in_range(1, 100))
+      ->capture_default_str()
+      ->group(cg);
   sub->add_flag("--wait", a->wait, "wait until the job finishes; exit 0 when done, 1 when failed or cancelled");
   sub->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   out.push_back({sub, [&g, a] { return run_submit(g, *a); }});
 }
 
 void add_jobs(CLI::App& app, Globals& g, Commands& out) {
-  auto* sub = app.add_subcommand("jobs", "submitted jobs of a shared PostgreSQL store: list, show, cancel, retry, delete");
+  auto* sub =
+      app.add_subcommand("jobs", "submitted jobs of a shared PostgreSQL store: list, show, cancel, retry, delete");
   struct ListArgs {
     std::string state, format = "text";
     std::size_t limit = 50;
@@ -184,14 +190,17 @@ void add_jobs(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--state", a->state, "only jobs in this state: queued, running, done, failed, cancelled")
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
   sub->add_option("--limit", a->limit, "at most this many, newest first")->capture_default_str();
-  sub->add_option("--format", a->format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}))
+  sub->add_option("--format", a->format, "text, csv or json")
+      ->check(CLI::IsMember({"text", "csv", "json"}))
       ->capture_default_str();
   sub->require_subcommand(0, 1);
   auto* show = sub->add_subcommand("show", "one job as JSON: request, constraints, state, attempts, agent, error");
   show->add_option("id", a->id, "job id")->required();
   out.push_back({show, [&g, a] {
                    const auto job = open_jobs(g)->get(a->id);
-                   if (!job) throw std::runtime_error("no job " + std::to_string(a->id) + " in " + redact_location(g.store_path));
+                   if (!job)
+                     throw std::runtime_error("no job " + std::to_string(a->id) + " in " +
+                                              redact_location(g.store_path));
                    std::cout << to_json(*job).dump(2) << "\n";
                    return 0;
                  }});
@@ -199,8 +208,11 @@ void add_jobs(CLI::App& app, Globals& g, Commands& out) {
   cancel->add_option("id", a->id, "job id")->required();
   out.push_back({cancel, [&g, a] {
                    switch (open_jobs(g)->cancel(a->id)) {
-                     case JobService::CancelResult::kNotFound: throw std::runtime_error("no job " + std::to_string(a->id));
-                     case JobService::CancelResult::kRemoved: std::cout << "job " << a->id << " cancelled\n"; return 0;
+                     case JobService::CancelResult::kNotFound:
+                       throw std::runtime_error("no job " + std::to_string(a->id));
+                     case JobService::CancelResult::kRemoved:
+                       std::cout << "job " << a->id << " cancelled\n";
+                       return 0;
                      case JobService::CancelResult::kStopping:
                        std::cout << "job " << a->id << " is running: its agent stops it after the current batch\n";
                        return 0;
@@ -213,10 +225,14 @@ void add_jobs(CLI::App& app, Globals& g, Commands& out) {
   retry->add_option("id", a->id, "job id")->required();
   out.push_back({retry, [&g, a] {
                    switch (open_jobs(g)->retry(a->id)) {
-                     case JobService::RetryResult::kNotFound: throw std::runtime_error("no job " + std::to_string(a->id));
-                     case JobService::RetryResult::kRequeued: std::cout << "job " << a->id << " queued again\n"; return 0;
+                     case JobService::RetryResult::kNotFound:
+                       throw std::runtime_error("no job " + std::to_string(a->id));
+                     case JobService::RetryResult::kRequeued:
+                       std::cout << "job " << a->id << " queued again\n";
+                       return 0;
                      case JobService::RetryResult::kNotFinished:
-                       throw std::runtime_error("job " + std::to_string(a->id) + " is queued or running: nothing to retry");
+                       throw std::runtime_error("job " + std::to_string(a->id) +
+                                                " is queued or running: nothing to retry");
                      case JobService::RetryResult::kDone:
                        throw std::runtime_error("job " + std::to_string(a->id) +
                                                 " is done: submit it again to repeat the evaluation");
@@ -227,8 +243,11 @@ void add_jobs(CLI::App& app, Globals& g, Commands& out) {
   del->add_option("id", a->id, "job id")->required();
   out.push_back({del, [&g, a] {
                    switch (open_jobs(g)->remove(a->id)) {
-                     case JobService::DeleteResult::kNotFound: throw std::runtime_error("no job " + std::to_string(a->id));
-                     case JobService::DeleteResult::kDeleted: std::cout << "job " << a->id << " deleted\n"; return 0;
+                     case JobService::DeleteResult::kNotFound:
+                       throw std::runtime_error("no job " + std::to_string(a->id));
+                     case JobService::DeleteResult::kDeleted:
+                       std::cout << "job " << a->id << " deleted\n";
+                       return 0;
                      case JobService::DeleteResult::kRunning:
                        throw std::runtime_error("job " + std::to_string(a->id) + " is running: cancel it first");
                    }
@@ -244,13 +263,14 @@ void add_jobs(CLI::App& app, Globals& g, Commands& out) {
                                parse_table_format(a->format));
                    return 0;
                  }});
-
 }
 
 void add_agents(CLI::App& app, Globals& g, Commands& out) {
-  auto* sub = app.add_subcommand("agents", "agents of a shared PostgreSQL store: alive, lost or stopped, and what each has");
+  auto* sub =
+      app.add_subcommand("agents", "agents of a shared PostgreSQL store: alive, lost or stopped, and what each has");
   auto format = std::make_shared<std::string>("text");
-  sub->add_option("--format", *format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}))
+  sub->add_option("--format", *format, "text, csv or json")
+      ->check(CLI::IsMember({"text", "csv", "json"}))
       ->capture_default_str();
   out.push_back({sub, [&g, format] {
                    const auto agents = open_jobs(g)->agents();
@@ -291,12 +311,15 @@ void add_agent(CLI::App& app, Globals& g, Commands& out) {
   out.push_back({sub, [&g, a] {
                    AgentOptions o = a->o;
                    o.store = g.store_path;
-                   if (a->lease_s < 0.1) throw CLI::ValidationError("--lease-s", "at least 0.1 s, got " + std::to_string(a->lease_s));
-                   if (a->poll_s < 0.01) throw CLI::ValidationError("--poll-s", "at least 0.01 s, got " + std::to_string(a->poll_s));
+                   if (a->lease_s < 0.1)
+                     throw CLI::ValidationError("--lease-s", "at least 0.1 s, got " + std::to_string(a->lease_s));
+                   if (a->poll_s < 0.01)
+                     throw CLI::ValidationError("--poll-s", "at least 0.01 s, got " + std::to_string(a->poll_s));
                    o.lease = std::chrono::milliseconds(std::llround(a->lease_s * 1000));
                    o.poll = std::chrono::milliseconds(std::llround(a->poll_s * 1000));
                    if (a->max_jobs > 0) o.max_jobs = a->max_jobs;
-                   if (a->exit_when_idle_s >= 0) o.exit_when_idle = std::chrono::milliseconds(std::llround(a->exit_when_idle_s * 1000));
+                   if (a->exit_when_idle_s >= 0)
+                     o.exit_when_idle = std::chrono::milliseconds(std::llround(a->exit_when_idle_s * 1000));
                    o.zoo = g.zoo_path;
                    o.default_images_dir = default_images();
                    o.record_machine_state = g.env.record_machine_state;

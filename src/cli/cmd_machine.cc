@@ -19,7 +19,8 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
   if (show) {
     auto store = open_store(g, StoreAccess::kRead);
     shown = store->list_ceilings();
-    if (shown.empty()) std::cout << "no ceilings stored in " << redact_location(g.store_path) << ": run `xsp machine ceilings`\n";
+    if (shown.empty())
+      std::cout << "no ceilings stored in " << redact_location(g.store_path) << ": run `xsp machine ceilings`\n";
   } else if (!import_file.empty()) {
     std::ifstream in(import_file);
     nlohmann::json j;
@@ -30,8 +31,8 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
     }
     // Every entry is checked before anything is stored; a bad one is named by its index in the file (0 for a file
     // holding one object).
-    const std::vector<nlohmann::json> entries = j.is_array() ? j.get<std::vector<nlohmann::json>>()
-                                                             : std::vector<nlohmann::json>{j};
+    const std::vector<nlohmann::json> entries =
+        j.is_array() ? j.get<std::vector<nlohmann::json>>() : std::vector<nlohmann::json>{j};
     for (std::size_t i = 0; i < entries.size(); ++i) {
       try {
         shown.push_back(machine_ceilings_from_json(entries[i]));
@@ -41,8 +42,8 @@ int run_ceilings(const Globals& g, const CeilingOptions& ceiling_options, bool s
     }
     auto store = open_store(g);
     for (const auto& m : shown) store->save_ceilings(m);
-    std::cout << "imported " << shown.size() << " measurement(s) from " << import_file << " into " << redact_location(g.store_path)
-              << "\n";
+    std::cout << "imported " << shown.size() << " measurement(s) from " << import_file << " into "
+              << redact_location(g.store_path) << "\n";
   } else {
     // Open the store first: an unwritable store must fail before the measurement, not after.
     std::unique_ptr<Store> store = no_store ? nullptr : open_store(g);
@@ -81,16 +82,24 @@ void add_machine_command(CLI::App& app, Globals& g, Commands& out) {
     std::string import_file, export_file;
   };
   auto a = std::make_shared<Args>();
-  ceilings->add_option("--device", a->options.device, "CUDA device ordinal")->capture_default_str()->check(integer_at_least(0));
+  ceilings->add_option("--device", a->options.device, "CUDA device ordinal")
+      ->capture_default_str()
+      ->check(integer_at_least(0));
   ceilings->add_option("--repetitions", a->options.repetitions, "timed repetitions per ceiling (best kept)")
       ->capture_default_str()
       ->check(integer_at_least(1));
   ceilings->add_flag("--show", a->show, "print the stored ceilings instead of measuring");
-  ceilings->add_option("--import", a->import_file, "store ceilings from a JSON file (an object or an array, as --export writes)")
+  ceilings
+      ->add_option("--import", a->import_file,
+                   "store ceilings from a JSON file (an object or an array, as --export writes)")
       ->check(CLI::ExistingFile);
   ceilings->add_option("--export", a->export_file, "also write the ceilings printed to this JSON file");
   ceilings->add_flag("--no-store", a->no_store, "measure and print without storing");
-  ceilings->get_option("--show")->excludes("--import")->excludes("--repetitions")->excludes("--device")->excludes("--no-store");
+  ceilings->get_option("--show")
+      ->excludes("--import")
+      ->excludes("--repetitions")
+      ->excludes("--device")
+      ->excludes("--no-store");
   out.push_back({ceilings, [&g, a] {
                    return run_ceilings(g, a->options, a->show, a->no_store, a->import_file, a->export_file);
                  }});
@@ -102,14 +111,17 @@ void add_machine_command(CLI::App& app, Globals& g, Commands& out) {
                    std::string status;
                    const NvmlApi* nvml = system_nvml(&status);
                    const MachineState s = sample_machine_state(nvml);
-                   if (a->json) std::cout << to_json(s).dump(2) << "\n";
-                   else std::cout << format_machine_state(s);
+                   if (a->json)
+                     std::cout << to_json(s).dump(2) << "\n";
+                   else
+                     std::cout << format_machine_state(s);
                    return 0;
                  }});
 
   auto* describe = machine->add_subcommand(
-      "describe", "the system description every evaluation records, and what `xsp agent` would register as this "
-                  "machine's capabilities (frameworks with versions, GPUs with memory, CUDA), as JSON");
+      "describe",
+      "the system description every evaluation records, and what `xsp agent` would register as this "
+      "machine's capabilities (frameworks with versions, GPUs with memory, CUDA), as JSON");
   out.push_back({describe, [] {
                    const nlohmann::json system = describe_system();
                    std::cout << nlohmann::json({{"system", system},

@@ -9,22 +9,24 @@ namespace xsp::cli {
 
 void add_models_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("models", "list the model zoo");
-  sub->footer("A manifest that cannot be used (malformed, invalid, unreadable) is listed under 'Problems:' with its\n"
-              "file and what is wrong; the other models are listed as usual and the exit status stays 0.");
+  sub->footer(
+      "A manifest that cannot be used (malformed, invalid, unreadable) is listed under 'Problems:' with its\n"
+      "file and what is wrong; the other models are listed as usual and the exit status stays 0.");
   out.push_back({sub, [&g] {
                    // A bad file is reported after the table, never the end of the listing (issue 12).
                    const service::ModelListing listing = service::list_models(g.zoo_path);
                    Table t;
                    t.id = "models";
                    t.title = "Model zoo (" + g.zoo_path + ")";
-                   t.columns = {{"name", ""},     {"version", ""},  {"framework", ""},
-                                {"graph", ""},    {"exported", ""}, {"built_in", "in this build"},
+                   t.columns = {{"name", ""},        {"version", ""},  {"framework", ""},
+                                {"graph", ""},       {"exported", ""}, {"built_in", "in this build"},
                                 {"input_shape", ""}, {"source", ""}};
                    auto yes_no = [](bool b) { return Cell(std::string(b ? "yes" : "no")); };
                    for (const service::ModelEntry& m : listing.models) {
                      std::string shape;
                      if (!m.input_dimensions.empty())
-                       for (long d : m.input_dimensions.front()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+                       for (long d : m.input_dimensions.front())
+                         shape += (shape.empty() ? "" : "x") + std::to_string(d);
                      const auto source = m.attributes.find("source");
                      // One row per framework graph: what `xsp evaluate NAME --framework F` would load.
                      for (const service::ModelFramework& f : m.frameworks) {
@@ -38,7 +40,8 @@ void add_models_command(CLI::App& app, Globals& g, Commands& out) {
                    std::string names;
                    for (const auto& n : listing.predictors_in_this_build) names += (names.empty() ? "" : ", ") + n;
                    t.notes.push_back("predictors in this build: " + (names.empty() ? std::string("none") : names));
-                   t.notes.push_back("export missing models with: /usr/bin/python3 scripts/export_zoo.py --models NAME");
+                   t.notes.push_back(
+                       "export missing models with: /usr/bin/python3 scripts/export_zoo.py --models NAME");
                    std::cout << render_text(t);
                    if (!listing.problems.empty()) {
                      std::cout << "\nProblems: " << listing.problems.size() << " manifest file"

@@ -7,8 +7,9 @@
 namespace xsp::cli {
 
 void add_report_command(CLI::App& app, Globals& g, Commands& out) {
-  auto* sub = app.add_subcommand("report", "write a self-contained HTML report (charts, tables, timeline) of stored "
-                                           "evaluations; two or more are compared side by side");
+  auto* sub = app.add_subcommand("report",
+                                 "write a self-contained HTML report (charts, tables, timeline) of stored "
+                                 "evaluations; two or more are compared side by side");
   struct Args {
     std::vector<std::int64_t> ids;
     std::string output, title;

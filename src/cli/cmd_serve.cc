@@ -30,7 +30,9 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--host", a->host,
                   "address to bind; any address other than loopback needs a token (--token-file or XSP_SERVER_TOKEN)")
       ->capture_default_str();
-  sub->add_option("--port", a->port, "TCP port; 0 = any free port (printed)")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_option("--port", a->port, "TCP port; 0 = any free port (printed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   sub->add_option("--token-file", a->token_file,
                   "file holding the bearer token that writes (submit, cancel, delete) need; env XSP_SERVER_TOKEN");
   sub->add_option("--max-body-bytes", a->max_body_bytes, "larger request bodies get 413")

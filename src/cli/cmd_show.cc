@@ -101,7 +101,8 @@ void add_show_command(CLI::App& app, Globals& g, Commands& out) {
                      if (!run.machine_state.is_object() || !run.machine_state.contains("start")) continue;
                      try {
                        const MachineState start = machine_state_from_json(run.machine_state["start"]);
-                       const MachineState end = machine_state_from_json(run.machine_state.value("end", nlohmann::json::object()));
+                       const MachineState end =
+                           machine_state_from_json(run.machine_state.value("end", nlohmann::json::object()));
                        auto indent = [](std::string text) {
                          std::string out;
                          for (std::size_t p = 0; p < text.size();) {
@@ -122,11 +123,11 @@ void add_show_command(CLI::App& app, Globals& g, Commands& out) {
                    std::cout << format_system(record.system);
                    std::cout << "runs:\n";
                    for (const auto& run : record.runs)
-                     std::cout << "  run " << run.id << ": batch " << run.batch_size << ", " << to_string(run.trace_level)
-                               << ", " << run.iterations << " batches, " << run.trace.spans.size() << " spans ("
-                               << run.trace.assembly.roots << " roots, " << run.trace.assembly.by_context
-                               << " by context, " << run.trace.assembly.by_correlation << " by correlation, "
-                               << run.trace.assembly.by_containment << " by containment, "
+                     std::cout << "  run " << run.id << ": batch " << run.batch_size << ", "
+                               << to_string(run.trace_level) << ", " << run.iterations << " batches, "
+                               << run.trace.spans.size() << " spans (" << run.trace.assembly.roots << " roots, "
+                               << run.trace.assembly.by_context << " by context, " << run.trace.assembly.by_correlation
+                               << " by correlation, " << run.trace.assembly.by_containment << " by containment, "
                                << run.trace.assembly.unparented << " unparented)\n";
                    return 0;
                  }});

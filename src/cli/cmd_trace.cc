@@ -37,8 +37,10 @@ void add_trace_command(CLI::App& app, Globals& g, Commands& out) {
                    if (!a->level.empty()) {
                      request.run.trace_level = parse_trace_level(a->level);
                      if (!request.run.trace_level)
-                       throw CLI::ValidationError("--trace-level", "expected model, framework, library, system, "
-                                                                   "kernel or hardware, got '" + a->level + "'");
+                       throw CLI::ValidationError("--trace-level",
+                                                  "expected model, framework, library, system, "
+                                                  "kernel or hardware, got '" +
+                                                      a->level + "'");
                    }
                    auto store = open_store(g, StoreAccess::kRead);
                    // No such run: service::RunNotFound, a usage error (exit 2, run_cli).
@@ -48,7 +50,8 @@ void add_trace_command(CLI::App& app, Globals& g, Commands& out) {
                    return 0;
                  }});
 
-  auto* conv = trace->add_subcommand("convert", "export a trace file (.xspt, as xsp_cupti_selftest writes) without a store");
+  auto* conv =
+      trace->add_subcommand("convert", "export a trace file (.xspt, as xsp_cupti_selftest writes) without a store");
   struct ConvertArgs {
     std::string input, format = "chrome", output;
   };

@@ -43,7 +43,8 @@ std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access, int save
     throw CLI::ValidationError("--store", "expected a file path, got an empty one (from --store or XSP_STORE)");
   StoreOptions options;
   options.save_wait.max_wait_ms = std::chrono::seconds(save_wait_s);
-  options.save_wait.progress = [file = redact_location(g.store_path)](std::chrono::milliseconds waited, std::chrono::milliseconds max) {
+  options.save_wait.progress = [file = redact_location(g.store_path)](std::chrono::milliseconds waited,
+                                                                      std::chrono::milliseconds max) {
     spdlog::warn("store {} is locked by another writer; waited {} s of {} s", file,
                  std::chrono::duration_cast<std::chrono::seconds>(waited).count(),
                  std::chrono::duration_cast<std::chrono::seconds>(max).count());
@@ -169,8 +170,10 @@ CLI::Validator non_empty_list(const std::string& what) {
 void check_numeric_options(CLI::App& app) {
   for (CLI::Option* opt : app.get_options([](CLI::Option*) { return true; })) {
     const std::string type = opt->get_type_name();
-    if (type == "FLOAT") opt->check(finite_non_negative());
-    else if (type == "UINT") opt->check(unsigned_integer());
+    if (type == "FLOAT")
+      opt->check(finite_non_negative());
+    else if (type == "UINT")
+      opt->check(unsigned_integer());
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_numeric_options(*sub);
 }

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -49,15 +48,16 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out);
 /// submit, jobs (show, cancel, retry, delete), agents, agent (cmd_jobs.cc).
 void add_queue_commands(CLI::App& app, Globals& g, Commands& out);
 
-std::filesystem::path default_store();  ///< $XSP_STORE, else $XDG_DATA_HOME/xsp/xsp.db, else ~/.local/share/xsp/xsp.db
-std::filesystem::path default_zoo();    ///< $XSP_ZOO, else the source tree's models/
-std::filesystem::path default_images(); ///< the source tree's data/images
+std::filesystem::path default_store();   ///< $XSP_STORE, else $XDG_DATA_HOME/xsp/xsp.db, else ~/.local/share/xsp/xsp.db
+std::filesystem::path default_zoo();     ///< $XSP_ZOO, else the source tree's models/
+std::filesystem::path default_images();  ///< the source tree's data/images
 
 /// Opens the store of --store: kRead for commands that only read (they never wait for a running evaluation's
 /// write lock). Saves wait up to `save_wait_s` seconds for another writer's lock, with a spdlog warning about every
 /// 5 s ("store FILE is locked by another writer; waited 10 s of 120 s"). Throws CLI::ValidationError for an empty
 /// path (SQLite would silently open a temporary database and lose every result) and StoreError as Store::open.
-std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access = StoreAccess::kReadWrite, int save_wait_s = 120);
+std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access = StoreAccess::kReadWrite,
+                                  int save_wait_s = 120);
 
 /// Renders tables in `format`: the terminal a section per table; CSV and JSON (one array of all tables) one table
 /// per analysis, the per-batch-size tables merged with a batch_size column (merge_batch_tables()).
@@ -72,10 +72,10 @@ std::vector<std::string> split_ids(const std::string& text);
 /// Exit statuses of `xsp` (README "Exit codes"; --help's footer prints exit_codes_help()).
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,      ///< the work failed: an evaluation failed, an input file is bad, no such evaluation
-  kExitUsage = 2,        ///< bad option or value, unknown command, missing argument
-  kExitIo = 3,           ///< the store or a file could not be opened, read or written
-  kExitInterrupted = 130 ///< SIGINT (128 + 2); SIGTERM gives 143 (128 + 15)
+  kExitFailure = 1,       ///< the work failed: an evaluation failed, an input file is bad, no such evaluation
+  kExitUsage = 2,         ///< bad option or value, unknown command, missing argument
+  kExitIo = 3,            ///< the store or a file could not be opened, read or written
+  kExitInterrupted = 130  ///< SIGINT (128 + 2); SIGTERM gives 143 (128 + 15)
 };
 std::string exit_codes_help();
 

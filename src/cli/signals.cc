@@ -18,7 +18,8 @@ extern "C" void on_signal(int sig) {
     return;
   }
   static constexpr char kMessage[] =
-      "\nxsp: interrupted: stopping after the current batch or query and saving the complete runs (again: stop at once)\n";
+      "\nxsp: interrupted: stopping after the current batch or query and saving the complete runs (again: stop at "
+      "once)\n";
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
 }
 

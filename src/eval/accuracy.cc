@@ -38,24 +38,25 @@ std::filesystem::path manifest_dataset_path(const Manifest& manifest, const std:
 
 AccuracyCounts measure_accuracy(Predictor& predictor, const LabeledDataset& data, int batch_size,
                                 const std::vector<long>& sample_dims) {
-  if (batch_size < 1) throw std::invalid_argument("accuracy: batch size must be >= 1, got " + std::to_string(batch_size));
+  if (batch_size < 1)
+    throw std::invalid_argument("accuracy: batch size must be >= 1, got " + std::to_string(batch_size));
   if (!std::equal(data.sample_shape.begin(), data.sample_shape.end(), sample_dims.begin(), sample_dims.end()))
     throw std::invalid_argument("accuracy: the dataset's samples do not have the model's input dimensions");
   AccuracyCounts counts;
   for (std::size_t first = 0; first < data.size(); first += static_cast<std::size_t>(batch_size)) {
     const std::size_t n = std::min(static_cast<std::size_t>(batch_size), data.size() - first);
     const Tensor out = predictor.predict(data.batch(first, n));
-    score_batch(counts, out, std::vector<int>(data.labels.begin() + static_cast<std::ptrdiff_t>(first),
-                                              data.labels.begin() + static_cast<std::ptrdiff_t>(first + n)));
+    score_batch(counts, out,
+                std::vector<int>(data.labels.begin() + static_cast<std::ptrdiff_t>(first),
+                                 data.labels.begin() + static_cast<std::ptrdiff_t>(first + n)));
   }
   return counts;
 }
 
 nlohmann::json accuracy_json(const AccuracyCounts& c, const std::string& dataset, const std::string& split,
                              int batch_size) {
-  return {{"top1", c.top1_percent()}, {"top5", c.topk_percent()}, {"top1_correct", c.top1},
-          {"top5_correct", c.topk},   {"samples", c.samples},       {"dataset", dataset},
-          {"split", split},           {"batch_size", batch_size}};
+  return {{"top1", c.top1_percent()}, {"top5", c.topk_percent()}, {"top1_correct", c.top1}, {"top5_correct", c.topk},
+          {"samples", c.samples},     {"dataset", dataset},       {"split", split},         {"batch_size", batch_size}};
 }
 
 }  // namespace xsp
@@ -71,8 +72,7 @@ nlohmann::json run_accuracy(const Manifest& manifest, Predictor& predictor, cons
   nlohmann::json by_batch = nlohmann::json::object();
   for (int b : batch_sizes) {
     const AccuracyCounts c = measure_accuracy(predictor, data, b, manifest.inputs.front().dimensions);
-    if (out.is_null())
-      out = accuracy_json(c, dataset, split == manifest.attributes.end() ? "" : split->second, b);
+    if (out.is_null()) out = accuracy_json(c, dataset, split == manifest.attributes.end() ? "" : split->second, b);
     by_batch[std::to_string(b)] = c.top1_percent();
   }
   out["top1_by_batch_size"] = by_batch;

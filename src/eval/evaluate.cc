@@ -2,7 +2,6 @@
 #include "xsp/eval/evaluate.h"
 
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,8 +68,9 @@ nlohmann::json scenario_json(const ScenarioRequest& s) {
 
 ScenarioRequest scenario_from_json(const nlohmann::json& j) {
   if (!j.is_object()) reject("scenario", "expected an object, got " + j.dump());
-  detail::reject_unknown_keys(j, {"scenario", "min_queries", "target_qps", "samples_per_query", "percentile",
-                                  "find_peak_qps", "sweep_batch_sizes", "latency_bound_ms", "max_batch", "trace_tail"},
+  detail::reject_unknown_keys(j,
+                              {"scenario", "min_queries", "target_qps", "samples_per_query", "percentile",
+                               "find_peak_qps", "sweep_batch_sizes", "latency_bound_ms", "max_batch", "trace_tail"},
                               "scenario.");
   ScenarioRequest s;
   read(j, "scenario", s.scenario, "scenario.", "a scenario name");
@@ -108,9 +108,9 @@ TokenRange token_range(const nlohmann::json& j, const char* key) {
 
 GenerationRequest generation_from_json(const nlohmann::json& j) {
   if (!j.is_object()) reject("generation", "expected an object, got " + j.dump());
-  detail::reject_unknown_keys(j, {"prompt_tokens", "output_tokens", "prompts_file", "ttft_bound_ms", "tpot_bound_ms",
-                                  "tail_steps"},
-                              "generation.");
+  detail::reject_unknown_keys(
+      j, {"prompt_tokens", "output_tokens", "prompts_file", "ttft_bound_ms", "tpot_bound_ms", "tail_steps"},
+      "generation.");
   GenerationRequest g;
   if (j.contains("prompt_tokens") && !j["prompt_tokens"].is_null()) g.prompt_tokens = token_range(j, "prompt_tokens");
   if (j.contains("output_tokens") && !j["output_tokens"].is_null()) g.output_tokens = token_range(j, "output_tokens");
@@ -146,7 +146,8 @@ std::string roots_text(const std::vector<fs::path>& roots) {
 // EvaluationContext::confine_to: `file` (as the request or the manifest names it) must lie in one of the folders,
 // without ".." and after following symbolic links. The lexical test comes first and answers the same whether the
 // file exists or not, so a refusal tells nothing about files outside.
-void confine(const EvaluationContext& context, const fs::path& file, const std::string& field, const std::string& what) {
+void confine(const EvaluationContext& context, const fs::path& file, const std::string& field,
+             const std::string& what) {
   if (!context.confine_to) return;
   const std::vector<fs::path>& roots = *context.confine_to;
   for (const auto& part : file)
@@ -165,8 +166,10 @@ void confine(const EvaluationContext& context, const fs::path& file, const std::
     real_inside = real_inside || (!ec2 && within(real, root_real));
   }
   if (!inside)
-    reject(field, what + " inside the folders this server or agent reads (" + roots_text(roots) + "; add one with "
-                         "--data-dir), got '" + file.string() + "'");
+    reject(field, what + " inside the folders this server or agent reads (" + roots_text(roots) +
+                      "; add one with "
+                      "--data-dir), got '" +
+                      file.string() + "'");
   if (!real_inside)
     reject(field, what + " inside " + roots_text(roots) + ", got '" + file.string() +
                       "', which a symbolic link leads out of them");
@@ -179,7 +182,6 @@ std::uint64_t host_batch_memory_limit() {
   if (pages <= 0 || page <= 0) return 0;
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2;
 }
-
 
 void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Predictor& predictor) {
   const ScenarioRequest& s = *r.scenario;
@@ -200,7 +202,8 @@ void validate_scenario(const EvaluationRequest& r, const Manifest& manifest, Pre
   if (tail > 0 && scenario == loadgen::Scenario::kOffline)
     reject("scenario.trace_tail", "0 with offline (it has a single query), got " + std::to_string(tail));
   if (r.measurement.min_duration_ms < 1)
-    reject("measurement.min_duration_ms", "a positive number with a scenario, got " + number_text(r.measurement.min_duration_ms));
+    reject("measurement.min_duration_ms",
+           "a positive number with a scenario, got " + number_text(r.measurement.min_duration_ms));
   const bool texts = std::any_of(manifest.inputs.begin(), manifest.inputs.end(),
                                  [](const InputSpec& in) { return in.type == "text"; });
   if (!manifest.inputs.empty() && manifest.inputs.front().type != "image" && !texts && !r.inputs.synthetic)
@@ -224,8 +227,9 @@ std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in, co
   const ProcessingStep* tok = step_of(in, "tokenize");
   if (!tok) reject("inputs.synthetic", "true: model " + m.name + " has no tokenize step to read prompts with");
   if (!have_tokenizer())
-    reject("inputs.synthetic", "true: this XSP was built without SentencePiece (Debian: libsentencepiece-dev), so "
-                               "prompts cannot be tokenized; install it and rebuild, or use synthetic prompts");
+    reject("inputs.synthetic",
+           "true: this XSP was built without SentencePiece (Debian: libsentencepiece-dev), so "
+           "prompts cannot be tokenized; install it and rebuild, or use synthetic prompts");
   namespace fs = std::filesystem;
   auto verified = [&](const std::string& relative, const std::string& checksum, const std::string& what) {
     const fs::path file = m.resolve(relative);
@@ -240,8 +244,8 @@ std::vector<std::string> load_texts(ValidatedRequest& v, const InputSpec& in, co
                           "); export it with scripts/export_zoo.py");
     }
     if (!checksum.empty() && digest != checksum)
-      reject("model", what + " " + file.string() + " has " + digest + ", manifest " + m.path.string() + " expects " +
-                          checksum);
+      reject("model",
+             what + " " + file.string() + " has " + digest + ", manifest " + m.path.string() + " expects " + checksum);
     return file;
   };
   try {
@@ -298,8 +302,9 @@ void validate_generation(ValidatedRequest& v, const EvaluationContext& context) 
   const long positions = static_cast<long>(g.prompt_tokens.max) + r.generation.output_tokens->max;
   if (!in.dimensions.empty() && positions > in.dimensions.front())
     reject("generation.prompt_tokens", "prompt plus output tokens within model " + m.name + "'s " +
-                                           std::to_string(in.dimensions.front()) + " positions (inputs[0].dimensions), got " +
-                                           to_string(g.prompt_tokens) + " + " + to_string(*r.generation.output_tokens));
+                                           std::to_string(in.dimensions.front()) +
+                                           " positions (inputs[0].dimensions), got " + to_string(g.prompt_tokens) +
+                                           " + " + to_string(*r.generation.output_tokens));
   try {
     v.run_levels = run_levels(r.trace_level, r.leveled, v.predictor->framework_profiler() != nullptr,
                               r.trace_level > TraceLevel::kFramework, false);
@@ -334,14 +339,16 @@ void validate_task(ValidatedRequest& v, const EvaluationContext& context) {
   } catch (const std::invalid_argument& e) {
     reject("model", m.path.string() + ": " + e.what());
   }
-  const auto text = std::find_if(m.inputs.begin(), m.inputs.end(), [](const InputSpec& in) { return in.type == "text"; });
+  const auto text =
+      std::find_if(m.inputs.begin(), m.inputs.end(), [](const InputSpec& in) { return in.type == "text"; });
   if (text == m.inputs.end() && m.inputs.size() != 1)
     reject("model", "a model with one input or a text input: " + m.name + " has " + std::to_string(m.inputs.size()) +
                         " inputs (several inputs are run for text models only, docs/tasks.md)");
   if (text == m.inputs.end()) return;
   if (r.inputs.synthetic)
-    reject("inputs.synthetic", "false: model " + m.name + " reads texts (its prompts file, or --prompts), not synthetic "
-                               "inputs");
+    reject("inputs.synthetic", "false: model " + m.name +
+                                   " reads texts (its prompts file, or --prompts), not synthetic "
+                                   "inputs");
   v.prompts = load_texts(v, *text, context);
   try {
     (void)TextBatcher(m, *v.tokenizer);
@@ -449,8 +456,9 @@ GenerationPlan generation_plan(const ValidatedRequest& v) {
 RunPlan plan_of(const ValidatedRequest& v) {
   const EvaluationRequest& r = v.request;
   RunPlan p;
-  p.workload = is_generation(v.manifest) ? Workload::kGeneration : r.scenario ? Workload::kScenario
-                                                                              : Workload::kBatchSweep;
+  p.workload = is_generation(v.manifest) ? Workload::kGeneration
+               : r.scenario              ? Workload::kScenario
+                                         : Workload::kBatchSweep;
   p.batch_sizes = r.batch_sizes;
   p.trace_level = r.trace_level;
   p.leveled = r.leveled;
@@ -506,9 +514,10 @@ nlohmann::json to_json(const EvaluationRequest& r) {
 
 EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
   if (!j.is_object()) reject("request", "expected a JSON object, got " + j.dump());
-  detail::reject_unknown_keys(j, {"model", "framework", "device", "device_index", "batch_sizes", "trace_level",
-                                  "leveled", "measurement", "inputs", "max_batch_bytes", "store_predictions",
-                                  "counter_iterations", "cupti", "counters", "scenario", "precision", "generation"},
+  detail::reject_unknown_keys(j,
+                              {"model", "framework", "device", "device_index", "batch_sizes", "trace_level", "leveled",
+                               "measurement", "inputs", "max_batch_bytes", "store_predictions", "counter_iterations",
+                               "cupti", "counters", "scenario", "precision", "generation"},
                               "");
   EvaluationRequest r;
   read(j, "model", r.model, "", "a model name");
@@ -517,8 +526,10 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
   read(j, "device_index", r.device_index, "", "an integer >= 0");
   read(j, "batch_sizes", r.batch_sizes, "", "a list of batch sizes");
   if (j.contains("trace_level")) {
-    const auto level = j["trace_level"].is_string() ? parse_trace_level(j["trace_level"].get<std::string>()) : std::nullopt;
-    if (!level) reject("trace_level", "model, framework, library, system, kernel or hardware, got " + j["trace_level"].dump());
+    const auto level =
+        j["trace_level"].is_string() ? parse_trace_level(j["trace_level"].get<std::string>()) : std::nullopt;
+    if (!level)
+      reject("trace_level", "model, framework, library, system, kernel or hardware, got " + j["trace_level"].dump());
     r.trace_level = *level;
   }
   read(j, "leveled", r.leveled, "", "true or false");
@@ -565,14 +576,15 @@ std::vector<std::filesystem::path> confinement_roots(const std::filesystem::path
 
 void validate_fields(const EvaluationRequest& r) {
   if (r.model.empty()) reject("model", "a model name from the zoo (xsp models), got an empty name");
-  if (r.model.size() > 256) reject("model", "a model name of at most 256 characters, got " + std::to_string(r.model.size()));
+  if (r.model.size() > 256)
+    reject("model", "a model name of at most 256 characters, got " + std::to_string(r.model.size()));
   if (r.device != "cpu" && r.device != "cuda") reject("device", "cpu or cuda, got '" + r.device + "'");
   if (r.device_index < 0 || r.device_index > 1023)
     reject("device_index", "a number from 0 to 1023, got " + std::to_string(r.device_index));
   if (r.batch_sizes.empty()) reject("batch_sizes", "at least one batch size");
   if (r.batch_sizes.size() > kMaxBatchSizes)
-    reject("batch_sizes", "at most " + std::to_string(kMaxBatchSizes) + " batch sizes, got " +
-                              std::to_string(r.batch_sizes.size()));
+    reject("batch_sizes",
+           "at most " + std::to_string(kMaxBatchSizes) + " batch sizes, got " + std::to_string(r.batch_sizes.size()));
   for (int b : r.batch_sizes)
     if (b < 1 || b > (1 << 20)) reject("batch_sizes", "batch sizes from 1 to 1048576, got " + std::to_string(b));
   if (r.trace_level > TraceLevel::kFramework && r.device != "cuda")
@@ -584,7 +596,8 @@ void validate_fields(const EvaluationRequest& r) {
   if (r.counters.max_ranges > kMaxCounterRanges)
     reject("counters.max_ranges", "at most " + std::to_string(kMaxCounterRanges) + " ranges per pass, got " +
                                       std::to_string(r.counters.max_ranges));
-  if (r.inputs.accuracy && r.inputs.dataset.empty()) reject("inputs.accuracy", "a dataset (inputs.dataset) to score on");
+  if (r.inputs.accuracy && r.inputs.dataset.empty())
+    reject("inputs.accuracy", "a dataset (inputs.dataset) to score on");
   if (r.max_batch_bytes < 1 || r.max_batch_bytes > kMaxBatchBytesLimit)
     reject("max_batch_bytes", "a number of bytes from 1 to " + std::to_string(kMaxBatchBytesLimit) + ", got " +
                                   std::to_string(r.max_batch_bytes));
@@ -610,22 +623,25 @@ void validate_fields(const EvaluationRequest& r) {
   }
   if (s.min_queries < 1) reject("scenario.min_queries", "a positive number, got 0");
   if (s.min_queries > kMaxPlannedQueries)
-    reject("scenario.min_queries", "at most " + std::to_string(kMaxPlannedQueries) + " queries, got " +
-                                       std::to_string(s.min_queries));
+    reject("scenario.min_queries",
+           "at most " + std::to_string(kMaxPlannedQueries) + " queries, got " + std::to_string(s.min_queries));
   if (!(s.target_qps > 0) || !std::isfinite(s.target_qps))
     reject("scenario.target_qps", "a positive number, got " + number_text(s.target_qps));
   if (s.target_qps > kMaxTargetQps)
-    reject("scenario.target_qps", "at most " + number_text(kMaxTargetQps) + " queries per second, got " +
-                                      number_text(s.target_qps));
+    reject("scenario.target_qps",
+           "at most " + number_text(kMaxTargetQps) + " queries per second, got " + number_text(s.target_qps));
   // LoadGen plans target_qps x min_duration queries (server) or samples (offline) up front: 24 bytes each.
   const double planned = s.target_qps * r.measurement.min_duration_ms / 1000.0;
   if ((scenario == loadgen::Scenario::kServer || scenario == loadgen::Scenario::kOffline) &&
       planned > static_cast<double>(kMaxPlannedQueries))
     reject("scenario.target_qps", "target_qps x measurement.min_duration_ms of at most " +
-                                      std::to_string(kMaxPlannedQueries) + " queries, got " + number_text(s.target_qps) +
-                                      " x " + number_text(r.measurement.min_duration_ms) + " ms = " + number_text(planned));
-  if (s.latency_bound_ms && (!(*s.latency_bound_ms > 0) || !std::isfinite(*s.latency_bound_ms) || *s.latency_bound_ms > hour_ms))
-    reject("scenario.latency_bound_ms", "a positive number of ms up to an hour, got " + number_text(*s.latency_bound_ms));
+                                      std::to_string(kMaxPlannedQueries) + " queries, got " +
+                                      number_text(s.target_qps) + " x " + number_text(r.measurement.min_duration_ms) +
+                                      " ms = " + number_text(planned));
+  if (s.latency_bound_ms &&
+      (!(*s.latency_bound_ms > 0) || !std::isfinite(*s.latency_bound_ms) || *s.latency_bound_ms > hour_ms))
+    reject("scenario.latency_bound_ms",
+           "a positive number of ms up to an hour, got " + number_text(*s.latency_bound_ms));
   if (s.samples_per_query < 1) reject("scenario.samples_per_query", "a positive number, got 0");
   if (s.samples_per_query > 10'000)
     reject("scenario.samples_per_query", "at most 10000, got " + std::to_string(s.samples_per_query));
@@ -659,8 +675,10 @@ void confine_request_files(const EvaluationRequest& r, const EvaluationContext& 
     reject("cupti.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), got '" +
                                  r.cupti.dump_dir.string() + "'");
   if (!r.counters.dump_dir.empty())
-    reject("counters.dump_dir", "empty in a submitted request (it would write files on the machine that runs it), "
-                                "got '" + r.counters.dump_dir.string() + "'");
+    reject("counters.dump_dir",
+           "empty in a submitted request (it would write files on the machine that runs it), "
+           "got '" +
+               r.counters.dump_dir.string() + "'");
   if (!r.inputs.images_dir.empty()) confine(context, r.inputs.images_dir, "inputs.images_dir", "an images folder");
   if (!r.generation.prompts_file.empty())
     confine(context, r.generation.prompts_file, "generation.prompts_file", "a prompts file");
@@ -714,7 +732,8 @@ void resolve_model(ValidatedRequest& v, const EvaluationRequest& request, const 
     reject("framework", need);
   }
   if (context.confine_to) {
-    confine(context, v.manifest.resolved_graph_path(r.framework), "model", "the graph file of model " + v.manifest.name);
+    confine(context, v.manifest.resolved_graph_path(r.framework), "model",
+            "the graph file of model " + v.manifest.name);
     for (std::size_t i = 0; i < v.manifest.outputs.size(); ++i)
       if (const fs::path labels = v.manifest.resolved_labels_path(i); !labels.empty())
         confine(context, labels, "model", "the labels file of model " + v.manifest.name);
@@ -732,8 +751,7 @@ void validate_dataset(ValidatedRequest& v, const EvaluationContext& context) {
     const LabeledDataset data = read_labeled_dataset(dataset_file);
     const auto& dims = v.manifest.inputs.front().dimensions;
     if (!std::equal(data.sample_shape.begin(), data.sample_shape.end(), dims.begin(), dims.end(),
-                    [](auto a, auto b) { return static_cast<long>(a) == static_cast<long>(b); }))
-    {
+                    [](auto a, auto b) { return static_cast<long>(a) == static_cast<long>(b); })) {
       auto shape = [](const auto& d) {
         std::string out;
         for (auto x : d) out += (out.empty() ? "" : "x") + std::to_string(x);
@@ -773,12 +791,12 @@ void validate_inputs(ValidatedRequest& v, const EvaluationContext& context, std:
       try {
         check_tensor_bytes(shape, v.batch_bytes_limit, "batch size " + std::to_string(b) + " of " + v.manifest.name);
       } catch (const std::invalid_argument& e) {
-        reject("batch_sizes",
-               v.batch_bytes_limit < r.max_batch_bytes
-                   ? "batch sizes whose batch fits in half of this machine's memory (" +
-                         std::to_string(host_limit) + " bytes); " + e.what()
-                   : std::string("batch sizes whose batch fits in max_batch_bytes (raise it with "
-                                 "`xsp evaluate --max-batch-bytes`); ") + e.what());
+        reject("batch_sizes", v.batch_bytes_limit < r.max_batch_bytes
+                                  ? "batch sizes whose batch fits in half of this machine's memory (" +
+                                        std::to_string(host_limit) + " bytes); " + e.what()
+                                  : std::string("batch sizes whose batch fits in max_batch_bytes (raise it with "
+                                                "`xsp evaluate --max-batch-bytes`); ") +
+                                        e.what());
       }
     }
   }
@@ -792,7 +810,8 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   v.request = request;
   EvaluationRequest& r = v.request;
   if (r.trace_level > TraceLevel::kFramework && !have_device_profiler())
-    reject("trace_level", "model or framework: this build has no CUPTI profiler (CUDA toolkit not found at configure time)");
+    reject("trace_level",
+           "model or framework: this build has no CUPTI profiler (CUDA toolkit not found at configure time)");
   // A batch larger than half of this machine's memory cannot be measured here, whatever max_batch_bytes allows.
   const std::uint64_t host_limit = host_batch_memory_limit();
   v.batch_bytes_limit = host_limit > 0 ? std::min(r.max_batch_bytes, host_limit) : r.max_batch_bytes;
@@ -904,7 +923,8 @@ EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationCont
     for (int b : request.batch_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
     throw std::runtime_error("out of memory while evaluating model " + request.model + " at batch sizes " + sizes +
                              (request.scenario ? " (scenario " + request.scenario->scenario + ")" : std::string()) +
-                             " on " + request.device + ": this machine could not allocate what the request needs; "
+                             " on " + request.device +
+                             ": this machine could not allocate what the request needs; "
                              "lower the batch sizes, max_batch_bytes or the scenario's sizes");
   }
 }
@@ -941,7 +961,8 @@ std::filesystem::path write_recovery_file(EvaluationRecord record, const std::ve
       failures += (failures.empty() ? "" : "; ") + std::string("in ") + folder.string() + ": " + e.what();
     }
   }
-  throw StoreError("could not write a recovery file (" + (failures.empty() ? std::string("no folder given") : failures) + ")");
+  throw StoreError("could not write a recovery file (" +
+                   (failures.empty() ? std::string("no folder given") : failures) + ")");
 }
 
 }  // namespace xsp

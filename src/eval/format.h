@@ -2,10 +2,9 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"

@@ -15,10 +15,10 @@
 #include "scoped_span.h"
 #include "xsp/eval/session.h"
 #include "xsp/loadgen/loadgen.h"
-#include "xsp/trace/run_statistics.h"
 #include "xsp/stats/stability.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 namespace {
@@ -56,9 +56,9 @@ class TopSteps {
 // What one request produced.
 struct RequestOutcome {
   std::int64_t start_ns = 0, end_ns = 0;
-  std::vector<std::int64_t> token_end_ns;  // per step
-  std::vector<double> step_ns;             // per step: prefill first, then each decode
-  std::map<std::string, double> stage_ns;  // tokenize, detokenize, request
+  std::vector<std::int64_t> token_end_ns;         // per step
+  std::vector<double> step_ns;                    // per step: prefill first, then each decode
+  std::map<std::string, double> stage_ns;         // tokenize, detokenize, request
   std::vector<std::vector<std::int64_t>> tokens;  // per sequence
   std::vector<std::string> texts;                 // per sequence, when decoded
   std::uint64_t kv_cache_bytes = 0;
@@ -117,9 +117,9 @@ class GenerationRun {
   std::string clock_mapping_;
 };
 
-RequestOutcome GenerationRun::traced_request(TraceRecorder& rec, const Run& r, SpanId app, int batch,
-                                             int prompt_tokens, int output_tokens, std::size_t first_prompt,
-                                             std::uint64_t synthetic_seed, std::vector<Tag> tags) {
+RequestOutcome GenerationRun::traced_request(TraceRecorder& rec, const Run& r, SpanId app, int batch, int prompt_tokens,
+                                             int output_tokens, std::size_t first_prompt, std::uint64_t synthetic_seed,
+                                             std::vector<Tag> tags) {
   session_.start(rec, r.level, false);
   RequestOutcome out;
   try {
@@ -133,9 +133,8 @@ RequestOutcome GenerationRun::traced_request(TraceRecorder& rec, const Run& r, S
   return out;
 }
 
-RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens,
-                                      int output_tokens, std::size_t first_prompt, std::uint64_t synthetic_seed,
-                                      std::vector<Tag> tags) {
+RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens, int output_tokens,
+                                      std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags) {
   RequestOutcome out;
   out.tokens.assign(static_cast<std::size_t>(batch), {});
   struct EndGuard {  // the cache is freed whatever happens
@@ -171,7 +170,8 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
     if (next.size() != static_cast<std::size_t>(batch))
       throw std::runtime_error(predictor_.framework_name() + " generator returned " + std::to_string(next.size()) +
                                " tokens for a batch of " + std::to_string(batch));
-    for (int j = 0; j < batch; ++j) out.tokens[static_cast<std::size_t>(j)].push_back(next[static_cast<std::size_t>(j)]);
+    for (int j = 0; j < batch; ++j)
+      out.tokens[static_cast<std::size_t>(j)].push_back(next[static_cast<std::size_t>(j)]);
   };
   {
     ScopedSpan s(clock_, rec, Level::kModel, kStagePrefill, req.id(), {{"step", 0}, {"tokens", prompt_tokens}});
@@ -183,7 +183,8 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
     keep(first);
   }
   for (int step = 1; step < output_tokens; ++step) {
-    ScopedSpan s(clock_, rec, Level::kModel, kStageDecode, req.id(), {{"step", step}, {"position", prompt_tokens + step - 1}});
+    ScopedSpan s(clock_, rec, Level::kModel, kStageDecode, req.id(),
+                 {{"step", step}, {"position", prompt_tokens + step - 1}});
     session_.set_parent(s.id());
     const auto next = gen_.decode();
     out.step_ns.push_back(static_cast<double>(s.close()));
@@ -221,8 +222,8 @@ struct RunTally {
   explicit RunTally(std::size_t tail_steps) : top_first(tail_steps), top_decode(tail_steps) {}
   std::vector<Span> model_spans;
   std::map<std::size_t, std::vector<Span>> deep_spans;  // measured request -> its spans below MODEL level
-  std::map<SpanId, std::size_t> span_index;              // MODEL span id -> position in model_spans
-  std::vector<std::vector<SpanId>> step_ids;             // per measured request, per step: its MODEL span
+  std::map<SpanId, std::size_t> span_index;             // MODEL span id -> position in model_spans
+  std::vector<std::vector<SpanId>> step_ids;            // per measured request, per step: its MODEL span
   std::map<std::string, std::uint64_t> counters;
   TopSteps top_first, top_decode;
   std::vector<double> all_first, all_decode;
@@ -366,7 +367,8 @@ void GenerationRun::check_token_latencies(const std::vector<loadgen::GeneratedRe
     }
     return j;
   };
-  g["early_stopping"] = {{"ttft", check(v.ttft, o_.bounds.has_value())}, {"tpot", check(v.tpot, o_.bounds.has_value())}};
+  g["early_stopping"] = {{"ttft", check(v.ttft, o_.bounds.has_value())},
+                         {"tpot", check(v.tpot, o_.bounds.has_value())}};
   if (o_.bounds) {
     g["valid"] = v.valid;
     g["invalid_reason"] = v.reason;
@@ -471,10 +473,11 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
       break;
     }
     check_interrupt();
-    const int batch = o_.scenario == GenerationScenario::kOffline
-                          ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(r.batch),
-                                                                   sched.sequences - k * static_cast<std::size_t>(r.batch)))
-                          : r.batch;
+    const int batch =
+        o_.scenario == GenerationScenario::kOffline
+            ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(r.batch),
+                                                     sched.sequences - k * static_cast<std::size_t>(r.batch)))
+            : r.batch;
     const int prompt_tokens = draw(o_.prompt_tokens), output_tokens = draw(o_.output_tokens);
     std::int64_t issued = 0;
     if (!sched.closed_loop) {
@@ -495,15 +498,17 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
     tally.add(k, std::move(t), out, issued, !sched.closed_loop, batch, prompt_tokens, output_tokens);
     if (r.level > TraceLevel::kModel && o_.tail_steps > 0) tally.drop_deep_spans_outside_tail(k);
     if (!out.texts.empty()) {
-      sample_output = {{"batch_size", r.batch},
-                       {"trace_level", std::string(to_string(r.level))},
-                       {"prompt_tokens", prompt_tokens},
-                       {"output_tokens", output_tokens},
-                       {"prompt", o_.prompts.empty() ? std::string("(synthetic)") : o_.prompts[(next_prompt - batch) % o_.prompts.size()].substr(0, 240)},
-                       {"output", out.texts.front()}};
+      sample_output = {
+          {"batch_size", r.batch},
+          {"trace_level", std::string(to_string(r.level))},
+          {"prompt_tokens", prompt_tokens},
+          {"output_tokens", output_tokens},
+          {"prompt", o_.prompts.empty() ? std::string("(synthetic)")
+                                        : o_.prompts[(next_prompt - batch) % o_.prompts.size()].substr(0, 240)},
+          {"output", out.texts.front()}};
     }
-    session_.progress(
-        Progress{static_cast<int>(++done), sched.closed_loop ? 0 : static_cast<int>(sched.planned + warmup), "request"});
+    session_.progress(Progress{static_cast<int>(++done),
+                               sched.closed_loop ? 0 : static_cast<int>(sched.planned + warmup), "request"});
   }
 
   RunRecord run;
@@ -519,9 +524,8 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   run.measurement.warmup_batches = warmup;
   run.measurement.measure_ns = clock_.now_ns() - t0;
   run.generation = metrics_json(tally, r);
-  run.throughput_samples_per_s = run.generation["requests_per_s"].is_number()
-                                     ? run.generation["requests_per_s"].get<double>()
-                                     : std::nan("");
+  run.throughput_samples_per_s =
+      run.generation["requests_per_s"].is_number() ? run.generation["requests_per_s"].get<double>() : std::nan("");
   run.generation["tail"] = tally.tail_json();
   run.trace = close_trace(tally, r, t0);
   return run;
@@ -530,7 +534,7 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
 }  // namespace
 
 EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, const RunPlan& plan,
-                               RunSession& session) {
+                                RunSession& session) {
   const GenerationPlan& o = plan.generation;
   Generator* gen = predictor.generator();
   if (!gen)
@@ -541,22 +545,27 @@ EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, 
   if (positions > gen->max_positions())
     throw std::invalid_argument("generation: prompt_tokens max " + std::to_string(o.prompt_tokens.max) +
                                 " + output_tokens max " + std::to_string(o.output_tokens.max) + " = " +
-                                std::to_string(positions) + " positions, more than model " + manifest.name +
-                                "'s " + std::to_string(gen->max_positions()));
+                                std::to_string(positions) + " positions, more than model " + manifest.name + "'s " +
+                                std::to_string(gen->max_positions()));
   const std::vector<TraceLevel>& levels = plan.levels;
 
   std::vector<int> batches;
   switch (o.scenario) {
-    case GenerationScenario::kBatchSweep: batches = plan.batch_sizes; break;
+    case GenerationScenario::kBatchSweep:
+      batches = plan.batch_sizes;
+      break;
     case GenerationScenario::kSingleStream:
-    case GenerationScenario::kServer: batches = {1}; break;
+    case GenerationScenario::kServer:
+      batches = {1};
+      break;
     case GenerationScenario::kOffline:
       batches = {*std::max_element(plan.batch_sizes.begin(), plan.batch_sizes.end())};
       break;
   }
 
   EvaluationRecord record = detail::record_of(manifest, predictor, plan.device);
-  record.scenario = o.scenario == GenerationScenario::kBatchSweep ? "generation" : "generation-" + std::string(to_string(o.scenario));
+  record.scenario =
+      o.scenario == GenerationScenario::kBatchSweep ? "generation" : "generation-" + std::string(to_string(o.scenario));
   record.batch_sizes = batches;
   record.trace_level = plan.trace_level;
   record.leveled = plan.leveled;
@@ -575,8 +584,10 @@ EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, 
     gs["min_queries"] = o.min_queries;
   }
   if (o.bounds)
-    gs["bounds"] = {{"ttft_ns", o.bounds->ttft_ns}, {"tpot_ns", o.bounds->tpot_ns}, {"percentile", o.bounds->percentile}};
-  record.settings = {{"measurement", to_json(plan.measurement)}, {"generation", gs}, {"run_levels", nlohmann::json::array()}};
+    gs["bounds"] = {
+        {"ttft_ns", o.bounds->ttft_ns}, {"tpot_ns", o.bounds->tpot_ns}, {"percentile", o.bounds->percentile}};
+  record.settings = {
+      {"measurement", to_json(plan.measurement)}, {"generation", gs}, {"run_levels", nlohmann::json::array()}};
   for (auto l : levels) record.settings["run_levels"].push_back(std::string(to_string(l)));
   record.settings["sample_outputs"] = nlohmann::json::object();
 

@@ -58,9 +58,7 @@ const Clock& system_clock() {
   return clock;
 }
 
-std::string_view to_string(LevelOrder order) {
-  return order == LevelOrder::kSequential ? "sequential" : "interleaved";
-}
+std::string_view to_string(LevelOrder order) { return order == LevelOrder::kSequential ? "sequential" : "interleaved"; }
 
 LevelOrder parse_level_order(std::string_view text) {
   if (text == "interleaved") return LevelOrder::kInterleaved;
@@ -85,8 +83,7 @@ void validate(const MeasurementOptions& o) {
   check(duration(o.min_duration_ms), "min_duration_ms", ms_range, o.min_duration_ms);
   check(duration(o.max_duration_ms), "max_duration_ms", ms_range, o.max_duration_ms);
   check(o.rule.windows >= 2 && o.rule.windows <= 100, "stability_windows", "a number from 2 to 100", o.rule.windows);
-  check(o.rule.tolerance > 0 && o.rule.tolerance <= 1, "stability_tolerance", "a fraction in (0, 1]",
-        o.rule.tolerance);
+  check(o.rule.tolerance > 0 && o.rule.tolerance <= 1, "stability_tolerance", "a fraction in (0, 1]", o.rule.tolerance);
   check(o.max_traced_batches >= 1 && o.max_traced_batches <= kMaxMeasurementBatches, "max_traced_batches",
         "a number from 1" + batch_range, o.max_traced_batches);
 }
@@ -107,10 +104,11 @@ nlohmann::json to_json(const MeasurementOptions& o) {
 
 MeasurementOptions measurement_options_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw RequestError("measurement", "expected a JSON object, got " + j.dump());
-  detail::reject_unknown_keys(j, {"warmup_min_batches", "warmup_min_ms", "warmup_max_ms", "warmup_block_ms",
-                                  "min_batches", "min_duration_ms", "max_duration_ms", "stability_windows",
-                                  "stability_tolerance", "level_order", "max_traced_batches"},
-                              "measurement.");
+  detail::reject_unknown_keys(
+      j,
+      {"warmup_min_batches", "warmup_min_ms", "warmup_max_ms", "warmup_block_ms", "min_batches", "min_duration_ms",
+       "max_duration_ms", "stability_windows", "stability_tolerance", "level_order", "max_traced_batches"},
+      "measurement.");
   MeasurementOptions o;
   const std::string prefix = "measurement.";
   detail::read_field(j, "warmup_min_batches", o.warmup_min_batches, prefix, "an integer");
@@ -125,11 +123,13 @@ MeasurementOptions measurement_options_from_json(const nlohmann::json& j) {
   detail::read_field(j, "max_traced_batches", o.max_traced_batches, prefix, "an integer");
   if (j.contains("level_order")) {
     if (!j["level_order"].is_string())
-      throw RequestError("measurement.level_order", "expected interleaved or sequential, got " + j["level_order"].dump());
+      throw RequestError("measurement.level_order",
+                         "expected interleaved or sequential, got " + j["level_order"].dump());
     try {
       o.order = parse_level_order(j["level_order"].get<std::string>());
     } catch (const std::invalid_argument&) {
-      throw RequestError("measurement.level_order", "expected interleaved or sequential, got " + j["level_order"].dump());
+      throw RequestError("measurement.level_order",
+                         "expected interleaved or sequential, got " + j["level_order"].dump());
     }
   }
   return o;
@@ -166,8 +166,9 @@ PhaseResult run_phase(std::size_t n, const MeasurementOptions& o, const Clock& c
   const bool exact_warmup = o.warmup_max_ms <= 0;
   std::vector<double> first_level_warmup;
   if (!(exact_warmup && o.warmup_min_batches == 0)) {
-    const double block_ms = o.warmup_block_ms > 0 ? o.warmup_block_ms
-                                                  : std::max(10.0, o.warmup_min_ms / static_cast<double>(k_windows * n));
+    const double block_ms = o.warmup_block_ms > 0
+                                ? o.warmup_block_ms
+                                : std::max(10.0, o.warmup_min_ms / static_cast<double>(k_windows * n));
     const std::int64_t block_ns = ms_to_ns(block_ms);
     for (std::size_t r = 0;; ++r) {
       for (std::size_t i = 0; i < n; ++i) {

@@ -21,9 +21,12 @@ int parse_count(std::string_view part, std::string_view whole) {
 
 std::string_view to_string(Workload workload) {
   switch (workload) {
-    case Workload::kBatchSweep: return "batch-sweep";
-    case Workload::kScenario: return "scenario";
-    case Workload::kGeneration: return "generation";
+    case Workload::kBatchSweep:
+      return "batch-sweep";
+    case Workload::kScenario:
+      return "scenario";
+    case Workload::kGeneration:
+      return "generation";
   }
   return "batch-sweep";
 }
@@ -62,8 +65,7 @@ TokenRange parse_token_range(std::string_view text) {
   } else {
     r.min = parse_count(text.substr(0, colon), text);
     r.max = parse_count(text.substr(colon + 1), text);
-    if (r.min > r.max)
-      throw std::invalid_argument("token count '" + std::string(text) + "': MIN must not exceed MAX");
+    if (r.min > r.max) throw std::invalid_argument("token count '" + std::string(text) + "': MIN must not exceed MAX");
   }
   return r;
 }
@@ -75,10 +77,14 @@ std::string to_string(const TokenRange& range) {
 
 std::string_view to_string(GenerationScenario scenario) {
   switch (scenario) {
-    case GenerationScenario::kBatchSweep: return "batch-sweep";
-    case GenerationScenario::kSingleStream: return "single-stream";
-    case GenerationScenario::kServer: return "server";
-    case GenerationScenario::kOffline: return "offline";
+    case GenerationScenario::kBatchSweep:
+      return "batch-sweep";
+    case GenerationScenario::kSingleStream:
+      return "single-stream";
+    case GenerationScenario::kServer:
+      return "server";
+    case GenerationScenario::kOffline:
+      return "offline";
   }
   return "batch-sweep";
 }

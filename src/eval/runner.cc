@@ -1,5 +1,7 @@
 #include "xsp/eval/runner.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,15 +12,13 @@
 #include <set>
 #include <stdexcept>
 
-#include <spdlog/spdlog.h>
-
 #include "format.h"
 #include "scoped_span.h"
+#include "xsp/eval/session.h"
+#include "xsp/pipeline/tasks.h"
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
-#include "xsp/pipeline/tasks.h"
-#include "xsp/eval/session.h"
 #include "xsp/trace/run_statistics.h"
 
 namespace xsp {
@@ -66,7 +66,8 @@ nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::s
       auto d = nlohmann::json::array();
       for (std::size_t k = 0; k < r.detections.size() && k < 10; ++k) {
         const Detection& x = r.detections[k];
-        d.push_back({{"class", x.label}, {"label", label(x.label)}, {"score", x.score}, {"box", {x.x1, x.y1, x.x2, x.y2}}});
+        d.push_back(
+            {{"class", x.label}, {"label", label(x.label)}, {"score", x.score}, {"box", {x.x1, x.y1, x.x2, x.y2}}});
       }
       j["detections"] = std::move(d);
       j["detection_count"] = r.detections.size();
@@ -87,7 +88,6 @@ nlohmann::json to_json(const std::vector<InputPrediction>& results, const std::s
 
 namespace {
 
-
 std::string percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
@@ -98,12 +98,12 @@ std::string percent(double fraction) {
 struct LevelSlot {
   TraceLevel level = TraceLevel::kModel;
   bool finished = false;  // finish_run() made its RunRecord: the run is complete
-  bool stored = true;  // false: a phase-2 baseline (M or M/F blocks beside kernel tracing), not a run
+  bool stored = true;     // false: a phase-2 baseline (M or M/F blocks beside kernel tracing), not a run
   RunRecord run;
   // Ids of a run's trace: the APPLICATION span is 1, every block's recorder starts where the last one stopped.
   SpanId app_id = 1;
   SpanId next_id = 2;
-  std::unique_ptr<TraceRecorder> recorder;  // of the block in progress
+  std::unique_ptr<TraceRecorder> recorder;         // of the block in progress
   std::deque<std::pair<std::size_t, Trace>> kept;  // (batches, spans) of the last measured blocks
   std::size_t kept_batches = 0;
   std::map<std::string, std::uint64_t> counters;
@@ -187,9 +187,12 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
   }
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePreprocess, parent, batch_tag);
-    if (ctx.text_batcher) task_inputs = ctx.text_batcher->run(texts);
-    else if (pool) tensor = &(*pool)[j];
-    else decoded = ctx.preprocessor->run(inputs);
+    if (ctx.text_batcher)
+      task_inputs = ctx.text_batcher->run(texts);
+    else if (pool)
+      tensor = &(*pool)[j];
+    else
+      decoded = ctx.preprocessor->run(inputs);
     if (task && !ctx.text_batcher) task_inputs.push_back(pool ? *tensor : std::move(decoded));
     const auto d = s.close();
     if (stages) (*stages)[kStagePreprocess].push_back(static_cast<double>(d));
@@ -201,8 +204,10 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePredict, parent, batch_tag);
     if (rec) ctx.session.set_parent(s.id());
     if (batch_hooks) batch_hooks->begin_batch();
-    if (task) task_outputs = ctx.predictor.predict_all(task_inputs);
-    else output = ctx.predictor.predict(*tensor);
+    if (task)
+      task_outputs = ctx.predictor.predict_all(task_inputs);
+    else
+      output = ctx.predictor.predict(*tensor);
     if (batch_hooks) batch_hooks->end_batch();
     predict_ns = static_cast<double>(s.close());
     if (stages) (*stages)[kStagePredict].push_back(predict_ns);
@@ -214,8 +219,10 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
                     std::to_string(k));
   {
     ScopedSpan s(ctx.clock, rec, Level::kModel, kStagePostprocess, parent, batch_tag);
-    if (task) slot.last_task_outputs = ctx.task_postprocessor->run(task_outputs, ids);
-    else slot.last_outputs = ctx.postprocessor->run(output, ids);
+    if (task)
+      slot.last_task_outputs = ctx.task_postprocessor->run(task_outputs, ids);
+    else
+      slot.last_outputs = ctx.postprocessor->run(output, ids);
     const auto d = s.close();
     if (stages) (*stages)[kStagePostprocess].push_back(static_cast<double>(d));
   }
@@ -233,9 +240,9 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
     const auto rows = static_cast<std::size_t>(output.shape[0]);
     const std::size_t classes = output.data.size() / rows;
     for (std::size_t k = 0; k < rows; ++k) {
-      std::string id = plan.inputs.synthetic ? "synthetic:seed=" + std::to_string(plan.inputs.seed) + ":batch=" +
-                                               std::to_string(j) + ":" + std::to_string(k)
-                                         : (k < inputs.size() ? inputs[k].id : std::string());
+      std::string id = plan.inputs.synthetic ? "synthetic:seed=" + std::to_string(plan.inputs.seed) +
+                                                   ":batch=" + std::to_string(j) + ":" + std::to_string(k)
+                                             : (k < inputs.size() ? inputs[k].id : std::string());
       if (id.empty() || !slot.predicted.insert(id).second) continue;
       slot.run.predictions.push_back(
           classify_row(std::move(id), output.data.data() + k * classes, classes, ctx.softmax, ctx.top_k));
@@ -248,8 +255,7 @@ double run_pipeline_batch(Context& ctx, LevelSlot& slot, int batch_size, TraceRe
 // blocks, records measured blocks into their own recorders and keeps the last ones up to the trace budget.
 class PhaseExecutor final : public BlockExecutor {
  public:
-  PhaseExecutor(Context& ctx, int batch_size, std::vector<LevelSlot*> slots, MachineMonitor* monitor,
-                std::string what)
+  PhaseExecutor(Context& ctx, int batch_size, std::vector<LevelSlot*> slots, MachineMonitor* monitor, std::string what)
       : ctx_(ctx), batch_size_(batch_size), slots_(std::move(slots)), monitor_(monitor), what_(std::move(what)) {}
 
   void begin_block(std::size_t l, bool /*warmup: profilers run in warm-up blocks too*/) override {
@@ -370,13 +376,13 @@ void add_measurement_warnings(LevelSlot& slot, const MeasurementOptions& o) {
   const std::string level = std::string(run_name(slot.level));
   if (!m.warmup_converged && o.warmup_max_ms > 0)
     slot.run.warnings.push_back(level + " warm-up did not converge within " + std::to_string(m.warmup_ns / 1000000) +
-                                " ms: its last " + std::to_string(o.rule.windows) + " warm-up blocks never agreed within " +
-                                percent(o.rule.tolerance));
+                                " ms: its last " + std::to_string(o.rule.windows) +
+                                " warm-up blocks never agreed within " + percent(o.rule.tolerance));
   if (m.stability.verdict == Verdict::kUnstable)
-    slot.run.warnings.push_back(level + " latency unstable: its last " + std::to_string(m.stability.window_medians_ns.size()) +
-                                " windows differ by " + percent(m.stability.spread_fraction) + " (tolerance " +
-                                percent(o.rule.tolerance) + ") after " + std::to_string(m.measure_ns / 1000000) +
-                                " ms of measurement");
+    slot.run.warnings.push_back(level + " latency unstable: its last " +
+                                std::to_string(m.stability.window_medians_ns.size()) + " windows differ by " +
+                                percent(m.stability.spread_fraction) + " (tolerance " + percent(o.rule.tolerance) +
+                                ") after " + std::to_string(m.measure_ns / 1000000) + " ms of measurement");
 }
 
 LevelOverhead make_overhead(int batch_size, TraceLevel level, TraceLevel baseline, std::string design,
@@ -466,7 +472,7 @@ EvaluationRecord new_sweep_record(Context& ctx, const ScreenedInputs& screened) 
   record.trace_level = plan.trace_level;
   record.leveled = plan.leveled;
   record.settings = {{"measurement", to_json(plan.measurement)},
-                     {"inputs", ctx.text_batcher       ? "texts"
+                     {"inputs", ctx.text_batcher        ? "texts"
                                 : plan.inputs.synthetic ? "synthetic"
                                                         : plan.inputs.images_dir.string()},
                      {"input_count", ctx.text_batcher ? plan.inputs.texts.size() : ctx.files.size()},
@@ -516,7 +522,8 @@ void run_in_process_phase(Context& ctx, int b, const std::vector<TraceLevel>& in
     std::vector<LevelSlot*> ps;
     for (TraceLevel l : in_process) ps.push_back(&st.slot(b, l));
     const auto phase = run_interleaved(ctx, b, ps, design);
-    for (std::size_t i = 0; i < ps.size(); ++i) st.result_blocks[b][in_process[i]] = phase.levels[i].result_block_medians_ns();
+    for (std::size_t i = 0; i < ps.size(); ++i)
+      st.result_blocks[b][in_process[i]] = phase.levels[i].result_block_medians_ns();
   }
   for (std::size_t i = 1; i < in_process.size(); ++i)
     record.level_overheads.push_back(make_overhead(b, in_process[i], in_process[i - 1], design,
@@ -553,14 +560,17 @@ void run_cupti_phase(Context& ctx, int b, TraceLevel l, const std::vector<TraceL
     s.run.measurement.baseline_block_medians_ns[std::string(to_string(in_process[i]))] =
         phase.levels[i].result_block_medians_ns();
   const std::string shallower = std::string(run_name(in_process.back()));
-  record.level_overheads.push_back(make_overhead(
-      b, l, in_process.back(), "interleaved", kernel_blocks, phase.levels[in_process.size() - 1].result_block_medians_ns(),
-      "baseline: the " + shallower + " blocks of the same rounds, which ran after CUPTI first attached to the "
-      "process (its tracing never fully leaves)"));
-  record.level_overheads.push_back(make_overhead(
-      b, l, in_process.back(), "sequential", kernel_blocks, st.result_blocks[b][in_process.back()],
-      "against the " + shallower + " run before CUPTI first attached (a clean process): CUPTI's leftover state "
-      "and the machine's drift between the phases count too"));
+  record.level_overheads.push_back(
+      make_overhead(b, l, in_process.back(), "interleaved", kernel_blocks,
+                    phase.levels[in_process.size() - 1].result_block_medians_ns(),
+                    "baseline: the " + shallower +
+                        " blocks of the same rounds, which ran after CUPTI first attached to the "
+                        "process (its tracing never fully leaves)"));
+  record.level_overheads.push_back(
+      make_overhead(b, l, in_process.back(), "sequential", kernel_blocks, st.result_blocks[b][in_process.back()],
+                    "against the " + shallower +
+                        " run before CUPTI first attached (a clean process): CUPTI's leftover state "
+                        "and the machine's drift between the phases count too"));
   record.level_overheads.push_back(make_overhead(
       b, TraceLevel::kModel, TraceLevel::kModel, "residual", phase.levels[0].result_block_medians_ns(),
       st.result_blocks[b][TraceLevel::kModel],
@@ -656,9 +666,12 @@ EvaluationRecord run_batch_sweep(const Manifest& manifest, Predictor& predictor,
   std::vector<TraceLevel> in_process, cupti;
   bool hardware = false;
   for (TraceLevel l : plan.levels) {
-    if (l == TraceLevel::kHardware) hardware = true;
-    else if (l <= TraceLevel::kFramework) in_process.push_back(l);
-    else cupti.push_back(l);
+    if (l == TraceLevel::kHardware)
+      hardware = true;
+    else if (l <= TraceLevel::kFramework)
+      in_process.push_back(l);
+    else
+      cupti.push_back(l);
   }
   SweepState st;
   int interrupted = 0;

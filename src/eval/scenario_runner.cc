@@ -1,6 +1,8 @@
 // Glue between the load generator (xsp::loadgen) and the evaluation record/store: see scenario_runner.h.
 #include "xsp/eval/scenario_runner.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,13 +10,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <spdlog/spdlog.h>
-
 #include "format.h"
 #include "xsp/analysis/analyses.h"
-#include "xsp/eval/tail_traces.h"
 #include "xsp/eval/predictor_sut.h"
 #include "xsp/eval/session.h"
+#include "xsp/eval/tail_traces.h"
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/pipeline/tasks.h"
 #include "xsp/stats/stats.h"
@@ -37,7 +37,7 @@ struct SampleLibrary {
   std::vector<Input> inputs;
   std::size_t count = 0;
   std::vector<SkippedInput> skipped;  // images left out (InputPlan::skip_bad_inputs)
-  bool several = false;  // the model runs through predict_all() (the task pipeline's models)
+  bool several = false;               // the model runs through predict_all() (the task pipeline's models)
 };
 
 // Samples × per-sample values of a library input, as Tensor shapes count them.
@@ -234,7 +234,8 @@ int largest_batch(const loadgen::Settings& settings, std::size_t max_batch) {
 
 }  // namespace
 
-EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const RunPlan& plan, RunSession& session) {
+EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const RunPlan& plan,
+                              RunSession& session) {
   const SampleLibrary lib = prepare_library(manifest, plan);
   if (lib.count == 0) throw std::runtime_error("no input samples");
 
@@ -247,8 +248,9 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
   // Runs on the adapter's worker thread; copies the prepared samples (sample index modulo library size).
   BatchBuilder build = [&lib](std::span<const std::uint64_t> idx) { return build_batch(lib, idx); };
 
-  const std::vector<std::size_t> max_batches =
-      plan.scenario.sweep_batch_sizes.empty() ? std::vector<std::size_t>{plan.scenario.max_batch} : plan.scenario.sweep_batch_sizes;
+  const std::vector<std::size_t> max_batches = plan.scenario.sweep_batch_sizes.empty()
+                                                   ? std::vector<std::size_t>{plan.scenario.max_batch}
+                                                   : plan.scenario.sweep_batch_sizes;
 
   EvaluationRecord record = detail::record_of(manifest, predictor, plan.device);
   record.scenario = loadgen::to_string(settings.scenario);
@@ -256,11 +258,12 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
   for (std::size_t mb : max_batches) record.batch_sizes.push_back(largest_batch(settings, mb));
   record.settings = {{"scenario_settings", settings_json(settings, plan)},
                      {"inputs", !plan.inputs.texts.empty() ? "texts"
-                                : plan.inputs.synthetic      ? "synthetic"
-                                                             : plan.inputs.images_dir.string()},
+                                : plan.inputs.synthetic    ? "synthetic"
+                                                           : plan.inputs.images_dir.string()},
                      {"input_count", lib.count},
                      {"results", nlohmann::json::array()}};
-  if (plan.inputs.skip_bad_inputs && !plan.inputs.synthetic) record.settings.update(detail::skipped_inputs_json(lib.skipped));
+  if (plan.inputs.skip_bad_inputs && !plan.inputs.synthetic)
+    record.settings.update(detail::skipped_inputs_json(lib.skipped));
   for (const SkippedInput& s : lib.skipped) spdlog::warn("input left out: {}", s.reason);
 
   // Per-query tracing runs on the SUT's worker thread, its profilers switched there by the session.
@@ -297,7 +300,8 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
       results.push_back(loadgen::run(*sut, settings));
     }
     for (const auto& c : captures)
-      if (!c->error.empty()) throw std::runtime_error("predict failed during the " + record.scenario + " run: " + c->error);
+      if (!c->error.empty())
+        throw std::runtime_error("predict failed during the " + record.scenario + " run: " + c->error);
     if (captures.size() != results.size())
       throw std::logic_error("scenario runner: " + std::to_string(captures.size()) + " SUTs for " +
                              std::to_string(results.size()) + " runs");
@@ -356,8 +360,9 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
         {"rule", plan.scenario.sweep_latency_bound_ms
                      ? "highest samples/s whose per-batch p99 predict latency meets the bound (SPEC §4 A1)"
                      : "smallest batch after which doubling raises samples/s by <= 5% (SPEC §4 A1)"},
-        {"latency_bound_ms", plan.scenario.sweep_latency_bound_ms ? nlohmann::json(*plan.scenario.sweep_latency_bound_ms)
-                                                            : nlohmann::json(nullptr)},
+        {"latency_bound_ms", plan.scenario.sweep_latency_bound_ms
+                                 ? nlohmann::json(*plan.scenario.sweep_latency_bound_ms)
+                                 : nlohmann::json(nullptr)},
         {"optimal_batch_size", best ? nlohmann::json(*best) : nlohmann::json(nullptr)},
         {"rows", std::move(sweep_rows)}};
   }
@@ -423,8 +428,8 @@ std::string format_scenario_record(const EvaluationRecord& record) {
   if (record.scenario == "server")
     os << "server: target QPS " << ss.value("target_qps", 0.0) << ", p" << pct << " bound "
        << ss.value("latency_bound_ns", std::int64_t{0}) / 1e6 << " ms\n";
-  if (peak) os << "peak QPS: " << s.value("peak_qps", 0.0) << " (highest tried rate whose p" << pct
-               << " met the bound)\n";
+  if (peak)
+    os << "peak QPS: " << s.value("peak_qps", 0.0) << " (highest tried rate whose p" << pct << " met the bound)\n";
   if (s.contains("sweep") && s["sweep"].is_object()) {
     const auto& sw = s["sweep"];
     os << "offline batch-size sweep (samples/s per max batch; batch p99 = p99 of one predict call):\n";
@@ -456,8 +461,9 @@ std::string format_scenario_record(const EvaluationRecord& record) {
       char q[160];
       std::snprintf(q, sizeof q, " query %llu (%s, rank %llu, p%.2f, %.3f ms, %zu spans);",
                     static_cast<unsigned long long>(k.value("query", std::uint64_t{0})),
-                    k.value("kind", std::string()).c_str(), static_cast<unsigned long long>(k.value("rank", std::uint64_t{0})),
-                    num(k, "percentile"), num(k, "latency_ns") / 1e6, k.value("spans", std::size_t{0}));
+                    k.value("kind", std::string()).c_str(),
+                    static_cast<unsigned long long>(k.value("rank", std::uint64_t{0})), num(k, "percentile"),
+                    num(k, "latency_ns") / 1e6, k.value("spans", std::size_t{0}));
       os << q;
     }
     os << " dropped " << tt.value("dropped_query_traces", std::uint64_t{0}) << " query traces ("

@@ -5,8 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "xsp/trace/run_statistics.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 
@@ -23,9 +23,9 @@ void RunSession::start(TraceRecorder& recorder, TraceLevel level, bool uniform_b
   if (enables(level, Level::kFramework) && framework == nullptr)
     throw std::logic_error("RunSession::start: trace level '" + std::string(to_string(level)) +
                            "' needs a framework profiler");
-  DeviceProfiler* device = level == TraceLevel::kHardware          ? profilers_.counters
+  DeviceProfiler* device = level == TraceLevel::kHardware    ? profilers_.counters
                            : enables(level, Level::kLibrary) ? profilers_.device
-                                                                   : nullptr;
+                                                             : nullptr;
   if ((level == TraceLevel::kHardware || enables(level, Level::kLibrary)) && device == nullptr)
     throw std::logic_error("RunSession::start: trace level '" + std::string(to_string(level)) +
                            "' needs a device profiler");

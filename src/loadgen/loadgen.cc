@@ -16,10 +16,14 @@ namespace xsp::loadgen {
 
 std::string to_string(Scenario s) {
   switch (s) {
-    case Scenario::kSingleStream: return "single-stream";
-    case Scenario::kMultiStream: return "multi-stream";
-    case Scenario::kServer: return "server";
-    case Scenario::kOffline: return "offline";
+    case Scenario::kSingleStream:
+      return "single-stream";
+    case Scenario::kMultiStream:
+      return "multi-stream";
+    case Scenario::kServer:
+      return "server";
+    case Scenario::kOffline:
+      return "offline";
   }
   return "?";
 }
@@ -110,15 +114,17 @@ double early_stopping_latency(std::vector<std::int64_t> latencies_ns, double p, 
 }
 
 double early_stopping_percentile(std::uint64_t n, std::uint64_t k, double confidence) {
-  if (!(confidence > 0 && confidence < 1))
-    throw std::invalid_argument("early stopping: confidence must be in (0, 1)");
+  if (!(confidence > 0 && confidence < 1)) throw std::invalid_argument("early stopping: confidence must be in (0, 1)");
   if (n == 0 || k >= n) return 0.0;
   const double alpha = 1.0 - confidence;
   // binomial_cdf(k, n, q) falls as q grows: bisect for the q where it crosses alpha.
   double lo = 0.0, hi = 1.0;
   for (int i = 0; i < 200 && hi - lo > 1e-12; ++i) {
     double mid = 0.5 * (lo + hi);
-    if (binomial_cdf(k, n, mid) > alpha) lo = mid; else hi = mid;
+    if (binomial_cdf(k, n, mid) > alpha)
+      lo = mid;
+    else
+      hi = mid;
   }
   return 100.0 * (1.0 - hi);
 }
@@ -203,7 +209,8 @@ void finish_result(Result& r, const std::vector<std::int64_t>& complete_ns, std:
     std::int64_t net = r.duration_ns - std::min(r.harness_ns_total, r.duration_ns - 1);
     r.qps_without_overhead = units * 1e9 / static_cast<double>(net);
   }
-  if (s.scenario == Scenario::kServer && n) r.mean_issue_delay_ns = static_cast<double>(t.delay_sum) / static_cast<double>(n);
+  if (s.scenario == Scenario::kServer && n)
+    r.mean_issue_delay_ns = static_cast<double>(t.delay_sum) / static_cast<double>(n);
   const double bound = s.scenario == Scenario::kServer ? static_cast<double>(s.latency_bound_ns) : r.target_latency_ns;
   r.overlatency_count = static_cast<std::uint64_t>(
       std::count_if(r.latency_ns.begin(), r.latency_ns.end(), [&](std::int64_t l) { return (double)l > bound; }));
@@ -232,8 +239,8 @@ Result run(SystemUnderTest& sut, const Settings& s) {
   // queries in the stream scenarios, where nothing is outstanding then.
   std::uint64_t planned = s.min_query_count;
   if (s.scenario == Scenario::kServer)
-    planned = std::max<std::uint64_t>(planned, static_cast<std::uint64_t>(
-                                                   std::ceil(s.target_qps * (double)s.min_duration_ms / 1000.0)));
+    planned = std::max<std::uint64_t>(
+        planned, static_cast<std::uint64_t>(std::ceil(s.target_qps * (double)s.min_duration_ms / 1000.0)));
   if (s.scenario == Scenario::kOffline) {
     per_query = std::max<std::uint64_t>(
         s.min_query_count, static_cast<std::uint64_t>(std::ceil(s.target_qps * (double)s.min_duration_ms / 1000.0)));
@@ -253,7 +260,8 @@ Result run(SystemUnderTest& sut, const Settings& s) {
   auto interrupted = [&s] { return s.interrupt != nullptr && s.interrupt->load(std::memory_order_relaxed) != 0; };
   Recorder rec;
   std::size_t cap = std::max<std::uint64_t>(planned, s.warmup_queries);
-  if (s.scenario == Scenario::kSingleStream || s.scenario == Scenario::kMultiStream) cap = std::max<std::size_t>(cap, 1024);
+  if (s.scenario == Scenario::kSingleStream || s.scenario == Scenario::kMultiStream)
+    cap = std::max<std::size_t>(cap, 1024);
   rec.complete_ns.assign(cap, 0);
   r.issue_ns.assign(cap, 0);
 
@@ -355,7 +363,10 @@ PeakSearchResult find_peak_qps(const SutFactory& factory, const Settings& settin
     out.tried.push_back(run(*sut, s));
     if (out.tried.back().interrupted) return false;
     bool ok = out.tried.back().meets_bound;
-    if (ok) pass = std::max(pass, qps); else fail = std::min(fail, qps);
+    if (ok)
+      pass = std::max(pass, qps);
+    else
+      fail = std::min(fail, qps);
     return ok;
   };
   int runs = 0;

@@ -31,8 +31,8 @@ void validate(const std::vector<GeneratedRequest>& requests) {
     for (std::size_t k = 1; k < r.token_ns.size(); ++k)
       if (r.token_ns[k] < r.token_ns[k - 1])
         bad_request(i, "token_ns[" + std::to_string(k) + "] (" + std::to_string(r.token_ns[k]) +
-                           ") is before token_ns[" + std::to_string(k - 1) + "] (" +
-                           std::to_string(r.token_ns[k - 1]) + ")");
+                           ") is before token_ns[" + std::to_string(k - 1) + "] (" + std::to_string(r.token_ns[k - 1]) +
+                           ")");
   }
 }
 
@@ -114,7 +114,8 @@ GenerationMetrics generation_metrics(const std::vector<GeneratedRequest>& reques
       continue;
     }
     tpot.push_back(tpot_of(r));
-    for (std::size_t k = 1; k < r.token_ns.size(); ++k) itl.push_back(static_cast<double>(r.token_ns[k] - r.token_ns[k - 1]));
+    for (std::size_t k = 1; k < r.token_ns.size(); ++k)
+      itl.push_back(static_cast<double>(r.token_ns[k] - r.token_ns[k - 1]));
   }
   m.requests = requests.size();
   m.ttft_ns = summarize(ttft);

@@ -165,8 +165,8 @@ RawCeilings run_ceiling_benchmarks(const RawCeilingOptions& options) {
     const __half2 hb = __floats2half2_rn(0.999f, 0.999f), hc = __floats2half2_rn(1e-3f, 1e-3f);
     const double t16 = best_seconds([&] { hfma2_kernel<<<grid, block>>>((__half2*)sink, hb, hc); }, reps);
     cudaFree(sink);
-    const std::string how = "FMA kernel, " + std::to_string(grid.x) + "x256 threads x " +
-                            std::to_string(kChains) + " chains x " + std::to_string(kFmaIters) + " FMAs";
+    const std::string how = "FMA kernel, " + std::to_string(grid.x) + "x256 threads x " + std::to_string(kChains) +
+                            " chains x " + std::to_string(kFmaIters) + " FMAs";
     out.ceilings.push_back(raw("fp64", 2 * fmas / t64, "flop/s", how + ", best of " + std::to_string(reps)));
     out.ceilings.push_back(raw("fp32", 2 * fmas / t32, "flop/s", how + ", best of " + std::to_string(reps)));
     out.ceilings.push_back(raw("fp16", 4 * fmas / t16, "flop/s", "HFMA2 " + how + ", best of " + std::to_string(reps)));
@@ -201,12 +201,12 @@ RawCeilings run_ceiling_benchmarks(const RawCeilingOptions& options) {
       const float alpha_f = 1, beta_f = 0;
       const double alpha_d = 1, beta_d = 0;
       const int alpha_i = 1, beta_i = 0;
-      const void* alpha = g.compute == CUBLAS_COMPUTE_64F ? (const void*)&alpha_d
+      const void* alpha = g.compute == CUBLAS_COMPUTE_64F   ? (const void*)&alpha_d
                           : g.compute == CUBLAS_COMPUTE_32I ? (const void*)&alpha_i
-                                                             : (const void*)&alpha_f;
-      const void* beta = g.compute == CUBLAS_COMPUTE_64F ? (const void*)&beta_d
+                                                            : (const void*)&alpha_f;
+      const void* beta = g.compute == CUBLAS_COMPUTE_64F   ? (const void*)&beta_d
                          : g.compute == CUBLAS_COMPUTE_32I ? (const void*)&beta_i
-                                                            : (const void*)&beta_f;
+                                                           : (const void*)&beta_f;
       // INT8 GEMMs need A transposed (the "TN" layout cuBLAS supports for IMMA).
       const cublasOperation_t ta = g.compute == CUBLAS_COMPUTE_32I ? CUBLAS_OP_T : CUBLAS_OP_N;
       cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
@@ -217,9 +217,9 @@ RawCeilings run_ceiling_benchmarks(const RawCeilingOptions& options) {
       run();
       if (status == CUBLAS_STATUS_SUCCESS) {
         const double t = best_seconds(run, reps);
-        out.ceilings.push_back(raw(g.name, 2.0 * n * n * n / t, g.compute == CUBLAS_COMPUTE_32I ? "op/s" : "flop/s",
-                                std::string("cublasGemmEx ") + std::to_string(n) + "^3, best of " +
-                                    std::to_string(reps)));
+        out.ceilings.push_back(
+            raw(g.name, 2.0 * n * n * n / t, g.compute == CUBLAS_COMPUTE_32I ? "op/s" : "flop/s",
+                std::string("cublasGemmEx ") + std::to_string(n) + "^3, best of " + std::to_string(reps)));
       } else {
         std::fprintf(stderr, "machine ceilings: %s skipped (cublasGemmEx status %d)\n", g.name, int(status));
       }
@@ -239,15 +239,14 @@ RawCeilings run_ceiling_benchmarks(const RawCeilingOptions& options) {
     check(cudaMalloc(&dst, bytes), "cudaMalloc (copy destination)");
     cudaMemset(in, 1, bytes);
     const std::size_t n4 = bytes / 16;
-    const double t = best_seconds(
-        [&] { copy_kernel<<<sms * 16, 512>>>((const float4*)in, (float4*)dst, n4); }, reps);
-    out.ceilings.push_back(raw("dram", 2.0 * bytes / t, "bytes/s",
-                            "copy kernel " + std::to_string(bytes >> 20) + " MiB (read + write), best of " +
-                                std::to_string(reps)));
+    const double t = best_seconds([&] { copy_kernel<<<sms * 16, 512>>>((const float4*)in, (float4*)dst, n4); }, reps);
+    out.ceilings.push_back(
+        raw("dram", 2.0 * bytes / t, "bytes/s",
+            "copy kernel " + std::to_string(bytes >> 20) + " MiB (read + write), best of " + std::to_string(reps)));
     const double tm = best_seconds([&] { cudaMemcpyAsync(dst, in, bytes, cudaMemcpyDeviceToDevice); }, reps);
     out.ceilings.push_back(raw("dram_memcpy", 2.0 * bytes / tm, "bytes/s",
-                            "cudaMemcpy device-to-device " + std::to_string(bytes >> 20) +
-                                " MiB (read + write; reference for dram), best of " + std::to_string(reps)));
+                               "cudaMemcpy device-to-device " + std::to_string(bytes >> 20) +
+                                   " MiB (read + write; reference for dram), best of " + std::to_string(reps)));
     cudaFree(dst);
 
     // L2: a buffer of a quarter of L2, read 64 times through L2 only.
@@ -255,19 +254,19 @@ RawCeilings run_ceiling_benchmarks(const RawCeilingOptions& options) {
     const int l2_reps = 64;
     float* sink = nullptr;
     check(cudaMalloc(&sink, 64), "cudaMalloc");
-    const double tl2 = best_seconds(
-        [&] { l2_read_kernel<<<sms * 4, 512>>>((const float4*)in, l2_bytes / 16, l2_reps, sink); }, reps);
+    const double tl2 =
+        best_seconds([&] { l2_read_kernel<<<sms * 4, 512>>>((const float4*)in, l2_bytes / 16, l2_reps, sink); }, reps);
     out.ceilings.push_back(raw("l2", double(l2_bytes) * l2_reps / tl2, "bytes/s",
-                            "L2-resident read (" + std::to_string(l2_bytes >> 10) + " KiB, ld.global.cg) x " +
-                                std::to_string(l2_reps) + ", best of " + std::to_string(reps)));
+                               "L2-resident read (" + std::to_string(l2_bytes >> 10) + " KiB, ld.global.cg) x " +
+                                   std::to_string(l2_reps) + ", best of " + std::to_string(reps)));
 
     // L1: each block re-reads its own 16 KiB tile.
     const int tile = 1024, l1_reps = 2048, blocks = sms * 4;
-    const double tl1 = best_seconds(
-        [&] { l1_read_kernel<<<blocks, 512>>>((const float4*)in, tile, l1_reps, sink); }, reps);
+    const double tl1 =
+        best_seconds([&] { l1_read_kernel<<<blocks, 512>>>((const float4*)in, tile, l1_reps, sink); }, reps);
     out.ceilings.push_back(raw("l1", double(blocks) * tile * 16 * l1_reps / tl1, "bytes/s",
-                            "L1-resident read (16 KiB tile per block, ld.global.ca) x " + std::to_string(l1_reps) +
-                                ", best of " + std::to_string(reps)));
+                               "L1-resident read (16 KiB tile per block, ld.global.ca) x " + std::to_string(l1_reps) +
+                                   ", best of " + std::to_string(reps)));
     cudaFree(sink);
     cudaFree(in);
   }

@@ -43,7 +43,10 @@ RegularFile::RegularFile(const std::filesystem::path& file, std::string name) : 
 }
 
 RegularFile::RegularFile(RegularFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), size_(other.size_), position_(other.position_), name_(std::move(other.name_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_),
+      position_(other.position_),
+      name_(std::move(other.name_)) {}
 
 RegularFile& RegularFile::operator=(RegularFile&& other) noexcept {
   if (this != &other) {

@@ -134,8 +134,9 @@ class Parser {
     if (!n.IsScalar() || (!allow_empty && n.Scalar().empty()))
       fail(n, path, std::string("expected a ") + (allow_empty ? "" : "non-empty ") + "string, got " + describe(n));
     if (n.Scalar().size() > max_length)
-      fail(n, path, "expected at most " + std::to_string(max_length) + " characters, got " +
-                        std::to_string(n.Scalar().size()) + " (" + shown(n.Scalar()) + ")");
+      fail(n, path,
+           "expected at most " + std::to_string(max_length) + " characters, got " + std::to_string(n.Scalar().size()) +
+               " (" + shown(n.Scalar()) + ")");
     return n.Scalar();
   }
 
@@ -146,23 +147,25 @@ class Parser {
   std::string path_of(const YAML::Node& n, const std::string& path, bool allow_empty = false) const {
     const std::string v = string_of(n, path, limits::kMaxPathLength, allow_empty);
     if (const auto nul = v.find('\0'); nul != std::string::npos)
-      fail(n, path, "expected a file path without NUL bytes, got one at byte " + std::to_string(nul + 1) + " of " +
-                        shown(v));
+      fail(n, path,
+           "expected a file path without NUL bytes, got one at byte " + std::to_string(nul + 1) + " of " + shown(v));
     for (std::size_t start = 0; start <= v.size();) {
       std::size_t end = v.find('/', start);
       if (end == std::string::npos) end = v.size();
       if (end - start > limits::kMaxPathComponentLength)
-        fail(n, path, "expected a file path whose names between '/' have at most " +
-                          std::to_string(limits::kMaxPathComponentLength) + " bytes (NAME_MAX), got one of " +
-                          std::to_string(end - start) + " bytes: " + shown(v.substr(start, end - start)));
+        fail(n, path,
+             "expected a file path whose names between '/' have at most " +
+                 std::to_string(limits::kMaxPathComponentLength) + " bytes (NAME_MAX), got one of " +
+                 std::to_string(end - start) + " bytes: " + shown(v.substr(start, end - start)));
       start = end + 1;
     }
     if (v.find("://") == std::string::npos && !v.empty() && v.front() != '/') {
       const std::string resolved = (std::filesystem::path(file_).parent_path() / v).lexically_normal().string();
       if (resolved.size() > limits::kMaxPathLength)
-        fail(n, path, "expected a file path of at most " + std::to_string(limits::kMaxPathLength) +
-                          " bytes (PATH_MAX) once resolved against the manifest's folder, got " +
-                          std::to_string(resolved.size()) + " bytes (" + shown(resolved) + ")");
+        fail(n, path,
+             "expected a file path of at most " + std::to_string(limits::kMaxPathLength) +
+                 " bytes (PATH_MAX) once resolved against the manifest's folder, got " +
+                 std::to_string(resolved.size()) + " bytes (" + shown(resolved) + ")");
     }
     return v;
   }
@@ -255,13 +258,14 @@ class Parser {
   // channel count (0 otherwise) and `sequence` a text input's dimensions[0] (0 otherwise).
   ProcessingStep step(const YAML::Node& n, const std::string& path, bool input_side, const std::string& type,
                       long channels, long sequence) const {
-    static const std::vector<std::string> input_ops = {"decode",   "resize",  "center_crop", "normalize",
-                                                       "tokenize", "pad_truncate"};
+    static const std::vector<std::string> input_ops = {"decode",    "resize",   "center_crop",
+                                                       "normalize", "tokenize", "pad_truncate"};
     static const std::vector<std::string> output_ops = {"softmax", "top_k", "nms", "argmax", "generate", "detokenize"};
     const auto& known = input_side ? input_ops : output_ops;
     const auto& ops = allowed_steps(input_side, type);
     if (!n.IsMap() || n.size() != 1)
-      fail(n, path, "expected a mapping with one key, the step (one of " + util::join(ops, ", ") + "), got " + describe(n));
+      fail(n, path,
+           "expected a mapping with one key, the step (one of " + util::join(ops, ", ") + "), got " + describe(n));
     ProcessingStep s;
     s.line = n.Mark().line + 1;
     const YAML::Node key = n.begin()->first;
@@ -269,11 +273,13 @@ class Parser {
     s.op = key.IsScalar() ? key.Scalar() : "";
     const std::string at = path + "." + s.op;
     if (std::find(known.begin(), known.end(), s.op) == known.end())
-      fail(key, path, std::string("unknown ") + (input_side ? "pre" : "post") + "-processing step " + shown(s.op) +
-                          "; expected one of " + util::join(ops, ", "));
+      fail(key, path,
+           std::string("unknown ") + (input_side ? "pre" : "post") + "-processing step " + shown(s.op) +
+               "; expected one of " + util::join(ops, ", "));
     if (std::find(ops.begin(), ops.end(), s.op) == ops.end())
-      fail(key, path, "step '" + s.op + "' is not allowed on " + (input_side ? "an input" : "an output") +
-                          " of type " + type + "; expected one of " + util::join(ops, ", "));
+      fail(key, path,
+           "step '" + s.op + "' is not allowed on " + (input_side ? "an input" : "an output") + " of type " + type +
+               "; expected one of " + util::join(ops, ", "));
     // A step without parameters may be written "decode: {}" or "decode:".
     const YAML::Node p = args.IsNull() ? YAML::Node(YAML::NodeType::Map) : args;
     auto scalar = [&](const std::string& k) { s.params[k] = p[k].Scalar(); };
@@ -297,21 +303,24 @@ class Parser {
       auto mean = number_list(required(p, "mean", at + ".mean"), at + ".mean");
       auto stdv = number_list(required(p, "std", at + ".std"), at + ".std");
       if (mean.size() != stdv.size())
-        fail(p["std"], at + ".std", "expected as many values as mean (" + std::to_string(mean.size()) + "), got " +
-                                        std::to_string(stdv.size()));
+        fail(p["std"], at + ".std",
+             "expected as many values as mean (" + std::to_string(mean.size()) + "), got " +
+                 std::to_string(stdv.size()));
       // One value per channel, or one for all channels.
       if (channels > 0 && mean.size() != 1 && static_cast<long>(mean.size()) != channels)
-        fail(p["mean"], at + ".mean", "expected 1 or " + std::to_string(channels) + " values (one per channel), got " +
-                                          std::to_string(mean.size()));
+        fail(p["mean"], at + ".mean",
+             "expected 1 or " + std::to_string(channels) + " values (one per channel), got " +
+                 std::to_string(mean.size()));
       for (std::size_t i = 0; i < stdv.size(); ++i)
-        if (stdv[i] == 0) fail(p["std"][i], at + ".std[" + std::to_string(i) + "]", "expected a non-zero number, got 0");
+        if (stdv[i] == 0)
+          fail(p["std"][i], at + ".std[" + std::to_string(i) + "]", "expected a non-zero number, got 0");
       s.list_params["mean"] = mean;
       s.list_params["std"] = stdv;
       if (p["scale"].IsDefined()) {
         if (const double v = number(p["scale"], at + ".scale"); v <= 0 || v > limits::kMaxScale)
           fail(p["scale"], at + ".scale",
-               "expected a number > 0 and at most " + std::to_string(static_cast<long>(limits::kMaxScale)) +
-                   ", got " + describe(p["scale"]));
+               "expected a number > 0 and at most " + std::to_string(static_cast<long>(limits::kMaxScale)) + ", got " +
+                   describe(p["scale"]));
         scalar("scale");
       } else {
         s.params["scale"] = "1";
@@ -439,14 +448,17 @@ class Parser {
     for (std::size_t k = 1; ok && k < v.size(); ++k)
       ok = std::isalnum(static_cast<unsigned char>(v[k])) || v[k] == '_' || v[k] == '.' || v[k] == '-';
     if (!ok)
-      fail(name, path + ".name", "expected a name of letters, digits, '_', '.' and '-' that starts with a letter or "
-                                 "'_', got " + shown(v));
+      fail(name, path + ".name",
+           "expected a name of letters, digits, '_', '.' and '-' that starts with a letter or "
+           "'_', got " +
+               shown(v));
     return v;
   }
 
   // The last of `names` differs from the others (entries of `list`, the inputs or outputs); the message names both
   // entries.
-  void check_unique_names(const YAML::Node& list, const std::string& what, const std::vector<std::string>& names) const {
+  void check_unique_names(const YAML::Node& list, const std::string& what,
+                          const std::vector<std::string>& names) const {
     const std::size_t i = names.size() - 1;
     for (std::size_t j = 0; j < i; ++j)
       if (names[i] == names[j]) {
@@ -454,8 +466,8 @@ class Parser {
         const YAML::Node at = list[i]["name"].IsDefined() && !list[i]["name"].IsNull() ? list[i]["name"] : list[i];
         fail(at, what + "[" + std::to_string(i) + "].name",
              "duplicate " + one + " name " + shown(names[i]) + " (also " + what + "[" + std::to_string(j) +
-                 "] at line " + std::to_string(list[j].Mark().line + 1) + "); names must be unique (an unnamed " +
-                 one + " is called " + one + " or " + one + "_<i>)");
+                 "] at line " + std::to_string(list[j].Mark().line + 1) + "); names must be unique (an unnamed " + one +
+                 " is called " + one + " or " + one + "_<i>)");
       }
   }
 
@@ -469,8 +481,10 @@ class Parser {
         one_of(element, path + ".element_type", {"float32", "float16", "bfloat16", "int64", "int32", "bool"});
     if (in.type == "image" && in.element_type != "float32" && in.element_type != "float16" &&
         in.element_type != "bfloat16")
-      fail(element, path + ".element_type", "expected float32, float16 or bfloat16 for an input of type image "
-                                            "(normalized pixels), got " + shown(in.element_type));
+      fail(element, path + ".element_type",
+           "expected float32, float16 or bfloat16 for an input of type image "
+           "(normalized pixels), got " +
+               shown(in.element_type));
     if (in.type == "text" && in.element_type != "int64" && in.element_type != "int32")
       fail(element, path + ".element_type",
            "expected int64 or int32 for an input of type text (token ids), got " + shown(in.element_type));
@@ -496,20 +510,21 @@ class Parser {
         std::string shape;
         for (std::size_t j = 0; j < dims.size(); ++j)
           shape += (j ? "x" : "") + (dims[j].IsScalar() ? dims[j].Scalar() : "?");
-        fail(dims, path + ".dimensions", "expected at most " + std::to_string(limits::kMaxInputElements) +
-                                             " elements per sample, got " + shape + " (more than " +
-                                             std::to_string(limits::kMaxInputElements) + ")");
+        fail(dims, path + ".dimensions",
+             "expected at most " + std::to_string(limits::kMaxInputElements) + " elements per sample, got " + shape +
+                 " (more than " + std::to_string(limits::kMaxInputElements) + ")");
       }
     }
     long channels = 0;
     if (in.type == "image") {
-      in.color_mode = n["color_mode"].IsDefined() ? one_of(n["color_mode"], path + ".color_mode", {"RGB", "BGR", "GRAY"})
-                                                  : "RGB";
+      in.color_mode =
+          n["color_mode"].IsDefined() ? one_of(n["color_mode"], path + ".color_mode", {"RGB", "BGR", "GRAY"}) : "RGB";
       // An image is one sample of shape [C, H, W]; C must agree with the colour mode or the
       // pre-processing would feed the model the wrong number of planes.
       if (in.dimensions.size() != 3)
-        fail(dims, path + ".dimensions", "expected [channels, height, width] for an image, got " +
-                                             std::to_string(in.dimensions.size()) + " dimensions");
+        fail(dims, path + ".dimensions",
+             "expected [channels, height, width] for an image, got " + std::to_string(in.dimensions.size()) +
+                 " dimensions");
       for (std::size_t i = 1; i < 3; ++i)
         if (in.dimensions[i] > limits::kMaxImageSide)
           fail(dims[i], path + ".dimensions[" + std::to_string(i) + "]",
@@ -518,8 +533,9 @@ class Parser {
       channels = in.dimensions[0];
       long want = in.color_mode == "GRAY" ? 1 : 3;
       if (channels != want)
-        fail(dims, path + ".dimensions[0]", "expected " + std::to_string(want) + " channels for color_mode " +
-                                                in.color_mode + ", got " + std::to_string(channels));
+        fail(dims, path + ".dimensions[0]",
+             "expected " + std::to_string(want) + " channels for color_mode " + in.color_mode + ", got " +
+                 std::to_string(channels));
     } else if (n["color_mode"].IsDefined()) {
       fail(n["color_mode"], path + ".color_mode", "only image inputs have a color_mode");
     }
@@ -527,12 +543,14 @@ class Parser {
     if (in.type == "text") {
       // One dimension: the maximum sequence length in tokens (positions).
       if (in.dimensions.size() != 1)
-        fail(dims, path + ".dimensions", "expected one dimension for an input of type text, its maximum sequence "
-                                         "length, got " + std::to_string(in.dimensions.size()) + " dimensions");
+        fail(dims, path + ".dimensions",
+             "expected one dimension for an input of type text, its maximum sequence "
+             "length, got " +
+                 std::to_string(in.dimensions.size()) + " dimensions");
       if (in.dimensions[0] > limits::kMaxSequenceLength)
-        fail(dims[0], path + ".dimensions[0]", "expected a sequence length from 1 to " +
-                                                   std::to_string(limits::kMaxSequenceLength) + ", got " +
-                                                   std::to_string(in.dimensions[0]));
+        fail(dims[0], path + ".dimensions[0]",
+             "expected a sequence length from 1 to " + std::to_string(limits::kMaxSequenceLength) + ", got " +
+                 std::to_string(in.dimensions[0]));
       sequence = in.dimensions[0];
     }
     in.steps = steps(n, path + ".steps", true, in.type, channels, sequence);
@@ -562,9 +580,9 @@ class Parser {
           text = &in;
         }
       if (texts.size() != 1)
-        fail(type, path + ".type", "expected exactly one input of type text for an output of type generation, got " +
-                                       std::to_string(texts.size()) +
-                                       (texts.empty() ? std::string() : " (" + util::join(texts, ", ") + ")"));
+        fail(type, path + ".type",
+             "expected exactly one input of type text for an output of type generation, got " +
+                 std::to_string(texts.size()) + (texts.empty() ? std::string() : " (" + util::join(texts, ", ") + ")"));
     }
     out.steps = steps(n, path + ".steps", false, out.type, 0, 0);
     if (text) {
@@ -576,15 +594,17 @@ class Parser {
       const long new_tokens = std::stol(out.steps[0].params.at("max_new_tokens"));
       if (new_tokens + prompt > text->dimensions[0]) {
         const YAML::Node generate = n["steps"][0]["generate"];
-        const YAML::Node at = generate.IsMap() && generate["max_new_tokens"].IsDefined() ? generate["max_new_tokens"]
-                                                                                        : n["steps"][0];
-        const std::string limit = " to be at most dimensions[0] of input '" + text->name + "', its maximum sequence "
-                                  "length " + std::to_string(text->dimensions[0]) + ", got ";
+        const YAML::Node at =
+            generate.IsMap() && generate["max_new_tokens"].IsDefined() ? generate["max_new_tokens"] : n["steps"][0];
+        const std::string limit = " to be at most dimensions[0] of input '" + text->name +
+                                  "', its maximum sequence "
+                                  "length " +
+                                  std::to_string(text->dimensions[0]) + ", got ";
         fail(at, path + ".steps[0].generate.max_new_tokens",
-             prompt == 0 ? "expected max_new_tokens" + limit + std::to_string(new_tokens)
-                         : "expected max_new_tokens + pad_truncate.length (the prompt)" + limit +
-                               std::to_string(new_tokens) + " + " + std::to_string(prompt) + " = " +
-                               std::to_string(new_tokens + prompt));
+             prompt == 0
+                 ? "expected max_new_tokens" + limit + std::to_string(new_tokens)
+                 : "expected max_new_tokens + pad_truncate.length (the prompt)" + limit + std::to_string(new_tokens) +
+                       " + " + std::to_string(prompt) + " = " + std::to_string(new_tokens + prompt));
       }
     }
     return out;
@@ -592,16 +612,17 @@ class Parser {
 
   Manifest parse(const YAML::Node& root) const {
     if (!root.IsMap()) fail(root, "", "expected a mapping of manifest fields at the top level, got " + describe(root));
-    check_map(root, "", {"name", "version", "description", "framework", "model", "frameworks", "precisions", "inputs",
-                         "outputs", "attributes"});
+    check_map(root, "",
+              {"name", "version", "description", "framework", "model", "frameworks", "precisions", "inputs", "outputs",
+               "attributes"});
     Manifest m;
     m.name = string_of(required(root, "name", "name"), "name", limits::kMaxNameLength);
 
     const YAML::Node version = required(root, "version", "version");
     m.version = string_of(version, "version", limits::kMaxNameLength);
     if (const std::string why = semver_problem(m.version); !why.empty())
-      fail(version, "version", "expected a semantic version MAJOR.MINOR.PATCH (e.g. 1.0.0), got " + shown(m.version) +
-                                   ": " + why);
+      fail(version, "version",
+           "expected a semantic version MAJOR.MINOR.PATCH (e.g. 1.0.0), got " + shown(m.version) + ": " + why);
 
     if (root["description"].IsDefined() && !root["description"].IsNull())
       m.description = string_of(root["description"], "description", limits::kMaxTextLength, true);
@@ -611,11 +632,13 @@ class Parser {
       // List form; the single form's keys alongside would leave it ambiguous which graph a framework uses.
       for (const char* key : {"framework", "model"})
         if (root[key].IsDefined())
-          fail(root[key], key, std::string("'") + key + "' cannot be combined with 'frameworks' (give every graph "
-                               "as a frameworks entry {name, version, graph_path, checksum})");
+          fail(root[key], key,
+               std::string("'") + key +
+                   "' cannot be combined with 'frameworks' (give every graph "
+                   "as a frameworks entry {name, version, graph_path, checksum})");
       if (!list.IsSequence() || list.size() == 0)
-        fail(list, "frameworks", "expected a non-empty list of {name, version, graph_path, checksum}, got " +
-                                     describe(list));
+        fail(list, "frameworks",
+             "expected a non-empty list of {name, version, graph_path, checksum}, got " + describe(list));
       check_list_size(list, "frameworks");
       for (std::size_t i = 0; i < list.size(); ++i) {
         const std::string at = "frameworks[" + std::to_string(i) + "]";
@@ -626,8 +649,9 @@ class Parser {
         g.framework = string_of(required(e, "name", at + ".name"), at + ".name", limits::kMaxNameLength);
         for (const auto& other : m.graphs)
           if (other.framework == g.framework)
-            fail(e["name"], at + ".name", "duplicate framework '" + g.framework + "' (also at line " +
-                                              std::to_string(other.line) + "); each framework has one graph");
+            fail(e["name"], at + ".name",
+                 "duplicate framework '" + g.framework + "' (also at line " + std::to_string(other.line) +
+                     "); each framework has one graph");
         g.constraint = constraint(required(e, "version", at + ".version"), at + ".version");
         g.graph_path = path_of(required(e, "graph_path", at + ".graph_path"), at + ".graph_path");
         g.checksum = checksum(required(e, "checksum", at + ".checksum"), at + ".checksum");
@@ -650,17 +674,18 @@ class Parser {
     const YAML::Node precisions = root["precisions"];
     if (precisions.IsDefined() && !precisions.IsNull()) {
       if (!precisions.IsSequence() || precisions.size() == 0)
-        fail(precisions, "precisions", "expected a non-empty list of fp32, fp16, bf16, got " +
-                                           (precisions.IsSequence() ? std::string("an empty list")
-                                                                    : describe(precisions)));
+        fail(precisions, "precisions",
+             "expected a non-empty list of fp32, fp16, bf16, got " +
+                 (precisions.IsSequence() ? std::string("an empty list") : describe(precisions)));
       check_list_size(precisions, "precisions");
       for (std::size_t i = 0; i < precisions.size(); ++i) {
         const std::string at = "precisions[" + std::to_string(i) + "]";
         const std::string p = one_of(precisions[i], at, {"fp32", "fp16", "bf16"});
         const auto seen = std::find(m.precisions.begin(), m.precisions.end(), p);
         if (seen != m.precisions.end())
-          fail(precisions[i], at, "duplicate precision '" + p + "' (also precisions[" +
-                                      std::to_string(seen - m.precisions.begin()) + "])");
+          fail(
+              precisions[i], at,
+              "duplicate precision '" + p + "' (also precisions[" + std::to_string(seen - m.precisions.begin()) + "])");
         m.precisions.push_back(p);
       }
     } else {
@@ -695,8 +720,9 @@ class Parser {
       for (const auto& kv : attrs) {
         std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
         if (key.size() > limits::kMaxNameLength)
-          fail(kv.first, "attributes", "expected keys of at most " + std::to_string(limits::kMaxNameLength) +
-                                           " characters, got " + std::to_string(key.size()) + " (" + shown(key) + ")");
+          fail(kv.first, "attributes",
+               "expected keys of at most " + std::to_string(limits::kMaxNameLength) + " characters, got " +
+                   std::to_string(key.size()) + " (" + shown(key) + ")");
         // Attributes are free-form; nested values (e.g. accuracy tables) are kept as flow YAML text.
         if (kv.second.IsScalar() && (key == "prompts" || key == "dataset_path")) {
           m.attributes[key] = path_of(kv.second, "attributes." + key, true);  // files the evaluation reads
@@ -707,8 +733,9 @@ class Parser {
           e << YAML::Flow << kv.second;
           m.attributes[key] = e.c_str();
           if (m.attributes[key].size() > limits::kMaxTextLength)
-            fail(kv.second, "attributes." + key, "expected at most " + std::to_string(limits::kMaxTextLength) +
-                                                     " characters, got " + std::to_string(m.attributes[key].size()));
+            fail(kv.second, "attributes." + key,
+                 "expected at most " + std::to_string(limits::kMaxTextLength) + " characters, got " +
+                     std::to_string(m.attributes[key].size()));
         } else {
           m.attributes[key] = "";
         }
@@ -734,8 +761,8 @@ const GraphSpec& Manifest::graph_for(const std::string& framework) const {
     if (g.framework == framework) return g;
   const auto names = framework_names();
   throw std::runtime_error("manifest " + path.string() + " (model " + name + " " + version +
-                           ") has no graph for framework '" + framework + "'; it has: " +
-                           (names.empty() ? std::string("none") : util::join(names, ", ")));
+                           ") has no graph for framework '" + framework +
+                           "'; it has: " + (names.empty() ? std::string("none") : util::join(names, ", ")));
 }
 
 GraphSpec& Manifest::graph_for(const std::string& framework) {
@@ -819,9 +846,9 @@ std::string read_manifest_text(const std::filesystem::path& file) {
     // A regular file only (a FIFO would block the open, /dev/zero is endless), read no further than its size.
     RegularFile in(file, "the manifest file");
     if (in.size() > manifest_limits::kMaxFileBytes)
-      throw ManifestError(file.string(), 0, "", "expected a manifest of at most " +
-                                                    std::to_string(manifest_limits::kMaxFileBytes) +
-                                                    " bytes, the file has " + std::to_string(in.size()));
+      throw ManifestError(file.string(), 0, "",
+                          "expected a manifest of at most " + std::to_string(manifest_limits::kMaxFileBytes) +
+                              " bytes, the file has " + std::to_string(in.size()));
     std::string text(static_cast<std::size_t>(in.size()), '\0');
     if (!text.empty()) in.read_exactly(text.data(), text.size(), "the manifest");
     return text;
@@ -885,9 +912,10 @@ Zoo scan(const std::filesystem::path& dir, bool strict) {
       continue;
     }
     if (!fs::is_regular_file(st)) {
-      problem(ManifestError(f.string(), 0, "", fs::exists(st) ? "not a regular file"
-                                                               : "cannot read the manifest file: it does not exist "
-                                                                 "(a dangling symbolic link?)"),
+      problem(ManifestError(f.string(), 0, "",
+                            fs::exists(st) ? "not a regular file"
+                                           : "cannot read the manifest file: it does not exist "
+                                             "(a dangling symbolic link?)"),
               "");
       continue;
     }
@@ -913,10 +941,11 @@ Zoo scan(const std::filesystem::path& dir, bool strict) {
   // the first file (by path) is kept, the others are problems.
   std::vector<Manifest> unique;
   for (auto& m : zoo.models) {
-    if (!unique.empty() && util::to_lower(unique.back().name) == util::to_lower(m.name) && unique.back().version == m.version) {
+    if (!unique.empty() && util::to_lower(unique.back().name) == util::to_lower(m.name) &&
+        unique.back().version == m.version) {
       problem(ManifestError(m.path.string(), 0, "name",
-                            "model " + m.name + " " + m.version + " is also defined in " +
-                                unique.back().path.string() + "; name and version must be unique in a zoo"),
+                            "model " + m.name + " " + m.version + " is also defined in " + unique.back().path.string() +
+                                "; name and version must be unique in a zoo"),
               m.name);
       continue;
     }
@@ -936,7 +965,8 @@ std::vector<Manifest> load_zoo(const std::filesystem::path& dir) { return scan(d
 
 const Manifest& find_model(const Zoo& zoo, const std::string& name, const std::string& version) {
   for (const auto& p : zoo.problems)
-    if ((!p.name.empty() && util::to_lower(p.name) == util::to_lower(name)) || util::to_lower(p.file.stem().string()) == util::to_lower(name))
+    if ((!p.name.empty() && util::to_lower(p.name) == util::to_lower(name)) ||
+        util::to_lower(p.file.stem().string()) == util::to_lower(name))
       throw std::runtime_error("model '" + name + "': its manifest " + p.file.string() + " is invalid: " + p.message);
   try {
     return find_model(zoo.models, name, version);
@@ -964,8 +994,8 @@ const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& 
   }
   if (best) return *best;
   if (!versions.empty())
-    throw std::runtime_error("model '" + name + "' has no version " + version + "; known versions: " +
-                             util::join(versions, ", "));
+    throw std::runtime_error("model '" + name + "' has no version " + version +
+                             "; known versions: " + util::join(versions, ", "));
   std::vector<std::string> names;
   for (const auto& m : zoo)
     if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
@@ -1013,8 +1043,7 @@ void verify_checksum(const Manifest& manifest, const std::string& framework, con
   std::error_code ec;
   // Missing: say how to export it. Anything else that is not a regular file (a folder, /dev/zero, a FIFO) is refused
   // by sha256_file(), naming what it is.
-  if (!std::filesystem::exists(std::filesystem::status(file, ec)))
-  {
+  if (!std::filesystem::exists(std::filesystem::status(file, ec))) {
     std::string cmd = "scripts/export_zoo.py --models " + file.stem().string();
     if (!file.parent_path().empty()) cmd += " --out " + file.parent_path().string();
     throw std::runtime_error("model file " + file.string() + " of " + manifest.name + " " + manifest.version +
@@ -1023,9 +1052,8 @@ void verify_checksum(const Manifest& manifest, const std::string& framework, con
   }
   const std::string actual = "sha256:" + sha256_file(file, interrupt);
   if (actual != graph.checksum)
-    throw std::runtime_error("checksum mismatch for " + file.string() + " (framework " + framework +
-                             "): manifest " + manifest.path.string() + " expects " + graph.checksum +
-                             ", the file has " + actual +
+    throw std::runtime_error("checksum mismatch for " + file.string() + " (framework " + framework + "): manifest " +
+                             manifest.path.string() + " expects " + graph.checksum + ", the file has " + actual +
                              " (a different torch version exports other bytes: re-export with "
                              "`scripts/export_zoo.py --models " +
                              file.stem().string() + " --record`, or fix the manifest)");

@@ -1,10 +1,11 @@
 // Semantic versions and npm-style constraints (include/xsp/manifest/semver.h).
 #include "xsp/manifest/semver.h"
-#include "xsp/util/strings.h"
 
 #include <cctype>
 #include <stdexcept>
 #include <vector>
+
+#include "xsp/util/strings.h"
 
 namespace xsp {
 namespace {
@@ -37,8 +38,7 @@ std::optional<Parsed> parse_parts(const std::string& text) {
   long* fields[3] = {&p.v.major, &p.v.minor, &p.v.patch};
   if (!read_number(s, i, *fields[0])) return std::nullopt;
   p.parts = 1;
-  while (p.parts < 3 && i + 1 < s.size() && s[i] == '.' &&
-         std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
+  while (p.parts < 3 && i + 1 < s.size() && s[i] == '.' && std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
     ++i;
     // A number too large is refused, not cut short: its remaining digits would otherwise become the prerelease.
     if (!read_number(s, i, *fields[p.parts])) return std::nullopt;
@@ -120,7 +120,8 @@ std::vector<Clause> parse_constraint(const std::string& constraint) {
       std::size_t digits_end = rest.find_first_not_of("vV0123456789.");
       std::string tail = digits_end == std::string::npos ? "" : rest.substr(digits_end);
       if (!tail.empty() && rest[digits_end - 1] == '.') ok = false;  // "1.x", "1."
-      if (pre.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz.-") != std::string::npos)
+      if (pre.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz.-") !=
+          std::string::npos)
         ok = false;
       if (!rest.empty() && rest.back() == '.') ok = false;
     }

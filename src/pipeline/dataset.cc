@@ -59,7 +59,8 @@ LabeledDataset read_labeled_dataset(const std::filesystem::path& file) {
     const std::uint32_t d = read_u32(in, file, "dims[" + std::to_string(i) + "]");
     if (d == 0) throw std::runtime_error(file.string() + ": field dims[" + std::to_string(i) + "] = 0");
     per_sample *= d;
-    if (per_sample * count > kMaxFeatures) throw std::runtime_error(file.string() + ": header too large (count x dims)");
+    if (per_sample * count > kMaxFeatures)
+      throw std::runtime_error(file.string() + ": header too large (count x dims)");
     ds.sample_shape.push_back(d);
   }
   // The header's count against the file's size, before allocating: a header claiming more samples than the file
@@ -87,7 +88,8 @@ LabeledDataset read_labeled_dataset(const std::filesystem::path& file) {
 
 void score_batch(AccuracyCounts& counts, const Tensor& scores, const std::vector<int>& labels) {
   if (scores.shape.size() != 2)
-    throw std::invalid_argument("accuracy: scores must be 2-D {N, classes}, got rank " + std::to_string(scores.shape.size()));
+    throw std::invalid_argument("accuracy: scores must be 2-D {N, classes}, got rank " +
+                                std::to_string(scores.shape.size()));
   const auto n = static_cast<std::size_t>(scores.shape[0]);
   const auto classes = static_cast<std::size_t>(scores.shape[1]);
   if (n != labels.size())

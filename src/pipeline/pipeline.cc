@@ -1,10 +1,11 @@
 #include "xsp/pipeline/pipeline.h"
-#include "xsp/manifest/files.h"
-#include "xsp/pipeline/tasks.h"
-#include "xsp/util/strings.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "xsp/manifest/files.h"
+#include "xsp/pipeline/tasks.h"
+#include "xsp/util/strings.h"
 #ifdef XSP_WITH_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -57,10 +58,14 @@ Interpolation interpolation(const ProcessingStep& step) {
 #ifdef XSP_WITH_OPENCV
 int cv_interpolation(Interpolation i) {
   switch (i) {
-    case Interpolation::kNearest: return cv::INTER_NEAREST;
-    case Interpolation::kBicubic: return cv::INTER_CUBIC;
-    case Interpolation::kArea: return cv::INTER_AREA;
-    default: return cv::INTER_LINEAR;
+    case Interpolation::kNearest:
+      return cv::INTER_NEAREST;
+    case Interpolation::kBicubic:
+      return cv::INTER_CUBIC;
+    case Interpolation::kArea:
+      return cv::INTER_AREA;
+    default:
+      return cv::INTER_LINEAR;
   }
 }
 #endif
@@ -75,8 +80,8 @@ constexpr std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A
 // image extension, an arithmetic-coded JPEG, an RLE-compressed BMP.
 void check_image_header(const EncodedInput& input) {
   if (input.bytes.size() > kMaxInputFileBytes)  // read_input()'s limit; stb_image takes the length as an int
-    throw std::runtime_error("input " + input.id + " has " + std::to_string(input.bytes.size()) + " bytes, more than the " +
-                             std::to_string(kMaxInputFileBytes) + " an input may have");
+    throw std::runtime_error("input " + input.id + " has " + std::to_string(input.bytes.size()) +
+                             " bytes, more than the " + std::to_string(kMaxInputFileBytes) + " an input may have");
   int width = 0, height = 0, components = 0;
   if (stbi_info_from_memory(input.bytes.data(), static_cast<int>(input.bytes.size()), &width, &height, &components) !=
       1) {
@@ -98,9 +103,10 @@ void check_image_header(const EncodedInput& input) {
                                  " an input image may have; refused from the header, before decoding");
     }
     const char* why = stbi_failure_reason();
-    throw std::runtime_error("cannot decode input " + input.id + " as an image: its header cannot be read (stb_image: " +
-                             (why != nullptr ? why : "no reason given") +
-                             "); inputs are JPEG (baseline or progressive), PNG or BMP (not RLE-compressed)");
+    throw std::runtime_error(
+        "cannot decode input " + input.id +
+        " as an image: its header cannot be read (stb_image: " + (why != nullptr ? why : "no reason given") +
+        "); inputs are JPEG (baseline or progressive), PNG or BMP (not RLE-compressed)");
   }
   if (static_cast<std::int64_t>(width) * height > kMaxImagePixels)
     throw std::runtime_error("input " + input.id + ": its image header gives " + std::to_string(width) + "x" +
@@ -279,8 +285,8 @@ Tensor Preprocessor::run(const std::vector<EncodedInput>& batch) const {
       }
     }
     if (image.rows != height || image.cols != width || image.channels() != channels)
-      throw std::runtime_error("input " + input.id + ": pre-processing gave " + std::to_string(image.channels()) +
-                               "x" + std::to_string(image.rows) + "x" + std::to_string(image.cols) +
+      throw std::runtime_error("input " + input.id + ": pre-processing gave " + std::to_string(image.channels()) + "x" +
+                               std::to_string(image.rows) + "x" + std::to_string(image.cols) +
                                ", the manifest expects " + std::to_string(channels) + "x" + std::to_string(height) +
                                "x" + std::to_string(width) + " (check resize/center_crop steps)");
     float* dst = out.data.data() + n * static_cast<std::size_t>(channels) * plane;
@@ -311,7 +317,8 @@ ScreenedInputs screen_inputs(const std::vector<std::filesystem::path>& files, co
       std::string why = e.what();
       if (why.find(file.string()) == std::string::npos) why = file.string() + ": " + why;
       if (!skip_bad)
-        throw std::runtime_error(why + " (found before measuring; set inputs.skip_bad_inputs, "
+        throw std::runtime_error(why +
+                                 " (found before measuring; set inputs.skip_bad_inputs, "
                                  "`xsp evaluate --skip-bad-inputs`, to leave such files out)");
       out.skipped.push_back({file.string(), why});
     }

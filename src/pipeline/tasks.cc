@@ -35,8 +35,8 @@ TextBatcher::TextBatcher(const Manifest& manifest, const Tokenizer& tokenizer) :
   for (const InputSpec& in : manifest.inputs) {
     if (in.type == "text") {
       if (text)
-        throw std::invalid_argument(where(manifest, "inputs '" + text->name + "' and '" + in.name +
-                                                        "' are both text; one text input is run"));
+        throw std::invalid_argument(
+            where(manifest, "inputs '" + text->name + "' and '" + in.name + "' are both text; one text input is run"));
       text = &in;
     }
   }
@@ -64,8 +64,10 @@ TextBatcher::TextBatcher(const Manifest& manifest, const Tokenizer& tokenizer) :
                                                       "' of a text model: only attention_mask and token_type_ids "
                                                       "are made from the text (docs/tasks.md)"));
     if (!integer_type(in.element_type))
-      throw std::invalid_argument(where(manifest, "input '" + in.name + "': expected an integer element_type "
-                                                      "(int64, int32, bool), got " + in.element_type));
+      throw std::invalid_argument(where(manifest, "input '" + in.name +
+                                                      "': expected an integer element_type "
+                                                      "(int64, int32, bool), got " +
+                                                      in.element_type));
     if (in.dimensions.size() != 1 || in.dimensions.front() != length_)
       throw std::invalid_argument(where(manifest, "input '" + in.name + "': expected dimensions [" +
                                                       std::to_string(length_) + "] (the text's token length)"));
@@ -83,7 +85,8 @@ std::vector<Tensor> TextBatcher::run(const std::vector<std::string>& texts) cons
     const std::size_t kept = std::min(t.size(), len);
     const std::size_t from = pad_left_ ? t.size() - kept : 0;  // cut where the padding would go
     const std::size_t at = pad_left_ ? len - kept : 0;
-    std::copy_n(t.begin() + static_cast<std::ptrdiff_t>(from), kept, ids.begin() + static_cast<std::ptrdiff_t>(i * len + at));
+    std::copy_n(t.begin() + static_cast<std::ptrdiff_t>(from), kept,
+                ids.begin() + static_cast<std::ptrdiff_t>(i * len + at));
     std::fill_n(mask.begin() + static_cast<std::ptrdiff_t>(i * len + at), kept, 1);
   }
   std::vector<Tensor> out;
@@ -92,9 +95,12 @@ std::vector<Tensor> TextBatcher::run(const std::vector<std::string>& texts) cons
     t.shape = {n, length_};
     t.integer = true;
     t.name = r.name;
-    if (r.kind == 0) t.int_data = ids;
-    else if (r.kind == 1) t.int_data = mask;
-    else t.int_data.assign(ids.size(), 0);
+    if (r.kind == 0)
+      t.int_data = ids;
+    else if (r.kind == 1)
+      t.int_data = mask;
+    else
+      t.int_data.assign(ids.size(), 0);
     out.push_back(std::move(t));
   }
   return out;
@@ -110,7 +116,8 @@ std::vector<Detection> non_max_suppression(const float* boxes, const float* scor
     const double w = std::max(0.0, static_cast<double>(std::min(p[2], q[2])) - std::max(p[0], q[0]));
     const double h = std::max(0.0, static_cast<double>(std::min(p[3], q[3])) - std::max(p[1], q[1]));
     const double inter = w * h;
-    const double uni = static_cast<double>(p[2] - p[0]) * (p[3] - p[1]) + static_cast<double>(q[2] - q[0]) * (q[3] - q[1]) - inter;
+    const double uni =
+        static_cast<double>(p[2] - p[0]) * (p[3] - p[1]) + static_cast<double>(q[2] - q[0]) * (q[3] - q[1]) - inter;
     return uni > 0 ? inter / uni : 0.0;
   };
   std::vector<Detection> kept;
@@ -184,8 +191,9 @@ std::vector<std::int64_t> mask_class_pixels(const SegmentationMask& mask, std::s
   for (std::size_t i = 0; i < mask.runs.size(); i += 2) {
     const std::int32_t c = mask.runs[i], n = mask.runs[i + 1];
     if (c < 0 || n < 1)
-      throw std::invalid_argument("segmentation mask: run " + std::to_string(i / 2) + " has class " + std::to_string(c) +
-                                  " and count " + std::to_string(n) + ", expected class >= 0 and count >= 1");
+      throw std::invalid_argument("segmentation mask: run " + std::to_string(i / 2) + " has class " +
+                                  std::to_string(c) + " and count " + std::to_string(n) +
+                                  ", expected class >= 0 and count >= 1");
     if (static_cast<std::size_t>(c) >= pixels.size()) pixels.resize(static_cast<std::size_t>(c) + 1, 0);
     pixels[static_cast<std::size_t>(c)] += n;
     total += n;
@@ -245,9 +253,10 @@ namespace {
 
 const Tensor& float_output(const std::vector<Tensor>& outputs, std::size_t i, const std::string& who) {
   if (i >= outputs.size())
-    throw std::invalid_argument(who + ": the model returned " + std::to_string(outputs.size()) + " output(s), expected at least " +
-                                std::to_string(i + 1));
-  if (outputs[i].is_int()) throw std::invalid_argument(who + ": output " + std::to_string(i) + " holds integers, expected scores");
+    throw std::invalid_argument(who + ": the model returned " + std::to_string(outputs.size()) +
+                                " output(s), expected at least " + std::to_string(i + 1));
+  if (outputs[i].is_int())
+    throw std::invalid_argument(who + ": output " + std::to_string(i) + " holds integers, expected scores");
   return outputs[i];
 }
 
@@ -269,14 +278,15 @@ std::vector<InputPrediction> TaskPostprocessor::run(const std::vector<Tensor>& o
     if (y.shape.size() != 2)
       throw std::invalid_argument(who + ": expected scores {N, classes}, got " + shape_string(y.shape));
     const auto n = static_cast<std::size_t>(y.shape[0]), classes = static_cast<std::size_t>(y.shape[1]);
-    for (std::size_t i = 0; i < n; ++i) out.push_back(classify_row(id(i), y.data.data() + i * classes, classes, softmax_, top_k_));
+    for (std::size_t i = 0; i < n; ++i)
+      out.push_back(classify_row(id(i), y.data.data() + i * classes, classes, softmax_, top_k_));
     return out;
   }
   if (spec_.type == "detection") {
     const Tensor& boxes = float_output(outputs, named_or(outputs, "boxes", 0), who);
     const Tensor& scores = float_output(outputs, named_or(outputs, "scores", 1), who);
-    if (boxes.shape.size() != 3 || boxes.shape[2] != 4 || scores.shape.size() != 3 || scores.shape[0] != boxes.shape[0] ||
-        scores.shape[1] != boxes.shape[1])
+    if (boxes.shape.size() != 3 || boxes.shape[2] != 4 || scores.shape.size() != 3 ||
+        scores.shape[0] != boxes.shape[0] || scores.shape[1] != boxes.shape[1])
       throw std::invalid_argument(who + ": expected boxes {N, A, 4} and scores {N, A, classes}, got " +
                                   shape_string(boxes.shape) + " and " + shape_string(scores.shape));
     const auto n = static_cast<std::size_t>(boxes.shape[0]), anchors = static_cast<std::size_t>(boxes.shape[1]),
@@ -284,8 +294,8 @@ std::vector<InputPrediction> TaskPostprocessor::run(const std::vector<Tensor>& o
     for (std::size_t i = 0; i < n; ++i) {
       InputPrediction p;
       p.input_id = id(i);
-      p.detections = non_max_suppression(boxes.data.data() + i * anchors * 4, scores.data.data() + i * anchors * classes,
-                                         anchors, classes, nms_);
+      p.detections = non_max_suppression(boxes.data.data() + i * anchors * 4,
+                                         scores.data.data() + i * anchors * classes, anchors, classes, nms_);
       p.probabilities.assign(classes, 0.f);
       for (const Detection& d : p.detections) {
         float& best = p.probabilities[static_cast<std::size_t>(d.label)];
@@ -313,8 +323,9 @@ std::vector<InputPrediction> TaskPostprocessor::run(const std::vector<Tensor>& o
       p.probabilities[c] = static_cast<float>(static_cast<double>(pixels[c]) / static_cast<double>(h * w));
     for (std::size_t c = 0; c < classes; ++c)
       if (pixels[c] > 0) p.top_classes.push_back(static_cast<int>(c));
-    std::stable_sort(p.top_classes.begin(), p.top_classes.end(),
-                     [&](int a, int b) { return pixels[static_cast<std::size_t>(a)] > pixels[static_cast<std::size_t>(b)]; });
+    std::stable_sort(p.top_classes.begin(), p.top_classes.end(), [&](int a, int b) {
+      return pixels[static_cast<std::size_t>(a)] > pixels[static_cast<std::size_t>(b)];
+    });
     out.push_back(std::move(p));
   }
   return out;

@@ -101,8 +101,10 @@ Shim open_shim() {
     if (s.load && s.free && s.encode && s.decode && s.id) return s;
     errors += "\n  " + path + ": not XSP's SentencePiece shim (entry points missing)";
   }
-  throw std::runtime_error("cannot load XSP's SentencePiece library (libxsp_sentencepiece.so, built with XSP; set "
-                           "XSP_SENTENCEPIECE_SHIM to its path):" + errors);
+  throw std::runtime_error(
+      "cannot load XSP's SentencePiece library (libxsp_sentencepiece.so, built with XSP; set "
+      "XSP_SENTENCEPIECE_SHIM to its path):" +
+      errors);
 }
 
 const Shim& shim() {

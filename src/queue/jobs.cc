@@ -8,11 +8,16 @@ namespace xsp {
 
 const char* to_string(JobState state) {
   switch (state) {
-    case JobState::kQueued: return "queued";
-    case JobState::kRunning: return "running";
-    case JobState::kDone: return "done";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kDone:
+      return "done";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -32,9 +37,8 @@ JobConstraints constraints_for(const EvaluationRequest& request) {
 }
 
 nlohmann::json to_json(const JobConstraints& c) {
-  return {{"framework", c.framework},       {"framework_version", c.framework_version},
-          {"device", c.device},             {"gpu_pattern", c.gpu_pattern},
-          {"min_gpu_memory_bytes", c.min_gpu_memory_bytes}, {"host", c.host}};
+  return {{"framework", c.framework},     {"framework_version", c.framework_version},       {"device", c.device},
+          {"gpu_pattern", c.gpu_pattern}, {"min_gpu_memory_bytes", c.min_gpu_memory_bytes}, {"host", c.host}};
 }
 
 namespace {
@@ -85,18 +89,20 @@ JobSubmission job_submission_from_json(const nlohmann::json& body) {
   for (const auto& item : body.items())
     if (item.key() != "request" && item.key() != "constraints" && item.key() != "priority" &&
         item.key() != "max_attempts")
-      throw RequestError(item.key(), "unknown key in a job submission; it has request, constraints, priority, "
-                                     "max_attempts");
+      throw RequestError(item.key(),
+                         "unknown key in a job submission; it has request, constraints, priority, "
+                         "max_attempts");
   if (!body["request"].is_object())
-    throw RequestError("request", std::string("expected an object (an EvaluationRequest), got ") +
-                                      body["request"].type_name());
+    throw RequestError("request",
+                       std::string("expected an object (an EvaluationRequest), got ") + body["request"].type_name());
   try {
     s.request = evaluation_request_from_json(body["request"]);
     validate_fields(s.request);
   } catch (const RequestError& e) {
     throw RequestError("request." + e.field(), std::string(e.what()).substr(e.field().size() + 2));
   }
-  s.constraints = body.contains("constraints") ? job_constraints_from_json(body["constraints"]) : constraints_for(s.request);
+  s.constraints =
+      body.contains("constraints") ? job_constraints_from_json(body["constraints"]) : constraints_for(s.request);
   // An optional integer member in [lo, hi].
   auto integer = [&](const char* key, int lo, int hi, int& out) {
     const auto it = body.find(key);
@@ -118,10 +124,20 @@ std::string glob_to_like(std::string_view pattern) {
   std::string out;
   for (char ch : pattern) {
     switch (ch) {
-      case '*': out += '%'; break;
-      case '?': out += '_'; break;
-      case '%': case '_': case '\\': out += '\\'; out += ch; break;
-      default: out += ch;
+      case '*':
+        out += '%';
+        break;
+      case '?':
+        out += '_';
+        break;
+      case '%':
+      case '_':
+      case '\\':
+        out += '\\';
+        out += ch;
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
@@ -151,8 +167,8 @@ bool glob_match(std::string_view pattern, std::string_view name) {
 
 namespace {
 bool version_matches(const std::string& wanted, const std::string& have) {
-  return wanted.empty() || have == wanted || (have.size() > wanted.size() && have.compare(0, wanted.size(), wanted) == 0 &&
-                                              have[wanted.size()] == '.');
+  return wanted.empty() || have == wanted ||
+         (have.size() > wanted.size() && have.compare(0, wanted.size(), wanted) == 0 && have[wanted.size()] == '.');
 }
 
 std::string describe_gpus(const AgentCapabilities& a) {
@@ -166,11 +182,14 @@ std::string describe_gpus(const AgentCapabilities& a) {
 }  // namespace
 
 std::string mismatch_reason(const JobConstraints& c, const AgentCapabilities& a) {
-  if (!c.host.empty() && c.host != a.hostname) return "needs host '" + c.host + "' (this agent is on '" + a.hostname + "')";
-  if (c.device == "cuda" && !a.has_cuda) return "needs a CUDA device (this agent has " + describe_gpus(a) + " usable by CUDA: none)";
+  if (!c.host.empty() && c.host != a.hostname)
+    return "needs host '" + c.host + "' (this agent is on '" + a.hostname + "')";
+  if (c.device == "cuda" && !a.has_cuda)
+    return "needs a CUDA device (this agent has " + describe_gpus(a) + " usable by CUDA: none)";
   if (!c.framework.empty()) {
-    const auto fw = std::find_if(a.frameworks.begin(), a.frameworks.end(),
-                                 [&](const AgentFramework& f) { return f.name == c.framework && version_matches(c.framework_version, f.version); });
+    const auto fw = std::find_if(a.frameworks.begin(), a.frameworks.end(), [&](const AgentFramework& f) {
+      return f.name == c.framework && version_matches(c.framework_version, f.version);
+    });
     if (fw == a.frameworks.end()) {
       std::string have;
       for (const AgentFramework& f : a.frameworks) have += (have.empty() ? "" : ", ") + f.name + " " + f.version;
@@ -195,7 +214,8 @@ std::string mismatch_reason(const JobConstraints& c, const AgentCapabilities& a)
 nlohmann::json to_json(const AgentCapabilities& c) {
   nlohmann::json frameworks = nlohmann::json::array(), gpus = nlohmann::json::array();
   for (const AgentFramework& f : c.frameworks) frameworks.push_back({{"name", f.name}, {"version", f.version}});
-  for (const AgentGpu& g : c.gpus) gpus.push_back({{"name", g.name}, {"memory_bytes", g.memory_bytes}, {"uuid", g.uuid}});
+  for (const AgentGpu& g : c.gpus)
+    gpus.push_back({{"name", g.name}, {"memory_bytes", g.memory_bytes}, {"uuid", g.uuid}});
   return {{"hostname", c.hostname}, {"frameworks", frameworks}, {"gpus", gpus}, {"has_cuda", c.has_cuda}};
 }
 
@@ -236,7 +256,8 @@ nlohmann::json to_json(const JobInfo& job) {
       {"max_attempts", job.max_attempts},
       {"progress", {{"done", job.progress.done}, {"total", job.progress.total}, {"phase", job.progress.what}}},
       {"cancel_requested", job.cancel_requested},
-      {"agent", job.agent_id.empty() ? nlohmann::json() : nlohmann::json({{"id", job.agent_id}, {"name", job.agent_name}})},
+      {"agent",
+       job.agent_id.empty() ? nlohmann::json() : nlohmann::json({{"id", job.agent_id}, {"name", job.agent_name}})},
       {"waiting_reason", opt(job.waiting_reason)},
       {"submitted_by", opt(job.submitted_by)},
       {"submitted_at", job.submitted_at},

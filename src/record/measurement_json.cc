@@ -33,9 +33,12 @@ std::vector<double> read_nums(const nlohmann::json& j, const std::string& key) {
   if (!j.contains(key)) return out;
   if (!j[key].is_array()) bad(key, "an array of numbers", j[key]);
   for (const auto& v : j[key]) {
-    if (v.is_null()) out.push_back(std::numeric_limits<double>::quiet_NaN());
-    else if (v.is_number()) out.push_back(v.get<double>());
-    else bad(key, "an array of numbers", j[key]);
+    if (v.is_null())
+      out.push_back(std::numeric_limits<double>::quiet_NaN());
+    else if (v.is_number())
+      out.push_back(v.get<double>());
+    else
+      bad(key, "an array of numbers", j[key]);
   }
   return out;
 }
@@ -68,8 +71,11 @@ nlohmann::json to_json(const RunMeasurement& m) {
   const auto& s = m.stability;
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& b : m.blocks)
-    blocks.push_back({{"round", b.round}, {"start_ns", b.start_ns}, {"duration_ns", b.duration_ns},
-                      {"batches", b.batches}, {"median_ns", number_or_null(b.median_ns)}});
+    blocks.push_back({{"round", b.round},
+                      {"start_ns", b.start_ns},
+                      {"duration_ns", b.duration_ns},
+                      {"batches", b.batches},
+                      {"median_ns", number_or_null(b.median_ns)}});
   nlohmann::json baselines = nlohmann::json::object();
   for (const auto& [level, medians] : m.baseline_block_medians_ns) baselines[level] = nums(medians);
   return {{"design", m.design},

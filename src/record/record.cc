@@ -53,12 +53,18 @@ std::string random_uuid() {
 
 const char* run_name(TraceLevel level) {
   switch (level) {
-    case TraceLevel::kModel: return "M";
-    case TraceLevel::kFramework: return "M/F";
-    case TraceLevel::kLibrary: return "M/F/L";
-    case TraceLevel::kSystem: return "M/F/S";
-    case TraceLevel::kKernel: return "M/F/K";
-    case TraceLevel::kHardware: return "M/F/H";
+    case TraceLevel::kModel:
+      return "M";
+    case TraceLevel::kFramework:
+      return "M/F";
+    case TraceLevel::kLibrary:
+      return "M/F/L";
+    case TraceLevel::kSystem:
+      return "M/F/S";
+    case TraceLevel::kKernel:
+      return "M/F/K";
+    case TraceLevel::kHardware:
+      return "M/F/H";
   }
   return "?";
 }

@@ -23,12 +23,23 @@ std::string escape_html(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -64,7 +75,8 @@ std::string cell_text(const Cell& c) {
 
 std::string html_table(const Table& t) {
   std::string out = "<div class=\"table-wrap\"><table><thead><tr>";
-  for (const Column& c : t.columns) out += "<th title=\"" + escape_html(c.name) + "\">" + escape_html(c.title.empty() ? c.name : c.title) + "</th>";
+  for (const Column& c : t.columns)
+    out += "<th title=\"" + escape_html(c.name) + "\">" + escape_html(c.title.empty() ? c.name : c.title) + "</th>";
   out += "</tr></thead><tbody>";
   for (const auto& row : t.rows) {
     out += "<tr>";
@@ -83,7 +95,8 @@ std::string html_table(const Table& t) {
 // The unit drawn as "main": the spec itself, or the first unit of its (possibly nested) layers.
 nlohmann::json* main_unit(nlohmann::json& spec) {
   nlohmann::json* unit = &spec;
-  while (unit->contains("layer") && (*unit)["layer"].is_array() && !(*unit)["layer"].empty()) unit = &(*unit)["layer"][0];
+  while (unit->contains("layer") && (*unit)["layer"].is_array() && !(*unit)["layer"].empty())
+    unit = &(*unit)["layer"][0];
   return unit->contains("mark") ? unit : nullptr;
 }
 
@@ -94,7 +107,8 @@ long expected_marks(nlohmann::json& spec) {
   if (unit == nullptr) return -1;
   (*unit)["name"] = "main";
   if (unit->contains("transform") || spec.contains("transform")) return -1;
-  const nlohmann::json* data = unit->contains("data") ? &(*unit)["data"] : (spec.contains("data") ? &spec["data"] : nullptr);
+  const nlohmann::json* data =
+      unit->contains("data") ? &(*unit)["data"] : (spec.contains("data") ? &spec["data"] : nullptr);
   if (data == nullptr || !data->contains("values")) return -1;
   std::vector<std::string> fields;
   if (unit->contains("encoding")) {
@@ -130,14 +144,16 @@ ReportChart latency_histogram(const EvaluationRecord& r, std::size_t run_index, 
   c.element_id = element_id;
   c.title = r.scenario + " run " + std::to_string(run_index + 1) + ": query latency distribution (batch size " +
             std::to_string(run.batch_size) + ", " + std::to_string(n) + " queries)";
-  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-            {"width", 560},
-            {"height", 220},
-            {"data", {{"values", values}}},
-            {"mark", {{"type", "bar"}, {"tooltip", true}}},
-            {"encoding",
-             {{"x", {{"field", "latency_ms"}, {"type", "quantitative"}, {"bin", {{"maxbins", 60}}}, {"title", "latency (ms)"}}},
-              {"y", {{"aggregate", "count"}, {"type", "quantitative"}, {"title", "queries"}}}}}};
+  c.spec = {
+      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+      {"width", 560},
+      {"height", 220},
+      {"data", {{"values", values}}},
+      {"mark", {{"type", "bar"}, {"tooltip", true}}},
+      {"encoding",
+       {{"x",
+         {{"field", "latency_ms"}, {"type", "quantitative"}, {"bin", {{"maxbins", 60}}}, {"title", "latency (ms)"}}},
+        {"y", {{"aggregate", "count"}, {"type", "quantitative"}, {"title", "queries"}}}}}};
   c.expected_marks = expected_marks(c.spec);
   return c;
 }
@@ -160,8 +176,11 @@ std::optional<ReportChart> accuracy_chart(const EvaluationRecord& r, const std::
             {"mark", {{"type", "bar"}, {"tooltip", true}}},
             {"encoding",
              {{"x", {{"field", "batch_size"}, {"type", "ordinal"}, {"title", "batch size"}}},
-              {"y", {{"field", "top1_percent"}, {"type", "quantitative"}, {"title", "top-1 (%)"},
-                     {"scale", {{"domain", {0, 100}}}}}}}}};
+              {"y",
+               {{"field", "top1_percent"},
+                {"type", "quantitative"},
+                {"title", "top-1 (%)"},
+                {"scale", {{"domain", {0, 100}}}}}}}}};
   c.expected_marks = expected_marks(c.spec);
   return c;
 }
@@ -188,16 +207,20 @@ std::optional<ReportChart> comparison_chart(const std::vector<ReportEvaluation>&
   ReportChart c;
   c.element_id = element_id;
   c.title = "Predict latency against batch size (A1 of each evaluation)";
-  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-            {"width", 560},
-            {"height", 260},
-            {"data", {{"values", values}}},
-            {"mark", {{"type", "line"}, {"point", true}, {"tooltip", true}}},
-            {"encoding",
-             {{"x", {{"field", "batch_size"}, {"type", "quantitative"}, {"scale", {{"type", "log"}, {"base", 2}}},
-                     {"title", "batch size"}}},
-              {"y", {{"field", "latency_trimmed_mean_ms"}, {"type", "quantitative"}, {"title", "trimmed-mean latency (ms)"}}},
-              {"color", {{"field", "evaluation"}, {"type", "nominal"}}}}}};
+  c.spec = {
+      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+      {"width", 560},
+      {"height", 260},
+      {"data", {{"values", values}}},
+      {"mark", {{"type", "line"}, {"point", true}, {"tooltip", true}}},
+      {"encoding",
+       {{"x",
+         {{"field", "batch_size"},
+          {"type", "quantitative"},
+          {"scale", {{"type", "log"}, {"base", 2}}},
+          {"title", "batch size"}}},
+        {"y", {{"field", "latency_trimmed_mean_ms"}, {"type", "quantitative"}, {"title", "trimmed-mean latency (ms)"}}},
+        {"color", {{"field", "evaluation"}, {"type", "nominal"}}}}}};
   c.expected_marks = expected_marks(c.spec);
   return c;
 }
@@ -267,8 +290,13 @@ std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const s
     largest = std::max({largest, x1, y1, x2, y2});
     char box[96];
     std::snprintf(box, sizeof box, "%.1f, %.1f, %.1f, %.1f", x1, y1, x2, y2);
-    values.push_back({{"label", class_label(d)}, {"score", json_number(d, "score", 0)}, {"x1", x1}, {"y1", y1},
-                      {"x2", x2}, {"y2", y2}, {"box", box}});
+    values.push_back({{"label", class_label(d)},
+                      {"score", json_number(d, "score", 0)},
+                      {"x1", x1},
+                      {"y1", y1},
+                      {"x2", x2},
+                      {"y2", y2},
+                      {"box", box}});
   }
   if (values.empty()) return std::nullopt;
   // The model input's size the sample names, else the smallest square holding every box (at least 320).
@@ -301,8 +329,14 @@ std::optional<ReportChart> detection_chart(const nlohmann::json& sample, const s
                   {{{"field", "label"}, {"type", "nominal"}},
                    {{"field", "score"}, {"type", "quantitative"}, {"format", ".4f"}},
                    {{"field", "box"}, {"type", "nominal"}, {"title", "box (x1, y1, x2, y2)"}}}}}}},
-              {{"mark", {{"type", "text"}, {"align", "left"}, {"baseline", "top"}, {"dx", 2}, {"dy", 2},
-                         {"fontSize", 9}, {"clip", true}}},
+              {{"mark",
+                {{"type", "text"},
+                 {"align", "left"},
+                 {"baseline", "top"},
+                 {"dx", 2},
+                 {"dy", 2},
+                 {"fontSize", 9},
+                 {"clip", true}}},
                {"encoding",
                 {{"x", {{"field", "x1"}, {"type", "quantitative"}}},
                  {"y", {{"field", "y1"}, {"type", "quantitative"}}},
@@ -318,15 +352,20 @@ std::optional<ReportChart> segmentation_chart(const nlohmann::json& sample, cons
                                               std::string& note) {
   const std::string input = sample.value("input", std::string("?"));
   const nlohmann::json mask = sample.value("mask", nlohmann::json::object());
-  const long long h = mask.is_object() && mask.contains("height") && mask["height"].is_number_integer() ? mask["height"].get<long long>() : 0;
-  const long long w = mask.is_object() && mask.contains("width") && mask["width"].is_number_integer() ? mask["width"].get<long long>() : 0;
+  const long long h = mask.is_object() && mask.contains("height") && mask["height"].is_number_integer()
+                          ? mask["height"].get<long long>()
+                          : 0;
+  const long long w = mask.is_object() && mask.contains("width") && mask["width"].is_number_integer()
+                          ? mask["width"].get<long long>()
+                          : 0;
   const std::string size = std::to_string(h) + "x" + std::to_string(w);
   if (h <= 0 || w <= 0) {
     note = input + ": the mask has no size; not drawn";
     return std::nullopt;
   }
   if (!mask.contains("runs") || !mask["runs"].is_array()) {
-    note = input + ": the " + size + " mask's " + std::to_string(static_cast<long long>(json_number(mask, "run_count", 0))) +
+    note = input + ": the " + size + " mask's " +
+           std::to_string(static_cast<long long>(json_number(mask, "run_count", 0))) +
            " runs were too many to keep with the evaluation; not drawn";
     return std::nullopt;
   }
@@ -376,21 +415,30 @@ std::optional<ReportChart> segmentation_chart(const nlohmann::json& sample, cons
             std::to_string(rows) + "x" + std::to_string(cols) + " cells of " + std::to_string(ch) + "x" +
             std::to_string(cw) + " pixels, each the class of its centre pixel";
   const auto [x_scale, y_scale] = pixel_scales(h, w);
-  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-            {"width", pw},
-            {"height", ph},
-            {"data", {{"values", values}}},
-            // Each cell reaches half a screen pixel into its right and lower neighbours: no anti-aliasing seams.
-            {"mark", {{"type", "rect"}, {"x2Offset", 0.5}, {"y2Offset", 0.5}, {"clip", true}, {"tooltip", true}}},
-            {"encoding",
-             {{"x", {{"field", "x"}, {"type", "quantitative"}, {"scale", x_scale}, {"axis", {{"grid", false}}},
-                     {"title", "x (pixels)"}}},
-              {"x2", {{"field", "x2"}}},
-              {"y", {{"field", "y"}, {"type", "quantitative"}, {"scale", y_scale}, {"axis", {{"grid", false}}},
-                     {"title", "y (pixels)"}}},
-              {"y2", {{"field", "y2"}}},
-              {"color", {{"field", "label"}, {"type", "nominal"}, {"title", "class"}}},
-              {"tooltip", {{{"field", "label"}, {"type", "nominal"}}, {{"field", "class"}, {"type", "quantitative"}}}}}}};
+  c.spec = {
+      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+      {"width", pw},
+      {"height", ph},
+      {"data", {{"values", values}}},
+      // Each cell reaches half a screen pixel into its right and lower neighbours: no anti-aliasing seams.
+      {"mark", {{"type", "rect"}, {"x2Offset", 0.5}, {"y2Offset", 0.5}, {"clip", true}, {"tooltip", true}}},
+      {"encoding",
+       {{"x",
+         {{"field", "x"},
+          {"type", "quantitative"},
+          {"scale", x_scale},
+          {"axis", {{"grid", false}}},
+          {"title", "x (pixels)"}}},
+        {"x2", {{"field", "x2"}}},
+        {"y",
+         {{"field", "y"},
+          {"type", "quantitative"},
+          {"scale", y_scale},
+          {"axis", {{"grid", false}}},
+          {"title", "y (pixels)"}}},
+        {"y2", {{"field", "y2"}}},
+        {"color", {{"field", "label"}, {"type", "nominal"}, {"title", "class"}}},
+        {"tooltip", {{{"field", "label"}, {"type", "nominal"}}, {{"field", "class"}, {"type", "quantitative"}}}}}}};
   c.expected_marks = expected_marks(c.spec);
   return c;
 }
@@ -399,24 +447,27 @@ std::optional<ReportChart> text_classification_chart(const nlohmann::json& sampl
   nlohmann::json values = nlohmann::json::array();
   for (const auto& c : sample.value("classes", nlohmann::json::array())) {
     if (!c.is_object() || !c.contains("value") || !c["value"].is_number()) continue;
-    values.push_back({{"label", class_label(c)}, {"class", json_number(c, "class", 0)}, {"value", c["value"].get<double>()}});
+    values.push_back(
+        {{"label", class_label(c)}, {"class", json_number(c, "class", 0)}, {"value", c["value"].get<double>()}});
   }
   if (values.empty()) return std::nullopt;
   ReportChart c;
   c.element_id = element_id;
   c.title = sample.value("input", std::string("?")) + ": text classification, top " + std::to_string(values.size()) +
             " classes";
-  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-            {"width", 360},
-            {"data", {{"values", values}}},
-            {"mark", {{"type", "bar"}, {"tooltip", true}}},
-            {"encoding",
-             {{"x", {{"field", "value"}, {"type", "quantitative"}, {"scale", {{"domain", {0, 1}}}}, {"title", "probability"}}},
-              {"y", {{"field", "label"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
-              {"tooltip",
-               {{{"field", "label"}, {"type", "nominal"}},
-                {{"field", "class"}, {"type", "quantitative"}},
-                {{"field", "value"}, {"type", "quantitative"}, {"format", ".4f"}, {"title", "probability"}}}}}}};
+  c.spec = {
+      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+      {"width", 360},
+      {"data", {{"values", values}}},
+      {"mark", {{"type", "bar"}, {"tooltip", true}}},
+      {"encoding",
+       {{"x",
+         {{"field", "value"}, {"type", "quantitative"}, {"scale", {{"domain", {0, 1}}}}, {"title", "probability"}}},
+        {"y", {{"field", "label"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+        {"tooltip",
+         {{{"field", "label"}, {"type", "nominal"}},
+          {{"field", "class"}, {"type", "quantitative"}},
+          {{"field", "value"}, {"type", "quantitative"}, {"format", ".4f"}, {"title", "probability"}}}}}}};
   c.expected_marks = expected_marks(c.spec);
   return c;
 }
@@ -430,7 +481,8 @@ std::string outputs_section(const EvaluationRecord& r, const std::function<std::
   const nlohmann::json* samples = nullptr;
   long long smallest = 0;
   for (const auto& [key, value] : it->items()) {
-    if (key.empty() || key.size() > 9 || !std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    if (key.empty() || key.size() > 9 ||
+        !std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
       continue;  // generation samples are keyed "<batch size>/<run>"
     if (!value.is_array()) continue;
     const bool tasks = std::any_of(value.begin(), value.end(), [](const nlohmann::json& s) {
@@ -443,8 +495,10 @@ std::string outputs_section(const EvaluationRecord& r, const std::function<std::
     }
   }
   if (samples == nullptr) return "";
-  std::string html = "<h3>Outputs</h3><p class=\"note\">the model's outputs for the first inputs of the last measured "
-                     "batch of batch size " + std::to_string(smallest) + "</p>";
+  std::string html =
+      "<h3>Outputs</h3><p class=\"note\">the model's outputs for the first inputs of the last measured "
+      "batch of batch size " +
+      std::to_string(smallest) + "</p>";
   std::size_t drawn = 0;
   for (const auto& s : *samples) {
     if (!s.is_object() || !s.contains("task") || !s["task"].is_string()) continue;
@@ -511,7 +565,8 @@ std::optional<ReportChart> timeline_chart(const RunRecord& run, const std::strin
   for (const Span& s : spans)
     if (is_under(s)) kept.push_back(&s);
   if (kept.size() > max_spans) {
-    std::sort(kept.begin(), kept.end(), [](const Span* a, const Span* b) { return a->duration_ns() > b->duration_ns(); });
+    std::sort(kept.begin(), kept.end(),
+              [](const Span* a, const Span* b) { return a->duration_ns() > b->duration_ns(); });
     kept.resize(max_spans);
   }
   std::sort(kept.begin(), kept.end(), [](const Span* a, const Span* b) {
@@ -531,21 +586,23 @@ std::optional<ReportChart> timeline_chart(const RunRecord& run, const std::strin
   ReportChart c;
   c.element_id = element_id;
   c.title = "Timeline of the last measured batch (batch size " + std::to_string(run.batch_size) + ", trace level " +
-            std::string(to_string(run.trace_level)) + ", " + std::to_string(kept.size()) + " spans); drag to pan, scroll to zoom";
-  c.spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-            {"width", 900},
-            {"data", {{"values", values}}},
-            {"params", {{{"name", "zoom"}, {"select", {{"type", "interval"}, {"encodings", {"x"}}}}, {"bind", "scales"}}}},
-            {"mark", {{"type", "rect"}, {"tooltip", true}}},
-            {"encoding",
-             {{"x", {{"field", "start_ms"}, {"type", "quantitative"}, {"title", "time from the batch's predict start (ms)"}}},
-              {"x2", {{"field", "end_ms"}}},
-              {"y", {{"field", "row"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
-              {"color", {{"field", "level"}, {"type", "nominal"}, {"sort", nullptr}}},
-              {"tooltip",
-               {{{"field", "name"}, {"type", "nominal"}},
-                {{"field", "level"}, {"type", "nominal"}},
-                {{"field", "duration_ms"}, {"type", "quantitative"}, {"format", ".4f"}, {"title", "duration (ms)"}}}}}}};
+            std::string(to_string(run.trace_level)) + ", " + std::to_string(kept.size()) +
+            " spans); drag to pan, scroll to zoom";
+  c.spec = {
+      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+      {"width", 900},
+      {"data", {{"values", values}}},
+      {"params", {{{"name", "zoom"}, {"select", {{"type", "interval"}, {"encodings", {"x"}}}}, {"bind", "scales"}}}},
+      {"mark", {{"type", "rect"}, {"tooltip", true}}},
+      {"encoding",
+       {{"x", {{"field", "start_ms"}, {"type", "quantitative"}, {"title", "time from the batch's predict start (ms)"}}},
+        {"x2", {{"field", "end_ms"}}},
+        {"y", {{"field", "row"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
+        {"color", {{"field", "level"}, {"type", "nominal"}, {"sort", nullptr}}},
+        {"tooltip",
+         {{{"field", "name"}, {"type", "nominal"}},
+          {{"field", "level"}, {"type", "nominal"}},
+          {{"field", "duration_ms"}, {"type", "quantitative"}, {"format", ".4f"}, {"title", "duration (ms)"}}}}}}};
   c.expected_marks = expected_marks(c.spec);
   return c;
 }
@@ -653,7 +710,8 @@ std::string comparison_section(const std::vector<ReportEvaluation>& evaluations,
   for (const auto& e : evaluations) records.push_back(e.record);
   std::string html = "<section class=\"comparison\" id=\"comparison\"><h2>Comparison</h2>";
   if (auto c = comparison_chart(evaluations, "cmp-c0")) {
-    html += "<figure><figcaption>" + escape_html(c->title) + "</figcaption><div class=\"chart\" id=\"cmp-c0\"></div></figure>";
+    html += "<figure><figcaption>" + escape_html(c->title) +
+            "</figcaption><div class=\"chart\" id=\"cmp-c0\"></div></figure>";
     charts.push_back(std::move(*c));
   }
   try {
@@ -674,7 +732,8 @@ Page build_page(const std::vector<ReportEvaluation>& evaluations, const ReportOp
   if (evaluations.empty()) throw std::invalid_argument("report: no evaluation given");
   Page p;
   if (evaluations.size() >= 2) p.body += comparison_section(evaluations, options, p.charts);
-  for (std::size_t i = 0; i < evaluations.size(); ++i) p.body += evaluation_section(evaluations[i], i, options, p.charts);
+  for (std::size_t i = 0; i < evaluations.size(); ++i)
+    p.body += evaluation_section(evaluations[i], i, options, p.charts);
   return p;
 }
 
@@ -739,8 +798,9 @@ std::vector<ReportChart> report_charts(const std::vector<ReportEvaluation>& eval
 std::string render_report(const std::vector<ReportEvaluation>& evaluations, const ReportOptions& options,
                           std::size_t* chart_count) {
   if (!report_assets_available())
-    throw std::runtime_error("this build has no report assets: Vega, Vega-Lite and vega-embed were not found in "
-                             "tools/vega/node_modules at configure time (run scripts/install-deps.sh, then rebuild)");
+    throw std::runtime_error(
+        "this build has no report assets: Vega, Vega-Lite and vega-embed were not found in "
+        "tools/vega/node_modules at configure time (run scripts/install-deps.sh, then rebuild)");
   Page page = build_page(evaluations, options);
   if (chart_count) *chart_count = page.charts.size();
   std::string title = options.title;
@@ -750,14 +810,17 @@ std::string render_report(const std::vector<ReportEvaluation>& evaluations, cons
   }
   nlohmann::json charts = nlohmann::json::array();
   for (const ReportChart& c : page.charts)
-    charts.push_back({{"id", c.element_id}, {"title", c.title}, {"spec", c.spec}, {"expected_marks", c.expected_marks}});
+    charts.push_back(
+        {{"id", c.element_id}, {"title", c.title}, {"spec", c.spec}, {"expected_marks", c.expected_marks}});
   std::string nav;
   if (evaluations.size() >= 2) nav += "<a href=\"#comparison\">comparison</a>";
   for (const auto& e : evaluations)
-    nav += "<a href=\"#evaluation-" + std::to_string(e.record.id) + "\">" + escape_html(evaluation_label(e.record)) + "</a>";
+    nav += "<a href=\"#evaluation-" + std::to_string(e.record.id) + "\">" + escape_html(evaluation_label(e.record)) +
+           "</a>";
 
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + escape_html(title) +
-                     "</title>\n<!--\n" + std::string(report_assets::licences()) + "\n-->\n<style>" + kStyle + "</style>\n";
+                     "</title>\n<!--\n" + std::string(report_assets::licences()) + "\n-->\n<style>" + kStyle +
+                     "</style>\n";
   // The libraries are inlined, never linked: the file must open offline.
   html += "<script>" + std::string(report_assets::vega()) + "</script>\n";
   html += "<script>" + std::string(report_assets::vega_lite()) + "</script>\n";

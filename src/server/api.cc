@@ -52,9 +52,10 @@ void check_params(const httplib::Request& req, const std::set<std::string>& know
     if (name.empty() || known.count(name) != 0) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    throw HttpError{400, "unknown query parameter '" + name + "'; this endpoint takes " +
-                             (list.empty() ? std::string("none") : list),
-                    name};
+    throw HttpError{
+        400,
+        "unknown query parameter '" + name + "'; this endpoint takes " + (list.empty() ? std::string("none") : list),
+        name};
   }
 }
 
@@ -81,14 +82,15 @@ std::int64_t parse_int_param(const std::string& text, const std::string& field, 
   const bool negative = !text.empty() && text[0] == '-';
   const std::string body = negative ? text.substr(1) : text;
   if (!all_digits(body) || body.size() > 18)
-    throw HttpError{400, field + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                             ", got '" + text + "'",
+    throw HttpError{400,
+                    field + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                        ", got '" + text + "'",
                     field};
   const std::int64_t v = negative ? -std::stoll(body) : std::stoll(body);
   if (v < lo || v > hi)
-    throw HttpError{400, field + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                             ", got " + text,
-                    field};
+    throw HttpError{
+        400, field + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + text,
+        field};
   return v;
 }
 
@@ -115,8 +117,8 @@ std::string parse_time_param(const std::string& text, const std::string& field, 
 }
 
 std::vector<std::int64_t> id_list(const httplib::Request& req, std::size_t min_ids) {
-  const std::string expected = min_ids > 1 ? "two or more evaluation ids, e.g. ids=1,2"
-                                           : "one or more evaluation ids, e.g. ids=1 or ids=1,2";
+  const std::string expected =
+      min_ids > 1 ? "two or more evaluation ids, e.g. ids=1,2" : "one or more evaluation ids, e.g. ids=1 or ids=1,2";
   const auto text = param(req, "ids");
   if (!text) throw HttpError{400, "ids: expected " + expected, "ids"};
   std::vector<std::int64_t> ids;
@@ -167,23 +169,28 @@ EvaluationContext Api::context() const {
 const std::vector<Endpoint>& endpoints() {
   static const std::vector<Endpoint> e = {
       {"GET", "/api/v1/models", "the model zoo, and the manifests that could not be used"},
-      {"GET", "/api/v1/evaluations", "stored evaluations, newest first; filters model, framework, device, host, "
-                                     "since, until; limit, offset"},
+      {"GET", "/api/v1/evaluations",
+       "stored evaluations, newest first; filters model, framework, device, host, "
+       "since, until; limit, offset"},
       {"GET", "/api/v1/evaluations/{id}", "one evaluation: runs, stability verdicts, system, summary tables"},
       {"DELETE", "/api/v1/evaluations/{id}", "delete an evaluation (token when set)"},
       {"GET", "/api/v1/evaluations/{id}/analyses", "the analysis ids"},
       {"GET", "/api/v1/evaluations/{id}/analyses/{analysis}", "one analysis as tables; batch_size, latency_bound_ms"},
-      {"GET", "/api/v1/evaluations/{id}/trace", "download a run's trace; format=chrome|otlp|sqlite, run, batch_size, "
-                                                "trace_level"},
+      {"GET", "/api/v1/evaluations/{id}/trace",
+       "download a run's trace; format=chrome|otlp|sqlite, run, batch_size, "
+       "trace_level"},
       {"GET", "/api/v1/compare", "evaluations side by side; ids=1,2[,...], batch_size"},
       {"GET", "/api/v1/report", "the HTML report (charts, tables, timeline) of ids=1[,2,...], batch_size"},
-      {"POST", "/api/v1/evaluations", "submit an evaluation (EvaluationRequest JSON, or a job submission as for "
-                                      "POST /api/v1/jobs): 202 with its job"},
-      {"POST", "/api/v1/jobs", "submit a job: {request, constraints, priority, max_attempts} (all but request "
-                               "optional) or a bare EvaluationRequest: 202 with the job"},
+      {"POST", "/api/v1/evaluations",
+       "submit an evaluation (EvaluationRequest JSON, or a job submission as for "
+       "POST /api/v1/jobs): 202 with its job"},
+      {"POST", "/api/v1/jobs",
+       "submit a job: {request, constraints, priority, max_attempts} (all but request "
+       "optional) or a bare EvaluationRequest: 202 with the job"},
       {"GET", "/api/v1/jobs", "submitted evaluations, newest first; state=queued|running|done|failed|cancelled, limit"},
-      {"GET", "/api/v1/jobs/{id}", "one job: state, constraints, priority, attempts, agent, progress, waiting reason, "
-                                   "evaluation id or error"},
+      {"GET", "/api/v1/jobs/{id}",
+       "one job: state, constraints, priority, attempts, agent, progress, waiting reason, "
+       "evaluation id or error"},
       {"DELETE", "/api/v1/jobs/{id}", "delete a queued or finished job (its evaluation stays)"},
       {"POST", "/api/v1/jobs/{id}/cancel", "cancel a queued or running job"},
       {"POST", "/api/v1/jobs/{id}/retry", "queue a failed or cancelled job again, attempts reset"},
@@ -195,8 +202,8 @@ const std::vector<Endpoint>& endpoints() {
 std::string index_html() {
   std::string rows;
   for (const Endpoint& e : endpoints())
-    rows += std::string("<tr><td>") + e.method + "</td><td><code>" + e.path + "</code></td><td>" + e.what +
-            "</td></tr>\n";
+    rows +=
+        std::string("<tr><td>") + e.method + "</td><td><code>" + e.path + "</code></td><td>" + e.what + "</td></tr>\n";
   return "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>XSP server</title></head><body>\n"
          "<h1>XSP server</h1>\n<p>REST API, JSON. Documentation: docs/server.md in the XSP source tree.</p>\n"
          "<table>\n<tr><th>method</th><th>path</th><th>what</th></tr>\n" +

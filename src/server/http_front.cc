@@ -32,15 +32,24 @@ using Clock = std::chrono::steady_clock;
 
 const char* reason(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
 }
 
@@ -218,8 +227,8 @@ struct GuardedHttpServer::Front {
   std::size_t in_flight = 0;  // requests queued for or held by workers
 
   struct AtomicCounts {
-    std::atomic<std::uint64_t> accepted{0}, requests{0}, refused_busy{0}, refused_client{0}, timed_out{0},
-        too_large{0}, malformed{0}, idle_closed{0};
+    std::atomic<std::uint64_t> accepted{0}, requests{0}, refused_busy{0}, refused_client{0}, timed_out{0}, too_large{0},
+        malformed{0}, idle_closed{0};
   } n;
 
   void wake() {
@@ -307,21 +316,27 @@ struct GuardedHttpServer::Front {
     c->fd = fd;
     sockaddr_storage a{};
     socklen_t len = sizeof a;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) address_of(a, c->peer.remote_ip, c->peer.remote_port);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      address_of(a, c->peer.remote_ip, c->peer.remote_port);
     len = sizeof a;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) address_of(a, c->peer.local_ip, c->peer.local_port);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      address_of(a, c->peer.local_ip, c->peer.local_port);
     if (conns.size() >= limits.max_connections) {
       n.refused_busy++;
-      send_now(fd, error_response(503, "the server has " + std::to_string(conns.size()) +
-                                           " connections open, its limit: retry in a moment", ""));
+      send_now(fd, error_response(503,
+                                  "the server has " + std::to_string(conns.size()) +
+                                      " connections open, its limit: retry in a moment",
+                                  ""));
       ::close(fd);
       return;
     }
     if (per_client[c->peer.remote_ip] >= limits.max_connections_per_client) {
       n.refused_client++;
-      send_now(fd, error_response(429, "address " + c->peer.remote_ip + " has " +
-                                           std::to_string(limits.max_connections_per_client) +
-                                           " connections open, the limit per client: reuse them (keep-alive)", ""));
+      send_now(fd, error_response(429,
+                                  "address " + c->peer.remote_ip + " has " +
+                                      std::to_string(limits.max_connections_per_client) +
+                                      " connections open, the limit per client: reuse them (keep-alive)",
+                                  ""));
       if (per_client[c->peer.remote_ip] == 0) per_client.erase(c->peer.remote_ip);
       ::close(fd);
       return;
@@ -391,22 +406,28 @@ struct GuardedHttpServer::Front {
   bool parse_head(Conn& c) {
     const std::size_t line_end = c.in.find('\n');
     if ((line_end == std::string::npos ? c.in.size() : line_end) > limits.max_request_line_bytes) {
-      refuse(c, 414, "request line longer than " + std::to_string(limits.max_request_line_bytes) +
-                         " bytes (the limit of a method, path and query)", "");
+      refuse(c, 414,
+             "request line longer than " + std::to_string(limits.max_request_line_bytes) +
+                 " bytes (the limit of a method, path and query)",
+             "");
       return false;
     }
     // httplib ends the head at an empty CRLF line; lines ending in a bare LF are skipped by it, and so here.
     const std::size_t blank = c.in.find("\r\n\r\n");
     if (blank == std::string::npos) {
       if (c.in.size() > limits.max_header_bytes)
-        refuse(c, 431, "request head (request line and headers) longer than " + std::to_string(limits.max_header_bytes) +
-                           " bytes", "");
+        refuse(
+            c, 431,
+            "request head (request line and headers) longer than " + std::to_string(limits.max_header_bytes) + " bytes",
+            "");
       return false;
     }
     std::size_t head_end = blank + 4;
     if (head_end > limits.max_header_bytes) {
-      refuse(c, 431, "request head (request line and headers) longer than " + std::to_string(limits.max_header_bytes) +
-                         " bytes", "");
+      refuse(
+          c, 431,
+          "request head (request line and headers) longer than " + std::to_string(limits.max_header_bytes) + " bytes",
+          "");
       return false;
     }
     std::optional<std::uint64_t> length;
@@ -426,8 +447,11 @@ struct GuardedHttpServer::Front {
       }
       const std::string_view name = line.substr(0, colon);
       if (name.find_first_of(" \t") != std::string_view::npos) {
-        refuse(c, 400, "header '" + std::string(trim(name)) + "': no whitespace is allowed before the colon "
-                       "(RFC 9112 §5.1)", "");
+        refuse(c, 400,
+               "header '" + std::string(trim(name)) +
+                   "': no whitespace is allowed before the colon "
+                   "(RFC 9112 §5.1)",
+               "");
         return false;
       }
       const std::string_view value = trim(line.substr(colon + 1));
@@ -454,13 +478,18 @@ struct GuardedHttpServer::Front {
     }
     const std::uint64_t body = length.value_or(0);
     if (body > limits.max_body_bytes) {
-      refuse(c, 413, "request body: " + std::to_string(body) + " bytes, more than the limit of " +
-                         std::to_string(limits.max_body_bytes) + " (--max-body-bytes)", "body");
+      refuse(c, 413,
+             "request body: " + std::to_string(body) + " bytes, more than the limit of " +
+                 std::to_string(limits.max_body_bytes) + " (--max-body-bytes)",
+             "body");
       return false;
     }
     if (buffered_body + body > limits.max_buffered_body_bytes) {
-      refuse(c, 503, "the server holds " + std::to_string(buffered_body) + " bytes of request bodies, its limit: retry "
-                     "in a moment", "");
+      refuse(c, 503,
+             "the server holds " + std::to_string(buffered_body) +
+                 " bytes of request bodies, its limit: retry "
+                 "in a moment",
+             "");
       n.refused_busy++;
       return false;
     }
@@ -496,8 +525,10 @@ struct GuardedHttpServer::Front {
   void dispatch(Conn& c) {
     if (in_flight >= limits.workers + limits.max_pending_requests) {
       n.refused_busy++;
-      return refuse(c, 503, std::to_string(in_flight) + " requests are waiting for the server's " +
-                                std::to_string(limits.workers) + " workers: retry in a moment", "");
+      return refuse(c, 503,
+                    std::to_string(in_flight) + " requests are waiting for the server's " +
+                        std::to_string(limits.workers) + " workers: retry in a moment",
+                    "");
     }
     ::epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
     c.state = State::kBusy;
@@ -534,8 +565,10 @@ struct GuardedHttpServer::Front {
       if (c->state != State::kBusy && c->deadline <= now) due.push_back(c.get());
     for (Conn* c : due) {
       if (c->state == State::kReading) {
-        refuse(*c, 408, "request: not received whole within " + std::to_string(limits.request_timeout.count()) +
-                            " ms of its first byte", "");
+        refuse(*c, 408,
+               "request: not received whole within " + std::to_string(limits.request_timeout.count()) +
+                   " ms of its first byte",
+               "");
       } else {
         if (c->state == State::kIdle) n.idle_closed++;
         close_conn(*c);
@@ -556,8 +589,7 @@ struct GuardedHttpServer::Front {
         work.pop_front();
       }
       RequestStream stream(c->fd, std::string_view(c->in).substr(0, c->request_len), c->peer, limits.write_timeout);
-      const bool close_after =
-          c->peer_closed || stopping || c->served + 1 >= limits.max_requests_per_connection;
+      const bool close_after = c->peer_closed || stopping || c->served + 1 >= limits.max_requests_per_connection;
       bool closed = false, ok = false;
       try {
         ok = server.serve(stream, close_after, closed);
@@ -569,7 +601,8 @@ struct GuardedHttpServer::Front {
   }
 };
 
-GuardedHttpServer::GuardedHttpServer(FrontLimits limits) : limits_(limits), front_(std::make_unique<Front>(*this, limits_)) {
+GuardedHttpServer::GuardedHttpServer(FrontLimits limits)
+    : limits_(limits), front_(std::make_unique<Front>(*this, limits_)) {
   new_task_queue = [] { return new InlineQueue(); };
   // Only for the Keep-Alive header httplib writes: the front enforces both.
   set_keep_alive_max_count(limits_.max_requests_per_connection);
@@ -619,8 +652,8 @@ void GuardedHttpServer::stop_front() {
 
 FrontCounts GuardedHttpServer::counts() const {
   const auto& n = front_->n;
-  return {n.accepted, n.requests, n.refused_busy, n.refused_client, n.timed_out, n.too_large, n.malformed,
-          n.idle_closed};
+  return {n.accepted,  n.requests,  n.refused_busy, n.refused_client,
+          n.timed_out, n.too_large, n.malformed,    n.idle_closed};
 }
 
 bool GuardedHttpServer::serve(httplib::Stream& stream, bool close_connection, bool& connection_closed) {

@@ -19,13 +19,13 @@ namespace xsp::detail {
 /// Bounds of the connection front. Each refusal is answered with the JSON error shape of docs/server.md and the
 /// connection is closed.
 struct FrontLimits {
-  std::size_t workers = 16;                      ///< threads that run requests (handlers) at once
-  std::size_t max_connections = 512;             ///< open connections at once; more get 503
-  std::size_t max_connections_per_client = 64;   ///< open connections per remote address; more get 429
-  std::size_t max_pending_requests = 1024;       ///< complete requests waiting for a worker; more get 503
-  std::size_t max_request_line_bytes = 8192;     ///< "GET /path?query HTTP/1.1" longer gets 414
-  std::size_t max_header_bytes = 32768;          ///< request line + headers longer gets 431
-  std::size_t max_body_bytes = 1 << 20;          ///< Content-Length larger gets 413 before the body is read
+  std::size_t workers = 16;                          ///< threads that run requests (handlers) at once
+  std::size_t max_connections = 512;                 ///< open connections at once; more get 503
+  std::size_t max_connections_per_client = 64;       ///< open connections per remote address; more get 429
+  std::size_t max_pending_requests = 1024;           ///< complete requests waiting for a worker; more get 503
+  std::size_t max_request_line_bytes = 8192;         ///< "GET /path?query HTTP/1.1" longer gets 414
+  std::size_t max_header_bytes = 32768;              ///< request line + headers longer gets 431
+  std::size_t max_body_bytes = 1 << 20;              ///< Content-Length larger gets 413 before the body is read
   std::size_t max_buffered_body_bytes = 256u << 20;  ///< bodies held at once over all connections; beyond: 503
   /// A request must arrive whole (head and body) within this time from its first byte; else 408.
   std::chrono::milliseconds request_timeout{10'000};
@@ -38,14 +38,14 @@ struct FrontLimits {
 
 /// What the front refused or dropped since it started (for logs and tests).
 struct FrontCounts {
-  std::uint64_t accepted = 0;         ///< connections taken
-  std::uint64_t requests = 0;         ///< requests handed to a worker
-  std::uint64_t refused_busy = 0;     ///< 503: too many connections, pending requests or buffered bodies
-  std::uint64_t refused_client = 0;   ///< 429: too many connections from one address
-  std::uint64_t timed_out = 0;        ///< 408: a request that did not arrive whole in time
-  std::uint64_t too_large = 0;        ///< 413, 414, 431
-  std::uint64_t malformed = 0;        ///< 400, 411 refused by the front
-  std::uint64_t idle_closed = 0;      ///< connections closed for idling
+  std::uint64_t accepted = 0;        ///< connections taken
+  std::uint64_t requests = 0;        ///< requests handed to a worker
+  std::uint64_t refused_busy = 0;    ///< 503: too many connections, pending requests or buffered bodies
+  std::uint64_t refused_client = 0;  ///< 429: too many connections from one address
+  std::uint64_t timed_out = 0;       ///< 408: a request that did not arrive whole in time
+  std::uint64_t too_large = 0;       ///< 413, 414, 431
+  std::uint64_t malformed = 0;       ///< 400, 411 refused by the front
+  std::uint64_t idle_closed = 0;     ///< connections closed for idling
 };
 
 /// httplib::Server whose sockets are read by the front (see the file comment). Routes, handlers, error and exception

@@ -1,6 +1,5 @@
 // The Host / Origin / Content-Type checks of include/xsp/server/http_policy.h.
 #include "xsp/server/http_policy.h"
-#include "xsp/util/strings.h"
 
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -8,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+
+#include "xsp/util/strings.h"
 
 namespace xsp::detail {
 namespace {
@@ -21,8 +22,8 @@ bool valid_port(std::string_view p) {
 // A registered name as RFC 3986 allows it in a Host header: letters, digits, '-', '.', '_' (seen in practice).
 bool valid_name(std::string_view n) {
   return !n.empty() && n.size() <= 253 && std::all_of(n.begin(), n.end(), [](unsigned char c) {
-           return std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_';
-         });
+    return std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_';
+  });
 }
 
 // host and port of "host[:port]" (port "" when absent); std::nullopt when malformed.

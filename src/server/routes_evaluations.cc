@@ -31,22 +31,23 @@ json run_json(const RunRecord& run, std::size_t number) {
   json stages = json::object();
   for (const auto& [stage, s] : run.stage_latency_ns) stages[stage] = to_json(s);
   const StabilityAssessment stability = run_stability(run);
-  return {{"run", number},
-          {"id", run.id},
-          {"batch_size", run.batch_size},
-          {"trace_level", std::string(to_string(run.trace_level))},
-          {"name", run_name(run.trace_level)},
-          {"warmup_iterations", run.warmup_iterations},
-          {"iterations", run.iterations},
-          {"throughput_samples_per_s", number_or_null(run.throughput_samples_per_s)},
-          {"stage_latency_ns", stages},
-          {"stability", {{"verdict", std::string(to_string(stability.verdict))}, {"label", stability_label(stability)}}},
-          {"measurement", to_json(run.measurement)},
-          {"warnings", run.warnings},
-          {"span_count", run.trace.spans.size()},
-          {"trace_id", run.trace_id},
-          {"machine_state", run.machine_state},
-          {"generation", run.generation}};
+  return {
+      {"run", number},
+      {"id", run.id},
+      {"batch_size", run.batch_size},
+      {"trace_level", std::string(to_string(run.trace_level))},
+      {"name", run_name(run.trace_level)},
+      {"warmup_iterations", run.warmup_iterations},
+      {"iterations", run.iterations},
+      {"throughput_samples_per_s", number_or_null(run.throughput_samples_per_s)},
+      {"stage_latency_ns", stages},
+      {"stability", {{"verdict", std::string(to_string(stability.verdict))}, {"label", stability_label(stability)}}},
+      {"measurement", to_json(run.measurement)},
+      {"warnings", run.warnings},
+      {"span_count", run.trace.spans.size()},
+      {"trace_id", run.trace_id},
+      {"machine_state", run.machine_state},
+      {"generation", run.generation}};
 }
 
 // One evaluation without its traces (they are downloads: GET .../trace), with each run's stability verdict and the
@@ -78,8 +79,9 @@ void filter_text(const httplib::Request& req, const char* name, std::string& out
   const auto v = param(req, name);
   if (!v) return;
   if (v->size() > kMaxFilterText)
-    throw HttpError{400, std::string(name) + ": at most " + std::to_string(kMaxFilterText) + " characters, got " +
-                             std::to_string(v->size()),
+    throw HttpError{400,
+                    std::string(name) + ": at most " + std::to_string(kMaxFilterText) + " characters, got " +
+                        std::to_string(v->size()),
                     name};
   out = *v;
 }
@@ -97,7 +99,8 @@ EvaluationFilter evaluation_filter(const httplib::Request& req) {
   if (auto v = param(req, "until")) f.until = parse_time_param(*v, "until", true);
   f.limit = static_cast<std::size_t>(param(req, "limit") ? parse_int_param(*param(req, "limit"), "limit", 1, kMaxLimit)
                                                          : 100);
-  if (auto v = param(req, "offset")) f.offset = static_cast<std::size_t>(parse_int_param(*v, "offset", 0, 1'000'000'000));
+  if (auto v = param(req, "offset"))
+    f.offset = static_cast<std::size_t>(parse_int_param(*v, "offset", 0, 1'000'000'000));
   return f;
 }
 
@@ -109,11 +112,13 @@ service::TraceRequest trace_request(const httplib::Request& req, std::int64_t id
   if (!format) throw HttpError{400, "format: expected chrome, otlp or sqlite, got '" + format_name + "'", "format"};
   t.format = *format;
   if (auto v = param(req, "run")) t.run.run = static_cast<int>(parse_int_param(*v, "run", 1, 1 << 20));
-  if (auto v = param(req, "batch_size")) t.run.batch_size = static_cast<int>(parse_int_param(*v, "batch_size", 1, 1 << 20));
+  if (auto v = param(req, "batch_size"))
+    t.run.batch_size = static_cast<int>(parse_int_param(*v, "batch_size", 1, 1 << 20));
   if (auto v = param(req, "trace_level")) {
     t.run.trace_level = parse_trace_level(*v);
     if (!t.run.trace_level)
-      throw HttpError{400, "trace_level: expected model, framework, library, system, kernel or hardware, got '" + *v + "'",
+      throw HttpError{400,
+                      "trace_level: expected model, framework, library, system, kernel or hardware, got '" + *v + "'",
                       "trace_level"};
   }
   return t;
@@ -162,8 +167,10 @@ void routes::get_analysis(Api& api, const httplib::Request& req, httplib::Respon
   if (auto v = param(req, "latency_bound_ms")) a.latency_bound_ms = parse_positive_double(*v, "latency_bound_ms");
   auto store = api.readers.acquire();
   const service::AnalysisResult result = service::analyze(*store, a);
-  send_json(res, 200, {{"evaluation_id", a.evaluation_id}, {"analysis", result.analyses.front()},
-                       {"tables", tables_json(result.tables)}});
+  send_json(res, 200,
+            {{"evaluation_id", a.evaluation_id},
+             {"analysis", result.analyses.front()},
+             {"tables", tables_json(result.tables)}});
 }
 
 void routes::get_trace(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {

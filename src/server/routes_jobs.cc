@@ -119,8 +119,9 @@ void routes::cancel_job(Api& api, const httplib::Request& req, httplib::Response
     case JobService::CancelResult::kNotFound:
       throw not_found(id);
     case JobService::CancelResult::kAlreadyFinished:
-      throw HttpError{409, "job " + std::to_string(id) + " has finished (" + to_string(job_or_404(api, id).state) +
-                               "): nothing to cancel",
+      throw HttpError{409,
+                      "job " + std::to_string(id) + " has finished (" + to_string(job_or_404(api, id).state) +
+                          "): nothing to cancel",
                       "id"};
     case JobService::CancelResult::kRemoved:
       send_json(res, 200, job_json(api, id));
@@ -139,8 +140,9 @@ void routes::retry_job(Api& api, const httplib::Request& req, httplib::Response&
     case JobService::RetryResult::kNotFound:
       throw not_found(id);
     case JobService::RetryResult::kNotFinished:
-      throw HttpError{409, "job " + std::to_string(id) + " is " + to_string(job_or_404(api, id).state) +
-                               ": nothing to retry (only failed or cancelled jobs are)",
+      throw HttpError{409,
+                      "job " + std::to_string(id) + " is " + to_string(job_or_404(api, id).state) +
+                          ": nothing to retry (only failed or cancelled jobs are)",
                       "id"};
     case JobService::RetryResult::kDone:
       throw HttpError{409, "job " + std::to_string(id) + " is done: submit its request again to repeat it", "id"};

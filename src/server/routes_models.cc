@@ -30,7 +30,9 @@ void routes::list_models(Api& api, const httplib::Request& req, httplib::Respons
   json problems = json::array();
   for (const service::ModelProblem& p : listing.problems)
     problems.push_back({{"file", p.file.string()}, {"message", p.message}});
-  send_json(res, 200, {{"models", models}, {"problems", problems}, {"predictors_in_this_build", listing.predictors_in_this_build}});
+  send_json(
+      res, 200,
+      {{"models", models}, {"problems", problems}, {"predictors_in_this_build", listing.predictors_in_this_build}});
 }
 
 }  // namespace xsp::detail

@@ -5,8 +5,8 @@
 #include "xsp/server/server.h"
 
 #include <arpa/inet.h>
-#include <sys/socket.h>
 #include <httplib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,8 +116,8 @@ struct Server::Impl : detail::Api {
         host_names(detail::server_host_names(options.host, options.allowed_hosts)) {}
 
   void route(const char* method, const char* pattern, unsigned flags, detail::Handler handler) {
-    routes.push_back({method, std::regex(std::string(kPrefix) + pattern), (flags & kWrite) != 0, (flags & kHeavy) != 0,
-                      handler});
+    routes.push_back(
+        {method, std::regex(std::string(kPrefix) + pattern), (flags & kWrite) != 0, (flags & kHeavy) != 0, handler});
   }
 
   // The API: one line per endpoint (docs/server.md "Endpoints"); {id} and {analysis} are the groups of the pattern.
@@ -153,14 +153,13 @@ struct Server::Impl : detail::Api {
 
   class HeavySlot {
    public:
-    HeavySlot(HeavyGate& gate, std::size_t max_running, std::size_t max_waiting, httplib::Response& res)
-        : gate_(gate) {
+    HeavySlot(HeavyGate& gate, std::size_t max_running, std::size_t max_waiting, httplib::Response& res) : gate_(gate) {
       std::unique_lock lock(gate_.mu);
       if (gate_.running >= max_running) {
         if (gate_.waiting >= max_waiting) refuse(max_running, res);
         ++gate_.waiting;
-        const bool got = gate_.freed.wait_for(lock, std::chrono::seconds(30),
-                                              [&] { return gate_.running < max_running; });
+        const bool got =
+            gate_.freed.wait_for(lock, std::chrono::seconds(30), [&] { return gate_.running < max_running; });
         --gate_.waiting;
         if (!got) refuse(max_running, res);
       }
@@ -179,8 +178,10 @@ struct Server::Impl : detail::Api {
    private:
     [[noreturn]] static void refuse(std::size_t max_running, httplib::Response& res) {
       res.set_header("Retry-After", "1");
-      throw HttpError{503, std::to_string(max_running) + " requests that load whole evaluations (analyses, compare, "
-                                                         "report, trace) are running and others wait: retry in a moment",
+      throw HttpError{503,
+                      std::to_string(max_running) +
+                          " requests that load whole evaluations (analyses, compare, "
+                          "report, trace) are running and others wait: retry in a moment",
                       ""};
     }
     HeavyGate& gate_;
@@ -189,12 +190,12 @@ struct Server::Impl : detail::Api {
   void authorize(const httplib::Request& req) const {
     if (options.token.empty()) return;
     if (!req.has_header("Authorization"))
-      throw HttpError{401, "this server needs a token for " + req.method + ": send the header 'Authorization: Bearer TOKEN'",
+      throw HttpError{401,
+                      "this server needs a token for " + req.method + ": send the header 'Authorization: Bearer TOKEN'",
                       "Authorization"};
     const std::string value = req.get_header_value("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
-    if (value.rfind(kBearer, 0) != 0)
-      throw HttpError{401, "Authorization: expected 'Bearer TOKEN'", "Authorization"};
+    if (value.rfind(kBearer, 0) != 0) throw HttpError{401, "Authorization: expected 'Bearer TOKEN'", "Authorization"};
     if (!constant_time_equal(value.substr(kBearer.size()), options.token))
       throw HttpError{403, "Authorization: wrong token", "Authorization"};
   }
@@ -214,7 +215,9 @@ struct Server::Impl : detail::Api {
           authorize(req);
         }
         std::optional<HeavySlot> slot;
-        if (r.heavy) slot.emplace(heavy, options.max_heavy_requests, std::max<std::size_t>(1, options.threads > 2 ? options.threads - 2 : 1), res);
+        if (r.heavy)
+          slot.emplace(heavy, options.max_heavy_requests,
+                       std::max<std::size_t>(1, options.threads > 2 ? options.threads - 2 : 1), res);
         try {
           r.handler(*this, req, res, m);
         } catch (const service::ServiceError& e) {
@@ -239,9 +242,11 @@ struct Server::Impl : detail::Api {
       send_json(res, 503, error_body(503, std::string("store: ") + e.what(), ""));
     } catch (const std::bad_alloc&) {
       // Every input is bounded; what is left is a store whose evaluations are larger than this machine can hold.
-      send_json(res, 503, error_body(503, "out of memory while answering " + req.method + " " + req.path +
-                                              ": the evaluations it reads are too large for this server's memory",
-                                     ""));
+      send_json(res, 503,
+                error_body(503,
+                           "out of memory while answering " + req.method + " " + req.path +
+                               ": the evaluations it reads are too large for this server's memory",
+                           ""));
     } catch (const std::exception& e) {
       send_json(res, 500, error_body(500, std::string("internal error: ") + e.what(), ""));
     }
@@ -313,7 +318,8 @@ struct Server::Impl : detail::Api {
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   ServerOptions& o = impl_->options;
   if (!is_loopback_address(o.host) && o.token.empty())
-    throw std::invalid_argument("host: " + o.host + " is not a loopback address: writes need a token there (give "
+    throw std::invalid_argument("host: " + o.host +
+                                " is not a loopback address: writes need a token there (give "
                                 "--token-file FILE or XSP_SERVER_TOKEN), or bind to 127.0.0.1");
   if (o.max_body_bytes == 0) throw std::invalid_argument("max_body_bytes: expected at least 1, got 0");
   if (o.threads == 0) throw std::invalid_argument("threads: expected at least 1, got 0");
@@ -325,7 +331,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
     throw std::invalid_argument("port: expected 0 to 65535, got " + std::to_string(o.port));
   // On PostgreSQL the agents write the evaluations, not the server: a submitter role (deploy/postgres-roles.sql), which
   // may not insert them, must be able to serve. DELETE of an evaluation then works only for a role allowed to delete.
-  impl_->writer = Store::open(o.store, is_postgres_location(o.store.string()) ? StoreAccess::kRead : StoreAccess::kReadWrite);
+  impl_->writer =
+      Store::open(o.store, is_postgres_location(o.store.string()) ? StoreAccess::kRead : StoreAccess::kReadWrite);
   Impl* impl = impl_.get();
   if (o.jobs) {
     impl_->jobs = o.jobs;

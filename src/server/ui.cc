@@ -1,7 +1,8 @@
 // The web UI's one page (GET /): browse and filter models and evaluations, open one (its report page, every
 // analysis as a chart and a table, and the trace timeline), compare several, submit an evaluation (with optional
-// constraints and priority) and watch, cancel, retry or delete jobs, and see the agents that run them. Plain HTML and JavaScript over the REST API of docs/server.md; the charts are the report's
-// (GET /api/v1/report), which inlines Vega, so nothing is fetched from another host.
+// constraints and priority) and watch, cancel, retry or delete jobs, and see the agents that run them. Plain HTML and
+// JavaScript over the REST API of docs/server.md; the charts are the report's (GET /api/v1/report), which inlines Vega,
+// so nothing is fetched from another host.
 #include "ui.h"
 
 namespace xsp::detail {

@@ -131,7 +131,8 @@ AnalysisOptions analysis_options(Store& store, const EvaluationRecord& record) {
 
 const std::string& analysis_id(std::string_view text) {
   const std::vector<std::string>& ids = analysis_ids();
-  const auto known = std::find_if(ids.begin(), ids.end(), [&](const std::string& k) { return same_ignoring_case(k, text); });
+  const auto known =
+      std::find_if(ids.begin(), ids.end(), [&](const std::string& k) { return same_ignoring_case(k, text); });
   if (known != ids.end()) return *known;
   std::string list;
   for (const auto& k : ids) list += (list.empty() ? "" : ", ") + k;
@@ -161,9 +162,10 @@ std::vector<Table> compare(Store& store, const CompareRequest& request) {
 
 ReportResult report(Store& store, const ReportRequest& request) {
   if (!report_assets_available())
-    throw Unavailable("this build has no report assets: Vega, Vega-Lite and vega-embed were not found in "
-                      "tools/vega/node_modules at configure time (run scripts/install-deps.sh, then rebuild)",
-                      "report assets");
+    throw Unavailable(
+        "this build has no report assets: Vega, Vega-Lite and vega-embed were not found in "
+        "tools/vega/node_modules at configure time (run scripts/install-deps.sh, then rebuild)",
+        "report assets");
   std::vector<ReportEvaluation> evaluations;
   for (std::int64_t id : request.ids) {
     ReportEvaluation e;

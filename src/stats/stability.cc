@@ -68,9 +68,12 @@ void check_positive(const std::vector<double>& v, const char* what) {
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kStable: return "stable";
-    case Verdict::kUnstable: return "unstable";
-    case Verdict::kNotAssessed: return "not_assessed";
+    case Verdict::kStable:
+      return "stable";
+    case Verdict::kUnstable:
+      return "unstable";
+    case Verdict::kNotAssessed:
+      return "not_assessed";
   }
   return "not_assessed";
 }
@@ -221,7 +224,8 @@ std::string describe_overhead(const PairedOverhead& o) {
   if (o.rounds < 2 || !std::isfinite(o.ci95_fraction.low)) return s + " (no interval: one round)";
   s += " [" + percent(o.ci95_fraction.low) + ", " + percent(o.ci95_fraction.high) + "]";
   if (!o.significant()) return s + " not significant";
-  if (o.ci95_fraction.high < 0) return s + " negative: the deeper level ran faster (not an overhead; see the run's warnings)";
+  if (o.ci95_fraction.high < 0)
+    return s + " negative: the deeper level ran faster (not an overhead; see the run's warnings)";
   return s;
 }
 

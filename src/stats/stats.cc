@@ -18,9 +18,7 @@ double mean_of(std::vector<double>::const_iterator first, std::vector<double>::c
   return std::accumulate(first, last, 0.0) / n;
 }
 
-double median_sorted(const std::vector<double>& sorted) {
-  return percentile_sorted(sorted, 50.0);
-}
+double median_sorted(const std::vector<double>& sorted) { return percentile_sorted(sorted, 50.0); }
 
 }  // namespace
 

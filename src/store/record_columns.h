@@ -83,7 +83,6 @@ inline std::vector<float> floats_from_blob(const std::uint8_t* data, std::size_t
   return out;
 }
 
-
 /// `j` as column text. Invalid UTF-8 is replaced rather than refused: a stray byte in an environment variable must
 /// not lose a run (and PostgreSQL would refuse it).
 inline std::string json_text(const nlohmann::json& j) {
@@ -93,8 +92,8 @@ inline std::string json_text(const nlohmann::json& j) {
 /// The columns of a run that are encoded, as both backends store them: JSON text and little-endian blobs.
 struct EncodedRun {
   std::string stage_latency_ns, counters, measurement, machine_state, warnings, generation;  ///< JSON text
-  std::vector<std::uint8_t> predict_latency_ns;  ///< doubles_to_blob()
-  std::vector<std::uint8_t> trace;               ///< encode_trace()
+  std::vector<std::uint8_t> predict_latency_ns;                                              ///< doubles_to_blob()
+  std::vector<std::uint8_t> trace;                                                           ///< encode_trace()
 };
 /// Encodes `run`'s columns. Throws what encode_trace() throws (the only step that can fail).
 inline EncodedRun encode_run(const RunRecord& run) {
@@ -134,7 +133,8 @@ inline void read_prediction_outputs(const nlohmann::json& j, InputPrediction& p)
   try {
     if (j.contains("detections")) {
       for (const auto& d : j.at("detections")) {
-        if (!d.is_array() || d.size() != 6) throw std::invalid_argument("outputs.detections: expected [x1, y1, x2, y2, score, label]");
+        if (!d.is_array() || d.size() != 6)
+          throw std::invalid_argument("outputs.detections: expected [x1, y1, x2, y2, score, label]");
         p.detections.push_back({d[0].get<float>(), d[1].get<float>(), d[2].get<float>(), d[3].get<float>(),
                                 d[4].get<float>(), d[5].get<int>()});
       }

@@ -2,11 +2,12 @@
 // it. The declaration is the only place the schema is written; src/store/sqlite_store.cc and
 // src/store/postgres/pg_schema.cc run results_migrations() of their dialect.
 #include "xsp/store/schema.h"
-#include "xsp/util/strings.h"
 
 #include <map>
 #include <set>
 #include <stdexcept>
+
+#include "xsp/util/strings.h"
 
 namespace xsp::store_schema {
 namespace {
@@ -22,11 +23,13 @@ std::vector<Version> versions() {
       {1, "Evaluations and their runs."},
       {2, "Per-input outputs of a run (xsp evaluate --store-predictions), for framework comparison."},
       {3, "Measured machine ceilings (`xsp machine ceilings`, SPEC §4: rooflines use measured peaks)."},
-      {4, "Is a latency a result (SPEC §3 \"Stability\")? Per run the stability verdict and the figures users query "
-          "as typed columns, the windows, blocks and machine state as JSON, its warnings; per evaluation the level "
-          "overheads with their intervals. Runs of older stores read as 'not_assessed'."},
-      {5, "Ids that outlive the store (issue 11): a random OTLP trace id per run and a random UUID per evaluation, so "
-          "exports of \"evaluation 1, run 1\" from two stores never merge; rows of older stores get theirs here."},
+      {4,
+       "Is a latency a result (SPEC §3 \"Stability\")? Per run the stability verdict and the figures users query "
+       "as typed columns, the windows, blocks and machine state as JSON, its warnings; per evaluation the level "
+       "overheads with their intervals. Runs of older stores read as 'not_assessed'."},
+      {5,
+       "Ids that outlive the store (issue 11): a random OTLP trace id per run and a random UUID per evaluation, so "
+       "exports of \"evaluation 1, run 1\" from two stores never merge; rows of older stores get theirs here."},
       {6, "Token generation (issue 15): the token-latency figures of a run as JSON ('{}' for other tasks)."},
       {7, "The detections and masks of detection and segmentation predictions (prediction_outputs())."},
   };
@@ -34,7 +37,8 @@ std::vector<Version> versions() {
 
 // 32 lowercase hex digits, and a version-4 UUID (gen_random_uuid(): PostgreSQL 13 or newer), for rows of stores older
 // than version 5.
-const PerDialect kRandomTraceId{"lower(hex(randomblob(16)))", "md5(random()::text || clock_timestamp()::text || id::text)"};
+const PerDialect kRandomTraceId{"lower(hex(randomblob(16)))",
+                                "md5(random()::text || clock_timestamp()::text || id::text)"};
 const PerDialect kRandomUuid{
     "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
     "substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))",
@@ -42,7 +46,9 @@ const PerDialect kRandomUuid{
 
 Table evaluations() {
   return {
-      "evaluations", 1, "One `xsp evaluate` (or imported) evaluation: what ran where, with its settings.",
+      "evaluations",
+      1,
+      "One `xsp evaluate` (or imported) evaluation: what ran where, with its settings.",
       {
           col("id", kId),
           col("created_at", kTimestamp).required(),
@@ -59,53 +65,67 @@ Table evaluations() {
           col("leveled", kInteger).required().check("leveled IN (0, 1)"),
           col("settings", kJson).required(),
           col("system", kJson).required().described("the machine's description; system.host.hostname is filtered on"),
-          col("uuid", kText).check("uuid IS NULL OR length(uuid) = 36").since(5).backfilled(kRandomUuid)
+          col("uuid", kText)
+              .check("uuid IS NULL OR length(uuid) = 36")
+              .since(5)
+              .backfilled(kRandomUuid)
               .described("OTLP service.instance.id"),
       },
-      {}, {}, {}};
+      {},
+      {},
+      {}};
 }
 
 Table runs() {
-  return {
-      "runs", 1,
-      "One batch size at one trace level. span_count, unparented_spans and counters duplicate what is inside the "
-      "trace blob so that listings and queries (\"runs that lost spans\") need not decompress traces.",
-      {
-          col("id", kId),
-          col("evaluation_id", kInteger).required().references("evaluations"),
-          col("batch_size", kInteger).required().check("batch_size > 0"),
-          col("trace_level", kText).required(),
-          col("warmup_iterations", kInteger).required().check("warmup_iterations >= 0"),
-          col("iterations", kInteger).required().check("iterations >= 0"),
-          col("throughput_samples_per_s", kReal),
-          col("stage_latency_ns", kJson).required(),
-          col("predict_latency_ns", kBlob).required().described("little-endian doubles (record_columns.h)"),
-          col("span_count", kInteger).required(),
-          col("unparented_spans", kInteger).required(),
-          col("counters", kJson).required(),
-          col("trace", kBlob).required().described("the compressed trace (xsp/trace/serialize.h)"),
-          col("stability", kText).required().default_to("'not_assessed'")
-              .check("stability IN ('stable', 'unstable', 'not_assessed')").wrap_check().since(4),
-          col("latency_median_ns", kReal).since(4),
-          col("latency_ci95_low_ns", kReal).since(4),
-          col("latency_ci95_high_ns", kReal).since(4),
-          col("latency_cv", kReal).since(4),
-          col("drift_fraction", kReal).since(4),
-          col("warmup_ns", kInteger).required().default_to("0").check("warmup_ns >= 0").since(4),
-          col("measurement", kJson).required().default_to("'{}'").since(4),
-          col("machine_state", kJson).required().default_to("'{}'").since(4),
-          col("warnings", kJson).required().default_to("'[]'").since(4),
-          col("trace_id", kText)
-              .check("trace_id IS NULL OR (length(trace_id) = 32 AND @only_chars(trace_id, 0-9a-f))")
-              .since(5).backfilled(kRandomTraceId).described("OTLP trace id, 32 lowercase hex digits"),
-          col("generation", kJson).required().default_to("'{}'").since(6),
-      },
-      {}, {},
-      {{"runs_evaluation_id", {"evaluation_id"}}, {"runs_trace_id", {"trace_id"}, true, 5}}};
+  return {"runs",
+          1,
+          "One batch size at one trace level. span_count, unparented_spans and counters duplicate what is inside the "
+          "trace blob so that listings and queries (\"runs that lost spans\") need not decompress traces.",
+          {
+              col("id", kId),
+              col("evaluation_id", kInteger).required().references("evaluations"),
+              col("batch_size", kInteger).required().check("batch_size > 0"),
+              col("trace_level", kText).required(),
+              col("warmup_iterations", kInteger).required().check("warmup_iterations >= 0"),
+              col("iterations", kInteger).required().check("iterations >= 0"),
+              col("throughput_samples_per_s", kReal),
+              col("stage_latency_ns", kJson).required(),
+              col("predict_latency_ns", kBlob).required().described("little-endian doubles (record_columns.h)"),
+              col("span_count", kInteger).required(),
+              col("unparented_spans", kInteger).required(),
+              col("counters", kJson).required(),
+              col("trace", kBlob).required().described("the compressed trace (xsp/trace/serialize.h)"),
+              col("stability", kText)
+                  .required()
+                  .default_to("'not_assessed'")
+                  .check("stability IN ('stable', 'unstable', 'not_assessed')")
+                  .wrap_check()
+                  .since(4),
+              col("latency_median_ns", kReal).since(4),
+              col("latency_ci95_low_ns", kReal).since(4),
+              col("latency_ci95_high_ns", kReal).since(4),
+              col("latency_cv", kReal).since(4),
+              col("drift_fraction", kReal).since(4),
+              col("warmup_ns", kInteger).required().default_to("0").check("warmup_ns >= 0").since(4),
+              col("measurement", kJson).required().default_to("'{}'").since(4),
+              col("machine_state", kJson).required().default_to("'{}'").since(4),
+              col("warnings", kJson).required().default_to("'[]'").since(4),
+              col("trace_id", kText)
+                  .check("trace_id IS NULL OR (length(trace_id) = 32 AND @only_chars(trace_id, 0-9a-f))")
+                  .since(5)
+                  .backfilled(kRandomTraceId)
+                  .described("OTLP trace id, 32 lowercase hex digits"),
+              col("generation", kJson).required().default_to("'{}'").since(6),
+          },
+          {},
+          {},
+          {{"runs_evaluation_id", {"evaluation_id"}}, {"runs_trace_id", {"trace_id"}, true, 5}}};
 }
 
 Table predictions() {
-  return {"predictions", 2, "The per-input outputs of a run; `position` restores the run's order exactly.",
+  return {"predictions",
+          2,
+          "The per-input outputs of a run; `position` restores the run's order exactly.",
           {
               col("run_id", kInteger).required().references("runs"),
               col("position", kInteger).required().check("position >= 0"),
@@ -120,7 +140,8 @@ Table predictions() {
 }
 
 Table machine_ceilings() {
-  return {"machine_ceilings", 3,
+  return {"machine_ceilings",
+          3,
           "One measurement of one GPU's peaks; never edited: a new one is added and the latest wins.",
           {
               col("id", kId),
@@ -130,12 +151,15 @@ Table machine_ceilings() {
               col("measured_at", kTimestamp).required().check("length(measured_at) > 0"),
               col("clocks_note", kText).required(),
           },
-          {}, {},
+          {},
+          {},
           {{"machine_ceilings_machine", {"hostname", "gpu_name", "measured_at"}}}};
 }
 
 Table ceilings() {
-  return {"ceilings", 3, "One peak of a machine_ceilings measurement.",
+  return {"ceilings",
+          3,
+          "One peak of a machine_ceilings measurement.",
           {
               col("machine_ceilings_id", kInteger).required().references("machine_ceilings"),
               col("position", kInteger).required().check("position >= 0"),
@@ -150,7 +174,9 @@ Table ceilings() {
 }
 
 Table level_overheads() {
-  return {"level_overheads", 4, "The overhead of each trace level over its baseline, with its 95% interval.",
+  return {"level_overheads",
+          4,
+          "The overhead of each trace level over its baseline, with its 95% interval.",
           {
               col("evaluation_id", kInteger).required().references("evaluations"),
               col("position", kInteger).required().check("position >= 0"),
@@ -269,7 +295,8 @@ void validate_table(const Schema& schema, const Table& table) {
     const Column& c = table.columns[i];
     if (!names.insert(c.name).second) invalid("table " + table.name + " declares column " + c.name + " twice");
     if (i > 0 && table.columns[i - 1].added_in > c.added_in)
-      invalid("column " + table.name + "." + c.name + ": declared after a column added by a later version (columns "
+      invalid("column " + table.name + "." + c.name +
+              ": declared after a column added by a later version (columns "
               "are declared in the table's order, and ALTER TABLE adds a column last)");
     validate_column(schema, table, i, c);
   }
@@ -290,14 +317,20 @@ std::string_view dialect_name(Dialect dialect) { return dialect == Dialect::kSql
 std::string_view sql_type(Dialect dialect, Type type) {
   const bool lite = dialect == Dialect::kSqlite;
   switch (type) {
-    case kId: return lite ? "INTEGER PRIMARY KEY" : "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY";
-    case kInteger: return lite ? "INTEGER" : "BIGINT";
-    case kInt32: return "INTEGER";
-    case kReal: return lite ? "REAL" : "DOUBLE PRECISION";
+    case kId:
+      return lite ? "INTEGER PRIMARY KEY" : "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY";
+    case kInteger:
+      return lite ? "INTEGER" : "BIGINT";
+    case kInt32:
+      return "INTEGER";
+    case kReal:
+      return lite ? "REAL" : "DOUBLE PRECISION";
     case kText:
     case kJson:
-    case kTimestamp: return "TEXT";
-    case kBlob: return lite ? "BLOB" : "BYTEA";
+    case kTimestamp:
+      return "TEXT";
+    case kBlob:
+      return lite ? "BLOB" : "BYTEA";
   }
   throw std::logic_error("store schema: unknown column type");
 }
@@ -318,7 +351,8 @@ const Table* Schema::table(std::string_view name) const {
 
 const Schema& results_schema() {
   static const Schema schema = [] {
-    Schema s{"schema_version", versions(),
+    Schema s{"schema_version",
+             versions(),
              {evaluations(), runs(), predictions(), machine_ceilings(), ceilings(), level_overheads()}};
     validate(s);
     return s;
@@ -361,7 +395,8 @@ std::string expand_dialect_functions(Dialect dialect, std::string_view text) {
     const std::string_view inside = text.substr(open + 1, close - open - 1);
     for (std::size_t b = 0;;) {
       const std::size_t comma = inside.find(',', b);
-      args.emplace_back(util::trim(inside.substr(b, comma == std::string_view::npos ? std::string_view::npos : comma - b), " "));
+      args.emplace_back(
+          util::trim(inside.substr(b, comma == std::string_view::npos ? std::string_view::npos : comma - b), " "));
       if (comma == std::string_view::npos) break;
       b = comma + 1;
     }
@@ -388,8 +423,8 @@ std::string column_sql(Dialect dialect, const Column& c) {
     if (!c.foreign_key->on_delete.empty()) out += " ON DELETE " + c.foreign_key->on_delete;
   }
   if (!c.check_sql.empty())
-    out += std::string(c.check_on_new_line ? "\n  " : " ") + "CHECK (" + expand_dialect_functions(dialect, c.check_sql) +
-           ")";
+    out += std::string(c.check_on_new_line ? "\n  " : " ") + "CHECK (" +
+           expand_dialect_functions(dialect, c.check_sql) + ")";
   return out;
 }
 

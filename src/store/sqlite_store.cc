@@ -2,8 +2,8 @@
 // evaluation starts while `xsp show` reads. SQLite checkpoints the -wal file into the store and removes it when the
 // last connection closes, so a store no process has open is still that one file (copy or mail it as is). Every
 // write is one transaction: a failed save() leaves nothing.
-#include <sqlite3.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <bit>
 #include <cerrno>
 #include <chrono>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -24,13 +24,13 @@
 #include <utility>
 #include <vector>
 
+#include "builtin_backends.h"
+#include "record_columns.h"
 #include "xsp/manifest/files.h"
 #include "xsp/store/backend.h"
 #include "xsp/store/schema.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/serialize.h"
-#include "builtin_backends.h"
-#include "record_columns.h"
 
 namespace xsp {
 namespace {
@@ -64,7 +64,8 @@ double column_real(sqlite3_stmt* q, int col) {
 // matches any (so that one prepared text serves every combination of filters). Devices are stored as "cpu" or
 // "cuda:N": "cuda" matches every ordinal.
 constexpr const char* kFilterSql =
-    "(?1 = '' OR e.model_name = ?1) AND (?2 = '' OR e.framework_name = ?2) AND (?3 = '' OR e.device = ?3 OR substr(e.device, 1, length(?3) + 1) = ?3 || ':') AND "
+    "(?1 = '' OR e.model_name = ?1) AND (?2 = '' OR e.framework_name = ?2) AND (?3 = '' OR e.device = ?3 OR "
+    "substr(e.device, 1, length(?3) + 1) = ?3 || ':') AND "
     "(?4 = '' OR json_extract(e.system, '$.host.hostname') = ?4) AND (?5 = '' OR e.created_at >= ?5) AND "
     "(?6 = '' OR e.created_at <= ?6)";
 
@@ -81,13 +82,15 @@ class SqliteStore final : public Store {
 
   void open(StoreAccess access) {
     if (file_.empty())
-      throw StoreError("xsp store: expected a file path, got an empty one (SQLite would open a temporary database "
-                       "and lose every result)");
+      throw StoreError(
+          "xsp store: expected a file path, got an empty one (SQLite would open a temporary database "
+          "and lose every result)");
     const bool exists = refuse_other_than_regular_file();
     if (access == StoreAccess::kRead) {
       if (!exists)
-        fail("open", "no such file (a command that only reads does not create a store; `xsp evaluate` or `xsp import` "
-                     "does)");
+        fail("open",
+             "no such file (a command that only reads does not create a store; `xsp evaluate` or `xsp import` "
+             "does)");
       open_to_read();
     } else {
       const std::filesystem::path parent = file_.parent_path();
@@ -111,8 +114,9 @@ class SqliteStore final : public Store {
       // of mode 0444 is opened read-only without an error, and in WAL mode BEGIN IMMEDIATE still succeeds on it
       // (the write lock lives in the -shm file): only the first page written says "readonly", so write one.
       if (sqlite3_db_readonly(db_, "main") == 1)
-        fail("open", "the file can only be read (check its permissions and its folder's), so nothing could be saved "
-                     "in it; choose another --store file");
+        fail("open",
+             "the file can only be read (check its permissions and its folder's), so nothing could be saved "
+             "in it; choose another --store file");
       exec("BEGIN IMMEDIATE", "check the store is writable (BEGIN IMMEDIATE)");
       try {
         exec("CREATE TABLE xsp_write_probe (x)", "check the store is writable (write a page)");
@@ -265,7 +269,8 @@ class SqliteStore final : public Store {
     for (const std::string& f : findings) joined += (joined.empty() ? "" : "; ") + f;
     fail("open", "the file is damaged, refusing to save into it (PRAGMA quick_check: " + joined +
                      "); save to another file with --store, and restore this one from a backup or rescue its "
-                     "contents with `sqlite3 " + file_.string() + " .recover`");
+                     "contents with `sqlite3 " +
+                     file_.string() + " .recover`");
   }
 
  public:
@@ -338,7 +343,8 @@ class SqliteStore final : public Store {
         "e.scenario, e.trace_level, e.batch_sizes, "
         "(SELECT COUNT(*) FROM runs r WHERE r.evaluation_id = e.id), "
         "COALESCE(json_extract(e.system, '$.host.hostname'), '') "
-        "FROM evaluations e WHERE " + std::string(kFilterSql) + " ORDER BY e.created_at DESC, e.id DESC LIMIT ?7 OFFSET ?8",
+        "FROM evaluations e WHERE " +
+            std::string(kFilterSql) + " ORDER BY e.created_at DESC, e.id DESC LIMIT ?7 OFFSET ?8",
         op);
     bind_filter(st, filter, op);
     bind_int(st, 7, filter.limit ? static_cast<std::int64_t>(std::min<std::size_t>(*filter.limit, INT64_MAX)) : -1, op);
@@ -396,7 +402,6 @@ class SqliteStore final : public Store {
     }
   }
 
-
  private:
   [[noreturn]] void fail(const std::string& operation, const std::string& message) const {
     throw StoreError("xsp store " + file_.string() + ": " + operation + ": " + message);
@@ -433,9 +438,9 @@ class SqliteStore final : public Store {
 
   static std::string text(sqlite3_stmt* s, int col) {
     const auto* p = sqlite3_column_text(s, col);
-    return p != nullptr ? std::string(reinterpret_cast<const char*>(p),
-                                      static_cast<std::size_t>(sqlite3_column_bytes(s, col)))
-                        : std::string();
+    return p != nullptr
+               ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(s, col)))
+               : std::string();
   }
 
   nlohmann::json parse_json(const std::string& text, const std::string& what) const {
@@ -843,13 +848,16 @@ class SqliteStore final : public Store {
       {
         const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(q, 7));
         const auto n = static_cast<std::size_t>(sqlite3_column_bytes(q, 7));
-        if (n % 8 != 0) fail(run_op + ": predict_latency_ns", "blob of " + std::to_string(n) + " bytes is not a whole number of doubles");
+        if (n % 8 != 0)
+          fail(run_op + ": predict_latency_ns",
+               "blob of " + std::to_string(n) + " bytes is not a whole number of doubles");
         if (p != nullptr) run.predict_latency_ns = doubles_from_blob(p, n);
       }
       {
         const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(q, 8));
         const auto n = static_cast<std::size_t>(sqlite3_column_bytes(q, 8));
-        std::vector<std::uint8_t> blob = p != nullptr ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
+        std::vector<std::uint8_t> blob =
+            p != nullptr ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
         try {
           run.trace = decode_trace(blob);
         } catch (const std::exception& e) {
@@ -932,7 +940,8 @@ class SqliteStore final : public Store {
   void read_predictions(RunRecord& run, const std::string& run_op) {
     const std::string op = run_op + ": predictions";
     Statement st = prepare(
-        "SELECT input_id, top_classes, probabilities, outputs FROM predictions WHERE run_id = ?1 ORDER BY position", op);
+        "SELECT input_id, top_classes, probabilities, outputs FROM predictions WHERE run_id = ?1 ORDER BY position",
+        op);
     bind_int(st, 1, run.id, op);
     while (step(st, op)) {
       sqlite3_stmt* q = st.get();
@@ -960,14 +969,14 @@ class SqliteStore final : public Store {
 
   std::filesystem::path file_;
   StoreOptions options_;
-  LockWait short_wait_;                     // reads, the open-time checks, migrations
-  const LockWait* wait_ = &short_wait_;     // the wait in force (SaveWait switches it)
+  LockWait short_wait_;                  // reads, the open-time checks, migrations
+  const LockWait* wait_ = &short_wait_;  // the wait in force (SaveWait switches it)
   std::chrono::steady_clock::time_point busy_since_;
   std::chrono::milliseconds next_progress_{0};
   sqlite3* db_ = nullptr;
   bool immutable_ = false;    // kRead on a folder that cannot be written: opened as file:PATH?immutable=1
   std::string folder_error_;  // why folder_writable() said no
-  std::mutex mu_;  // one connection: serialize this object's users instead of relying on SQLite's own mode
+  std::mutex mu_;             // one connection: serialize this object's users instead of relying on SQLite's own mode
 };
 
 }  // namespace

@@ -1,4 +1,6 @@
 // Store::open(), the registry of store backends (include/xsp/store/backend.h) and the location helpers.
+#include "xsp/store/store.h"
+
 #include <algorithm>
 #include <mutex>
 #include <regex>
@@ -8,7 +10,6 @@
 #include "builtin_backends.h"
 #include "xsp/store/backend.h"
 #include "xsp/store/schema.h"
-#include "xsp/store/store.h"
 
 namespace xsp {
 namespace {
@@ -35,8 +36,10 @@ struct Registry {
       }
     }
     auto same = std::find_if(backends.begin(), backends.end(), [&](const StoreBackend& o) { return o.name == b.name; });
-    if (same != backends.end()) *same = std::move(b);
-    else backends.push_back(std::move(b));
+    if (same != backends.end())
+      *same = std::move(b);
+    else
+      backends.push_back(std::move(b));
   }
 };
 
@@ -52,8 +55,9 @@ Registry& registry() {
     StoreBackend pg;
     pg.name = "PostgreSQL";
     pg.schemes = postgres_schemes();
-    pg.missing = "this build of XSP has no PostgreSQL support (install libpqxx-dev, e.g. with scripts/install-deps.sh, "
-                 "and rebuild); use an SQLite file as --store";
+    pg.missing =
+        "this build of XSP has no PostgreSQL support (install libpqxx-dev, e.g. with scripts/install-deps.sh, "
+        "and rebuild); use an SQLite file as --store";
     r.add(std::move(pg));
 #endif
     return true;

@@ -2,6 +2,7 @@
 #include "xsp/store/trace_export.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,10 +12,9 @@
 #include <map>
 #include <ostream>
 #include <sstream>
-#include <sys/stat.h>
-#include <vector>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #include "xsp/store/store.h"
 #include "xsp/trace/serialize.h"
@@ -32,9 +32,12 @@ std::optional<TraceFormat> parse_trace_format(std::string_view name) {
 
 std::string_view to_string(TraceFormat format) {
   switch (format) {
-    case TraceFormat::kChrome: return "chrome";
-    case TraceFormat::kOtlp: return "otlp";
-    case TraceFormat::kSqlite: return "sqlite";
+    case TraceFormat::kChrome:
+      return "chrome";
+    case TraceFormat::kOtlp:
+      return "otlp";
+    case TraceFormat::kSqlite:
+      return "sqlite";
   }
   return "unknown";
 }
@@ -112,8 +115,9 @@ class TempOutput {
   explicit TempOutput(fs::path target) : target_(std::move(target)) {
     std::string pattern = target_.string() + ".tmp-XXXXXX";
     const int fd = ::mkstemp(pattern.data());
-    if (fd < 0) throw IoError("cannot write " + target_.string() + ": cannot create a temporary file beside it: " +
-                              std::strerror(errno));
+    if (fd < 0)
+      throw IoError("cannot write " + target_.string() +
+                    ": cannot create a temporary file beside it: " + std::strerror(errno));
     const mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(fd, 0666 & ~mask);
@@ -354,15 +358,14 @@ void insert_kernel(Db::Insert& kernel_ins, const Span& s, SpanId launch, SpanId 
   } else {
     kernel_ins.opt(7, s.tag_int("device")).opt(8, s.tag_int("stream"));
   }
-  kernel_ins.opt(9, s.correlation_id != 0
-                        ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
-                        : std::nullopt);
+  kernel_ins.opt(9, s.correlation_id != 0 ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
+                                          : std::nullopt);
   for (int k = 0; k < 2; ++k) {
     const Tag* t = s.find_tag(k == 0 ? "grid" : "block");
     const std::vector<std::int64_t> xyz = t != nullptr ? t->as_int_list() : std::vector<std::int64_t>{};
     for (int c = 0; c < 3; ++c) {
-      kernel_ins.opt(10 + 3 * k + c, xyz.size() == 3 ? std::optional<std::int64_t>(xyz[static_cast<std::size_t>(c)])
-                                                     : std::nullopt);
+      kernel_ins.opt(10 + 3 * k + c,
+                     xyz.size() == 3 ? std::optional<std::int64_t>(xyz[static_cast<std::size_t>(c)]) : std::nullopt);
     }
   }
   const auto st = s.tag_int("static_shared_bytes"), dyn = s.tag_int("dynamic_shared_bytes");
@@ -472,7 +475,7 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
     } else if (s.level == Level::kSystem) {
       launch_ins.i64(1, id).text(2, s.name).i64(3, s.start_ns).i64(4, s.end_ns).i64(5, s.duration_ns()).opt(6, thread);
       launch_ins.opt(7, s.correlation_id != 0 ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
-                                                : std::nullopt);
+                                              : std::nullopt);
       launch_ins.opt(8, s.tag_int("cbid")).id(9, op).row();
     } else if (s.level == Level::kKernel) {
       const Span* p = parent(s);
@@ -490,8 +493,7 @@ void write_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs
 
 }  // namespace
 
-void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format,
-                      const fs::path& path) {
+void export_run_trace(const EvaluationRecord& record, const RunRecord& run, TraceFormat format, const fs::path& path) {
   switch (format) {
     case TraceFormat::kChrome: {
       const TraceResource resource = trace_resource(record, run);
@@ -503,11 +505,12 @@ void export_run_trace(const EvaluationRecord& record, const RunRecord& run, Trac
         throw std::invalid_argument("run " + std::to_string(run.id) + " has no trace id (it was never stored)");
       }
       const TraceResource resource = trace_resource(record, run);
-      write_file_atomically(path,
-                            [&](std::ostream& out) { write_otlp_json(out, run.trace, resource, run.trace_id); });
+      write_file_atomically(path, [&](std::ostream& out) { write_otlp_json(out, run.trace, resource, run.trace_id); });
       return;
     }
-    case TraceFormat::kSqlite: export_run_sqlite(record, run, path); return;
+    case TraceFormat::kSqlite:
+      export_run_sqlite(record, run, path);
+      return;
   }
 }
 

@@ -95,9 +95,12 @@ std::string format_cudnn_version(std::uint64_t version) {
 
 std::string to_string(LibraryPresence presence) {
   switch (presence) {
-    case LibraryPresence::kLoaded: return "loaded";
-    case LibraryPresence::kFound: return "found (not loaded by the framework)";
-    case LibraryPresence::kAbsent: return "absent";
+    case LibraryPresence::kLoaded:
+      return "loaded";
+    case LibraryPresence::kFound:
+      return "found (not loaded by the framework)";
+    case LibraryPresence::kAbsent:
+      return "absent";
   }
   return "absent";
 }
@@ -120,8 +123,8 @@ nlohmann::json describe_cuda_libraries() {
 bool is_performance_relevant_env(const std::string& name) {
   static constexpr std::array<std::string_view, 3> kExact = {"LD_PRELOAD", "LD_LIBRARY_PATH", "NVIDIA_TF32_OVERRIDE"};
   static constexpr std::array<std::string_view, 17> kPrefixes = {
-      "OMP_",  "KMP_",   "GOMP_",  "MKL_",     "OPENBLAS_", "DNNL_",   "ONEDNN_", "CUDA_", "CUBLAS_",
-      "CUBLASLT_", "CUDNN_", "NCCL_", "TORCH_", "PYTORCH_", "ORT_",   "OPENCV_", "XSP_"};
+      "OMP_",      "KMP_",   "GOMP_", "MKL_",   "OPENBLAS_", "DNNL_", "ONEDNN_", "CUDA_", "CUBLAS_",
+      "CUBLASLT_", "CUDNN_", "NCCL_", "TORCH_", "PYTORCH_",  "ORT_",  "OPENCV_", "XSP_"};
   for (auto e : kExact)
     if (name == e) return true;
   for (auto p : kPrefixes)

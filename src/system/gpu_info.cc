@@ -1,14 +1,15 @@
 // nvidia-smi parsing and the readable system description; see include/xsp/system/gpu_info.h.
 #include "xsp/system/gpu_info.h"
-#include "xsp/util/strings.h"
 
 #include <cstdio>
 #include <cstdlib>
-#include <iomanip>
 #include <filesystem>
+#include <iomanip>
 #include <regex>
 #include <sstream>
 #include <vector>
+
+#include "xsp/util/strings.h"
 
 namespace xsp {
 namespace {
@@ -75,11 +76,12 @@ std::string parse_nvidia_smi_cuda_version(const std::string& banner) {
 nlohmann::json describe_nvidia_gpus() {
   try {
     if (!on_path("nvidia-smi")) return nlohmann::json::object();
-    const auto gpus = parse_nvidia_smi_gpus(capture(
-        "nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv,noheader"));
+    const auto gpus = parse_nvidia_smi_gpus(
+        capture("nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv,noheader"));
     if (gpus.empty()) return nlohmann::json::object();
     nlohmann::json out = {{"gpus", gpus}};
-    if (auto cuda = parse_nvidia_smi_cuda_version(capture("nvidia-smi")); !cuda.empty()) out["driver_cuda_version"] = cuda;
+    if (auto cuda = parse_nvidia_smi_cuda_version(capture("nvidia-smi")); !cuda.empty())
+      out["driver_cuda_version"] = cuda;
     return out;
   } catch (...) {
     return nlohmann::json::object();
@@ -129,7 +131,8 @@ std::string format_system(const nlohmann::json& s) {
     if (c.contains("driver_cuda_version")) o << "cuda (driver supports): " << str(c, "driver_cuda_version") << "\n";
   }
   if (s.contains("software")) o << "software: " << s["software"].dump() << "\n";
-  if (s.contains("framework")) o << "framework: " << str(s["framework"], "name") << " " << str(s["framework"], "version") << "\n";
+  if (s.contains("framework"))
+    o << "framework: " << str(s["framework"], "name") << " " << str(s["framework"], "version") << "\n";
   if (s.contains("environment") && !s["environment"].empty()) o << "environment: " << s["environment"].dump() << "\n";
   if (s.contains("captured_at")) o << "captured: " << str(s, "captured_at") << "\n";
   return o.str();

@@ -1,6 +1,5 @@
 // Machine state around a run (NVML through dlopen, /proc and /sys); see include/xsp/system/machine_state.h.
 #include "xsp/system/machine_state.h"
-#include "xsp/util/strings.h"
 
 #include <dlfcn.h>
 #include <time.h>
@@ -17,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+
+#include "xsp/util/strings.h"
 
 namespace xsp {
 namespace {
@@ -205,8 +206,7 @@ std::string read_file(const std::string& path) {
 std::vector<std::string> read_governors() {
   std::vector<std::pair<long, std::string>> found;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it("/sys/devices/system/cpu", ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (std::filesystem::directory_iterator it("/sys/devices/system/cpu", ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() < 4 || name.compare(0, 3, "cpu") != 0 ||
         !std::all_of(name.begin() + 3, name.end(), [](unsigned char c) { return std::isdigit(c); }))
@@ -371,8 +371,8 @@ void read_int(const nlohmann::json& j, const char* key, const std::string& path,
     if (i < 0) bad_field(path + key, "a non-negative integer");
     out = static_cast<Int>(i);
   } else {
-    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(
-                                                                  std::numeric_limits<Int>::max()))
+    if (v->is_number_unsigned() &&
+        v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Int>::max()))
       bad_field(path + key, "an integer in range");
     const auto i = v->get<std::int64_t>();
     if (i < std::numeric_limits<Int>::min() || i > std::numeric_limits<Int>::max())

@@ -2,10 +2,6 @@
 // only leaves that fact out: a missing /proc file must never cost the user an evaluation.
 #include "xsp/system/system_info.h"
 
-#include "xsp/system/cuda_libraries.h"
-#include "xsp/system/gpu_info.h"
-#include "xsp/util/strings.h"
-
 #include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -20,6 +16,10 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+
+#include "xsp/system/cuda_libraries.h"
+#include "xsp/system/gpu_info.h"
+#include "xsp/util/strings.h"
 
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
@@ -120,10 +120,9 @@ void describe_cpu(nlohmann::json& out) {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) cpu["available_cores"] = CPU_COUNT(&set);
   // Only the instruction-set extensions that decide which kernels a framework picks.
-  static constexpr const char* kInteresting[] = {"sse4_2",     "avx",         "avx2",     "fma",
-                                                 "f16c",       "avx512f",     "avx512bw", "avx512vl",
-                                                 "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
-                                                 "amx_bf16",   "amx_int8",    "asimd",    "sve"};
+  static constexpr const char* kInteresting[] = {
+      "sse4_2",      "avx",         "avx2",        "fma",      "f16c",     "avx512f",  "avx512bw", "avx512vl",
+      "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "asimd",    "sve"};
   nlohmann::json present = nlohmann::json::array();
   for (const char* f : kInteresting) {
     if (flags.count(f) != 0) present.push_back(f);
@@ -168,10 +167,14 @@ std::string compiler_name() {
 
 std::string cxx_standard() {
   switch (__cplusplus) {
-    case 201703L: return "C++17";
-    case 202002L: return "C++20";
-    case 202302L: return "C++23";
-    default: return "C++ (" + std::to_string(__cplusplus) + ")";
+    case 201703L:
+      return "C++17";
+    case 202002L:
+      return "C++20";
+    case 202302L:
+      return "C++23";
+    default:
+      return "C++ (" + std::to_string(__cplusplus) + ")";
   }
 }
 
@@ -213,8 +216,8 @@ std::string xsp_git_revision() { return XSP_GIT_REVISION; }
 nlohmann::json describe_system() {
   nlohmann::json out = nlohmann::json::object();
   // Each part separately: one unreadable source (or an allocation failure) must not drop the others.
-  for (void (*part)(nlohmann::json&) : {describe_host, describe_cpu, describe_memory, describe_software,
-                                        describe_environment}) {
+  for (void (*part)(nlohmann::json&) :
+       {describe_host, describe_cpu, describe_memory, describe_software, describe_environment}) {
     try {
       part(out);
     } catch (...) {

@@ -1,10 +1,11 @@
 #include "xsp/trace/assembler.h"
-#include "xsp/trace/run_statistics.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 
@@ -46,8 +47,8 @@ class IdIndex {
 struct Key {
   std::int64_t start_ns;
   std::int64_t end_ns;
-  std::uint64_t group;    // track id for containment, correlation_id for correlation
-  std::uint32_t device;   // track device for containment (Track::kHost for host threads), 0 for correlation
+  std::uint64_t group;   // track id for containment, correlation_id for correlation
+  std::uint32_t device;  // track device for containment (Track::kHost for host threads), 0 for correlation
   SpanId id;
   std::uint32_t index;
   std::uint8_t level;

@@ -25,8 +25,10 @@ json tag_json(const Tag& t) {
     case TagType::kReal:
       if (const auto v = t.as_real()) return *v;
       break;
-    case TagType::kIntList: return t.as_int_list();
-    case TagType::kString: break;
+    case TagType::kIntList:
+      return t.as_int_list();
+    case TagType::kString:
+      break;
   }
   return t.value;
 }
@@ -37,18 +39,22 @@ std::uint32_t pid_of(const Track& track) { return track.is_device() ? track.devi
 std::string category(const Span& s) {
   switch (s.level) {
     case Level::kApplication:
-    case Level::kModel: return "user_annotation";
-    case Level::kFramework: return "cpu_op";
-    case Level::kLibrary: return s.track.is_device() ? "gpu_user_annotation" : "user_annotation";
-    case Level::kSystem: return s.tag("domain") == std::optional<std::string_view>("driver") ? "cuda_driver"
-                                                                                              : "cuda_runtime";
+    case Level::kModel:
+      return "user_annotation";
+    case Level::kFramework:
+      return "cpu_op";
+    case Level::kLibrary:
+      return s.track.is_device() ? "gpu_user_annotation" : "user_annotation";
+    case Level::kSystem:
+      return s.tag("domain") == std::optional<std::string_view>("driver") ? "cuda_driver" : "cuda_runtime";
     case Level::kKernel: {
       const std::string_view kind = s.tag("kind").value_or("kernel");
       if (kind == "memcpy") return "gpu_memcpy";
       if (kind == "memset") return "gpu_memset";
       return "kernel";
     }
-    case Level::kHardware: return "cuda_profiler_range";
+    case Level::kHardware:
+      return "cuda_profiler_range";
   }
   return "user_annotation";
 }
@@ -145,9 +151,15 @@ class ChromeDocument {
     // Process and thread names, sorted host first and then GPUs by ordinal, streams by id (Kineto's order).
     const std::string host_label =
         resource_.service_name + (resource_.host_name.empty() ? std::string() : " on " + resource_.host_name);
-    if (!emit(json{{"ph", "M"}, {"name", "process_name"}, {"pid", kChromeHostPid}, {"tid", 0},
+    if (!emit(json{{"ph", "M"},
+                   {"name", "process_name"},
+                   {"pid", kChromeHostPid},
+                   {"tid", 0},
                    {"args", {{"name", host_label}}}}) ||
-        !emit(json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kChromeHostPid}, {"tid", 0},
+        !emit(json{{"ph", "M"},
+                   {"name", "process_sort_index"},
+                   {"pid", kChromeHostPid},
+                   {"tid", 0},
                    {"args", {{"sort_index", 0}}}})) {
       return;
     }
@@ -157,16 +169,22 @@ class ChromeDocument {
         name += ": " + it->second;
       }
       if (!emit(json{{"ph", "M"}, {"name", "process_name"}, {"pid", d}, {"tid", 0}, {"args", {{"name", name}}}}) ||
-          !emit(json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", d}, {"tid", 0},
+          !emit(json{{"ph", "M"},
+                     {"name", "process_sort_index"},
+                     {"pid", d},
+                     {"tid", 0},
                      {"args", {{"sort_index", static_cast<std::uint64_t>(d) + 1}}}})) {
         return;
       }
     }
     for (const Track& t : tracks_) {
       const std::string name = t.is_device() ? "stream " + std::to_string(t.id) : "thread " + std::to_string(t.id);
-      if (!emit(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_of(t)}, {"tid", t.id},
-                     {"args", {{"name", name}}}}) ||
-          !emit(json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid_of(t)}, {"tid", t.id},
+      if (!emit(json{
+              {"ph", "M"}, {"name", "thread_name"}, {"pid", pid_of(t)}, {"tid", t.id}, {"args", {{"name", name}}}}) ||
+          !emit(json{{"ph", "M"},
+                     {"name", "thread_sort_index"},
+                     {"pid", pid_of(t)},
+                     {"tid", t.id},
                      {"args", {{"sort_index", t.id}}}})) {
         return;
       }
@@ -210,10 +228,21 @@ class ChromeDocument {
       const auto it = by_id_.find(s.parent_id);
       if (it == by_id_.end()) continue;
       const Span& parent = *it->second;
-      if (!emit(json{{"ph", "s"}, {"name", "ac2g"}, {"cat", "ac2g"}, {"id", s.id}, {"ts", to_us(parent.start_ns)},
-                     {"pid", pid_of(parent.track)}, {"tid", parent.track.id}}) ||
-          !emit(json{{"ph", "f"}, {"bp", "e"}, {"name", "ac2g"}, {"cat", "ac2g"}, {"id", s.id},
-                     {"ts", to_us(s.start_ns)}, {"pid", pid_of(s.track)}, {"tid", s.track.id}})) {
+      if (!emit(json{{"ph", "s"},
+                     {"name", "ac2g"},
+                     {"cat", "ac2g"},
+                     {"id", s.id},
+                     {"ts", to_us(parent.start_ns)},
+                     {"pid", pid_of(parent.track)},
+                     {"tid", parent.track.id}}) ||
+          !emit(json{{"ph", "f"},
+                     {"bp", "e"},
+                     {"name", "ac2g"},
+                     {"cat", "ac2g"},
+                     {"id", s.id},
+                     {"ts", to_us(s.start_ns)},
+                     {"pid", pid_of(s.track)},
+                     {"tid", s.track.id}})) {
         return;
       }
     }

@@ -31,7 +31,8 @@ json any_value(const Tag& t) {
       for (std::int64_t x : t.as_int_list()) values.push_back({{"intValue", std::to_string(x)}});
       return {{"arrayValue", {{"values", std::move(values)}}}};
     }
-    case TagType::kString: break;
+    case TagType::kString:
+      break;
   }
   return {{"stringValue", t.value}};
 }

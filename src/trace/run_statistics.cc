@@ -15,7 +15,8 @@ std::vector<RunStatisticSpec> make_registry() {
   return {
       {k::kFrameworkDroppedSpans, S::kDataLoss,
        "framework ops not recorded because the per-thread span limit was reached (always written, also when 0)"},
-      {k::kFrameworkUnmatchedOpEnds, S::kDataLoss, "framework op ends without a recorded start: those ops have no span"},
+      {k::kFrameworkUnmatchedOpEnds, S::kDataLoss,
+       "framework op ends without a recorded start: those ops have no span"},
       {k::kFrameworkDetailMismatches, S::kDataLoss,
        "ops of later batches whose name differed from the first batch's op at the same position: left without shapes "
        "and module tags"},
@@ -80,9 +81,12 @@ int rank(Severity s) { return s == S::kError ? 0 : s == S::kDataLoss ? 1 : 2; }
 
 std::string_view to_string(Severity severity) {
   switch (severity) {
-    case Severity::kInfo: return "info";
-    case Severity::kDataLoss: return "data loss";
-    case Severity::kError: return "error";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kDataLoss:
+      return "data loss";
+    case Severity::kError:
+      return "error";
   }
   return "?";
 }

@@ -38,9 +38,7 @@ constexpr std::uint8_t kMaxRule = static_cast<std::uint8_t>(ParentRule::kContain
 std::uint64_t zigzag(std::int64_t v) {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
 }
-std::int64_t unzigzag(std::uint64_t v) {
-  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
-}
+std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1); }
 
 class Writer {
  public:
@@ -150,9 +148,15 @@ void write_tag_value(Writer& w, StringTable& table, const Tag& t) {
   if (type == TagType::kIntList) list = t.as_int_list();
   w.u8(static_cast<std::uint8_t>(type));
   switch (type) {
-    case TagType::kString: w.varint(table.intern(t.value)); break;
-    case TagType::kInt: w.svarint(*i); break;
-    case TagType::kReal: w.f64(*r); break;
+    case TagType::kString:
+      w.varint(table.intern(t.value));
+      break;
+    case TagType::kInt:
+      w.svarint(*i);
+      break;
+    case TagType::kReal:
+      w.f64(*r);
+      break;
     case TagType::kIntList:
       w.varint(list.size());
       for (std::int64_t x : list) w.svarint(x);
@@ -162,10 +166,9 @@ void write_tag_value(Writer& w, StringTable& table, const Tag& t) {
 
 // Keys whose values are text even when they look like numbers (a module named "0" in an nn.Sequential).
 bool is_text_key(std::string_view key) {
-  static constexpr std::string_view kText[] = {"module", "module_type", "shapes",    "model",    "framework",
-                                               "trace_level", "domain", "kind",     "replay",   "sync",
-                                               "copy_kind",   "src_kind", "dst_kind", "attribution", "kept",
-                                               "split",       "layer"};
+  static constexpr std::string_view kText[] = {"module",   "module_type", "shapes", "model", "framework", "trace_level",
+                                               "domain",   "kind",        "replay", "sync",  "copy_kind", "src_kind",
+                                               "dst_kind", "attribution", "kept",   "split", "layer"};
   for (std::string_view k : kText) {
     if (k == key) return true;
   }
@@ -238,8 +241,8 @@ std::vector<std::uint8_t> encode_payload(const Trace& trace) {
   }
 
   const AssemblyReport& a = trace.assembly;
-  for (std::size_t v : {a.by_context, a.by_correlation, a.by_containment, a.roots, a.unparented,
-                        a.dangling_parent_ids}) {
+  for (std::size_t v :
+       {a.by_context, a.by_correlation, a.by_containment, a.roots, a.unparented, a.dangling_parent_ids}) {
     w.varint(v);
   }
 
@@ -253,7 +256,8 @@ std::vector<std::uint8_t> encode_payload(const Trace& trace) {
     w.u8(static_cast<std::uint8_t>(s.level));
     w.u8(static_cast<std::uint8_t>(s.parent_rule));
     w.varint(table.intern(s.name));
-    w.svarint(static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) - static_cast<std::uint64_t>(prev_start)));
+    w.svarint(
+        static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) - static_cast<std::uint64_t>(prev_start)));
     w.svarint(static_cast<std::int64_t>(static_cast<std::uint64_t>(s.end_ns) - static_cast<std::uint64_t>(s.start_ns)));
     w.varint(s.track.is_device() ? std::uint64_t{s.track.device} + 1 : 0);
     w.varint(s.track.id);
@@ -302,8 +306,8 @@ Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t ve
   }
 
   AssemblyReport& a = trace.assembly;
-  for (std::size_t* v : {&a.by_context, &a.by_correlation, &a.by_containment, &a.roots, &a.unparented,
-                         &a.dangling_parent_ids}) {
+  for (std::size_t* v :
+       {&a.by_context, &a.by_correlation, &a.by_containment, &a.roots, &a.unparented, &a.dangling_parent_ids}) {
     *v = static_cast<std::size_t>(r.varint("assembly report"));
   }
 
@@ -348,7 +352,9 @@ Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t ve
         case static_cast<std::uint8_t>(TagType::kString):
           s.tags.emplace_back(std::move(key), string_at(r.varint("tag value"), "tag value"));
           break;
-        case static_cast<std::uint8_t>(TagType::kInt): s.tags.emplace_back(std::move(key), r.svarint("tag value")); break;
+        case static_cast<std::uint8_t>(TagType::kInt):
+          s.tags.emplace_back(std::move(key), r.svarint("tag value"));
+          break;
         case static_cast<std::uint8_t>(TagType::kReal): {
           const double v = r.f64("tag value");
           if (!std::isfinite(v)) Reader::fail("non-finite real tag value");
@@ -363,7 +369,8 @@ Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t ve
           s.tags.emplace_back(std::move(key), xs);
           break;
         }
-        default: Reader::fail("unknown tag type " + std::to_string(type));
+        default:
+          Reader::fail("unknown tag type " + std::to_string(type));
       }
     }
     prev_id = s.id;
@@ -389,8 +396,8 @@ std::vector<std::uint8_t> encode_trace(const Trace& trace) {
   if (cctx == nullptr) throw std::runtime_error("encode_trace: cannot create a zstd context");
   ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, kZstdLevel);
   ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-  const std::size_t compressed = ZSTD_compress2(cctx, blob.data() + kHeaderBytes, blob.size() - kHeaderBytes,
-                                                payload.data(), payload.size());
+  const std::size_t compressed =
+      ZSTD_compress2(cctx, blob.data() + kHeaderBytes, blob.size() - kHeaderBytes, payload.data(), payload.size());
   ZSTD_freeCCtx(cctx);
   if (ZSTD_isError(compressed)) {
     throw std::runtime_error(std::string("encode_trace: zstd compression failed: ") + ZSTD_getErrorName(compressed));

@@ -52,20 +52,28 @@ bool enables(TraceLevel setting, Level level) {
 
 std::string_view to_string(ParentRule rule) {
   switch (rule) {
-    case ParentRule::kNone: return "none";
-    case ParentRule::kContext: return "context";
-    case ParentRule::kCorrelation: return "correlation";
-    case ParentRule::kContainment: return "containment";
+    case ParentRule::kNone:
+      return "none";
+    case ParentRule::kContext:
+      return "context";
+    case ParentRule::kCorrelation:
+      return "correlation";
+    case ParentRule::kContainment:
+      return "containment";
   }
   return "unknown";
 }
 
 std::string_view to_string(TagType type) {
   switch (type) {
-    case TagType::kString: return "string";
-    case TagType::kInt: return "int";
-    case TagType::kReal: return "real";
-    case TagType::kIntList: return "int_list";
+    case TagType::kString:
+      return "string";
+    case TagType::kInt:
+      return "int";
+    case TagType::kReal:
+      return "real";
+    case TagType::kIntList:
+      return "int_list";
   }
   return "unknown";
 }

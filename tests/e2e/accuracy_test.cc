@@ -1,13 +1,14 @@
 // Accuracy end to end on a real trained model: digits_cnn (scripts/export_zoo.py trains it on scikit-learn's
 // digits) over its 360 held-out samples, through the library and through `xsp evaluate --accuracy` / `xsp show`.
-#include "e2e_shell.h"
+#include "xsp/eval/accuracy.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
-#include "xsp/eval/accuracy.h"
+#include "e2e_shell.h"
 #include "xsp/predictors/libtorch.h"
 #include "xsp/store/store.h"
 
@@ -48,8 +49,10 @@ TEST(DigitsAccuracy, DigitsCnnOnHeldOutSplit) {
 TEST(DigitsAccuracy, CliStoresAndShows) {
   const auto dir = temp_dir("acc");
   const std::string cli = std::string(XSP_CLI) + " --zoo " + kAccZoo.string() + " --store " + (dir / "x.db").string();
-  auto [rc, out] = sh(cli + " evaluate digits_cnn --dataset digits --accuracy --batch-sizes 1,16 "
-                                   "--iterations 2 --warmup 1 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress");
+  auto [rc, out] =
+      sh(cli +
+         " evaluate digits_cnn --dataset digits --accuracy --batch-sizes 1,16 "
+         "--iterations 2 --warmup 1 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress");
   ASSERT_EQ(rc, 0) << out;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(top-1 ([0-9.]+)% \((\d+)/360\))"))) << out;
@@ -61,7 +64,8 @@ TEST(DigitsAccuracy, CliStoresAndShows) {
   ASSERT_TRUE(record.settings.contains("accuracy"));
   EXPECT_EQ(record.settings["accuracy"]["samples"], 360);
   EXPECT_EQ(record.settings["accuracy"]["dataset"], "digits");
-  EXPECT_EQ(record.settings["accuracy"]["top1_by_batch_size"]["1"], record.settings["accuracy"]["top1_by_batch_size"]["16"]);
+  EXPECT_EQ(record.settings["accuracy"]["top1_by_batch_size"]["1"],
+            record.settings["accuracy"]["top1_by_batch_size"]["16"]);
   std::tie(rc, out) = sh(cli + " show 1");
   EXPECT_EQ(rc, 0);
   EXPECT_NE(out.find("accuracy on digits"), std::string::npos) << out;
@@ -85,10 +89,11 @@ TEST(DigitsAccuracy, UnreadableDatasetIsRefusedBeforeMeasuring) {
   yaml = std::regex_replace(yaml, std::regex("dataset_checksum: sha256:[0-9a-f]+"),
                             "dataset_checksum: sha256:" + sha256_file(data));
   std::ofstream(dir / "zoo" / "digits_cnn.yaml") << yaml;
-  const std::string cli = std::string(XSP_CLI) + " --zoo " + (dir / "zoo").string() + " --store " +
-                          (dir / "x.db").string();
-  const auto [rc, out] = sh(cli + " evaluate digits_cnn --framework libtorch --dataset digits --accuracy "
-                                         "--batch-sizes 1 --min-duration-ms 5000 --no-progress");
+  const std::string cli =
+      std::string(XSP_CLI) + " --zoo " + (dir / "zoo").string() + " --store " + (dir / "x.db").string();
+  const auto [rc, out] = sh(cli +
+                            " evaluate digits_cnn --framework libtorch --dataset digits --accuracy "
+                            "--batch-sizes 1 --min-duration-ms 5000 --no-progress");
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("digits_test.bin: truncated at sample"), std::string::npos) << out;
   EXPECT_EQ(out.find("stored as evaluation"), std::string::npos) << out;

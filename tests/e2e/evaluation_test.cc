@@ -1,6 +1,5 @@
 // End to end on a real exported model (ResNet-18, TorchScript, Debian's LibTorch): pipeline, framework
 // profiler, leveled runs, assembly, store round trip, analyses and exports, then the CLI with bad input.
-#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -11,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "e2e_shell.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/eval/runner.h"
 #include "xsp/eval/session.h"
@@ -87,8 +87,10 @@ TEST_F(Resnet18, LeveledRunsPerBatchSize) {
       framework_spans += s.level == Level::kFramework;
     }
     EXPECT_EQ(model_spans, 4u * 5u);  // four stages per measured batch; warm-up left out
-    if (run.trace_level == TraceLevel::kModel) EXPECT_EQ(framework_spans, 0u);
-    else EXPECT_GT(framework_spans, 5u * 50u);
+    if (run.trace_level == TraceLevel::kModel)
+      EXPECT_EQ(framework_spans, 0u);
+    else
+      EXPECT_GT(framework_spans, 5u * 50u);
   }
   ASSERT_NE(record_->run_for_level(1, Level::kModel), nullptr);
   EXPECT_EQ(record_->run_for_level(1, Level::kModel)->trace_level, TraceLevel::kModel);
@@ -168,12 +170,13 @@ TEST_F(Resnet18, ExportsHaveTheExpectedStructure) {
   std::size_t complete = 0;
   for (const auto& e : chrome["traceEvents"]) complete += e["ph"] == "X" && e["args"].contains("xsp.span_id");
   EXPECT_EQ(complete, run->trace.spans.size());
-  const auto otlp = nlohmann::json::parse(
-      to_otlp_json(run->trace, TraceResource{}, "0123456789abcdef0123456789abcdef").dump());
+  const auto otlp =
+      nlohmann::json::parse(to_otlp_json(run->trace, TraceResource{}, "0123456789abcdef0123456789abcdef").dump());
   const auto& spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"];
   EXPECT_EQ(spans.size(), run->trace.spans.size());
   std::size_t with_parent = 0;
-  for (const auto& s : spans) with_parent += s.contains("parentSpanId") && !s["parentSpanId"].get<std::string>().empty();
+  for (const auto& s : spans)
+    with_parent += s.contains("parentSpanId") && !s["parentSpanId"].get<std::string>().empty();
   EXPECT_EQ(with_parent, run->trace.spans.size() - 1);  // all but the APPLICATION root
 }
 
@@ -223,7 +226,9 @@ TEST(Cli, BadInputFailsClearlyAndLeavesTheStoreUnchanged) {
   const auto dir = temp_dir("bad");
   const auto db = dir / "xsp.db";
   const std::string store = " --store " + db.string();
-  auto [rc, out] = sh(cli() + store + " evaluate resnet18 --iterations 1 --warmup 0 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress");
+  auto [rc, out] = sh(cli() + store +
+                      " evaluate resnet18 --iterations 1 --warmup 0 --warmup-max-ms 0 --min-duration-ms 0 "
+                      "--max-duration-ms 0 --no-progress");
   ASSERT_EQ(rc, 0) << out;
   const auto size_before = fs::file_size(db);
 
@@ -253,8 +258,8 @@ TEST(Cli, BadInputFailsClearlyAndLeavesTheStoreUnchanged) {
   EXPECT_NE(out.find("--batch-sizes"), std::string::npos) << out;
 
   // Unwritable store: its parent is a regular file.
-  std::tie(rc, out) = sh(cli() + " --store " + (dir / "zoo" / "resnet18.yaml" / "x.db").string() +
-                         " evaluate resnet18 --no-progress");
+  std::tie(rc, out) =
+      sh(cli() + " --store " + (dir / "zoo" / "resnet18.yaml" / "x.db").string() + " evaluate resnet18 --no-progress");
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("x.db"), std::string::npos) << out;
 

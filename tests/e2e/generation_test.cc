@@ -2,7 +2,6 @@
 // one library call, with real prompts tokenized by the exported SentencePiece model: spans of every step, framework
 // ops under prefill and decode, token counts, the KV cache size by its formula, greedy outputs equal across levels,
 // the store round trip; then the CLI with good and bad requests.
-#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "e2e_shell.h"
 #include "xsp/eval/evaluate.h"
 #include "xsp/predictors/libtorch.h"
 #include "xsp/store/store.h"
@@ -166,8 +166,9 @@ TEST_F(Gpt2Tiny, TheStoreKeepsTheTokenLatencies) {
 TEST(Gpt2TinyCli, EvaluateShowAndBadRequests) {
   const fs::path dir = temp_dir("gpt2-cli");
   const std::string xsp = std::string(XSP_CLI) + " --zoo " + kZoo.string() + " --store " + (dir / "x.db").string();
-  const auto [rc, out] = sh(xsp + " evaluate gpt2_tiny --prompt-tokens 8:12 --output-tokens 4 --iterations 3 "
-                                  "--warmup 1 --warmup-min-ms 0 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0");
+  const auto [rc, out] = sh(xsp +
+                            " evaluate gpt2_tiny --prompt-tokens 8:12 --output-tokens 4 --iterations 3 "
+                            "--warmup 1 --warmup-min-ms 0 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0");
   ASSERT_EQ(rc, 0) << out;
   const auto [rc2, shown] = sh(xsp + " show 1");
   ASSERT_EQ(rc2, 0) << shown;

@@ -164,8 +164,8 @@ TEST_F(LibTorchPredictorTest, FrameworkProfilerSpans) {
 
   // Top-level ops should cover nearly all of the forward; the rest is interpreter and predictor overhead.
   const double coverage = static_cast<double>(top_sum_a) / static_cast<double>(t1 - t0);
-  std::printf("[ info ] top-level op time / predict wall time = %.3f (%.2f ms / %.2f ms), %zu spans\n",
-              coverage, top_sum_a / 1e6, (t1 - t0) / 1e6, trace.spans.size());
+  std::printf("[ info ] top-level op time / predict wall time = %.3f (%.2f ms / %.2f ms), %zu spans\n", coverage,
+              top_sum_a / 1e6, (t1 - t0) / 1e6, trace.spans.size());
   EXPECT_GE(coverage, 0.8);
 }
 
@@ -174,7 +174,7 @@ TEST_F(LibTorchPredictorTest, ProfilerStopsCleanly) {
   TraceRecorder rec;
   prof->start(rec, rec.next_id());
   prof->stop();
-  prof->stop();  // idempotent
+  prof->stop();                   // idempotent
   predictor_->predict(input(1));  // not recorded after stop
   Trace trace = rec.take();
   EXPECT_TRUE(trace.spans.empty());

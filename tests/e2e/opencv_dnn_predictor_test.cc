@@ -1,7 +1,6 @@
 // End-to-end tests of the OpenCV DNN predictor against the LibTorch predictor on the same weights (the test zoo's
 // resnet18 and mobilenet_v2, exported to TorchScript and ONNX from one instance by export_test_zoo), on the five
 // real photographs of data/images; then `xsp evaluate` on both frameworks and `xsp compare`.
-#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <functional>
 #include <map>
 
+#include "e2e_shell.h"
 #include "xsp/analysis/compare.h"
 #include "xsp/manifest/manifest.h"
 #include "xsp/pipeline/pipeline.h"
@@ -118,8 +118,10 @@ TEST_P(TwoFrameworks, SameTop1AndCloseProbabilitiesOnRealImages) {
     }
     sum_js += js_divergence(p, q);
   }
-  std::printf("[ info ] %s: max |dp| = %.3g, max |dlogit| = %.3g (max |logit| %.3g), mean JS = %.3g nats, "
-              "top-1 undecidable on %d of 5\n", GetParam(), max_dp, max_dlogit, max_logit, sum_js / 5, undecidable);
+  std::printf(
+      "[ info ] %s: max |dp| = %.3g, max |dlogit| = %.3g (max |logit| %.3g), mean JS = %.3g nats, "
+      "top-1 undecidable on %d of 5\n",
+      GetParam(), max_dp, max_dlogit, max_logit, sum_js / 5, undecidable);
   // ResNet-18's logits (|logit| up to ~7) decide top-1 on every image.
   if (std::string(GetParam()) == "resnet18") EXPECT_EQ(undecidable, 0);
   // Measured on this machine (OpenCV 4.6 vs LibTorch 1.13, float32, CPU, resnet18): max |dp| 4.6e-7, max |dlogit|
@@ -193,15 +195,16 @@ TEST_P(TwoFrameworks, LayerSpansFromOpenCvPerfProfile) {
   }
   const auto& a = by_parent[predict_a];
   EXPECT_EQ(a.front()->name, "Convolution");
-  EXPECT_EQ(a.front()->tag("module").value_or(""), std::string(GetParam()) == "resnet18" ? "/conv1/Conv" : "/features/features.0/features.0.0/Conv");
+  EXPECT_EQ(a.front()->tag("module").value_or(""),
+            std::string(GetParam()) == "resnet18" ? "/conv1/Conv" : "/features/features.0/features.0.0/Conv");
   EXPECT_EQ(a.front()->tag("shapes").value_or(""), "[1,3,224,224]");
   EXPECT_EQ(by_parent[predict_b].front()->tag("shapes").value_or(""), "[5,3,224,224]");
   // Inside the predict call, and covering most of it.
   EXPECT_GE(a.front()->start_ns, t0);
   EXPECT_LE(a.back()->end_ns, t1);
   const double share = static_cast<double>(a.back()->end_ns - a.front()->start_ns) / static_cast<double>(t1 - t0);
-  std::printf("[ info ] %s: %zu layer spans per forward, layers / predict wall time = %.3f\n", GetParam(),
-              a.size(), share);
+  std::printf("[ info ] %s: %zu layer spans per forward, layers / predict wall time = %.3f\n", GetParam(), a.size(),
+              share);
   EXPECT_GE(share, 0.8);
 }
 
@@ -233,8 +236,9 @@ TEST(CompareCli, TwoFrameworksSameInputs) {
   fs::create_directories(dir);
   const fs::path db = dir / "xsp.db";
   const std::string cli = std::string(XSP_CLI) + " --zoo " + kZoo.string() + " --store " + db.string();
-  const std::string common = " evaluate resnet18 --batch-sizes 1,2 --trace-level framework --leveled --iterations 3 "
-                             "--warmup 1 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress --store-predictions";
+  const std::string common =
+      " evaluate resnet18 --batch-sizes 1,2 --trace-level framework --leveled --iterations 3 "
+      "--warmup 1 --warmup-max-ms 0 --min-duration-ms 0 --max-duration-ms 0 --no-progress --store-predictions";
   for (const char* fw : {"opencv-dnn", "libtorch"}) {
     auto [rc, out] = sh(cli + common + " --framework " + fw);
     ASSERT_EQ(rc, 0) << out;

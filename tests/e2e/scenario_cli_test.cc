@@ -1,6 +1,5 @@
 // `xsp evaluate --scenario` end to end on the real ResNet-18 (LibTorch): tail-query traces at the framework
 // level (stored, shown, exported to Chrome JSON), the Offline batch-size sweep, and bad option values.
-#include "e2e_shell.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
+#include "e2e_shell.h"
 #include "xsp/store/store.h"
 
 namespace fs = std::filesystem;
@@ -25,10 +24,11 @@ using xsp::e2e::temp_dir;
 
 TEST(ScenarioCli, TailTracesOfResnet18AreStoredShownAndExported) {
   const auto dir = temp_dir("tail");
-  const std::string cli = std::string(XSP_CLI) + " --zoo " + std::string(XSP_TEST_ZOO) + " --store " +
-                          (dir / "xsp.db").string();
-  auto [rc, out] = sh(cli + " evaluate resnet18 --synthetic --scenario single-stream --min-queries 30"
-                            " --min-duration-ms 100 --trace-level framework --trace-tail 2");
+  const std::string cli =
+      std::string(XSP_CLI) + " --zoo " + std::string(XSP_TEST_ZOO) + " --store " + (dir / "xsp.db").string();
+  auto [rc, out] = sh(cli +
+                      " evaluate resnet18 --synthetic --scenario single-stream --min-queries 30"
+                      " --min-duration-ms 100 --trace-level framework --trace-tail 2");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("dropped 27 query traces"), std::string::npos) << out;  // 30 - 2 slowest - median
 
@@ -87,10 +87,11 @@ TEST(ScenarioCli, TailTracesOfResnet18AreStoredShownAndExported) {
 
 TEST(ScenarioCli, OfflineSweepStoresOneRunPerBatchAndBadValuesFail) {
   const auto dir = temp_dir("sweep");
-  const std::string cli = std::string(XSP_CLI) + " --zoo " + std::string(XSP_TEST_ZOO) + " --store " +
-                          (dir / "xsp.db").string();
-  auto [rc, out] = sh(cli + " evaluate digits_cnn --synthetic --scenario offline --batch-sizes 1,4,16"
-                            " --min-queries 64 --target-qps 1 --min-duration-ms 1");
+  const std::string cli =
+      std::string(XSP_CLI) + " --zoo " + std::string(XSP_TEST_ZOO) + " --store " + (dir / "xsp.db").string();
+  auto [rc, out] = sh(cli +
+                      " evaluate digits_cnn --synthetic --scenario offline --batch-sizes 1,4,16"
+                      " --min-queries 64 --target-qps 1 --min-duration-ms 1");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("optimal batch size: "), std::string::npos) << out;
   auto store = Store::open(dir / "xsp.db");

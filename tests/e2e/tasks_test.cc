@@ -3,7 +3,8 @@
 // text classifier on the license-text prompts tokenized by the exported SentencePiece model. Asserts the outputs'
 // shapes (boxes within the image, masks of its size, class scores that are probabilities), framework ops nested under
 // their predict spans, the store round trip of detections and masks, and the CLI's `show` and refusals.
-#include "e2e_shell.h"
+#include "xsp/pipeline/tasks.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,8 +14,8 @@
 #include <set>
 #include <string>
 
+#include "e2e_shell.h"
 #include "xsp/eval/evaluate.h"
-#include "xsp/pipeline/tasks.h"
 #include "xsp/predictors/libtorch.h"
 #include "xsp/store/store.h"
 
@@ -65,7 +66,8 @@ std::map<std::string, int> ops_under_predict(const RunRecord& run) {
   for (const Span& s : run.trace.spans) {
     if (s.level != Level::kFramework) continue;
     const Span* p = &s;
-    while (p->parent_id != kNoSpan && by_id.count(p->parent_id) && p->level != Level::kModel) p = by_id.at(p->parent_id);
+    while (p->parent_id != kNoSpan && by_id.count(p->parent_id) && p->level != Level::kModel)
+      p = by_id.at(p->parent_id);
     EXPECT_EQ(p->level, Level::kModel) << s.name;
     EXPECT_EQ(p->name, kStagePredict) << s.name;
     EXPECT_GE(s.start_ns, p->start_ns) << s.name;
@@ -121,7 +123,8 @@ TEST(TaskModels, DetectionBoxesLieWithinTheImageAndSurviveTheStore) {
     EXPECT_EQ(s["task"], "detection");
     EXPECT_EQ(s["input_size"], nlohmann::json({320, 320}));  // the frame of the boxes: the input's [H, W]
     for (const InputPrediction& p : run.predictions)
-      if (p.input_id == s["input"].get<std::string>()) EXPECT_EQ(s["detection_count"].get<std::size_t>(), p.detections.size());
+      if (p.input_id == s["input"].get<std::string>())
+        EXPECT_EQ(s["detection_count"].get<std::size_t>(), p.detections.size());
   }
 }
 
@@ -167,11 +170,11 @@ TEST(TaskModels, TextClassifierReadsTokenizedPromptsWithTheirMask) {
   EXPECT_EQ(e.record.settings["task"], "text_classification");
   EXPECT_EQ(e.record.settings["inputs"], "texts");
   EXPECT_EQ(e.record.settings["input_count"], 390);  // the prompts of gpt2_prompts.txt
-  ASSERT_EQ(run.predictions.size(), 6u);              // 3 batches of 2 distinct prompts
+  ASSERT_EQ(run.predictions.size(), 6u);             // 3 batches of 2 distinct prompts
   for (std::size_t i = 0; i < run.predictions.size(); ++i) {
     const InputPrediction& p = run.predictions[i];
     EXPECT_EQ(p.input_id, "text:" + std::to_string(2 + i));  // the warm-up batch read lines 0 and 1
-    ASSERT_EQ(p.probabilities.size(), 14u);  // license_labels.txt
+    ASSERT_EQ(p.probabilities.size(), 14u);                  // license_labels.txt
     EXPECT_NEAR(std::accumulate(p.probabilities.begin(), p.probabilities.end(), 0.0), 1.0, 1e-5);
     EXPECT_EQ(p.top_classes.size(), 5u);
   }
@@ -192,8 +195,9 @@ TEST(TaskModels, TextClassifierReadsTokenizedPromptsWithTheirMask) {
 TEST(TaskModelsCli, ShowPrintsOutputsAndBadRequestsNameTheirFlag) {
   const fs::path dir = temp_dir("tasks-cli");
   const std::string xsp = std::string(XSP_CLI) + " --zoo " + kZoo.string() + " --store " + (dir / "x.db").string();
-  const std::string quick = " --iterations 2 --warmup 1 --warmup-min-ms 0 --warmup-max-ms 0 --min-duration-ms 0 "
-                            "--max-duration-ms 0";
+  const std::string quick =
+      " --iterations 2 --warmup 1 --warmup-min-ms 0 --warmup-max-ms 0 --min-duration-ms 0 "
+      "--max-duration-ms 0";
   const auto [rc, out] = sh(xsp + " evaluate ssdlite_mobilenet_v3" + quick);
   ASSERT_EQ(rc, 0) << out;
   const auto [rc2, shown] = sh(xsp + " show 1");

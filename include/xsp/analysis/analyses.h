@@ -37,23 +37,23 @@ namespace xsp {
 
 /// One layer execution: a top-level FRAMEWORK span inside one predict span.
 struct Layer {
-  std::size_t index = 0;     ///< execution order (0-based) within its predict span (by start time, then id)
-  std::string name;          ///< "module" tag when present, else the op name
-  std::string type;          ///< op name, e.g. "aten::conv2d"
-  std::string shapes;        ///< "shapes" tag ("" when absent)
+  std::size_t index = 0;        ///< execution order (0-based) within its predict span (by start time, then id)
+  std::string name;             ///< "module" tag when present, else the op name
+  std::string type;             ///< op name, e.g. "aten::conv2d"
+  std::string shapes;           ///< "shapes" tag ("" when absent)
   std::int64_t latency_ns = 0;  ///< span duration (ns, host clock)
   std::optional<std::int64_t> allocated_bytes;  ///< "allocated_bytes" tag; nullopt when absent or not an integer
-  SpanId span_id = kNoSpan;     ///< the layer's own span
-  SpanId predict_span_id = kNoSpan;  ///< the MODEL "predict" span it ran in
-  std::size_t nested_ops = 0;   ///< FRAMEWORK spans below it (at any depth)
+  SpanId span_id = kNoSpan;                     ///< the layer's own span
+  SpanId predict_span_id = kNoSpan;             ///< the MODEL "predict" span it ran in
+  std::size_t nested_ops = 0;                   ///< FRAMEWORK spans below it (at any depth)
   bool operator==(const Layer&) const = default;
 };
 
 /// Counts from extract_layers() of what was seen besides layers.
 struct LayerExtractionReport {
-  std::size_t predict_spans = 0;      ///< MODEL "predict" spans in the trace (with or without layers)
-  std::size_t framework_spans = 0;    ///< all FRAMEWORK spans
-  std::size_t outside_predict = 0;    ///< FRAMEWORK spans not under a predict span (unparented, other stage)
+  std::size_t predict_spans = 0;    ///< MODEL "predict" spans in the trace (with or without layers)
+  std::size_t framework_spans = 0;  ///< all FRAMEWORK spans
+  std::size_t outside_predict = 0;  ///< FRAMEWORK spans not under a predict span (unparented, other stage)
 };
 
 /// The layers of every predict span of `trace`, grouped by predict span (predict spans ordered by start time,
@@ -111,8 +111,7 @@ struct BatchThroughput {
 
 /// SPEC §4 A1 with a user latency bound: the batch size with the highest throughput whose p99 predict latency is
 /// <= `latency_bound_ms` (ties: the smaller batch size). nullopt when none meets the bound.
-std::optional<int> optimal_batch_size_within_bound(const std::vector<BatchThroughput>& points,
-                                                   double latency_bound_ms);
+std::optional<int> optimal_batch_size_within_bound(const std::vector<BatchThroughput>& points, double latency_bound_ms);
 
 /// A1 "Model information": one row per batch size (ascending) with batch_size, latency_trimmed_mean_ms,
 /// p50_ms, p90_ms, p99_ms (of the predict stage, ms) and throughput_samples_per_s (= batch size / trimmed-mean
@@ -194,13 +193,12 @@ std::vector<std::string> default_analysis_ids(const EvaluationRecord& record);
 /// std::invalid_argument for an unknown id (naming it and listing the valid ids; checked for every id before
 /// anything runs) and for a `batch_size` the evaluation did not measure (listing the measured ones).
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
-                                std::optional<int> batch_size,
-                                std::optional<double> latency_bound_ms = std::nullopt);
+                                std::optional<int> batch_size, std::optional<double> latency_bound_ms = std::nullopt);
 
 /// Options of run_analyses() beyond the ids.
 struct AnalysisOptions {
-  std::optional<int> batch_size;            ///< as run_analyses()' batch_size
-  std::optional<double> latency_bound_ms;   ///< A1's latency bound (ms)
+  std::optional<int> batch_size;           ///< as run_analyses()' batch_size
+  std::optional<double> latency_bound_ms;  ///< A1's latency bound (ms)
   /// The measured ceilings of the evaluation's machine (select_ceilings() over the stored ones; the caller reads
   /// the store, the analyses never do) for the bound and roofline columns; std::nullopt leaves them empty.
   std::optional<MachineCeilings> ceilings;

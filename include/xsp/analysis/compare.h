@@ -40,16 +40,16 @@ double js_divergence(const std::vector<float>& p, const std::vector<float>& q);
 
 /// Agreement of two sets of predictions over their common input ids.
 struct PredictionAgreement {
-  std::size_t common_inputs = 0;   ///< input ids present in both (with equal class counts)
-  std::size_t top1_agree = 0;      ///< of those, inputs whose best class is the same
-  double top1_agree_percent = 0;   ///< 100 × top1_agree / common_inputs (0 when none)
-  double max_abs_diff = 0;         ///< max |P_c − Q_c|
-  double mean_kl_ab = 0;           ///< mean KL(P‖Q)
-  double mean_kl_ba = 0;           ///< mean KL(Q‖P)
-  double mean_js = 0;              ///< mean JS(P,Q)
-  double max_js = 0;               ///< max JS(P,Q)
-  std::vector<std::string> disagreeing;     ///< input ids whose top-1 differs
-  std::size_t class_count_mismatches = 0;   ///< common ids left out because the class counts differ
+  std::size_t common_inputs = 0;           ///< input ids present in both (with equal class counts)
+  std::size_t top1_agree = 0;              ///< of those, inputs whose best class is the same
+  double top1_agree_percent = 0;           ///< 100 × top1_agree / common_inputs (0 when none)
+  double max_abs_diff = 0;                 ///< max |P_c − Q_c|
+  double mean_kl_ab = 0;                   ///< mean KL(P‖Q)
+  double mean_kl_ba = 0;                   ///< mean KL(Q‖P)
+  double mean_js = 0;                      ///< mean JS(P,Q)
+  double max_js = 0;                       ///< max JS(P,Q)
+  std::vector<std::string> disagreeing;    ///< input ids whose top-1 differs
+  std::size_t class_count_mismatches = 0;  ///< common ids left out because the class counts differ
 };
 
 /// Compares predictions by input id (order does not matter; ids must be unique within each side, as
@@ -97,6 +97,7 @@ Table predictions_side_by_side(const std::vector<EvaluationRecord>& records);
 /// Everything `xsp compare` prints, in order: summary, A1 side by side, A6 totals, each evaluation's A6 per
 /// common batch size (title prefixed with the evaluation), predictions. Throws std::invalid_argument with fewer
 /// than two records, or when options.batch_size is not measured by every evaluation.
-std::vector<Table> compare_evaluations(const std::vector<EvaluationRecord>& records, const CompareOptions& options = {});
+std::vector<Table> compare_evaluations(const std::vector<EvaluationRecord>& records,
+                                       const CompareOptions& options = {});
 
 }  // namespace xsp

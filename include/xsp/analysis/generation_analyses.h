@@ -47,7 +47,7 @@ struct GenerationStep {
 /// One "request" MODEL span with its stages.
 struct GenerationRequest {
   SpanId span_id = kNoSpan;
-  std::optional<std::int64_t> index;  ///< tag "request"
+  std::optional<std::int64_t> index;                                     ///< tag "request"
   std::optional<std::int64_t> batch_size, prompt_tokens, output_tokens;  ///< tags
   std::int64_t start_ns = 0, end_ns = 0;
   std::int64_t tokenize_ns = 0, detokenize_ns = 0;  ///< summed durations of those child spans (0 when absent)
@@ -58,7 +58,7 @@ struct GenerationRequest {
   /// spans, and per-step figures of ops and kernels must not count their steps.
   bool traced = false;
   std::int64_t duration_ns() const { return end_ns - start_ns; }
-  std::int64_t decode_ns() const;      ///< sum of the decode steps' durations
+  std::int64_t decode_ns() const;  ///< sum of the decode steps' durations
 };
 
 /// Every "request" span of `trace` (by start time, then id) with its child stage spans (direct MODEL children).

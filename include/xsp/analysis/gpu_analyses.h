@@ -70,16 +70,16 @@ inline constexpr const char* kNoCounterRun =
 /// One KERNEL-level span placed in a measured batch. Views point into the trace it was extracted from and are
 /// valid while that trace lives.
 struct GpuKernel {
-  std::size_t batch = 0;               ///< ordinal of its predict span (predict spans by start time, then id)
-  std::size_t layer_index = kNoLayer;  ///< index of its layer within the predict span, kNoLayer outside layers
-  std::size_t kernel_index = 0;        ///< order within (batch, layer) by start time, then span id
-  std::string_view name;               ///< kernel name, or "Memcpy HtoD" / "Memset" ...
+  std::size_t batch = 0;                  ///< ordinal of its predict span (predict spans by start time, then id)
+  std::size_t layer_index = kNoLayer;     ///< index of its layer within the predict span, kNoLayer outside layers
+  std::size_t kernel_index = 0;           ///< order within (batch, layer) by start time, then span id
+  std::string_view name;                  ///< kernel name, or "Memcpy HtoD" / "Memset" ...
   std::int64_t start_ns = 0, end_ns = 0;  ///< on the device, mapped onto the host clock (ns)
-  std::uint64_t stream = 0;            ///< CUDA stream id (Span::track.id of a device track)
+  std::uint64_t stream = 0;               ///< CUDA stream id (Span::track.id of a device track)
   SpanId span_id = kNoSpan;
   /// The launching SYSTEM span (the KERNEL span's parent, docs/spans.md); kNoSpan when the parent is not SYSTEM.
   SpanId launch_span_id = kNoSpan;
-  std::string_view launch_api;                 ///< its name ("cudaLaunchKernel"), "" without one
+  std::string_view launch_api;                          ///< its name ("cudaLaunchKernel"), "" without one
   std::int64_t launch_start_ns = 0, launch_end_ns = 0;  ///< host clock (ns); meaningful with a launch span
   bool graph_launch = false;  ///< tag "attribution" = "graph-launch": replayed from a CUDA graph
   /// Kind "kernel" (tag "kind"; without the tag, a name not starting with "Memcpy"/"Memset"): the work that has
@@ -228,9 +228,9 @@ struct KernelOccurrence {
   std::size_t layer_index = kNoLayer, kernel_index = 0;
   std::size_t compute_index = kNoKernelIndex;  ///< the first batch's GpuKernel::compute_index
   std::string_view name;                       ///< the first batch's kernel name
-  double latency_ns = 0;    ///< trimmed mean over the batches that have this position (M/F/K run)
-  std::size_t samples = 0;  ///< batches that have it
-  const KernelCounters* counters = nullptr;  ///< joined counters (GpuRuns::counters), nullptr when none
+  double latency_ns = 0;                       ///< trimmed mean over the batches that have this position (M/F/K run)
+  std::size_t samples = 0;                     ///< batches that have it
+  const KernelCounters* counters = nullptr;    ///< joined counters (GpuRuns::counters), nullptr when none
 };
 
 struct GpuRuns {
@@ -240,10 +240,10 @@ struct GpuRuns {
   const RunRecord* kernel_run = nullptr;     ///< run_for_level(b, kKernel): the M/F/K run; null = no GPU analyses
   /// Model latency (ns): trimmed mean of the M run's predict latency (SPEC §3); NaN when unknown.
   double model_latency_ns = 0;
-  LayerStats layers;       ///< the M/F run's layers (layer latencies)
-  KernelTimeline kernels;  ///< the M/F/K run's kernels
+  LayerStats layers;                                ///< the M/F run's layers (layer latencies)
+  KernelTimeline kernels;                           ///< the M/F/K run's kernels
   std::string model_note, layer_note, kernel_note;  ///< run notes ("model latency from the M run ...")
-  std::vector<std::string> notes;  ///< layer matching between the M/F and M/F/K runs, placement counts
+  std::vector<std::string> notes;                   ///< layer matching between the M/F and M/F/K runs, placement counts
   /// The M/F/K run's kernel positions, by (layer index, kernel index), outside-layer work last.
   std::vector<KernelOccurrence> occurrences;
   std::size_t renamed = 0;  ///< kernels named differently than the first batch's at the same position
@@ -310,8 +310,9 @@ class GpuRunsCache {
 /// the joined counter-run kernel: gflops (hw::total_flops / 1e9), dram_read_bytes, dram_write_bytes,
 /// achieved_occupancy (percent), arithmetic_intensity (FLOPs / DRAM read+write bytes), achieved_flops_per_s
 /// (FLOPs / latency_ms of the M/F/K run, never the replayed duration), bound (memory|compute by the hierarchical
-/// rule of roofline.h hierarchical_bound() against the measured ceilings: the tightest of L1, L2, DRAM, compute), l2_bytes, l1_bytes, sm_throughput_percent, precision (roofline.h's precision rule).
-/// Counter cells stay empty for memcpy/memset, for positions the join left out, and (all) without a counter run.
+/// rule of roofline.h hierarchical_bound() against the measured ceilings: the tightest of L1, L2, DRAM, compute),
+/// l2_bytes, l1_bytes, sm_throughput_percent, precision (roofline.h's precision rule). Counter cells stay empty for
+/// memcpy/memset, for positions the join left out, and (all) without a counter run.
 Table a8_kernel_information(const EvaluationRecord& record, int batch_size);
 Table a8_kernel_information(const GpuRuns& runs);
 
@@ -321,8 +322,8 @@ Table a8_kernel_information(const GpuRuns& runs);
 /// attainable_flops_per_s (FLOP/s, the tightest roof: min(peak, ai_l1 × L1, ai_l2 × L2, ai_dram × DRAM
 /// bandwidth)), percent_of_roofline (100 × achieved / attainable), bound (memory|compute), binding_level
 /// (l1|l2|dram|compute): both from roofline.h hierarchical_bound() (Yang, Kurth, Williams 2020), the rule
-/// roofline_hierarchical()'s "limiting" column uses too. Notes give the ceilings used and the ridge point of each precision present.
-/// roofline_chart() draws it.
+/// roofline_hierarchical()'s "limiting" column uses too. Notes give the ceilings used and the ridge point of each
+/// precision present. roofline_chart() draws it.
 Table a9_kernel_roofline(const GpuRuns& runs);
 
 /// A12 "Counters by layer": per layer index of the counter run (outside-layer kernels in a last row with empty
@@ -380,8 +381,8 @@ Table kernel_launch_delay_top(const GpuRuns& runs, std::size_t top = 10);
 /// of the per-batch sum of kernel durations, M/F/K run), kernel_count (per batch), gpu_busy_ms (trimmed mean of
 /// the per-batch union of kernel intervals, all streams: overlapping kernels count once), then the counters of
 /// all kernels of the counter run aggregated (SPEC §4): gflops, dram_read_bytes, dram_write_bytes,
-/// achieved_occupancy (latency-weighted), bound (hierarchical rule), l2_bytes, l1_bytes, arithmetic_intensity (from the sums),
-/// achieved_flops_per_s (FLOPs / per-batch compute-kernel latency), precision; empty without a counter run.
+/// achieved_occupancy (latency-weighted), bound (hierarchical rule), l2_bytes, l1_bytes, arithmetic_intensity (from the
+/// sums), achieved_flops_per_s (FLOPs / per-batch compute-kernel latency), precision; empty without a counter run.
 Table a15_kernels_by_model(const EvaluationRecord& record);
 Table a15_kernels_by_model(GpuRunsCache& cache, const std::vector<int>& batch_sizes);
 

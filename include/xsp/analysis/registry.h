@@ -82,9 +82,9 @@ enum class DefaultFor {
 
 /// One analysis (or one further fixed-column table an analysis or the summary returns).
 struct AnalysisSpec {
-  std::string id;       ///< Table::id: "A2", "gpu-idle"
-  std::string title;    ///< Table::title without the " (batch size N)" suffix
-  std::string meaning;  ///< one line: what the analysis answers
+  std::string id;               ///< Table::id: "A2", "gpu-idle"
+  std::string title;            ///< Table::title without the " (batch size N)" suffix
+  std::string meaning;          ///< one line: what the analysis answers
   std::vector<Level> levels;    ///< the span levels whose runs it reads (SPEC §3: one run per level)
   bool per_batch_size = false;  ///< one table per batch size (title suffix " (batch size N)") or one over all
   std::vector<ColumnSpec> columns;

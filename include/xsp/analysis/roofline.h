@@ -27,13 +27,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/analysis/table.h"
 #include "xsp/record/ceilings.h"
@@ -137,27 +136,26 @@ struct HierarchicalBound {
 /// may be unknown.
 /// std::nullopt when nothing can be decided: flops unknown, negative or not finite; flops > 0 with no peak
 /// (a precision the machine has no ceiling for); or no level with both traffic and bandwidth.
-std::optional<HierarchicalBound> hierarchical_bound(std::optional<double> flops,
-                                                    std::optional<double> peak_flops_per_s,
+std::optional<HierarchicalBound> hierarchical_bound(std::optional<double> flops, std::optional<double> peak_flops_per_s,
                                                     const std::optional<double> (&level_bytes)[3],
                                                     const std::optional<double> (&bandwidth_bytes_per_s)[3]);
 
 /// Per memory level of one roofline point.
 struct LevelPoint {
-  std::optional<double> ai;                     ///< FLOP/byte at this level
-  std::optional<double> bandwidth_bytes_per_s;  ///< measured ceiling of this level
-  std::optional<double> ridge;                  ///< peak / bandwidth
-  std::optional<double> attainable_flops_per_s; ///< min(peak, bandwidth × ai)
-  std::optional<Bound> bound;                   ///< ai vs ridge of this level alone (roofline-hier's bound_<level>)
+  std::optional<double> ai;                      ///< FLOP/byte at this level
+  std::optional<double> bandwidth_bytes_per_s;   ///< measured ceiling of this level
+  std::optional<double> ridge;                   ///< peak / bandwidth
+  std::optional<double> attainable_flops_per_s;  ///< min(peak, bandwidth × ai)
+  std::optional<Bound> bound;                    ///< ai vs ridge of this level alone (roofline-hier's bound_<level>)
 };
 
 /// A kernel (or aggregate) placed on the (hierarchical) roofline of a machine.
 struct RooflinePoint {
-  std::optional<double> flops;               ///< hw::total_flops of the counters
-  std::optional<std::string> precision;      ///< compute ceiling name by the precision rule
-  std::optional<double> peak_flops_per_s;    ///< that ceiling's measured value, when the machine has it
+  std::optional<double> flops;                 ///< hw::total_flops of the counters
+  std::optional<std::string> precision;        ///< compute ceiling name by the precision rule
+  std::optional<double> peak_flops_per_s;      ///< that ceiling's measured value, when the machine has it
   std::optional<double> achieved_flops_per_s;  ///< flops / latency (latency from the M/F/K run)
-  LevelPoint levels[3];                      ///< indexed by MemoryLevel (L1, L2, DRAM)
+  LevelPoint levels[3];                        ///< indexed by MemoryLevel (L1, L2, DRAM)
   const LevelPoint& at(MemoryLevel l) const { return levels[static_cast<int>(l)]; }
   /// hierarchical_bound() of this point: the binding level (l1/l2/dram/compute), memory|compute, and the
   /// attainable FLOP/s of the tightest roof. std::nullopt when it cannot be decided (see hierarchical_bound()).
@@ -204,8 +202,8 @@ nlohmann::json to_json(const MachineCeilings& ceilings);
 /// hostname or gpu_name; a measured_at that is not an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ of a real date, or is
 /// more than a day after `now`: the store picks the latest measurement by comparing measured_at as text, so "9999"
 /// would win for ever; a ceiling without name, a non-positive or non-numeric value, an unknown unit).
-MachineCeilings machine_ceilings_from_json(const nlohmann::json& j,
-                                           std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+MachineCeilings machine_ceilings_from_json(
+    const nlohmann::json& j, std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 /// Seconds since 1970-01-01T00:00:00Z of `text` when it is exactly an ISO-8601 UTC time YYYY-MM-DDTHH:MM:SSZ of a
 /// real date and time (month 1-12, a day the month has, leap years included; hour 0-23, minute and second 0-59),

@@ -48,12 +48,12 @@ inline constexpr std::size_t kExactMaxTotal = 40;
 
 /// Result of mann_whitney_u().
 struct MannWhitneyResult {
-  double u1 = 0;             ///< U of the first sample (number of pairs (x_i, y_j) with x_i > y_j, ties ½)
-  double u2 = 0;             ///< n1·n2 − u1
-  double z = 0;              ///< standardized statistic of the normal approximation (≥ 0; 0 when σ = 0)
-  double p_value = 1;        ///< two-sided, in [0, 1]
-  bool exact = false;        ///< p_value from the exact permutation distribution (n1 + n2 ≤ kExactMaxTotal)
-  bool ties = false;         ///< the pooled sample holds tied values
+  double u1 = 0;       ///< U of the first sample (number of pairs (x_i, y_j) with x_i > y_j, ties ½)
+  double u2 = 0;       ///< n1·n2 − u1
+  double z = 0;        ///< standardized statistic of the normal approximation (≥ 0; 0 when σ = 0)
+  double p_value = 1;  ///< two-sided, in [0, 1]
+  bool exact = false;  ///< p_value from the exact permutation distribution (n1 + n2 ≤ kExactMaxTotal)
+  bool ties = false;   ///< the pooled sample holds tied values
 };
 
 /// How mann_whitney_u() computes p: kAuto = exact when n1 + n2 ≤ kExactMaxTotal, else normal approximation.
@@ -83,8 +83,7 @@ struct BootstrapInterval {
 /// `resamples` ≥ 1 resamples, confidence in (0, 1) (0.95: 95%), seeded generator (see the header comment).
 /// Throws std::invalid_argument when a sample is empty or an argument is out of range.
 BootstrapInterval bootstrap_median_difference(const std::vector<double>& x, const std::vector<double>& y,
-                                              int resamples = 2000, double confidence = 0.95,
-                                              std::uint64_t seed = 0);
+                                              int resamples = 2000, double confidence = 0.95, std::uint64_t seed = 0);
 
 /// Both tests at once, as `xsp compare` reports them.
 struct LatencyComparison {

@@ -15,8 +15,8 @@ namespace xsp {
 using Cell = std::variant<std::monostate, std::int64_t, double, std::string>;
 
 struct Column {
-  std::string name;  ///< machine name with unit suffix where it has one, e.g. "latency_ms", "allocated_bytes"
-  std::string title; ///< short human title for the terminal ("" = use name)
+  std::string name;   ///< machine name with unit suffix where it has one, e.g. "latency_ms", "allocated_bytes"
+  std::string title;  ///< short human title for the terminal ("" = use name)
   /// false: CSV and JSON only. For numbers that the terminal shows inside a worded column instead (an overhead
   /// with its interval and significance), so that a bare figure is never printed without its reading.
   bool in_text = true;

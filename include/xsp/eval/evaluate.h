@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "xsp/eval/generation_runner.h"
-#include "xsp/eval/plan.h"
 #include "xsp/eval/measurement.h"
+#include "xsp/eval/plan.h"
 #include "xsp/eval/runner.h"
 #include "xsp/eval/session.h"
 #include "xsp/manifest/manifest.h"
@@ -60,9 +60,9 @@ struct InputOptions {
 /// A load-generator scenario instead of the batch sweep (SPEC §6). Its minimum duration is
 /// EvaluationRequest::measurement.min_duration_ms.
 struct ScenarioRequest {
-  std::string scenario;              ///< single-stream | multi-stream | server | offline
-  std::uint64_t min_queries = 100;   ///< LoadGen's min_query_count
-  double target_qps = 100;           ///< server arrival rate; offline: sizes the sample count
+  std::string scenario;                    ///< single-stream | multi-stream | server | offline
+  std::uint64_t min_queries = 100;         ///< LoadGen's min_query_count
+  double target_qps = 100;                 ///< server arrival rate; offline: sizes the sample count
   std::optional<double> latency_bound_ms;  ///< server: bound of the target percentile (default 10 ms); offline
                                            ///< sweep: pick the best batch whose p99 meets it
   std::uint64_t samples_per_query = 8;     ///< multi-stream
@@ -95,19 +95,19 @@ struct GenerationRequest {
 /// Everything that defines an evaluation. Field names are the JSON keys of to_json() and the `field()` of a
 /// RequestError.
 struct EvaluationRequest {
-  std::string model;                 ///< name in the zoo (`xsp models`)
-  std::string framework;             ///< libtorch | opencv-dnn | onnxruntime; "" = the manifest's first
-  std::string device = "cpu";        ///< cpu | cuda
-  int device_index = 0;              ///< CUDA device ordinal
+  std::string model;           ///< name in the zoo (`xsp models`)
+  std::string framework;       ///< libtorch | opencv-dnn | onnxruntime; "" = the manifest's first
+  std::string device = "cpu";  ///< cpu | cuda
+  int device_index = 0;        ///< CUDA device ordinal
   std::vector<int> batch_sizes{1};
   TraceLevel trace_level = TraceLevel::kModel;
-  bool leveled = false;              ///< SPEC §3: M, M/F, ... each from its own run
+  bool leveled = false;  ///< SPEC §3: M, M/F, ... each from its own run
   MeasurementOptions measurement;
   InputOptions inputs;
-  bool store_predictions = false;    ///< keep every measured input's output (for `xsp compare`)
-  int counter_iterations = 1;        ///< measured batches of a counter run (trace level hardware)
-  CuptiOptions cupti;                ///< kernel/system/library levels
-  CounterOptions counters;           ///< hardware level
+  bool store_predictions = false;  ///< keep every measured input's output (for `xsp compare`)
+  int counter_iterations = 1;      ///< measured batches of a counter run (trace level hardware)
+  CuptiOptions cupti;              ///< kernel/system/library levels
+  CounterOptions counters;         ///< hardware level
   std::optional<ScenarioRequest> scenario;
   /// Limit on the memory of one batch tensor (and of a scenario's sample library), in bytes, from 1 to
   /// kMaxBatchBytesLimit: every batch size is checked against it before the model is loaded.
@@ -130,12 +130,12 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j);
 
 /// Where an evaluation runs: what the front end owns, not what defines the evaluation.
 struct EvaluationContext {
-  std::filesystem::path zoo;           ///< folder of manifests
+  std::filesystem::path zoo;                 ///< folder of manifests
   std::filesystem::path default_images_dir;  ///< used when InputOptions::images_dir is empty
-  Store* store = nullptr;              ///< saved there when not null (one transaction)
-  ProgressCallback progress;           ///< optional
-  const Clock* clock = nullptr;        ///< nullptr = system_clock(); tests inject a fake one
-  bool record_machine_state = true;    ///< see SessionOptions::record_machine_state
+  Store* store = nullptr;                    ///< saved there when not null (one transaction)
+  ProgressCallback progress;                 ///< optional
+  const Clock* clock = nullptr;              ///< nullptr = system_clock(); tests inject a fake one
+  bool record_machine_state = true;          ///< see SessionOptions::record_machine_state
   /// A signal number set by the front end's handler; batch sweeps stop before the next batch and save the runs
   /// already finished as an "incomplete" evaluation; scenarios and generation stop issuing queries and save the runs
   /// already complete the same way (SessionOptions::interrupt). Validation stops hashing files
@@ -177,7 +177,7 @@ std::vector<std::filesystem::path> confinement_roots(const std::filesystem::path
 /// What validate() resolved: the manifest, the framework's predictor (created, model not loaded: it told validate()
 /// its framework version) and the runs to make.
 struct ValidatedRequest {
-  EvaluationRequest request;           ///< with framework and images_dir filled in
+  EvaluationRequest request;  ///< with framework and images_dir filled in
   Manifest manifest;
   std::unique_ptr<Predictor> predictor;
   std::vector<TraceLevel> run_levels;  ///< batch sweeps and generation; empty for other scenarios
@@ -204,13 +204,13 @@ struct ValidatedRequest {
 ValidatedRequest validate(const EvaluationRequest& request, const EvaluationContext& context);
 
 /// validate(), then create the predictor and load the model, create the profilers the levels need, run
-/// (the plan's workload: run_batch_sweep(), run_scenario() or run_generation(), each through one RunSession), score accuracy, close, describe the system and save to context.store.
-/// Returns the record (with its store id when saved). Throws RequestError for a bad request and std::runtime_error
-/// for failures while running (nothing is saved then). A finished evaluation is never thrown away: when saving to
-/// context.store fails (StoreError), it is written to a recovery file, itself a one-evaluation XSP store named
-/// xsp-recovered-UUID.db next to the store file (or in the system's temporary folder when that folder cannot be
-/// written), written under a temporary name and renamed into place, and evaluate() throws UnsavedEvaluationError
-/// naming the store, the reason, the file and `xsp import FILE`.
+/// (the plan's workload: run_batch_sweep(), run_scenario() or run_generation(), each through one RunSession), score
+/// accuracy, close, describe the system and save to context.store. Returns the record (with its store id when saved).
+/// Throws RequestError for a bad request and std::runtime_error for failures while running (nothing is saved then). A
+/// finished evaluation is never thrown away: when saving to context.store fails (StoreError), it is written to a
+/// recovery file, itself a one-evaluation XSP store named xsp-recovered-UUID.db next to the store file (or in the
+/// system's temporary folder when that folder cannot be written), written under a temporary name and renamed into
+/// place, and evaluate() throws UnsavedEvaluationError naming the store, the reason, the file and `xsp import FILE`.
 EvaluationRecord evaluate(const EvaluationRequest& request, const EvaluationContext& context);
 
 /// The recovery step of evaluate(), for front ends that save records themselves: writes `record` as the only

@@ -40,6 +40,6 @@ namespace xsp {
 /// loaded model has no generator or fewer positions than prompt plus output tokens; propagates the predictor's
 /// errors.
 EvaluationRecord run_generation(const Manifest& manifest, Predictor& predictor, const RunPlan& plan,
-                               RunSession& session);
+                                RunSession& session);
 
 }  // namespace xsp

@@ -79,18 +79,18 @@ LevelOrder parse_level_order(std::string_view text);
 
 /// Warm-up, measurement and stability settings (the defaults are XSP's; docs/measurement.md).
 struct MeasurementOptions {
-  int warmup_min_batches = 3;      ///< per level; `--warmup`
-  double warmup_min_ms = 1000;     ///< `--warmup-min-ms`
-  double warmup_max_ms = 10000;    ///< `--warmup-max-ms`; 0 = exactly warmup_min_batches
+  int warmup_min_batches = 3;    ///< per level; `--warmup`
+  double warmup_min_ms = 1000;   ///< `--warmup-min-ms`
+  double warmup_max_ms = 10000;  ///< `--warmup-max-ms`; 0 = exactly warmup_min_batches
   /// Target length of a warm-up block (convergence is judged per block); 0 = warmup_min_ms / (K × levels),
   /// at least 10 ms.
   double warmup_block_ms = 0;
-  int min_batches = 10;            ///< per level; `--min-batches` (LoadGen's min_query_count)
+  int min_batches = 10;  ///< per level; `--min-batches` (LoadGen's min_query_count)
   /// Per level, of measured (predict) time; `--min-duration-ms` (LoadGen's min_duration, trtexec --duration).
   double min_duration_ms = 1000;
   /// Per level, of measured (predict) time; `--max-duration-ms`; below the minimums: the minimums win.
   double max_duration_ms = 10000;
-  StabilityRule rule;              ///< `--stability-windows`, `--stability-tolerance`
+  StabilityRule rule;                           ///< `--stability-windows`, `--stability-tolerance`
   LevelOrder order = LevelOrder::kInterleaved;  ///< `--level-order`
   /// Traced runs keep the spans of their last blocks up to this many batches (at least one block); the
   /// profilers stay on for every block so that timings are unchanged; `--trace-batches`.
@@ -120,14 +120,16 @@ class BlockExecutor {
   /// Switch them off again.
   virtual void end_block(std::size_t level, bool warmup) = 0;
   /// Progress: called after every block with the phase's batches done and the current estimate of the total.
-  virtual void progress(std::size_t done, std::size_t total, std::string_view what) { (void)done, (void)total, (void)what; }
+  virtual void progress(std::size_t done, std::size_t total, std::string_view what) {
+    (void)done, (void)total, (void)what;
+  }
 };
 
 /// One measured block.
 struct MeasuredBlock {
   std::size_t round = 0;
   std::int64_t start_ns = 0, duration_ns = 0;  ///< wall time of the whole block (pipeline and profiler switches)
-  std::vector<double> latencies_ns;             ///< predict latency of each batch
+  std::vector<double> latencies_ns;            ///< predict latency of each batch
   double median_ns = 0;
   bool operator==(const MeasuredBlock&) const = default;
 };
@@ -136,9 +138,9 @@ struct MeasuredBlock {
 struct LevelMeasurement {
   int warmup_batches = 0;
   std::vector<double> warmup_block_medians_ns;
-  std::vector<MeasuredBlock> blocks;  ///< every measured block, in time order
-  std::size_t result_first_block = 0; ///< blocks from here on are the result (the last K windows)
-  StabilityAssessment stability;      ///< of the result windows
+  std::vector<MeasuredBlock> blocks;   ///< every measured block, in time order
+  std::size_t result_first_block = 0;  ///< blocks from here on are the result (the last K windows)
+  StabilityAssessment stability;       ///< of the result windows
   /// Result batches in time order.
   std::vector<double> result_latencies_ns() const;
   /// Medians of the result blocks, in round order.
@@ -150,8 +152,8 @@ struct PhaseResult {
   std::int64_t warmup_ns = 0;
   bool warmup_converged = false;
   int batches_per_block = 0;
-  std::size_t rounds = 0;           ///< measured rounds
-  std::int64_t measure_ns = 0;      ///< wall time of the measured rounds
+  std::size_t rounds = 0;       ///< measured rounds
+  std::int64_t measure_ns = 0;  ///< wall time of the measured rounds
   bool reached_max_duration = false;
 };
 

@@ -62,8 +62,8 @@ struct SweepPlan {
 struct ScenarioPlan {
   /// The load generator's settings; settings.sample_count is set to the prepared library's size.
   loadgen::Settings settings;
-  std::size_t max_batch = 1;  ///< MultiStream and Offline queries are cut into batches of at most this
-  bool find_peak_qps = false;  ///< Server: search the highest QPS meeting the bound; every tried rate is a run
+  std::size_t max_batch = 1;           ///< MultiStream and Offline queries are cut into batches of at most this
+  bool find_peak_qps = false;          ///< Server: search the highest QPS meeting the bound; every tried rate is a run
   std::size_t synthetic_samples = 64;  ///< synthetic library size
   /// Keep the full trace of this many slowest measured queries of each run, plus the median query (tail_traces.h);
   /// 0 = no per-query tracing. Needs trace level framework or deeper in RunPlan::trace_level.
@@ -112,7 +112,7 @@ struct GenerationPlan {
   /// Prompt texts, each at least prompt_tokens.max tokens long once encoded; request k takes prompts
   /// k·B .. k·B + B − 1 (mod size). Empty: synthetic prompts, ids drawn uniformly from the vocabulary.
   std::vector<std::string> prompts;
-  TextCodec codec;  ///< required with prompts; decode is also used with synthetic prompts when set
+  TextCodec codec;                 ///< required with prompts; decode is also used with synthetic prompts when set
   std::uint64_t min_queries = 64;  ///< single-stream, server, offline: at least this many requests (sequences)
   double target_qps = 10;          ///< server: arrival rate; offline: with min_duration_ms, sizes the request count
   /// Server (required) and single-stream (optional): bounds on TTFT and TPOT at bounds.percentile, checked by

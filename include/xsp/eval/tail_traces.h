@@ -5,10 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/loadgen/loadgen.h"
 #include "xsp/trace/trace.h"
@@ -23,16 +22,16 @@ struct KeptQuery {
   /// Nearest-rank percentile of its latency within the run: 100·(n − rank + 1)/n for n measured queries (the
   /// slowest query is the 100th percentile, the 10th slowest of 1000 the 99.1th).
   double percentile = 0;
-  std::string kind;             ///< "tail" (one of the n slowest) or "median" (the reference query)
-  std::size_t spans = 0;        ///< spans kept under it (its query span included)
+  std::string kind;       ///< "tail" (one of the n slowest) or "median" (the reference query)
+  std::size_t spans = 0;  ///< spans kept under it (its query span included)
 };
 
 /// What keep_tail_query_traces() kept and dropped.
 struct TailTraceSelection {
-  std::vector<KeptQuery> kept;            ///< slowest first, then the median query when it is not among them
-  std::uint64_t traced_queries = 0;       ///< measured queries the run traced
-  std::uint64_t dropped_query_traces = 0; ///< measured queries whose spans were dropped
-  std::uint64_t dropped_spans = 0;        ///< spans removed (warm-up queries' spans included)
+  std::vector<KeptQuery> kept;             ///< slowest first, then the median query when it is not among them
+  std::uint64_t traced_queries = 0;        ///< measured queries the run traced
+  std::uint64_t dropped_query_traces = 0;  ///< measured queries whose spans were dropped
+  std::uint64_t dropped_spans = 0;         ///< spans removed (warm-up queries' spans included)
 };
 
 /// Reduces the trace of a run in which PredictorSut traced every query (SutTracing: MODEL spans "predict"

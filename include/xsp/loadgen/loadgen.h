@@ -7,8 +7,8 @@
 // Every time is in nanoseconds on the trace host clock (now_ns(), CLOCK_MONOTONIC).
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -95,22 +95,22 @@ struct Settings {
 
 /// The outcome of one run. Latencies in ns, rates per second.
 struct Result {
-  Settings settings;               ///< as run (seed included: it is the recorded seed)
-  double percentile = 0;           ///< effective target percentile
-  std::uint64_t query_count = 0;   ///< measured queries
-  std::uint64_t sample_count = 0;  ///< samples over the measured queries
-  std::vector<std::int64_t> issue_ns;     ///< per query, issue order
-  std::vector<std::int64_t> complete_ns;  ///< per query, issue order
-  std::vector<std::int64_t> latency_ns;   ///< complete - issue, per query, issue order (raw)
-  std::vector<std::int64_t> scheduled_ns; ///< Server: the scheduled arrival offset from the run start
-  LatencySummary summary;          ///< p50/p90/p95/p99/p99.9, trimmed mean... of latency_ns
-  double target_latency_ns = 0;    ///< the target percentile of latency_ns
-  std::int64_t duration_ns = 0;    ///< first issue to last completion
+  Settings settings;                       ///< as run (seed included: it is the recorded seed)
+  double percentile = 0;                   ///< effective target percentile
+  std::uint64_t query_count = 0;           ///< measured queries
+  std::uint64_t sample_count = 0;          ///< samples over the measured queries
+  std::vector<std::int64_t> issue_ns;      ///< per query, issue order
+  std::vector<std::int64_t> complete_ns;   ///< per query, issue order
+  std::vector<std::int64_t> latency_ns;    ///< complete - issue, per query, issue order (raw)
+  std::vector<std::int64_t> scheduled_ns;  ///< Server: the scheduled arrival offset from the run start
+  LatencySummary summary;                  ///< p50/p90/p95/p99/p99.9, trimmed mean... of latency_ns
+  double target_latency_ns = 0;            ///< the target percentile of latency_ns
+  std::int64_t duration_ns = 0;            ///< first issue to last completion
   /// Queries (Offline: samples) per second over duration_ns: what the harness + SUT achieved.
   double qps_with_overhead = 0;
   /// The same rate with the harness's own time taken out: count / (duration - harness_ns_total).
   double qps_without_overhead = 0;
-  double samples_per_second = 0;   ///< sample_count / duration
+  double samples_per_second = 0;  ///< sample_count / duration
   /// The load generator's own time in the measured loop: loop wall time minus time inside SUT::issue() and
   /// time spent waiting (for completions, or for the next scheduled arrival). Includes timestamping.
   std::int64_t harness_ns_total = 0;
@@ -169,14 +169,14 @@ double early_stopping_percentile(std::uint64_t n, std::uint64_t k, double confid
 // ---- Peak-QPS search ------------------------------------------------------------------------------------
 
 struct PeakSearchOptions {
-  double initial_qps = 0;          ///< first rate tried; settings.target_qps when <= 0
+  double initial_qps = 0;            ///< first rate tried; settings.target_qps when <= 0
   double relative_tolerance = 0.05;  ///< stop when (fail - pass) / pass < this
-  int max_runs = 20;               ///< runs at most (bracketing included)
+  int max_runs = 20;                 ///< runs at most (bracketing included)
 };
 
 struct PeakSearchResult {
-  double peak_qps = 0;             ///< highest tried rate whose target percentile met the bound; 0 if none
-  std::vector<Result> tried;       ///< every run, in the order tried
+  double peak_qps = 0;        ///< highest tried rate whose target percentile met the bound; 0 if none
+  std::vector<Result> tried;  ///< every run, in the order tried
 };
 
 /// Finds the highest Server target QPS whose target-percentile latency meets settings.latency_bound_ns:

@@ -1,6 +1,6 @@
 // Systems under test for the load generator: a null SUT (harness cost) and a fake SUT of controlled latency and
-// capacity (tests, benchmarks). The adapter that drives an xsp::Predictor is the run engine's (xsp/eval/predictor_sut.h):
-// the load generator knows nothing of predictors or profilers.
+// capacity (tests, benchmarks). The adapter that drives an xsp::Predictor is the run engine's
+// (xsp/eval/predictor_sut.h): the load generator knows nothing of predictors or profilers.
 #pragma once
 
 #include <condition_variable>

@@ -49,10 +49,10 @@ struct GenerationMetrics {
   LatencySummary tpot_ns;  ///< per request with >= 2 tokens: (token_ns.back() − token_ns.front()) / (tokens − 1)
   LatencySummary itl_ns;   ///< every token_ns[i] − token_ns[i−1], all requests pooled
   LatencySummary e2e_ns;   ///< per request: token_ns.back() − issued_ns
-  std::int64_t duration_ns = 0;     ///< the wall time the rates are over (see generation_metrics())
-  double output_tokens_per_s = 0;   ///< output_tokens / duration; NaN when duration_ns is 0
-  double input_tokens_per_s = 0;    ///< input_tokens / duration; NaN when duration_ns is 0
-  double requests_per_s = 0;        ///< requests / duration; NaN when duration_ns is 0
+  std::int64_t duration_ns = 0;    ///< the wall time the rates are over (see generation_metrics())
+  double output_tokens_per_s = 0;  ///< output_tokens / duration; NaN when duration_ns is 0
+  double input_tokens_per_s = 0;   ///< input_tokens / duration; NaN when duration_ns is 0
+  double requests_per_s = 0;       ///< requests / duration; NaN when duration_ns is 0
   /// Stability verdicts (assess_series) of the per-request TTFT and TPOT series, in the order of the requests
   /// given (their issue order): is the run's TTFT, and its decode speed, one steady figure or drifting?
   StabilityAssessment ttft_stability;
@@ -76,14 +76,14 @@ GenerationMetrics generation_metrics(const std::vector<GeneratedRequest>& reques
 /// The Server constraints of an LLM benchmark (MLPerf: server_ttft_latency, server_tpot_latency, and the target
 /// latency percentile, 99 for the LLM benchmarks).
 struct TokenLatencyBounds {
-  double ttft_ns = 0;       ///< bound on TTFT (ns, > 0)
-  double tpot_ns = 0;       ///< bound on TPOT (ns, > 0)
-  double percentile = 99;   ///< in (0, 100)
+  double ttft_ns = 0;      ///< bound on TTFT (ns, > 0)
+  double tpot_ns = 0;      ///< bound on TPOT (ns, > 0)
+  double percentile = 99;  ///< in (0, 100)
 };
 
 /// The check of one metric (TTFT or TPOT).
 struct TokenMetricCheck {
-  std::size_t samples = 0;      ///< requests that have this metric (TPOT: those with >= 2 tokens)
+  std::size_t samples = 0;  ///< requests that have this metric (TPOT: those with >= 2 tokens)
   double bound_ns = 0;
   /// early_stopping_max_overlatency(samples, percentile, confidence): how many samples may exceed the estimate;
   /// -1 when too few samples to claim the percentile at all.

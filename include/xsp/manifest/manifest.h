@@ -25,20 +25,20 @@ inline constexpr std::size_t kMaxNameLength = 256;
 /// and resolved against the manifest's folder (PATH_MAX); such a path also has no NUL byte.
 inline constexpr std::size_t kMaxPathLength = 4096;
 inline constexpr std::size_t kMaxPathComponentLength = 255;  ///< one name between '/' of such a path (NAME_MAX)
-inline constexpr std::size_t kMaxTextLength = 65536;   ///< description, attribute values
+inline constexpr std::size_t kMaxTextLength = 65536;         ///< description, attribute values
 /// Entries of any list: inputs, outputs, frameworks, steps, mean/std values.
 inline constexpr std::size_t kMaxListLength = 1024;
-inline constexpr std::size_t kMaxRank = 8;              ///< entries of an input's dimensions
+inline constexpr std::size_t kMaxRank = 8;  ///< entries of an input's dimensions
 /// Elements of one input sample (product of its dimensions, e.g. 3x224x224 = 150528); also bounds each dimension.
 inline constexpr long kMaxInputElements = 1L << 31;
 /// resize.shorter_side, center_crop.size, and an image input's height and width (dimensions[1], [2]).
 inline constexpr long kMaxImageSide = 16384;
-inline constexpr long kMaxTopK = 1'000'000;             ///< top_k.k
-inline constexpr double kMaxScale = 1e9;                ///< normalize.scale (must also be > 0)
+inline constexpr long kMaxTopK = 1'000'000;  ///< top_k.k
+inline constexpr double kMaxScale = 1e9;     ///< normalize.scale (must also be > 0)
 /// A text input's dimensions[0] (its maximum sequence length, in tokens) and generate.max_new_tokens.
 inline constexpr long kMaxSequenceLength = 1L << 20;
-inline constexpr long kMaxTokenId = 2147483647;         ///< pad_truncate.pad_id (fits int32 token ids)
-inline constexpr long kMaxDetections = 100'000;         ///< nms.max_detections
+inline constexpr long kMaxTokenId = 2147483647;                    ///< pad_truncate.pad_id (fits int32 token ids)
+inline constexpr long kMaxDetections = 100'000;                    ///< nms.max_detections
 inline constexpr long kMaxAxis = static_cast<long>(kMaxRank) - 1;  ///< argmax.axis
 }  // namespace manifest_limits
 
@@ -101,7 +101,7 @@ struct InputSpec {
 
 /// One model output. Names follow the inputs' rules ("output", "output_<i>" by default; unique among outputs).
 struct OutputSpec {
-  std::string name;    ///< [A-Za-z_][A-Za-z0-9_.-]*, at most kMaxNameLength characters
+  std::string name;  ///< [A-Za-z_][A-Za-z0-9_.-]*, at most kMaxNameLength characters
   /// classification | detection | segmentation | text_classification | generation. A generation output needs
   /// exactly one input of type text, and its generate.max_new_tokens plus that input's pad_truncate.length (when
   /// it has one) must not exceed the input's dimensions[0].
@@ -197,8 +197,8 @@ struct ZooProblem {
 
 /// A model zoo as scan_zoo() found it: the usable manifests and the files that are not.
 struct Zoo {
-  std::vector<Manifest> models;     ///< sorted by name (case-insensitive) then semver; name+version unique
-  std::vector<ZooProblem> problems; ///< sorted by file
+  std::vector<Manifest> models;      ///< sorted by name (case-insensitive) then semver; name+version unique
+  std::vector<ZooProblem> problems;  ///< sorted by file
 };
 
 /// All manifests (*.yaml, *.yml) of a model-zoo folder, tolerating bad files: each file that is not a readable
@@ -212,8 +212,7 @@ std::vector<Manifest> load_zoo(const std::filesystem::path& dir);
 
 /// Finds a model by name (case-insensitive) and optional version in a zoo; throws std::runtime_error listing
 /// the known names when there is none.
-const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& name,
-                           const std::string& version = "");
+const Manifest& find_model(const std::vector<Manifest>& zoo, const std::string& name, const std::string& version = "");
 
 /// find_model() on a scanned zoo. When a bad file may be the model asked for (its claimed name or its file
 /// name without extension equals `name`, case-insensitive), throws std::runtime_error naming that file and its

@@ -28,7 +28,7 @@ std::vector<std::filesystem::path> list_images(const std::filesystem::path& dir)
 inline constexpr std::uintmax_t kMaxInputFileBytes = 256ull << 20;  ///< an encoded input file, bytes
 /// An input image as its header gives it, decoded or resized, pixels (width x height).
 inline constexpr std::int64_t kMaxImagePixels = 64ll << 20;
-inline constexpr long kMaxImageSide = 1 << 16;                       ///< resize/center_crop sizes, pixels
+inline constexpr long kMaxImageSide = 1 << 16;  ///< resize/center_crop sizes, pixels
 /// Default limit on one batch tensor (float32 values × 4 bytes), checked before allocating. An evaluation raises
 /// or lowers it with EvaluationRequest::max_batch_bytes (`xsp evaluate --max-batch-bytes`).
 inline constexpr std::uint64_t kDefaultMaxBatchBytes = 8ull << 30;
@@ -112,9 +112,9 @@ Tensor synthetic_batch(const std::vector<long>& sample_dims, int batch_size, std
 /// One classification result.
 struct Classification {
   std::string input_id;
-  std::vector<int> top_classes;         ///< class indices, best first
-  std::vector<float> top_probabilities; ///< softmax probabilities (or raw scores without a softmax step)
-  std::vector<std::string> top_labels;  ///< label of each class ("" without labels)
+  std::vector<int> top_classes;          ///< class indices, best first
+  std::vector<float> top_probabilities;  ///< softmax probabilities (or raw scores without a softmax step)
+  std::vector<std::string> top_labels;   ///< label of each class ("" without labels)
 };
 
 /// Reads a labels file, one label per line (RegularFile, xsp/manifest/files.h). Throws std::runtime_error naming the

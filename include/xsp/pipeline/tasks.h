@@ -53,9 +53,9 @@ class TextBatcher {
 /// What the manifest's nms step asks for, in torchvision's terms (torchvision.models.detection.SSD: score_thresh,
 /// nms_thresh, detections_per_img, topk_candidates).
 struct NmsOptions {
-  double iou_threshold = 0.5;          ///< a box whose IoU with a kept box of its class is above this is dropped
-  double score_threshold = 0.05;       ///< only scores strictly above this are candidates
-  std::size_t max_detections = 100;    ///< kept per input, best scores first
+  double iou_threshold = 0.5;              ///< a box whose IoU with a kept box of its class is above this is dropped
+  double score_threshold = 0.05;           ///< only scores strictly above this are candidates
+  std::size_t max_detections = 100;        ///< kept per input, best scores first
   std::size_t candidates_per_class = 300;  ///< best-scoring candidates per class that enter NMS
 };
 

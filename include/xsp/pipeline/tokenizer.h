@@ -23,8 +23,9 @@ class Tokenizer {
  public:
   /// Loads `model_file`, a regular file of at most kMaxTokenizerModelBytes (RegularFile, xsp/manifest/files.h: a
   /// folder, /dev/zero or a FIFO is refused without reading it). Throws std::runtime_error naming the file when it is
-  /// missing, not a regular file, too large, unreadable or not a SentencePiece model, or, in a build without SentencePiece, "XSP was built without SentencePiece (Debian:
-  /// libsentencepiece-dev); text inputs cannot be tokenized".
+  /// missing, not a regular file, too large, unreadable or not a SentencePiece model, or, in a build without
+  /// SentencePiece, "XSP was built without SentencePiece (Debian: libsentencepiece-dev); text inputs cannot be
+  /// tokenized".
   static Tokenizer load(const std::filesystem::path& model_file);
 
   Tokenizer(Tokenizer&&) noexcept;
@@ -60,7 +61,7 @@ inline constexpr std::uintmax_t kMaxTokenizerModelBytes = 1ull << 30;
 
 /// Limits of load_prompts().
 inline constexpr std::uintmax_t kMaxPromptFileBytes = 64ull << 20;  ///< the whole file, bytes
-inline constexpr std::size_t kMaxPromptLineBytes = 1u << 20;         ///< one line (prompt), bytes
+inline constexpr std::size_t kMaxPromptLineBytes = 1u << 20;        ///< one line (prompt), bytes
 
 /// The prompts of `file`: one per line (\n or \r\n), UTF-8, blank (whitespace-only) lines skipped, lines kept as
 /// they are otherwise. Throws std::runtime_error naming the file, and the line (1-based) where one is at fault,

@@ -7,8 +7,8 @@
 namespace xsp {
 
 struct CeilingOptions {
-  int device = 0;         ///< CUDA device ordinal
-  int repetitions = 10;   ///< timed repetitions per ceiling; the best is kept (peaks, not typical values)
+  int device = 0;        ///< CUDA device ordinal
+  int repetitions = 10;  ///< timed repetitions per ceiling; the best is kept (peaks, not typical values)
 };
 
 /// Whether this build can measure ceilings (CUDA toolkit and cuBLAS present at configure time).

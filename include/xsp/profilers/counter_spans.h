@@ -5,10 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/trace/trace.h"
 
@@ -24,8 +23,8 @@ struct KernelLaunch {
 
 /// One range of the Range Profiler's counter data: raw metric values by metric name.
 struct CounterRange {
-  std::size_t index = 0;     ///< range index in the counter data
-  std::string name;          ///< CUPTI's range name (auto ranges: a number in execution order)
+  std::size_t index = 0;  ///< range index in the counter data
+  std::string name;       ///< CUPTI's range name (auto ranges: a number in execution order)
   std::map<std::string, double> metrics;
 };
 

@@ -23,7 +23,14 @@ namespace xsp {
 enum class CopyKind : std::uint8_t { kUnknown, kHtoD, kDtoH, kHtoA, kAtoH, kAtoA, kAtoD, kDtoA, kDtoD, kHtoH, kPtoP };
 /// Kind of the memory a copy reads or writes, or a memset writes (CUPTI CUpti_ActivityMemoryKind).
 enum class MemoryKind : std::uint8_t {
-  kUnknown, kPageable, kPinned, kDevice, kArray, kManaged, kDeviceStatic, kManagedStatic
+  kUnknown,
+  kPageable,
+  kPinned,
+  kDevice,
+  kArray,
+  kManaged,
+  kDeviceStatic,
+  kManagedStatic
 };
 /// Which CUDA API an ApiRecord comes from (CUPTI_ACTIVITY_KIND_RUNTIME / CUPTI_ACTIVITY_KIND_DRIVER).
 enum class ApiDomain : std::uint8_t { kRuntime, kDriver };

@@ -39,9 +39,9 @@ struct CounterDef {
 };
 
 // Counter names (tags of HARDWARE spans).
-inline constexpr std::string_view kFp64Flops = "fp64_flops";      ///< CUDA-core FP64: dadd + dmul + 2·dfma
-inline constexpr std::string_view kFp32Flops = "fp32_flops";      ///< CUDA-core FP32: fadd + fmul + 2·ffma
-inline constexpr std::string_view kFp16Flops = "fp16_flops";      ///< CUDA-core FP16: hadd + hmul + 2·hfma
+inline constexpr std::string_view kFp64Flops = "fp64_flops";               ///< CUDA-core FP64: dadd + dmul + 2·dfma
+inline constexpr std::string_view kFp32Flops = "fp32_flops";               ///< CUDA-core FP32: fadd + fmul + 2·ffma
+inline constexpr std::string_view kFp16Flops = "fp16_flops";               ///< CUDA-core FP16: hadd + hmul + 2·hfma
 inline constexpr std::string_view kTensorFp16Flops = "tensor_fp16_flops";  ///< tensor path, FP16 sources
 inline constexpr std::string_view kTensorBf16Flops = "tensor_bf16_flops";  ///< tensor path, BF16 sources
 inline constexpr std::string_view kTensorTf32Flops = "tensor_tf32_flops";  ///< tensor path, TF32 sources

@@ -6,11 +6,10 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/queue/jobs.h"
 
@@ -21,8 +20,8 @@ class Clock;
 namespace xsp {
 
 struct AgentOptions {
-  std::string store;  ///< "postgresql://..." (the queue and the results store)
-  std::string name;   ///< shown by `xsp agents`; "" = the hostname
+  std::string store;                         ///< "postgresql://..." (the queue and the results store)
+  std::string name;                          ///< shown by `xsp agents`; "" = the hostname
   std::filesystem::path zoo;                 ///< EvaluationContext::zoo
   std::filesystem::path default_images_dir;  ///< EvaluationContext::default_images_dir
   /// Folders a job's request may read files from besides the zoo and default_images_dir: jobs come from whoever can
@@ -32,7 +31,7 @@ struct AgentOptions {
   std::chrono::milliseconds lease{30'000};
   /// Idle: heartbeat and look for work at least this often (new jobs also wake it at once through NOTIFY).
   std::chrono::milliseconds poll{5'000};
-  std::optional<std::size_t> max_jobs;                    ///< exit after this many jobs (done or failed)
+  std::optional<std::size_t> max_jobs;                      ///< exit after this many jobs (done or failed)
   std::optional<std::chrono::milliseconds> exit_when_idle;  ///< exit after this long without a claimable job
   /// Set (to the signal number) by the front end's SIGTERM/SIGINT handler: a running job stops before its next
   /// batch and is handed back to the queue (its attempt not counted), the agent is marked stopped, and run_agent()

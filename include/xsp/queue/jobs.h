@@ -5,12 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/eval/evaluate.h"
 
@@ -24,16 +23,16 @@ std::optional<JobState> parse_job_state(std::string_view name);
 
 /// Which agents may run a job. Every field must hold for one agent; an empty field (0 for memory) matches any agent.
 struct JobConstraints {
-  std::string framework;          ///< framework name (libtorch, opencv-dnn, onnxruntime); "" = any
+  std::string framework;  ///< framework name (libtorch, opencv-dnn, onnxruntime); "" = any
   /// The agent's framework version equals this or starts with it followed by "." ("2.11" matches "2.11.0", not
   /// "2.110"); "" = any. Needs `framework`.
   std::string framework_version;
-  std::string device = "cpu";     ///< "cpu" (every agent) or "cuda" (agents with a CUDA GPU)
+  std::string device = "cpu";  ///< "cpu" (every agent) or "cuda" (agents with a CUDA GPU)
   /// Glob on the GPU's name as the driver reports it ("NVIDIA H100 80GB HBM3"): `*` any run of characters, `?` one
   /// character, matched against the whole name case-sensitively ("*H100*"). "" = any. Implies device "cuda" GPUs.
   std::string gpu_pattern;
   std::uint64_t min_gpu_memory_bytes = 0;  ///< some GPU matching gpu_pattern has at least this much memory
-  std::string host;               ///< the agent's hostname, exactly; "" = any
+  std::string host;                        ///< the agent's hostname, exactly; "" = any
 };
 /// The constraints a request implies: its framework and device; the rest empty.
 JobConstraints constraints_for(const EvaluationRequest& request);
@@ -82,8 +81,8 @@ std::string mismatch_reason(const JobConstraints& constraints, const AgentCapabi
 
 /// A registered `xsp agent`.
 struct AgentInfo {
-  std::string id;       ///< random UUID, new at each start
-  std::string name;     ///< --name, default the hostname
+  std::string id;    ///< random UUID, new at each start
+  std::string name;  ///< --name, default the hostname
   /// "idle" | "busy" (running current_job) | "stopped" (exited cleanly) | "lost" (no heartbeat for 3 intervals)
   std::string state;
   AgentCapabilities capabilities;
@@ -91,7 +90,7 @@ struct AgentInfo {
   std::optional<std::int64_t> current_job;
   std::int64_t jobs_done = 0, jobs_failed = 0;
   std::string started_at, last_heartbeat_at;  ///< ISO 8601 UTC
-  std::string role;  ///< the PostgreSQL role it connected as
+  std::string role;                           ///< the PostgreSQL role it connected as
 };
 nlohmann::json to_json(const AgentInfo& agent);
 
@@ -118,8 +117,8 @@ struct JobInfo {
   EvaluationRequest request;
   JobConstraints constraints;
   int priority = 0;
-  int attempts = 0, max_attempts = 1;  ///< attempts started so far
-  Progress progress;                   ///< done/total batches of the current phase, and the phase (`what`)
+  int attempts = 0, max_attempts = 1;         ///< attempts started so far
+  Progress progress;                          ///< done/total batches of the current phase, and the phase (`what`)
   std::optional<std::int64_t> evaluation_id;  ///< once saved (done, or cancelled while running: "incomplete")
   std::string evaluation_status;              ///< "complete" | "incomplete" once saved
   std::string error;        ///< failed: what went wrong (RequestError: "field: message"); queued after a failed
@@ -130,7 +129,7 @@ struct JobInfo {
   /// Queued: why no live agent takes it ("no live agent can run it (cpu1: needs a GPU matching '*H100*' (this
   /// agent has no GPU))", or "no live agent: ..."), "" when one can. Computed when read.
   std::string waiting_reason;
-  std::string submitted_by;  ///< PostgreSQL role or "api"
+  std::string submitted_by;                                             ///< PostgreSQL role or "api"
   std::string submitted_at, started_at, finished_at, lease_expires_at;  ///< ISO 8601 UTC; "" until it happens
 };
 /// The job as the API's JSON object (request and constraints included).
@@ -166,16 +165,16 @@ class JobService {
 
   enum class RetryResult {
     kNotFound,
-    kRequeued,    ///< failed or cancelled: queued again with its attempts reset
-    kNotFinished, ///< queued or running: nothing to retry
-    kDone,        ///< done: submit again to repeat it
+    kRequeued,     ///< failed or cancelled: queued again with its attempts reset
+    kNotFinished,  ///< queued or running: nothing to retry
+    kDone,         ///< done: submit again to repeat it
   };
   virtual RetryResult retry(std::int64_t id) = 0;
 
   enum class DeleteResult {
     kNotFound,
-    kDeleted,     ///< the job row is gone; its evaluation, if any, stays in the store
-    kRunning,     ///< running: cancel it first
+    kDeleted,  ///< the job row is gone; its evaluation, if any, stays in the store
+    kRunning,  ///< running: cancel it first
   };
   virtual DeleteResult remove(std::int64_t id) = 0;
 

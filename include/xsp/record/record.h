@@ -49,7 +49,7 @@ struct Detection {
 
 /// Per-pixel classes of one input (output type segmentation), run-length encoded in row-major order.
 struct SegmentationMask {
-  int height = 0, width = 0;         ///< pixels of the model's output (its input size for the zoo's models)
+  int height = 0, width = 0;  ///< pixels of the model's output (its input size for the zoo's models)
   /// (class, count) pairs: `count` pixels of class `class` in row-major order; counts sum to height * width.
   std::vector<std::int32_t> runs;
   bool operator==(const SegmentationMask&) const = default;
@@ -64,8 +64,8 @@ struct SegmentationMask {
 ///  - segmentation: probabilities[c] is the fraction of pixels of class c, top_classes the classes present by
 ///    pixel count (ties: lower index); `mask` holds the mask.
 struct InputPrediction {
-  std::string input_id;           ///< the input's id (image file name; synthetic inputs: see run_evaluation)
-  std::vector<int> top_classes;   ///< class indices of the highest probabilities, best first (ties: lower index)
+  std::string input_id;          ///< the input's id (image file name; synthetic inputs: see run_evaluation)
+  std::vector<int> top_classes;  ///< class indices of the highest probabilities, best first (ties: lower index)
   /// Per class, the softmax of the first output's row for this input when the manifest's output has a softmax
   /// step, else the raw output values (EvaluationRecord::settings["predictions"]["values"] says which).
   std::vector<float> probabilities;
@@ -80,7 +80,7 @@ struct BlockSummary {
   std::int64_t start_ns = 0;     ///< host clock (CLOCK_MONOTONIC) of the block's start
   std::int64_t duration_ns = 0;  ///< wall time of the block
   std::size_t batches = 0;
-  double median_ns = 0;          ///< median predict latency of its batches
+  double median_ns = 0;  ///< median predict latency of its batches
   bool operator==(const BlockSummary&) const = default;
 };
 
@@ -91,16 +91,16 @@ struct RunMeasurement {
   /// generator), "" (stored before XSP measured stability).
   std::string design;
   StabilityRule rule;
-  StabilityAssessment stability;   ///< of the result windows (their batches are RunRecord::predict_latency_ns)
-  int warmup_batches = 0;          ///< warm-up batches of this level
-  std::int64_t warmup_ns = 0;      ///< wall time of the phase's warm-up (all its levels)
-  bool warmup_converged = false;   ///< false: the warm-up ended at its maximum time
+  StabilityAssessment stability;  ///< of the result windows (their batches are RunRecord::predict_latency_ns)
+  int warmup_batches = 0;         ///< warm-up batches of this level
+  std::int64_t warmup_ns = 0;     ///< wall time of the phase's warm-up (all its levels)
+  bool warmup_converged = false;  ///< false: the warm-up ended at its maximum time
   std::vector<double> warmup_block_medians_ns;
   int batches_per_block = 0;
-  std::vector<BlockSummary> blocks;     ///< every measured block, in time order
-  std::size_t result_first_block = 0;   ///< blocks from here on are the result
-  std::int64_t measure_ns = 0;          ///< wall time of the phase's measured rounds (all its levels)
-  bool reached_max_duration = false;    ///< measuring stopped at max_duration_ms, not because it was stable
+  std::vector<BlockSummary> blocks;    ///< every measured block, in time order
+  std::size_t result_first_block = 0;  ///< blocks from here on are the result
+  std::int64_t measure_ns = 0;         ///< wall time of the phase's measured rounds (all its levels)
+  bool reached_max_duration = false;   ///< measuring stopped at max_duration_ms, not because it was stable
   /// Phase-2 runs (kernel tracing): the medians of the shallower levels' blocks that ran in the same rounds,
   /// keyed by trace level name ("model", "framework"), in round order.
   std::map<std::string, std::vector<double>> baseline_block_medians_ns;
@@ -163,17 +163,17 @@ struct RunRecord {
   /// Generation runs (output type "generation", docs/generation.md): the token-latency figures of the run's
   /// measured requests, {} for other runs. Keys: "requests" (measured requests; each generates a batch of
   /// "sequences_per_request" sequences), "sequences" (what the distributions count: one per sequence),
-  /// "prompt_tokens" and "output_tokens" (per request, in issue order), "ttft_ns", "tpot_ns", "itl_ns", "e2e_ns" (LatencySummary JSON), "input_tokens_per_s",
-  /// "output_tokens_per_s", "duration_ns", "single_token_requests", "ttft_stability", "tpot_stability",
-  /// "kv_cache_bytes" (the largest KV cache a request allocated), "ttft_values_ns" and "tpot_values_ns" (per
-  /// request, issue order) and, for trace tails, "tail" (which steps' traces were kept).
+  /// "prompt_tokens" and "output_tokens" (per request, in issue order), "ttft_ns", "tpot_ns", "itl_ns", "e2e_ns"
+  /// (LatencySummary JSON), "input_tokens_per_s", "output_tokens_per_s", "duration_ns", "single_token_requests",
+  /// "ttft_stability", "tpot_stability", "kv_cache_bytes" (the largest KV cache a request allocated), "ttft_values_ns"
+  /// and "tpot_values_ns" (per request, issue order) and, for trace tails, "tail" (which steps' traces were kept).
   nlohmann::json generation = nlohmann::json::object();
   bool operator==(const RunRecord&) const = default;
 };
 
 /// A whole evaluation: model × framework × device × scenario × batch sizes × trace level (SPEC §1).
 struct EvaluationRecord {
-  std::int64_t id = 0;  ///< store id (0 until stored)
+  std::int64_t id = 0;              ///< store id (0 until stored)
   std::string status = "complete";  ///< complete | incomplete
   std::string created_at;           ///< ISO 8601 UTC
   /// A random RFC 4122 version-4 UUID, given by Store::save() when empty: the evaluation's identity across

@@ -6,11 +6,10 @@
 // with their licences, so the file makes no network request. Charts render with Vega's SVG renderer.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/compare.h"
@@ -27,9 +26,9 @@ struct ReportEvaluation {
 
 /// What the report holds beyond the evaluations.
 struct ReportOptions {
-  std::string title;                 ///< "" = "XSP report: " and the evaluations' ids
-  CompareOptions compare;            ///< the comparison section's options (two or more evaluations)
-  std::size_t max_timeline_spans = 20000;  ///< spans drawn in one batch's timeline at most (the longest kept)
+  std::string title;                         ///< "" = "XSP report: " and the evaluations' ids
+  CompareOptions compare;                    ///< the comparison section's options (two or more evaluations)
+  std::size_t max_timeline_spans = 20000;    ///< spans drawn in one batch's timeline at most (the longest kept)
   std::size_t max_histogram_values = 20000;  ///< latencies drawn per scenario run at most (evenly sampled)
 };
 

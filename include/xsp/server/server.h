@@ -100,10 +100,10 @@ class JobQueue final : public JobService {
 
 /// What `xsp serve` maps its flags onto.
 struct ServerOptions {
-  std::string host = "127.0.0.1";  ///< address to bind; loopback by default
-  int port = 8080;                 ///< 0 = any free port (Server::port() then tells which)
-  std::filesystem::path store;     ///< results store (opened read-write once, read-only per reader)
-  std::filesystem::path zoo;       ///< folder of manifests (GET models, submissions)
+  std::string host = "127.0.0.1";            ///< address to bind; loopback by default
+  int port = 8080;                           ///< 0 = any free port (Server::port() then tells which)
+  std::filesystem::path store;               ///< results store (opened read-write once, read-only per reader)
+  std::filesystem::path zoo;                 ///< folder of manifests (GET models, submissions)
   std::filesystem::path default_images_dir;  ///< EvaluationContext::default_images_dir
   /// Bearer token for writes (POST, DELETE). Required when `host` is not a loopback address; on loopback, writes
   /// are open when it is empty. Compared in constant time.
@@ -116,8 +116,8 @@ struct ServerOptions {
   /// 408); a connection without a request under way is closed after `idle_timeout`.
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds idle_timeout{5'000};
-  std::size_t max_connections = 512;             ///< open at once; more get 503
-  std::size_t max_connections_per_client = 64;   ///< per remote address; more get 429
+  std::size_t max_connections = 512;            ///< open at once; more get 503
+  std::size_t max_connections_per_client = 64;  ///< per remote address; more get 429
   /// Requests that load whole evaluations and compute over them (analyses, compare, report, trace downloads) run at
   /// most this many at once; more get 503 with Retry-After, so that they cannot starve the listing endpoints.
   std::size_t max_heavy_requests = 4;
@@ -130,8 +130,8 @@ struct ServerOptions {
   std::vector<std::filesystem::path> data_dirs;
   /// A folder served under /ui/ (the web UI's static assets); empty = none.
   std::filesystem::path static_dir;
-  const Clock* clock = nullptr;          ///< EvaluationContext::clock (tests inject a fake one)
-  bool record_machine_state = true;      ///< EvaluationContext::record_machine_state
+  const Clock* clock = nullptr;      ///< EvaluationContext::clock (tests inject a fake one)
+  bool record_machine_state = true;  ///< EvaluationContext::record_machine_state
   /// Where submitted evaluations go. Null: for an SQLite store the server makes its own JobQueue and runs them; for
   /// a PostgreSQL store (is_postgres_location) it opens the shared queue (open_job_service) and runs nothing itself:
   /// `xsp agent` processes do. Given (tests inject a fake): used as is, and the server runs nothing itself.

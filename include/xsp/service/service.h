@@ -97,7 +97,7 @@ EvaluationRecord load_evaluation(Store& store, std::int64_t id);
 
 /// One page of a listing: the evaluations of the filter's page, newest first, and how many match in all.
 struct EvaluationPage {
-  std::size_t total = 0;                     ///< every match (the filter's limit and offset ignored)
+  std::size_t total = 0;                       ///< every match (the filter's limit and offset ignored)
   std::vector<EvaluationListing> evaluations;  ///< after filter.offset, at most filter.limit
 };
 
@@ -219,9 +219,9 @@ RunTrace export_trace_to_file(Store& store, const TraceRequest& request, const s
 
 /// One framework graph of a model.
 struct ModelFramework {
-  std::string name;        ///< predictor name ("libtorch")
-  std::string constraint;  ///< semver constraint on its version (">=1.13")
-  std::string graph;       ///< graph path as the manifest writes it
+  std::string name;            ///< predictor name ("libtorch")
+  std::string constraint;      ///< semver constraint on its version (">=1.13")
+  std::string graph;           ///< graph path as the manifest writes it
   bool exported = false;       ///< the resolved graph path is a regular file
   bool in_this_build = false;  ///< a predictor of that name is registered (registered_predictors())
 };
@@ -230,9 +230,9 @@ struct ModelFramework {
 struct ModelEntry {
   std::filesystem::path manifest;  ///< the file it was read from
   std::string name, version, description;
-  std::vector<ModelFramework> frameworks;         ///< in manifest order; the first is the default
+  std::vector<ModelFramework> frameworks;           ///< in manifest order; the first is the default
   std::vector<std::vector<long>> input_dimensions;  ///< per input, its per-sample shape
-  std::map<std::string, std::string> attributes;  ///< task, source, training_dataset...
+  std::map<std::string, std::string> attributes;    ///< task, source, training_dataset...
 };
 
 /// A manifest file that could not be used, or a model that could not be listed.

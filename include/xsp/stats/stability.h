@@ -57,11 +57,11 @@ struct Interval {
 struct StabilityAssessment {
   Verdict verdict = Verdict::kNotAssessed;
   std::vector<double> window_medians_ns;  ///< median of each assessed window, in time order
-  double spread_fraction = 0;  ///< (max − min) / mean of window_medians_ns; NaN with fewer than 2 windows
-  double cv = 0;               ///< coefficient of variation (sample stddev / mean) of every assessed batch
-  double drift_fraction = 0;   ///< last window median / first window median − 1; NaN with fewer than 2 windows
-  std::size_t samples = 0;     ///< batches assessed
-  double median_ns = 0;        ///< median of every assessed batch
+  double spread_fraction = 0;             ///< (max − min) / mean of window_medians_ns; NaN with fewer than 2 windows
+  double cv = 0;                          ///< coefficient of variation (sample stddev / mean) of every assessed batch
+  double drift_fraction = 0;  ///< last window median / first window median − 1; NaN with fewer than 2 windows
+  std::size_t samples = 0;    ///< batches assessed
+  double median_ns = 0;       ///< median of every assessed batch
   /// 95% interval of the median: the wider of (a) the order-statistic interval (assumes independent batches)
   /// and (b) median ± t(0.975, K−1) · sd(window medians) / sqrt(K) (batch means: holds under slow drift and
   /// autocorrelation, which (a) ignores). With fewer than 6 samples (a) does not reach 95% and is [min, max].
@@ -71,8 +71,8 @@ struct StabilityAssessment {
     for (std::size_t i = 0; i < window_medians_ns.size(); ++i)
       if (!same_value(window_medians_ns[i], o.window_medians_ns[i])) return false;
     return verdict == o.verdict && same_value(spread_fraction, o.spread_fraction) && same_value(cv, o.cv) &&
-           same_value(drift_fraction, o.drift_fraction) && samples == o.samples &&
-           same_value(median_ns, o.median_ns) && ci95_ns == o.ci95_ns;
+           same_value(drift_fraction, o.drift_fraction) && samples == o.samples && same_value(median_ns, o.median_ns) &&
+           ci95_ns == o.ci95_ns;
   }
 };
 

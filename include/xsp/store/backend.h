@@ -16,8 +16,8 @@
 namespace xsp {
 
 /// Opens (creating or migrating) the store at `location`, as Store::open() documents. Throws StoreError.
-using StoreOpener =
-    std::function<std::unique_ptr<Store>(const std::filesystem::path& location, StoreAccess access, StoreOptions options)>;
+using StoreOpener = std::function<std::unique_ptr<Store>(const std::filesystem::path& location, StoreAccess access,
+                                                         StoreOptions options)>;
 
 struct StoreBackend {
   std::string name;  ///< "SQLite", "PostgreSQL": in messages

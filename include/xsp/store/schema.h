@@ -72,18 +72,46 @@ struct Column {
   bool check_on_new_line = false;
   std::string doc;  ///< what it holds, for readers of the declaration and of docs/store.md
 
-  Column required() const { Column c = *this; c.not_null = true; return c; }
-  Column default_to(std::string sql) const { Column c = *this; c.default_sql = std::move(sql); return c; }
+  Column required() const {
+    Column c = *this;
+    c.not_null = true;
+    return c;
+  }
+  Column default_to(std::string sql) const {
+    Column c = *this;
+    c.default_sql = std::move(sql);
+    return c;
+  }
   Column references(std::string table, std::string column = "id") const {
     Column c = *this;
     c.foreign_key = ForeignKey{std::move(table), std::move(column)};
     return c;
   }
-  Column check(std::string expression) const { Column c = *this; c.check_sql = std::move(expression); return c; }
-  Column since(int version) const { Column c = *this; c.added_in = version; return c; }
-  Column backfilled(PerDialect value) const { Column c = *this; c.backfill = std::move(value); return c; }
-  Column wrap_check() const { Column c = *this; c.check_on_new_line = true; return c; }
-  Column described(std::string text) const { Column c = *this; c.doc = std::move(text); return c; }
+  Column check(std::string expression) const {
+    Column c = *this;
+    c.check_sql = std::move(expression);
+    return c;
+  }
+  Column since(int version) const {
+    Column c = *this;
+    c.added_in = version;
+    return c;
+  }
+  Column backfilled(PerDialect value) const {
+    Column c = *this;
+    c.backfill = std::move(value);
+    return c;
+  }
+  Column wrap_check() const {
+    Column c = *this;
+    c.check_on_new_line = true;
+    return c;
+  }
+  Column described(std::string text) const {
+    Column c = *this;
+    c.doc = std::move(text);
+    return c;
+  }
 };
 
 /// A column named `name` of type `type`, nullable, created with its table.

@@ -2,9 +2,8 @@
 // still records the machine's GPUs.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace xsp {
 

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace xsp {
 
@@ -20,12 +19,12 @@ struct NvmlViolationTime {
 };
 
 /// NVML constants XSP passes or decodes (values from NVML's public ABI).
-inline constexpr int kNvmlSuccess = 0;             ///< NVML_SUCCESS
-inline constexpr int kNvmlClockSm = 1;             ///< NVML_CLOCK_SM (nvmlClockType_t)
-inline constexpr int kNvmlClockMem = 2;            ///< NVML_CLOCK_MEM
-inline constexpr int kNvmlTemperatureGpu = 0;      ///< NVML_TEMPERATURE_GPU (nvmlTemperatureSensors_t)
-inline constexpr int kNvmlPerfPolicyPower = 0;     ///< NVML_PERF_POLICY_POWER (nvmlPerfPolicyType_t)
-inline constexpr int kNvmlPerfPolicyThermal = 1;   ///< NVML_PERF_POLICY_THERMAL
+inline constexpr int kNvmlSuccess = 0;               ///< NVML_SUCCESS
+inline constexpr int kNvmlClockSm = 1;               ///< NVML_CLOCK_SM (nvmlClockType_t)
+inline constexpr int kNvmlClockMem = 2;              ///< NVML_CLOCK_MEM
+inline constexpr int kNvmlTemperatureGpu = 0;        ///< NVML_TEMPERATURE_GPU (nvmlTemperatureSensors_t)
+inline constexpr int kNvmlPerfPolicyPower = 0;       ///< NVML_PERF_POLICY_POWER (nvmlPerfPolicyType_t)
+inline constexpr int kNvmlPerfPolicyThermal = 1;     ///< NVML_PERF_POLICY_THERMAL
 inline constexpr unsigned kNvmlNameBufferSize = 96;  ///< NVML_DEVICE_NAME_V2_BUFFER_SIZE (UUID's is the same)
 
 /// Bits of NVML's clocks event (formerly "throttle") reasons mask.
@@ -41,7 +40,7 @@ inline constexpr std::uint64_t kClocksEventDisplayClockSetting = 0x100;
 /// The reasons that do not mean the GPU was held back by a limit: it was idle, or someone chose the clocks
 /// (application clocks, display, sync boost across GPUs). Every other bit, unknown ones included, is throttling.
 inline constexpr std::uint64_t kClocksEventBenign = kClocksEventGpuIdle | kClocksEventApplicationsClocksSetting |
-                                                     kClocksEventSyncBoost | kClocksEventDisplayClockSetting;
+                                                    kClocksEventSyncBoost | kClocksEventDisplayClockSetting;
 
 /// The NVML entry points XSP uses, as plain function pointers (so tests can inject fakes). Any may be null: the
 /// fields it would fill stay empty. Each returns an nvmlReturn_t as int (0 = NVML_SUCCESS); the device handle
@@ -79,15 +78,15 @@ const NvmlApi* system_nvml(std::string* status = nullptr);
 
 /// One GPU as NVML reports it at one instant. Each optional is empty when its NVML call is missing or failed.
 struct GpuState {
-  int index = 0;     ///< NVML index
-  std::string name;  ///< e.g. "NVIDIA H100 80GB HBM3"; "" when unknown
-  std::string uuid;  ///< e.g. "GPU-5d3c…"; "" when unknown
-  std::optional<int> sm_clock_mhz, mem_clock_mhz;  ///< current clocks (MHz)
-  std::optional<int> temperature_c;                ///< GPU core temperature (°C)
-  std::optional<double> power_w;                   ///< board power draw (W)
-  std::optional<std::uint64_t> energy_mj;             ///< total energy since driver load (mJ)
-  std::optional<std::uint64_t> clocks_event_reasons;  ///< NVML bitmask (kClocksEvent*)
-  std::vector<std::string> clocks_event_reason_names; ///< e.g. "sw_power_cap", "hw_thermal_slowdown"
+  int index = 0;                                       ///< NVML index
+  std::string name;                                    ///< e.g. "NVIDIA H100 80GB HBM3"; "" when unknown
+  std::string uuid;                                    ///< e.g. "GPU-5d3c…"; "" when unknown
+  std::optional<int> sm_clock_mhz, mem_clock_mhz;      ///< current clocks (MHz)
+  std::optional<int> temperature_c;                    ///< GPU core temperature (°C)
+  std::optional<double> power_w;                       ///< board power draw (W)
+  std::optional<std::uint64_t> energy_mj;              ///< total energy since driver load (mJ)
+  std::optional<std::uint64_t> clocks_event_reasons;   ///< NVML bitmask (kClocksEvent*)
+  std::vector<std::string> clocks_event_reason_names;  ///< e.g. "sw_power_cap", "hw_thermal_slowdown"
   /// Cumulative time since driver load that power / thermal limits held the clocks below the application clocks
   /// (ns). A start/end delta > 0 is throttling during the run even when no sample caught the reason bit.
   std::optional<std::uint64_t> power_violation_ns, thermal_violation_ns;

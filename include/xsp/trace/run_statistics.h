@@ -25,9 +25,9 @@ enum class Severity {
 std::string_view to_string(Severity severity);
 
 struct RunStatisticSpec {
-  std::string key;      ///< Trace::counters name: "<source>.<what>", e.g. "cupti.dropped_records"
+  std::string key;  ///< Trace::counters name: "<source>.<what>", e.g. "cupti.dropped_records"
   Severity severity = Severity::kInfo;
-  std::string meaning;  ///< one line: what is counted, and what to do about it when it matters
+  std::string meaning;         ///< one line: what is counted, and what to do about it when it matters
   std::string unit = "count";  ///< "count", or "ns" for the *_ns durations
 };
 

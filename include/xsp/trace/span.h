@@ -79,8 +79,8 @@ struct Tag {
   Tag(std::string k, bool v) : key(std::move(k)), value(v ? "true" : "false") {}
   /// An integer tag. Unsigned values above INT64_MAX do not fit kInt and are kept as text.
   template <std::integral I>
-    requires(!std::same_as<I, bool> && !std::same_as<I, char>)
-  Tag(std::string k, I v) : key(std::move(k)), value(std::to_string(v)), type(TagType::kInt) {
+  requires(!std::same_as<I, bool> && !std::same_as<I, char>) Tag(std::string k, I v)
+      : key(std::move(k)), value(std::to_string(v)), type(TagType::kInt) {
     if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::int64_t)) {
       if (v > static_cast<I>(std::numeric_limits<std::int64_t>::max())) type = TagType::kString;
     }

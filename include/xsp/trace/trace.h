@@ -28,8 +28,8 @@ struct AssemblyReport {
   std::size_t by_context = 0;
   std::size_t by_correlation = 0;
   std::size_t by_containment = 0;
-  std::size_t roots = 0;        ///< APPLICATION-level spans without a parent (expected)
-  std::size_t unparented = 0;   ///< deeper spans that no rule placed: kept, counted, reported
+  std::size_t roots = 0;                ///< APPLICATION-level spans without a parent (expected)
+  std::size_t unparented = 0;           ///< deeper spans that no rule placed: kept, counted, reported
   std::size_t dangling_parent_ids = 0;  ///< context parents naming an id absent from the trace (then re-placed)
   bool operator==(const AssemblyReport&) const = default;
 };

@@ -43,10 +43,15 @@ XSP_SHIM_EXPORT bool xsp_spm_decode(const void* handle, const std::vector<int>* 
 XSP_SHIM_EXPORT int xsp_spm_id(const void* handle, int what) {
   const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
   switch (what) {
-    case 0: return sp->GetPieceSize();
-    case 1: return sp->bos_id();
-    case 2: return sp->eos_id();
-    case 3: return sp->pad_id();
-    default: return sp->unk_id();
+    case 0:
+      return sp->GetPieceSize();
+    case 1:
+      return sp->bos_id();
+    case 2:
+      return sp->eos_id();
+    case 3:
+      return sp->pad_id();
+    default:
+      return sp->unk_id();
   }
 }

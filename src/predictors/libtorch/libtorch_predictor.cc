@@ -118,10 +118,11 @@ class LibTorchGenerator final : public Generator {
         throw std::invalid_argument("libtorch generator: prompt id " + std::to_string(prompt_ids[i]) + " at " +
                                     std::to_string(i) + " is outside [0, " + std::to_string(vocab_size_) + ")");
     c10::InferenceMode guard;
-    at::Tensor ids = torch::from_blob(const_cast<std::int64_t*>(prompt_ids.data()), {batch, prompt_tokens}, torch::kLong);
+    at::Tensor ids =
+        torch::from_blob(const_cast<std::int64_t*>(prompt_ids.data()), {batch, prompt_tokens}, torch::kLong);
     if (device_.is_cuda()) ids = ids.to(device_);
-    auto cache = module_.get_method("init_cache")({static_cast<std::int64_t>(batch),
-                                                   static_cast<std::int64_t>(prompt_tokens + max_new_tokens)});
+    auto cache = module_.get_method("init_cache")(
+        {static_cast<std::int64_t>(batch), static_cast<std::int64_t>(prompt_tokens + max_new_tokens)});
     const auto& kv = cache.toTupleRef().elements();
     k_ = kv.at(0).toTensor();
     v_ = kv.at(1).toTensor();
@@ -137,8 +138,7 @@ class LibTorchGenerator final : public Generator {
     if (produced_ >= max_new_)
       throw std::logic_error("libtorch generator: all " + std::to_string(max_new_) + " tokens are out already");
     c10::InferenceMode guard;
-    at::Tensor logits =
-        module_.get_method("decode")({last_, static_cast<std::int64_t>(position_), k_, v_}).toTensor();
+    at::Tensor logits = module_.get_method("decode")({last_, static_cast<std::int64_t>(position_), k_, v_}).toTensor();
     ++position_;
     return next_tokens(logits);
   }
@@ -202,8 +202,9 @@ class LibTorchPredictor final : public Predictor {
     dtype_ = scalar_type_of(device.precision);
     if (dtype_ != torch::kFloat) {
       if (dtype_ == torch::kHalf && !device_.is_cuda())
-        throw std::invalid_argument("libtorch predictor: precision fp16 needs device cuda (LibTorch's CPU kernels "
-                                    "lack half precision for many ops); use bf16 or fp32 on cpu");
+        throw std::invalid_argument(
+            "libtorch predictor: precision fp16 needs device cuda (LibTorch's CPU kernels "
+            "lack half precision for many ops); use bf16 or fp32 on cpu");
       module_->to(dtype_);
     }
     if (!manifest.outputs.empty() && manifest.outputs[0].type == "generation")
@@ -217,7 +218,9 @@ class LibTorchPredictor final : public Predictor {
       // Decided once here, not per batch: predict_all() is inside the timed predict span.
       b.who = "libtorch predictor: input '" + in.name + "'";
       b.integer = in.element_type == "int64" || in.element_type == "int32" || in.element_type == "bool";
-      b.scalar_type = in.element_type == "int32" ? torch::kInt : in.element_type == "bool" ? torch::kBool : torch::kLong;
+      b.scalar_type = in.element_type == "int32"  ? torch::kInt
+                      : in.element_type == "bool" ? torch::kBool
+                                                  : torch::kLong;
       b.dims.assign(in.dimensions.begin(), in.dimensions.end());
       // A text input's rows are cut or padded to pad_truncate.length tokens (xsp::TextBatcher).
       for (const ProcessingStep& s : in.steps)
@@ -260,8 +263,10 @@ class LibTorchPredictor final : public Predictor {
                          ? torch::from_blob(const_cast<std::int64_t*>(in.int_data.data()), in.shape, torch::kLong)
                          : torch::from_blob(const_cast<float*>(in.data.data()), in.shape, torch::kFloat);
       if (device_.is_cuda()) x = x.to(device_, /*non_blocking=*/false);
-      if (want_int && b.scalar_type != torch::kLong) x = x.to(b.scalar_type);
-      else if (!want_int && dtype_ != torch::kFloat) x = x.to(dtype_);
+      if (want_int && b.scalar_type != torch::kLong)
+        x = x.to(b.scalar_type);
+      else if (!want_int && dtype_ != torch::kFloat)
+        x = x.to(dtype_);
       args.emplace_back(std::move(x));
     }
     if (pack_ == Pack::kDict) {
@@ -316,10 +321,10 @@ class LibTorchPredictor final : public Predictor {
   std::unique_ptr<LibTorchGenerator> generator_;  // generation models only; refers to module_
   struct InputBinding {
     std::string name, element_type;
-    std::string who;  // "libtorch predictor: input 'NAME'", for messages
-    bool integer = false;  // int64 | int32 | bool: fed from Tensor::int_data
+    std::string who;                             // "libtorch predictor: input 'NAME'", for messages
+    bool integer = false;                        // int64 | int32 | bool: fed from Tensor::int_data
     c10::ScalarType scalar_type = torch::kLong;  // the integer type the model takes
-    std::vector<std::int64_t> dims;  // per sample
+    std::vector<std::int64_t> dims;              // per sample
   };
   std::vector<InputBinding> inputs_;  // the manifest's inputs, in order
   enum class Pack { kPositional, kDict, kTuple, kList };

@@ -8,7 +8,6 @@
 //   fixed array, raw input sizes into an int64 pool, and (top-level ops only) one call to
 //   torch::jit::currentModuleHierarchy(), whose result is moved, not formatted. Formatting happens in stop().
 #include "record_function_profiler.h"
-#include "xsp/trace/run_statistics.h"
 
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
@@ -26,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "xsp/trace/run_statistics.h"
+
 namespace xsp::libtorch {
 namespace {
 
@@ -35,23 +36,23 @@ constexpr std::size_t kNoSource = static_cast<std::size_t>(-1);  // a lean op wh
 
 /// One observed op, as raw as possible (formatted in stop()).
 struct OpRecord {
-  SpanId id = kNoSpan;                  ///< final span id, taken at op start so listeners can use it
+  SpanId id = kNoSpan;  ///< final span id, taken at op start so listeners can use it
   std::int64_t start_ns = 0;
-  std::int64_t end_ns = -1;             ///< -1 while open; still -1 at stop() = unfinished (dropped)
-  SpanId context_parent = kNoSpan;      ///< for top-level ops of the start thread: the parent at op start
-  std::int64_t alloc_bytes = 0;         ///< inclusive of children (children add theirs on end)
-  std::int32_t parent = -1;             ///< index of the enclosing op in the same buffer, -1 = top-level
-  std::int32_t module = -1;             ///< index into ThreadBuffer::modules, -1 = unknown
-  std::int32_t long_name = -1;          ///< index into ThreadBuffer::long_names when the name did not fit
-  std::uint32_t shapes_off = 0;         ///< offset into ThreadBuffer::shapes: per tensor ndim, then dims
+  std::int64_t end_ns = -1;         ///< -1 while open; still -1 at stop() = unfinished (dropped)
+  SpanId context_parent = kNoSpan;  ///< for top-level ops of the start thread: the parent at op start
+  std::int64_t alloc_bytes = 0;     ///< inclusive of children (children add theirs on end)
+  std::int32_t parent = -1;         ///< index of the enclosing op in the same buffer, -1 = top-level
+  std::int32_t module = -1;         ///< index into ThreadBuffer::modules, -1 = unknown
+  std::int32_t long_name = -1;      ///< index into ThreadBuffer::long_names when the name did not fit
+  std::uint32_t shapes_off = 0;     ///< offset into ThreadBuffer::shapes: per tensor ndim, then dims
   std::uint16_t n_tensors = 0;
-  bool lean = false;                    ///< recorded without shapes and module (after the detail batches)
+  bool lean = false;  ///< recorded without shapes and module (after the detail batches)
   char name[kNameCap];
 };
 
 struct StackEntry {
-  std::int32_t index;      ///< record index, -1 = op was dropped
-  const void* rf;          ///< address of the RecordFunction, to match its end to its start
+  std::int32_t index;  ///< record index, -1 = op was dropped
+  const void* rf;      ///< address of the RecordFunction, to match its end to its start
 };
 
 struct Session;
@@ -93,14 +94,14 @@ struct Session final : c10::MemoryReportingInfoBase {
   explicit Session(const RecordFunctionProfilerOptions& o) : opts(o) {}
 
   RecordFunctionProfilerOptions opts;
-  TraceRecorder* recorder = nullptr;         ///< span ids come from it (lock-free)
-  OpCorrelationListener* listener = nullptr; ///< told of each recorded op (CUPTI external correlation)
+  TraceRecorder* recorder = nullptr;          ///< span ids come from it (lock-free)
+  OpCorrelationListener* listener = nullptr;  ///< told of each recorded op (CUPTI external correlation)
   std::atomic<SpanId> parent{kNoSpan};
   std::atomic<bool> active{true};
   /// Shapes and module paths are read while true (the first opts.detail_batches batches); see flush().
   std::atomic<bool> detail{true};
   std::uint64_t batches = 0;  ///< set_parent() calls so far (start thread only)
-  std::mutex mu;  // guards `threads` (registration is once per thread per session; never on the hot path)
+  std::mutex mu;              // guards `threads` (registration is once per thread per session; never on the hot path)
   std::vector<std::unique_ptr<ThreadBuffer>> threads;
 
   ThreadBuffer* register_thread(bool start_thread) {

@@ -28,9 +28,10 @@ class OnnxRuntimePredictor final : public Predictor {
     // One float32 image/tensor input and a classification output: the task this predictor's pipeline feeds
     // (docs/generation.md "What runs where").
     if (device.precision != "fp32")
-      throw std::invalid_argument("onnxruntime predictor: precision " + device.precision + " is not supported (fp32 only)");
-    if (manifest.inputs.size() != 1 || manifest.inputs[0].element_type != "float32" ||
-        manifest.outputs.empty() || manifest.outputs[0].type != "classification")
+      throw std::invalid_argument("onnxruntime predictor: precision " + device.precision +
+                                  " is not supported (fp32 only)");
+    if (manifest.inputs.size() != 1 || manifest.inputs[0].element_type != "float32" || manifest.outputs.empty() ||
+        manifest.outputs[0].type != "classification")
       throw std::invalid_argument("onnxruntime predictor: model " + manifest.name +
                                   " is not one float32 input with a classification output, the only form it runs");
     if (device.kind != "cpu")
@@ -47,8 +48,7 @@ class OnnxRuntimePredictor final : public Predictor {
       Ort::AllocatorWithDefaultOptions allocator;
       input_name_ = session_->GetInputNameAllocated(0, allocator).get();
       output_name_ = session_->GetOutputNameAllocated(0, allocator).get();
-      const std::vector<std::int64_t> in_shape =
-          session_->GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
+      const std::vector<std::int64_t> in_shape = session_->GetInputTypeInfo(0).GetTensorTypeAndShapeInfo().GetShape();
       // A negative dimension is symbolic (dynamic); a positive first dimension fixes the batch size.
       static_batch_ = in_shape.empty() ? -1 : in_shape[0];
     } catch (const Ort::Exception& e) {
@@ -106,9 +106,8 @@ class OnnxRuntimePredictor final : public Predictor {
 
 void register_onnxruntime_predictor() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    register_predictor("onnxruntime", [] { return std::make_unique<OnnxRuntimePredictor>(); });
-  });
+  std::call_once(once,
+                 [] { register_predictor("onnxruntime", [] { return std::make_unique<OnnxRuntimePredictor>(); }); });
 }
 
 }  // namespace xsp

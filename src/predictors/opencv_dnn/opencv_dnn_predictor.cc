@@ -5,13 +5,12 @@
 // gives the durations of the *last* forward. So the predictor hands the profiler the forward's start and end
 // after each forward (LayerTimingProfiler::on_forward); the profiler copies the timings (a few hundred
 // doubles) and formats spans only in stop(), off the measured path.
-#include <opencv2/core/utility.hpp>
-#include <opencv2/core/version.hpp>
-#include <opencv2/dnn.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/core/version.hpp>
+#include <opencv2/dnn.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -112,8 +111,8 @@ class LayerTimingProfiler final : public FrameworkProfiler {
   /// Input blob shapes per layer id for a network input of `input_shape`, as text; empty when OpenCV cannot
   /// infer them. Cached per input shape (one per batch size).
   const std::vector<std::string>& layer_shapes(const std::vector<std::int64_t>& input_shape) {
-    auto it = std::find_if(shape_cache_.begin(), shape_cache_.end(),
-                           [&](const auto& e) { return e.first == input_shape; });
+    auto it =
+        std::find_if(shape_cache_.begin(), shape_cache_.end(), [&](const auto& e) { return e.first == input_shape; });
     if (it != shape_cache_.end()) return it->second;
     std::vector<std::string> out(names_.size());
     try {
@@ -157,9 +156,10 @@ class OpenCvDnnPredictor final : public Predictor {
     // One float32 image/tensor input and a classification output: the task this predictor's pipeline feeds
     // (docs/generation.md "What runs where").
     if (device.precision != "fp32")
-      throw std::invalid_argument("opencv-dnn predictor: precision " + device.precision + " is not supported (fp32 only)");
-    if (manifest.inputs.size() != 1 || manifest.inputs[0].element_type != "float32" ||
-        manifest.outputs.empty() || manifest.outputs[0].type != "classification")
+      throw std::invalid_argument("opencv-dnn predictor: precision " + device.precision +
+                                  " is not supported (fp32 only)");
+    if (manifest.inputs.size() != 1 || manifest.inputs[0].element_type != "float32" || manifest.outputs.empty() ||
+        manifest.outputs[0].type != "classification")
       throw std::invalid_argument("opencv-dnn predictor: model " + manifest.name +
                                   " is not one float32 input with a classification output, the only form it runs");
     if (device.kind != "cpu")
@@ -221,9 +221,7 @@ class OpenCvDnnPredictor final : public Predictor {
 
 void register_opencv_dnn_predictor() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    register_predictor("opencv-dnn", [] { return std::make_unique<OpenCvDnnPredictor>(); });
-  });
+  std::call_once(once, [] { register_predictor("opencv-dnn", [] { return std::make_unique<OpenCvDnnPredictor>(); }); });
 }
 
 }  // namespace xsp

@@ -50,8 +50,8 @@ thread_local LaunchThreadState t_state;
 
 /// Kernel launch APIs: every way a kernel is launched outside a CUDA graph.
 bool is_launch_api(std::string_view name) {
-  for (std::string_view prefix : {"cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel",
-                                  "cuLaunchCooperativeKernel"})
+  for (std::string_view prefix :
+       {"cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel", "cuLaunchCooperativeKernel"})
     if (name.substr(0, prefix.size()) == prefix) return true;
   return false;
 }
@@ -138,7 +138,8 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     }
     if (mismatched > 0) recorder_->count(stat::kCountersMismatchedPasses, mismatched);
     if (user_replay_ && !all_passes_submitted_)
-      recorder_->count(stat::kCountersMissingPasses, collection_.passes > passes_done_ ? collection_.passes - passes_done_ : 1);
+      recorder_->count(stat::kCountersMissingPasses,
+                       collection_.passes > passes_done_ ? collection_.passes - passes_done_ : 1);
     if (graph_launches_ > 0) recorder_->count(stat::kCountersGraphLaunchesNotProfiled, graph_launches_);
     append_counter_spans(collection_, *recorder_);
     // What counters cost, shown rather than hidden: start() to here, replays and metric evaluation included.
@@ -175,8 +176,10 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       *cb->correlationData = static_cast<std::uint64_t>(now_ns());
       return;
     }
-    if (runtime) --t_state.runtime_depth;
-    else if (t_state.runtime_depth > 0) return;  // the driver half of a runtime launch: already counted
+    if (runtime)
+      --t_state.runtime_depth;
+    else if (t_state.runtime_depth > 0)
+      return;  // the driver half of a runtime launch: already counted
     KernelLaunch l;
     l.start_ns = static_cast<std::int64_t>(*cb->correlationData);
     l.end_ns = now_ns();
@@ -265,8 +268,9 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     add.ppMetricNames = metrics_.data();
     add.numMetrics = metrics_.size();
     check(cuptiProfilerHostConfigAddMetrics(&add),
-          ("cuptiProfilerHostConfigAddMetrics (metrics of xsp/profilers/hardware_counters.h, chip " +
-           collection_.chip + ")").c_str());
+          ("cuptiProfilerHostConfigAddMetrics (metrics of xsp/profilers/hardware_counters.h, chip " + collection_.chip +
+           ")")
+              .c_str());
     CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
     size.pHostObject = host_;
     check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize");
@@ -333,7 +337,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
       start.pRangeProfilerObject = range_profiler_;
       check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
-    mark("cuptiRangeProfilerStart");
+      mark("cuptiRangeProfilerStart");
     }
   }
 
@@ -459,8 +463,7 @@ void CUPTIAPI launch_callback(void* userdata, CUpti_CallbackDomain domain, CUpti
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto it = g_launch_apis.find((static_cast<std::uint64_t>(domain) << 32) | cbid);
   if (it == g_launch_apis.end()) return;
-  static_cast<CounterProfiler*>(userdata)->on_launch(domain, static_cast<const CUpti_CallbackData*>(data),
-                                                     it->second);
+  static_cast<CounterProfiler*>(userdata)->on_launch(domain, static_cast<const CUpti_CallbackData*>(data), it->second);
 }
 
 void CounterProfiler::subscribe() {

@@ -4,8 +4,6 @@
 // CUpti_ActivitySynchronization2, CUpti_ActivityOverhead3. A CUPTI that hands out another layout for a kind
 // reports a different CUPTI_API_VERSION at build time; the static_asserts below catch a header change.
 #include "cupti_profiler.h"
-#include "cupti_errors.h"
-#include "xsp/trace/run_statistics.h"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -19,6 +17,9 @@
 #include <stdexcept>
 #include <string_view>
 #include <vector>
+
+#include "cupti_errors.h"
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 namespace cupti {
@@ -134,54 +135,87 @@ std::uint64_t take_dropped() {
 
 CopyKind copy_kind(std::uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return CopyKind::kHtoD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return CopyKind::kDtoH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return CopyKind::kHtoA;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return CopyKind::kAtoH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return CopyKind::kAtoA;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return CopyKind::kAtoD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return CopyKind::kDtoA;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return CopyKind::kDtoD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CopyKind::kHtoH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CopyKind::kPtoP;
-    default: return CopyKind::kUnknown;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return CopyKind::kHtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return CopyKind::kDtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return CopyKind::kHtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return CopyKind::kAtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+      return CopyKind::kAtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+      return CopyKind::kAtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+      return CopyKind::kDtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return CopyKind::kDtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return CopyKind::kHtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return CopyKind::kPtoP;
+    default:
+      return CopyKind::kUnknown;
   }
 }
 
 MemoryKind memory_kind(std::uint32_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemoryKind::kPageable;
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return MemoryKind::kPinned;
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return MemoryKind::kDevice;
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return MemoryKind::kArray;
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return MemoryKind::kManaged;
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return MemoryKind::kDeviceStatic;
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return MemoryKind::kManagedStatic;
-    default: return MemoryKind::kUnknown;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
+      return MemoryKind::kPageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+      return MemoryKind::kPinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+      return MemoryKind::kDevice;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
+      return MemoryKind::kArray;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+      return MemoryKind::kManaged;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+      return MemoryKind::kDeviceStatic;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
+      return MemoryKind::kManagedStatic;
+    default:
+      return MemoryKind::kUnknown;
   }
 }
 
 const char* sync_type(CUpti_ActivitySynchronizationType t) {
   switch (t) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "event_synchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "stream_wait_event";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "stream_synchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "context_synchronize";
-    default: return "unknown";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+      return "event_synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+      return "stream_wait_event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+      return "stream_synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+      return "context_synchronize";
+    default:
+      return "unknown";
   }
 }
 
 const char* overhead_kind(CUpti_ActivityOverheadKind k) {
   switch (k) {
-    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver_compiler";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "cupti_buffer_flush";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "cupti_instrumentation";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "cupti_resource";
-    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "runtime_triggered_module_loading";
-    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "lazy_function_loading";
-    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "command_buffer_full";
-    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "activity_buffer_request";
-    default: return "unknown";
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
+      return "driver_compiler";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
+      return "cupti_buffer_flush";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
+      return "cupti_instrumentation";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
+      return "cupti_resource";
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
+      return "runtime_triggered_module_loading";
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
+      return "lazy_function_loading";
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
+      return "command_buffer_full";
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
+      return "activity_buffer_request";
+    default:
+      return "unknown";
   }
 }
 
@@ -191,10 +225,9 @@ bool is_noise_api(std::string_view name) {
   static constexpr std::array<std::string_view, 24> kNoise = {
       "cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetDeviceCount",
       "cudaDeviceGetAttribute", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo", "cudaGetDriverEntryPoint",
-      "cudaGetDriverEntryPointByVersion", "cudaFuncGetAttributes", "cudaPointerGetAttributes",
-      "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGet",
-      "cuDeviceGetCount", "cuGetProcAddress", "cuDevicePrimaryCtxGetState", "cuStreamIsCapturing",
-      "cuStreamGetCaptureInfo",
+      "cudaGetDriverEntryPointByVersion", "cudaFuncGetAttributes", "cudaPointerGetAttributes", "cuCtxGetCurrent",
+      "cuCtxSetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGet", "cuDeviceGetCount",
+      "cuGetProcAddress", "cuDevicePrimaryCtxGetState", "cuStreamIsCapturing", "cuStreamGetCaptureInfo",
       // CUDA 13's runtime looks each kernel up through the library API on its first launch.
       "cuLibraryGetKernel", "cuKernelGetName"};
   for (std::string_view n : kNoise) {
@@ -208,13 +241,12 @@ bool is_noise_api(std::string_view name) {
 /// cuCtxGetCurrent...), and recording each one costs more than the launches themselves.
 bool is_traced_api(std::string_view name) {
   static constexpr std::array<std::string_view, 13> kPrefixes = {
-      "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaMalloc", "cudaFree", "cudaGraphLaunch", "cudaEventRecord",
+      "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaMalloc", "cudaFree",  "cudaGraphLaunch", "cudaEventRecord",
       "cuLaunch",   "cuMemcpy",   "cuMemset",   "cuMemAlloc", "cuMemFree", "cuGraphLaunch"};
   for (std::string_view p : kPrefixes)
     if (name.starts_with(p)) return true;
   return name.find("Synchronize") != std::string_view::npos || name == "cudaStreamWaitEvent" ||
-         name == "cuStreamWaitEvent" || name == "cuEventRecord" || name == "cudaHostAlloc" ||
-         name == "cuMemHostAlloc";
+         name == "cuStreamWaitEvent" || name == "cuEventRecord" || name == "cudaHostAlloc" || name == "cuMemHostAlloc";
 }
 
 std::string clean_api_name(std::string name);
@@ -229,7 +261,8 @@ const std::vector<CUpti_CallbackId>& api_cbids(bool runtime, bool traced) {
     for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
       const char* raw = nullptr;
       if (cuptiGetCallbackName(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &raw) ==
-              CUPTI_SUCCESS && raw != nullptr && is_traced_api(clean_api_name(raw)) == want)
+              CUPTI_SUCCESS &&
+          raw != nullptr && is_traced_api(clean_api_name(raw)) == want)
         ids.push_back(cbid);
     }
     return ids;
@@ -282,8 +315,8 @@ std::string clean_api_name(std::string name) {
     const auto us = name.rfind('_');
     if (us == std::string::npos || us == 0) break;
     std::string_view tail(name.c_str() + us + 1);
-    const bool version = tail.size() >= 2 && tail[0] == 'v' &&
-                         tail.find_first_not_of("0123456789", 1) == std::string_view::npos;
+    const bool version =
+        tail.size() >= 2 && tail[0] == 'v' && tail.find_first_not_of("0123456789", 1) == std::string_view::npos;
     if (version || tail == "ptsz" || tail == "ptds") {
       name.resize(us);
       changed = true;
@@ -366,9 +399,9 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       }
       clock_offset_ns_ = best_offset;
       clock_mapping_ = "measured offset: CLOCK_MONOTONIC = cupti timestamp + " + std::to_string(best_offset) +
-                       " ns (best of 16 samples, bracket " + std::to_string(best_bracket) +
-                       " ns); " + (offset_requested ? std::string("cupti.clock = offset")
-                                                    : "cuptiActivityRegisterTimestampCallback failed: " + result_text(ts));
+                       " ns (best of 16 samples, bracket " + std::to_string(best_bracket) + " ns); " +
+                       (offset_requested ? std::string("cupti.clock = offset")
+                                         : "cuptiActivityRegisterTimestampCallback failed: " + result_text(ts));
     }
 
     prefill_pool(2);
@@ -480,19 +513,24 @@ void CuptiProfiler::stop() {
 
   // API tracing ends first so that the profiler's own cudaDeviceSynchronize is not a SYSTEM span of the run;
   // device kinds stay on until outstanding work has finished and its records are flushed.
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
-                               CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
+  for (CUpti_ActivityKind k :
+       {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}) {
     cuptiActivityDisable(k);
   }
   unsubscribe();
 
   attempt([] { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
   attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
-  static constexpr std::array<CUpti_ActivityKind, 10> kKinds = {
-      CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-      CUPTI_ACTIVITY_KIND_MEMCPY,            CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-      CUPTI_ACTIVITY_KIND_MARKER,            CUPTI_ACTIVITY_KIND_OVERHEAD};
+  static constexpr std::array<CUpti_ActivityKind, 10> kKinds = {CUPTI_ACTIVITY_KIND_RUNTIME,
+                                                                CUPTI_ACTIVITY_KIND_DRIVER,
+                                                                CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                                                CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                                                CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                                CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                                CUPTI_ACTIVITY_KIND_MEMCPY2,
+                                                                CUPTI_ACTIVITY_KIND_MEMSET,
+                                                                CUPTI_ACTIVITY_KIND_MARKER,
+                                                                CUPTI_ACTIVITY_KIND_OVERHEAD};
   for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);  // disabling a kind never enabled is harmless
   // Records written between the first flush and the disable.
   attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
@@ -712,9 +750,8 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
     switch (record->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        log.kernels.push_back(
-            kernel_record(*reinterpret_cast<const CUpti_ActivityKernel10*>(record), to_host_ns,
-                          [this](const char* mangled) { return kernel_name(mangled); }));
+        log.kernels.push_back(kernel_record(*reinterpret_cast<const CUpti_ActivityKernel10*>(record), to_host_ns,
+                                            [this](const char* mangled) { return kernel_name(mangled); }));
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -767,8 +804,7 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
       }
       case CUPTI_ACTIVITY_KIND_MARKER: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
-        const std::uint64_t thread =
-            m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+        const std::uint64_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
         const std::int64_t ts = to_host(m->timestamp);
         if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
           log.markers.push_back({m->name ? m->name : "", m->domain ? m->domain : "", ts, ts, thread});
@@ -779,8 +815,8 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
           if (it == open_markers_.end()) {
             ++log.counters[stat::kCuptiUnmatchedMarkerEnds];
           } else {
-            log.markers.push_back({std::move(it->second.name), std::move(it->second.domain), it->second.start_ns,
-                                   ts, it->second.thread_id});
+            log.markers.push_back({std::move(it->second.name), std::move(it->second.domain), it->second.start_ns, ts,
+                                   it->second.thread_id});
             open_markers_.erase(it);
           }
         } else {
@@ -790,14 +826,13 @@ void CuptiProfiler::parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) 
       }
       case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-        log.syncs.push_back({sync_type(s->type), to_host(s->start), to_host(s->end), s->correlationId,
-                             s->contextId, s->streamId});
+        log.syncs.push_back(
+            {sync_type(s->type), to_host(s->start), to_host(s->end), s->correlationId, s->contextId, s->streamId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_OVERHEAD: {
         const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
-        const std::uint64_t thread =
-            o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
+        const std::uint64_t thread = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
         log.overheads.push_back({overhead_kind(o->overheadKind), to_host(o->start), to_host(o->end), thread});
         break;
       }

@@ -1,19 +1,18 @@
 // The CUPTI device profiler (private to xsp_cupti). Public face: xsp/profilers/device_profiler.h.
 #pragma once
 
+#include <cupti_callbacks.h>
+
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
-
-#include <cupti_callbacks.h>
-
-#include <memory>
-#include <vector>
 
 namespace xsp::cupti {
 

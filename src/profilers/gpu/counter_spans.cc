@@ -9,7 +9,6 @@
 
 namespace xsp {
 
-
 void append_counter_spans(const CounterCollection& collection, TraceRecorder& recorder) {
   const std::size_t n = std::min(collection.launches.size(), collection.ranges.size());
   std::vector<Span> spans;
@@ -52,8 +51,9 @@ nlohmann::json to_json(const CounterCollection& c) {
                         {"op", l.op}});
   nlohmann::json ranges = nlohmann::json::array();
   for (const auto& r : c.ranges) ranges.push_back({{"index", r.index}, {"name", r.name}, {"metrics", r.metrics}});
-  return {{"replay", c.replay},     {"dropped_ranges", c.dropped_ranges}, {"passes", c.passes},
-          {"chip", c.chip},         {"launches", launches},               {"ranges", ranges}};
+  return {{"replay", c.replay},   {"dropped_ranges", c.dropped_ranges},
+          {"passes", c.passes},   {"chip", c.chip},
+          {"launches", launches}, {"ranges", ranges}};
 }
 
 CounterCollection counter_collection_from_json(const nlohmann::json& j) {

@@ -1,6 +1,5 @@
 // GpuActivityLog → spans (docs/spans.md: SYSTEM, KERNEL, LIBRARY), and the small helpers around it.
 #include "xsp/profilers/gpu_activity.h"
-#include "xsp/trace/run_statistics.h"
 
 #include <cxxabi.h>
 
@@ -9,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+
+#include "xsp/trace/run_statistics.h"
 
 namespace xsp {
 
@@ -88,8 +89,8 @@ std::string demangle(const char* mangled) {
 }
 
 void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
-  const std::size_t n = log.apis.size() + log.kernels.size() + log.memcpys.size() + log.memsets.size() +
-                        log.markers.size();
+  const std::size_t n =
+      log.apis.size() + log.kernels.size() + log.memcpys.size() + log.memsets.size() + log.markers.size();
 
   // correlation id → external id (the framework op). CUPTI emits one record per API call made while an id was
   // pushed; the first one wins if a log ever holds two for the same call.

@@ -33,7 +33,8 @@ class Fields {
     if (!v->is_number_integer()) fail(at(key), "expected an integer");
     if constexpr (std::is_signed_v<Int>) {
       const auto x = v->get<std::int64_t>();
-      if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Int>::max()))
+      if (v->is_number_unsigned() &&
+          v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Int>::max()))
         fail(at(key), "out of range");
       if (x < std::numeric_limits<Int>::min() || x > std::numeric_limits<Int>::max()) fail(at(key), "out of range");
       out = static_cast<Int>(x);
@@ -99,36 +100,66 @@ json to_json(const GpuActivityLog& log) {
   j["counters"] = log.counters;
   json& kernels = j["kernels"] = json::array();
   for (const KernelRecord& k : log.kernels) {
-    kernels.push_back({{"name", k.name}, {"start_ns", k.start_ns}, {"end_ns", k.end_ns},
-                       {"queued_ns", k.queued_ns}, {"submitted_ns", k.submitted_ns}, {"device", k.device},
-                       {"context", k.context}, {"stream", k.stream}, {"correlation_id", k.correlation_id},
-                       {"grid_x", k.grid_x}, {"grid_y", k.grid_y}, {"grid_z", k.grid_z}, {"block_x", k.block_x},
-                       {"block_y", k.block_y}, {"block_z", k.block_z},
+    kernels.push_back({{"name", k.name},
+                       {"start_ns", k.start_ns},
+                       {"end_ns", k.end_ns},
+                       {"queued_ns", k.queued_ns},
+                       {"submitted_ns", k.submitted_ns},
+                       {"device", k.device},
+                       {"context", k.context},
+                       {"stream", k.stream},
+                       {"correlation_id", k.correlation_id},
+                       {"grid_x", k.grid_x},
+                       {"grid_y", k.grid_y},
+                       {"grid_z", k.grid_z},
+                       {"block_x", k.block_x},
+                       {"block_y", k.block_y},
+                       {"block_z", k.block_z},
                        {"registers_per_thread", k.registers_per_thread},
                        {"static_shared_bytes", k.static_shared_bytes},
-                       {"dynamic_shared_bytes", k.dynamic_shared_bytes}, {"graph_id", k.graph_id},
+                       {"dynamic_shared_bytes", k.dynamic_shared_bytes},
+                       {"graph_id", k.graph_id},
                        {"graph_node_id", k.graph_node_id}});
   }
   json& memcpys = j["memcpys"] = json::array();
   for (const MemcpyRecord& m : log.memcpys) {
-    memcpys.push_back({{"bytes", m.bytes}, {"copy_kind", to_string(m.copy_kind)},
-                       {"src_kind", to_string(m.src_kind)}, {"dst_kind", to_string(m.dst_kind)},
-                       {"start_ns", m.start_ns}, {"end_ns", m.end_ns}, {"device", m.device}, {"context", m.context},
-                       {"stream", m.stream}, {"correlation_id", m.correlation_id},
-                       {"runtime_correlation_id", m.runtime_correlation_id}, {"graph_id", m.graph_id},
+    memcpys.push_back({{"bytes", m.bytes},
+                       {"copy_kind", to_string(m.copy_kind)},
+                       {"src_kind", to_string(m.src_kind)},
+                       {"dst_kind", to_string(m.dst_kind)},
+                       {"start_ns", m.start_ns},
+                       {"end_ns", m.end_ns},
+                       {"device", m.device},
+                       {"context", m.context},
+                       {"stream", m.stream},
+                       {"correlation_id", m.correlation_id},
+                       {"runtime_correlation_id", m.runtime_correlation_id},
+                       {"graph_id", m.graph_id},
                        {"graph_node_id", m.graph_node_id}});
   }
   json& memsets = j["memsets"] = json::array();
   for (const MemsetRecord& m : log.memsets) {
-    memsets.push_back({{"bytes", m.bytes}, {"value", m.value}, {"memory_kind", to_string(m.memory_kind)},
-                       {"start_ns", m.start_ns}, {"end_ns", m.end_ns}, {"device", m.device}, {"context", m.context},
-                       {"stream", m.stream}, {"correlation_id", m.correlation_id}, {"graph_id", m.graph_id},
+    memsets.push_back({{"bytes", m.bytes},
+                       {"value", m.value},
+                       {"memory_kind", to_string(m.memory_kind)},
+                       {"start_ns", m.start_ns},
+                       {"end_ns", m.end_ns},
+                       {"device", m.device},
+                       {"context", m.context},
+                       {"stream", m.stream},
+                       {"correlation_id", m.correlation_id},
+                       {"graph_id", m.graph_id},
                        {"graph_node_id", m.graph_node_id}});
   }
   json& apis = j["apis"] = json::array();
   for (const ApiRecord& a : log.apis) {
-    apis.push_back({{"domain", to_string(a.domain)}, {"cbid", a.cbid}, {"name", a.name}, {"start_ns", a.start_ns},
-                    {"end_ns", a.end_ns}, {"thread_id", a.thread_id}, {"correlation_id", a.correlation_id},
+    apis.push_back({{"domain", to_string(a.domain)},
+                    {"cbid", a.cbid},
+                    {"name", a.name},
+                    {"start_ns", a.start_ns},
+                    {"end_ns", a.end_ns},
+                    {"thread_id", a.thread_id},
+                    {"correlation_id", a.correlation_id},
                     {"return_value", a.return_value}});
   }
   json& ext = j["external_correlations"] = json::array();
@@ -137,13 +168,20 @@ json to_json(const GpuActivityLog& log) {
   }
   json& markers = j["markers"] = json::array();
   for (const MarkerRecord& m : log.markers) {
-    markers.push_back({{"name", m.name}, {"domain", m.domain}, {"start_ns", m.start_ns}, {"end_ns", m.end_ns},
+    markers.push_back({{"name", m.name},
+                       {"domain", m.domain},
+                       {"start_ns", m.start_ns},
+                       {"end_ns", m.end_ns},
                        {"thread_id", m.thread_id}});
   }
   json& syncs = j["syncs"] = json::array();
   for (const SyncRecord& s : log.syncs) {
-    syncs.push_back({{"type", s.type}, {"start_ns", s.start_ns}, {"end_ns", s.end_ns},
-                     {"correlation_id", s.correlation_id}, {"context", s.context}, {"stream", s.stream}});
+    syncs.push_back({{"type", s.type},
+                     {"start_ns", s.start_ns},
+                     {"end_ns", s.end_ns},
+                     {"correlation_id", s.correlation_id},
+                     {"context", s.context},
+                     {"stream", s.stream}});
   }
   json& overheads = j["overheads"] = json::array();
   for (const OverheadRecord& o : log.overheads) {
@@ -227,11 +265,10 @@ GpuActivityLog gpu_activity_log_from_json(const json& j) {
     f.integer("correlation_id", a.correlation_id);
     f.integer("return_value", a.return_value);
   });
-  read_array(j, "external_correlations", log.external_correlations,
-             [](const Fields& f, ExternalCorrelationRecord& e) {
-               f.integer("correlation_id", e.correlation_id, true);
-               f.integer("external_id", e.external_id, true);
-             });
+  read_array(j, "external_correlations", log.external_correlations, [](const Fields& f, ExternalCorrelationRecord& e) {
+    f.integer("correlation_id", e.correlation_id, true);
+    f.integer("external_id", e.external_id, true);
+  });
   read_array(j, "markers", log.markers, [](const Fields& f, MarkerRecord& m) {
     f.string("name", m.name, true);
     f.string("domain", m.domain);

@@ -14,18 +14,15 @@ std::vector<CounterDef> make_defs() {
     return std::string("sm__sass_thread_inst_executed_op_") + op + "_pred_on.sum";
   };
   // String storage for the composed names: string_views in CounterDef must outlive the program.
-  static const std::vector<std::string> names = {sass("dadd"), sass("dmul"), sass("dfma"), sass("fadd"),
-                                                 sass("fmul"), sass("ffma"), sass("hadd"), sass("hmul"),
-                                                 sass("hfma")};
+  static const std::vector<std::string> names = {sass("dadd"), sass("dmul"), sass("dfma"), sass("fadd"), sass("fmul"),
+                                                 sass("ffma"), sass("hadd"), sass("hmul"), sass("hfma")};
   return {
       {kFp64Flops, {{names[0], 1}, {names[1], 1}, {names[2], 2}}, "FP64 FLOPs on CUDA cores (FMA = 2)", "sum"},
       {kFp32Flops, {{names[3], 1}, {names[4], 1}, {names[5], 2}}, "FP32 FLOPs on CUDA cores (FMA = 2)", "sum"},
       {kFp16Flops, {{names[6], 1}, {names[7], 1}, {names[8], 2}}, "FP16 FLOPs on CUDA cores (FMA = 2)", "sum"},
       {kTensorFp16Flops, {{"sm__ops_path_tensor_src_fp16.sum", 1}}, "tensor-core FLOPs, FP16 sources", "sum"},
-      {kTensorBf16Flops, {{"sm__ops_path_tensor_src_bf16_dst_fp32.sum", 1}}, "tensor-core FLOPs, BF16 sources",
-       "sum"},
-      {kTensorTf32Flops, {{"sm__ops_path_tensor_src_tf32_dst_fp32.sum", 1}}, "tensor-core FLOPs, TF32 sources",
-       "sum"},
+      {kTensorBf16Flops, {{"sm__ops_path_tensor_src_bf16_dst_fp32.sum", 1}}, "tensor-core FLOPs, BF16 sources", "sum"},
+      {kTensorTf32Flops, {{"sm__ops_path_tensor_src_tf32_dst_fp32.sum", 1}}, "tensor-core FLOPs, TF32 sources", "sum"},
       {kTensorFp64Flops, {{"sm__ops_path_tensor_src_fp64.sum", 1}}, "tensor-core FLOPs, FP64 sources", "sum"},
       {kTensorFp8Flops, {{"sm__ops_path_tensor_src_fp8.sum", 1}}, "tensor-core FLOPs, FP8 sources", "sum"},
       {kTensorInt8Ops, {{"sm__ops_path_tensor_src_int8.sum", 1}}, "tensor-core INT8 ops", "sum"},
@@ -33,10 +30,14 @@ std::vector<CounterDef> make_defs() {
       {kDramWriteBytes, {{"dram__bytes_write.sum", 1}}, "bytes written to DRAM", "sum"},
       {kL2Bytes, {{"lts__t_bytes.sum", 1}}, "bytes requested from L2", "sum"},
       {kL1Bytes, {{"l1tex__t_bytes.sum", 1}}, "bytes requested from L1/TEX", "sum"},
-      {kAchievedOccupancyPercent, {{"sm__warps_active.avg.pct_of_peak_sustained_active", 1}},
-       "achieved occupancy (% of max warps per SM)", "latency_weighted_mean"},
-      {kSmThroughputPercent, {{"sm__throughput.avg.pct_of_peak_sustained_elapsed", 1}},
-       "SM throughput (% of peak)", "latency_weighted_mean"},
+      {kAchievedOccupancyPercent,
+       {{"sm__warps_active.avg.pct_of_peak_sustained_active", 1}},
+       "achieved occupancy (% of max warps per SM)",
+       "latency_weighted_mean"},
+      {kSmThroughputPercent,
+       {{"sm__throughput.avg.pct_of_peak_sustained_elapsed", 1}},
+       "SM throughput (% of peak)",
+       "latency_weighted_mean"},
       {kReplayDurationNs, {{"gpu__time_duration.sum", 1}}, "duration under replay (not a latency)", "sum"},
   };
 }

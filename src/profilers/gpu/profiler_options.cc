@@ -167,10 +167,14 @@ void set_from_json(CuptiOptions& cupti, CounterOptions& counters, const std::str
   if (!j.is_object()) throw std::invalid_argument(group + ": expected an object, got " + j.dump());
   for (const auto& [key, value] : j.items()) {
     std::string text;
-    if (value.is_string()) text = value.get<std::string>();
-    else if (value.is_boolean()) text = value.get<bool>() ? "true" : "false";
-    else if (value.is_number_unsigned()) text = std::to_string(value.get<std::uint64_t>());
-    else throw std::invalid_argument(group + "." + key + ": expected a string, boolean or count, got " + value.dump());
+    if (value.is_string())
+      text = value.get<std::string>();
+    else if (value.is_boolean())
+      text = value.get<bool>() ? "true" : "false";
+    else if (value.is_number_unsigned())
+      text = std::to_string(value.get<std::uint64_t>());
+    else
+      throw std::invalid_argument(group + "." + key + ": expected a string, boolean or count, got " + value.dump());
     try {
       set_profiler_option(cupti, counters, group + "." + key, text);
     } catch (const std::invalid_argument& e) {

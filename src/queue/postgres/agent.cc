@@ -19,7 +19,6 @@
 
 namespace xsp {
 
-
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -67,8 +66,8 @@ class JobRun {
       : queue_(queue), agent_id_(agent_id), job_(job), o_(o), summary_(summary) {}
 
   void run() {
-    spdlog::info("agent: job {} ({} on {}, attempt {} of {}) started", job_.id, job_.request.model,
-                 job_.request.device, job_.attempts, job_.max_attempts);
+    spdlog::info("agent: job {} ({} on {}, attempt {} of {}) started", job_.id, job_.request.model, job_.request.device,
+                 job_.attempts, job_.max_attempts);
     std::thread keeper([this] { keep_lease(); });
     EvaluationContext context;
     context.zoo = o_.zoo;
@@ -104,17 +103,19 @@ class JobRun {
     if (handing_back_) return hand_back();
     if (lost_) {
       ++summary_.jobs_lost;
-      spdlog::warn("agent: job {} is no longer this agent's (its lease expired while the database was out of reach, "
-                   "or it was deleted); its result is dropped so that it is not published twice",
-                   job_.id);
+      spdlog::warn(
+          "agent: job {} is no longer this agent's (its lease expired while the database was out of reach, "
+          "or it was deleted); its result is dropped so that it is not published twice",
+          job_.id);
       return;
     }
     if (record) return publish(*record);
     ++summary_.jobs_failed;
     spdlog::warn("agent: job {} failed: {}", job_.id, error);
-    with_retry("report the failure of job " + std::to_string(job_.id), summary_,
-               [&] { return queue_.fail(agent_id_, job_.id, error, error_field, permanent); },
-               [this] { return stopping(o_); });
+    with_retry(
+        "report the failure of job " + std::to_string(job_.id), summary_,
+        [&] { return queue_.fail(agent_id_, job_.id, error, error_field, permanent); },
+        [this] { return stopping(o_); });
   }
 
  private:
@@ -136,9 +137,11 @@ class JobRun {
       lock.unlock();
       try {
         switch (queue_.renew(agent_id_, job_.id, p)) {
-          case PostgresJobQueue::LeaseState::kHeld: break;
+          case PostgresJobQueue::LeaseState::kHeld:
+            break;
           case PostgresJobQueue::LeaseState::kCancelRequested:
-            if (interrupt_.load() == 0) spdlog::info("agent: job {}: cancel requested; stopping after this batch", job_.id);
+            if (interrupt_.load() == 0)
+              spdlog::info("agent: job {}: cancel requested; stopping after this batch", job_.id);
             interrupt_.store(SIGINT);
             break;
           case PostgresJobQueue::LeaseState::kLost:
@@ -160,12 +163,13 @@ class JobRun {
     ++summary_.jobs_handed_back;
     // A few tries only: the agent is stopping. If they fail, the lease expires and the job is queued again then.
     const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
-    const auto r = with_retry("hand back job " + std::to_string(job_.id), summary_,
-                              [&] { return queue_.hand_back(agent_id_, job_.id); },
-                              [&] { return SteadyClock::now() > deadline; });
+    const auto r = with_retry(
+        "hand back job " + std::to_string(job_.id), summary_, [&] { return queue_.hand_back(agent_id_, job_.id); },
+        [&] { return SteadyClock::now() > deadline; });
     spdlog::info("agent: job {} {}", job_.id,
-                 r && *r ? "handed back to the queue" : "not handed back (the database is unreachable): it returns to "
-                                                        "the queue when its lease expires");
+                 r && *r ? "handed back to the queue"
+                         : "not handed back (the database is unreachable): it returns to "
+                           "the queue when its lease expires");
   }
 
   void publish(EvaluationRecord& record) {
@@ -192,9 +196,10 @@ class JobRun {
     }
     if (published && refused.empty()) {
       ++summary_.jobs_lost;
-      spdlog::warn("agent: job {} was taken by another agent while this one could not reach the database; its result "
-                   "is dropped so that it is not published twice",
-                   job_.id);
+      spdlog::warn(
+          "agent: job {} was taken by another agent while this one could not reach the database; its result "
+          "is dropped so that it is not published twice",
+          job_.id);
       return;
     }
     std::string saved;
@@ -206,19 +211,21 @@ class JobRun {
       saved = std::string("could not be written either: ") + e.what();
     }
     const std::string why = refused.empty() ? "the database was unreachable when the agent stopped" : refused;
-    spdlog::error("agent: job {}: result not published ({}); the evaluation is in {} (load it with `xsp import FILE "
-                  "--store {}`)",
-                  job_.id, why, saved, redact_location(o_.store));
+    spdlog::error(
+        "agent: job {}: result not published ({}); the evaluation is in {} (load it with `xsp import FILE "
+        "--store {}`)",
+        job_.id, why, saved, redact_location(o_.store));
     if (!refused.empty()) {
       ++summary_.jobs_failed;
-      with_retry("report the failure of job " + std::to_string(job_.id), summary_,
-                 [&] {
-                   return queue_.fail(agent_id_, job_.id,
-                                      "the store refused the result: " + refused + "; agent " + agent_id_ +
-                                          " saved the evaluation to " + saved + " on its machine",
-                                      "", false);
-                 },
-                 [this] { return stopping(o_); });
+      with_retry(
+          "report the failure of job " + std::to_string(job_.id), summary_,
+          [&] {
+            return queue_.fail(agent_id_, job_.id,
+                               "the store refused the result: " + refused + "; agent " + agent_id_ +
+                                   " saved the evaluation to " + saved + " on its machine",
+                               "", false);
+          },
+          [this] { return stopping(o_); });
     }
   }
 
@@ -250,19 +257,20 @@ AgentSummary run_agent(const AgentOptions& o) {
 
   QueueOptions qo;
   qo.lease = o.lease;
-  auto opened = with_retry("connect to " + redact_location(o.store), summary,
-                           [&] { return std::shared_ptr<PostgresJobQueue>(PostgresJobQueue::open(o.store, qo)); },
-                           give_up);
+  auto opened = with_retry(
+      "connect to " + redact_location(o.store), summary,
+      [&] { return std::shared_ptr<PostgresJobQueue>(PostgresJobQueue::open(o.store, qo)); }, give_up);
   if (!opened) return summary;
   PostgresJobQueue& queue = **opened;
-  const auto id = with_retry("register", summary, [&] { return queue.register_agent(name, caps, system); }, give_up);
+  const auto id = with_retry(
+      "register", summary, [&] { return queue.register_agent(name, caps, system); }, give_up);
   if (!id) return summary;
   summary.agent_id = *id;
   std::string frameworks;
-  for (const AgentFramework& f : caps.frameworks) frameworks += (frameworks.empty() ? "" : ", ") + f.name + " " + f.version;
-  spdlog::info("agent {} ({}) registered on {}: frameworks {}; {} GPU(s){}", name, summary.agent_id,
-               queue.location(), frameworks.empty() ? "none" : frameworks, caps.gpus.size(),
-               caps.has_cuda ? "" : ", no CUDA");
+  for (const AgentFramework& f : caps.frameworks)
+    frameworks += (frameworks.empty() ? "" : ", ") + f.name + " " + f.version;
+  spdlog::info("agent {} ({}) registered on {}: frameworks {}; {} GPU(s){}", name, summary.agent_id, queue.location(),
+               frameworks.empty() ? "none" : frameworks, caps.gpus.size(), caps.has_cuda ? "" : ", no CUDA");
 
   auto idle_since = SteadyClock::now();
   auto last_heartbeat = SteadyClock::now();
@@ -270,7 +278,8 @@ AgentSummary run_agent(const AgentOptions& o) {
   while (!stopping(o)) {
     if (o.max_jobs && summary.jobs_done + summary.jobs_failed + summary.jobs_lost >= *o.max_jobs) break;
     if (look) {
-      const auto job = with_retry("claim a job", summary, [&] { return queue.claim(summary.agent_id, caps); }, give_up);
+      const auto job = with_retry(
+          "claim a job", summary, [&] { return queue.claim(summary.agent_id, caps); }, give_up);
       if (!job) break;  // stopping
       last_heartbeat = SteadyClock::now();
       if (*job) {
@@ -282,7 +291,13 @@ AgentSummary run_agent(const AgentOptions& o) {
     const auto now = SteadyClock::now();
     if (o.exit_when_idle && now - idle_since >= *o.exit_when_idle) break;
     if (now - last_heartbeat >= o.poll) {
-      with_retry("heartbeat", summary, [&] { queue.heartbeat(summary.agent_id); return 0; }, give_up);
+      with_retry(
+          "heartbeat", summary,
+          [&] {
+            queue.heartbeat(summary.agent_id);
+            return 0;
+          },
+          give_up);
       last_heartbeat = SteadyClock::now();
       look = true;  // also sweeps expired leases of dead agents, which no NOTIFY announces
       continue;
@@ -300,8 +315,13 @@ AgentSummary run_agent(const AgentOptions& o) {
   }
   // A clean stop: `xsp agents` shows it stopped rather than lost. Not worth waiting long for an unreachable database.
   const auto deadline = SteadyClock::now() + std::chrono::seconds(5);
-  with_retry("mark the agent stopped", summary, [&] { queue.agent_stopped(summary.agent_id); return 0; },
-             [&] { return SteadyClock::now() > deadline; });
+  with_retry(
+      "mark the agent stopped", summary,
+      [&] {
+        queue.agent_stopped(summary.agent_id);
+        return 0;
+      },
+      [&] { return SteadyClock::now() > deadline; });
   spdlog::info("agent {} stopped: {} done, {} failed, {} handed back, {} lost", name, summary.jobs_done,
                summary.jobs_failed, summary.jobs_handed_back, summary.jobs_lost);
   return summary;

@@ -298,7 +298,8 @@ struct PostgresJobQueue::Impl {
   // Live agents (idle or busy, heartbeat recent), for waiting reasons.
   std::vector<AgentInfo> live_agents(pqxx::work& tx) {
     std::vector<AgentInfo> out = read_agents(tx);
-    out.erase(std::remove_if(out.begin(), out.end(), [](const AgentInfo& a) { return a.state == "lost" || a.state == "stopped"; }),
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [](const AgentInfo& a) { return a.state == "lost" || a.state == "stopped"; }),
               out.end());
     return out;
   }
@@ -334,8 +335,11 @@ std::unique_ptr<PostgresJobQueue> PostgresJobQueue::open(const std::string& loca
   pqxx::connection& c = impl->connection("connect");
   try {
     pg::migrate_store_schema(c, location);
-    static const pg::SchemaSteps queue_steps{"queue schema", "queue_schema_version", kQueueSchemaLockKey,
-                                             {std::begin(kQueueMigrations), std::end(kQueueMigrations)}, nullptr};
+    static const pg::SchemaSteps queue_steps{"queue schema",
+                                             "queue_schema_version",
+                                             kQueueSchemaLockKey,
+                                             {std::begin(kQueueMigrations), std::end(kQueueMigrations)},
+                                             nullptr};
     pg::migrate(c, location, queue_steps);
   } catch (const pqxx::broken_connection& e) {
     impl->unavailable("open", e.what());
@@ -367,13 +371,14 @@ std::int64_t PostgresJobQueue::submit(const JobSubmission& s) {
   JobConstraints c = s.constraints;
   // The request's own device and framework always constrain: a cuda request on a CPU-only agent cannot run.
   if (c.device != r.device) {
-    if (c.device != "cpu" && c.device != "cuda") throw RequestError("constraints.device", "cpu or cuda, got '" + c.device + "'");
+    if (c.device != "cpu" && c.device != "cuda")
+      throw RequestError("constraints.device", "cpu or cuda, got '" + c.device + "'");
     c.device = r.device == "cuda" ? "cuda" : c.device;
   }
   if (c.framework.empty()) c.framework = r.framework;
   if (!r.framework.empty() && c.framework != r.framework)
-    throw RequestError("constraints.framework", "the request's framework '" + r.framework + "' or empty, got '" +
-                                                    c.framework + "'");
+    throw RequestError("constraints.framework",
+                       "the request's framework '" + r.framework + "' or empty, got '" + c.framework + "'");
   if (!c.framework_version.empty() && c.framework.empty())
     throw RequestError("constraints.framework_version", "a framework with it (a version alone names no framework)");
   if (c.min_gpu_memory_bytes > static_cast<std::uint64_t>(INT64_MAX))
@@ -393,9 +398,9 @@ std::int64_t PostgresJobQueue::submit(const JobSubmission& s) {
 
 std::optional<JobInfo> PostgresJobQueue::get(std::int64_t id) {
   return impl_->in_transaction("read job " + std::to_string(id), [&](pqxx::work& tx) -> std::optional<JobInfo> {
-    const pqxx::result r = tx.exec_params(std::string("SELECT ") + kJobColumns +
-                                              " FROM jobs j LEFT JOIN agents a ON a.id = j.agent_id WHERE j.id = $1",
-                                          id);
+    const pqxx::result r = tx.exec_params(
+        std::string("SELECT ") + kJobColumns + " FROM jobs j LEFT JOIN agents a ON a.id = j.agent_id WHERE j.id = $1",
+        id);
     if (r.empty()) return std::nullopt;
     JobInfo job = read_job(r[0]);
     if (job.state == JobState::kQueued) job.waiting_reason = Impl::waiting_reason(job, impl_->live_agents(tx));
@@ -406,11 +411,11 @@ std::optional<JobInfo> PostgresJobQueue::get(std::int64_t id) {
 std::vector<JobInfo> PostgresJobQueue::list(const JobFilter& filter) {
   return impl_->in_transaction("list jobs", [&](pqxx::work& tx) {
     const std::string state = filter.state ? to_string(*filter.state) : "";
-    const pqxx::result r = tx.exec_params(
-        std::string("SELECT ") + kJobColumns +
-            " FROM jobs j LEFT JOIN agents a ON a.id = j.agent_id WHERE ($1 = '' OR j.state = $1) "
-            "ORDER BY j.id DESC LIMIT $2",
-        state, static_cast<std::int64_t>(std::min<std::size_t>(filter.limit, INT64_MAX)));
+    const pqxx::result r =
+        tx.exec_params(std::string("SELECT ") + kJobColumns +
+                           " FROM jobs j LEFT JOIN agents a ON a.id = j.agent_id WHERE ($1 = '' OR j.state = $1) "
+                           "ORDER BY j.id DESC LIMIT $2",
+                       state, static_cast<std::int64_t>(std::min<std::size_t>(filter.limit, INT64_MAX)));
     std::vector<JobInfo> out;
     std::vector<AgentInfo> live;
     bool live_read = false;
@@ -526,15 +531,17 @@ std::optional<JobInfo> PostgresJobQueue::claim(const std::string& agent_id, cons
           "UPDATE job_attempts SET outcome = 'expired', finished_at = now(), message = 'lease expired' "
           "WHERE job_id = $1 AND outcome = 'running'",
           row[0].as<std::int64_t>());
-      tx.exec_params0("UPDATE agents SET current_job = NULL, jobs_failed = jobs_failed + 1 WHERE id = $1 AND current_job = $2",
-                      row[2].is_null() ? std::string() : row[2].as<std::string>(), row[0].as<std::int64_t>());
+      tx.exec_params0(
+          "UPDATE agents SET current_job = NULL, jobs_failed = jobs_failed + 1 WHERE id = $1 AND current_job = $2",
+          row[2].is_null() ? std::string() : row[2].as<std::string>(), row[0].as<std::int64_t>());
       spdlog::warn("queue: job {} lost its agent (lease expired): {}", row[0].as<std::int64_t>(),
                    row[1].as<std::string>() == "queued" ? "back in the queue" : row[1].as<std::string>());
     }
     const std::string sql =
         "UPDATE jobs SET state = 'running', agent_id = $1, attempts = attempts + 1, "
         "lease_expires_at = now() + $2 * interval '1 millisecond', started_at = now(), progress = '{}' "
-        "WHERE id = (" + claim_selection("$3") + ") RETURNING id";
+        "WHERE id = (" +
+        claim_selection("$3") + ") RETURNING id";
     const pqxx::result claimed = tx.exec_params(sql, agent_id, lease_ms(impl_->options), caps);
     if (claimed.empty()) return std::nullopt;
     const std::int64_t id = claimed[0][0].as<std::int64_t>();
@@ -582,7 +589,8 @@ void end_attempt(pqxx::work& tx, std::int64_t job_id, const std::string& agent_i
 
 bool PostgresJobQueue::complete(const std::string& agent_id, std::int64_t job_id, EvaluationRecord& record) {
   pg::InsertedIds ids;
-  const bool published = impl_->in_transaction("publish the result of job " + std::to_string(job_id), [&](pqxx::work& tx) {
+  const bool published = impl_->in_transaction("publish the result of job " + std::to_string(job_id), [&](pqxx::work&
+                                                                                                              tx) {
     if (!still_ours(tx, job_id, agent_id)) {
       // Running complete() again after a commit whose outcome was unknown finds the job done by this agent: the
       // result is in. Any other state means the job is no longer this agent's.
@@ -600,15 +608,18 @@ bool PostgresJobQueue::complete(const std::string& agent_id, std::int64_t job_id
         "UPDATE jobs SET state = $2, evaluation_id = $3, evaluation_status = $4, finished_at = now(), "
         "lease_expires_at = NULL, error = '', error_field = '' WHERE id = $1",
         job_id, complete ? "done" : "cancelled", ids.evaluation_id, record.status);
-    end_attempt(tx, job_id, agent_id, complete ? "done" : "cancelled", "evaluation " + std::to_string(ids.evaluation_id));
+    end_attempt(tx, job_id, agent_id, complete ? "done" : "cancelled",
+                "evaluation " + std::to_string(ids.evaluation_id));
     tx.exec_params0(
         "UPDATE agents SET state = 'idle', current_job = NULL, jobs_done = jobs_done + 1, last_heartbeat_at = now() "
         "WHERE id = $1",
         agent_id);
     return true;
   });
-  if (published && !ids.run_ids.empty()) pg::publish_ids(record, ids);
-  else if (published) record.id = ids.evaluation_id;
+  if (published && !ids.run_ids.empty())
+    pg::publish_ids(record, ids);
+  else if (published)
+    record.id = ids.evaluation_id;
   return published;
 }
 
@@ -625,10 +636,12 @@ bool PostgresJobQueue::fail(const std::string& agent_id, std::int64_t job_id, co
         job_id, agent_id, permanent, error, error_field);
     end_attempt(tx, job_id, agent_id, "failed", error);
     tx.exec_params0(
-        "UPDATE agents SET state = 'idle', current_job = NULL, jobs_failed = jobs_failed + 1, last_heartbeat_at = now() "
+        "UPDATE agents SET state = 'idle', current_job = NULL, jobs_failed = jobs_failed + 1, last_heartbeat_at = "
+        "now() "
         "WHERE id = $1",
         agent_id);
-    if (row[0].as<std::string>() == "queued") tx.exec_params("SELECT pg_notify($1, $2)", kChannel, std::to_string(job_id));
+    if (row[0].as<std::string>() == "queued")
+      tx.exec_params("SELECT pg_notify($1, $2)", kChannel, std::to_string(job_id));
     return true;
   });
 }

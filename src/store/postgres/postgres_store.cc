@@ -300,8 +300,8 @@ class PostgresStore final : public Store {
                                gpu_uuid));
         if (!by_uuid.empty()) return by_uuid;
       }
-      return read_ceilings(tx, tx.exec_params(std::string(kCeilingsSelect) +
-                                                  " WHERE hostname = $1 AND gpu_name = $2" + kCeilingsOrder + " LIMIT 1",
+      return read_ceilings(tx, tx.exec_params(std::string(kCeilingsSelect) + " WHERE hostname = $1 AND gpu_name = $2" +
+                                                  kCeilingsOrder + " LIMIT 1",
                                               hostname, gpu_name));
     });
     if (found.empty()) return std::nullopt;
@@ -512,9 +512,9 @@ class PostgresStore final : public Store {
 
   void read_predictions(pqxx::transaction_base& tx, RunRecord& run, const std::string& run_op) {
     const std::string op = run_op + ": predictions";
-    for (const pqxx::row& q : tx.exec_params(
-             "SELECT input_id, top_classes, probabilities, outputs FROM predictions WHERE run_id = $1 ORDER BY position",
-             run.id)) {
+    for (const pqxx::row& q : tx.exec_params("SELECT input_id, top_classes, probabilities, outputs FROM predictions "
+                                             "WHERE run_id = $1 ORDER BY position",
+                                             run.id)) {
       InputPrediction p;
       p.input_id = text(q[0]);
       const std::string pop = op + " of input '" + p.input_id + "'";
@@ -526,7 +526,8 @@ class PostgresStore final : public Store {
       const std::vector<std::uint8_t> probabilities = bytes_of(q[2]);
       if (probabilities.size() % 4 != 0)
         fail(location_, pop,
-             "probabilities blob of " + std::to_string(probabilities.size()) + " bytes is not a whole number of float32");
+             "probabilities blob of " + std::to_string(probabilities.size()) +
+                 " bytes is not a whole number of float32");
       p.probabilities = floats_from_blob(probabilities.data(), probabilities.size());
       try {
         read_prediction_outputs(parse_json(text(q[3]), location_, pop), p);
@@ -586,8 +587,8 @@ InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record,
               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
               r.created_at, r.status, r.model_name, r.model_version, r.manifest_yaml, r.framework_name,
               r.framework_version, r.device, r.scenario, nlohmann::json(r.batch_sizes).dump(),
-              std::string(to_string(r.trace_level)), r.leveled ? 1 : 0, json_text(r.settings),
-              json_text(r.system), r.uuid)[0]
+              std::string(to_string(r.trace_level)), r.leveled ? 1 : 0, json_text(r.settings), json_text(r.system),
+              r.uuid)[0]
             .as<std::int64_t>();
   } catch (const pqxx::failure& e) {
     fail(location, op, reason(e));

@@ -1,4 +1,6 @@
 // Analyses A1–A7 on hand-made evaluation records with known answers (SPEC §3, §4).
+#include "xsp/analysis/analyses.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "trace_builder.h"
-#include "xsp/analysis/analyses.h"
 #include "xsp/stats/stats.h"
 
 namespace xsp {
@@ -21,12 +22,12 @@ void add_batch(TraceBuilder& tb, SpanId app, int batch, std::int64_t t0, std::in
   const SpanId pred = tb.add(Level::kModel, "predict", t0, t0 + 1000 * scale, app, {{"batch", std::to_string(batch)}});
   tb.add(Level::kModel, "preprocess", t0 - 100, t0 - 1, app, {{"batch", std::to_string(batch)}});
   // Added out of execution order on purpose: index must follow start time, not insertion order.
-  const SpanId relu2 = tb.add(Level::kFramework, "aten::relu", t0 + 700 * scale, t0 + 750 * scale, pred,
-                              {{"allocated_bytes", "50"}});
+  const SpanId relu2 =
+      tb.add(Level::kFramework, "aten::relu", t0 + 700 * scale, t0 + 750 * scale, pred, {{"allocated_bytes", "50"}});
   (void)relu2;
-  const SpanId conv = tb.add(Level::kFramework, "aten::conv2d", t0 + 10 * scale, t0 + 410 * scale, pred,
-                             {{"module", "layer1.conv"}, {"shapes", "[1,3,224,224],[64,3,7,7]"},
-                              {"allocated_bytes", "100"}});
+  const SpanId conv =
+      tb.add(Level::kFramework, "aten::conv2d", t0 + 10 * scale, t0 + 410 * scale, pred,
+             {{"module", "layer1.conv"}, {"shapes", "[1,3,224,224],[64,3,7,7]"}, {"allocated_bytes", "100"}});
   const SpanId inner = tb.add(Level::kFramework, "aten::convolution", t0 + 20 * scale, t0 + 400 * scale, conv);
   tb.add(Level::kFramework, "aten::_convolution", t0 + 30 * scale, t0 + 390 * scale, inner);
   tb.add(Level::kFramework, "aten::relu", t0 + 420 * scale, t0 + 520 * scale, pred);
@@ -206,7 +207,7 @@ TEST(A1, NumbersAndOptimalBatch) {
     const double ns = b[i] / thr[i] * 1e9;
     EXPECT_DOUBLE_EQ(num(t.rows[i][5]), ns / 1e6);  // trimmed mean
     EXPECT_NEAR(num(t.rows[i][9]), thr[i], 1e-9);
-    EXPECT_DOUBLE_EQ(num(t.rows[i][6]), ns / 1e6);                                 // p50
+    EXPECT_DOUBLE_EQ(num(t.rows[i][6]), ns / 1e6);  // p50
     EXPECT_DOUBLE_EQ(num(t.rows[i][8]), percentile({ns * 0.9, ns, ns, ns, ns * 1.5}, 99) / 1e6);
     // Stored before stability: assessed afterwards on 3 windows {0.9, 1}, {1, 1}, {1.5} x ns: medians 0.95, 1, 1.5.
     EXPECT_DOUBLE_EQ(num(t.rows[i][1]), ns / 1e6);  // median

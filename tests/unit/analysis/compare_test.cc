@@ -138,10 +138,10 @@ TEST(CompareEvaluations, TablesSideBySide) {
 
   const Table& totals = tables[3];
   ASSERT_EQ(totals.rows.size(), 4u);
-  EXPECT_EQ(std::get<std::int64_t>(totals.rows[0][3]), 2);      // layers
-  EXPECT_EQ(std::get<double>(totals.rows[0][5]), 3.0);          // 1 + 2 ms
-  EXPECT_EQ(std::get<double>(totals.rows[0][6]), 4.0);          // model latency, M run
-  EXPECT_EQ(std::get<double>(totals.rows[0][7]), 75.0);         // percent
+  EXPECT_EQ(std::get<std::int64_t>(totals.rows[0][3]), 2);  // layers
+  EXPECT_EQ(std::get<double>(totals.rows[0][5]), 3.0);      // 1 + 2 ms
+  EXPECT_EQ(std::get<double>(totals.rows[0][6]), 4.0);      // model latency, M run
+  EXPECT_EQ(std::get<double>(totals.rows[0][7]), 75.0);     // percent
 
   EXPECT_EQ(tables[4].id, "compare.A6.e7");
   EXPECT_NE(tables[4].title.find("libtorch"), std::string::npos);
@@ -150,8 +150,8 @@ TEST(CompareEvaluations, TablesSideBySide) {
   const Table& p = tables.back();
   ASSERT_EQ(p.id, "compare.predictions");
   ASSERT_EQ(p.rows.size(), 1u);
-  EXPECT_EQ(std::get<std::int64_t>(p.rows[0][2]), 2);   // common inputs
-  EXPECT_EQ(std::get<std::int64_t>(p.rows[0][3]), 1);   // y agrees, x does not
+  EXPECT_EQ(std::get<std::int64_t>(p.rows[0][2]), 2);  // common inputs
+  EXPECT_EQ(std::get<std::int64_t>(p.rows[0][3]), 1);  // y agrees, x does not
   EXPECT_EQ(std::get<double>(p.rows[0][4]), 50.0);
   EXPECT_NEAR(std::get<double>(p.rows[0][5]), 0.7, 1e-6);
   bool named = false;

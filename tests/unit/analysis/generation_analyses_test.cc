@@ -1,5 +1,7 @@
 // Generation analyses (G1–G4) on hand-made traces with known answers (generation_analyses.h,
 // docs/generation.md "Analyses"). Parent ids are set by hand, as the assembler would.
+#include "xsp/analysis/generation_analyses.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
-#include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
 
@@ -32,7 +33,7 @@ struct GenerationTraceBuilder {
     s.id = next++;
     s.parent_id = parent;
     s.level = level;
-    s.parent_rule = parent == kNoSpan ? ParentRule::kNone
+    s.parent_rule = parent == kNoSpan         ? ParentRule::kNone
                     : level == Level::kKernel ? ParentRule::kCorrelation
                                               : ParentRule::kContext;
     s.name = name;
@@ -48,22 +49,24 @@ struct GenerationTraceBuilder {
   struct StepContent {
     // top-level ops: (op, module ("" = no tag), duration µs), laid end to end from the step's start
     std::vector<std::tuple<std::string, std::string, std::int64_t>> ops;
-    int kernels = 0;      // kernels launched from the first op (10, 20, 30... µs long), one launch call each
-    bool sync = false;    // a cudaStreamSynchronize call (SYSTEM span, no kernel) in the first op
+    int kernels = 0;    // kernels launched from the first op (10, 20, 30... µs long), one launch call each
+    bool sync = false;  // a cudaStreamSynchronize call (SYSTEM span, no kernel) in the first op
   };
 
   // One request at `t0` µs: request [t0, t0+1000], tokenize 50, prefill 300, decode steps of 200 each,
   // detokenize 100; the rest of the request span (150 µs with 2 decode steps) is in no stage.
   SpanId request(int index, std::int64_t t0, int decode_steps, const std::vector<StepContent>& content = {}) {
     const SpanId r = add(Level::kModel, kStageRequest, t0, t0 + 1000, app,
-                         {{"request", std::int64_t{index}}, {"batch_size", std::int64_t{2}},
-                          {"prompt_tokens", std::int64_t{10}}, {"output_tokens", std::int64_t{decode_steps + 1}}});
+                         {{"request", std::int64_t{index}},
+                          {"batch_size", std::int64_t{2}},
+                          {"prompt_tokens", std::int64_t{10}},
+                          {"output_tokens", std::int64_t{decode_steps + 1}}});
     add(Level::kModel, kStageTokenize, t0, t0 + 50, r);
     std::int64_t t = t0 + 50;
     for (int step = 0; step <= decode_steps; ++step) {
       const std::int64_t len = step == 0 ? 300 : 200;
-      const SpanId s = add(Level::kModel, step == 0 ? kStagePrefill : kStageDecode, t, t + len, r,
-                           {{"step", std::int64_t{step}}});
+      const SpanId s =
+          add(Level::kModel, step == 0 ? kStagePrefill : kStageDecode, t, t + len, r, {{"step", std::int64_t{step}}});
       if (static_cast<std::size_t>(step) < content.size()) fill(s, t, content[static_cast<std::size_t>(step)]);
       t += len;
     }
@@ -133,9 +136,10 @@ RunRecord run(TraceLevel level, Trace trace, int requests = 2) {
 // Prefill: c_attn 100 µs, c_fc 50 µs, an op without module 20 µs; each decode step: c_attn 30, c_fc 60.
 std::vector<GenerationTraceBuilder::StepContent> ops_content(int decode_steps) {
   std::vector<GenerationTraceBuilder::StepContent> c;
-  c.push_back({{{"aten::linear", "h.0.attn.c_attn", 100}, {"aten::linear", "h.1.mlp.c_fc", 50},
-                {"aten::embedding", "", 20}},
-               0, false});
+  c.push_back(
+      {{{"aten::linear", "h.0.attn.c_attn", 100}, {"aten::linear", "h.1.mlp.c_fc", 50}, {"aten::embedding", "", 20}},
+       0,
+       false});
   for (int i = 0; i < decode_steps; ++i)
     c.push_back({{{"aten::linear", "h.0.attn.c_attn", 30}, {"aten::linear", "h.1.mlp.c_fc", 60}}, 0, false});
   return c;
@@ -239,8 +243,8 @@ TEST(GenerationAnalyses, G1SplitsTheRequestAndReadsTheTokenFigures) {
   EXPECT_DOUBLE_EQ(num(t, 0, "prefill_share_pct"), 30.0);
   EXPECT_DOUBLE_EQ(num(t, 0, "decode_share_pct"), 40.0);
   EXPECT_NEAR(num(t, 0, "other_share_pct"), 15.0, 1e-9);
-  const double sum = num(t, 0, "tokenize_share_pct") + num(t, 0, "prefill_share_pct") +
-                     num(t, 0, "decode_share_pct") + num(t, 0, "detokenize_share_pct") + num(t, 0, "other_share_pct");
+  const double sum = num(t, 0, "tokenize_share_pct") + num(t, 0, "prefill_share_pct") + num(t, 0, "decode_share_pct") +
+                     num(t, 0, "detokenize_share_pct") + num(t, 0, "other_share_pct");
   EXPECT_NEAR(sum, 100.0, 1e-9);
   EXPECT_TRUE(has_note(t, "2 request spans, 4 decode steps"));
   // The default chart stacks the four stages per batch size.

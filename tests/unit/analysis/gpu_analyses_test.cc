@@ -1,5 +1,7 @@
 // GPU analyses (A8, A10, A11, A13, A15, gpu-idle, launch-stats) on hand-made leveled evaluations with known
 // answers (SPEC §3, §4; docs/spans.md). Parent ids are set by hand, as the assembler would.
+#include "xsp/analysis/gpu_analyses.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
-#include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
 #include "xsp/stats/stats.h"
@@ -33,9 +34,9 @@ struct TraceBuilder {
     s.id = next++;
     s.parent_id = parent;
     s.level = level;
-    s.parent_rule = parent == kNoSpan ? ParentRule::kNone
+    s.parent_rule = parent == kNoSpan                                    ? ParentRule::kNone
                     : level == Level::kKernel || level == Level::kSystem ? ParentRule::kCorrelation
-                                                                          : ParentRule::kContext;
+                                                                         : ParentRule::kContext;
     s.name = name;
     s.start_ns = start;
     s.end_ns = end;
@@ -182,8 +183,8 @@ TEST(ExtractKernels, PlacesKernelsInBatchesAndLayers) {
   ASSERT_EQ(kt.kernels.size(), 14u);
   // Batch 0 in (layer, start) order, the memcpy outside layers last.
   const std::vector<std::pair<std::size_t, std::string>> expect = {
-      {0, "implicit_gemm"}, {0, "bias_add"}, {1, "relu_kernel"}, {2, "gemm"}, {2, "gemm"}, {2, "bias_add"},
-      {kNoLayer, "Memcpy DtoH"}};
+      {0, "implicit_gemm"}, {0, "bias_add"}, {1, "relu_kernel"},       {2, "gemm"},
+      {2, "gemm"},          {2, "bias_add"}, {kNoLayer, "Memcpy DtoH"}};
   const std::vector<std::size_t> kernel_index = {0, 1, 0, 0, 1, 2, 0};
   for (std::size_t i = 0; i < 7; ++i) {
     EXPECT_EQ(kt.kernels[i].batch, 0u);
@@ -235,22 +236,17 @@ TEST(ExtractKernels, UnplacedKernelsAreCountedNotDropped) {
 
 TEST(Timeline, UnionCountsOverlapOnce) {
   EXPECT_EQ(union_length_ns({}), 0);
-  EXPECT_EQ(union_length_ns({{0, 10}, {5, 15}}), 15);              // overlap on two streams
-  EXPECT_EQ(union_length_ns({{20, 30}, {0, 10}, {2, 4}}), 20);     // nested and disjoint, unsorted
-  EXPECT_EQ(union_length_ns({{0, 10}, {10, 20}, {30, 30}}), 20);   // touching; empty interval adds nothing
+  EXPECT_EQ(union_length_ns({{0, 10}, {5, 15}}), 15);             // overlap on two streams
+  EXPECT_EQ(union_length_ns({{20, 30}, {0, 10}, {2, 4}}), 20);    // nested and disjoint, unsorted
+  EXPECT_EQ(union_length_ns({{0, 10}, {10, 20}, {30, 30}}), 20);  // touching; empty interval adds nothing
 }
 
 TEST(Timeline, IdleBreakdownCategories) {
   // Window [0, 100). Kernels: [10,20] launched at 5; [15,30] launched at 6 (overlaps); [40,50] launched at 35
   // (after the GPU went idle at 30 → host-bound 10); [55,60] launched at 45 (< 50 → launch latency 5);
   // [70,80] with no known launch (unattributed 10); [75,120] clipped to 100 → after last 0.
-  const IdleBreakdown r = idle_breakdown(0, 100,
-                                         {{40, 50, 35},
-                                          {10, 20, 5},
-                                          {15, 30, 6},
-                                          {55, 60, 45},
-                                          {70, 80, std::nullopt},
-                                          {75, 120, 60}});
+  const IdleBreakdown r = idle_breakdown(
+      0, 100, {{40, 50, 35}, {10, 20, 5}, {15, 30, 6}, {55, 60, 45}, {70, 80, std::nullopt}, {75, 120, 60}});
   EXPECT_EQ(r.window_ns, 100);
   EXPECT_EQ(r.before_first_ns, 10);
   EXPECT_EQ(r.host_wait_ns, 10);
@@ -287,8 +283,8 @@ TEST(GpuAnalyses, A8KernelInformation) {
     EXPECT_EQ(str(t.rows[i][col(t, "kernel_name")]), names[i]) << i;
     EXPECT_EQ(str(t.rows[i][col(t, "layer_name")]), layer_names[i]) << i;
     EXPECT_NEAR(at(t, i, "latency_ms"), ms[i], 1e-12) << i;
-    for (const char* c : {"gflops", "dram_read_bytes", "dram_write_bytes", "achieved_occupancy",
-                          "arithmetic_intensity", "achieved_flops_per_s", "bound"}) {
+    for (const char* c : {"gflops", "dram_read_bytes", "dram_write_bytes", "achieved_occupancy", "arithmetic_intensity",
+                          "achieved_flops_per_s", "bound"}) {
       EXPECT_TRUE(empty(t.rows[i][col(t, c)])) << c;
     }
   }
@@ -446,10 +442,9 @@ TEST(GpuAnalyses, NoKernelRunGivesEmptyTablesWithNote) {
 TEST(GpuAnalyses, RunAnalysesDispatchKeepsA1ToA7) {
   const EvaluationRecord e = gpu_record();
   const auto& ids = analysis_ids();
-  const std::vector<std::string> want = {"A1",  "A2",  "A3",  "A4",  "A5",  "A6",  "A7",
-                                         "A8",  "A9",  "A10", "A11", "A12", "A13", "A14",
-                                         "A15", "roofline-hier", "gpu-idle", "launch-stats",
-                                         "G1",  "G2",  "G3",  "G4"};
+  const std::vector<std::string> want = {"A1",       "A2",           "A3",  "A4",  "A5",  "A6",  "A7",  "A8",
+                                         "A9",       "A10",          "A11", "A12", "A13", "A14", "A15", "roofline-hier",
+                                         "gpu-idle", "launch-stats", "G1",  "G2",  "G3",  "G4"};
   EXPECT_EQ(ids, want);
   const auto tables = run_analyses(e, {"A2", "A13", "launch-stats", "A1"}, 1);
   ASSERT_EQ(tables.size(), 5u);  // launch-stats: statistics + top-10 table
@@ -494,7 +489,6 @@ TEST(GpuAnalyses, SingleKernelRunNotesOverhead) {
 
 // A million-span M/F/K trace: every GPU analysis must stay linear (SPEC: traces reach a million spans).
 
-
 // ---------------------------------------------------------------------------------------------------------
 // Hardware counters: a counter run (M/F/K/H) joined to the M/F/K run above.
 //
@@ -532,26 +526,43 @@ Trace counter_trace(int batches = 1, const std::string& fc_second_gemm = "gemm")
     const SpanId conv = tb.add(Level::kFramework, "aten::conv2d", ns(10), ns(1600), pred, {{"module", "conv1"}});
     const SpanId convolution = tb.add(Level::kFramework, "aten::convolution", ns(15), ns(1500), conv);
     hw(convolution, 20, "implicit_gemm",
-       {{"tensor_fp16_flops", b == 0 ? "1500000000" : "3000000000"}, {"fp32_flops", "1e8"},
-        {"dram_read_bytes", "60000000"}, {"dram_write_bytes", "20000000"}, {"l2_bytes", "160000000"},
-        {"l1_bytes", "400000000"}, {"achieved_occupancy_percent", "50"}, {"sm_throughput_percent", "70"},
+       {{"tensor_fp16_flops", b == 0 ? "1500000000" : "3000000000"},
+        {"fp32_flops", "1e8"},
+        {"dram_read_bytes", "60000000"},
+        {"dram_write_bytes", "20000000"},
+        {"l2_bytes", "160000000"},
+        {"l1_bytes", "400000000"},
+        {"achieved_occupancy_percent", "50"},
+        {"sm_throughput_percent", "70"},
         {"replay_duration_ns", "99000"}});
     hw(conv, 1510, "bias_add",
-       {{"fp32_flops", "1000000"}, {"dram_read_bytes", "4000000"}, {"dram_write_bytes", "4000000"},
+       {{"fp32_flops", "1000000"},
+        {"dram_read_bytes", "4000000"},
+        {"dram_write_bytes", "4000000"},
         {"achieved_occupancy_percent", "90"}});
     const SpanId relu = tb.add(Level::kFramework, "aten::relu", ns(1700), ns(1800), pred);
     hw(relu, 1720, "relu_kernel",
-       {{"fp32_flops", "500000"}, {"dram_read_bytes", "2000000"}, {"dram_write_bytes", "2000000"},
+       {{"fp32_flops", "500000"},
+        {"dram_read_bytes", "2000000"},
+        {"dram_write_bytes", "2000000"},
         {"achieved_occupancy_percent", "80"}});
     const SpanId fc = tb.add(Level::kFramework, "aten::linear", ns(1900), ns(2600), pred, {{"module", "fc"}});
     hw(fc, 1920, "gemm",
-       {{"fp32_flops", "2000000000"}, {"dram_read_bytes", "10000000"}, {"dram_write_bytes", "10000000"},
-        {"l2_bytes", "40000000"}, {"l1_bytes", "100000000"}, {"achieved_occupancy_percent", "25"}});
+       {{"fp32_flops", "2000000000"},
+        {"dram_read_bytes", "10000000"},
+        {"dram_write_bytes", "10000000"},
+        {"l2_bytes", "40000000"},
+        {"l1_bytes", "100000000"},
+        {"achieved_occupancy_percent", "25"}});
     hw(fc, 1960, fc_second_gemm,
-       {{"fp32_flops", "1000000000"}, {"dram_read_bytes", "10000000"}, {"dram_write_bytes", "0"},
+       {{"fp32_flops", "1000000000"},
+        {"dram_read_bytes", "10000000"},
+        {"dram_write_bytes", "0"},
         {"achieved_occupancy_percent", "75"}});
     hw(fc, 1990, "bias_add",
-       {{"fp32_flops", "100000"}, {"dram_read_bytes", "100000"}, {"dram_write_bytes", "100000"},
+       {{"fp32_flops", "100000"},
+        {"dram_read_bytes", "100000"},
+        {"dram_write_bytes", "100000"},
         {"achieved_occupancy_percent", "60"}});
   }
   return tb.trace;
@@ -575,8 +586,10 @@ MachineCeilings test_ceilings() {
   m.hostname = "node7";
   m.gpu_name = "NVIDIA H200";
   m.measured_at = "2026-11-20T10:00:00Z";
-  m.ceilings = {{"fp32", 50e12, "flop/s", "fma"},  {"tensor_fp16", 800e12, "flop/s", "gemm"},
-                {"dram", 4e12, "bytes/s", "copy"}, {"l2", 10e12, "bytes/s", "copy"},
+  m.ceilings = {{"fp32", 50e12, "flop/s", "fma"},
+                {"tensor_fp16", 800e12, "flop/s", "gemm"},
+                {"dram", 4e12, "bytes/s", "copy"},
+                {"l2", 10e12, "bytes/s", "copy"},
                 {"l1", 30e12, "bytes/s", "load"}};
   return m;
 }
@@ -619,8 +632,8 @@ TEST(ExtractCounters, CountsValuesThatAreNotNumbers) {
   TraceBuilder tb;
   const SpanId pred = tb.add(Level::kModel, "predict", 0, 1000, kNoSpan);
   const SpanId op = tb.add(Level::kFramework, "aten::mm", 10, 900, pred);
-  tb.add(Level::kHardware, "k", 20, 30, op, {{"fp32_flops", "12abc"}, {"dram_read_bytes", "64"},
-                                             {"collection_note", "pass 2 failed"}});
+  tb.add(Level::kHardware, "k", 20, 30, op,
+         {{"fp32_flops", "12abc"}, {"dram_read_bytes", "64"}, {"collection_note", "pass 2 failed"}});
   tb.add(Level::kHardware, "orphan", 20, 30, kNoSpan, {{"fp32_flops", "1"}});
   const CounterTimeline ct = extract_counters(tb.trace);
   EXPECT_EQ(ct.hardware_spans, 2u);
@@ -694,9 +707,10 @@ TEST(HardwareAnalyses, NameMismatchIsNotJoinedAndNoted) {
   const Table t = a8_kernel_information(runs);
   EXPECT_TRUE(empty(t.rows[4][col(t, "gflops")]));  // fc's second gemm
   EXPECT_FALSE(empty(t.rows[3][col(t, "gflops")]));
-  EXPECT_TRUE(has_note(t, "1 of 6 compute-kernel positions have a different kernel name in the counter run than in "
-                          "the M/F/K run (first: layer 2 kernel 1: 'gemm' in M/F/K, 'gemm_splitk' in the counter "
-                          "run)"));
+  EXPECT_TRUE(has_note(t,
+                       "1 of 6 compute-kernel positions have a different kernel name in the counter run than in "
+                       "the M/F/K run (first: layer 2 kernel 1: 'gemm' in M/F/K, 'gemm_splitk' in the counter "
+                       "run)"));
   const Table a9 = a9_kernel_roofline(runs);
   EXPECT_EQ(a9.rows.size(), 5u);
   // The layer sums still hold the unjoined kernel's FLOPs, but not its occupancy (no latency to weight it by).
@@ -784,9 +798,9 @@ TEST(HardwareAnalyses, HierarchicalRoofline) {
   ASSERT_EQ(t.rows.size(), 6u + 3u);  // kernels, then layers
   // implicit_gemm: roofs L1 30e12·4 = 120e12, L2 10e12·10 = 100e12, DRAM 4e12·20 = 80e12 < peak 800e12.
   EXPECT_EQ(str(t.rows[0][col(t, "scope")]), "kernel");
-  EXPECT_EQ(str(t.rows[0][col(t, "bound_l1")]), "memory");   // 4 < 26.67
-  EXPECT_EQ(str(t.rows[0][col(t, "bound_l2")]), "memory");   // 10 < 80
-  EXPECT_EQ(str(t.rows[0][col(t, "bound_dram")]), "memory"); // 20 < 200
+  EXPECT_EQ(str(t.rows[0][col(t, "bound_l1")]), "memory");    // 4 < 26.67
+  EXPECT_EQ(str(t.rows[0][col(t, "bound_l2")]), "memory");    // 10 < 80
+  EXPECT_EQ(str(t.rows[0][col(t, "bound_dram")]), "memory");  // 20 < 200
   EXPECT_EQ(str(t.rows[0][col(t, "limiting")]), "dram");
   EXPECT_NEAR(at(t, 0, "attainable_flops_per_s"), 80e12, 1);
   // fc gemm: every roof (L1 600e12, L2 500e12, DRAM 400e12) is above the fp32 peak.

@@ -36,8 +36,11 @@ MachineCeilings machine() {
 }
 
 CounterValues kernel(double flops, double dram, double l2, double l1) {
-  return {{"fp32_flops", flops}, {"dram_read_bytes", dram / 2}, {"dram_write_bytes", dram / 2},
-          {"l2_bytes", l2},      {"l1_bytes", l1}};
+  return {{"fp32_flops", flops},
+          {"dram_read_bytes", dram / 2},
+          {"dram_write_bytes", dram / 2},
+          {"l2_bytes", l2},
+          {"l1_bytes", l1}};
 }
 
 struct Case {
@@ -246,8 +249,8 @@ TEST(RooflineChart, RecordedH200ChartSaysWhatItLeftOutAndLabelsEveryCeiling) {
   EXPECT_NE(subtitle.find("18 with no FLOPs (AI 0, 0 FLOP/s)"), std::string::npos) << subtitle;
   EXPECT_NE(spec["description"].get<std::string>().find(chart.left_out_note()), std::string::npos);
   EXPECT_EQ(spec.dump().find("\"table\""), std::string::npos);  // no "table" field, so no "table" legend
-  ASSERT_EQ(spec["layer"].size(), 4u);  // ceiling lines, diagonal labels, peak labels, points
-  const auto& y_axis = spec["encoding"]["y"]["axis"];  // shared by the layers
+  ASSERT_EQ(spec["layer"].size(), 4u);                          // ceiling lines, diagonal labels, peak labels, points
+  const auto& y_axis = spec["encoding"]["y"]["axis"];           // shared by the layers
   EXPECT_EQ(y_axis["format"], "~s");
   EXPECT_EQ(y_axis["title"], "performance (FLOP/s)");
   for (const auto& v : y_axis["values"]) {  // one tick per decade

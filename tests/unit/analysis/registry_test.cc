@@ -3,6 +3,8 @@
 // Vega-Lite with the rows inlined, and every run statistic a recorded run carries is registered with a severity.
 // Issue 30: every analysis entry carries the function run_analyses() calls, once per batch size or once.
 // On hand-made CPU records and on copies of the recorded GPU fixtures.
+#include "xsp/analysis/registry.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -20,7 +22,6 @@
 #include "xsp/analysis/compare.h"
 #include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
-#include "xsp/analysis/registry.h"
 #include "xsp/analysis/summary.h"
 #include "xsp/stats/stats.h"
 #include "xsp/store/store.h"
@@ -56,7 +57,8 @@ EvaluationRecord cpu_record() {
   for (int b = 0; b < 5; ++b) {
     const std::int64_t t0 = 1'000'000 * (b + 1);
     const SpanId pred = tb.add(Level::kModel, "predict", t0, t0 + 1000, app, {{"batch", std::to_string(b)}});
-    tb.add(Level::kFramework, "aten::conv2d", t0 + 10, t0 + 410, pred, {{"module", "conv"}, {"allocated_bytes", "100"}});
+    tb.add(Level::kFramework, "aten::conv2d", t0 + 10, t0 + 410, pred,
+           {{"module", "conv"}, {"allocated_bytes", "100"}});
     tb.add(Level::kFramework, "aten::relu", t0 + 420, t0 + 520, pred);
     tb.add(Level::kFramework, "aten::linear", t0 + 530, t0 + 690, pred, {{"module", "fc"}, {"allocated_bytes", "300"}});
   }
@@ -89,8 +91,8 @@ EvaluationRecord with_id(EvaluationRecord r, std::int64_t id) {
 
 // Every evaluation of a recorded store, read from a copy (opening a store may migrate it).
 std::vector<EvaluationRecord> load_fixture(const std::string& relative) {
-  const fs::path copy = fs::temp_directory_path() / ("xsp-registry-" + std::to_string(::getpid()) + "-" +
-                                                     fs::path(relative).filename().string());
+  const fs::path copy = fs::temp_directory_path() /
+                        ("xsp-registry-" + std::to_string(::getpid()) + "-" + fs::path(relative).filename().string());
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / relative, copy, fs::copy_options::overwrite_existing);
   std::vector<EvaluationRecord> out;
   {

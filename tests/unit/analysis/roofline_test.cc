@@ -1,5 +1,7 @@
 // Roofline arithmetic (roofline.h) with hand-computed answers: Williams et al. 2009 formulas, the precision rule,
 // latency-weighted means, the machine look-up and the JSON form of MachineCeilings.
+#include "xsp/analysis/roofline.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,8 +10,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "xsp/analysis/roofline.h"
 
 namespace xsp {
 namespace {
@@ -87,8 +87,8 @@ TEST(Roofline, LatencyWeightedMean) {
 TEST(Roofline, PointOnMeasuredCeilings) {
   const MachineCeilings m = ceilings();
   // 9e9 FLOPs (tensor_fp16 8e9 dominant), DRAM 1e9 B -> AI 9 < ridge 200: memory-bound, roof 4.5e12 × 9.
-  const CounterValues c = {{"tensor_fp16_flops", 8e9}, {"fp32_flops", 1e9},     {"dram_read_bytes", 6e8},
-                           {"dram_write_bytes", 4e8},  {"l2_bytes", 3e9},       {"l1_bytes", 9e9}};
+  const CounterValues c = {{"tensor_fp16_flops", 8e9}, {"fp32_flops", 1e9}, {"dram_read_bytes", 6e8},
+                           {"dram_write_bytes", 4e8},  {"l2_bytes", 3e9},   {"l1_bytes", 9e9}};
   const RooflinePoint p = roofline_point(c, &m, 5e6);  // 5 ms
   EXPECT_DOUBLE_EQ(*p.flops, 9e9);
   EXPECT_EQ(*p.precision, "tensor_fp16");
@@ -114,13 +114,14 @@ TEST(Roofline, PointOnMeasuredCeilings) {
   EXPECT_FALSE(q.percent_of_roofline.has_value());
 
   // A precision the machine has no ceiling for: no bound.
-  const RooflinePoint f8 = roofline_point({{"tensor_fp8_flops", 1e9}, {"dram_read_bytes", 1}, {"dram_write_bytes", 1}},
-                                          &m, 1e3);
+  const RooflinePoint f8 =
+      roofline_point({{"tensor_fp8_flops", 1e9}, {"dram_read_bytes", 1}, {"dram_write_bytes", 1}}, &m, 1e3);
   EXPECT_EQ(*f8.precision, "tensor_fp8");
   EXPECT_FALSE(f8.at(MemoryLevel::kDram).bound.has_value());
 
   // No FLOPs but traffic (a copy kernel): AI 0, memory-bound whatever the peak.
-  const RooflinePoint copy = roofline_point({{"fp32_flops", 0}, {"dram_read_bytes", 8}, {"dram_write_bytes", 8}}, &m, 1e3);
+  const RooflinePoint copy =
+      roofline_point({{"fp32_flops", 0}, {"dram_read_bytes", 8}, {"dram_write_bytes", 8}}, &m, 1e3);
   EXPECT_DOUBLE_EQ(*copy.at(MemoryLevel::kDram).ai, 0);
   EXPECT_EQ(*copy.at(MemoryLevel::kDram).bound, Bound::kMemory);
 }
@@ -134,7 +135,9 @@ TEST(Roofline, EvaluationMachineAndSelection) {
   EXPECT_EQ(id.hostname, "node7");
   EXPECT_EQ(id.gpu_name, "NVIDIA H200");
   EXPECT_EQ(no_ceilings_note(id).rfind("no measured ceilings for GPU NVIDIA H200 on host node7: run `xsp machine "
-                                       "ceilings`", 0), 0u);
+                                       "ceilings`",
+                                       0),
+            0u);
 
   MachineCeilings old = ceilings(), recent = ceilings(), other = ceilings();
   old.measured_at = "2026-01-01T00:00:00Z";
@@ -184,7 +187,6 @@ TEST(Roofline, CeilingsJsonRoundTripAndErrors) {
     EXPECT_NE(std::string(e.what()).find("gpu_name: missing"), std::string::npos) << e.what();
   }
 }
-
 
 TEST(Roofline, CeilingsTable) {
   const Table t = machine_ceilings_table(ceilings());

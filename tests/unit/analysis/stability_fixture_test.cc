@@ -66,8 +66,9 @@ TEST(StabilityFixture, EveryVerdictAndIntervalRecomputesFromTheStoredBlocks) {
       // The stored block medians are the medians of the stored latencies.
       std::size_t at = 0;
       for (std::size_t i = m.result_first_block; i < m.blocks.size(); ++i) {
-        std::vector<double> block(run.predict_latency_ns.begin() + static_cast<std::ptrdiff_t>(at),
-                                  run.predict_latency_ns.begin() + static_cast<std::ptrdiff_t>(at + m.blocks[i].batches));
+        std::vector<double> block(
+            run.predict_latency_ns.begin() + static_cast<std::ptrdiff_t>(at),
+            run.predict_latency_ns.begin() + static_cast<std::ptrdiff_t>(at + m.blocks[i].batches));
         EXPECT_DOUBLE_EQ(median(block), m.blocks[i].median_ns);
         at += m.blocks[i].batches;
       }

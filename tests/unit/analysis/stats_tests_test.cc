@@ -104,7 +104,7 @@ TEST(MannWhitneyExact, CompleteSeparationTableValues) {
   auto r = mann_whitney_u({1, 2, 3}, {4, 5, 6});
   EXPECT_TRUE(r.exact);
   EXPECT_DOUBLE_EQ(r.u1, 0);
-  EXPECT_NEAR(r.p_value, 2.0 / 20, 1e-15);  // 0.1
+  EXPECT_NEAR(r.p_value, 2.0 / 20, 1e-15);                                           // 0.1
   EXPECT_NEAR(mann_whitney_u({1, 2, 3, 4}, {5, 6, 7, 8}).p_value, 2.0 / 70, 1e-15);  // 0.0286
   EXPECT_NEAR(mann_whitney_u({10, 9, 8, 7, 6}, {1, 2, 3, 4, 5}).p_value, 2.0 / 252, 1e-15);
   // n1 = n2 = 2: the smallest attainable p is 1/3, never significant.
@@ -207,7 +207,7 @@ TEST(CompareSignificance, TableFromRawLatencies) {
   EXPECT_EQ(std::get<std::string>(t.rows[0][13]), "no");
   EXPECT_EQ(std::get<std::string>(t.rows[1][13]), "yes");
   EXPECT_EQ(std::get<std::string>(t.rows[1][14]), "normal");  // 40 + 40 batches: above the exact threshold
-  EXPECT_NEAR(std::get<double>(t.rows[1][7]), 0.1, 0.02);  // median difference, ms
+  EXPECT_NEAR(std::get<double>(t.rows[1][7]), 0.1, 0.02);     // median difference, ms
 }
 
 }  // namespace

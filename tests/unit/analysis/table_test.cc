@@ -1,11 +1,11 @@
 // Table renderings: text (alignment, bars), CSV (RFC 4180 quoting), JSON.
+#include "xsp/analysis/table.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
-
-#include "xsp/analysis/table.h"
 
 namespace xsp {
 namespace {

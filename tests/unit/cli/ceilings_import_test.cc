@@ -4,9 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli_harness.h"
 #include "xsp/store/store.h"

@@ -53,9 +53,8 @@ class CliHarness : public ::testing::Test {
       });
     }
     before_predict_ = std::move(before_predict);
-    dir_ = std::filesystem::temp_directory_path() /
-           ("xsp-" + framework + "-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("xsp-" + framework + "-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     write_fake_zoo(dir_ / "zoo", model, framework);
   }

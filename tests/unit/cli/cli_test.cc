@@ -2,13 +2,14 @@
 // fake clock: the request validates once, before any work, with errors naming the field (library) or the flag
 // (CLI); the same request gives the same record through xsp::evaluate() and through `xsp evaluate`; global
 // options work before and after the command.
+#include "cli.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "../eval/fake_model.h"
-#include "cli.h"
 #include "fake_zoo.h"
 #include "xsp/eval/evaluate.h"
 #include "xsp/manifest/manifest.h"
@@ -130,9 +131,28 @@ TEST_F(Cli, SameRequestGivesTheSameRecordThroughTheLibraryAndTheCli) {
   g_clock = &a;
   auto lib_store = Store::open(dir_ / "lib.db");
   const EvaluationRecord lib = evaluate(request(), context(lib_store.get(), a));
-  ASSERT_EQ(xsp({"--zoo", (dir_ / "zoo").string(), "evaluate", "fake_model", "--framework", "fake", "--batch-sizes",
-                 "1,2", "--trace-level", "framework", "--leveled", "--synthetic", "--seed", "5", "--warmup-min-ms", "300",
-                 "--min-duration-ms", "600", "--max-duration-ms", "2000", "--no-progress", "--store",
+  ASSERT_EQ(xsp({"--zoo",
+                 (dir_ / "zoo").string(),
+                 "evaluate",
+                 "fake_model",
+                 "--framework",
+                 "fake",
+                 "--batch-sizes",
+                 "1,2",
+                 "--trace-level",
+                 "framework",
+                 "--leveled",
+                 "--synthetic",
+                 "--seed",
+                 "5",
+                 "--warmup-min-ms",
+                 "300",
+                 "--min-duration-ms",
+                 "600",
+                 "--max-duration-ms",
+                 "2000",
+                 "--no-progress",
+                 "--store",
                  (dir_ / "cli.db").string()},
                 b),
             0)
@@ -163,12 +183,15 @@ TEST_F(Cli, ABadRequestFailsBeforeAnyWorkNamingTheFieldOrFlag) {
     std::string field, flag_args, flag;
   };
   const std::vector<Case> cases = {
-      {[](auto& r) { r.batch_sizes = {1, 0}; }, "batch_sizes", "--batch-sizes 1,0", "--batch-sizes"},
+      {[](auto& r) {
+         r.batch_sizes = {1, 0};
+       },
+       "batch_sizes", "--batch-sizes 1,0", "--batch-sizes"},
       {[](auto& r) { r.model = "nope"; }, "model", "", "MODEL"},
       {[](auto& r) { r.trace_level = TraceLevel::kKernel; }, "trace_level", "--trace-level kernel", "--trace-level"},
       {[](auto& r) { r.measurement.min_batches = 0; }, "measurement.min_batches", "--min-batches 0", "--min-batches"},
-      {[](auto& r) { r.measurement.rule.tolerance = 2; }, "measurement.stability_tolerance",
-       "--stability-tolerance 2", "--stability-tolerance"},
+      {[](auto& r) { r.measurement.rule.tolerance = 2; }, "measurement.stability_tolerance", "--stability-tolerance 2",
+       "--stability-tolerance"},
       {[](auto& r) { r.device = "tpu"; }, "device", "--device tpu", "--device"},
       {[](auto& r) { r.framework = "onnxruntime-gpu"; }, "framework", "--framework onnxruntime-gpu", "--framework"},
   };
@@ -183,8 +206,8 @@ TEST_F(Cli, ABadRequestFailsBeforeAnyWorkNamingTheFieldOrFlag) {
     }
     EXPECT_EQ(g_loads, 0) << c.field << ": the model was loaded before the request was checked";
     if (c.flag_args.empty()) continue;
-    std::vector<std::string> args{"--zoo", (dir_ / "zoo").string(), "--store", (dir_ / "x.db").string(), "evaluate",
-                                  "fake_model", "--synthetic"};
+    std::vector<std::string> args{
+        "--zoo", (dir_ / "zoo").string(), "--store", (dir_ / "x.db").string(), "evaluate", "fake_model", "--synthetic"};
     std::istringstream extra(c.flag_args);
     for (std::string w; extra >> w;) args.push_back(w);
     EXPECT_EQ(xsp(args, clock), 2) << c.flag;
@@ -218,8 +241,8 @@ TEST_F(Cli, GlobalOptionsBeforeOrAfterTheCommand) {
 
 TEST_F(Cli, VerboseLogsTheMeasurementsDecisions) {
   FakeClock clock;
-  ASSERT_EQ(xsp({"-v", "--zoo", (dir_ / "zoo").string(), "--store", (dir_ / "v.db").string(), "evaluate",
-                 "fake_model", "--synthetic", "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"},
+  ASSERT_EQ(xsp({"-v", "--zoo", (dir_ / "zoo").string(), "--store", (dir_ / "v.db").string(), "evaluate", "fake_model",
+                 "--synthetic", "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress"},
                 clock),
             0);
   EXPECT_NE(err_.find("batches per block"), std::string::npos) << err_;
@@ -235,10 +258,10 @@ TEST_F(Cli, ProfilerFlagsOverrideTheEnvironmentAndLandInTheRequest) {
   ::setenv("XSP_COUNTER_REPLAY", "kernel", 1);
   ::setenv("XSP_CUPTI_CLOCK", "offset", 1);
   const std::string db = (dir_ / "p.db").string();
-  const int rc = xsp({"--zoo", (dir_ / "zoo").string(), "--store", db, "evaluate", "fake_model", "--synthetic",
-                      "--warmup-min-ms", "100", "--min-duration-ms", "100", "--no-progress", "--cupti-clock",
-                      "callback", "--counter-max-ranges", "64"},
-                     clock);
+  const int rc = xsp(
+      {"--zoo", (dir_ / "zoo").string(), "--store", db, "evaluate", "fake_model", "--synthetic", "--warmup-min-ms",
+       "100", "--min-duration-ms", "100", "--no-progress", "--cupti-clock", "callback", "--counter-max-ranges", "64"},
+      clock);
   ::unsetenv("XSP_COUNTER_REPLAY");
   ::unsetenv("XSP_CUPTI_CLOCK");
   ASSERT_EQ(rc, 0) << err_;

@@ -33,8 +33,10 @@ class ScopedEnv {
     ::setenv(name, value, 1);
   }
   ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
 
  private:
@@ -53,7 +55,8 @@ class OtherConnection {
     sqlite3_close_v2(db_);
   }
   void exec(const std::string& sql) {
-    ASSERT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql << ": " << sqlite3_errmsg(db_);
+    ASSERT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sql << ": " << sqlite3_errmsg(db_);
   }
   void start_query(const std::string& sql) {
     ASSERT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st_, nullptr), SQLITE_OK) << sqlite3_errmsg(db_);
@@ -79,9 +82,9 @@ class Errors : public testing::CliHarness {
   std::string store() const { return (dir_ / "s.db").string(); }
   // A quick evaluation of the fake model into store(); returns the exit code.
   int evaluate(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"--zoo",         (dir_ / "zoo").string(), "--store", store(), "evaluate",
-                                  "errors_model",  "--synthetic",           "--warmup-min-ms", "50",
-                                  "--min-duration-ms", "50",                "--no-progress"};
+    std::vector<std::string> args{"--zoo",    (dir_ / "zoo").string(), "--store",     store(),
+                                  "evaluate", "errors_model",          "--synthetic", "--warmup-min-ms",
+                                  "50",       "--min-duration-ms",     "50",          "--no-progress"};
     args.insert(args.end(), extra.begin(), extra.end());
     return xsp(args);
   }
@@ -200,8 +203,8 @@ TEST_F(Errors, HelpAndReadmeDocumentTheExitCodes) {
   const std::size_t at = out_.find("Exit codes:\n");
   ASSERT_NE(at, std::string::npos) << out_;
   const std::string block = out_.substr(at);
-  for (const char* line : {"  0    success", "  1    the work failed", "  2    usage error", "  3    I/O or store error",
-                           "  130  interrupted (SIGINT); 143: terminated (SIGTERM)"})
+  for (const char* line : {"  0    success", "  1    the work failed", "  2    usage error",
+                           "  3    I/O or store error", "  130  interrupted (SIGINT); 143: terminated (SIGTERM)"})
     EXPECT_NE(block.find(line), std::string::npos) << line << " missing from --help:\n" << block;
 
   std::ifstream in(fs::path(XSP_SOURCE_DIR) / "README.md");

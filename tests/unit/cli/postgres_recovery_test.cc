@@ -45,8 +45,8 @@ TEST_F(PgRecovery, ARefusedSaveGoesToARecoveryFileInTheCurrentFolder) {
   const std::string url = db.url();
   refuse_url_ = url;
   ASSERT_EQ(xsp({"--zoo", (dir_ / "zoo").string(), "--store", url, "evaluate", "pg_recovery_model", "--framework",
-                 "pg-recovery-fake", "--batch-sizes", "1", "--synthetic", "--warmup-min-ms", "20",
-                 "--min-duration-ms", "20", "--no-progress"}),
+                 "pg-recovery-fake", "--batch-sizes", "1", "--synthetic", "--warmup-min-ms", "20", "--min-duration-ms",
+                 "20", "--no-progress"}),
             3)
       << err_;
   ASSERT_TRUE(refused_) << "the fake framework never ran";

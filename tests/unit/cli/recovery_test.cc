@@ -65,9 +65,26 @@ class Recovery : public testing::CliHarness {
   }
   fs::path store_file() const { return dir_ / "s.db"; }
   int evaluate(const std::string& wait_s) {
-    return xsp({"--zoo", (dir_ / "zoo").string(), "--store", store_file().string(), "evaluate", "recovery_model",
-                "--framework", "recovery-fake", "--batch-sizes", "1,2", "--trace-level", "framework", "--synthetic",
-                "--warmup-min-ms", "50", "--min-duration-ms", "50", "--no-progress", "--store-wait-s", wait_s});
+    return xsp({"--zoo",
+                (dir_ / "zoo").string(),
+                "--store",
+                store_file().string(),
+                "evaluate",
+                "recovery_model",
+                "--framework",
+                "recovery-fake",
+                "--batch-sizes",
+                "1,2",
+                "--trace-level",
+                "framework",
+                "--synthetic",
+                "--warmup-min-ms",
+                "50",
+                "--min-duration-ms",
+                "50",
+                "--no-progress",
+                "--store-wait-s",
+                wait_s});
   }
   bool lock_on_predict_ = false;
   std::unique_ptr<WriteLock> lock_;
@@ -83,8 +100,9 @@ TEST_F(Recovery, AnEvaluationTheLockedStoreRefusedGoesToARecoveryFileThatImportL
   const auto files = recovery_files(dir_);
   ASSERT_EQ(files.size(), 1u) << "expected one recovery file next to the store; stderr: " << err_;
   const fs::path recovery = files[0];
-  EXPECT_TRUE(std::regex_match(recovery.filename().string(),
-                               std::regex("xsp-recovered-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\\.db")))
+  EXPECT_TRUE(std::regex_match(
+      recovery.filename().string(),
+      std::regex("xsp-recovered-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\\.db")))
       << recovery;
   EXPECT_NE(err_.find(store_file().string()), std::string::npos) << err_;
   EXPECT_NE(err_.find("database is locked"), std::string::npos) << err_;

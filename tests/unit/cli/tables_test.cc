@@ -136,7 +136,8 @@ TEST_F(Tables, MergingKeepsCommonNotesOnceAndNamesTheBatchOfTheOthers) {
   ASSERT_EQ(merged[0].rows.size(), 3u);
   EXPECT_EQ(merged[0].rows[2][0], Cell{std::int64_t{8}});
   EXPECT_EQ(merged[0].rows[2][1], Cell{std::string("k3")});
-  EXPECT_EQ(merged[0].notes, (std::vector<std::string>{"from the M/F/K run", "batch size 1: 2 kernels without launch"}));
+  EXPECT_EQ(merged[0].notes,
+            (std::vector<std::string>{"from the M/F/K run", "batch size 1: 2 kernels without launch"}));
   EXPECT_EQ(render_csv(merged[0]), "batch_size,kernel_name,latency_ms\n1,k1,1.5\n8,k2,2.5\n8,k3,\n");
   const auto j = to_json(merged[0]);
   EXPECT_EQ(j["rows"][2].dump(), R"({"batch_size":8,"kernel_name":"k3","latency_ms":null})");
@@ -266,8 +267,9 @@ TEST_F(Tables, HelpPutsNeedsAndExcludesOnLinesOfTheirOwn) {
 TEST_F(Tables, AnalyzeListPrintsTheRegistries) {
   ASSERT_EQ(xsp({"analyze", "--list"}), 0) << err_;
   for (const char* part :
-       {"A9: Kernel roofline", "levels: framework,kernel,hardware; one table per batch size; chart: roofline", "ai_dram",
-        "FLOP/byte", "launch-top (id launch-stats)", "cupti.dropped_records [data loss]", "counters.setup_ns [info, ns]"})
+       {"A9: Kernel roofline", "levels: framework,kernel,hardware; one table per batch size; chart: roofline",
+        "ai_dram", "FLOP/byte", "launch-top (id launch-stats)", "cupti.dropped_records [data loss]",
+        "counters.setup_ns [info, ns]"})
     EXPECT_NE(out_.find(part), std::string::npos) << part << "\n" << out_;
   ASSERT_EQ(xsp({"analyze", "--list", "--format", "json"}), 0) << err_;
   const auto j = nlohmann::json::parse(out_);
@@ -288,8 +290,8 @@ TEST_F(Tables, ChartWritesTheDefaultChartOfOneTable) {
             0)
       << err_;
   const std::string file = (dir_ / "a3.vl.json").string();
-  ASSERT_EQ(xsp({"--store", db, "analyze", "1", "--analysis", "A3", "--batch-size", "2", "--format", "json",
-                 "--chart", file}),
+  ASSERT_EQ(xsp({"--store", db, "analyze", "1", "--analysis", "A3", "--batch-size", "2", "--format", "json", "--chart",
+                 file}),
             0)
       << err_;
   const auto tables = nlohmann::json::parse(out_);

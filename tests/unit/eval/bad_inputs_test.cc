@@ -132,7 +132,8 @@ TEST_F(BadInputs, ScenariosScreenTheirSampleLibraryToo) {
     run();
     FAIL() << "a library over max_batch_bytes was allocated";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("3072 bytes, more than the limit of 100 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3072 bytes, more than the limit of 100 bytes"), std::string::npos)
+        << e.what();
   }
   o.inputs.max_batch_bytes = kDefaultMaxBatchBytes;
   const EvaluationRecord r = run();
@@ -152,7 +153,9 @@ TEST(BatchBytes, SyntheticBatchesFollowTheRaisedOrLoweredLimit) {
   o.measurement.min_batches = 1;
   o.measurement.min_duration_ms = o.measurement.max_duration_ms = 0;
   o.inputs.max_batch_bytes = 127;
-  const auto run = [&] { return testing::sweep(testing::fake_manifest(), predictor, o, testing::quiet_session(&clock)); };
+  const auto run = [&] {
+    return testing::sweep(testing::fake_manifest(), predictor, o, testing::quiet_session(&clock));
+  };
   try {
     run();
     FAIL() << "a batch over max_batch_bytes was allocated";

@@ -79,12 +79,12 @@ class FakeDeviceProfiler final : public DeviceProfiler {
 
 struct LatencyModel {
   double base_ns = 10e6;
-  double drift_per_s = 0;           ///< relative increase per second of fake time (0.3 / T: +30% over T)
-  double framework_overhead = 0;    ///< 0.10: the framework profiler adds 10%
-  double noise_cv = 0;              ///< normal noise, relative
+  double drift_per_s = 0;         ///< relative increase per second of fake time (0.3 / T: +30% over T)
+  double framework_overhead = 0;  ///< 0.10: the framework profiler adds 10%
+  double noise_cv = 0;            ///< normal noise, relative
   std::uint64_t seed = 1;
-  double device_overhead = 0;     ///< added while the fake device profiler is on
-  double device_residue = 0;      ///< added to every batch once it was ever started
+  double device_overhead = 0;  ///< added while the fake device profiler is on
+  double device_residue = 0;   ///< added to every batch once it was ever started
 };
 
 class FakePredictor final : public Predictor {

@@ -284,7 +284,8 @@ TEST(GenerationRunner, TailKeepsTheSlowestStepsWithTheirFrameworkSpans) {
   std::map<SpanId, const Span*> by_id;
   for (const Span& s : run.trace.spans) by_id[s.id] = &s;
   for (const Span& s : run.trace.spans)
-    if (s.level == Level::kFramework) with_ops.insert(std::string(*by_id.at(by_id.at(s.parent_id)->parent_id)->tag("request")));
+    if (s.level == Level::kFramework)
+      with_ops.insert(std::string(*by_id.at(by_id.at(s.parent_id)->parent_id)->tag("request")));
   EXPECT_EQ(with_ops, (std::set<std::string>{"0", "5", "10", "14", "19"}));
   EXPECT_EQ(run.trace.counters.at("generation.kept_request_traces"), 5u);
   EXPECT_EQ(run.trace.counters.at("generation.traced_requests"), 20u);

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "fake_model.h"
-#include "xsp/analysis/summary.h"
 #include "run_helpers.h"
+#include "xsp/analysis/summary.h"
 
 namespace xsp {
 namespace {
@@ -123,7 +123,7 @@ TEST(LeveledDrift, RunsKeepTheirBlocksWindowsAndABoundedTrace) {
     EXPECT_EQ(rm.design, "interleaved");
     EXPECT_EQ(rm.batches_per_block, 33);  // round(2000 ms / (6 × 10 ms))
     ASSERT_GE(rm.blocks.size(), 6u);
-    EXPECT_EQ(rm.blocks.size() % 2, 0u);                 // whole windows
+    EXPECT_EQ(rm.blocks.size() % 2, 0u);                     // whole windows
     EXPECT_EQ(rm.result_first_block, rm.blocks.size() - 6);  // the result: the last 3 windows
     EXPECT_EQ(run.predict_latency_ns.size(), 6u * 33u);
     EXPECT_EQ(rm.stability.window_medians_ns.size(), 3u);

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <thread>
 
-#include "xsp/analysis/analyses.h"
 #include "run_helpers.h"
+#include "xsp/analysis/analyses.h"
 #include "xsp/eval/evaluate.h"
 
 namespace xsp {
@@ -46,7 +46,8 @@ RunPlan sweep_options(std::vector<std::size_t> sizes) {
   RunPlan o;
   o.inputs.synthetic = true;
   o.scenario.settings.scenario = loadgen::Scenario::kOffline;
-  o.scenario.settings.min_query_count = 160;  // offline: 160 samples, a multiple of every swept batch (no partial batch)
+  o.scenario.settings.min_query_count =
+      160;  // offline: 160 samples, a multiple of every swept batch (no partial batch)
   o.scenario.settings.target_qps = 1;
   o.scenario.settings.min_duration_ms = 1;
   o.scenario.synthetic_samples = 16;

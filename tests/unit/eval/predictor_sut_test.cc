@@ -1,16 +1,17 @@
-// The predictor adapter of the LoadGen workloads: batches cut to max_batch, predict() on the adapter's own thread, errors kept.
+// The predictor adapter of the LoadGen workloads: batches cut to max_batch, predict() on the adapter's own thread,
+// errors kept.
+#include "xsp/eval/predictor_sut.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <thread>
 
-#include "xsp/eval/predictor_sut.h"
-
 namespace xsp {
 using loadgen::Result;
+using loadgen::run;
 using loadgen::Scenario;
 using loadgen::Settings;
-using loadgen::run;
 namespace {
 
 class CountingPredictor final : public Predictor {

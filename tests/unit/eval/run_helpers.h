@@ -37,8 +37,7 @@ inline EvaluationRecord sweep(const Manifest& manifest, Predictor& predictor, Ru
   return run_batch_sweep(manifest, predictor, p, session);
 }
 
-inline EvaluationRecord scenario(const Manifest& manifest, Predictor& predictor, RunPlan plan,
-                                 SessionOptions options) {
+inline EvaluationRecord scenario(const Manifest& manifest, Predictor& predictor, RunPlan plan, SessionOptions options) {
   plan.workload = Workload::kScenario;
   auto [p, s] = as_validated(std::move(plan), predictor, std::move(options));
   RunSession session(std::move(s));

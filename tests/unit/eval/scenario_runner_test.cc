@@ -1,5 +1,7 @@
 // run_scenario() with a fake predictor of fixed latency: counts, latencies, batching, storage round trip and
 // the peak-QPS search's record of every tried rate.
+#include "xsp/eval/scenario_runner.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -12,7 +14,6 @@
 
 #include "run_helpers.h"
 #include "xsp/eval/evaluate.h"
-#include "xsp/eval/scenario_runner.h"
 #include "xsp/store/store.h"
 
 namespace xsp {
@@ -165,8 +166,8 @@ TEST_F(ScenarioStore, PeakSearchRecordsEveryTriedRate) {
   o.scenario.find_peak_qps = true;
   o.scenario.settings.min_duration_ms = 50;
   o.scenario.settings.min_query_count = 16;
-  o.scenario.settings.target_qps = 200;                // capacity of a 1 ms server is ~1000 qps: 200 passes
-  o.scenario.settings.latency_bound_ns = 5'000'000;    // p99 <= 5 ms
+  o.scenario.settings.target_qps = 200;              // capacity of a 1 ms server is ~1000 qps: 200 passes
+  o.scenario.settings.latency_bound_ns = 5'000'000;  // p99 <= 5 ms
   auto rec = run_scenario(fake_manifest(), p, o);
   const auto& results = rec.settings["results"];
   ASSERT_GE(rec.runs.size(), 2u);

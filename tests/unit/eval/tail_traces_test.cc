@@ -1,6 +1,8 @@
 // Tail-query traces: keep_tail_query_traces() on a hand-made trace (ranking, ties, median, warm-up, helper
 // threads, counters), then run_scenario() with a predictor of controlled latency and a framework profiler
 // fake that emits nested ops, so that the kept queries can be checked against the measured latencies.
+#include "xsp/eval/tail_traces.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 
 #include "run_helpers.h"
 #include "xsp/eval/scenario_runner.h"
-#include "xsp/eval/tail_traces.h"
 #include "xsp/trace/assembler.h"
 
 namespace xsp {
@@ -52,8 +53,10 @@ struct HandMade {
       const std::int64_t start = issue + 100'000, end = issue + latency;
       const SpanId predict = id++;
       trace.spans.push_back(make_span(predict, kNoSpan, Level::kModel, "predict", start, end, 7,
-                                      {{"query", std::to_string(query)}, {"sequence", std::to_string(sequence)},
-                                       {"batch", "0"}, {"batch_size", "1"}}));
+                                      {{"query", std::to_string(query)},
+                                       {"sequence", std::to_string(sequence)},
+                                       {"batch", "0"},
+                                       {"batch_size", "1"}}));
       const SpanId op = id++;
       trace.spans.push_back(make_span(op, predict, Level::kFramework, "aten::linear", start + 10, end - 10, 7));
       trace.spans.push_back(make_span(id++, op, Level::kFramework, "aten::addmm", start + 20, end - 20, 7));
@@ -154,8 +157,8 @@ class FakeFrameworkProfiler final : public FrameworkProfiler {
     if (!recorder_) return;
     const SpanId op = recorder_->next_id();
     recorder_->add(make_span(op, parent_, Level::kFramework, "aten::linear", start, end, current_thread_id()));
-    recorder_->add(make_span(recorder_->next_id(), op, Level::kFramework, "aten::addmm", start + 1, end - 1,
-                             current_thread_id()));
+    recorder_->add(
+        make_span(recorder_->next_id(), op, Level::kFramework, "aten::addmm", start + 1, end - 1, current_thread_id()));
   }
   std::thread::id start_thread, stop_thread;
 

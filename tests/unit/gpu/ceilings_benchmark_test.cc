@@ -1,10 +1,10 @@
 // The ceilings benchmark entry point of builds without the CUDA micro-benchmarks: it says so, naming the way out.
+#include "xsp/profilers/ceilings_benchmark.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
-
-#include "xsp/profilers/ceilings_benchmark.h"
 
 namespace xsp {
 namespace {

@@ -76,7 +76,7 @@ TEST(CounterSpans, OneHardwareSpanPerRangeInLaunchOrder) {
   EXPECT_EQ(gemm.start_ns, 100);
   EXPECT_EQ(gemm.end_ns, 180);
   EXPECT_EQ(gemm.track, Track::host_thread(7));
-  EXPECT_EQ(gemm.tag("fp32_flops"), "8");  // 2 + 2 + 2·2
+  EXPECT_EQ(gemm.tag("fp32_flops"), "8");                        // 2 + 2 + 2·2
   EXPECT_EQ(gemm.find_tag("fp32_flops")->type, TagType::kReal);  // counters are numbers, not text
   EXPECT_EQ(gemm.find_tag("range_index")->type, TagType::kInt);
   EXPECT_EQ(gemm.tag("replay"), "kernel");

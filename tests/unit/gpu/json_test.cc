@@ -109,8 +109,7 @@ TEST(GpuActivityJson, ErrorsNameTheField) {
   expect_error(R"({"format": "xsp-gpu-activity-v1", "kernels": [{"name": "a", "start_ns": 1, "end_ns": 2},
                  {"name": "b", "start_ns": "1", "end_ns": 2}]})",
                "kernels[1].start_ns: expected an integer");
-  expect_error(R"({"format": "xsp-gpu-activity-v1", "apis": [{"start_ns": 1, "end_ns": 2}]})",
-               "apis[0].name: missing");
+  expect_error(R"({"format": "xsp-gpu-activity-v1", "apis": [{"start_ns": 1, "end_ns": 2}]})", "apis[0].name: missing");
   expect_error(R"({"format": "xsp-gpu-activity-v1", "memcpys": [{"copy_kind": "HtoX", "start_ns": 1, "end_ns": 2}]})",
                "memcpys[0].copy_kind: unknown value \"HtoX\"");
   expect_error(R"({"format": "xsp-gpu-activity-v1", "kernels": [{"name": "k", "start_ns": 1, "end_ns": 2,

@@ -130,17 +130,15 @@ TEST(ApplyEnvOverrides, EachVariableSetsItsField) {
     edit(c.cupti, c.counters);
     cases.push_back(std::move(c));
   };
-  add("XSP_CUPTI_API_SOURCE", "activity", [](CuptiOptions& c, CounterOptions&) {
-    c.api_source = CuptiOptions::ApiSource::kActivity;
-  });
+  add("XSP_CUPTI_API_SOURCE", "activity",
+      [](CuptiOptions& c, CounterOptions&) { c.api_source = CuptiOptions::ApiSource::kActivity; });
   add("XSP_CUPTI_CLOCK", "offset", [](CuptiOptions& c, CounterOptions&) { c.clock = CuptiOptions::Clock::kOffset; });
   add("XSP_CUPTI_ZEROED_BUFFERS", "0", [](CuptiOptions& c, CounterOptions&) { c.zeroed_buffers = false; });
   add("XSP_CUPTI_LATENCY_TIMESTAMPS", "1", [](CuptiOptions& c, CounterOptions&) { c.latency_timestamps = true; });
   add("XSP_CUPTI_ALL_APIS", "1", [](CuptiOptions& c, CounterOptions&) { c.all_apis = true; });
   add("XSP_DUMP_GPU_ACTIVITY", "/tmp/gpu dump", [](CuptiOptions& c, CounterOptions&) { c.dump_dir = "/tmp/gpu dump"; });
-  add("XSP_COUNTER_REPLAY", "kernel", [](CuptiOptions&, CounterOptions& k) {
-    k.replay = CounterOptions::Replay::kKernel;
-  });
+  add("XSP_COUNTER_REPLAY", "kernel",
+      [](CuptiOptions&, CounterOptions& k) { k.replay = CounterOptions::Replay::kKernel; });
   add("XSP_COUNTER_MAX_RANGES", "8192", [](CuptiOptions&, CounterOptions& k) { k.max_ranges = 8192; });
   add("XSP_COUNTER_TIMING", "1", [](CuptiOptions&, CounterOptions& k) { k.timing = true; });
   add("XSP_DUMP_COUNTERS", "dump/counters", [](CuptiOptions&, CounterOptions& k) { k.dump_dir = "dump/counters"; });
@@ -178,8 +176,8 @@ TEST(ApplyEnvOverrides, AllAtOnce) {
   CuptiOptions cupti;
   CounterOptions counters;
   apply_env_overrides(cupti, counters, env.getenv());
-  EXPECT_EQ(cupti, (CuptiOptions{CuptiOptions::ApiSource::kActivity, CuptiOptions::Clock::kOffset, false, true, true,
-                                 "g"}));
+  EXPECT_EQ(cupti,
+            (CuptiOptions{CuptiOptions::ApiSource::kActivity, CuptiOptions::Clock::kOffset, false, true, true, "g"}));
   EXPECT_EQ(counters, (CounterOptions{CounterOptions::Replay::kKernel, 1, true, "c"}));
 }
 
@@ -241,10 +239,18 @@ TEST(ApplyEnvOverrides, ReadsExactlyTheProfilerVariables) {
 }
 
 TEST(EnvOverrides, EveryVariableOnceNoSharedFlag) {
-  const std::set<std::string> expected = {
-      "XSP_CUPTI_API_SOURCE", "XSP_CUPTI_CLOCK",    "XSP_CUPTI_ZEROED_BUFFERS", "XSP_CUPTI_LATENCY_TIMESTAMPS",
-      "XSP_CUPTI_ALL_APIS",   "XSP_DUMP_GPU_ACTIVITY", "XSP_COUNTER_REPLAY",    "XSP_COUNTER_MAX_RANGES",
-      "XSP_COUNTER_TIMING",   "XSP_DUMP_COUNTERS",  "XSP_STORE",                "XSP_ZOO"};
+  const std::set<std::string> expected = {"XSP_CUPTI_API_SOURCE",
+                                          "XSP_CUPTI_CLOCK",
+                                          "XSP_CUPTI_ZEROED_BUFFERS",
+                                          "XSP_CUPTI_LATENCY_TIMESTAMPS",
+                                          "XSP_CUPTI_ALL_APIS",
+                                          "XSP_DUMP_GPU_ACTIVITY",
+                                          "XSP_COUNTER_REPLAY",
+                                          "XSP_COUNTER_MAX_RANGES",
+                                          "XSP_COUNTER_TIMING",
+                                          "XSP_DUMP_COUNTERS",
+                                          "XSP_STORE",
+                                          "XSP_ZOO"};
   std::set<std::string> variables, options, flags;
   for (const EnvOverride& o : env_overrides()) {
     SCOPED_TRACE(o.variable);

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <variant>
 
@@ -97,7 +97,8 @@ TEST(RecordedCounters, AnalysesJoinEveryComputeKernelAndSumTheRecordedFlops) {
 
   // Known answer: the model's FLOPs straight from the raw metric values (FMA = 2).
   double flops = 0;
-  for (const auto& r : recorded_collection().ranges) flops += hw::total_flops(hw::evaluate_counters(r.metrics)).value_or(0);
+  for (const auto& r : recorded_collection().ranges)
+    flops += hw::total_flops(hw::evaluate_counters(r.metrics)).value_or(0);
   ASSERT_GT(flops, 1e9);  // ResNet-18 at 224x224: ~1.8 GMAC
 
   AnalysisOptions options;

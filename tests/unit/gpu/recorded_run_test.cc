@@ -77,7 +77,8 @@ TEST(RecordedGpuRun, RawCuptiRecordsAssembleToTheStoredKernels) {
   Trace trace = recorder.take();
   assemble(trace);
   std::size_t by_correlation = 0;
-  for (const auto& s : trace.spans) by_correlation += s.level == Level::kKernel && s.parent_rule == ParentRule::kCorrelation;
+  for (const auto& s : trace.spans)
+    by_correlation += s.level == Level::kKernel && s.parent_rule == ParentRule::kCorrelation;
   EXPECT_EQ(by_correlation, 2 * kKernelsPerBatch);
 }
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-
 #include <cmath>
 #include <numeric>
 
@@ -109,7 +108,8 @@ TEST(LoadgenServer, RunRecordsSeedAndFollowsSchedule) {
   EXPECT_EQ(r.query_count, 1000u);  // 20k QPS * 50 ms
   EXPECT_EQ(r.scheduled_ns, poisson_schedule(20'000, 1000, 1234));
   // Never issued before its scheduled time.
-  for (std::size_t i = 0; i < r.query_count; ++i) EXPECT_GE(r.issue_ns[i] - r.issue_ns[0], r.scheduled_ns[i] - 1'000'000);
+  for (std::size_t i = 0; i < r.query_count; ++i)
+    EXPECT_GE(r.issue_ns[i] - r.issue_ns[0], r.scheduled_ns[i] - 1'000'000);
   EXPECT_TRUE(r.meets_bound);  // a null SUT meets a 10 ms bound
   EXPECT_EQ(r.overlatency_count, 0u);
 }
@@ -200,8 +200,8 @@ TEST(LoadgenEarlyStopping, ClaimablePercentileWorkedExamples) {
 }
 
 TEST(LoadgenPeakSearch, FindsPeakBelowCapacityOfOneWorker) {
-  // One worker, 1 ms service: capacity 1000 QPS (an upper bound: wake-ups only add time). Above it the queue grows for the whole run and p99 blows
-  // past the 5 ms bound; well below it, queueing stays short.
+  // One worker, 1 ms service: capacity 1000 QPS (an upper bound: wake-ups only add time). Above it the queue grows for
+  // the whole run and p99 blows past the 5 ms bound; well below it, queueing stays short.
   Settings s;
   s.scenario = Scenario::kServer;
   s.min_duration_ms = 800;  // ~800 arrivals per rate: at or above capacity the backlog outgrows the bound

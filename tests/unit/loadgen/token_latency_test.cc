@@ -88,7 +88,8 @@ TEST(GenerationMetrics, OneTokenRequestCountsInTtftButHasNoTpot) {
   EXPECT_EQ(m.e2e_ns.n, 4u);
   EXPECT_EQ(m.tpot_ns.n, 3u);
   // Only one-token requests: TPOT and ITL are empty, the rest is there.
-  const GenerationMetrics only = generation_metrics({fixed(0, 5 * kMs, 0, 1), fixed(0, 7 * kMs, 0, 1)}, StabilityRule{});
+  const GenerationMetrics only =
+      generation_metrics({fixed(0, 5 * kMs, 0, 1), fixed(0, 7 * kMs, 0, 1)}, StabilityRule{});
   EXPECT_EQ(only.single_token_requests, 2u);
   EXPECT_EQ(only.tpot_ns.n, 0u);
   EXPECT_TRUE(std::isnan(only.tpot_ns.p50));

@@ -1,6 +1,8 @@
 // Issue 31, finding 5: files a manifest names that are not files to read (/dev/zero, a FIFO, a folder) are refused at
 // once, naming the file and what it is, and file paths that cannot be paths (a name over NAME_MAX, over PATH_MAX
 // resolved, a NUL byte) are refused when the manifest is parsed, so that a zoo lists such a manifest as a problem.
+#include "hostile_files.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,7 +13,6 @@
 #include <string>
 
 #include "../store/temp_dir.h"
-#include "hostile_files.h"
 #include "xsp/manifest/files.h"
 #include "xsp/manifest/manifest.h"
 
@@ -60,8 +61,8 @@ TEST(HostileFiles, Sha256RefusesDevZeroAFifoAndAFolderAtOnceNamingThem) {
   ASSERT_TRUE(fifo.ok());
   const std::string zero = message_within([] { sha256_file("/dev/zero"); });
   EXPECT_TRUE(has(zero, "/dev/zero is not a regular file (it is a character device)")) << zero;
-  const std::string pipe = message_within([&] { sha256_file(fifo.path()); }, std::chrono::seconds(10),
-                                          [&] { fifo.unblock(); });
+  const std::string pipe =
+      message_within([&] { sha256_file(fifo.path()); }, std::chrono::seconds(10), [&] { fifo.unblock(); });
   EXPECT_TRUE(has(pipe, fifo.path().string() + " is not a regular file (it is a FIFO")) << pipe;
   const std::string folder = message_within([&] { sha256_file(dir.path()); });
   EXPECT_TRUE(has(folder, dir.path().string() + " is not a regular file (it is a folder)")) << folder;
@@ -105,8 +106,7 @@ TEST(HostileFiles, RegularFileReadsNoFurtherThanTheSizeAtOpen) {
 
 TEST(HostileFiles, AGraphThatIsNotARegularFileIsNamedNotCalledMissing) {
   TempDir dir;
-  Manifest m = parse_manifest(replace(read(kFixtures / "valid.yaml"), "graph_path: small.bin",
-                                      "graph_path: /dev/zero"),
+  Manifest m = parse_manifest(replace(read(kFixtures / "valid.yaml"), "graph_path: small.bin", "graph_path: /dev/zero"),
                               dir.path() / "m.yaml");
   const std::string e = message_within([&] { verify_checksum(m, "libtorch"); });
   EXPECT_TRUE(has(e, "/dev/zero is not a regular file (it is a character device)")) << e;
@@ -117,8 +117,8 @@ TEST(HostileFiles, AManifestFileThatIsAFifoIsRefusedAtOnce) {
   TempDir dir;
   Fifo fifo(dir.path() / "m.yaml");
   ASSERT_TRUE(fifo.ok());
-  const std::string e = message_within([&] { load_manifest(fifo.path()); }, std::chrono::seconds(10),
-                                       [&] { fifo.unblock(); });
+  const std::string e =
+      message_within([&] { load_manifest(fifo.path()); }, std::chrono::seconds(10), [&] { fifo.unblock(); });
   EXPECT_TRUE(has(e, fifo.path().string())) << e;
   EXPECT_TRUE(has(e, "not a regular file (it is a FIFO")) << e;
 }
@@ -165,9 +165,9 @@ TEST(ManifestPaths, ANulByteOrAPathLongerThanPathMaxOnceResolvedIsRefused) {
 TEST(ManifestPaths, AZooListsSuchAManifestAsAProblemAndLoadsTheOthers) {
   TempDir dir;
   std::ofstream(dir.path() / "good.yaml") << read(kFixtures / "valid.yaml");
-  std::ofstream(dir.path() / "long.yaml") << replace(replace(read(kFixtures / "valid.yaml"), "name: TestNet",
-                                                             "name: LongPath"),
-                                                     "graph_path: small.bin", "graph_path: " + std::string(300, 'g'));
+  std::ofstream(dir.path() / "long.yaml")
+      << replace(replace(read(kFixtures / "valid.yaml"), "name: TestNet", "name: LongPath"), "graph_path: small.bin",
+                 "graph_path: " + std::string(300, 'g'));
   const Zoo zoo = scan_zoo(dir.path());
   ASSERT_EQ(zoo.models.size(), 1u);
   EXPECT_EQ(zoo.models[0].name, "TestNet");

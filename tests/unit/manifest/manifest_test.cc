@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -338,15 +338,19 @@ TEST(Manifest, WrongTypesAndValues) {
        "64 lower-case hex", 11},
       {"sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea",
        "sha256:0B5C28C9832C01E51D52C7C7E33DDDA0A2C4C69474B3A08A9A1AD6319A51CDEA", "model.checksum", "lower-case", 11},
-      {"- center_crop: {size: 224}", "- sharpen: {amount: 2}", "inputs[0].steps[2]", "unknown pre-processing step 'sharpen'", 21},
+      {"- center_crop: {size: 224}", "- sharpen: {amount: 2}", "inputs[0].steps[2]",
+       "unknown pre-processing step 'sharpen'", 21},
       {"{softmax: {}}", "{sigmoid: {}}", "outputs[0].steps[0]", "unknown post-processing step 'sigmoid'", 26},
       // A known step of another output type (segmentation).
-      {"{softmax: {}}", "{argmax: {}}", "outputs[0].steps[0]", "'argmax' is not allowed on an output of type "
-       "classification", 26},
+      {"{softmax: {}}", "{argmax: {}}", "outputs[0].steps[0]",
+       "'argmax' is not allowed on an output of type "
+       "classification",
+       26},
       {"{softmax: {}}", "{resize: {shorter_side: 2}}", "outputs[0].steps[0]", "softmax, top_k", 26},
       {"{size: 224}", "{size: 0}", "inputs[0].steps[2].center_crop.size", "positive integer", 21},
       {"{size: 224}", "{size: 224, mode: x}", "inputs[0].steps[2].center_crop.mode", "unknown key 'mode'", 21},
-      {"method: bicubic", "method: lanczos", "inputs[0].steps[1].resize.method", "bilinear, nearest, bicubic, area", 20},
+      {"method: bicubic", "method: lanczos", "inputs[0].steps[1].resize.method", "bilinear, nearest, bicubic, area",
+       20},
       {"std: [0.229, 0.224, 0.225]", "std: [0.229, 0, 0.225]", "inputs[0].steps[3].normalize.std[1]", "non-zero", 22},
       {"std: [0.229, 0.224, 0.225]", "std: [0.229, 0.224]", "inputs[0].steps[3].normalize.std", "as many values", 22},
       {"scale: 255", "scale: -1", "inputs[0].steps[3].normalize.scale", "> 0", 22},
@@ -437,7 +441,8 @@ TEST(Zoo, FindModel) {
 
 TEST(Zoo, LoadZooRejectsDuplicatesAndMissingFolder) {
   EXPECT_THROW(xsp::load_zoo(kFixtures / "no_such_dir"), ManifestError);
-  const fs::path dir = fs::temp_directory_path() / ("xsp_zoo_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("xsp_zoo_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   fs::create_directories(dir);
   for (const char* f : {"a.yaml", "b.yml"}) std::ofstream(dir / f) << read(kValid);
   std::ofstream(dir / "notes.txt") << "ignored";
@@ -478,7 +483,8 @@ TEST(Checksum, VerifyMatchMismatchMissing) {
     EXPECT_NE(w.find("mismatch"), std::string::npos) << w;
     EXPECT_NE(w.find((kFixtures / "small.bin").string()), std::string::npos) << w;
     EXPECT_NE(w.find(bad.graphs[0].checksum), std::string::npos) << w;
-    EXPECT_NE(w.find("sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea"), std::string::npos) << w;
+    EXPECT_NE(w.find("sha256:0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea"), std::string::npos)
+        << w;
   }
 
   auto missing = m;
@@ -509,12 +515,16 @@ std::string multi_framework_text() {
                  "  - name: libtorch\n"
                  "    version: \">=1.13\"\n"
                  "    graph_path: small.bin\n"
-                 "    checksum: " + kSmallDigest + "\n"
-                 "  - name: opencv-dnn\n"
-                 "    version: \">=4.5\"\n"
-                 "    graph_path: /abs/small.onnx\n"
-                 "    checksum: sha256:" + std::string(64, 'b') + "\n"
-                 "inputs:\n");
+                 "    checksum: " +
+                     kSmallDigest +
+                     "\n"
+                     "  - name: opencv-dnn\n"
+                     "    version: \">=4.5\"\n"
+                     "    graph_path: /abs/small.onnx\n"
+                     "    checksum: sha256:" +
+                     std::string(64, 'b') +
+                     "\n"
+                     "inputs:\n");
 }
 
 }  // namespace
@@ -579,8 +589,8 @@ TEST(ManifestFrameworks, Errors) {
       // Both forms at once.
       {replace(multi, "inputs:\n", "framework: {name: libtorch, version: \">=1\"}\ninputs:\n"), "framework",
        "cannot be combined with 'frameworks'", 15},
-      {replace(multi, "inputs:\n", "model: {graph_path: a.pt, checksum: x}\ninputs:\n"), "model",
-       "cannot be combined", 15},
+      {replace(multi, "inputs:\n", "model: {graph_path: a.pt, checksum: x}\ninputs:\n"), "model", "cannot be combined",
+       15},
       // Duplicate framework names.
       {replace(multi, "  - name: opencv-dnn", "  - name: libtorch"), "frameworks[1].name",
        "duplicate framework 'libtorch' (also at line 7)", 11},
@@ -589,7 +599,8 @@ TEST(ManifestFrameworks, Errors) {
       {replace(multi, "    version: \">=4.5\"\n", ""), "frameworks[1].version", "missing", 11},
       // Bad values.
       {replace(multi, "\">=4.5\"", "\"four\""), "frameworks[1].version", "'four'", 12},
-      {replace(multi, "sha256:" + std::string(64, 'b'), "sha256:xyz"), "frameworks[1].checksum", "64 lower-case hex", 14},
+      {replace(multi, "sha256:" + std::string(64, 'b'), "sha256:xyz"), "frameworks[1].checksum", "64 lower-case hex",
+       14},
       {replace(multi, "    graph_path: small.bin\n", "    graph_path: small.bin\n    path: x\n"), "frameworks[0].path",
        "unknown key 'path'", 10},
       // Empty or not a list (appended as the last line, 24).

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "xsp/manifest/manifest.h"
-#include "xsp/manifest/semver.h"
 #include "../store/temp_dir.h"
 #include "hostile_files.h"
+#include "xsp/manifest/manifest.h"
+#include "xsp/manifest/semver.h"
 
 namespace fs = std::filesystem;
 using xsp::ManifestError;
@@ -72,16 +72,16 @@ TEST(ManifestRobustness, LongVersionIsRefusedNamingFieldAndLimitWithoutCrashing)
 }
 
 TEST(ManifestRobustness, VersionsAreCheckedWithoutRegexAndAsStrictlyAsBefore) {
-  for (const char* ok : {"0.0.0", "1.2.3", "10.20.30", "1.0.0-rc.1", "1.0.0-rc.1+build.5", "1.0.0+cu130",
-                         "999999999.0.0"}) {
+  for (const char* ok :
+       {"0.0.0", "1.2.3", "10.20.30", "1.0.0-rc.1", "1.0.0-rc.1+build.5", "1.0.0+cu130", "999999999.0.0"}) {
     SCOPED_TRACE(ok);
     EXPECT_EQ(xsp::parse_manifest(manifest("T", std::string("\"") + ok + "\""), "m.yaml").version, ok);
   }
   // Within the length limit, a long prerelease is still a version (and checking it must not recurse).
   const std::string long_ok = "1.0.0-" + std::string(250, 'a');
   EXPECT_EQ(xsp::parse_manifest(manifest("T", long_ok), "m.yaml").version, long_ok);
-  for (const char* bad : {"1.0", "01.0.0", "1.02.0", "1.0.0-", "1.0.0+", "1.0.0 beta", "v1.0.0", "1.0.0-r_c",
-                          "a.b.c", "1..0"}) {
+  for (const char* bad :
+       {"1.0", "01.0.0", "1.02.0", "1.0.0-", "1.0.0+", "1.0.0 beta", "v1.0.0", "1.0.0-r_c", "a.b.c", "1..0"}) {
     SCOPED_TRACE(bad);
     const ManifestError e = error_with("version: 1.2.3", std::string("version: \"") + bad + "\"");
     EXPECT_EQ(e.field(), "version");
@@ -142,8 +142,7 @@ TEST(ManifestRobustness, OverlongStringFieldsAreRefusedNamingFieldAndLimit) {
   const std::string path(5000, 'p');
   const std::vector<Case> cases = {
       {"name: TestNet", "name: " + std::string(300, 'n'), "name", "256"},
-      {"description: a manifest for the unit tests", "description: " + std::string(70000, 'd'), "description",
-       "65536"},
+      {"description: a manifest for the unit tests", "description: " + std::string(70000, 'd'), "description", "65536"},
       {"graph_path: small.bin", "graph_path: " + path, "model.graph_path", "4096"},
       {"labels: labels.txt", "labels: " + path, "outputs[0].labels", "4096"},
       {"version: \">=1.13, <3\"", "version: \">=1.13" + std::string(300, ' ') + "\"", "framework.version", "256"},
@@ -162,7 +161,7 @@ TEST(ManifestRobustness, OverlongStringFieldsAreRefusedNamingFieldAndLimit) {
 TEST(ManifestRobustness, ChecksumIsCheckedByLengthAndDigits) {
   const std::string good = "0b5c28c9832c01e51d52c7c7e33ddda0a2c4c69474b3a08a9a1ad6319a51cdea";
   for (const std::string& bad : {"sha256:" + good + "0", "sha256:" + good.substr(1), "sha256:" + std::string(64, 'A'),
-                                "md5:" + good.substr(0, 32), std::string(200, 'x')}) {
+                                 "md5:" + good.substr(0, 32), std::string(200, 'x')}) {
     SCOPED_TRACE(bad);
     const ManifestError e = error_with("checksum: sha256:" + good, "checksum: " + bad);
     EXPECT_EQ(e.field(), "model.checksum");
@@ -182,8 +181,7 @@ TEST(ManifestRobustness, SizesAreRangeCheckedNeverWrapped) {
        "from 1 to 16384"},
       {"shorter_side: 256", "shorter_side: 99999999999999999999", "inputs[0].steps[1].resize.shorter_side",
        "99999999999999999999", "from 1 to 16384"},
-      {"shorter_side: 256", "shorter_side: -256", "inputs[0].steps[1].resize.shorter_side", "-256",
-       "from 1 to 16384"},
+      {"shorter_side: 256", "shorter_side: -256", "inputs[0].steps[1].resize.shorter_side", "-256", "from 1 to 16384"},
       {"top_k: {k: 5}", "top_k: {k: 1099511627776}", "outputs[0].steps[1].top_k.k", "1099511627776",
        "from 1 to 1000000"},
       {"dimensions: [3, 224, 224]", "dimensions: [3, 20000, 224]", "inputs[0].dimensions[1]", "20000",
@@ -265,12 +263,11 @@ TEST(ManifestRobustness, HugeFileAndDeepNestingAreErrorsNotCrashes) {
 TEST(ZooRobustness, OneBadFileIsAProblemAndTheOthersStillLoad) {
   TempDir dir;
   std::ofstream(dir.path() / "good.yaml") << manifest("Good", "1.0.0");
-  std::ofstream(dir.path() / "bad_step.yaml")
-      << replace(manifest("BadStep", "1.0.0"), "- decode: {}", "- sharpen: {}");
+  std::ofstream(dir.path() / "bad_step.yaml") << replace(manifest("BadStep", "1.0.0"), "- decode: {}", "- sharpen: {}");
   std::ofstream(dir.path() / "broken.yml") << "name: [unclosed\n";
   std::ofstream(dir.path() / "notes.txt") << "not a manifest: ignored";
-  fs::create_symlink("loop.yaml", dir.path() / "loop.yaml");          // a link to itself
-  fs::create_symlink("missing.bin", dir.path() / "dangling.yaml");    // a link to nothing
+  fs::create_symlink("loop.yaml", dir.path() / "loop.yaml");        // a link to itself
+  fs::create_symlink("missing.bin", dir.path() / "dangling.yaml");  // a link to nothing
   fs::create_directories(dir.path() / "folder.yaml");
 
   const xsp::Zoo zoo = xsp::scan_zoo(dir.path());
@@ -281,8 +278,8 @@ TEST(ZooRobustness, OneBadFileIsAProblemAndTheOthersStillLoad) {
     files.push_back(p.file.filename().string());
     EXPECT_TRUE(has(p.message, p.file.string())) << p.message;  // each message names its file
   }
-  EXPECT_EQ(files, (std::vector<std::string>{"bad_step.yaml", "broken.yml", "dangling.yaml", "folder.yaml",
-                                             "loop.yaml"}));
+  EXPECT_EQ(files,
+            (std::vector<std::string>{"bad_step.yaml", "broken.yml", "dangling.yaml", "folder.yaml", "loop.yaml"}));
   auto message_of = [&](const std::string& f) {
     for (const auto& p : zoo.problems)
       if (p.file.filename() == f) return p.message;

@@ -30,30 +30,20 @@ TEST(SemVer, SatisfiesTruthTable) {
     bool expected;
   };
   const Row rows[] = {
-      {"1.13.0a0", ">=1.13", true},      // Debian's torch: prerelease tags compare by numbers
-      {"1.12.9", ">=1.13", false},
-      {"2.11.0+cu130", ">=1.13", true},  // build metadata ignored
-      {"1.13.0", ">1.13", false},
-      {"1.13.1", ">1.13", true},
-      {"1.13.0", "<=1.13", true},
-      {"1.2.0", "^1.2", true},
-      {"1.9.3", "^1.2", true},
-      {"1.1.9", "^1.2", false},
-      {"2.0.0", "^1.2", false},
-      {"1.2.0", "~1.2", true},
-      {"1.2.9", "~1.2", true},
-      {"1.3.0", "~1.2", false},
-      {"1.1.0", "~1.2", false},
-      {"2.11.0+cu130", ">=1.13, <3", true},
-      {"3.0.0", ">=1.13, <3", false},
-      {"1.12.0", ">=1.13, <3", false},
+      {"1.13.0a0", ">=1.13", true},  // Debian's torch: prerelease tags compare by numbers
+      {"1.12.9", ">=1.13", false},     {"2.11.0+cu130", ">=1.13", true},  // build metadata ignored
+      {"1.13.0", ">1.13", false},      {"1.13.1", ">1.13", true},
+      {"1.13.0", "<=1.13", true},      {"1.2.0", "^1.2", true},
+      {"1.9.3", "^1.2", true},         {"1.1.9", "^1.2", false},
+      {"2.0.0", "^1.2", false},        {"1.2.0", "~1.2", true},
+      {"1.2.9", "~1.2", true},         {"1.3.0", "~1.2", false},
+      {"1.1.0", "~1.2", false},        {"2.11.0+cu130", ">=1.13, <3", true},
+      {"3.0.0", ">=1.13, <3", false},  {"1.12.0", ">=1.13, <3", false},
       {"1.13.0a0", ">=1.13 <3", true},  // blank-separated clauses
       {"1.13.0", ">= 1.13", true},      // operator apart from its version
-      {"1.13.1", "1.13.1", true},
-      {"1.13.2", "1.13.1", false},
+      {"1.13.1", "1.13.1", true},      {"1.13.2", "1.13.1", false},
       {"1.13.2", "=1.13", true},  // missing components are wildcards for exact matches
-      {"1.14.0", "==1.13", false},
-      {"0.1.0", "*", true},
+      {"1.14.0", "==1.13", false},     {"0.1.0", "*", true},
   };
   for (const auto& r : rows)
     EXPECT_EQ(satisfies(r.version, r.constraint), r.expected) << r.version << " vs " << r.constraint;

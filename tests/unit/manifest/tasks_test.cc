@@ -240,17 +240,17 @@ TEST(ManifestTasks, EveryElementTypeOnATensorInput) {
   tensor = replace(tensor, "    color_mode: BGR\n", "");
   for (const char* t : {"float32", "float16", "bfloat16", "int64", "int32", "bool"}) {
     SCOPED_TRACE(t);
-    const auto m = xsp::parse_manifest(replace(tensor, "element_type: float32", std::string("element_type: ") + t),
-                                       kValid);
+    const auto m =
+        xsp::parse_manifest(replace(tensor, "element_type: float32", std::string("element_type: ") + t), kValid);
     EXPECT_EQ(m.inputs.at(0).element_type, t);
   }
   // Images take the floating-point types.
   for (const char* t : {"float16", "bfloat16"})
-    EXPECT_EQ(xsp::parse_manifest(replace(read(kValid), "element_type: float32", std::string("element_type: ") + t),
-                                  kValid)
-                  .inputs.at(0)
-                  .element_type,
-              t);
+    EXPECT_EQ(
+        xsp::parse_manifest(replace(read(kValid), "element_type: float32", std::string("element_type: ") + t), kValid)
+            .inputs.at(0)
+            .element_type,
+        t);
 }
 
 TEST(ManifestTasks, ExistingManifestsGetDefaultNamesAndPrecision) {
@@ -315,7 +315,9 @@ TEST(ManifestTasks, NamesAreCheckedAndUnique) {
       {kDetection, "name: boxes_strict", "name: boxes", "outputs[1].name", 22,
        "duplicate output name 'boxes' (also outputs[0] at line 17)"},
       // A given name that equals another entry's default: reported at the unnamed entry.
-      {kBert, "input_ids\n    type: tensor\n    element_type: int64\n    dimensions: [128]\n  - name: attention_mask\n    type",
+      {kBert,
+       "input_ids\n    type: tensor\n    element_type: int64\n    dimensions: [128]\n  - name: attention_mask\n    "
+       "type",
        "input_1\n    type: tensor\n    element_type: int64\n    dimensions: [128]\n  - type", "inputs[1].name", 15,
        "duplicate input name 'input_1' (also inputs[0] at line 11)"},
       // Syntax and length.
@@ -350,20 +352,22 @@ TEST(ManifestTasks, TextInputShapeLayoutAndSteps) {
       {kGpt2, "      - tokenize:", "      - pad_truncate: {length: 8}\n      - tokenize:", "inputs[0].steps[0]", 13,
        "expected 'tokenize' as the first step of a text input, got 'pad_truncate'"},
       {kGpt2, ", add_bos: true}\n", "}\n      - tokenize: {model: b.model, checksum: " + kTokenizerDigest + "}\n",
-       "inputs[0].steps[1]", 14, "step 'tokenize' may appear once in a text input (also inputs[0].steps[0] at line 13)"},
+       "inputs[0].steps[1]", 14,
+       "step 'tokenize' may appear once in a text input (also inputs[0].steps[0] at line 13)"},
       {kGpt2, ", add_bos: true}\n", pad + "      - pad_truncate: {length: 8}\n", "inputs[0].steps[2]", 15,
        "may appear once"},
       // Image steps on a text input, text steps on image and tensor inputs: the step and the type are named.
       {kGpt2, ", add_bos: true}\n", "}\n      - resize: {shorter_side: 8}\n", "inputs[0].steps[1]", 14,
        "step 'resize' is not allowed on an input of type text; expected one of tokenize, pad_truncate"},
-      {kValid, "- decode: {}", "- tokenize: {model: a.model, checksum: " + kTokenizerDigest + "}",
-       "inputs[0].steps[0]", 19, "step 'tokenize' is not allowed on an input of type image"},
+      {kValid, "- decode: {}", "- tokenize: {model: a.model, checksum: " + kTokenizerDigest + "}", "inputs[0].steps[0]",
+       19, "step 'tokenize' is not allowed on an input of type image"},
       {kValid, "- decode: {}", "- frobnicate: {}", "inputs[0].steps[0]", 19,
        "unknown pre-processing step 'frobnicate'"},
   });
   // A text step on a tensor input.
-  std::string tensor = replace(read(kBert), "    dimensions: [128]\n  - name: attention_mask",
-                               "    dimensions: [128]\n    steps: [{pad_truncate: {length: 8}}]\n  - name: attention_mask");
+  std::string tensor =
+      replace(read(kBert), "    dimensions: [128]\n  - name: attention_mask",
+              "    dimensions: [128]\n    steps: [{pad_truncate: {length: 8}}]\n  - name: attention_mask");
   try {
     (void)xsp::parse_manifest(tensor, kBert);
     ADD_FAILURE() << "pad_truncate accepted on a tensor input";
@@ -386,8 +390,8 @@ TEST(ManifestTasks, TokenizeAndPadTruncateParameters) {
       {kGpt2, "add_bos: true", "add_bos: maybe", "inputs[0].steps[0].tokenize.add_bos", 13,
        "expected true or false, got 'maybe'"},
       {kGpt2, "add_bos: true", "lowercase: true", "inputs[0].steps[0].tokenize.lowercase", 13, "unknown key"},
-      {kGpt2, ", add_bos: true}\n", "}\n      - pad_truncate: {length: 129}\n", "inputs[0].steps[1].pad_truncate.length",
-       14, "from 1 to 128, got '129'"},
+      {kGpt2, ", add_bos: true}\n", "}\n      - pad_truncate: {length: 129}\n",
+       "inputs[0].steps[1].pad_truncate.length", 14, "from 1 to 128, got '129'"},
       {kGpt2, ", add_bos: true}\n", "}\n      - pad_truncate: {length: 0}\n", "inputs[0].steps[1].pad_truncate.length",
        14, "from 1 to 128"},
       {kGpt2, ", add_bos: true}\n", "}\n      - pad_truncate: {side: left}\n", "inputs[0].steps[1].pad_truncate.length",
@@ -430,17 +434,21 @@ TEST(ManifestTasks, GenerateAndDetokenize) {
        "from 1 to 1048576, got '1048577'"},
       // The new tokens alone, then with the padded prompt, must fit the positions of the text input.
       {kGpt2, "max_new_tokens: 32", "max_new_tokens: 129", "outputs[0].steps[0].generate.max_new_tokens", 18,
-       "expected max_new_tokens to be at most dimensions[0] of input 'prompt', its maximum sequence length 128, got 129"},
+       "expected max_new_tokens to be at most dimensions[0] of input 'prompt', its maximum sequence length 128, got "
+       "129"},
       {kGpt2, ", add_bos: true}\n", "}\n      - pad_truncate: {length: 100}\n",
-       "outputs[0].steps[0].generate.max_new_tokens", 19, "expected max_new_tokens + pad_truncate.length (the prompt) to be at most dimensions[0] of input 'prompt', its "
+       "outputs[0].steps[0].generate.max_new_tokens", 19,
+       "expected max_new_tokens + pad_truncate.length (the prompt) to be at most dimensions[0] of input 'prompt', its "
        "maximum sequence length 128, got 32 + 100 = 132"},
       {kGpt2, "sampling: greedy", "sampling: top_p", "outputs[0].steps[0].generate.sampling", 18,
        "expected one of greedy"},
       {kGpt2, "      - generate: {max_new_tokens: 32, sampling: greedy}\n", "", "outputs[0].steps[0]", 18,
        "expected 'generate' as the first step of a generation output, got 'detokenize'"},
-      {kGpt2, "      - generate: {max_new_tokens: 32, sampling: greedy}\n      - detokenize: {model: gpt2_tokenizer.model, "
-              "checksum: \"" + kTokenizerDigest + "\"}\n", "", "outputs[0].steps", 15,
-       "missing required step 'generate' (the first step of a generation output)"},
+      {kGpt2,
+       "      - generate: {max_new_tokens: 32, sampling: greedy}\n      - detokenize: {model: gpt2_tokenizer.model, "
+       "checksum: \"" +
+           kTokenizerDigest + "\"}\n",
+       "", "outputs[0].steps", 15, "missing required step 'generate' (the first step of a generation output)"},
       // detokenize needs its checksum (and its model).
       {kGpt2, "{model: gpt2_tokenizer.model, checksum: \"" + kTokenizerDigest + "\"}\nattributes",
        "{model: gpt2_tokenizer.model}\nattributes", "outputs[0].steps[1].detokenize.checksum", 19, "missing"},
@@ -457,8 +465,9 @@ TEST(ManifestTasks, GenerateAndDetokenize) {
 
 TEST(ManifestTasks, GenerationNeedsExactlyOneTextInput) {
   // An image model with a generation output.
-  std::string text = replace(read(kValid), "  - labels: labels.txt\n    type: classification\n    steps: [{softmax: {}}, {top_k: {k: 5}}]",
-                             "  - type: generation\n    steps: [{generate: {}}]");
+  std::string text = replace(
+      read(kValid), "  - labels: labels.txt\n    type: classification\n    steps: [{softmax: {}}, {top_k: {k: 5}}]",
+      "  - type: generation\n    steps: [{generate: {}}]");
   try {
     (void)xsp::parse_manifest(text, kValid);
     ADD_FAILURE() << "generation output accepted without a text input";
@@ -470,10 +479,11 @@ TEST(ManifestTasks, GenerationNeedsExactlyOneTextInput) {
         << e.what();
   }
   // Two text inputs.
-  const std::string second = "  - name: prompt2\n    type: text\n    element_type: int64\n    dimensions: [64]\n"
-                             "    steps: [{tokenize: {model: t.model, checksum: \"" + kTokenizerDigest + "\"}}]\n";
-  expect_refused({kGpt2, "outputs:\n", second + "outputs:\n", "outputs[0].type", 21,
-                  "got 2 (prompt, prompt2)"});
+  const std::string second =
+      "  - name: prompt2\n    type: text\n    element_type: int64\n    dimensions: [64]\n"
+      "    steps: [{tokenize: {model: t.model, checksum: \"" +
+      kTokenizerDigest + "\"}}]\n";
+  expect_refused({kGpt2, "outputs:\n", second + "outputs:\n", "outputs[0].type", 21, "got 2 (prompt, prompt2)"});
 }
 
 TEST(ManifestTasks, StepNotAllowedForTheOutputType) {

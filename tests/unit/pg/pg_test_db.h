@@ -29,7 +29,8 @@ class PgTestDatabase {
   explicit PgTestDatabase(const std::string& admin_url) : admin_url_(admin_url) {
     static std::atomic<int> counter{0};
     std::random_device rd;
-    name_ = "xsp_t_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(rd() % 100000);
+    name_ =
+        "xsp_t_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(rd() % 100000);
     pqxx::connection c(admin_url_);
     pqxx::nontransaction tx(c);
     tx.exec0("CREATE DATABASE " + tx.quote_name(name_));
@@ -40,8 +41,9 @@ class PgTestDatabase {
       pqxx::connection c(admin_url_);
       pqxx::nontransaction tx(c);
       // Agents or stores a test left open would make DROP wait; cut them first.
-      tx.exec_params("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-                     name_);
+      tx.exec_params(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+          name_);
       tx.exec0("DROP DATABASE IF EXISTS " + tx.quote_name(name_));
     } catch (...) {
     }

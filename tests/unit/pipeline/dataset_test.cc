@@ -44,7 +44,8 @@ TEST(Dataset, ReadsSamplesAndLabels) {
   EXPECT_NE(message("trunc.bin", bytes.substr(0, bytes.size() - 2)).find("truncated at sample 1"), std::string::npos);
   EXPECT_NE(message("trail.bin", bytes + "x").find("trailing"), std::string::npos);
   EXPECT_NE(message("rank.bin", std::string("XSPDS1\0\0", 8) + u32(1) + u32(0)).find("rank = 0"), std::string::npos);
-  EXPECT_NE(message("none.bin.missing-", "").find("xsp_dataset_test_none"), std::string::npos);  // empty file: the error names it
+  EXPECT_NE(message("none.bin.missing-", "").find("xsp_dataset_test_none"),
+            std::string::npos);  // empty file: the error names it
 }
 
 TEST(Accuracy, TopOneAndTopK) {
@@ -55,7 +56,7 @@ TEST(Accuracy, TopOneAndTopK) {
       6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f,  // order 0 1 2 3 4 5
       6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f,
   };
-  AccuracyCounts c;  // k = 5
+  AccuracyCounts c;                   // k = 5
   score_batch(c, scores, {1, 4, 5});  // right; 5th best (top-5 only); 6th (neither)
   EXPECT_EQ(c.samples, 3u);
   EXPECT_EQ(c.top1, 1u);

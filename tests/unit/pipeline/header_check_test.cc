@@ -115,9 +115,10 @@ std::string message_of(const std::string& id, const Bytes& bytes) {
   return "(no error)";
 }
 
-#define REQUIRE_HEADER_CHECK()                                                                                   \
-  if (!have_image_header_check()) GTEST_SKIP() << "built without OpenCV or without stb_image (libstb-dev): the " \
-                                                  "size is only checked after decoding"
+#define REQUIRE_HEADER_CHECK()                                                   \
+  if (!have_image_header_check())                                                \
+  GTEST_SKIP() << "built without OpenCV or without stb_image (libstb-dev): the " \
+                  "size is only checked after decoding"
 
 const std::string kRefused = "; refused from the header, before decoding";
 
@@ -130,7 +131,8 @@ TEST(ImageHeaderCheck, APngWhoseHeaderSays32000x32000IsRefusedBeforeDecoding) {
   EXPECT_EQ(truncation_problem(png), "");  // a whole PNG: refused for its size, not as cut
   const std::string m = message_of("huge.png", png);
   EXPECT_NE(m.find("input huge.png: its image header gives 32000x32000 pixels, more than the 67108864 an input image "
-                   "may have" + kRefused),
+                   "may have" +
+                   kRefused),
             std::string::npos)
       << m;
   EXPECT_EQ(m.find("cannot decode"), std::string::npos) << m;
@@ -141,7 +143,7 @@ TEST(ImageHeaderCheck, APngWhoseHeaderSays32000x32000IsRefusedBeforeDecoding) {
 TEST(ImageHeaderCheck, AnRgbPngTooLargeForStbImageIsRefusedNamingItsSize) {
   REQUIRE_HEADER_CHECK();
   const std::string m = message_of("huge_rgb.png", png_claiming(32000, 32000, 2));
-  EXPECT_NE(m.find("input huge_rgb.png: its image header gives 32000x32000 pixels, more than the 67108864" ),
+  EXPECT_NE(m.find("input huge_rgb.png: its image header gives 32000x32000 pixels, more than the 67108864"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find(kRefused), std::string::npos) << m;

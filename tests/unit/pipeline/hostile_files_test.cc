@@ -1,5 +1,7 @@
 // Issue 31, finding 5: every reader of a file that a manifest or a request names (input images, labels, the tokenizer
 // model, prompts, a labeled dataset) refuses /dev/zero, a FIFO and a folder at once, naming the file and what it is.
+#include "../manifest/hostile_files.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "../manifest/hostile_files.h"
 #include "xsp/pipeline/dataset.h"
 #include "xsp/pipeline/pipeline.h"
 #include "xsp/pipeline/tokenizer.h"
@@ -52,8 +53,8 @@ TEST(HostileFiles, EveryReaderRefusesDevZeroAFifoAndAFolderAtOnce) {
     // The file is named (the tokenizer quotes it), then what it is.
     const std::string zero = message_within([&] { r.read("/dev/zero"); });
     EXPECT_TRUE(has(zero, "/dev/zero") && has(zero, " is not a regular file (it is a character device)")) << zero;
-    const std::string pipe = message_within([&] { r.read(fifo.path()); }, std::chrono::seconds(10),
-                                            [&] { fifo.unblock(); });
+    const std::string pipe =
+        message_within([&] { r.read(fifo.path()); }, std::chrono::seconds(10), [&] { fifo.unblock(); });
     EXPECT_TRUE(has(pipe, fifo.path().string()) && has(pipe, " is not a regular file (it is a FIFO")) << pipe;
     const std::string folder = message_within([&] { r.read(dir); });
     EXPECT_TRUE(has(folder, dir.string()) && has(folder, " is not a regular file (it is a folder)")) << folder;

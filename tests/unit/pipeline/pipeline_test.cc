@@ -1,11 +1,11 @@
+#include "xsp/pipeline/pipeline.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-
-#include "xsp/pipeline/pipeline.h"
 
 namespace fs = std::filesystem;
 using namespace xsp;
@@ -28,9 +28,10 @@ InputSpec imagenet_spec() {
   spec.layout = "NCHW";
   spec.color_mode = "RGB";
   spec.dimensions = {3, 224, 224};
-  spec.steps = {step("decode"), step("resize", {{"shorter_side", "256"}, {"method", "bilinear"}}),
-                step("center_crop", {{"size", "224"}}),
-                step("normalize", {{"scale", "255"}}, {{"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}})};
+  spec.steps = {
+      step("decode"), step("resize", {{"shorter_side", "256"}, {"method", "bilinear"}}),
+      step("center_crop", {{"size", "224"}}),
+      step("normalize", {{"scale", "255"}}, {{"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}})};
   return spec;
 }
 
@@ -93,10 +94,31 @@ TEST(Pipeline, NormalizeMatchesTheFormulaOnAKnownPixel) {
                 step("normalize", {{"scale", "255"}}, {{"mean", {0.5, 0.5, 0.5}}, {"std", {0.25, 0.5, 1.0}}})};
   // BMP of 4x4 pixels written by hand: BGR bytes, rows bottom-up, 12 bytes per row (no padding needed).
   std::vector<std::uint8_t> bmp = {'B', 'M'};
-  auto u32 = [&](std::uint32_t v) { for (int i = 0; i < 4; ++i) bmp.push_back(static_cast<std::uint8_t>(v >> (8 * i))); };
-  auto u16 = [&](std::uint16_t v) { for (int i = 0; i < 2; ++i) bmp.push_back(static_cast<std::uint8_t>(v >> (8 * i))); };
-  u32(54 + 48); u32(0); u32(54); u32(40); u32(4); u32(4); u16(1); u16(24); u32(0); u32(48); u32(2835); u32(2835); u32(0); u32(0);
-  for (int p = 0; p < 16; ++p) { bmp.push_back(51); bmp.push_back(0); bmp.push_back(255); }
+  auto u32 = [&](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) bmp.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  auto u16 = [&](std::uint16_t v) {
+    for (int i = 0; i < 2; ++i) bmp.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  u32(54 + 48);
+  u32(0);
+  u32(54);
+  u32(40);
+  u32(4);
+  u32(4);
+  u16(1);
+  u16(24);
+  u32(0);
+  u32(48);
+  u32(2835);
+  u32(2835);
+  u32(0);
+  u32(0);
+  for (int p = 0; p < 16; ++p) {
+    bmp.push_back(51);
+    bmp.push_back(0);
+    bmp.push_back(255);
+  }
   const Tensor t = Preprocessor(spec).run({EncodedInput{"red.bmp", bmp}});
   ASSERT_EQ(t.shape, (std::vector<std::int64_t>{1, 3, 2, 2}));
   EXPECT_NEAR(t.data[0], (1.0 - 0.5) / 0.25, 1e-5);        // R plane

@@ -44,8 +44,8 @@ std::string message_of(const std::function<void()>& f) {
 
 fs::path temp_file(const std::string& name, const std::vector<std::uint8_t>& bytes) {
   const fs::path p = fs::temp_directory_path() / ("xsp-robust-" + std::to_string(::getpid()) + "-" + name);
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                           static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   return p;
 }
 
@@ -58,16 +58,21 @@ std::vector<std::uint8_t> file_bytes(const fs::path& p) {
 
 // 4294967520 wrapped to 224 through a cast to int, and the model ran as if the manifest said 224.
 TEST(PipelineRobustness, SizesOutOfRangeAreRefusedNamingTheValueAndTheRange) {
-  const std::string big = message_of([] { Preprocessor p(spec_with({step("center_crop", {{"size", "4294967520"}})})); });
+  const std::string big = message_of([] {
+    Preprocessor p(spec_with({step("center_crop", {{"size", "4294967520"}})}));
+  });
   EXPECT_NE(big.find("4294967520"), std::string::npos) << big;
   EXPECT_NE(big.find("from 1 to 65536"), std::string::npos) << big;
-  EXPECT_NE(message_of([] { Preprocessor p(spec_with({step("resize", {{"shorter_side", "256px"}})})); })
-                .find("'256px'"),
+  EXPECT_NE(message_of([] {
+              Preprocessor p(spec_with({step("resize", {{"shorter_side", "256px"}})}));
+            }).find("'256px'"),
             std::string::npos);
-  EXPECT_NE(message_of([] { Preprocessor p(spec_with({step("resize", {{"shorter_side", "-3"}})})); }).find("'-3'"),
+  EXPECT_NE(message_of([] {
+              Preprocessor p(spec_with({step("resize", {{"shorter_side", "-3"}})}));
+            }).find("'-3'"),
             std::string::npos);
-  EXPECT_NO_THROW(Preprocessor p(spec_with({step("resize", {{"shorter_side", "256"}}),
-                                            step("center_crop", {{"size", "224"}})})));
+  EXPECT_NO_THROW(
+      Preprocessor p(spec_with({step("resize", {{"shorter_side", "256"}}), step("center_crop", {{"size", "224"}})})));
 }
 
 TEST(PipelineRobustness, EmptyMissingAndSpecialInputFilesAreNamed) {
@@ -98,23 +103,24 @@ TEST(PipelineRobustness, TruncatedImagesAreRefused) {
   EXPECT_NE(truncation_problem({png.begin(), png.end() - 12}).find("truncated PNG"), std::string::npos);
 #ifdef XSP_WITH_OPENCV
   const std::string m = message_of([&] {
-    Preprocessor(spec_with({step("decode"), step("resize", {{"shorter_side", "256"}}),
-                            step("center_crop", {{"size", "224"}})}))
+    Preprocessor(
+        spec_with({step("decode"), step("resize", {{"shorter_side", "256"}}), step("center_crop", {{"size", "224"}})}))
         .run({EncodedInput{"cut.jpg", cut}});
   });
   EXPECT_NE(m.find("cut.jpg: truncated JPEG"), std::string::npos) << m;
 #endif
 }
 
-// A PNG of 158 bytes and 1x40000 pixels (the issue saw one of 196 bytes): resized to a shorter side of 256 it would be 256x10,240,000 (8.7 GB, 37 s).
+// A PNG of 158 bytes and 1x40000 pixels (the issue saw one of 196 bytes): resized to a shorter side of 256 it would be
+// 256x10,240,000 (8.7 GB, 37 s).
 TEST(PipelineRobustness, ResizeBeyondThePixelLimitIsRefusedBeforeAllocating) {
 #ifndef XSP_WITH_OPENCV
   GTEST_SKIP() << "built without OpenCV";
 #else
   const auto png = file_bytes(fs::path(XSP_TEST_FIXTURES) / "images" / "tall_1x40000.png");
   const std::string m = message_of([&] {
-    Preprocessor(spec_with({step("decode"), step("resize", {{"shorter_side", "256"}}),
-                            step("center_crop", {{"size", "224"}})}))
+    Preprocessor(
+        spec_with({step("decode"), step("resize", {{"shorter_side", "256"}}), step("center_crop", {{"size", "224"}})}))
         .run({EncodedInput{"tall.png", png}});
   });
   EXPECT_NE(m.find("tall.png: resizing 1x40000 to a shorter side of 256 gives 256x10240000"), std::string::npos) << m;
@@ -127,7 +133,9 @@ TEST(PipelineRobustness, BatchesAreBoundedBeforeAllocating) {
   EXPECT_NE(m.find("120000000000 bytes"), std::string::npos) << m;
   const long huge = std::numeric_limits<long>::max();
   EXPECT_NE(message_of([&] { synthetic_batch({huge}, 2, 0); }).find("too many values"), std::string::npos);
-  EXPECT_NE(message_of([] { synthetic_batch({3, 224, 224}, 1000000000, 0); }).find("more than the limit"),
+  EXPECT_NE(message_of([] {
+              synthetic_batch({3, 224, 224}, 1000000000, 0);
+            }).find("more than the limit"),
             std::string::npos);
   EXPECT_EQ(tensor_bytes({2, 3, 4}), std::optional<std::uint64_t>(96));
   EXPECT_EQ(synthetic_batch({3, 2, 2}, 2, 0).data.size(), 24u);
@@ -138,8 +146,8 @@ TEST(PipelineRobustness, PreprocessedBatchesFollowTheirLimit) {
   GTEST_SKIP() << "built without OpenCV";
 #else
   const auto jpeg = file_bytes(fs::path(XSP_SOURCE_DIR) / "data" / "images" / "astronaut.jpg");
-  const InputSpec spec = spec_with({step("decode"), step("resize", {{"shorter_side", "256"}}),
-                                    step("center_crop", {{"size", "224"}})});
+  const InputSpec spec =
+      spec_with({step("decode"), step("resize", {{"shorter_side", "256"}}), step("center_crop", {{"size", "224"}})});
   // Two 3x224x224 float32 images: 1,204,224 bytes.
   const std::string m = message_of([&] { Preprocessor(spec, 1204223).run({{"a.jpg", jpeg}, {"b.jpg", jpeg}}); });
   EXPECT_NE(m.find("2x3x224x224 needs 1204224 bytes, more than the limit of 1204223 bytes"), std::string::npos) << m;

@@ -131,14 +131,16 @@ ProcessingStep step(std::string op, std::map<std::string, std::string> params = 
 }
 
 TEST(TaskPostprocessor, DetectionFindsBoxesAndScoresByNameAndFillsClassScores) {
-  const TaskPostprocessor post(output("detection", {step("nms", {{"iou_threshold", "0.5"}, {"score_threshold", "0.1"},
-                                                                 {"max_detections", "10"}})}));
+  const TaskPostprocessor post(output(
+      "detection", {step("nms", {{"iou_threshold", "0.5"}, {"score_threshold", "0.1"}, {"max_detections", "10"}})}));
   // Two inputs, two anchors, three classes; dict order scores first, so names must decide.
-  Tensor scores = floats({2, 2, 3}, {0, 0.2f, 0.9f, 0, 0.5f, 0,  //
-                                     1, 0, 0, 1, 0, 0},
+  Tensor scores = floats({2, 2, 3},
+                         {0, 0.2f, 0.9f, 0, 0.5f, 0,  //
+                          1, 0, 0, 1, 0, 0},
                          "scores");
-  Tensor boxes = floats({2, 2, 4}, {0, 0, 4, 4, 10, 10, 20, 20,  //
-                                    0, 0, 1, 1, 0, 0, 1, 1},
+  Tensor boxes = floats({2, 2, 4},
+                        {0, 0, 4, 4, 10, 10, 20, 20,  //
+                         0, 0, 1, 1, 0, 0, 1, 1},
                         "boxes");
   const auto p = post.run({scores, boxes}, {"a.jpg", "b.jpg"});
   ASSERT_EQ(p.size(), 2u);
@@ -190,7 +192,8 @@ Manifest text_manifest(const std::string& pad_side) {
   ids.type = "text";
   ids.element_type = "int64";
   ids.dimensions = {6};
-  ids.steps = {step("tokenize", {{"add_bos", "true"}}), step("pad_truncate", {{"length", "6"}, {"side", pad_side}, {"pad_id", "3"}})};
+  ids.steps = {step("tokenize", {{"add_bos", "true"}}),
+               step("pad_truncate", {{"length", "6"}, {"side", pad_side}, {"pad_id", "3"}})};
   InputSpec mask;
   mask.name = "attention_mask";
   mask.type = "tensor";

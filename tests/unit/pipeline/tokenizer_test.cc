@@ -14,8 +14,8 @@ namespace {
 
 const fs::path kModel = fs::path(XSP_TEST_FIXTURES) / "text" / "tiny.model";
 
-#define SKIP_WITHOUT_SENTENCEPIECE()                                                                   \
-  if (!xsp::have_tokenizer())                                                                          \
+#define SKIP_WITHOUT_SENTENCEPIECE() \
+  if (!xsp::have_tokenizer())        \
   GTEST_SKIP() << "XSP was built without SentencePiece (libsentencepiece-dev); the tokenizer is off"
 
 class TempDir {

@@ -1,10 +1,11 @@
 // Job constraints and their matching without a database (include/xsp/queue/jobs.h).
+#include "xsp/queue/jobs.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "xsp/eval/measurement.h"
-#include "xsp/queue/jobs.h"
 
 namespace xsp {
 namespace {
@@ -47,8 +48,7 @@ TEST(Jobs, MismatchReasonNamesWhatIsMissing) {
   gpu.gpus = {{"NVIDIA H100 80GB HBM3", 80ull << 30, ""}};
   EXPECT_EQ(mismatch_reason(c, gpu), "");
   c.min_gpu_memory_bytes = 96ull << 30;
-  EXPECT_EQ(mismatch_reason(c, gpu),
-            "needs a GPU with at least 96 GiB (this agent has NVIDIA H100 80GB HBM3 80 GiB)");
+  EXPECT_EQ(mismatch_reason(c, gpu), "needs a GPU with at least 96 GiB (this agent has NVIDIA H100 80GB HBM3 80 GiB)");
   c.min_gpu_memory_bytes = 0;
   c.host = "other";
   EXPECT_EQ(mismatch_reason(c, gpu), "needs host 'other' (this agent is on 'box')");
@@ -100,9 +100,8 @@ TEST(Jobs, RecordedH100AgentMatchesWhatItHas) {
   const nlohmann::json fixture = nlohmann::json::parse(in);
   // describe_capabilities() on the recorded system description gives what the machine registered (frameworks aside:
   // they come from this build's registry, not from the description).
-  nlohmann::json system = {{"host", {{"hostname", "gpu-h100"}}},
-                           {"gpu", fixture["system_gpu"]},
-                           {"cuda", fixture["system_cuda"]}};
+  nlohmann::json system = {
+      {"host", {{"hostname", "gpu-h100"}}}, {"gpu", fixture["system_gpu"]}, {"cuda", fixture["system_cuda"]}};
   AgentCapabilities described = describe_capabilities(system);
   const AgentCapabilities recorded = agent_capabilities_from_json(fixture["agent_capabilities"]);
   EXPECT_TRUE(described.has_cuda);
@@ -123,8 +122,9 @@ TEST(Jobs, RecordedH100AgentMatchesWhatItHas) {
   c.gpu_pattern = "*H100*";
   // "80GB" is 80 * 10^9 bytes less what the driver reserves: 79.6 GiB, so at least 80 GiB is not an H100 80GB.
   c.min_gpu_memory_bytes = 80ull << 30;
-  EXPECT_EQ(mismatch_reason(c, recorded), "needs a GPU matching '*H100*' with at least 80 GiB (this agent has "
-                                          "NVIDIA H100 80GB HBM3 79 GiB)");
+  EXPECT_EQ(mismatch_reason(c, recorded),
+            "needs a GPU matching '*H100*' with at least 80 GiB (this agent has "
+            "NVIDIA H100 80GB HBM3 79 GiB)");
   c.min_gpu_memory_bytes = 0;
   c.framework_version = "2.1";
   EXPECT_NE(mismatch_reason(c, recorded).find("needs framework libtorch 2.1"), std::string::npos);

@@ -1,6 +1,8 @@
 // The job queue in PostgreSQL (include/xsp/queue/postgres_queue.h) on a real PostgreSQL 15 that CTest starts
-// (tests/pg/pg_cluster.sh): claiming, leases, attempts, publishing, matching, cancel/retry/delete, NOTIFY, hostile text.
-// The agents as processes (SIGKILL, a database restart) are tested by tests/pg/agents_test.sh.
+// (tests/pg/pg_cluster.sh): claiming, leases, attempts, publishing, matching, cancel/retry/delete, NOTIFY, hostile
+// text. The agents as processes (SIGKILL, a database restart) are tested by tests/pg/agents_test.sh.
+#include "xsp/queue/postgres_queue.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,14 +12,12 @@
 
 #include "../store/minimal_record.h"
 #include "pg_test_db.h"
-#include "xsp/queue/postgres_queue.h"
 #include "xsp/store/store.h"
 
 namespace xsp {
 namespace {
 
 using namespace std::chrono_literals;
-
 
 JobSubmission submission(const std::string& model, int max_attempts = 3) {
   JobSubmission s;
@@ -123,8 +123,9 @@ TEST(PostgresQueue, FourAgentsTwoHundredJobsEachDoneExactlyOnce) {
   EXPECT_EQ(count(db.url(), "SELECT count(*) FROM evaluations"), kJobs);
   // One result per job, each the job's own model.
   EXPECT_EQ(count(db.url(), "SELECT count(DISTINCT evaluation_id) FROM jobs"), kJobs);
-  EXPECT_EQ(count(db.url(), "SELECT count(*) FROM jobs j JOIN evaluations e ON e.id = j.evaluation_id "
-                            "WHERE e.model_name <> j.model"),
+  EXPECT_EQ(count(db.url(),
+                  "SELECT count(*) FROM jobs j JOIN evaluations e ON e.id = j.evaluation_id "
+                  "WHERE e.model_name <> j.model"),
             0);
 }
 
@@ -256,8 +257,14 @@ TEST(PostgresQueue, ClaimMatchesTheSameRuleAsMismatchReason) {
   };
   add("any cpu", [](JobConstraints&) {});
   add("cuda", [](JobConstraints& c) { c.device = "cuda"; });
-  add("gpu H100", [](JobConstraints& c) { c.gpu_pattern = "*H100*"; c.device = "cuda"; });
-  add("gpu H200", [](JobConstraints& c) { c.gpu_pattern = "*H200*"; c.device = "cuda"; });
+  add("gpu H100", [](JobConstraints& c) {
+    c.gpu_pattern = "*H100*";
+    c.device = "cuda";
+  });
+  add("gpu H200", [](JobConstraints& c) {
+    c.gpu_pattern = "*H200*";
+    c.device = "cuda";
+  });
   add("gpu literal %", [](JobConstraints& c) { c.gpu_pattern = "NVIDIA%"; });
   add("gpu literal _", [](JobConstraints& c) { c.gpu_pattern = "NVIDIA_H100*"; });
   add("gpu ?", [](JobConstraints& c) { c.gpu_pattern = "NVIDIA H?00 80GB HBM3"; });
@@ -313,7 +320,8 @@ TEST(PostgresQueue, AJobNoAgentCanRunStaysQueuedAndSaysWhy) {
   const auto listed = q->list({JobState::kQueued, 10});
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].waiting_reason, job->waiting_reason);
-  const std::string h100 = q->register_agent("h100-box", gpu_agent("NVIDIA H100 80GB HBM3", 80), nlohmann::json::object());
+  const std::string h100 =
+      q->register_agent("h100-box", gpu_agent("NVIDIA H100 80GB HBM3", 80), nlohmann::json::object());
   EXPECT_EQ(q->get(id)->waiting_reason, "") << "a live agent can run it now";
   EXPECT_TRUE(q->claim(h100, gpu_agent("NVIDIA H100 80GB HBM3", 80)));
 }
@@ -394,8 +402,9 @@ TEST(PostgresQueue, ConnectionLostIsReportedThenRecovered) {
   {
     pqxx::connection admin(db.url());
     pqxx::nontransaction tx(admin);
-    tx.exec_params("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-                   db.name());
+    tx.exec_params(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        db.name());
   }
   EXPECT_THROW(q->list({}), QueueUnavailable);
   EXPECT_EQ(q->list({}).size(), 1u) << "the next call reconnects";
@@ -404,8 +413,8 @@ TEST(PostgresQueue, ConnectionLostIsReportedThenRecovered) {
 TEST(PostgresQueue, HostileTextInEveryFieldIsStoredAsData) {
   XSP_PG_TEST_DATABASE(db);
   auto q = PostgresJobQueue::open(db.url());
-  const std::vector<std::string> hostile = {"x'); DROP TABLE jobs; --", "\" OR 1=1 --", "$1", "%_\\", "Robert'); DELETE FROM agents;--",
-                                            "ünïcødé ✓"};
+  const std::vector<std::string> hostile = {"x'); DROP TABLE jobs; --",        "\" OR 1=1 --", "$1", "%_\\",
+                                            "Robert'); DELETE FROM agents;--", "ünïcødé ✓"};
   for (const std::string& text : hostile) {
     JobSubmission s = submission(text);
     s.request.framework = text;

@@ -2,12 +2,12 @@
 // keep their coordinates in the model input's pixels, a segmentation mask is decoded from its runs and downsampled
 // by its cells' centre pixels, text classification draws one bar per class, classification samples draw nothing,
 // and a mask without runs gives a note instead of a chart.
-#include "xsp/report/report.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "xsp/report/report.h"
 
 namespace xsp {
 namespace {
@@ -99,8 +99,9 @@ TEST(ReportOutputs, AMaskIsDecodedFromItsRunsAndDownsampledByCellCentres) {
   // 4 x 6, runs [0 x10, 3 x14]: row 0 all 0, row 1 0 0 0 0 3 3, rows 2-3 all 3.
   const json small = {{"input", "rocket.jpg"},
                       {"task", "segmentation"},
-                      {"classes", {{{"class", 3}, {"label", "bird"}, {"value", 14.0 / 24}},
-                                   {{"class", 0}, {"label", "background"}, {"value", 10.0 / 24}}}},
+                      {"classes",
+                       {{{"class", 3}, {"label", "bird"}, {"value", 14.0 / 24}},
+                        {{"class", 0}, {"label", "background"}, {"value", 10.0 / 24}}}},
                       {"mask", {{"height", 4}, {"width", 6}, {"run_count", 2}, {"runs", {0, 10, 3, 14}}}}};
   const auto charts = output_charts(task_record({{"1", json::array({small})}}));
   ASSERT_EQ(charts.size(), 1u);
@@ -173,9 +174,10 @@ TEST(ReportOutputs, AMaskWithoutRunsGivesANoteAndNoChart) {
 TEST(ReportOutputs, TextClassificationDrawsOneBarPerClass) {
   const json sample = {{"input", "text:17"},
                        {"task", "text_classification"},
-                       {"classes", {{{"class", 3}, {"label", "GPL-3"}, {"value", 0.5}},
-                                    {{"class", 1}, {"label", "Apache-2.0"}, {"value", 0.3}},
-                                    {{"class", 9}, {"label", ""}, {"value", 0.2}}}}};
+                       {"classes",
+                        {{{"class", 3}, {"label", "GPL-3"}, {"value", 0.5}},
+                         {{"class", 1}, {"label", "Apache-2.0"}, {"value", 0.3}},
+                         {{"class", 9}, {"label", ""}, {"value", 0.2}}}}};
   const auto charts = output_charts(task_record({{"8", json::array({sample})}}));
   ASSERT_EQ(charts.size(), 1u);
   EXPECT_EQ(charts[0].expected_marks, 3);
@@ -193,7 +195,8 @@ TEST(ReportOutputs, TextClassificationDrawsOneBarPerClass) {
 
 TEST(ReportOutputs, ClassificationAndGenerationSamplesDrawNothing) {
   // Classification samples have no "task"; generation samples are keyed "<batch size>/<run>".
-  const json classification = {{"input", "cat.jpg"}, {"classes", {{{"class", 281}, {"label", "tabby"}, {"value", 0.7}}}}};
+  const json classification = {{"input", "cat.jpg"},
+                               {"classes", {{{"class", 281}, {"label", "tabby"}, {"value", 0.7}}}}};
   const EvaluationRecord r = task_record({{"1", json::array({classification})}, {"1/M", json::object()}});
   const std::size_t with = report_charts({ReportEvaluation{r, {}}}, {}).size();
   EvaluationRecord bare = r;

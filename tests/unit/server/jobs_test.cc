@@ -135,9 +135,9 @@ TEST_F(ServerJobs, RetryRunsAFailedJobAgainWithItsAttemptsReset) {
   EXPECT_FALSE(done.contains("error")) << done;
   EXPECT_TRUE(done["evaluation_id"].is_number());
 
-  EXPECT_NE(error_of(c.Post(path(job, "/retry"), "", "application/json"), 409)["message"].get<std::string>().find(
-                "done"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(c.Post(path(job, "/retry"), "", "application/json"), 409)["message"].get<std::string>().find("done"),
+      std::string::npos);
   error_of(c.Post(path(999, "/retry"), "", "application/json"), 404);
   error_of(c.Post("/api/v1/jobs/x/retry", "", "application/json"), 400);
 }
@@ -268,13 +268,12 @@ TEST_F(ServerOverSharedQueue, ConstraintsGoThroughUnchangedAndNothingRunsHere) {
   auto c = client();
   json request = testing::quick_request();
   request["model"] = "only_on_the_agents";  // the server's zoo does not decide: agents validate against theirs
-  const json constraints = {{"framework", "libtorch"},  {"framework_version", "2.11"},
-                            {"device", "cuda"},         {"gpu_pattern", "*H100*"},
-                            {"min_gpu_memory_bytes", 85899345920u}, {"host", "gpu-7"}};
-  const auto r = c.Post("/api/v1/jobs",
-                        json({{"request", request}, {"constraints", constraints}, {"priority", -4}, {"max_attempts", 5}})
-                            .dump(),
-                        "application/json");
+  const json constraints = {{"framework", "libtorch"}, {"framework_version", "2.11"},          {"device", "cuda"},
+                            {"gpu_pattern", "*H100*"}, {"min_gpu_memory_bytes", 85899345920u}, {"host", "gpu-7"}};
+  const auto r =
+      c.Post("/api/v1/jobs",
+             json({{"request", request}, {"constraints", constraints}, {"priority", -4}, {"max_attempts", 5}}).dump(),
+             "application/json");
   ASSERT_EQ(r->status, 202) << r->body;
   ASSERT_EQ(fake_->submissions.size(), 1u);
   const JobSubmission& s = fake_->submissions[0];

@@ -41,9 +41,9 @@ TEST_F(ServerOnPostgres, SubmittedThroughTheApiRunByAnAgentListedWithItsResult) 
   o.store = db.url();
   start(o);
   auto c = client();
-  const auto r = c.Post("/api/v1/jobs",
-                        json({{"request", testing::quick_request()}, {"priority", 3}, {"max_attempts", 2}}).dump(),
-                        "application/json");
+  const auto r =
+      c.Post("/api/v1/jobs", json({{"request", testing::quick_request()}, {"priority", 3}, {"max_attempts", 2}}).dump(),
+             "application/json");
   ASSERT_EQ(r->status, 202) << r->body;
   const std::int64_t id = body(r)["job"]["id"];
   json job = body(c.Get("/api/v1/jobs/" + std::to_string(id)))["job"];

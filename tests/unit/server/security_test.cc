@@ -186,8 +186,8 @@ TEST_F(ServerAttacks, CrossSiteWritesAreRefused) {
   EXPECT_TRUE(body(c.Get("/api/v1/jobs"))["jobs"].empty());
   // A running job is not cancelled by a forged request.
   testing::g_block_at_batch_2 = true;
-  const auto ok = c.Post("/api/v1/jobs", {{"Origin", "http://127.0.0.1:" + std::to_string(server_->port())}},
-                         request, "application/json");
+  const auto ok = c.Post("/api/v1/jobs", {{"Origin", "http://127.0.0.1:" + std::to_string(server_->port())}}, request,
+                         "application/json");
   ASSERT_EQ(ok->status, 202) << ok->body;  // the server's own page may write
   const std::int64_t id = body(ok)["job"]["id"];
   while (!testing::g_blocked) std::this_thread::sleep_for(Ms(5));
@@ -213,7 +213,7 @@ TEST_F(ServerAttacks, AForeignHostNameIsMisdirectedAndNoCorsHeadersAreSent) {
     EXPECT_EQ(r->body.find("server_model"), std::string::npos);
   }
   for (const std::string& host : std::vector<std::string>{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST",
-                                                           "[::1]:" + port, "xsp.example.org", "10.1.2.3:" + port}) {
+                                                          "[::1]:" + port, "xsp.example.org", "10.1.2.3:" + port}) {
     const auto r = c.Get("/api/v1/evaluations", {{"Host", host}});
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << host << ": " << r->body;
@@ -246,7 +246,8 @@ TEST(HttpPolicy, HostAndOriginRules) {
   EXPECT_EQ(detail::check_host(std::string("box:99999"), names)->status, 400);
   EXPECT_EQ(detail::check_host(std::string("[::1"), names)->status, 400);
   const std::optional<std::string> json_type("application/json; charset=utf-8"), host("box:8080");
-  EXPECT_FALSE(detail::check_write("POST", json_type, std::string("http://box:8080"), std::string("same-origin"), host));
+  EXPECT_FALSE(
+      detail::check_write("POST", json_type, std::string("http://box:8080"), std::string("same-origin"), host));
   EXPECT_FALSE(detail::check_write("DELETE", std::nullopt, std::nullopt, std::nullopt, host));
   EXPECT_EQ(detail::check_write("POST", std::nullopt, std::nullopt, std::nullopt, host)->status, 415);
   EXPECT_EQ(detail::check_write("POST", json_type, std::string("http://box:8081"), std::nullopt, host)->status, 403);
@@ -353,16 +354,18 @@ TEST_F(ServerAttacks, LongLinesHeadersAndBodiesAreRefusedBeforeTheyAreRead) {
   ::close(fd);
   // A body announced larger than --max-body-bytes: refused before a byte of it is sent.
   fd = connect_to(server_->port());
-  send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               "Content-Length: 104857600\r\n\r\n");
+  send_all(fd,
+           "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Content-Length: 104857600\r\n\r\n");
   answer = read_until_closed(fd, Ms(5000));
   EXPECT_EQ(status_of(answer), 413) << answer;
   EXPECT_NE(answer.find("--max-body-bytes"), std::string::npos);
   ::close(fd);
   // A body without a length.
   fd = connect_to(server_->port());
-  send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               "Transfer-Encoding: chunked\r\n\r\n");
+  send_all(fd,
+           "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n");
   EXPECT_EQ(status_of(read_until_closed(fd, Ms(5000))), 411);
   ::close(fd);
   EXPECT_EQ(client().Get("/api/v1/evaluations")->status, 200);
@@ -545,9 +548,9 @@ TEST_F(ServerAttacks, MalformedBodiesAre400sNot500s) {
     EXPECT_EQ(m.find("internal error"), std::string::npos) << m;
     return m;
   };
-  bad("{\"model\": \"\xff\xfe\"}", 400, "body");                                  // invalid UTF-8
+  bad("{\"model\": \"\xff\xfe\"}", 400, "body");  // invalid UTF-8
   EXPECT_NE(bad("{\"model\": \"server_model\", \"leveled\": 1e400}", 400, "body").find("1e400"), std::string::npos);
-  bad("{\"modle\": \"server_model\"}", 400, "modle");                             // an unknown key
+  bad("{\"modle\": \"server_model\"}", 400, "modle");  // an unknown key
   json r = testing::quick_request();
   r["inputs"]["synthetc"] = true;
   bad(r.dump(), 400, "inputs.synthetc");

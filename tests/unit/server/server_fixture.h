@@ -76,9 +76,8 @@ class ServerFixture : public ::testing::Test {
     g_block_at_batch_2 = false;
     g_blocked = false;
     g_release = false;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("xsp-server-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("xsp-server-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     write_fake_zoo(dir_ / "zoo", "server_model", "server-fake");
   }

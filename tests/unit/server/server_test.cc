@@ -63,8 +63,8 @@ TEST_F(ServerApi, IndexPageAndEndpointList) {
   const auto ui = c.Get("/");
   ASSERT_TRUE(ui);
   EXPECT_EQ(ui->status, 200);
-  for (const char* id : {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\"",
-                         "id=\"agents\""})
+  for (const char* id :
+       {"id=\"evaluations\"", "id=\"submit\"", "id=\"jobs\"", "id=\"models\"", "id=\"filters\"", "id=\"agents\""})
     EXPECT_NE(ui->body.find(id), std::string::npos) << id;
   for (const char* path : {"/evaluations", "/models", "/jobs", "/agents"}) {
     EXPECT_NE(ui->body.find("'" + std::string(path) + "'"), std::string::npos) << path;
@@ -168,8 +168,7 @@ TEST_F(ServerApi, BadIdsAre400AndMissingOnes404) {
     expect_error(c.Get("/api/v1/evaluations/" + id), 400, "id");
   EXPECT_NE(expect_error(c.Get("/api/v1/evaluations/99999999999999999999"), 400, "id").find("out of range"),
             std::string::npos);
-  EXPECT_NE(expect_error(c.Get("/api/v1/evaluations/12345"), 404, "id").find("no evaluation 12345"),
-            std::string::npos);
+  EXPECT_NE(expect_error(c.Get("/api/v1/evaluations/12345"), 404, "id").find("no evaluation 12345"), std::string::npos);
   expect_error(c.Get("/api/v1/evaluations/abc/analyses"), 400, "id");
   expect_error(c.Get("/api/v1/evaluations/12345/analyses/A1"), 404, "id");
   expect_error(c.Get("/api/v1/evaluations/12345/trace"), 404, "id");
@@ -273,9 +272,9 @@ TEST_F(ServerApi, BadBodiesAre400NamingTheFieldOrPosition) {
   expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/json"), 400, "batch_sizes");
   bad = testing::quick_request();
   bad["model"] = "no_such_model";
-  EXPECT_NE(expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/json"), 400, "model")
-                .find("no_such_model"),
-            std::string::npos);
+  EXPECT_NE(
+      expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/json"), 400, "model").find("no_such_model"),
+      std::string::npos);
   bad = testing::quick_request();
   bad["trace_level"] = "deepest";
   expect_error(c.Post("/api/v1/evaluations", bad.dump(), "application/json"), 400, "trace_level");
@@ -440,7 +439,7 @@ TEST_F(ServerSecurity, WritesNeedTheTokenOnceOneIsSet) {
   EXPECT_EQ(c.Delete("/api/v1/evaluations/1", {{"Authorization", "Bearer wrong"}})->status, 403);
   EXPECT_EQ(c.Post("/api/v1/jobs/1/cancel", "", "application/json")->status, 401);
   EXPECT_TRUE(body(c.Get("/api/v1/jobs"))["jobs"].empty());  // nothing ran
-  EXPECT_EQ(c.Get("/api/v1/evaluations/1")->status, 200);      // reads stay open
+  EXPECT_EQ(c.Get("/api/v1/evaluations/1")->status, 200);    // reads stay open
   // The right token.
   const httplib::Headers auth = {{"Authorization", "Bearer s3cret-token"}};
   r = c.Post("/api/v1/evaluations", auth, request, "application/json");

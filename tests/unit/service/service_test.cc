@@ -198,9 +198,8 @@ TEST_F(Service, AnalyzeRunsTheAnalysesWithTheEvaluationsOptions) {
   const service::AnalysisResult defaults = service::analyze(*store_, {first_, {}, std::nullopt, std::nullopt});
   EXPECT_EQ(defaults.record.id, first_);
   EXPECT_EQ(defaults.analyses, default_analysis_ids(defaults.record));
-  EXPECT_EQ(tables(defaults.tables),
-            tables(run_analyses(defaults.record, default_analysis_ids(defaults.record),
-                                service::analysis_options(*store_, defaults.record))));
+  EXPECT_EQ(tables(defaults.tables), tables(run_analyses(defaults.record, default_analysis_ids(defaults.record),
+                                                         service::analysis_options(*store_, defaults.record))));
 
   const service::AnalysisResult a2 = service::analyze(*store_, {first_, {"a1", "a2"}, 2, 5.0});
   EXPECT_EQ(a2.analyses, (std::vector<std::string>{"A1", "A2"}));
@@ -216,8 +215,9 @@ TEST_F(Service, AnalyzeRefusesUnknownIdsBeforeReadingAndUnmeasuredBatchSizes) {
   // The id is checked first: the evaluation does not exist either.
   EXPECT_THROW(service::analyze(*store_, {999, {"A1", "Z9"}, std::nullopt, std::nullopt}), service::AnalysisNotFound);
   EXPECT_THROW(service::analyze(*store_, {999, {"A1"}, std::nullopt, std::nullopt}), service::EvaluationNotFound);
-  const auto e = thrown<service::InvalidArgument>(
-      [&] { service::analyze(*store_, {first_, {"A2"}, 7, std::nullopt}); });
+  const auto e = thrown<service::InvalidArgument>([&] {
+    service::analyze(*store_, {first_, {"A2"}, 7, std::nullopt});
+  });
   EXPECT_EQ(e.field(), "batch_size");
   EXPECT_NE(std::string(e.what()).find("7"), std::string::npos) << e.what();
 }
@@ -227,14 +227,20 @@ TEST_F(Service, ComparesStoredEvaluationsAsCompareEvaluationsDoes) {
   ASSERT_FALSE(t.empty());
   EXPECT_EQ(t[0].id, "compare.evaluations");
   EXPECT_EQ(t[0].rows.size(), 2u);
-  EXPECT_EQ(tables(t), tables(compare_evaluations({service::load_evaluation(*store_, first_),
-                                                   service::load_evaluation(*store_, second_)})));
+  EXPECT_EQ(tables(t), tables(compare_evaluations(
+                           {service::load_evaluation(*store_, first_), service::load_evaluation(*store_, second_)})));
 
-  EXPECT_EQ(thrown<service::InvalidArgument>([&] { service::compare(*store_, {{first_}, std::nullopt}); }).field(),
+  EXPECT_EQ(thrown<service::InvalidArgument>([&] {
+              service::compare(*store_, {{first_}, std::nullopt});
+            }).field(),
             "ids");
-  EXPECT_EQ(thrown<service::InvalidArgument>([&] { service::compare(*store_, {{first_, second_}, 8}); }).field(),
+  EXPECT_EQ(thrown<service::InvalidArgument>([&] {
+              service::compare(*store_, {{first_, second_}, 8});
+            }).field(),
             "batch_size");
-  EXPECT_EQ(thrown<service::EvaluationNotFound>([&] { service::compare(*store_, {{first_, 999}, std::nullopt}); }).id(),
+  EXPECT_EQ(thrown<service::EvaluationNotFound>([&] {
+              service::compare(*store_, {{first_, 999}, std::nullopt});
+            }).id(),
             999);
 }
 

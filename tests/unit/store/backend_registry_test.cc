@@ -1,7 +1,5 @@
 // The registry of store backends (include/xsp/store/backend.h): Store::open() goes by the location's scheme to the
 // registered backend, says when a known backend is not in this build, and refuses conflicting registrations.
-#include "xsp/store/backend.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <string>
 
 #include "temp_dir.h"
+#include "xsp/store/backend.h"
 #include "xsp/store/store.h"
 
 namespace xsp {

@@ -29,9 +29,9 @@ TEST(NvidiaSmi, ParsesQueryGpuCsv) {
 }
 
 TEST(NvidiaSmi, CudaVersionFromBanner) {
-  EXPECT_EQ(parse_nvidia_smi_cuda_version(
-                "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |"),
-            "12.2");
+  EXPECT_EQ(
+      parse_nvidia_smi_cuda_version("| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |"),
+      "12.2");
   EXPECT_EQ(parse_nvidia_smi_cuda_version(  // captured on the H200 machine
                 "| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |"),
             "13.0");

@@ -1,5 +1,7 @@
 // Machine state around a run: NVML sampling through injected fakes, the warning rules on hand-made figures, JSON,
 // the /proc parsers, and what a real sample must hold on any Linux machine (with or without NVML).
+#include "xsp/system/machine_state.h"
+
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -7,8 +9,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
-
-#include "xsp/system/machine_state.h"
 
 namespace xsp {
 namespace {
@@ -26,8 +26,8 @@ struct FakeGpu {
 
 std::vector<FakeGpu> g_fake;
 
-constexpr int kNotSupported = 3;       // NVML_ERROR_NOT_SUPPORTED
-constexpr int kInvalidArgument = 2;    // NVML_ERROR_INVALID_ARGUMENT
+constexpr int kNotSupported = 3;     // NVML_ERROR_NOT_SUPPORTED
+constexpr int kInvalidArgument = 2;  // NVML_ERROR_INVALID_ARGUMENT
 
 FakeGpu& gpu(void* d) { return *static_cast<FakeGpu*>(d); }
 
@@ -49,9 +49,12 @@ int fake_uuid(void* d, char* out, unsigned n) {
   return kNvmlSuccess;
 }
 int fake_clock(void* d, int type, unsigned* mhz) {
-  if (type == kNvmlClockSm) *mhz = gpu(d).sm;
-  else if (type == kNvmlClockMem) *mhz = gpu(d).mem;
-  else return kInvalidArgument;
+  if (type == kNvmlClockSm)
+    *mhz = gpu(d).sm;
+  else if (type == kNvmlClockMem)
+    *mhz = gpu(d).mem;
+  else
+    return kInvalidArgument;
   return kNvmlSuccess;
 }
 int fake_temperature(void* d, int sensor, unsigned* c) {
@@ -75,9 +78,12 @@ int fake_reasons(void* d, unsigned long long* r) {
 int fake_violation(void* d, int policy, NvmlViolationTime* t) {
   if (gpu(d).fail_violation) return kNotSupported;
   t->reference_time = 1;
-  if (policy == kNvmlPerfPolicyPower) t->violation_time = gpu(d).power_viol;
-  else if (policy == kNvmlPerfPolicyThermal) t->violation_time = gpu(d).thermal_viol;
-  else return kInvalidArgument;
+  if (policy == kNvmlPerfPolicyPower)
+    t->violation_time = gpu(d).power_viol;
+  else if (policy == kNvmlPerfPolicyThermal)
+    t->violation_time = gpu(d).thermal_viol;
+  else
+    return kInvalidArgument;
   return kNvmlSuccess;
 }
 
@@ -283,9 +289,9 @@ TEST(MachineStateWarnings, IdleAndChosenClockReasonsDoNotWarnLimitsDo) {
   EXPECT_TRUE(machine_state_warnings(one_gpu(1980, benign), one_gpu(1980, benign), {}, {}, benign).empty());
   EXPECT_EQ(machine_state_warnings(one_gpu(1980, kClocksEventGpuIdle), one_gpu(1980), {}, {}, kClocksEventSwPowerCap),
             std::vector<std::string>{"gpu 0: clocks held back during the run: sw_power_cap"});
-  EXPECT_EQ(machine_state_warnings(one_gpu(1980, kClocksEventHwSlowdown), one_gpu(1980, kClocksEventSwPowerCap), {},
-                                   {}, 0),
-            std::vector<std::string>{"gpu 0: clocks held back during the run: sw_power_cap, hw_slowdown"});
+  EXPECT_EQ(
+      machine_state_warnings(one_gpu(1980, kClocksEventHwSlowdown), one_gpu(1980, kClocksEventSwPowerCap), {}, {}, 0),
+      std::vector<std::string>{"gpu 0: clocks held back during the run: sw_power_cap, hw_slowdown"});
   EXPECT_EQ(machine_state_warnings(one_gpu(1980), one_gpu(1980, 0x1000), {}, {}, 0),
             std::vector<std::string>{"gpu 0: clocks held back during the run: unknown_0x1000"});
 }
@@ -517,8 +523,9 @@ TEST(MachineState, FormatsShortLines) {
   s.gpus[0].mem_clock_mhz = 2619;
   s.gpus[0].temperature_c = 41;
   s.gpus[0].power_w = 112.3;
-  s.cpu = parse_cpu_state("0.52 0.40 0.33 1/82 8690", {"performance"}, "processor : 0\ncpu MHz : 2596.1\n"
-                                                                       "processor : 1\ncpu MHz : 2596.1\n");
+  s.cpu = parse_cpu_state("0.52 0.40 0.33 1/82 8690", {"performance"},
+                          "processor : 0\ncpu MHz : 2596.1\n"
+                          "processor : 1\ncpu MHz : 2596.1\n");
   EXPECT_EQ(format_machine_state(s),
             "gpu 0 NVIDIA H100 80GB HBM3: SM 1980 MHz, mem 2619 MHz, 41 C, 112.3 W, reasons: none\n"
             "cpu: governor performance, load 0.52 0.4 0.33, 2 CPUs, 2596 MHz\n");

@@ -28,9 +28,8 @@ inline std::string as_other_user(const std::function<std::string()>& f) {
   if (pid == 0) {
     ::close(fds[0]);
     std::string out;
-    if (::geteuid() == 0 &&
-        (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
-         ::setresuid(kNobody, kNobody, kNobody) != 0)) {
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
+                             ::setresuid(kNobody, kNobody, kNobody) != 0)) {
       out = "(child failed: cannot drop root)";
     } else {
       try {

@@ -28,9 +28,9 @@ std::string catalog(const std::string& url) {
     for (const auto& f : row) out += std::string(" | ") + f.c_str();
     out += "\n";
   }
-  for (const auto& row : tx.exec(
-           "SELECT conrelid::regclass::text, conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
-           "WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2")) {
+  for (const auto& row :
+       tx.exec("SELECT conrelid::regclass::text, conname, contype, pg_get_constraintdef(oid) FROM pg_constraint "
+               "WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2")) {
     out += "constraint";
     for (const auto& f : row) out += std::string(" | ") + f.c_str();
     out += "\n";
@@ -83,7 +83,8 @@ TEST_F(PostgresSchema, DatabasesOfEveryOlderVersionMigrateToTheSameSchema) {
     run(old.url(),
         "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
         "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system) VALUES "
-        "('2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', '[1]', 'model', 0, '{}', '{}')");
+        "('2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', '[1]', 'model', 0, '{}', "
+        "'{}')");
     auto store = Store::open(old.url());
     EXPECT_EQ(store->schema_version(), 7);
     EXPECT_EQ(store->list().size(), 1u);

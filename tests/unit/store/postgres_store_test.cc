@@ -29,7 +29,6 @@ const std::vector<std::string> kHostile = {
     "unicode \u00b5s \u2713 \u65e5\u672c \U0001F600",
 };
 
-
 // Every user text field set from `text` (field-specific suffixes keep them distinct).
 EvaluationRecord hostile_record(const std::string& text, int n) {
   EvaluationRecord r;
@@ -69,8 +68,8 @@ TEST_P(StoreHostileText, EveryUserFieldIsStoredAndReadBackByteExact) {
     store->save(r);
     EXPECT_EQ(store->load(r.id), r);
     // Each filter field finds exactly this evaluation, and the value never reaches the SQL text.
-    EvaluationFilter f{.model = r.model_name, .framework = r.framework_name, .device = r.device,
-                       .host = text + " host"};
+    EvaluationFilter f{
+        .model = r.model_name, .framework = r.framework_name, .device = r.device, .host = text + " host"};
     const auto found = store->list(f);
     ASSERT_EQ(found.size(), 1u);
     EXPECT_EQ(found[0].id, r.id);
@@ -125,7 +124,8 @@ EvaluationRecord full_record() {
   run.throughput_samples_per_s = nan;
   run.predict_latency_ns = {1.5e6, 0.1 + 0.2, 1.7e6 / 3.0, nan};
   run.stage_latency_ns[kStagePredict] = LatencySummary{5, 1.1, 1.0 / 3.0, 0.2, 0.9, 1.7, 1.0, 1.5, 1.6, 1.69, 1.699};
-  run.trace.spans.push_back(testing::make_span(2, 1, Level::kFramework, "aten::conv2d", 2, 8, {{"shape", "[1, 3, 224, 224]"}}));
+  run.trace.spans.push_back(
+      testing::make_span(2, 1, Level::kFramework, "aten::conv2d", 2, 8, {{"shape", "[1, 3, 224, 224]"}}));
   run.trace.counters["framework.dropped_spans"] = 3;
   run.trace.clock.unix_offset_ns = 1'700'000'000'000'000'000;
   run.measurement.design = "single";

@@ -130,15 +130,15 @@ TEST(StoreFiles, AFifoDevNullAndAFolderAreRefusedNamingWhatTheyAre) {
     for (const StoreAccess access : {StoreAccess::kReadWrite, StoreAccess::kRead}) {
       SCOPED_TRACE(c.file.string() + (access == StoreAccess::kRead ? " (read)" : " (write)"));
       // Before, SQLite opened the FIFO and waited for data for ever: fail instead of hanging.
-      const std::string e = message_within(
-          [&] { Store::open(c.file, access); }, std::chrono::seconds(10), [&] {
-            const int fd = ::open(c.file.c_str(), O_WRONLY | O_NONBLOCK);
-            if (fd >= 0) {
-              const std::string junk(4096, 'x');
-              (void)!::write(fd, junk.data(), junk.size());
-              ::close(fd);
-            }
-          });
+      const std::string e = message_within([&] { Store::open(c.file, access); }, std::chrono::seconds(10),
+                                           [&] {
+                                             const int fd = ::open(c.file.c_str(), O_WRONLY | O_NONBLOCK);
+                                             if (fd >= 0) {
+                                               const std::string junk(4096, 'x');
+                                               (void)!::write(fd, junk.data(), junk.size());
+                                               ::close(fd);
+                                             }
+                                           });
       EXPECT_TRUE(has(e, "xsp store " + c.file.string() + ": open: not a regular file (it is " + c.kind + ")")) << e;
     }
   }

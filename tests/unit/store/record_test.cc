@@ -1,7 +1,7 @@
 // EvaluationRecord look-ups (SPEC §3: each level's latencies come from the run where it is the deepest).
-#include <gtest/gtest.h>
-
 #include "xsp/record/record.h"
+
+#include <gtest/gtest.h>
 
 namespace xsp {
 namespace {
@@ -35,8 +35,8 @@ TEST(Record, FindRunMatchesBatchAndTraceLevel) {
 
 TEST(Record, RunForLevelTakesTheRunWhereTheLevelIsDeepest) {
   const EvaluationRecord e = leveled();
-  EXPECT_EQ(e.run_for_level(1, Level::kModel), &e.runs[1]);       // M run
-  EXPECT_EQ(e.run_for_level(1, Level::kFramework), &e.runs[0]);   // M/F run
+  EXPECT_EQ(e.run_for_level(1, Level::kModel), &e.runs[1]);      // M run
+  EXPECT_EQ(e.run_for_level(1, Level::kFramework), &e.runs[0]);  // M/F run
   EXPECT_EQ(e.run_for_level(2, Level::kModel), &e.runs[3]);
   EXPECT_EQ(e.run_for_level(2, Level::kFramework), &e.runs[2]);
   // APPLICATION is enabled by every setting: the shallowest run is the least perturbed.

@@ -53,7 +53,8 @@ TEST(SchemaDeclaration, EveryTableIsCreatedInBothDialects) {
       EXPECT_FALSE(steps[i].sql.empty());
     }
     const std::string sql = all_steps(d);
-    for (const char* table : {"evaluations", "runs", "predictions", "machine_ceilings", "ceilings", "level_overheads"}) {
+    for (const char* table :
+         {"evaluations", "runs", "predictions", "machine_ceilings", "ceilings", "level_overheads"}) {
       EXPECT_TRUE(contains(sql, std::string("CREATE TABLE ") + table + " (\n")) << ss::dialect_name(d) << ": " << table;
       EXPECT_NE(schema.table(table), nullptr) << table;
     }
@@ -115,11 +116,13 @@ TEST(SchemaDeclaration, ForeignKeysCascadeInBothDialects) {
 TEST(SchemaDeclaration, KeysAndIndexesInBothDialects) {
   for (Dialect d : ss::kDialects) {
     const std::string predictions = ss::create_table_sql(d, *ss::results_schema().table("predictions"));
-    EXPECT_TRUE(contains(predictions, "  PRIMARY KEY (run_id, position),\n  UNIQUE (run_id, input_id)\n)")) << predictions;
+    EXPECT_TRUE(contains(predictions, "  PRIMARY KEY (run_id, position),\n  UNIQUE (run_id, input_id)\n)"))
+        << predictions;
     EXPECT_FALSE(contains(predictions, "outputs")) << "added by version 7, not created with the table";
     const std::string sql = all_steps(d);
     EXPECT_TRUE(contains(sql, "CREATE INDEX runs_evaluation_id ON runs (evaluation_id);\n"));
-    EXPECT_TRUE(contains(sql, "CREATE INDEX machine_ceilings_machine ON machine_ceilings (hostname, gpu_name, measured_at);\n"));
+    EXPECT_TRUE(contains(
+        sql, "CREATE INDEX machine_ceilings_machine ON machine_ceilings (hostname, gpu_name, measured_at);\n"));
     EXPECT_TRUE(contains(sql, "CREATE UNIQUE INDEX runs_trace_id ON runs (trace_id);\n"));
   }
 }
@@ -147,19 +150,25 @@ TEST(SchemaDeclaration, MigrationStepAddsBackfillsThenIndexes) {
     ASSERT_NE(add, std::string::npos) << sql;
     EXPECT_LT(add, fill);
     EXPECT_LT(fill, index);
-    EXPECT_TRUE(contains(sql, "ALTER TABLE evaluations ADD COLUMN uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36);"));
+    EXPECT_TRUE(
+        contains(sql, "ALTER TABLE evaluations ADD COLUMN uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36);"));
   }
   EXPECT_TRUE(contains(lite, "UPDATE runs SET trace_id = lower(hex(randomblob(16))) WHERE trace_id IS NULL;"));
   EXPECT_TRUE(contains(pg, "UPDATE evaluations SET uuid = gen_random_uuid()::text WHERE uuid IS NULL;"));
-  EXPECT_EQ(ss::results_migrations(kPg)[6].sql, "ALTER TABLE predictions ADD COLUMN outputs TEXT NOT NULL DEFAULT '{}';\n");
+  EXPECT_EQ(ss::results_migrations(kPg)[6].sql,
+            "ALTER TABLE predictions ADD COLUMN outputs TEXT NOT NULL DEFAULT '{}';\n");
 }
 
 // A small valid schema to break in the test below.
 ss::Schema small_schema() {
   ss::Table parent{"parent", 1, "", {col("id", Type::kId), col("name", Type::kText).required()}, {}, {}, {}};
-  ss::Table child{"child", 2, "",
+  ss::Table child{"child",
+                  2,
+                  "",
                   {col("parent_id", Type::kInteger).required().references("parent"), col("n", Type::kInteger)},
-                  {"parent_id", "n"}, {}, {{"child_n", {"n"}}}};
+                  {"parent_id", "n"},
+                  {},
+                  {{"child_n", {"n"}}}};
   return {"schema_version", {{1, "parent"}, {2, "child"}}, {parent, child}};
 }
 
@@ -190,8 +199,7 @@ TEST(SchemaDeclaration, ValidateRefusesInconsistentDeclarations) {
   refused([](ss::Schema& s) { s.versions.push_back({3, "nothing"}); }, "version 3 changes nothing");
   refused([](ss::Schema& s) { s.tables[0].columns[1] = s.tables[0].columns[1].check("@nope(name)"); },
           "unknown dialect function");
-  refused([](ss::Schema& s) { s.tables[1].columns[1] = s.tables[1].columns[1].backfilled({"1", "1"}); },
-          "backfilled");
+  refused([](ss::Schema& s) { s.tables[1].columns[1] = s.tables[1].columns[1].backfilled({"1", "1"}); }, "backfilled");
   refused([](ss::Schema& s) { std::swap(s.tables[0], s.tables[1]); }, "not a table declared before it");
 }
 
@@ -202,10 +210,12 @@ std::string sqlite_schema_text(const std::filesystem::path& file) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid", -1, &st, nullptr),
-            SQLITE_OK);
+  EXPECT_EQ(
+      sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid", -1, &st, nullptr),
+      SQLITE_OK);
   std::string out;
-  while (sqlite3_step(st) == SQLITE_ROW) out += reinterpret_cast<const char*>(sqlite3_column_text(st, 0)) + std::string(";\n");
+  while (sqlite3_step(st) == SQLITE_ROW)
+    out += reinterpret_cast<const char*>(sqlite3_column_text(st, 0)) + std::string(";\n");
   sqlite3_finalize(st);
   sqlite3_close(db);
   return out;
@@ -239,10 +249,11 @@ TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
     testing::TempDir dir;
     const auto file = dir.path() / "old.db";
     run_sql(file, testing::frozen_store_sql("sqlite_steps.sql", version));
-    run_sql(file, "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
-                  "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, "
-                  "system) VALUES (1, '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', "
-                  "'[1]', 'model', 0, '{}', '{}')");
+    run_sql(file,
+            "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
+            "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, "
+            "system) VALUES (1, '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', "
+            "'[1]', 'model', 0, '{}', '{}')");
     if (version == 7) EXPECT_EQ(sqlite_schema_text(file), reference);
     auto store = Store::open(file);
     EXPECT_EQ(store->schema_version(), 7);

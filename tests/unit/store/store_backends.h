@@ -112,7 +112,7 @@ class StoreBackends : public ::testing::TestWithParam<Backend> {
 
 /// Instantiates the TEST_P tests of `suite` (a class derived from StoreBackends, one per test file: a suite is
 /// instantiated once) for both backends.
-#define XSP_STORE_BACKENDS_INSTANTIATE(suite)                                                                     \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                                       \
+#define XSP_STORE_BACKENDS_INSTANTIATE(suite)                                                                       \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                                         \
                            ::testing::Values(::xsp::testing::Backend::kSqlite, ::xsp::testing::Backend::kPostgres), \
                            ::xsp::testing::backend_name)

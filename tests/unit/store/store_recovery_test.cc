@@ -41,7 +41,8 @@ EvaluationRecord record_with_trace(const std::string& model, std::size_t latenci
     run.batch_size = batch;
     run.trace_level = TraceLevel::kFramework;
     run.iterations = static_cast<int>(latencies);
-    for (std::size_t i = 0; i < latencies; ++i) run.predict_latency_ns.push_back(1e6 + 37.0 * static_cast<double>(i * i % 1009));
+    for (std::size_t i = 0; i < latencies; ++i)
+      run.predict_latency_ns.push_back(1e6 + 37.0 * static_cast<double>(i * i % 1009));
     for (SpanId s = 1; s <= 50; ++s) {
       Span span;
       span.id = s;

@@ -2,19 +2,18 @@
 // readers and writers in other connections never lock each other out (WAL, reads without a write lock, migration
 // only when the schema is older).
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "minimal_record.h"
@@ -303,7 +302,6 @@ TEST(TraceExportRobustness, AFailedWriteLeavesNoTemporaryFileAndNoPartialTarget)
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"t.json"});
 }
 
-
 // The streaming overload of write_file_atomically, which the JSON exports write through.
 TEST(TraceExportRobustness, AWriterThatThrowsLeavesNoFileAndKeepsTheOldOne) {
   TempDir dir;
@@ -316,10 +314,11 @@ TEST(TraceExportRobustness, AWriterThatThrowsLeavesNoFileAndKeepsTheOldOne) {
                std::logic_error);
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{});
   std::ofstream(target) << "old";
-  EXPECT_THROW(write_file_atomically(target, [](std::ostream& out) {
-                 out << "partial";
-                 throw std::runtime_error("writer failed");
-               }),
+  EXPECT_THROW(write_file_atomically(target,
+                                     [](std::ostream& out) {
+                                       out << "partial";
+                                       throw std::runtime_error("writer failed");
+                                     }),
                std::runtime_error);
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"t.json"});
   std::ifstream in(target);

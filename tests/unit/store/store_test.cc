@@ -1,7 +1,7 @@
 // Results store (SPEC §7): exact round trip, listing, persistence, schema versioning, failures, transactions.
-#include <gtest/gtest.h>
+#include "xsp/store/store.h"
 
-#include <set>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -9,12 +9,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "minimal_record.h"
 #include "store_backends.h"
 #include "temp_dir.h"
-#include "xsp/store/store.h"
 
 namespace xsp {
 namespace {
@@ -26,7 +26,6 @@ using testing::TempDir;
 // The tests that hold for both backends (TEST_P); the others are about SQLite files.
 class StoreOnBoth : public testing::StoreBackends {};
 XSP_STORE_BACKENDS_INSTANTIATE(StoreOnBoth);
-
 
 LatencySummary make_summary(double base) {
   LatencySummary s;
@@ -58,10 +57,10 @@ RunRecord make_run(int batch, TraceLevel level, std::int64_t t0) {
   trace.clock.unix_offset_ns = 1'700'000'000'000'000'000;
   trace.spans.push_back(testing::make_span(1, kNoSpan, Level::kApplication, "evaluation", t0, t0 + 10'000));
   trace.spans.push_back(testing::make_span(2, 1, Level::kModel, kStagePredict, t0 + 100, t0 + 9'000,
-                                  {{"batch_size", std::to_string(batch)}, {"iteration", "0"}}));
+                                           {{"batch_size", std::to_string(batch)}, {"iteration", "0"}}));
   if (level != TraceLevel::kModel) {
     trace.spans.push_back(testing::make_span(3, 2, Level::kFramework, "aten::conv2d", t0 + 200, t0 + 4'000,
-                                    {{"module", "layer1.0.conv1"}, {"shape", "[1, 3, 224, 224]"}}));
+                                             {{"module", "layer1.0.conv1"}, {"shape", "[1, 3, 224, 224]"}}));
     trace.spans.push_back(testing::make_span(4, 2, Level::kFramework, "aten::relu", t0 + 4'100, t0 + 4'500));
     trace.assembly.by_context = 3;
     // Values chosen to catch a lossy float encoding: a subnormal, a value with all mantissa bits set, 0, 1.
@@ -69,7 +68,8 @@ RunRecord make_run(int batch, TraceLevel level, std::int64_t t0) {
     run.predictions.push_back({"b \u00b5.jpg", {1}, {0.1f, 0.9f, 0.0f, 1.0f / 3.0f}});
     run.predictions.push_back({"c.jpg", {}, {}});
     // Task outputs (schema 7): a detection's box and score as float32 with all mantissa bits, a mask's runs.
-    run.predictions[0].detections = {{0.f, 1.5f, 319.99998f, 320.f, 0.75f - 1e-7f, 17}, {2.f, 3.f, 4.f, 5.f, 1e-40f, 1}};
+    run.predictions[0].detections = {{0.f, 1.5f, 319.99998f, 320.f, 0.75f - 1e-7f, 17},
+                                     {2.f, 3.f, 4.f, 5.f, 1e-40f, 1}};
     run.predictions[1].mask = SegmentationMask{2, 3, {0, 4, 20, 2}};
   } else {
     trace.assembly.by_context = 1;
@@ -105,12 +105,13 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
 // a macro so that the older versions' texts below can start with it as one literal.
 #define XSP_DROP_VERSION6 "ALTER TABLE predictions DROP COLUMN outputs; ALTER TABLE runs DROP COLUMN generation; "
 // What schema versions 5 and 6 added, removed again: turns a current file into what version 4 wrote.
-constexpr const char* kDropVersion5 =
-    XSP_DROP_VERSION6 "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; ";
+constexpr const char* kDropVersion5 = XSP_DROP_VERSION6
+    "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; ";
 // What schema versions 4 to 6 added, removed again: turns a current file into what versions 1-3 wrote.
-constexpr const char* kDropVersion4 =
-    XSP_DROP_VERSION6 "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; "
-    "DROP TABLE level_overheads; ALTER TABLE runs DROP COLUMN stability; ALTER TABLE runs DROP COLUMN latency_median_ns; "
+constexpr const char* kDropVersion4 = XSP_DROP_VERSION6
+    "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; "
+    "DROP TABLE level_overheads; ALTER TABLE runs DROP COLUMN stability; ALTER TABLE runs DROP COLUMN "
+    "latency_median_ns; "
     "ALTER TABLE runs DROP COLUMN latency_ci95_low_ns; ALTER TABLE runs DROP COLUMN latency_ci95_high_ns; "
     "ALTER TABLE runs DROP COLUMN latency_cv; ALTER TABLE runs DROP COLUMN drift_fraction; "
     "ALTER TABLE runs DROP COLUMN warmup_ns; ALTER TABLE runs DROP COLUMN measurement; "
@@ -366,17 +367,22 @@ TEST_P(StoreOnBoth, StabilityMachineStateWarningsAndOverheadsRoundTrip) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open_v2(location("v4.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     sqlite3_stmt* st = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT stability, latency_median_ns, latency_ci95_low_ns, warmup_ns FROM runs "
-                                     "ORDER BY id LIMIT 1", -1, &st, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "SELECT stability, latency_median_ns, latency_ci95_low_ns, warmup_ns FROM runs "
+                                 "ORDER BY id LIMIT 1",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), std::string(to_string(m.stability.verdict)).c_str());
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                 std::string(to_string(m.stability.verdict)).c_str());
     EXPECT_EQ(sqlite3_column_type(st, 1), SQLITE_FLOAT);
     EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 1), m.stability.median_ns);
     EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 2), m.stability.ci95_ns.low);
     EXPECT_EQ(sqlite3_column_int64(st, 3), 1'234'567'890);
     sqlite3_finalize(st);
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT significant, design FROM level_overheads ORDER BY position", -1, &st, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_prepare_v2(db, "SELECT significant, design FROM level_overheads ORDER BY position", -1, &st, nullptr),
+        SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     EXPECT_EQ(sqlite3_column_int(st, 0), 1);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
@@ -393,8 +399,7 @@ TEST_P(StoreOnBoth, StabilityMachineStateWarningsAndOverheadsRoundTrip) {
 }
 
 bool is_trace_id(const std::string& id) {
-  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos &&
-         id != std::string(32, '0');
+  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos && id != std::string(32, '0');
 }
 
 // A migrated file gives each old run a fresh random trace id and each evaluation a UUID. Checks them, then copies
@@ -477,8 +482,9 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
     store->save(old);
   }
   // Turn the file back into what version 1 wrote: no predictions or ceilings tables, schema_version 1.
-  exec_sql(file, std::string(kDropVersion4) + "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
-                 "UPDATE schema_version SET version = 1;");
+  exec_sql(file, std::string(kDropVersion4) +
+                     "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
+                     "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
   EXPECT_EQ(store->schema_version(), 7);
   EXPECT_TRUE(store->list_ceilings().empty());
@@ -604,10 +610,10 @@ TEST_P(StoreOnBoth, DeletingAnEvaluationCascadesToRuns) {
   auto store = open("xsp.db");
   EvaluationRecord record = make_record();
   store->save(record);
-  exec("xsp.db", std::string(postgres() ? "" : "PRAGMA foreign_keys = ON; ") + "DELETE FROM evaluations WHERE id = " + std::to_string(record.id));
+  exec("xsp.db", std::string(postgres() ? "" : "PRAGMA foreign_keys = ON; ") +
+                     "DELETE FROM evaluations WHERE id = " + std::to_string(record.id));
   EXPECT_EQ(rows("xsp.db", "runs"), 0);
 }
-
 
 // ---------------------------------------------------------------------------------------------------------
 // Machine ceilings (schema version 3)

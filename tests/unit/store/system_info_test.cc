@@ -1,4 +1,6 @@
 // System description (SPEC §7): the facts a reader needs to reproduce a measurement are present.
+#include "xsp/system/system_info.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -6,7 +8,6 @@
 
 #include "xsp/system/cuda_libraries.h"
 #include "xsp/system/gpu_info.h"
-#include "xsp/system/system_info.h"
 
 namespace xsp {
 namespace {
@@ -51,7 +52,7 @@ TEST(SystemInfo, RecordsPerformanceRelevantEnvironmentOnly) {
 }
 
 TEST(SystemInfo, CudaAndCudnnVersionEncodings) {
-  EXPECT_EQ(format_cuda_version(12020), "12.2");   // cudaRuntimeGetVersion on CUDA 12.2
+  EXPECT_EQ(format_cuda_version(12020), "12.2");  // cudaRuntimeGetVersion on CUDA 12.2
   EXPECT_EQ(format_cuda_version(11080), "11.8");
   EXPECT_EQ(format_cuda_version(13000), "13.0");
   EXPECT_EQ(format_cuda_version(0), "");           // cudaDriverGetVersion without a driver
@@ -72,8 +73,7 @@ TEST(SystemInfo, CudaLibrariesAreDescribedOrMarkedAbsent) {
     if (status == "absent") {
       EXPECT_FALSE(c[key].contains("version"));
     } else {
-      EXPECT_TRUE(std::regex_match(c[key].value("version", ""), std::regex(R"(\d+\.\d+(\.\d+)?)")))
-          << c[key].dump();
+      EXPECT_TRUE(std::regex_match(c[key].value("version", ""), std::regex(R"(\d+\.\d+(\.\d+)?)"))) << c[key].dump();
       EXPECT_FALSE(c[key].value("library", "").empty());
     }
   }
@@ -82,11 +82,12 @@ TEST(SystemInfo, CudaLibrariesAreDescribedOrMarkedAbsent) {
 }
 
 TEST(SystemInfo, FormatsCudaLines) {
-  nlohmann::json s = {{"cuda",
-                       {{"runtime", {{"status", "loaded"}, {"version", "12.2"}, {"library", "/x/libcudart.so.12"},
-                                     {"driver_version", "12.4"}}},
-                        {"cudnn", {{"status", "absent"}}},
-                        {"driver_cuda_version", "12.4"}}}};
+  nlohmann::json s = {
+      {"cuda",
+       {{"runtime",
+         {{"status", "loaded"}, {"version", "12.2"}, {"library", "/x/libcudart.so.12"}, {"driver_version", "12.4"}}},
+        {"cudnn", {{"status", "absent"}}},
+        {"driver_cuda_version", "12.4"}}}};
   const std::string text = format_system(s);
   EXPECT_NE(text.find("cuda runtime: 12.2 (loaded, /x/libcudart.so.12), driver API 12.4\n"), std::string::npos) << text;
   EXPECT_NE(text.find("cudnn: absent\n"), std::string::npos) << text;
@@ -108,8 +109,8 @@ TEST(SystemInfo, PerformanceRelevantEnvironmentNames) {
 
 TEST(SystemInfo, UtcNowIsIso8601) {
   EXPECT_TRUE(std::regex_match(utc_now_iso8601(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
-  EXPECT_TRUE(std::regex_match(describe_system().value("captured_at", ""),
-                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
+  EXPECT_TRUE(
+      std::regex_match(describe_system().value("captured_at", ""), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
 }
 
 }  // namespace

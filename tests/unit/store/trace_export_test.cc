@@ -1,6 +1,8 @@
 // Exports users' own tools read (docs/exports.md), on real GPU traces: the H200 ResNet-18 kernel-level store and
 // the two-stream H100 self-test trace. What HTA, Perfetto/DevTools and SQL rely on is asserted here; the tools
 // themselves run in tests/exports (DevTools' trace engine, the OTLP protobuf definitions) and scripts/hta_check.py.
+#include "xsp/store/trace_export.h"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -16,7 +18,6 @@
 
 #include "temp_dir.h"
 #include "xsp/store/store.h"
-#include "xsp/store/trace_export.h"
 #include "xsp/trace/export.h"
 #include "xsp/trace/serialize.h"
 
@@ -79,13 +80,15 @@ TEST(TraceExport, ChromeGivesEachLaunchOneCorrelatedHostCall) {
       ASSERT_TRUE(args.contains("correlation")) << ev.dump();
       ASSERT_TRUE(args["correlation"].is_number_integer()) << ev.dump();
       ++device_by_correlation[args["correlation"].get<std::int64_t>()];
-      if (args.contains("External id")) external_of_kernel[args["correlation"].get<std::int64_t>()] = args["External id"].get<std::int64_t>();
+      if (args.contains("External id"))
+        external_of_kernel[args["correlation"].get<std::int64_t>()] = args["External id"].get<std::int64_t>();
     } else if (args.contains("correlation")) {
       EXPECT_EQ(ev["pid"], kChromeHostPid) << ev.dump();
       const std::string cat = ev["cat"];
       EXPECT_TRUE(cat == "cuda_runtime" || cat == "cuda_driver") << ev.dump();
       ++host_by_correlation[args["correlation"].get<std::int64_t>()];
-      if (args.contains("External id")) external_of_call[args["correlation"].get<std::int64_t>()] = args["External id"].get<std::int64_t>();
+      if (args.contains("External id"))
+        external_of_call[args["correlation"].get<std::int64_t>()] = args["External id"].get<std::int64_t>();
     }
   }
   EXPECT_EQ(device_categories, (std::map<std::string, int>{{"gpu_memcpy", 4}, {"gpu_memset", 14}, {"kernel", 204}}));
@@ -146,7 +149,8 @@ TEST(TraceExport, TwoStreamTraceGivesOneNamedTrackPerStream) {
     if (ev["pid"] == kChromeHostPid) continue;
     gpu_pids.insert(ev["pid"].get<std::int64_t>());
     if (ev["ph"] == "M" && ev["name"] == "thread_name") thread_names[ev["tid"]] = ev["args"]["name"];
-    if (ev["ph"] == "X") on_tid[ev["tid"]].push_back({ev["ts"].get<double>(), ev["ts"].get<double>() + ev["dur"].get<double>()});
+    if (ev["ph"] == "X")
+      on_tid[ev["tid"]].push_back({ev["ts"].get<double>(), ev["ts"].get<double>() + ev["dur"].get<double>()});
   }
   EXPECT_EQ(gpu_pids, (std::set<std::int64_t>{0}));
   ASSERT_EQ(on_tid.size(), 2u);
@@ -207,18 +211,21 @@ TEST(TraceExport, SqliteLinksKernelsToLaunchesAndOps) {
   EXPECT_EQ(scalar(db, "SELECT SUM(duration_ns) FROM kernels"), device_ns);
   // Every kernel hangs under its launch, with the same correlation id, issued before it started.
   EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM kernels WHERE launch_id IS NULL"), 0);
-  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM kernels k JOIN launches l ON k.launch_id = l.span_id "
-                       "WHERE k.correlation_id <> l.correlation_id OR k.start_ns < l.start_ns"),
+  EXPECT_EQ(scalar(db,
+                   "SELECT COUNT(*) FROM kernels k JOIN launches l ON k.launch_id = l.span_id "
+                   "WHERE k.correlation_id <> l.correlation_id OR k.start_ns < l.start_ns"),
             0);
   // A kernel's op is its launch's op, and every compute kernel of ResNet-18 runs under an op.
-  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM kernels k JOIN launches l ON k.launch_id = l.span_id "
-                       "WHERE k.op_id IS NOT l.op_id"),
+  EXPECT_EQ(scalar(db,
+                   "SELECT COUNT(*) FROM kernels k JOIN launches l ON k.launch_id = l.span_id "
+                   "WHERE k.op_id IS NOT l.op_id"),
             0);
   EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM kernels WHERE kind = 'kernel' AND op_id IS NULL"), 0);
   EXPECT_GT(scalar(db, "SELECT COUNT(DISTINCT op_id) FROM kernels"), 40);
   // Numbers are numbers: grid sizes, registers and bytes are INTEGER columns and INTEGER tag values.
-  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM kernels WHERE kind = 'kernel' AND (typeof(grid_x) <> 'integer' "
-                       "OR grid_x < 1 OR typeof(registers_per_thread) <> 'integer')"),
+  EXPECT_EQ(scalar(db,
+                   "SELECT COUNT(*) FROM kernels WHERE kind = 'kernel' AND (typeof(grid_x) <> 'integer' "
+                   "OR grid_x < 1 OR typeof(registers_per_thread) <> 'integer')"),
             0);
   EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM kernels WHERE kind <> 'kernel' AND (bytes IS NULL OR bytes <= 0)"), 0);
   EXPECT_EQ(query(db, "SELECT DISTINCT typeof(value) FROM tags WHERE key = 'registers_per_thread'"),
@@ -291,7 +298,6 @@ TEST(TraceExport, TraceFileConvertsWithItsTracks) {
   EXPECT_EQ(trace_id.find_first_not_of("0123456789abcdef"), std::string::npos) << trace_id;
   EXPECT_NE(trace_id, std::string(32, '0'));
 }
-
 
 // Issue 12, defect 9: export_run_trace streams its JSON event by event. What it writes must be what the in-memory
 // documents (to_chrome_trace, to_otlp_json) dump, byte for byte, so every consumer (Perfetto, HTA, Jaeger, the
@@ -395,8 +401,11 @@ TEST(TraceExport, StreamedJsonEqualsTheInMemoryDocumentOnAHandMadeTrace) {
   kernel.end_ns = 40'333;
   kernel.track = Track::stream(0, 7);
   kernel.correlation_id = 9;
-  kernel.tags = {{"kind", "kernel"}, {"grid", {8, 1, 1}}, {"registers_per_thread", 40},
-                 {"bandwidth_bytes_per_s", 1.5e11}, {"achieved_occupancy", 0.25}};
+  kernel.tags = {{"kind", "kernel"},
+                 {"grid", {8, 1, 1}},
+                 {"registers_per_thread", 40},
+                 {"bandwidth_bytes_per_s", 1.5e11},
+                 {"achieved_occupancy", 0.25}};
   t.spans = {model, op, call, kernel};
   const auto [e, run] = run_of(std::move(t));
   expect_streamed_equals_in_memory(dir, e, run);

@@ -1,10 +1,11 @@
+#include "xsp/trace/assembler.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
 #include "test_util.h"
-#include "xsp/trace/assembler.h"
 
 namespace xsp {
 namespace {
@@ -91,9 +92,8 @@ TEST(Assembler, TiesAtEqualTimestamps) {
 
 TEST(Assembler, InnermostPrefersDeeperLevelThenShorterInterval) {
   Trace t;
-  t.spans = {make_span(1, L::kModel, 0, 100),     make_span(2, L::kFramework, 0, 100),
-             make_span(3, L::kFramework, 0, 50),  make_span(4, L::kLibrary, 0, 50),
-             make_span(5, L::kSystem, 0, 10)};
+  t.spans = {make_span(1, L::kModel, 0, 100), make_span(2, L::kFramework, 0, 100), make_span(3, L::kFramework, 0, 50),
+             make_span(4, L::kLibrary, 0, 50), make_span(5, L::kSystem, 0, 10)};
   assemble(t);
   expect_parent(t, 2, 1, ParentRule::kContainment);
   expect_parent(t, 3, 1, ParentRule::kContainment);  // same level as 2: not its parent
@@ -103,8 +103,8 @@ TEST(Assembler, InnermostPrefersDeeperLevelThenShorterInterval) {
 
 TEST(Assembler, ZeroLengthSpansAtBoundaries) {
   Trace t;
-  t.spans = {make_span(1, L::kModel, 0, 100), make_span(2, L::kFramework, 100, 100),
-             make_span(3, L::kFramework, 0, 0), make_span(4, L::kFramework, 101, 101)};
+  t.spans = {make_span(1, L::kModel, 0, 100), make_span(2, L::kFramework, 100, 100), make_span(3, L::kFramework, 0, 0),
+             make_span(4, L::kFramework, 101, 101)};
   const AssemblyReport r = assemble(t);
   expect_parent(t, 2, 1, ParentRule::kContainment);
   expect_parent(t, 3, 1, ParentRule::kContainment);
@@ -113,8 +113,7 @@ TEST(Assembler, ZeroLengthSpansAtBoundaries) {
 
   // When a second MODEL span starts where the first ends, the latest start wins.
   Trace u;
-  u.spans = {make_span(1, L::kModel, 0, 100), make_span(2, L::kModel, 100, 200),
-             make_span(3, L::kFramework, 100, 100)};
+  u.spans = {make_span(1, L::kModel, 0, 100), make_span(2, L::kModel, 100, 200), make_span(3, L::kFramework, 100, 100)};
   assemble(u);
   expect_parent(u, 3, 2, ParentRule::kContainment);
 }
@@ -157,8 +156,7 @@ TEST(Assembler, ContextParentsKeptAndDanglingReplaced) {
 
 TEST(Assembler, CorrelationIgnoresTime) {
   Trace t;
-  t.spans = {make_span(1, L::kApplication, 0, 1000, 1),
-             make_span(10, L::kSystem, 100, 110, 1, kNoSpan, /*corr=*/7),
+  t.spans = {make_span(1, L::kApplication, 0, 1000, 1), make_span(10, L::kSystem, 100, 110, 1, kNoSpan, /*corr=*/7),
              // Runs long after the launch, on a device track.
              make_span(11, L::kKernel, 5000, 6000, 99, kNoSpan, /*corr=*/7),
              // A second activity of the same launch (e.g. a memset).
@@ -214,9 +212,12 @@ TEST(Assembler, EmptyTraceAndIdempotence) {
   EXPECT_EQ(assemble(empty), AssemblyReport{});
 
   Trace t;
-  t.spans = {make_span(1, L::kApplication, 0, 1000), make_span(2, L::kModel, 10, 900),
-             make_span(3, L::kFramework, 20, 30, 1, /*parent=*/2), make_span(4, L::kSystem, 21, 22, 1, kNoSpan, 9),
-             make_span(5, L::kKernel, 40, 50, 7, kNoSpan, 9), make_span(6, L::kKernel, 60, 70, 7)};
+  t.spans = {make_span(1, L::kApplication, 0, 1000),
+             make_span(2, L::kModel, 10, 900),
+             make_span(3, L::kFramework, 20, 30, 1, /*parent=*/2),
+             make_span(4, L::kSystem, 21, 22, 1, kNoSpan, 9),
+             make_span(5, L::kKernel, 40, 50, 7, kNoSpan, 9),
+             make_span(6, L::kKernel, 60, 70, 7)};
   const AssemblyReport first = assemble(t);
   const Trace once = t;
   const AssemblyReport second = assemble(t);
@@ -265,8 +266,8 @@ TEST(Assembler, MatchesBruteForceOnRandomTraces) {
       // Few distinct values, so that ties and shared boundaries are frequent.
       const std::int64_t start = static_cast<std::int64_t>(rng() % 40);
       const std::int64_t len = static_cast<std::int64_t>(rng() % 15);
-      t.spans.push_back(make_span(static_cast<SpanId>(i + 1), static_cast<Level>(rng() % 7), start, start + len,
-                                  rng() % 3));
+      t.spans.push_back(
+          make_span(static_cast<SpanId>(i + 1), static_cast<Level>(rng() % 7), start, start + len, rng() % 3));
     }
     const std::vector<Span> input = t.spans;
     const AssemblyReport r = assemble(t);

@@ -1,14 +1,15 @@
+#include "xsp/trace/export.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 #include <sstream>
-#include <streambuf>
 #include <stdexcept>
+#include <streambuf>
 
 #include "test_util.h"
 #include "xsp/trace/assembler.h"
-#include "xsp/trace/export.h"
 
 namespace xsp {
 namespace {
@@ -33,8 +34,14 @@ Trace sample_trace() {
   // Kernels 4 and 5 on GPU 0 stream 99 (99 is also a host thread id elsewhere: still another track); 7 overlaps 4
   // on GPU 1 stream 7, so one track per stream keeps both.
   t.spans[3].track = Track::stream(0, 99);
-  t.spans[3].tags = {{"kind", "kernel"}, {"grid", {128, 2, 1}}, {"block", {256, 1, 1}}, {"registers_per_thread", 32},
-                     {"static_shared_bytes", 1024}, {"dynamic_shared_bytes", 0}, {"stream", 99}, {"device", 0}};
+  t.spans[3].tags = {{"kind", "kernel"},
+                     {"grid", {128, 2, 1}},
+                     {"block", {256, 1, 1}},
+                     {"registers_per_thread", 32},
+                     {"static_shared_bytes", 1024},
+                     {"dynamic_shared_bytes", 0},
+                     {"stream", 99},
+                     {"device", 0}};
   t.spans[4].track = Track::stream(0, 99);
   t.spans[4].tags = {{"kind", "memcpy"}, {"bytes", 4096}, {"bandwidth_bytes_per_s", std::int64_t{4'096'000'000}}};
   t.spans[6].track = Track::stream(1, 7);
@@ -278,7 +285,6 @@ TEST(Otlp, HexIdsAndValidation) {
   EXPECT_THROW(to_otlp_json(t, {}, std::string(33, 'a')), std::invalid_argument);
   EXPECT_THROW(to_otlp_json(t, {}, std::string(32, '0')), std::invalid_argument);  // W3C: all zeros is invalid
 }
-
 
 // The streaming writers (export_run_trace's path) write exactly the in-memory documents' dump.
 TEST(StreamedExport, WritersWriteTheDocumentsDumpByteForByte) {

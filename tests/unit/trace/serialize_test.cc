@@ -1,3 +1,5 @@
+#include "xsp/trace/serialize.h"
+
 #include <gtest/gtest.h>
 #include <zstd.h>
 
@@ -6,7 +8,6 @@
 
 #include "test_util.h"
 #include "xsp/trace/assembler.h"
-#include "xsp/trace/serialize.h"
 
 namespace xsp {
 namespace {
@@ -26,7 +27,10 @@ Trace rich_trace() {
              make_span(5, Level::kKernel, 1'000'000'500'000, 1'000'000'600'000, 1ULL << 40, kNoSpan, 77),
              make_span(6, Level::kHardware, 1'000'000'500'000, 1'000'000'600'000, 1ULL << 40, 5)};
   t.spans[2].tags = {{"op", "aten::conv2d"}, {"shape", "[32,3,224,224]"}};
-  t.spans[4].tags = {{"grid", {128, 1, 1}}, {"op", "aten::conv2d"}, {"bytes", std::int64_t{-7}}, {"empty", std::vector<std::int64_t>{}}};
+  t.spans[4].tags = {{"grid", {128, 1, 1}},
+                     {"op", "aten::conv2d"},
+                     {"bytes", std::int64_t{-7}},
+                     {"empty", std::vector<std::int64_t>{}}};
   t.spans[4].track = Track::stream(3, 1ULL << 40);
   t.spans[5].tags = {{"flop_count", 123456789.25}, {"dram_bytes", 1000u}, {"dram_bytes", "1000"}, {"tiny", 5e-324}};
   t.spans[1].name = "predict";
@@ -68,7 +72,8 @@ TEST(Serialize, RoundTripUnsortedExtremesAndEmpty) {
 TEST(Serialize, CompactForManySpans) {
   Trace t;
   for (SpanId i = 1; i <= 10'000; ++i) {
-    Span s = make_span(i, Level::kKernel, static_cast<std::int64_t>(i) * 1000, static_cast<std::int64_t>(i) * 1000 + 700, 7);
+    Span s =
+        make_span(i, Level::kKernel, static_cast<std::int64_t>(i) * 1000, static_cast<std::int64_t>(i) * 1000 + 700, 7);
     s.name = "volta_sgemm_128x64_nn";
     s.tags = {{"stream", "7"}};
     t.spans.push_back(std::move(s));
@@ -127,7 +132,8 @@ TEST(Serialize, CorruptBlobsThrow) {
 // A well-formed header and zstd frame around a payload that is not a trace: the payload checks must catch it.
 std::vector<std::uint8_t> wrap(const std::vector<std::uint8_t>& payload, std::uint8_t version = 1) {
   std::vector<std::uint8_t> blob = {'X', 'S', 'P', 'T', version};
-  for (int i = 0; i < 8; ++i) blob.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(payload.size()) >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    blob.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(payload.size()) >> (8 * i)));
   std::vector<std::uint8_t> frame(ZSTD_compressBound(payload.size()));
   const std::size_t n = ZSTD_compress(frame.data(), frame.size(), payload.data(), payload.size(), 3);
   EXPECT_FALSE(ZSTD_isError(n));
@@ -154,15 +160,15 @@ TEST(Serialize, CorruptPayloadThrows) {
   EXPECT_EQ(ok.spans[0].end_ns, 5);
   EXPECT_EQ(ok.spans[0].track, Track::host_thread(9));
 
-  EXPECT_THROW(decode_trace(with_span({2, 0, 7, 0, 0, 4, 6, 9, 0, 0})), std::runtime_error);  // level 7
-  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 4, 0, 4, 6, 9, 0, 0})), std::runtime_error);  // rule 4
-  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 0, 1, 4, 6, 9, 0, 0})), std::runtime_error);  // name index 1
+  EXPECT_THROW(decode_trace(with_span({2, 0, 7, 0, 0, 4, 6, 9, 0, 0})), std::runtime_error);        // level 7
+  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 4, 0, 4, 6, 9, 0, 0})), std::runtime_error);        // rule 4
+  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 0, 1, 4, 6, 9, 0, 0})), std::runtime_error);        // name index 1
   EXPECT_THROW(decode_trace(with_span({2, 0, 2, 0, 0, 4, 6, 9, 0, 1, 0, 5})), std::runtime_error);  // tag value 5
-  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 0, 0, 4, 6, 9, 0, 0, 0})), std::runtime_error);  // trailing byte
-  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 0, 0, 4, 6, 9, 0})), std::runtime_error);        // short span
+  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 0, 0, 4, 6, 9, 0, 0, 0})), std::runtime_error);     // trailing byte
+  EXPECT_THROW(decode_trace(with_span({2, 0, 2, 0, 0, 4, 6, 9, 0})), std::runtime_error);           // short span
   // Varint of 11 bytes.
-  EXPECT_THROW(decode_trace(with_span({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 2, 0, 0,
-                                       4, 6, 9, 0, 0})),
+  EXPECT_THROW(decode_trace(with_span(
+                   {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 2, 0, 0, 4, 6, 9, 0, 0})),
                std::runtime_error);
   // A span count far beyond the data.
   std::vector<std::uint8_t> p = head;
@@ -176,16 +182,16 @@ TEST(Serialize, CorruptPayloadThrows) {
 TEST(Serialize, Version1BlobsReadAsTypedTagsAndTracks) {
   // strings: 0 "k", 1 "grid", 2 "4096,1,1", 3 "bytes", 4 "1024", 5 "module", 6 "0", 7 "fp32_flops", 8 "1.5e+09",
   // 9 "name", 10 "007"
-  const std::vector<std::string> strings = {"k", "grid", "4096,1,1", "bytes", "1024", "module",
-                                            "0", "fp32_flops", "1.5e+09", "name", "007"};
+  const std::vector<std::string> strings = {"k", "grid",       "4096,1,1", "bytes", "1024", "module",
+                                            "0", "fp32_flops", "1.5e+09",  "name",  "007"};
   std::vector<std::uint8_t> p = {static_cast<std::uint8_t>(strings.size())};
   for (const std::string& x : strings) {
     p.push_back(static_cast<std::uint8_t>(x.size()));
     p.insert(p.end(), x.begin(), x.end());
   }
   p.insert(p.end(), {0, 0, 0, 0, 0, 0, 0, 0, 0, 0});  // clock "", 0, ""; no counters; report of zeros
-  p.push_back(1);                                       // one span
-  p.insert(p.end(), {2, 0, 5, 0, 0, 4, 6});             // id 1, no parent, kernel, rule none, name "k", start, dur
+  p.push_back(1);                                     // one span
+  p.insert(p.end(), {2, 0, 5, 0, 0, 4, 6});           // id 1, no parent, kernel, rule none, name "k", start, dur
   // thread id 0x5354'0002'0000'0007 as a varint (GPU 2, stream 7)
   std::uint64_t tid = 0x5354000200000007ULL;
   while (tid >= 0x80) {

@@ -1,12 +1,12 @@
+#include "xsp/trace/span.h"
+
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <set>
 #include <thread>
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include "xsp/trace/span.h"
 #include "xsp/trace/trace.h"
 
 namespace xsp {

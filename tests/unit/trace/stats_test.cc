@@ -1,9 +1,9 @@
+#include "xsp/stats/stats.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <stdexcept>
-
-#include "xsp/stats/stats.h"
 
 namespace xsp {
 namespace {
@@ -12,7 +12,7 @@ TEST(Stats, TrimmedMeanSmallSets) {
   EXPECT_TRUE(std::isnan(trimmed_mean({})));
   EXPECT_DOUBLE_EQ(trimmed_mean({5}), 5.0);
   EXPECT_DOUBLE_EQ(trimmed_mean({1, 4}), 2.5);
-  EXPECT_DOUBLE_EQ(trimmed_mean({100, 1, 2}), 2.0);  // median
+  EXPECT_DOUBLE_EQ(trimmed_mean({100, 1, 2}), 2.0);        // median
   EXPECT_DOUBLE_EQ(trimmed_mean({100, 4, 1, 3, 2}), 3.0);  // drops 1 and 100: mean of 2,3,4
   // n = 10: drops 2 at each end, mean of 3..8.
   EXPECT_DOUBLE_EQ(trimmed_mean({1000, 9, 8, 7, 6, 5, 4, 3, 2, 1}), 5.5);
@@ -59,10 +59,10 @@ TEST(Stats, Summarize) {
   EXPECT_DOUBLE_EQ(s.max, 9.0);
   EXPECT_DOUBLE_EQ(s.trimmed_mean, 29.0 / 6.0);  // drops 2 and 9
   EXPECT_DOUBLE_EQ(s.p50, 4.5);
-  EXPECT_DOUBLE_EQ(s.p90, 7.6);      // h = 6.3: 7 + 0.3 * 2
-  EXPECT_DOUBLE_EQ(s.p95, 8.3);      // h = 6.65
-  EXPECT_DOUBLE_EQ(s.p99, 8.86);     // h = 6.93
-  EXPECT_DOUBLE_EQ(s.p999, 8.986);   // h = 6.993
+  EXPECT_DOUBLE_EQ(s.p90, 7.6);     // h = 6.3: 7 + 0.3 * 2
+  EXPECT_DOUBLE_EQ(s.p95, 8.3);     // h = 6.65
+  EXPECT_DOUBLE_EQ(s.p99, 8.86);    // h = 6.93
+  EXPECT_DOUBLE_EQ(s.p999, 8.986);  // h = 6.993
 
   const LatencySummary one = summarize({3});
   EXPECT_EQ(one.n, 1u);
