@@ -144,30 +144,18 @@ TEST(OfflineSweep, LatencyBoundPicksTheLargestBatchWithinIt) {
 
 // Validation refuses these before a plan exists (validate_fields(), the one place requests are checked).
 TEST(OfflineSweep, RejectsSweepsOutsideOfflineAndZeroBatches) {
-  const auto field_refused = [](const ScenarioRequest& s) {
-    EvaluationRequest r;
-    r.model = "linear";
-    r.inputs.synthetic = true;
-    r.scenario = s;
-    try {
-      validate_fields(r);
-    } catch (const RequestError& e) {
-      return e.field();
-    }
-    return std::string("(accepted)");
-  };
   ScenarioRequest s;
   s.scenario = "single-stream";
   s.sweep_batch_sizes = {1, 2};
-  EXPECT_EQ(field_refused(s), "scenario.sweep_batch_sizes");
+  EXPECT_EQ(testing::scenario_field_refused(s), "scenario.sweep_batch_sizes");
   s.scenario = "offline";
   s.sweep_batch_sizes = {1, 0};
-  EXPECT_EQ(field_refused(s), "scenario.sweep_batch_sizes");
+  EXPECT_EQ(testing::scenario_field_refused(s), "scenario.sweep_batch_sizes");
   s.sweep_batch_sizes = {1};
   s.latency_bound_ms = -3;
-  EXPECT_EQ(field_refused(s), "scenario.latency_bound_ms");
+  EXPECT_EQ(testing::scenario_field_refused(s), "scenario.latency_bound_ms");
   s.latency_bound_ms = 20;
-  EXPECT_EQ(field_refused(s), "(accepted)");
+  EXPECT_EQ(testing::scenario_field_refused(s), "(accepted)");
 }
 
 }  // namespace

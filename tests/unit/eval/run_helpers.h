@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "xsp/eval/evaluate.h"
 #include "xsp/eval/generation_runner.h"
 #include "xsp/eval/plan.h"
 #include "xsp/eval/runner.h"
@@ -50,6 +51,21 @@ inline EvaluationRecord generation(const Manifest& manifest, Predictor& predicto
   auto [p, s] = as_validated(std::move(plan), predictor, std::move(options));
   RunSession session(std::move(s));
   return run_generation(manifest, predictor, p, session);
+}
+
+/// The request field validate_fields() refuses for a request of scenario `s` (model "fake", synthetic inputs), or
+/// "(accepted)".
+inline std::string scenario_field_refused(ScenarioRequest s) {
+  EvaluationRequest r;
+  r.model = "fake";
+  r.inputs.synthetic = true;
+  r.scenario = std::move(s);
+  try {
+    validate_fields(r);
+  } catch (const RequestError& e) {
+    return e.field();
+  }
+  return "(accepted)";
 }
 
 }  // namespace xsp::testing

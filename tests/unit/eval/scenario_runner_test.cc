@@ -194,28 +194,16 @@ TEST_F(ScenarioStore, PeakSearchRecordsEveryTriedRate) {
 
 TEST(ScenarioRunner, RejectsBadOptionsAndReportsPredictErrors) {
   // Bad options are refused by validation (validate_fields()), before any plan exists.
-  const auto field_refused = [](ScenarioRequest s) {
-    EvaluationRequest r;
-    r.model = "fake";
-    r.inputs.synthetic = true;
-    r.scenario = std::move(s);
-    try {
-      validate_fields(r);
-    } catch (const RequestError& e) {
-      return e.field();
-    }
-    return std::string("(accepted)");
-  };
   ScenarioRequest s;
   s.scenario = "offline";
   s.find_peak_qps = true;
-  EXPECT_EQ(field_refused(s), "scenario.find_peak_qps");
+  EXPECT_EQ(testing::scenario_field_refused(s), "scenario.find_peak_qps");
   s = ScenarioRequest{};
   s.scenario = "single-stream";
   s.max_batch = 0;
-  EXPECT_EQ(field_refused(s), "scenario.max_batch");
+  EXPECT_EQ(testing::scenario_field_refused(s), "scenario.max_batch");
   s.max_batch = 1;
-  EXPECT_EQ(field_refused(s), "(accepted)");
+  EXPECT_EQ(testing::scenario_field_refused(s), "(accepted)");
   SleepingPredictor p;
   RunPlan o = options_for(loadgen::Scenario::kSingleStream);
   p.fail = true;
