@@ -91,7 +91,7 @@ class GenerationRun {
   static constexpr SpanId kAppSpan = 1;  // every run's APPLICATION span; requests' spans count on from 2
   Schedule schedule(const Run& r) const;
   void check_token_latencies(const std::vector<loadgen::GeneratedRequest>& generated, nlohmann::json& g) const;
-  nlohmann::json metrics_json(const RunTally& t, const Run& r) const;
+  nlohmann::json metrics_json(const RunTally& t, const Run& r, const loadgen::GenerationMetrics& gm) const;
   Trace close_trace(RunTally& t, const Run& r, std::int64_t t0);
   RequestOutcome request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens, int output_tokens,
                          std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags);
@@ -375,11 +375,10 @@ void GenerationRun::check_token_latencies(const std::vector<loadgen::GeneratedRe
   }
 }
 
-// RunRecord::generation: the metrics over the measured requests (rates over first issue .. last token), each
+// RunRecord::generation: `gm` (the metrics over the measured requests, rates over first issue .. last token), each
 // request's TTFT and TPOT, LoadGen's checks.
-nlohmann::json GenerationRun::metrics_json(const RunTally& t, const Run& r) const {
-  const std::int64_t duration = std::max<std::int64_t>(1, t.last_token - t.first_issue);
-  const loadgen::GenerationMetrics gm = loadgen::generation_metrics(t.generated, duration, plan_.measurement.rule);
+nlohmann::json GenerationRun::metrics_json(const RunTally& t, const Run& r,
+                                           const loadgen::GenerationMetrics& gm) const {
   nlohmann::json g = {{"requests", t.service_ns.size()},
                       {"sequences", gm.requests},
                       {"sequences_per_request", r.batch},
@@ -523,9 +522,10 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   run.measurement.stability = assess_series(tally.service_ns, m.rule);
   run.measurement.warmup_batches = warmup;
   run.measurement.measure_ns = clock_.now_ns() - t0;
-  run.generation = metrics_json(tally, r);
-  run.throughput_samples_per_s =
-      run.generation["requests_per_s"].is_number() ? run.generation["requests_per_s"].get<double>() : std::nan("");
+  const loadgen::GenerationMetrics gm = loadgen::generation_metrics(
+      tally.generated, std::max<std::int64_t>(1, tally.last_token - tally.first_issue), m.rule);
+  run.throughput_samples_per_s = gm.requests_per_s;
+  run.generation = metrics_json(tally, r, gm);
   run.generation["tail"] = tally.tail_json();
   run.trace = close_trace(tally, r, t0);
   return run;

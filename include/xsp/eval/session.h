@@ -72,8 +72,6 @@ class RunSession {
   /// and flushes while the ops its records point to are still open in the framework profiler's books, then the
   /// framework profiler; remembers the device clock mapping. Does nothing when no block is started.
   void stop();
-  /// Whether a block is started.
-  bool started() const { return started_; }
 
   /// Parents the next top-level framework ops to `span` (the batch's predict span, or a generation step's span)
   /// when the framework profiler is on in this block.
@@ -81,8 +79,6 @@ class RunSession {
   /// The started block's device or counter profiler, for DeviceProfiler::begin_batch()/end_batch() and
   /// batches_needed(); null when the block has none (or counters were unavailable).
   DeviceProfiler* batch_profiler() const { return running_device_; }
-  /// Whether the started block records framework ops.
-  bool framework_on() const { return running_framework_ != nullptr; }
 
   /// The device clock mapping of the last started block ("" when it had no device or counter profiler).
   const std::string& clock_mapping() const { return clock_mapping_; }
@@ -95,13 +91,11 @@ class RunSession {
   void check_interrupt();
 
   const Clock& clock() const { return clock_; }
-  const SessionProfilers& profilers() const { return profilers_; }
   bool record_machine_state() const { return record_machine_state_; }
   /// Reports progress when the front end asked for it.
   void progress(const Progress& p) const {
     if (progress_) progress_(p);
   }
-  const ProgressCallback& progress_callback() const { return progress_; }
   const std::atomic<int>* interrupt_flag() const { return interrupt_; }
 
  private:
