@@ -4,10 +4,12 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <thread>
 
@@ -70,8 +72,10 @@ struct Run {
   TraceLevel level = TraceLevel::kModel;
 };
 
-struct Schedule;
 struct RunTally;
+struct Serving;
+// A request's sequences: LoadGen sample indices, each naming its prompt (index mod the prompt count).
+using Samples = std::span<const std::uint64_t>;
 
 class GenerationRun {
  public:
@@ -89,23 +93,35 @@ class GenerationRun {
 
  private:
   static constexpr SpanId kAppSpan = 1;  // every run's APPLICATION span; requests' spans count on from 2
-  Schedule schedule(const Run& r) const;
+  loadgen::Settings settings(const Run& r) const;
+  // LoadGen's query `q`, served inline: its sequences in requests of the run's batch size; the first token of the
+  // first request is the query's first token, the end of the last its completion.
+  void serve(Serving& sv, const loadgen::Query& q, loadgen::QueryCompleter& completer);
   void check_token_latencies(const std::vector<loadgen::GeneratedRequest>& generated, nlohmann::json& g) const;
   nlohmann::json metrics_json(const RunTally& t, const Run& r, const loadgen::GenerationMetrics& gm) const;
   Trace close_trace(RunTally& t, const Run& r, std::int64_t t0);
-  RequestOutcome request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens, int output_tokens,
-                         std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags);
+  RequestOutcome request(TraceRecorder* rec, SpanId app, Samples samples, int prompt_tokens, int output_tokens,
+                         std::uint64_t synthetic_seed, std::vector<Tag> tags);
   // One request between the session's start and stop for the run's level (prefill and decode steps run different
   // ops on growing shapes: the framework profiler reads every op).
-  RequestOutcome traced_request(TraceRecorder& rec, const Run& r, SpanId app, int batch, int prompt_tokens,
-                                int output_tokens, std::size_t first_prompt, std::uint64_t synthetic_seed,
-                                std::vector<Tag> tags);
+  RequestOutcome traced_request(TraceRecorder& rec, const Run& r, SpanId app, Samples samples, int prompt_tokens,
+                                int output_tokens, std::uint64_t synthetic_seed, std::vector<Tag> tags);
   void check_interrupt() { session_.check_interrupt(); }
-  void wait_until(std::int64_t t) const {
-    if (o_.wait_until) return o_.wait_until(t);
-    while (clock_.now_ns() < t)
-      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(t - clock_.now_ns(), 1'000'000)));
-  }
+  // LoadGen reads the session's clock and waits through the plan's hook (a test's fake clock) or a sleep.
+  class Timebase final : public loadgen::Timebase {
+   public:
+    Timebase(const Clock& clock, const GenerationPlan& o) : clock_(clock), o_(o) {}
+    std::int64_t now_ns() const override { return clock_.now_ns(); }
+    void wait_until(std::int64_t t) const override {
+      if (o_.wait_until) return o_.wait_until(t);
+      while (clock_.now_ns() < t)
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(t - clock_.now_ns(), 1'000'000)));
+    }
+
+   private:
+    const Clock& clock_;
+    const GenerationPlan& o_;
+  };
 
   const Manifest& manifest_;
   Predictor& predictor_;
@@ -114,16 +130,17 @@ class GenerationRun {
   const GenerationPlan& o_;
   RunSession& session_;
   const Clock& clock_;
+  const Timebase timebase_{clock_, o_};
   std::string clock_mapping_;
 };
 
-RequestOutcome GenerationRun::traced_request(TraceRecorder& rec, const Run& r, SpanId app, int batch, int prompt_tokens,
-                                             int output_tokens, std::size_t first_prompt, std::uint64_t synthetic_seed,
+RequestOutcome GenerationRun::traced_request(TraceRecorder& rec, const Run& r, SpanId app, Samples samples,
+                                             int prompt_tokens, int output_tokens, std::uint64_t synthetic_seed,
                                              std::vector<Tag> tags) {
   session_.start(rec, r.level, false);
   RequestOutcome out;
   try {
-    out = request(&rec, app, batch, prompt_tokens, output_tokens, first_prompt, synthetic_seed, std::move(tags));
+    out = request(&rec, app, samples, prompt_tokens, output_tokens, synthetic_seed, std::move(tags));
   } catch (...) {
     session_.stop();
     throw;
@@ -133,8 +150,9 @@ RequestOutcome GenerationRun::traced_request(TraceRecorder& rec, const Run& r, S
   return out;
 }
 
-RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch, int prompt_tokens, int output_tokens,
-                                      std::size_t first_prompt, std::uint64_t synthetic_seed, std::vector<Tag> tags) {
+RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, Samples samples, int prompt_tokens,
+                                      int output_tokens, std::uint64_t synthetic_seed, std::vector<Tag> tags) {
+  const int batch = static_cast<int>(samples.size());
   RequestOutcome out;
   out.tokens.assign(static_cast<std::size_t>(batch), {});
   struct EndGuard {  // the cache is freed whatever happens
@@ -149,12 +167,11 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
     ScopedSpan s(clock_, rec, Level::kModel, kStageTokenize, req.id());
     if (!o_.prompts.empty()) {
       for (int j = 0; j < batch; ++j) {
-        const std::string& text = o_.prompts[(first_prompt + static_cast<std::size_t>(j)) % o_.prompts.size()];
-        const std::vector<std::int64_t> v = o_.codec.encode(text);
+        const std::size_t prompt = samples[static_cast<std::size_t>(j)] % o_.prompts.size();
+        const std::vector<std::int64_t> v = o_.codec.encode(o_.prompts[prompt]);
         if (v.size() < static_cast<std::size_t>(prompt_tokens))
-          throw std::runtime_error("prompt " + std::to_string((first_prompt + j) % o_.prompts.size()) + " has " +
-                                   std::to_string(v.size()) + " tokens, fewer than the " +
-                                   std::to_string(prompt_tokens) + " asked for");
+          throw std::runtime_error("prompt " + std::to_string(prompt) + " has " + std::to_string(v.size()) +
+                                   " tokens, fewer than the " + std::to_string(prompt_tokens) + " asked for");
         ids.insert(ids.end(), v.begin(), v.begin() + prompt_tokens);
       }
     } else {
@@ -205,16 +222,6 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, int batch,
 }
 
 nlohmann::json ints(const std::vector<std::int64_t>& v) { return nlohmann::json(v); }
-
-// When a run's requests are issued: closed loop (the next when the last is done, until both minimums), or planned
-// arrivals (server: Poisson at target_qps; offline: every batch of sequences at the start).
-struct Schedule {
-  bool closed_loop = true;
-  std::size_t planned = 0;     // server, offline: requests
-  std::size_t sequences = 0;   // offline: sequences, cut into requests of the run's batch
-  std::size_t closed_min = 0;  // closed loop: at least this many requests
-  std::vector<std::int64_t> arrival_offset_ns;
-};
 
 // Everything a run accumulates request by request: the spans (MODEL spans of all, deeper ones of the tail
 // requests), the token timings LoadGen's metrics read, the per-stage latencies and the slowest steps.
@@ -322,24 +329,39 @@ struct RunTally {
   }
 };
 
-Schedule GenerationRun::schedule(const Run& r) const {
+// The run as a LoadGen test: the batch sweep as MultiStream (closed loop, a query of `batch` sequences), single-stream
+// and server as theirs (a query of one sequence), offline as one query of every sequence served in batches. Both
+// minimums as LoadGen's min_query_count and min_duration: there is no measuring until stable here, so
+// max_duration_ms, which bounds that in the batch sweep, has nothing to bound.
+loadgen::Settings GenerationRun::settings(const Run& r) const {
   const auto& m = plan_.measurement;
-  Schedule out;
-  const bool server = o_.scenario == GenerationScenario::kServer;
-  const bool offline = o_.scenario == GenerationScenario::kOffline;
-  out.closed_loop = !server && !offline;
-  const double min_s = m.min_duration_ms / 1e3;
-  out.sequences = std::max<std::size_t>(o_.min_queries, static_cast<std::size_t>(std::ceil(o_.target_qps * min_s)));
-  if (server) {
-    out.planned = out.sequences;
-    out.arrival_offset_ns = loadgen::poisson_schedule(o_.target_qps, out.planned, plan_.inputs.seed);
-  } else if (offline) {
-    out.planned = (out.sequences + static_cast<std::size_t>(r.batch) - 1) / static_cast<std::size_t>(r.batch);
-    out.arrival_offset_ns.assign(out.planned, 0);
+  loadgen::Settings s;
+  const auto min_batches = static_cast<std::uint64_t>(std::max(1, m.min_batches));
+  switch (o_.scenario) {
+    case GenerationScenario::kBatchSweep:
+      s.scenario = loadgen::Scenario::kMultiStream;
+      s.samples_per_query = static_cast<std::uint64_t>(r.batch);
+      s.min_query_count = min_batches;
+      break;
+    case GenerationScenario::kSingleStream:
+      s.scenario = loadgen::Scenario::kSingleStream;
+      s.min_query_count = std::max<std::uint64_t>(min_batches, o_.min_queries);
+      break;
+    case GenerationScenario::kServer:
+      s.scenario = loadgen::Scenario::kServer;
+      s.min_query_count = o_.min_queries;
+      break;
+    case GenerationScenario::kOffline:
+      s.scenario = loadgen::Scenario::kOffline;
+      s.min_query_count = o_.min_queries;
+      break;
   }
-  out.closed_min = std::max<std::size_t>(static_cast<std::size_t>(std::max(1, m.min_batches)),
-                                         o_.scenario == GenerationScenario::kSingleStream ? o_.min_queries : 0);
-  return out;
+  s.target_qps = o_.target_qps;
+  s.min_duration_ms = static_cast<std::int64_t>(std::ceil(m.min_duration_ms));
+  s.seed = plan_.inputs.seed;
+  s.sample_count = std::max<std::size_t>(1, o_.prompts.size());
+  s.timebase = &timebase_;
+  return s;
 }
 
 // LoadGen's checks on token latencies: bounds in the server scenario (and single-stream when given), else the
@@ -438,77 +460,111 @@ Trace GenerationRun::close_trace(RunTally& t, const Run& r, std::int64_t t0) {
   return close_run_trace(std::move(spans), std::move(app), t.counters, clock_mapping_, clock_);
 }
 
-RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
-  const auto& m = plan_.measurement;
-  std::mt19937_64 lengths(plan_.inputs.seed);
-  auto draw = [&lengths](const TokenRange& range) {
+// One run's state while LoadGen issues its queries.
+struct Serving {
+  Serving(const Run& run, RunTally& t, std::uint64_t seed, nlohmann::json& sample)
+      : r(run), tally(t), lengths(seed), synthetic(seed), sample_output(sample) {}
+  Run r;
+  RunTally& tally;
+  std::mt19937_64 lengths;  // prompt and output lengths, drawn request by request
+  std::uint64_t synthetic;  // the next synthetic prompt's seed
+  SpanId next_id = 0;
+  std::size_t requests = 0;    // measured requests so far
+  int done = 0, expected = 0;  // progress: requests (warm-up included) done, and in all (0: open-ended)
+  bool queued = false;         // server, offline: a request may wait after its arrival (tagged queue_ns)
+  nlohmann::json& sample_output;
+  int draw(const TokenRange& range) {
     return range.min == range.max ? range.min : std::uniform_int_distribution<int>(range.min, range.max)(lengths);
-  };
-  SpanId next_id = kAppSpan + 1;
-  std::size_t next_prompt = 0;
-  std::uint64_t synthetic = plan_.inputs.seed;
-  std::uint64_t done = 0;
-
-  // Warm-up: the profilers run as in a measured request, into a recorder that is thrown away.
-  const int warmup = std::max(0, m.warmup_min_batches);
-  for (int w = 0; w < warmup; ++w) {
-    check_interrupt();
-    TraceRecorder rec(next_id);
-    (void)traced_request(rec, r, kAppSpan, r.batch, draw(o_.prompt_tokens), draw(o_.output_tokens), next_prompt,
-                         synthetic++, {});
-    next_prompt += static_cast<std::size_t>(r.batch);
-    session_.progress(Progress{static_cast<int>(++done), 0, "warm-up"});
   }
+};
 
-  const Schedule sched = schedule(r);
-  RunTally tally(o_.tail_steps);
-  const std::int64_t t0 = clock_.now_ns();
-  for (std::size_t k = 0;; ++k) {
-    if (sched.closed_loop) {
-      // Both minimums, as LoadGen's min_query_count and min_duration. There is no measuring on until stable here,
-      // so max_duration_ms, which bounds that in the batch sweep, has nothing to bound.
-      if (k >= sched.closed_min && static_cast<double>(clock_.now_ns() - t0) >= m.min_duration_ms * 1e6) break;
-    } else if (k >= sched.planned) {
-      break;
-    }
+// The generator as LoadGen's system under test, served inline on the load generator's thread: one generator serves
+// one request at a time, so a query waits in LoadGen's schedule (its latency counts from its arrival) and not in a
+// queue of ours, and no thread hand-off sits in its TTFT.
+class GenerationSut final : public loadgen::SystemUnderTest {
+ public:
+  using Serve = std::function<void(const loadgen::Query&, loadgen::QueryCompleter&)>;
+  explicit GenerationSut(Serve serve) : serve_(std::move(serve)) {}
+  std::string name() const override { return "generation"; }
+  void start(loadgen::QueryCompleter& completer) override { completer_ = &completer; }
+  void issue(const loadgen::Query& q) override { serve_(q, *completer_); }
+  void stop() override { completer_ = nullptr; }
+
+ private:
+  Serve serve_;
+  loadgen::QueryCompleter* completer_ = nullptr;
+};
+
+void GenerationRun::serve(Serving& sv, const loadgen::Query& q, loadgen::QueryCompleter& completer) {
+  const auto batch = static_cast<std::size_t>(sv.r.batch);
+  std::int64_t last_ns = q.issued_ns;
+  for (std::size_t off = 0; off < q.samples.size(); off += batch) {
     check_interrupt();
-    const int batch =
-        o_.scenario == GenerationScenario::kOffline
-            ? static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(r.batch),
-                                                     sched.sequences - k * static_cast<std::size_t>(r.batch)))
-            : r.batch;
-    const int prompt_tokens = draw(o_.prompt_tokens), output_tokens = draw(o_.output_tokens);
-    std::int64_t issued = 0;
-    if (!sched.closed_loop) {
-      issued = t0 + sched.arrival_offset_ns[k];
-      if (clock_.now_ns() < issued) wait_until(issued);
-    }
+    const Samples chunk = q.samples.subspan(off, std::min(batch, q.samples.size() - off));
+    const int prompt_tokens = sv.draw(o_.prompt_tokens), output_tokens = sv.draw(o_.output_tokens);
+    const std::size_t k = sv.requests++;
     std::vector<Tag> tags{{"request", static_cast<std::int64_t>(k)},
-                          {"batch_size", batch},
+                          {"batch_size", static_cast<std::int64_t>(chunk.size())},
                           {"prompt_tokens", prompt_tokens},
                           {"output_tokens", output_tokens}};
-    TraceRecorder rec(next_id);
+    TraceRecorder rec(sv.next_id);
     const RequestOutcome out =
-        traced_request(rec, r, kAppSpan, batch, prompt_tokens, output_tokens, next_prompt, synthetic++, tags);
-    next_prompt += static_cast<std::size_t>(batch);
+        traced_request(rec, sv.r, kAppSpan, chunk, prompt_tokens, output_tokens, sv.synthetic++, std::move(tags));
     Trace t = rec.take();
-    next_id = rec.peek_next_id();
-    if (sched.closed_loop) issued = out.start_ns;
-    tally.add(k, std::move(t), out, issued, !sched.closed_loop, batch, prompt_tokens, output_tokens);
-    if (r.level > TraceLevel::kModel && o_.tail_steps > 0) tally.drop_deep_spans_outside_tail(k);
+    sv.next_id = rec.peek_next_id();
+    if (off == 0) completer.first_token(q.id, out.token_end_ns.front());
+    last_ns = out.end_ns;
+    sv.tally.add(k, std::move(t), out, q.issued_ns, sv.queued, static_cast<int>(chunk.size()), prompt_tokens,
+                 output_tokens);
+    if (sv.r.level > TraceLevel::kModel && o_.tail_steps > 0) sv.tally.drop_deep_spans_outside_tail(k);
     if (!out.texts.empty()) {
-      sample_output = {
-          {"batch_size", r.batch},
-          {"trace_level", std::string(to_string(r.level))},
-          {"prompt_tokens", prompt_tokens},
-          {"output_tokens", output_tokens},
-          {"prompt", o_.prompts.empty() ? std::string("(synthetic)")
-                                        : o_.prompts[(next_prompt - batch) % o_.prompts.size()].substr(0, 240)},
-          {"output", out.texts.front()}};
+      sv.sample_output = {{"batch_size", sv.r.batch},
+                          {"trace_level", std::string(to_string(sv.r.level))},
+                          {"prompt_tokens", prompt_tokens},
+                          {"output_tokens", output_tokens},
+                          {"prompt", o_.prompts.empty() ? std::string("(synthetic)")
+                                                        : o_.prompts[chunk.front() % o_.prompts.size()].substr(0, 240)},
+                          {"output", out.texts.front()}};
     }
-    session_.progress(Progress{static_cast<int>(++done),
-                               sched.closed_loop ? 0 : static_cast<int>(sched.planned + warmup), "request"});
+    session_.progress(Progress{++sv.done, sv.expected, "request"});
   }
+  completer.complete(q.id, last_ns);
+}
+
+RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
+  const auto& m = plan_.measurement;
+  RunTally tally(o_.tail_steps);
+  Serving sv(r, tally, plan_.inputs.seed, sample_output);
+  sv.next_id = kAppSpan + 1;
+  const loadgen::Settings settings = this->settings(r);
+  sv.queued = settings.scenario == loadgen::Scenario::kServer || settings.scenario == loadgen::Scenario::kOffline;
+  const int warmup = std::max(0, m.warmup_min_batches);
+  if (sv.queued) {  // the requests LoadGen will issue are known: sized as loadgen::run() sizes them
+    const auto sequences = std::max<std::uint64_t>(
+        settings.min_query_count, static_cast<std::uint64_t>(std::ceil(
+                                      settings.target_qps * static_cast<double>(settings.min_duration_ms) / 1e3)));
+    const auto requests =
+        settings.scenario == loadgen::Scenario::kServer
+            ? sequences
+            : (sequences + static_cast<std::uint64_t>(r.batch) - 1) / static_cast<std::uint64_t>(r.batch);
+    sv.expected = static_cast<int>(requests) + warmup;
+  }
+
+  // Warm-up: the profilers run as in a measured request, into a recorder that is thrown away; outside LoadGen's
+  // test, since an offline warm-up query would be every sequence.
+  std::vector<std::uint64_t> warm_samples(static_cast<std::size_t>(r.batch));
+  for (std::size_t j = 0; j < warm_samples.size(); ++j) warm_samples[j] = j % settings.sample_count;
+  for (int w = 0; w < warmup; ++w) {
+    check_interrupt();
+    TraceRecorder rec(sv.next_id);
+    (void)traced_request(rec, r, kAppSpan, warm_samples, sv.draw(o_.prompt_tokens), sv.draw(o_.output_tokens),
+                         sv.synthetic++, {});
+    session_.progress(Progress{++sv.done, sv.expected, "warm-up"});
+  }
+
+  const std::int64_t t0 = clock_.now_ns();
+  GenerationSut sut([this, &sv](const loadgen::Query& q, loadgen::QueryCompleter& c) { serve(sv, q, c); });
+  const loadgen::Result lg = loadgen::run(sut, settings);
 
   RunRecord run;
   run.batch_size = r.batch;
@@ -526,6 +582,12 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
       tally.generated, std::max<std::int64_t>(1, tally.last_token - tally.first_issue), m.rule);
   run.throughput_samples_per_s = gm.requests_per_s;
   run.generation = metrics_json(tally, r, gm);
+  run.generation["loadgen"] = {{"scenario", loadgen::to_string(settings.scenario)},
+                               {"queries", lg.query_count},
+                               {"ttft_p50_ns", number_or_null(lg.first_token_summary.p50)},
+                               {"latency_p50_ns", number_or_null(lg.summary.p50)},
+                               {"mean_issue_delay_ns", lg.mean_issue_delay_ns},
+                               {"harness_ns_per_query", lg.harness_ns_per_query}};
   run.generation["tail"] = tally.tail_json();
   run.trace = close_trace(tally, r, t0);
   return run;

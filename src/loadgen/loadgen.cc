@@ -137,12 +137,24 @@ namespace {
 // acquire load pairs with (so the slot is visible once the count is).
 class Recorder final : public QueryCompleter {
  public:
+  static constexpr std::int64_t kNoFirstToken = std::numeric_limits<std::int64_t>::min();
   std::vector<std::int64_t> complete_ns;
+  std::vector<std::int64_t> first_token_ns;  // kNoFirstToken where none was reported
   std::atomic<std::uint64_t> completed{0};
+  std::atomic<bool> any_first_token{false};
+  void resize(std::size_t n) {
+    complete_ns.resize(n, 0);
+    first_token_ns.resize(n, kNoFirstToken);
+  }
   void complete(std::uint64_t id, std::int64_t ts) noexcept override {
     if (id < complete_ns.size()) complete_ns[id] = ts;
     completed.fetch_add(1, std::memory_order_release);
     completed.notify_all();
+  }
+  // Ordered before the query's complete(), whose release publishes it to the generator.
+  void first_token(std::uint64_t id, std::int64_t ts) noexcept override {
+    if (id < first_token_ns.size()) first_token_ns[id] = ts;
+    any_first_token.store(true, std::memory_order_relaxed);
   }
   // Blocks until at least `n` completions; returns immediately (no clock read) when already there.
   void wait_for(std::uint64_t n) {
@@ -173,6 +185,18 @@ void sleep_until_ns(std::int64_t target) {
   }
 }
 
+// The run's clock: the Timebase when one is given, else now_ns() (one predictable branch in the timed loop).
+struct RunClock {
+  const Timebase* tb;
+  std::int64_t now() const { return tb != nullptr ? tb->now_ns() : now_ns(); }
+  void wait_until(std::int64_t target) const {
+    if (tb != nullptr)
+      tb->wait_until(target);
+    else
+      sleep_until_ns(target);
+  }
+};
+
 // What the issue loop measured: its bounds and the time spent inside SUT::issue() and waiting (for completions, for
 // the next scheduled arrival), and the server's summed issue delays (ns).
 struct LoopTimes {
@@ -181,8 +205,8 @@ struct LoopTimes {
 
 // Everything computed after the run from the stored timestamps (deferred logging): latencies, percentiles, rates
 // with and without the harness, over-latency counts and the early-stopping estimates (MLPerf LoadGen's).
-void finish_result(Result& r, const std::vector<std::int64_t>& complete_ns, std::uint64_t n, std::uint64_t per_query,
-                   const LoopTimes& t) {
+void finish_result(Result& r, const Recorder& rec, std::uint64_t n, std::uint64_t per_query, const LoopTimes& t) {
+  const std::vector<std::int64_t>& complete_ns = rec.complete_ns;
   const Settings& s = r.settings;
   const double pct = r.percentile;
   const std::int64_t loop_start = t.loop_start;
@@ -192,11 +216,25 @@ void finish_result(Result& r, const std::vector<std::int64_t>& complete_ns, std:
   r.complete_ns.assign(complete_ns.begin(), complete_ns.begin() + static_cast<std::ptrdiff_t>(n));
   r.latency_ns.resize(n);
   std::vector<double> lat(n);
+  const bool server = s.scenario == Scenario::kServer;
+  auto origin = [&](std::uint64_t i) { return server ? loop_start + r.scheduled_ns[i] : r.issue_ns[i]; };
   for (std::uint64_t i = 0; i < n; ++i) {
-    r.latency_ns[i] = r.complete_ns[i] - r.issue_ns[i];
+    r.latency_ns[i] = r.complete_ns[i] - origin(i);
     lat[i] = static_cast<double>(r.latency_ns[i]);
   }
   r.summary = summarize(lat);
+  if (rec.any_first_token.load(std::memory_order_relaxed)) {
+    r.first_token_latency_ns.assign(n, -1);
+    std::vector<double> ttft;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (rec.first_token_ns[i] == Recorder::kNoFirstToken) continue;
+      r.first_token_latency_ns[i] = rec.first_token_ns[i] - origin(i);
+      ttft.push_back(static_cast<double>(r.first_token_latency_ns[i]));
+    }
+    r.first_token_summary = summarize(ttft);
+  } else {
+    r.first_token_summary = summarize(std::vector<double>{});
+  }
   r.target_latency_ns = percentile(lat, pct);
   std::int64_t last = n ? *std::max_element(r.complete_ns.begin(), r.complete_ns.end()) : loop_start;
   r.duration_ns = n ? last - r.issue_ns[0] : 0;
@@ -232,6 +270,7 @@ Result run(SystemUnderTest& sut, const Settings& s) {
   Result r;
   r.settings = s;
   r.percentile = pct;
+  const RunClock clock{s.timebase};
   const std::int64_t min_dur_ns = s.min_duration_ms * 1'000'000;
   std::uint64_t per_query = s.scenario == Scenario::kMultiStream ? s.samples_per_query : 1;
 
@@ -262,26 +301,28 @@ Result run(SystemUnderTest& sut, const Settings& s) {
   std::size_t cap = std::max<std::uint64_t>(planned, s.warmup_queries);
   if (s.scenario == Scenario::kSingleStream || s.scenario == Scenario::kMultiStream)
     cap = std::max<std::size_t>(cap, 1024);
-  rec.complete_ns.assign(cap, 0);
+  rec.resize(cap);
   r.issue_ns.assign(cap, 0);
 
   sut.start(rec);
   // Warm-up: one query at a time, never measured; the slots are reset afterwards.
   for (std::uint64_t i = 0; i < s.warmup_queries; ++i) {
-    sut.issue(Query{i, query_samples(i)});
+    sut.issue(Query{i, query_samples(i), clock.now()});
     rec.wait_for(i + 1);
   }
   rec.completed.store(0, std::memory_order_relaxed);
+  std::fill(rec.first_token_ns.begin(), rec.first_token_ns.end(), Recorder::kNoFirstToken);
+  rec.any_first_token.store(false, std::memory_order_relaxed);
 
   std::int64_t sut_ns = 0, wait_ns = 0, delay_sum = 0;
   std::uint64_t n = 0;
-  const std::int64_t loop_start = now_ns();
+  const std::int64_t loop_start = clock.now();
   switch (s.scenario) {
     case Scenario::kSingleStream:
     case Scenario::kMultiStream: {
       // Next query when the previous completes, until both minimums are met (or the cap).
       for (;;) {
-        std::int64_t t0 = now_ns();
+        std::int64_t t0 = clock.now();
         if (n >= s.min_query_count && t0 - loop_start >= min_dur_ns) break;
         if (interrupted()) {
           r.interrupted = true;
@@ -290,16 +331,16 @@ Result run(SystemUnderTest& sut, const Settings& s) {
         if (s.max_query_count > 0 && n >= s.max_query_count) break;
         if (n == r.issue_ns.size()) {  // grow: nothing is outstanding here
           r.issue_ns.resize(n * 2);
-          rec.complete_ns.resize(n * 2);
+          rec.resize(n * 2);
         }
         r.issue_ns[n] = t0;
-        sut.issue(Query{n, query_samples(n)});
-        std::int64_t t1 = now_ns();
+        sut.issue(Query{n, query_samples(n), t0});
+        std::int64_t t1 = clock.now();
         sut_ns += t1 - t0;
         ++n;
         if (rec.completed.load(std::memory_order_acquire) < n) {
           rec.wait_for(n);
-          wait_ns += now_ns() - t1;
+          wait_ns += clock.now() - t1;
         }
       }
       break;
@@ -312,41 +353,41 @@ Result run(SystemUnderTest& sut, const Settings& s) {
           break;
         }
         std::int64_t target = loop_start + r.scheduled_ns[n];
-        std::int64_t t = now_ns();
+        std::int64_t t = clock.now();
         if (t < target) {
-          sleep_until_ns(target);
-          std::int64_t t2 = now_ns();
+          clock.wait_until(target);
+          std::int64_t t2 = clock.now();
           wait_ns += t2 - t;
           t = t2;
         }
         delay_sum += t - target;
         r.issue_ns[n] = t;
-        sut.issue(Query{n, query_samples(n)});
-        sut_ns += now_ns() - t;
+        sut.issue(Query{n, query_samples(n), target});
+        sut_ns += clock.now() - t;
       }
-      std::int64_t w0 = now_ns();
+      std::int64_t w0 = clock.now();
       rec.wait_for(n);
-      wait_ns += now_ns() - w0;
+      wait_ns += clock.now() - w0;
       break;
     }
     case Scenario::kOffline: {
-      std::int64_t t0 = now_ns();
+      std::int64_t t0 = clock.now();
       r.issue_ns[0] = t0;
-      sut.issue(Query{0, query_samples(0)});
-      std::int64_t t1 = now_ns();
+      sut.issue(Query{0, query_samples(0), t0});
+      std::int64_t t1 = clock.now();
       sut_ns += t1 - t0;
       rec.wait_for(1);
-      wait_ns += now_ns() - t1;
+      wait_ns += clock.now() - t1;
       n = 1;
       break;
     }
   }
-  const std::int64_t loop_end = now_ns();
+  const std::int64_t loop_end = clock.now();
   sut.stop();
 
   // ---- deferred computation ----
   const LoopTimes times{loop_start, loop_end, sut_ns, wait_ns, delay_sum};
-  finish_result(r, rec.complete_ns, n, per_query, times);
+  finish_result(r, rec, n, per_query, times);
   return r;
 }
 

@@ -109,8 +109,9 @@ struct GenerationPlan {
   GenerationScenario scenario = GenerationScenario::kBatchSweep;
   TokenRange prompt_tokens;  ///< per request
   TokenRange output_tokens;  ///< per request: exactly this many tokens are generated (no end-of-sequence stop)
-  /// Prompt texts, each at least prompt_tokens.max tokens long once encoded; request k takes prompts
-  /// k·B .. k·B + B − 1 (mod size). Empty: synthetic prompts, ids drawn uniformly from the vocabulary.
+  /// Prompt texts, each at least prompt_tokens.max tokens long once encoded. The prompts are LoadGen's sample
+  /// library: each sequence takes the prompt of its sample index, in LoadGen's seeded order. Empty: synthetic
+  /// prompts, ids drawn uniformly from the vocabulary (a seed per request).
   std::vector<std::string> prompts;
   TextCodec codec;                 ///< required with prompts; decode is also used with synthetic prompts when set
   std::uint64_t min_queries = 64;  ///< single-stream, server, offline: at least this many requests (sequences)
@@ -121,8 +122,8 @@ struct GenerationPlan {
   /// Runs at framework level or deeper keep the full traces of the requests holding the tail_steps slowest first
   /// tokens and decode steps, and of the last request; the others keep their MODEL spans. 0 keeps every request's.
   std::size_t tail_steps = 5;
-  /// Called in each wait for a server arrival with the clock time to wait for; nullptr = sleep on the system clock
-  /// (a test with a fake clock advances it instead).
+  /// Called in LoadGen's each wait for a server arrival with the clock time to wait for; nullptr = sleep on the
+  /// session's clock (a test with a fake clock advances it instead).
   std::function<void(std::int64_t until_ns)> wait_until;
 };
 

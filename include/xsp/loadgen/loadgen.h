@@ -25,14 +25,35 @@ namespace xsp::loadgen {
 struct Query {
   std::uint64_t id = 0;
   std::span<const std::uint64_t> samples;
+  /// The query's latency origin (ns, the run's clock): its scheduled arrival in the Server scenario, its issue time
+  /// in the others. A SUT that serves queries inline or in order can attribute a query's wait from it.
+  std::int64_t issued_ns = 0;
 };
 
 /// Where a SUT reports completions. Thread-safe: may be called from any thread, inline in issue() included.
 class QueryCompleter {
  public:
   virtual ~QueryCompleter() = default;
-  /// Query `query_id` finished at `timestamp_ns` (now_ns() clock). Call exactly once per issued query.
+  /// Query `query_id` finished at `timestamp_ns` (the run's clock). Call exactly once per issued query.
   virtual void complete(std::uint64_t query_id, std::int64_t timestamp_ns) noexcept = 0;
+  /// Query `query_id` produced its first token at `timestamp_ns` (MLPerf LoadGen's FirstTokenComplete, used with
+  /// TestSettings::use_token_latencies): at most once per query, before its complete(). A SUT without tokens never
+  /// calls it. The default ignores it.
+  virtual void first_token(std::uint64_t query_id, std::int64_t timestamp_ns) noexcept {
+    (void)query_id;
+    (void)timestamp_ns;
+  }
+};
+
+/// Where a run reads time and how it waits for a scheduled arrival. The default (Settings::timebase nullptr) is
+/// now_ns() (CLOCK_MONOTONIC) and a sleep-then-spin wait; a test drives a fake clock through its own.
+class Timebase {
+ public:
+  virtual ~Timebase() = default;
+  /// Nanoseconds on a monotonic clock.
+  virtual std::int64_t now_ns() const = 0;
+  /// Returns once now_ns() >= `until_ns`.
+  virtual void wait_until(std::int64_t until_ns) const = 0;
 };
 
 /// The system under test, in LoadGen's style: few methods, each with its contract.
@@ -88,6 +109,8 @@ struct Settings {
   /// MultiStream after the query in flight, Server before the next arrival. Offline's one query is not cut.
   /// find_peak_qps() stops searching too. nullptr = never interrupted.
   const std::atomic<int>* interrupt = nullptr;
+  /// The clock every timestamp is read from and the Server scenario waits on; nullptr = now_ns() and a sleep.
+  const Timebase* timebase = nullptr;
 
   /// The effective target percentile (target_percentile, or the scenario's default).
   double percentile() const;
@@ -95,17 +118,23 @@ struct Settings {
 
 /// The outcome of one run. Latencies in ns, rates per second.
 struct Result {
-  Settings settings;                       ///< as run (seed included: it is the recorded seed)
-  double percentile = 0;                   ///< effective target percentile
-  std::uint64_t query_count = 0;           ///< measured queries
-  std::uint64_t sample_count = 0;          ///< samples over the measured queries
-  std::vector<std::int64_t> issue_ns;      ///< per query, issue order
-  std::vector<std::int64_t> complete_ns;   ///< per query, issue order
-  std::vector<std::int64_t> latency_ns;    ///< complete - issue, per query, issue order (raw)
+  Settings settings;                      ///< as run (seed included: it is the recorded seed)
+  double percentile = 0;                  ///< effective target percentile
+  std::uint64_t query_count = 0;          ///< measured queries
+  std::uint64_t sample_count = 0;         ///< samples over the measured queries
+  std::vector<std::int64_t> issue_ns;     ///< per query, issue order
+  std::vector<std::int64_t> complete_ns;  ///< per query, issue order
+  /// complete - origin, per query, issue order (raw). The origin is the issue time, and in the Server scenario the
+  /// scheduled arrival (as MLPerf LoadGen's sample latency): a SUT slow to accept queries cannot hide its queue.
+  std::vector<std::int64_t> latency_ns;
   std::vector<std::int64_t> scheduled_ns;  ///< Server: the scheduled arrival offset from the run start
-  LatencySummary summary;                  ///< p50/p90/p95/p99/p99.9, trimmed mean... of latency_ns
-  double target_latency_ns = 0;            ///< the target percentile of latency_ns
-  std::int64_t duration_ns = 0;            ///< first issue to last completion
+  /// Per query, issue order: first token - origin (ns), when the SUT reported first tokens
+  /// (QueryCompleter::first_token); empty when it reported none. -1 for a query without one.
+  std::vector<std::int64_t> first_token_latency_ns;
+  LatencySummary first_token_summary;  ///< of the queries' first_token_latency_ns (NaN fields when none)
+  LatencySummary summary;              ///< p50/p90/p95/p99/p99.9, trimmed mean... of latency_ns
+  double target_latency_ns = 0;        ///< the target percentile of latency_ns
+  std::int64_t duration_ns = 0;        ///< first issue to last completion
   /// Queries (Offline: samples) per second over duration_ns: what the harness + SUT achieved.
   double qps_with_overhead = 0;
   /// The same rate with the harness's own time taken out: count / (duration - harness_ns_total).
@@ -132,7 +161,8 @@ struct Result {
 
 /// Runs `settings.scenario` against `sut` on the calling thread (the SUT does its work on its own threads or
 /// inline). Throws std::invalid_argument for bad settings (target_qps <= 0 for Server, samples_per_query 0,
-/// sample_count 0, percentile outside (0, 100)).
+/// sample_count 0, percentile outside (0, 100)). An exception thrown by an inline SUT's issue() leaves run() as
+/// it is (the SUT is not stopped: an inline SUT has nothing running).
 Result run(SystemUnderTest& sut, const Settings& settings);
 
 /// The Server arrival schedule: `count` offsets from the run start (ns, non-decreasing), the first at 0

@@ -202,6 +202,12 @@ TEST(GenerationRunner, TokenLatenciesAreExactOnKnownStepTimes) {
   EXPECT_DOUBLE_EQ(run.stage_latency_ns.at(kStagePrefill).p50, 5'000'000);
   ASSERT_EQ(run.predict_latency_ns.size(), 4u);
   EXPECT_DOUBLE_EQ(run.predict_latency_ns[0], 9'003'000);
+  // LoadGen ran the requests (the batch sweep as MultiStream: a query of `batch` sequences) and took each query's
+  // first token from the generator: its TTFT is the generation's, its latency the request's service time.
+  EXPECT_EQ(g["loadgen"]["scenario"], "multi-stream");
+  EXPECT_EQ(g["loadgen"]["queries"], 4);
+  EXPECT_DOUBLE_EQ(g["loadgen"]["ttft_p50_ns"].get<double>(), 5'001'000);
+  EXPECT_DOUBLE_EQ(g["loadgen"]["latency_p50_ns"].get<double>(), 9'003'000);
 }
 
 TEST(GenerationRunner, BatchedRequestsCountEverySequence) {
@@ -321,6 +327,11 @@ TEST(GenerationRunner, ServerTtftIncludesTheWaitAndEarlyStoppingIsDecidedPerMetr
   EXPECT_GT(g["ttft_ns"]["max"].get<double>(), 5'000'000);
   EXPECT_DOUBLE_EQ(g["ttft_ns"]["min"].get<double>(), 5'000'000);  // synthetic: nothing to tokenize
   EXPECT_EQ(rec.scenario, "generation-server");
+  // LoadGen's own first-token latency (from each query's scheduled arrival) is the generation's TTFT.
+  EXPECT_EQ(g["loadgen"]["scenario"], "server");
+  EXPECT_EQ(g["loadgen"]["queries"], 600);
+  EXPECT_DOUBLE_EQ(g["loadgen"]["ttft_p50_ns"].get<double>(), g["ttft_ns"]["p50"].get<double>());
+  EXPECT_GT(g["loadgen"]["mean_issue_delay_ns"].get<double>(), 0);  // served inline: late arrivals wait in LoadGen
 
   // TTFT bounded at the service time fails on the waits, TPOT bounded above 1 ms holds.
   Fixture t;

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "xsp/loadgen/sut.h"
 #include "xsp/trace/trace.h"
@@ -310,6 +312,97 @@ TEST(LoadgenInterrupt, ASignalStopsIssuingAndMarksTheRunAsCut) {
   const Result ok = run(quiet, q);
   EXPECT_FALSE(ok.interrupted);
   EXPECT_GE(ok.query_count, 20u);
+}
+
+// A fake clock the load generator reads and waits on, and an inline SUT that takes `service_ns` on it per query and
+// reports its first token `first_token_ns` in: every latency is then known exactly.
+class FakeTimebase final : public Timebase {
+ public:
+  mutable std::int64_t t = 1'000'000'000;
+  std::int64_t now_ns() const override { return t; }
+  void wait_until(std::int64_t until_ns) const override { t = std::max(t, until_ns); }
+};
+
+class InlineTokenSut final : public SystemUnderTest {
+ public:
+  InlineTokenSut(FakeTimebase& clock, std::int64_t service_ns, std::int64_t first_token_ns)
+      : clock_(clock), service_ns_(service_ns), first_token_ns_(first_token_ns) {}
+  std::string name() const override { return "inline-token"; }
+  void start(QueryCompleter& completer) override { completer_ = &completer; }
+  void issue(const Query& q) override {
+    origins.push_back(q.issued_ns);
+    starts.push_back(clock_.t);
+    completer_->first_token(q.id, clock_.t + first_token_ns_);
+    clock_.t += service_ns_;
+    completer_->complete(q.id, clock_.t);
+  }
+  void stop() override { completer_ = nullptr; }
+  std::vector<std::int64_t> origins, starts;
+
+ private:
+  FakeTimebase& clock_;
+  std::int64_t service_ns_, first_token_ns_;
+  QueryCompleter* completer_ = nullptr;
+};
+
+TEST(LoadgenTokens, ServerLatencyAndFirstTokenCountFromTheScheduledArrivalOfAnInlineSut) {
+  FakeTimebase clock;
+  InlineTokenSut sut(clock, 3'000'000, 1'000'000);  // 3 ms per query, first token after 1 ms
+  Settings s;
+  s.scenario = Scenario::kServer;
+  s.target_qps = 500;  // a query every 2 ms on average: an inline 3 ms service falls behind and queues
+  s.min_query_count = 200;
+  s.min_duration_ms = 0;
+  s.timebase = &clock;
+  const Result r = run(sut, s);
+  ASSERT_EQ(r.query_count, 200u);
+  ASSERT_EQ(r.first_token_latency_ns.size(), 200u);
+  // One server in order (Lindley's recursion): query i starts at max(its arrival, the previous end).
+  const std::int64_t loop_start = sut.origins[0] - r.scheduled_ns[0];
+  std::int64_t end = 0, waited = 0;
+  for (std::size_t i = 0; i < 200; ++i) {
+    const std::int64_t arrival = loop_start + r.scheduled_ns[i];
+    EXPECT_EQ(sut.origins[i], arrival) << i;  // the query carries its scheduled arrival
+    const std::int64_t start = std::max(arrival, end);
+    EXPECT_EQ(sut.starts[i], start) << i;
+    end = start + 3'000'000;
+    EXPECT_EQ(r.latency_ns[i], end - arrival) << i;
+    EXPECT_EQ(r.first_token_latency_ns[i], start + 1'000'000 - arrival) << i;
+    waited += start - arrival;
+  }
+  EXPECT_GT(waited, 0);  // the check above did see queueing
+  EXPECT_GT(r.first_token_summary.max, 1'000'000.0);
+  EXPECT_EQ(r.first_token_summary.n, 200u);
+}
+
+TEST(LoadgenTokens, NoFirstTokensLeaveTheTokenFieldsEmpty) {
+  NullSut sut;
+  Settings s;
+  s.scenario = Scenario::kSingleStream;
+  s.min_query_count = 10;
+  s.min_duration_ms = 0;
+  const Result r = run(sut, s);
+  EXPECT_TRUE(r.first_token_latency_ns.empty());
+  EXPECT_EQ(r.first_token_summary.n, 0u);
+  EXPECT_TRUE(std::isnan(r.first_token_summary.p50));
+}
+
+TEST(LoadgenTokens, SingleStreamFirstTokenLatencyIsFromTheIssue) {
+  FakeTimebase clock;
+  InlineTokenSut sut(clock, 5'000'000, 2'000'000);
+  Settings s;
+  s.scenario = Scenario::kSingleStream;
+  s.min_query_count = 20;
+  s.min_duration_ms = 0;
+  s.timebase = &clock;
+  const Result r = run(sut, s);
+  ASSERT_EQ(r.query_count, 20u);
+  for (std::size_t i = 0; i < r.query_count; ++i) {
+    EXPECT_EQ(r.latency_ns[i], 5'000'000) << i;
+    EXPECT_EQ(r.first_token_latency_ns[i], 2'000'000) << i;
+    EXPECT_EQ(sut.origins[i], r.issue_ns[i]) << i;
+  }
+  EXPECT_DOUBLE_EQ(r.first_token_summary.p50, 2'000'000.0);
 }
 
 TEST(LoadgenSettings, ParseAndValidate) {
