@@ -1,20 +1,24 @@
-// G1–G4, analyses of LLM token generation (generation_analyses.h, docs/generation.md "Analyses").
+// G1–G5, analyses of LLM token generation (generation_analyses.h, docs/generation.md "Analyses").
 #include "xsp/analysis/generation_analyses.h"
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 #include <vector>
 
 #include "internal.h"
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
+#include "xsp/analysis/roofline.h"
+#include "xsp/profilers/hardware_counters.h"
 
 namespace xsp {
 namespace {
@@ -491,6 +495,126 @@ Table g4_kernels_per_step(const EvaluationRecord& record, int b) {
   if (placed < tl.kernel_spans)
     t.notes.push_back(std::to_string(tl.kernel_spans - placed) + " of " + std::to_string(tl.kernel_spans) +
                       " KERNEL spans are not under a prefill or decode step of a request span; they are not counted");
+  return t;
+}
+
+// ---- G5 ----
+
+namespace {
+
+// A HARDWARE span's counters: its tags that name a counter (hw::find_counter), read as numbers.
+CounterValues counters_of(const Span& s) {
+  CounterValues v;
+  for (const Tag& t : s.tags) {
+    if (hw::find_counter(t.key) == nullptr) continue;  // range_index, replay, ...
+    double x = 0;
+    const char* end = t.value.data() + t.value.size();
+    const auto [p, ec] = std::from_chars(t.value.data(), end, x);
+    if (ec == std::errc() && p == end && std::isfinite(x)) v[t.key] = x;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<StepCounters> generation_step_counters(const Trace& trace, std::size_t* outside_steps) {
+  std::unordered_map<SpanId, const Span*> by_id;
+  for (const Span& s : trace.spans) by_id[s.id] = &s;
+  auto step_above = [&](const Span& s) -> const Span* {
+    for (auto it = by_id.find(s.parent_id); it != by_id.end(); it = by_id.find(it->second->parent_id))
+      if (is_step(*it->second)) return it->second;
+    return nullptr;
+  };
+  struct StepSum {
+    std::size_t kernels = 0;
+    double flops = 0, dram_bytes = 0;
+    bool have_flops = false, have_bytes = false;
+  };
+  std::map<SpanId, StepSum> per_span;  // step span -> its kernels' sums
+  std::size_t outside = 0;
+  for (const Span& s : trace.spans) {
+    if (s.level != Level::kHardware) continue;
+    const Span* step = step_above(s);
+    if (step == nullptr) {
+      ++outside;
+      continue;
+    }
+    StepSum& sum = per_span[step->id];
+    ++sum.kernels;
+    const CounterValues v = counters_of(s);
+    if (const auto f = hw::total_flops(v)) {
+      sum.flops += *f;
+      sum.have_flops = true;
+    }
+    if (const auto b = level_bytes(v, MemoryLevel::kDram)) {
+      sum.dram_bytes += *b;
+      sum.have_bytes = true;
+    }
+  }
+  if (outside_steps != nullptr) *outside_steps = outside;
+  struct Acc {
+    std::string phase;
+    std::size_t n = 0, n_flops = 0, n_bytes = 0;
+    double kernels = 0, flops = 0, dram_bytes = 0;
+  };
+  std::map<std::int64_t, Acc> by_step;
+  for (const auto& [id, sum] : per_span) {
+    const Span& step = *by_id.at(id);
+    Acc& a = by_step[step.tag_int("step").value_or(-1)];
+    a.phase = step.name;
+    ++a.n;
+    a.kernels += static_cast<double>(sum.kernels);
+    if (sum.have_flops) a.flops += sum.flops, ++a.n_flops;
+    if (sum.have_bytes) a.dram_bytes += sum.dram_bytes, ++a.n_bytes;
+  }
+  std::vector<StepCounters> out;
+  for (const auto& [step, a] : by_step) {
+    StepCounters c;
+    c.step = step;
+    c.phase = a.phase;
+    c.requests = a.n;
+    c.kernels = a.kernels / static_cast<double>(a.n);
+    if (a.n_flops) c.flops = a.flops / static_cast<double>(a.n_flops);
+    if (a.n_bytes) c.dram_bytes = a.dram_bytes / static_cast<double>(a.n_bytes);
+    if (c.flops && c.dram_bytes) c.arithmetic_intensity = arithmetic_intensity(*c.flops, *c.dram_bytes);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Table g5_counters_per_step(const EvaluationRecord& record, int b) {
+  const AnalysisSpec& spec = analysis_spec("G5");
+  if (!is_generation_evaluation(record)) return not_generation(spec, b);
+  Table t = empty_table(spec, b);
+  const RunRecord* run = record.run_for_level(b, Level::kHardware);
+  if (!run) {
+    t.notes.push_back("no counter run for this batch size: evaluate with --trace-level hardware on a GPU");
+    return t;
+  }
+  std::size_t outside = 0;
+  const std::vector<StepCounters> steps = generation_step_counters(run->trace, &outside);
+  auto opt = [](const std::optional<double>& v, double scale) { return v ? Cell{*v * scale} : Cell{}; };
+  for (const StepCounters& c : steps) {
+    RowBuilder row(t);
+    row.set("step", c.step);
+    row.set("samples", static_cast<std::int64_t>(c.requests));
+    row.set("kernels", c.kernels);
+    row.set("gflops", opt(c.flops, 1e-9));
+    row.set("dram_mb", opt(c.dram_bytes, 1e-6));
+    row.set("arithmetic_intensity", opt(c.arithmetic_intensity, 1.0));
+    t.rows.push_back(row.take());
+  }
+  if (steps.empty())
+    t.notes.push_back("the counter run has no HARDWARE spans under prefill or decode steps" +
+                      std::string(run->generation.contains("counters_unavailable")
+                                      ? ": " + run->generation["counters_unavailable"].get<std::string>()
+                                      : ""));
+  else
+    t.notes.push_back("counters of " + plural(steps.front().requests, "request", "requests") +
+                      ", every kernel replayed once per metric pass inside its launch (kernel replay): the counter "
+                      "run's timings are not used (SPEC §3)");
+  if (outside > 0)
+    t.notes.push_back(std::to_string(outside) + " HARDWARE spans are not under a prefill or decode step; not counted");
   return t;
 }
 

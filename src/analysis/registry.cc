@@ -490,6 +490,23 @@ std::vector<AnalysisSpec> generation_analyses() {
          col("gpu_busy_pct", "%", "GPU busy %", "100 × kernel time / step time")},
         c, "kernel_time_ms"));
   }
+  {
+    ChartSpec c = chart(ChartKind::kLine, "step", "arithmetic_intensity");
+    c.y2 = "gflops";
+    c.title = "Arithmetic intensity and FLOPs per generation step (0 = prefill)";
+    auto mean = [](std::string what) { return "mean per step of " + what + " (counter run)"; };
+    v.push_back(
+        spec("G5", "Counters per generation step",
+             "how much each prefill and decode step computes and moves, and which of the two bounds it", {L::kHardware},
+             per_batch(on_record<g5_counters_per_step>), D::kGeneration,
+             {col("step", "", "step", "0 = prefill, then decode steps 1, 2, ..."),
+              col("samples", "count", "steps", "step spans with this index holding counters (one per request)"),
+              col("kernels", "count/step", "kernels", mean("the profiled kernels (HARDWARE spans)")),
+              col("gflops", "GFLOP", "GFLOP", mean("the FLOPs, all precisions (hw::total_flops)")),
+              col("dram_mb", "MB", "DRAM (MB)", mean("the DRAM bytes read + written")),
+              col("arithmetic_intensity", "FLOP/byte", "FLOP/byte", "FLOPs / DRAM bytes (Williams et al. 2009)")},
+             c, "arithmetic_intensity"));
+  }
   return v;
 }
 

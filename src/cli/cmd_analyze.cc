@@ -113,7 +113,7 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                 "statistics, and exit; --format json for a machine-readable list");
   auto* analysis_opt = sub->add_option("--analysis", a->analyses,
                                        "comma-separated analysis ids: " + join_ids(analysis_ids()) +
-                                           " (default: A1-A7, and G1-G4 for a generation evaluation)")
+                                           " (default: A1-A7, and G1-G5 for a generation evaluation)")
                            ->capture_default_str()
                            ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
   sub->add_option("--format", a->format, "table|csv|json")->capture_default_str();
@@ -130,7 +130,7 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                    }
                    if (!a->id) throw CLI::RequiredError("id (the evaluation to analyze; or --list)");
                    auto store = open_store(g, StoreAccess::kRead);
-                   // Without --analysis: A1-A7, plus G1-G4 on a generation evaluation (the service's default).
+                   // Without --analysis: A1-A7, plus G1-G5 on a generation evaluation (the service's default).
                    const service::AnalysisResult result = service::analyze(
                        *store,
                        {*a->id, analysis_opt->count() == 0 ? std::vector<std::string>{} : split_ids(a->analyses),

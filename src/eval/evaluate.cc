@@ -282,8 +282,6 @@ void validate_generation(ValidatedRequest& v, const EvaluationContext& context) 
   const GenerationRequest& g = r.generation;
   if (!r.inputs.dataset.empty()) reject("inputs.dataset", "empty for a generation model (its inputs are prompts)");
   if (r.store_predictions) reject("store_predictions", "false for a generation model (sample outputs are kept)");
-  if (r.trace_level == TraceLevel::kHardware)
-    reject("trace_level", "model, framework or kernel for a generation model (no counter runs), got hardware");
   if (r.scenario) {
     const std::string& name = r.scenario->scenario;
     if (name != "single-stream" && name != "server" && name != "offline")
@@ -307,7 +305,7 @@ void validate_generation(ValidatedRequest& v, const EvaluationContext& context) 
                                            " + " + to_string(*r.generation.output_tokens));
   try {
     v.run_levels = run_levels(r.trace_level, r.leveled, v.predictor->framework_profiler() != nullptr,
-                              r.trace_level > TraceLevel::kFramework, false);
+                              r.trace_level > TraceLevel::kFramework, r.trace_level == TraceLevel::kHardware);
   } catch (const std::invalid_argument& e) {
     reject("trace_level", e.what());
   }
@@ -866,7 +864,13 @@ EvaluationRecord evaluate_unguarded(const EvaluationRequest& request, const Eval
                             v.manifest.name + " without a generator");
   std::unique_ptr<DeviceProfiler> device_profiler, counter_profiler;
   if (plan.trace_level > TraceLevel::kFramework) device_profiler = create_device_profiler(r.cupti);
-  if (plan.trace_level == TraceLevel::kHardware) counter_profiler = create_counter_profiler(r.counters);
+  if (plan.trace_level == TraceLevel::kHardware) {
+    CounterOptions counters = r.counters;
+    // A generation's steps differ in shape (prefill, then decodes over a growing cache): there are no identical
+    // batches to rotate metric passes over, so each kernel is replayed inside its launch instead.
+    if (plan.workload == Workload::kGeneration) counters.replay = CounterOptions::Replay::kKernel;
+    counter_profiler = create_counter_profiler(counters);
+  }
   RunSession session({{predictor->framework_profiler(), device_profiler.get(), counter_profiler.get()},
                       context.clock,
                       context.interrupt,

@@ -12,6 +12,7 @@
 #include <span>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include "format.h"
 #include "scoped_span.h"
@@ -472,6 +473,7 @@ struct Serving {
   std::size_t requests = 0;    // measured requests so far
   int done = 0, expected = 0;  // progress: requests (warm-up included) done, and in all (0: open-ended)
   bool queued = false;         // server, offline: a request may wait after its arrival (tagged queue_ns)
+  bool counter_run = false;    // trace level hardware: every request's trace is kept
   nlohmann::json& sample_output;
   int draw(const TokenRange& range) {
     return range.min == range.max ? range.min : std::uniform_int_distribution<int>(range.min, range.max)(lengths);
@@ -516,7 +518,8 @@ void GenerationRun::serve(Serving& sv, const loadgen::Query& q, loadgen::QueryCo
     last_ns = out.end_ns;
     sv.tally.add(k, std::move(t), out, q.issued_ns, sv.queued, static_cast<int>(chunk.size()), prompt_tokens,
                  output_tokens);
-    if (sv.r.level > TraceLevel::kModel && o_.tail_steps > 0) sv.tally.drop_deep_spans_outside_tail(k);
+    if (sv.r.level > TraceLevel::kModel && o_.tail_steps > 0 && !sv.counter_run)
+      sv.tally.drop_deep_spans_outside_tail(k);
     if (!out.texts.empty()) {
       sv.sample_output = {{"batch_size", sv.r.batch},
                           {"trace_level", std::string(to_string(sv.r.level))},
@@ -536,7 +539,19 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   RunTally tally(o_.tail_steps);
   Serving sv(r, tally, plan_.inputs.seed, sample_output);
   sv.next_id = kAppSpan + 1;
-  const loadgen::Settings settings = this->settings(r);
+  // A counter run (trace level hardware) replays every kernel once per metric pass: its timings are never used
+  // (SPEC §3), so it is a fixed number of requests (counter_iterations) in a closed loop, whatever the scenario,
+  // every request's trace kept, and what it gives is each step's counters (analysis G5).
+  const bool counter_run = r.level == TraceLevel::kHardware;
+  loadgen::Settings settings = this->settings(r);
+  if (counter_run) {
+    settings.scenario = loadgen::Scenario::kMultiStream;
+    settings.samples_per_query = static_cast<std::uint64_t>(r.batch);
+    settings.min_query_count = settings.max_query_count =
+        static_cast<std::uint64_t>(std::max(1, plan_.sweep.counter_iterations));
+    settings.min_duration_ms = 0;
+  }
+  sv.counter_run = counter_run;
   sv.queued = settings.scenario == loadgen::Scenario::kServer || settings.scenario == loadgen::Scenario::kOffline;
   const int warmup = std::max(0, m.warmup_min_batches);
   if (sv.queued) {  // the requests LoadGen will issue are known: sized as loadgen::run() sizes them
@@ -554,10 +569,12 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   // test, since an offline warm-up query would be every sequence.
   std::vector<std::uint64_t> warm_samples(static_cast<std::size_t>(r.batch));
   for (std::size_t j = 0; j < warm_samples.size(); ++j) warm_samples[j] = j % settings.sample_count;
+  // A counter run warms up untraced: replaying kernels would warm nothing that the counters need.
+  const Run warm{r.batch, counter_run ? TraceLevel::kModel : r.level};
   for (int w = 0; w < warmup; ++w) {
     check_interrupt();
     TraceRecorder rec(sv.next_id);
-    (void)traced_request(rec, r, kAppSpan, warm_samples, sv.draw(o_.prompt_tokens), sv.draw(o_.output_tokens),
+    (void)traced_request(rec, warm, kAppSpan, warm_samples, sv.draw(o_.prompt_tokens), sv.draw(o_.output_tokens),
                          sv.synthetic++, {});
     session_.progress(Progress{++sv.done, sv.expected, "warm-up"});
   }
@@ -590,6 +607,15 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
                                {"harness_ns_per_query", lg.harness_ns_per_query}};
   run.generation["tail"] = tally.tail_json();
   run.trace = close_trace(tally, r, t0);
+  if (counter_run) {
+    run.measurement.design = "generation counters";
+    run.measurement.stability.verdict = Verdict::kNotAssessed;  // replayed kernels: the timings are not the model's
+    run.generation["timings_used"] = false;
+    for (const char* key : {"valid", "invalid_reason", "early_stopping"}) run.generation.erase(key);
+    run.generation["counter_replay"] = "kernel";
+    if (!session_.counters_unavailable().empty())
+      run.generation["counters_unavailable"] = session_.counters_unavailable();
+  }
   return run;
 }
 

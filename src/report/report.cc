@@ -658,7 +658,7 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
     html += "<h3>Analyses</h3>";
     std::vector<Table> tables;
     try {
-      // Every analysis, the generation ones (G1-G4) only on a generation evaluation.
+      // Every analysis, the generation ones (G1-G5) only on a generation evaluation.
       std::vector<std::string> ids = analysis_ids();
       if (!is_generation_evaluation(r))
         std::erase_if(ids, [](const std::string& id) {

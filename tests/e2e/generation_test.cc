@@ -191,6 +191,14 @@ TEST(Gpt2TinyCli, EvaluateShowAndBadRequests) {
   const auto [rc7, prec] = sh(xsp + " evaluate digits_cnn --precision bf16 --synthetic");
   EXPECT_EQ(rc7, 2) << prec;
   EXPECT_NE(prec.find("--precision"), std::string::npos) << prec;
+  // Counters per decode step need a GPU: on the CPU the level is refused by its flag, and nothing is stored.
+  const auto [rc9, hardware] = sh(xsp + " evaluate gpt2_tiny --trace-level hardware --output-tokens 2 --iterations 1");
+  EXPECT_EQ(rc9, 2) << hardware;
+  EXPECT_NE(hardware.find("--trace-level"), std::string::npos) << hardware;
+  EXPECT_NE(hardware.find("cuda"), std::string::npos) << hardware;
+  const auto [rc10, stored] = sh(xsp + " list");
+  ASSERT_EQ(rc10, 0) << stored;
+  EXPECT_EQ(stored.find("hardware"), std::string::npos) << stored;
   const auto [rc8, listed] = sh(xsp + " list");
   EXPECT_NE(listed.find("GPT2_Tiny"), std::string::npos) << listed;
   fs::remove_all(dir);

@@ -181,7 +181,7 @@ FrameworkLayers framework_layers(const EvaluationRecord& record, int batch_size)
 /// ones of generation_analyses.h ("G1".."G4").
 const std::vector<std::string>& analysis_ids();
 /// The analyses `xsp analyze` and the report run when none are named, in analysis_ids() order: those whose
-/// AnalysisSpec::default_for matches `record`: A1–A7 on an inference evaluation, A1 and G1–G4 on a generation
+/// AnalysisSpec::default_for matches `record`: A1–A7 on an inference evaluation, A1 and G1–G5 on a generation
 /// evaluation (generation_analyses.h is_generation_evaluation()).
 std::vector<std::string> default_analysis_ids(const EvaluationRecord& record);
 

@@ -1,5 +1,6 @@
 // Analyses of LLM token generation (docs/generation.md "Analyses"): G1 prefill vs decode, G2 layer time in prefill
-// vs decode, G3 KV cache memory, G4 kernels per decode step.
+// vs decode, G3 KV cache memory, G4 kernels per decode step, G5
+// hardware counters per step.
 //
 // Trace conventions read here (docs/generation.md "Spans"):
 //  - per measured request (B sequences generated together) a MODEL span "request" (tags "request" = index among
@@ -107,9 +108,32 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
 /// KERNEL-level run, or with no KERNEL spans (a CPU run), no rows and a note.
 Table g4_kernels_per_step(const EvaluationRecord& record, int batch_size);
 
+/// One generation step index's hardware counters, the mean over the requests of a counter run.
+struct StepCounters {
+  std::int64_t step = 0;             ///< 0 = prefill, then the decode steps
+  std::string phase;                 ///< "prefill" | "decode"
+  std::size_t requests = 0;          ///< step spans with this index that hold HARDWARE spans
+  double kernels = 0;                ///< mean HARDWARE spans (profiled kernels) per step
+  std::optional<double> flops;       ///< mean hw::total_flops per step; nullopt when no kernel had FLOP counters
+  std::optional<double> dram_bytes;  ///< mean DRAM bytes (read + write) per step; nullopt without both counters
+  /// flops / dram_bytes (FLOP/byte; Williams, Waterman, Patterson, "Roofline", CACM 2009); nullopt when either is.
+  std::optional<double> arithmetic_intensity;
+};
+
+/// The counters of a generation counter run (trace level hardware) per step index: every HARDWARE span summed into
+/// the prefill or decode step span above it (by parent links), then averaged per step index over the requests.
+/// HARDWARE spans under no step are counted in `*outside_steps` (when given). Rows in step order.
+std::vector<StepCounters> generation_step_counters(const Trace& trace, std::size_t* outside_steps = nullptr);
+
+/// G5 "Counters per generation step" (one batch size, the counter run of `--trace-level hardware`): one row per
+/// step index of generation_step_counters(): step, samples, kernels, gflops, dram_mb and arithmetic_intensity. A
+/// note says how the counters were collected (kernel replay) and that the run's timings are not used. Without a
+/// counter run, no rows and a note.
+Table g5_counters_per_step(const EvaluationRecord& record, int batch_size);
+
 /// The generation analysis ids: the analysis_registry() entries of family AnalysisFamily::kGeneration, in
-/// analysis_ids() order: "G1", "G2", "G3", "G4". run_analyses() runs them through their registry functions: G1 and
-/// G3 give one table over the batch sizes, G2 and G4 one table per batch size.
+/// analysis_ids() order: "G1" .. "G5". run_analyses() runs them through their registry functions: G1 and G3 give one
+/// table over the batch sizes, G2, G4 and G5 one table per batch size.
 const std::vector<std::string>& generation_analysis_ids();
 
 }  // namespace xsp

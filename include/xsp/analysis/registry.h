@@ -77,7 +77,7 @@ enum class DefaultFor {
   kNone,        ///< only when named (the GPU analyses: they need a KERNEL-level run)
   kEvery,       ///< every evaluation (A1)
   kInference,   ///< evaluations that are not generation ones (A2–A7: their layers are ops under predict spans)
-  kGeneration,  ///< generation evaluations only (G1–G4; generation_analyses.h is_generation_evaluation())
+  kGeneration,  ///< generation evaluations only (G1–G5; generation_analyses.h is_generation_evaluation())
 };
 
 /// One analysis (or one further fixed-column table an analysis or the summary returns).

@@ -130,7 +130,7 @@ const std::string& analysis_id(std::string_view text);
 struct AnalysisRequest {
   std::int64_t evaluation_id = 0;
   /// Analysis ids (case-insensitive, in the order to run); empty = default_analysis_ids() of the evaluation (A1-A7,
-  /// and G1-G4 for a generation evaluation).
+  /// and G1-G5 for a generation evaluation).
   std::vector<std::string> analyses;
   std::optional<int> batch_size;           ///< only this batch size in the per-batch-size analyses
   std::optional<double> latency_bound_ms;  ///< A1's optimal batch under this p99 bound

@@ -1,4 +1,4 @@
-// Generation analyses (G1–G4) on hand-made traces with known answers (generation_analyses.h,
+// Generation analyses (G1–G5) on hand-made traces with known answers (generation_analyses.h,
 // docs/generation.md "Analyses"). Parent ids are set by hand, as the assembler would.
 #include "xsp/analysis/generation_analyses.h"
 
@@ -388,6 +388,62 @@ TEST(GenerationAnalyses, G4WithoutKernels) {
   EXPECT_TRUE(has_note(empty, "no KERNEL spans"));
 }
 
+// A counter run's trace by hand: request 10 over prefill 11 (step 0) and decode 12 (step 1); op 13 under the prefill;
+// HARDWARE spans under the op, the steps and (one) the request itself.
+Trace counter_trace() {
+  Trace t;
+  auto span = [&t](SpanId id, SpanId parent, Level level, std::string name, std::vector<Tag> tags) {
+    Span s;
+    s.id = id;
+    s.parent_id = parent;
+    s.level = level;
+    s.name = std::move(name);
+    s.tags = std::move(tags);
+    t.spans.push_back(std::move(s));
+  };
+  span(10, kNoSpan, Level::kModel, kStageRequest, {{"request", 0}});
+  span(11, 10, Level::kModel, kStagePrefill, {{"step", 0}});
+  span(12, 10, Level::kModel, kStageDecode, {{"step", 1}});
+  span(13, 11, Level::kFramework, "aten::linear", {});
+  span(20, 13, Level::kHardware, "gemm", {{"fp32_flops", 4e6}, {"dram_read_bytes", 1e6}, {"dram_write_bytes", 1e6}});
+  span(21, 11, Level::kHardware, "softmax",
+       {{"fp32_flops", 2e6}, {"dram_read_bytes", 5e5}, {"dram_write_bytes", 5e5}, {"range_index", 1}});
+  span(22, 12, Level::kHardware, "gemv", {{"fp16_flops", 1e6}, {"dram_read_bytes", 2e6}, {"dram_write_bytes", 0.0}});
+  span(23, 12, Level::kHardware, "add", {{"fp32_flops", 1e6}});  // no DRAM counters
+  span(24, 10, Level::kHardware, "copy", {{"dram_read_bytes", 8.0}, {"dram_write_bytes", 8.0}});
+  return t;
+}
+
+TEST(GenerationAnalyses, G5SumsEachStepsKernelCountersAndDividesFlopsByDramBytes) {
+  std::size_t outside = 0;
+  const std::vector<StepCounters> steps = generation_step_counters(counter_trace(), &outside);
+  EXPECT_EQ(outside, 1u);  // the copy under the request, outside any step
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].step, 0);
+  EXPECT_EQ(steps[0].phase, kStagePrefill);
+  EXPECT_EQ(steps[0].requests, 1u);
+  EXPECT_DOUBLE_EQ(steps[0].kernels, 2);               // the gemm (through its op) and the softmax
+  EXPECT_DOUBLE_EQ(steps[0].flops.value(), 6e6);       // 4 + 2 MFLOP
+  EXPECT_DOUBLE_EQ(steps[0].dram_bytes.value(), 3e6);  // 2 + 1 MB
+  EXPECT_DOUBLE_EQ(steps[0].arithmetic_intensity.value(), 2.0);
+  EXPECT_EQ(steps[1].phase, kStageDecode);
+  EXPECT_DOUBLE_EQ(steps[1].kernels, 2);
+  EXPECT_DOUBLE_EQ(steps[1].flops.value(), 2e6);       // FP16 and FP32 FLOPs together
+  EXPECT_DOUBLE_EQ(steps[1].dram_bytes.value(), 2e6);  // the add had no DRAM counters
+  EXPECT_DOUBLE_EQ(steps[1].arithmetic_intensity.value(), 1.0);
+
+  EvaluationRecord e = generation_record();
+  EXPECT_TRUE(g5_counters_per_step(e, 2).rows.empty());  // no counter run
+  EXPECT_TRUE(has_note(g5_counters_per_step(e, 2), "--trace-level hardware"));
+  e.runs.push_back(run(TraceLevel::kHardware, counter_trace(), 1));
+  const Table t = g5_counters_per_step(e, 2);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(num(t, 0, "gflops"), 6e-3);
+  EXPECT_DOUBLE_EQ(num(t, 0, "dram_mb"), 3.0);
+  EXPECT_DOUBLE_EQ(num(t, 1, "arithmetic_intensity"), 1.0);
+  EXPECT_TRUE(has_note(t, "1 HARDWARE spans are not under a prefill or decode step"));
+}
+
 TEST(GenerationAnalyses, RecordsWithoutGenerationRunsGiveNoRows) {
   EvaluationRecord e = generation_record();
   for (RunRecord& r : e.runs) r.generation = nlohmann::json::object();
@@ -407,8 +463,8 @@ TEST(GenerationAnalyses, RunAnalysesDispatchesTheGenerationIds) {
   const EvaluationRecord e = generation_record();
   EXPECT_TRUE(is_generation_evaluation(e));
   const auto& ids = analysis_ids();
-  ASSERT_GE(ids.size(), 4u);
-  EXPECT_EQ(std::vector<std::string>(ids.end() - 4, ids.end()), generation_analysis_ids());
+  ASSERT_GE(ids.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(ids.end() - 5, ids.end()), generation_analysis_ids());
   const auto tables = run_analyses(e, {"g4", "G1", "G2", "G3"}, std::nullopt);
   ASSERT_EQ(tables.size(), 4u);
   EXPECT_EQ(tables[0].id, "G4");
@@ -417,7 +473,7 @@ TEST(GenerationAnalyses, RunAnalysesDispatchesTheGenerationIds) {
   EXPECT_EQ(tables[2].id, "G2");
   EXPECT_EQ(tables[3].id, "G3");
   const auto defaults = default_analysis_ids(e);
-  EXPECT_EQ(std::vector<std::string>(defaults.end() - 4, defaults.end()), generation_analysis_ids());
+  EXPECT_EQ(std::vector<std::string>(defaults.end() - 5, defaults.end()), generation_analysis_ids());
   for (const Table& t : tables) {
     EXPECT_EQ(t.spec, t.id);
     for (const auto& row : t.rows) EXPECT_EQ(row.size(), t.columns.size());

@@ -244,9 +244,9 @@ TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   const EvaluationRecord record = cpu_record();
   const std::vector<Table> tables = run_analyses(record, analysis_ids(), std::nullopt);
   // A1 once, A2–A7 and the per-batch GPU analyses per batch size (2), A15 and gpu-idle once, launch-stats once
-  // (no kernel run: no top-delay tables), G1 and G3 once, G2 and G4 per batch size (not a generation evaluation:
-  // no rows).
-  EXPECT_EQ(tables.size(), 1u + 6 * 2 + 8 * 2 + 3 + 2 + 2 * 2);
+  // (no kernel run: no top-delay tables), G1 and G3 once, G2, G4 and G5 per batch size (not a generation
+  // evaluation: no rows).
+  EXPECT_EQ(tables.size(), 1u + 6 * 2 + 8 * 2 + 3 + 2 + 3 * 2);
   for (const Table& t : tables) check_table(t);
   for (const Table& t : evaluation_summary(record)) check_table(t);
 
@@ -368,7 +368,7 @@ TEST(AnalysisRegistry, EveryAnalysisIsListedOnceWithOneFunctionOfItsKind) {
   }
   EXPECT_EQ(gpu_analysis_ids(), gpu);
   EXPECT_EQ(generation_analysis_ids(), generation);
-  EXPECT_EQ(generation, (std::vector<std::string>{"G1", "G2", "G3", "G4"}));
+  EXPECT_EQ(generation, (std::vector<std::string>{"G1", "G2", "G3", "G4", "G5"}));
 }
 
 // What a test analysis saw: the batch sizes it was called with, in order.

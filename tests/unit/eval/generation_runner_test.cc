@@ -13,11 +13,14 @@
 #include "fake_clock.h"
 #include "fake_model.h"
 #include "run_helpers.h"
+#include "xsp/analysis/analyses.h"
+#include "xsp/analysis/registry.h"
 
 namespace xsp {
 namespace {
 
 using testing::FakeClock;
+using testing::FakeDeviceProfiler;
 using testing::FakeFrameworkProfiler;
 
 // Per-step latencies: tokenize/detokenize through the codec, prefill = prefill_ns, decode step i = decode_ns(i);
@@ -30,9 +33,41 @@ struct StepModel {
   std::map<std::pair<int, int>, double> slow;  // (request served, step) -> latency
 };
 
+// Stands in for the CUPTI counter profiler: while on, the fake generator's every step adds one HARDWARE span (a
+// "kernel") with known counters inside the step's interval, as a replayed kernel's range would.
+class FakeCounterProfiler final : public DeviceProfiler {
+ public:
+  std::string name() const override { return "fake-counters"; }
+  void start(TraceRecorder& recorder, const DeviceProfilerOptions&) override { recorder_ = &recorder; }
+  void stop() override { recorder_ = nullptr; }
+  OpCorrelationListener* correlation_listener() override { return nullptr; }
+  std::string clock_mapping() const override { return "fake"; }
+  // Prefill: 8 MFLOP over 4 MB of DRAM (2 FLOP/byte); a decode step: 1 MFLOP over 1 MB (1 FLOP/byte).
+  void kernel(bool prefill, std::int64_t start_ns, std::int64_t end_ns) {
+    if (recorder_ == nullptr) return;
+    Span s;
+    s.id = recorder_->next_id();
+    s.level = Level::kHardware;
+    s.name = prefill ? "fake_prefill_kernel" : "fake_decode_kernel";
+    s.start_ns = start_ns;
+    s.end_ns = end_ns;
+    s.track = Track::host_thread(current_thread_id());
+    s.tags = {{"fp32_flops", prefill ? 8e6 : 1e6},
+              {"dram_read_bytes", prefill ? 3e6 : 9e5},
+              {"dram_write_bytes", prefill ? 1e6 : 1e5},
+              {"range_index", static_cast<std::int64_t>(ranges++)}};
+    recorder_->add(std::move(s));
+  }
+  std::int64_t ranges = 0;
+
+ private:
+  TraceRecorder* recorder_ = nullptr;
+};
+
 class FakeGenerator final : public Generator {
  public:
   FakeGenerator(FakeClock& clock, const StepModel& model) : clock_(clock), model_(model) {}
+  FakeCounterProfiler* counters = nullptr;
   int max_positions() const override { return 256; }
   int vocab_size() const override { return 100; }
   std::vector<std::int64_t> prefill(const std::vector<std::int64_t>& ids, int batch, int prompt_tokens,
@@ -66,7 +101,14 @@ class FakeGenerator final : public Generator {
  private:
   void advance() {
     if (auto it = model_.slow.find({served, step_}); it != model_.slow.end()) return clock_.advance(it->second);
-    clock_.advance(step_ == 0 ? model_.prefill_ns : model_.decode_ns);
+    const double ns = step_ == 0 ? model_.prefill_ns : model_.decode_ns;
+    if (counters == nullptr) return clock_.advance(ns);
+    // The kernel strictly inside the step: 1 ns from either end.
+    clock_.advance(1);
+    const std::int64_t start = clock_.now_ns();
+    clock_.advance(ns - 2);
+    counters->kernel(step_ == 0, start, clock_.now_ns());
+    clock_.advance(1);
   }
   FakeClock& clock_;
   StepModel model_;
@@ -101,6 +143,7 @@ struct Fixture {
   std::unique_ptr<FakeGenPredictor> predictor;
   RunPlan o;
   std::atomic<int>* interrupt = nullptr;
+  std::function<void(FakeGenPredictor&)> on_predictor;  // set up the predictor once made (e.g. its counter hook)
   Fixture() {
     o.measurement.warmup_min_batches = 1;
     o.measurement.min_batches = 4;
@@ -128,6 +171,7 @@ struct Fixture {
     session.record_machine_state = false;
     session.interrupt = interrupt;
     predictor = std::make_unique<FakeGenPredictor>(clock, model);
+    if (on_predictor) on_predictor(*predictor);
     return testing::generation(gpt_manifest(), *predictor, o, std::move(session));
   }
 };
@@ -345,6 +389,64 @@ TEST(GenerationRunner, ServerTtftIncludesTheWaitAndEarlyStoppingIsDecidedPerMetr
   make_server(ok, loadgen::TokenLatencyBounds{1e9, 1.1e6, 99});
   const nlohmann::json g3 = ok.run().runs.at(0).generation;
   EXPECT_TRUE(g3["valid"].get<bool>()) << g3["invalid_reason"];
+}
+
+TEST(GenerationRunner, AHardwareRunGivesCountersPerDecodeStepAndNoTimings) {
+  Fixture f;
+  FakeDeviceProfiler device(f.clock);
+  FakeCounterProfiler counters;
+  f.o.trace_level = TraceLevel::kHardware;
+  f.o.sweep.counter_iterations = 2;
+  SessionOptions session;
+  session.profilers.device = &device;
+  session.profilers.counters = &counters;
+  f.on_predictor = [&counters](FakeGenPredictor& p) { p.gen_.counters = &counters; };
+  const EvaluationRecord rec = f.run(session);
+  // Kernel level (timed, through LoadGen as usual), then the counter run.
+  ASSERT_EQ(rec.runs.size(), 2u);
+  EXPECT_EQ(rec.runs[0].trace_level, TraceLevel::kKernel);
+  EXPECT_EQ(rec.runs[0].generation["requests"], 4);
+  const RunRecord& hw = rec.runs[1];
+  EXPECT_EQ(hw.trace_level, TraceLevel::kHardware);
+  EXPECT_EQ(hw.generation["requests"], 2);  // counter_iterations, not the timed run's minimums
+  EXPECT_EQ(hw.generation["loadgen"]["queries"], 2);
+  EXPECT_FALSE(hw.generation["timings_used"].get<bool>());
+  EXPECT_EQ(hw.measurement.stability.verdict, Verdict::kNotAssessed);
+  EXPECT_EQ(hw.generation["counter_replay"], "kernel");
+  // Every step of both requests holds its kernel: one HARDWARE span under each prefill / decode span.
+  EXPECT_EQ(counters.ranges, 10);  // 2 requests x 5 steps (the warm-up ran untraced)
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : hw.trace.spans) by_id[s.id] = &s;
+  int placed = 0;
+  for (const Span& s : hw.trace.spans) {
+    if (s.level != Level::kHardware) continue;
+    const Span& step = *by_id.at(s.parent_id);
+    EXPECT_EQ(step.name, s.name == "fake_prefill_kernel" ? kStagePrefill : kStageDecode) << s.name;
+    ++placed;
+  }
+  EXPECT_EQ(placed, 10);
+  // Per step (analysis G5 over the counter run's trace): the mean over the 2 requests; FLOP/byte = flops / (read +
+  // write).
+  const std::vector<Table> g5 = run_analyses(rec, {"G5"}, std::nullopt);
+  ASSERT_EQ(g5.size(), 1u);
+  const Table& t = g5[0];
+  ASSERT_EQ(t.rows.size(), 5u);
+  auto num = [&t](std::size_t row, std::string_view col) {
+    const Cell& c = cell(t, t.rows[row], col);
+    return std::holds_alternative<double>(c) ? std::get<double>(c) : static_cast<double>(std::get<std::int64_t>(c));
+  };
+  EXPECT_EQ(num(0, "step"), 0);
+  EXPECT_EQ(num(0, "samples"), 2);
+  EXPECT_DOUBLE_EQ(num(0, "kernels"), 1.0);
+  EXPECT_DOUBLE_EQ(num(0, "gflops"), 8e-3);
+  EXPECT_DOUBLE_EQ(num(0, "dram_mb"), 4.0);
+  EXPECT_DOUBLE_EQ(num(0, "arithmetic_intensity"), 2.0);
+  for (std::size_t i = 1; i < 5; ++i) {
+    EXPECT_EQ(num(i, "step"), static_cast<double>(i));
+    EXPECT_DOUBLE_EQ(num(i, "gflops"), 1e-3);
+    EXPECT_DOUBLE_EQ(num(i, "arithmetic_intensity"), 1.0);
+  }
+  EXPECT_NE(t.notes.at(0).find("kernel replay"), std::string::npos) << t.notes.at(0);
 }
 
 TEST(GenerationRunner, TooFewRequestsForEarlyStoppingIsSaid) {
