@@ -303,6 +303,9 @@ void validate_generation(ValidatedRequest& v, const EvaluationContext& context) 
                                            std::to_string(in.dimensions.front()) +
                                            " positions (inputs[0].dimensions), got " + to_string(g.prompt_tokens) +
                                            " + " + to_string(*r.generation.output_tokens));
+  // A generation's steps differ in shape (prefill, then decodes over a growing cache): there are no identical
+  // batches to rotate metric passes over, so each kernel is replayed inside its launch instead (recorded as run).
+  if (r.trace_level == TraceLevel::kHardware) r.counters.replay = CounterOptions::Replay::kKernel;
   try {
     v.run_levels = run_levels(r.trace_level, r.leveled, v.predictor->framework_profiler() != nullptr,
                               r.trace_level > TraceLevel::kFramework, r.trace_level == TraceLevel::kHardware);
@@ -864,13 +867,7 @@ EvaluationRecord evaluate_unguarded(const EvaluationRequest& request, const Eval
                             v.manifest.name + " without a generator");
   std::unique_ptr<DeviceProfiler> device_profiler, counter_profiler;
   if (plan.trace_level > TraceLevel::kFramework) device_profiler = create_device_profiler(r.cupti);
-  if (plan.trace_level == TraceLevel::kHardware) {
-    CounterOptions counters = r.counters;
-    // A generation's steps differ in shape (prefill, then decodes over a growing cache): there are no identical
-    // batches to rotate metric passes over, so each kernel is replayed inside its launch instead.
-    if (plan.workload == Workload::kGeneration) counters.replay = CounterOptions::Replay::kKernel;
-    counter_profiler = create_counter_profiler(counters);
-  }
+  if (plan.trace_level == TraceLevel::kHardware) counter_profiler = create_counter_profiler(r.counters);
   RunSession session({{predictor->framework_profiler(), device_profiler.get(), counter_profiler.get()},
                       context.clock,
                       context.interrupt,
