@@ -46,7 +46,7 @@ int run_evaluate(Globals& g, Args& a) {
     std::cerr << "warning: hardware counters not collected: "
               << record.settings["counters_unavailable"].get<std::string>() << "\n";
   print_summary(record, TableFormat::kText);
-  if (!a.analyses.empty() && record.scenario == "batch-sweep")
+  if (!a.analyses.empty() && record.kind() == RecordKind::kBatchSweep)
     print_tables(run_analyses(record, split_ids(a.analyses), analysis_options_for(record, *store)), TableFormat::kText);
   std::cout << "stored as evaluation " << record.id << " in " << redact_location(g.store_path) << "\n";
   if (record.status == "incomplete" && interrupt && interrupt->signal() != 0) {

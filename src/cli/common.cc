@@ -205,7 +205,7 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
 
 void print_summary(const EvaluationRecord& record, TableFormat format) {
   if (format == TableFormat::kText) {
-    if (is_scenario_record(record)) {
+    if (record.kind() == RecordKind::kScenario) {
       std::cout << "evaluation " << record.id << ": " << format_scenario_record(record);
     } else {
       std::cout << "evaluation " << record.id << ": " << record.model_name << " " << record.model_version << " on "

@@ -369,15 +369,6 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
   return record;
 }
 
-bool is_scenario_record(const EvaluationRecord& record) {
-  try {
-    loadgen::parse_scenario(record.scenario);
-    return true;
-  } catch (const std::invalid_argument&) {
-    return false;
-  }
-}
-
 std::string format_scenario_record(const EvaluationRecord& record) {
   const auto& s = record.settings;
   const auto& ss = s.value("scenario_settings", nlohmann::json::object());

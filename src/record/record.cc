@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 namespace xsp {
 
@@ -91,6 +93,30 @@ const RunRecord* EvaluationRecord::run_for_level(int batch_size, Level level) co
     }
   }
   return best;
+}
+
+std::string_view to_string(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kBatchSweep:
+      return "batch-sweep";
+    case RecordKind::kScenario:
+      return "scenario";
+    case RecordKind::kGeneration:
+      return "generation";
+  }
+  return "batch-sweep";
+}
+
+RecordKind record_kind(std::string_view scenario) {
+  if (scenario.empty() || scenario == "batch-sweep") return RecordKind::kBatchSweep;
+  for (std::string_view s : {"single-stream", "multi-stream", "server", "offline"})
+    if (scenario == s) return RecordKind::kScenario;
+  if (scenario == "generation") return RecordKind::kGeneration;
+  for (std::string_view s : {"single-stream", "server", "offline"})
+    if (scenario == "generation-" + std::string(s)) return RecordKind::kGeneration;
+  throw std::invalid_argument("record scenario '" + std::string(scenario) +
+                              "': expected batch-sweep, single-stream, multi-stream, server, offline, generation or "
+                              "generation-single-stream|server|offline");
 }
 
 }  // namespace xsp

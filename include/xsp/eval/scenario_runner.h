@@ -40,9 +40,6 @@ namespace xsp {
 /// inputs or predict() fails.
 EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, const RunPlan& plan, RunSession& session);
 
-/// True when `record` came from run_scenario() (its scenario is a load-generator scenario name).
-bool is_scenario_record(const EvaluationRecord& record);
-
 /// A text table of a scenario record: per run, queries, samples, duration, p50/p90/p95/p99/p99.9 (ms) and
 /// trimmed mean recomputed from the raw latencies, QPS with and without harness, harness ns/query, early-stopping
 /// estimate; for a peak search the tried rates with pass/fail and the peak; for a sweep the samples/s per batch

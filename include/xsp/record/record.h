@@ -171,6 +171,18 @@ struct RunRecord {
   bool operator==(const RunRecord&) const = default;
 };
 
+/// Which workload of the run engine made a record (docs/architecture.md "The run engine").
+enum class RecordKind {
+  kBatchSweep,  ///< the batch sweep of SPEC §3 (EvaluationRecord::scenario "batch-sweep")
+  kScenario,    ///< a LoadGen scenario ("single-stream", "multi-stream", "server", "offline")
+  kGeneration,  ///< token generation ("generation", "generation-single-stream", "generation-server", ...)
+};
+/// "batch-sweep" | "scenario" | "generation".
+std::string_view to_string(RecordKind kind);
+/// The kind of a stored EvaluationRecord::scenario value ("" — stores before scenarios — is the batch sweep).
+/// Throws std::invalid_argument naming the value and the expected ones for any other text.
+RecordKind record_kind(std::string_view scenario);
+
 /// A whole evaluation: model × framework × device × scenario × batch sizes × trace level (SPEC §1).
 struct EvaluationRecord {
   std::int64_t id = 0;              ///< store id (0 until stored)
@@ -200,6 +212,8 @@ struct EvaluationRecord {
   /// deepest enabled level is `level` (M run for MODEL, M/F run for FRAMEWORK...); without leveled runs the
   /// single run that enables `level`. nullptr when none records that level.
   const RunRecord* run_for_level(int batch_size, Level level) const;
+  /// record_kind(scenario): which workload made this record.
+  RecordKind kind() const { return record_kind(scenario); }
 };
 
 }  // namespace xsp

@@ -153,7 +153,7 @@ TEST_F(ScenarioStore, RecordRoundTripsWithIdenticalRawLatencies) {
   EXPECT_EQ(loaded->runs[0].predict_latency_ns, rec.runs[0].predict_latency_ns);
   EXPECT_EQ(loaded->scenario, "single-stream");
   EXPECT_EQ(loaded->settings, rec.settings);
-  EXPECT_TRUE(is_scenario_record(*loaded));
+  EXPECT_EQ(loaded->kind(), RecordKind::kScenario);
   // The report is recomputed from the raw latencies, so it is the same before and after storing.
   const std::string report = format_scenario_record(*loaded);
   EXPECT_EQ(report, format_scenario_record(rec));

@@ -54,5 +54,27 @@ TEST(Record, RunForLevelWithoutLeveledRunsUsesTheSingleRun) {
   EXPECT_EQ(e.run_for_level(1, Level::kHardware), nullptr);
 }
 
+TEST(Record, KindOfEveryStoredScenarioValue) {
+  EXPECT_EQ(record_kind("batch-sweep"), RecordKind::kBatchSweep);
+  EXPECT_EQ(record_kind(""), RecordKind::kBatchSweep);  // stores written before scenarios
+  for (const char* s : {"single-stream", "multi-stream", "server", "offline"})
+    EXPECT_EQ(record_kind(s), RecordKind::kScenario) << s;
+  for (const char* s : {"generation", "generation-single-stream", "generation-server", "generation-offline"})
+    EXPECT_EQ(record_kind(s), RecordKind::kGeneration) << s;
+  EvaluationRecord r;
+  EXPECT_EQ(r.kind(), RecordKind::kBatchSweep);
+  r.scenario = "server";
+  EXPECT_EQ(r.kind(), RecordKind::kScenario);
+  EXPECT_EQ(to_string(RecordKind::kGeneration), "generation");
+  for (const char* bad : {"Server", "generation-multi-stream", "generation-", "sweep"}) {
+    try {
+      (void)record_kind(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xsp
