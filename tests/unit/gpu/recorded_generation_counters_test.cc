@@ -6,15 +6,14 @@
 // GH100). Checked without a GPU: every profiled kernel sits under its prefill or decode step, G5's counters per step
 // against the counters' own totals and the physics of prefill (a GEMM over the prompt) and decode (a GEMV per token).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 
+#include "recorded_store.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/registry.h"
-#include "xsp/store/store.h"
 
 namespace fs = std::filesystem;
 using namespace xsp;
@@ -23,16 +22,7 @@ namespace {
 
 const fs::path kFixture = fs::path(XSP_TEST_FIXTURES) / "gpu" / "generation_counters_h200.db";
 
-EvaluationRecord recorded(std::int64_t id) {
-  // Opening migrates the store to this build's schema: work on a copy, never on the fixture.
-  const fs::path dir = fs::temp_directory_path() / ("xsp-gpu-generation-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::copy_file(kFixture, dir / "x.db", fs::copy_options::overwrite_existing);
-  auto record = Store::open(dir / "x.db")->load(id);
-  fs::remove_all(dir);
-  if (!record) throw std::runtime_error("fixture has no evaluation " + std::to_string(id));
-  return *record;
-}
+EvaluationRecord recorded(std::int64_t id) { return xsp::testing::recorded_evaluation(kFixture, id); }
 
 double num(const Table& t, std::size_t row, std::string_view col) {
   const Cell& c = cell(t, t.rows.at(row), col);

@@ -6,16 +6,15 @@
 // (evaluation 2). Checked without a GPU: the kept queries, their kernels under their launches, ops, predict and query
 // spans, the statistics of what was dropped, and the GPU analyses over the kept queries.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <map>
 #include <set>
 #include <unordered_map>
 
+#include "recorded_store.h"
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
-#include "xsp/store/store.h"
 #include "xsp/trace/run_statistics.h"
 
 namespace fs = std::filesystem;
@@ -25,16 +24,7 @@ namespace {
 
 const fs::path kFixture = fs::path(XSP_TEST_FIXTURES) / "gpu" / "scenario_server_kernel_h200.db";
 
-EvaluationRecord recorded(std::int64_t id) {
-  // Opening migrates the store to this build's schema: work on a copy, never on the fixture.
-  const fs::path dir = fs::temp_directory_path() / ("xsp-gpu-scenario-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::copy_file(kFixture, dir / "x.db", fs::copy_options::overwrite_existing);
-  auto record = Store::open(dir / "x.db")->load(id);
-  fs::remove_all(dir);
-  if (!record) throw std::runtime_error("fixture has no evaluation " + std::to_string(id));
-  return *record;
-}
+EvaluationRecord recorded(std::int64_t id) { return xsp::testing::recorded_evaluation(kFixture, id); }
 
 // The nearest ancestor of `s` at `level`, or nullptr.
 const Span* ancestor(const std::unordered_map<SpanId, const Span*>& by_id, const Span& s, Level level) {
