@@ -416,6 +416,11 @@ ScenarioPlan scenario_plan(const EvaluationRequest& r) {
   o.settings.latency_bound_ns = static_cast<std::int64_t>(std::llround(s.latency_bound_ms.value_or(10.0) * 1e6));
   o.settings.samples_per_query = s.samples_per_query;
   o.settings.target_percentile = s.percentile;
+  // Warm-up queries, one at a time and never measured, so that the first inferences' one-time costs (cuDNN set-up,
+  // lazy module loading, the allocator's first growth) do not queue the measured arrivals. Offline's one warm-up
+  // query would be the whole sample set again: none there.
+  if (o.settings.scenario != loadgen::Scenario::kOffline)
+    o.settings.warmup_queries = static_cast<std::uint64_t>(std::max(0, r.measurement.warmup_min_batches));
   o.max_batch = static_cast<std::size_t>(s.max_batch.value_or(1));
   o.find_peak_qps = s.find_peak_qps;
   o.trace_tail = static_cast<std::size_t>(s.trace_tail.value_or(r.trace_level >= TraceLevel::kFramework ? 5 : 0));

@@ -39,6 +39,9 @@ TEST(ScenarioCli, TailTracesOfResnet18AreStoredShownAndExported) {
   const auto& run = rec->runs[0];
   const auto& lat = run.predict_latency_ns;
   ASSERT_EQ(lat.size(), 30u);
+  // --warmup's 3 queries ran first, one at a time, and none of them is among the measured or kept ones.
+  EXPECT_EQ(rec->settings["scenario_settings"]["warmup_queries"], 3) << rec->settings["scenario_settings"].dump();
+  EXPECT_EQ(run.warmup_iterations, 3);
   std::vector<double> sorted = lat;
   std::sort(sorted.rbegin(), sorted.rend());
   std::map<SpanId, const Span*> by_id;
