@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "xsp/record/record.h"
 #include "xsp/util/strings.h"
 
 namespace xsp::store_schema {
@@ -32,6 +33,9 @@ std::vector<Version> versions() {
        "exports of \"evaluation 1, run 1\" from two stores never merge; rows of older stores get theirs here."},
       {6, "Token generation (issue 15): the token-latency figures of a run as JSON ('{}' for other tasks)."},
       {7, "The detections and masks of detection and segmentation predictions (prediction_outputs())."},
+      {8,
+       "The workload that made an evaluation (issue 30, RecordKind): 'batch-sweep', 'scenario' or 'generation', "
+       "read from the scenario of older rows."},
   };
 }
 
@@ -39,6 +43,11 @@ std::vector<Version> versions() {
 // than version 5.
 const PerDialect kRandomTraceId{"lower(hex(randomblob(16)))",
                                 "md5(random()::text || clock_timestamp()::text || id::text)"};
+// RecordKind of an older row, from its scenario as record_kind() reads it (xsp/record/record.h).
+const std::string kKindOfScenario =
+    "CASE WHEN scenario IN ('single-stream', 'multi-stream', 'server', 'offline') THEN 'scenario' WHEN scenario = "
+    "'generation' OR scenario LIKE 'generation-%' THEN 'generation' ELSE 'batch-sweep' END";
+const PerDialect kKindFromScenario{kKindOfScenario, kKindOfScenario};
 const PerDialect kRandomUuid{
     "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
     "substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))",
@@ -70,6 +79,11 @@ Table evaluations() {
               .since(5)
               .backfilled(kRandomUuid)
               .described("OTLP service.instance.id"),
+          col("kind", kText)
+              .check("kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation')")
+              .since(8)
+              .backfilled(kKindFromScenario)
+              .described("the workload that made the evaluation (RecordKind): batch-sweep, scenario or generation"),
       },
       {},
       {},
@@ -464,6 +478,14 @@ const std::vector<MigrationStep>& results_migrations(Dialect dialect) {
   static const std::vector<MigrationStep> sqlite = migration_steps(Dialect::kSqlite, results_schema());
   static const std::vector<MigrationStep> postgres = migration_steps(Dialect::kPostgres, results_schema());
   return dialect == Dialect::kSqlite ? sqlite : postgres;
+}
+
+std::optional<std::string> evaluation_kind(std::string_view scenario) {
+  try {
+    return std::string(to_string(record_kind(scenario)));
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace xsp::store_schema

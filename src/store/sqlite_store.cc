@@ -651,8 +651,8 @@ class SqliteStore final : public Store {
     const std::string op = "save evaluation of model " + r.model_name;
     Statement st = prepare(
         "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, kind) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         op);
     bind_text(st, 1, r.created_at, op);
     bind_text(st, 2, r.status, op);
@@ -669,6 +669,10 @@ class SqliteStore final : public Store {
     bind_text(st, 13, json_text(r.settings), op);
     bind_text(st, 14, json_text(r.system), op);
     bind_text(st, 15, r.uuid, op);
+    if (const auto kind = store_schema::evaluation_kind(r.scenario))
+      bind_text(st, 16, *kind, op);
+    else if (sqlite3_bind_null(st.get(), 16) != SQLITE_OK)
+      fail_sqlite(op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     return sqlite3_last_insert_rowid(db_);
   }

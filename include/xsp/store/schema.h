@@ -198,4 +198,9 @@ std::vector<MigrationStep> migration_steps(Dialect dialect, const Schema& schema
 /// migration_steps(dialect, results_schema()), generated once.
 const std::vector<MigrationStep>& results_migrations(Dialect dialect);
 
+/// The evaluations.kind value of a record whose scenario is `scenario`: to_string(record_kind(scenario)) (see
+/// xsp/record/record.h), or nullopt (SQL NULL) for a scenario no workload of this build writes (a record imported from
+/// elsewhere keeps its text, and its kind stays unknown rather than the save failing).
+std::optional<std::string> evaluation_kind(std::string_view scenario);
+
 }  // namespace xsp::store_schema

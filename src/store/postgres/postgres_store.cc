@@ -17,6 +17,7 @@
 #include "../record_columns.h"
 #include "pg_errors.h"
 #include "xsp/store/postgres.h"
+#include "xsp/store/schema.h"
 #include "xsp/trace/serialize.h"
 
 namespace xsp::pg {
@@ -583,12 +584,12 @@ InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record,
     ids.evaluation_id =
         tx.exec_params1(
               "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-              "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid) "
-              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
+              "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, kind) "
+              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id",
               r.created_at, r.status, r.model_name, r.model_version, r.manifest_yaml, r.framework_name,
               r.framework_version, r.device, r.scenario, nlohmann::json(r.batch_sizes).dump(),
               std::string(to_string(r.trace_level)), r.leveled ? 1 : 0, json_text(r.settings), json_text(r.system),
-              r.uuid)[0]
+              r.uuid, store_schema::evaluation_kind(r.scenario))[0]
             .as<std::int64_t>();
   } catch (const pqxx::failure& e) {
     fail(location, op, reason(e));

@@ -43,11 +43,11 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(SchemaDeclaration, EveryTableIsCreatedInBothDialects) {
   const ss::Schema& schema = ss::results_schema();
   EXPECT_EQ(schema.version(), Store::current_schema_version());
-  EXPECT_EQ(schema.version(), 7);
+  EXPECT_EQ(schema.version(), 8);
   ASSERT_EQ(schema.tables.size(), 6u);
   for (Dialect d : ss::kDialects) {
     const auto& steps = ss::results_migrations(d);
-    ASSERT_EQ(steps.size(), 7u) << ss::dialect_name(d);
+    ASSERT_EQ(steps.size(), 8u) << ss::dialect_name(d);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       EXPECT_EQ(steps[i].version, static_cast<int>(i) + 1);
       EXPECT_FALSE(steps[i].sql.empty());
@@ -232,6 +232,58 @@ void run_sql(const std::filesystem::path& file, const std::string& sql) {
   ASSERT_EQ(rc, SQLITE_OK) << msg;
 }
 
+// evaluations.kind of row `id`; "NULL" when it has none.
+std::string kind_of(const std::filesystem::path& file, std::int64_t id) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT kind FROM evaluations WHERE id = ?1", -1, &st, nullptr), SQLITE_OK);
+  sqlite3_bind_int64(st, 1, id);
+  std::string out = "missing";
+  if (sqlite3_step(st) == SQLITE_ROW)
+    out =
+        sqlite3_column_type(st, 0) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+// Version 8 reads each older row's kind from its scenario, as record_kind() does; new rows get theirs from save().
+TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "v7.db";
+  run_sql(file, testing::frozen_store_sql("sqlite_steps.sql", 7));
+  const char* scenarios[] = {"batch-sweep", "single-stream",     "multi-stream",       "server", "offline",
+                             "generation",  "generation-server", "generation-offline", ""};
+  std::string sql = "BEGIN;\n";
+  int id = 0;
+  for (const char* scenario : scenarios)
+    sql +=
+        "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system) VALUES (" +
+        std::to_string(++id) + ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', '" + scenario +
+        "', '[1]', 'model', 0, '{}', '{}');\n";
+  run_sql(file, sql + "COMMIT;\n");
+  {
+    auto store = Store::open(file);
+    EXPECT_EQ(store->schema_version(), 8);
+    EvaluationRecord r;
+    r.created_at = "2026-11-27T00:00:00Z";
+    r.model_name = "m";
+    r.scenario = "generation-single-stream";
+    r.batch_sizes = {1};
+    store->save(r);
+    r.scenario = "a workload of another build";  // kept as text; its kind is unknown, and the save still succeeds
+    store->save(r);
+    EXPECT_EQ(store->load(11)->scenario, "a workload of another build");
+  }
+  id = 0;
+  for (const char* scenario : scenarios)
+    EXPECT_EQ(kind_of(file, ++id), std::string(to_string(record_kind(scenario)))) << scenario;
+  EXPECT_EQ(kind_of(file, 10), "generation");
+  EXPECT_EQ(kind_of(file, 11), "NULL");
+}
+
 // Byte for byte: a new store's schema as SQLite keeps it is the one XSP made before the declaration.
 TEST(SqliteSchema, NewStoreEqualsCommittedReference) {
   testing::TempDir dir;
@@ -244,7 +296,7 @@ TEST(SqliteSchema, NewStoreEqualsCommittedReference) {
 // is migrated by the declaration's steps to exactly that schema.
 TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
   const std::string reference = testing::schema_fixture("sqlite_schema.sql");
-  for (int version = 1; version <= 7; ++version) {
+  for (int version = 1; version <= 8; ++version) {
     SCOPED_TRACE("version " + std::to_string(version));
     testing::TempDir dir;
     const auto file = dir.path() / "old.db";
@@ -254,12 +306,14 @@ TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
             "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, "
             "system) VALUES (1, '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', "
             "'[1]', 'model', 0, '{}', '{}')");
-    if (version == 7) EXPECT_EQ(sqlite_schema_text(file), reference);
+    if (version == 8) EXPECT_EQ(sqlite_schema_text(file), reference);
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     EXPECT_EQ(store->list().size(), 1u);
     store.reset();
     EXPECT_EQ(sqlite_schema_text(file), reference);
+    // Version 8's kind, from the row's scenario: an 'offline' evaluation is a LoadGen scenario's.
+    if (version < 8) EXPECT_EQ(kind_of(file, 1), "scenario");
   }
 }
 

@@ -101,9 +101,11 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
   return r;
 }
 
-// What schema versions 6 and 7 added (the runs' generation figures, the predictions' task outputs), removed again;
-// a macro so that the older versions' texts below can start with it as one literal.
-#define XSP_DROP_VERSION6 "ALTER TABLE predictions DROP COLUMN outputs; ALTER TABLE runs DROP COLUMN generation; "
+// What schema versions 6 to 8 added (the runs' generation figures, the predictions' task outputs, the evaluations'
+// kind), removed again; a macro so that the older versions' texts below can start with it as one literal.
+#define XSP_DROP_VERSION6                                                                                         \
+  "ALTER TABLE evaluations DROP COLUMN kind; ALTER TABLE predictions DROP COLUMN outputs; ALTER TABLE runs DROP " \
+  "COLUMN generation; "
 // What schema versions 5 and 6 added, removed again: turns a current file into what version 4 wrote.
 constexpr const char* kDropVersion5 = XSP_DROP_VERSION6
     "DROP INDEX runs_trace_id; ALTER TABLE runs DROP COLUMN trace_id; ALTER TABLE evaluations DROP COLUMN uuid; ";
@@ -156,8 +158,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 7);
-  EXPECT_EQ(store->schema_version(), 7);
+  EXPECT_EQ(Store::current_schema_version(), 8);
+  EXPECT_EQ(store->schema_version(), 8);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -287,7 +289,7 @@ TEST_P(StoreOnBoth, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = open("xsp.db");
-  EXPECT_EQ(reopened->schema_version(), 7);
+  EXPECT_EQ(reopened->schema_version(), 8);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -462,7 +464,7 @@ TEST(Store, MigratesVersion4StoreGivingTraceIds) {
   std::string first;
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     const auto loaded = store->load(record.id);
     ASSERT_TRUE(loaded);
     expect_fresh_ids_then_adopt(*loaded, record);
@@ -486,7 +488,7 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
                      "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
                      "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 7);
+  EXPECT_EQ(store->schema_version(), 8);
   EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
   expect_fresh_ids_then_adopt(*store->load(old.id), old);
@@ -698,7 +700,7 @@ TEST(Store, MigratesVersion2StoreToVersion3) {
   exec_sql(file, std::string(kDropVersion4) +
                      "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 7);
+  EXPECT_EQ(store->schema_version(), 8);
   expect_fresh_ids_then_adopt(*store->load(record.id), record);
   EXPECT_EQ(store->load(record.id), record);
   const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
@@ -713,7 +715,7 @@ TEST(Store, RecordedGpuFixtureMigratesCleanly) {
   const fs::path file = dir.path() / "fixture.db";
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 7);
+  EXPECT_EQ(store->schema_version(), 8);
   const auto e = store->load(1);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->runs.size(), 3u);

@@ -105,3 +105,8 @@ UPDATE evaluations SET uuid = gen_random_uuid()::text WHERE uuid IS NULL;
 ALTER TABLE runs ADD COLUMN generation TEXT NOT NULL DEFAULT '{}';
 -- version 7
 ALTER TABLE predictions ADD COLUMN outputs TEXT NOT NULL DEFAULT '{}';
+-- version 8
+ALTER TABLE evaluations ADD COLUMN kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation'));
+UPDATE evaluations SET kind = CASE WHEN scenario IN ('single-stream', 'multi-stream', 'server', 'offline') THEN
+  'scenario' WHEN scenario = 'generation' OR scenario LIKE 'generation-%' THEN 'generation' ELSE 'batch-sweep' END
+  WHERE kind IS NULL;
