@@ -39,16 +39,9 @@ std::optional<double> json_number(const nlohmann::json& j, const char* key) {
   if (it == j.end() || !it->is_number()) return std::nullopt;
   return it->get<double>();
 }
-// A LatencySummary field (ns) in ms.
-Cell summary_ms(const nlohmann::json& gen, const char* metric, const char* field) {
-  if (!gen.is_object() || !gen.contains(metric)) return {};
-  auto v = json_number(gen[metric], field);
-  return v && std::isfinite(*v) ? Cell{*v / kMs} : Cell{};
-}
-Cell number_cell(const nlohmann::json& gen, const char* key) {
-  auto v = json_number(gen, key);
-  return v && std::isfinite(*v) ? Cell{*v} : Cell{};
-}
+// A latency (ns) in ms; empty when the figure does not exist.
+Cell ms_cell(double ns) { return std::isfinite(ns) ? Cell{ns / kMs} : Cell{}; }
+Cell number_cell(double v) { return std::isfinite(v) ? Cell{v} : Cell{}; }
 Cell ratio_cell(double num, double den) { return den > 0 ? Cell{num / den} : Cell{}; }
 Cell pct_cell(double num, double den) { return den > 0 ? Cell{100.0 * num / den} : Cell{}; }
 
@@ -63,7 +56,7 @@ const RunRecord* generation_run(const EvaluationRecord& record, int b, Level lev
           "-level run";
     return nullptr;
   }
-  if (!run->generation.is_object() || run->generation.empty()) {
+  if (!run->generation) {
     why = std::string("its ") + run_name(run->trace_level) + " run has no generation figures";
     return nullptr;
   }
@@ -89,8 +82,9 @@ std::string source_note(const RunRecord& run, const std::vector<GenerationReques
     n += " (of " + std::to_string(reqs.size()) +
          " request spans: the other requests' ops were dropped, only the "
          "tail traces are kept)";
-  else if (auto total = json_number(run.generation, "requests"); total && *total != static_cast<double>(reqs.size()))
-    n += " (the run measured " + detail::fixed(*total, 0) + " requests; only the traces kept are counted)";
+  else if (run.generation && run.generation->requests != static_cast<std::int64_t>(reqs.size()))
+    n += " (the run measured " + std::to_string(run.generation->requests) +
+         " requests; only the traces kept are counted)";
   return n;
 }
 
@@ -104,7 +98,7 @@ Table not_generation(const AnalysisSpec& spec, std::optional<int> b) {
 
 bool is_generation_evaluation(const EvaluationRecord& record) {
   return std::any_of(record.runs.begin(), record.runs.end(),
-                     [](const RunRecord& r) { return r.generation.is_object() && !r.generation.empty(); });
+                     [](const RunRecord& r) { return r.generation.has_value(); });
 }
 
 std::int64_t GenerationRequest::decode_ns() const {
@@ -207,7 +201,7 @@ Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int
       t.notes.push_back("batch size " + std::to_string(b) + ": left out, " + why);
       continue;
     }
-    const nlohmann::json& gen = run->generation;
+    const GenerationOutcome& gen = *run->generation;
     const auto reqs = extract_generation_requests(run->trace);
     double request = 0, tok = 0, pre = 0, dec = 0, detok = 0;
     for (const auto& r : reqs) {
@@ -221,13 +215,13 @@ Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int
     RowBuilder row(t);
     row.set("batch_size", std::int64_t{b});
     row.set("requests", static_cast<std::int64_t>(reqs.size()));
-    row.set("ttft_p50_ms", summary_ms(gen, "ttft_ns", "p50"));
-    row.set("ttft_p99_ms", summary_ms(gen, "ttft_ns", "p99"));
-    row.set("tpot_p50_ms", summary_ms(gen, "tpot_ns", "p50"));
-    row.set("tpot_p99_ms", summary_ms(gen, "tpot_ns", "p99"));
-    row.set("e2e_p50_ms", summary_ms(gen, "e2e_ns", "p50"));
-    row.set("output_tokens_per_s", number_cell(gen, "output_tokens_per_s"));
-    row.set("input_tokens_per_s", number_cell(gen, "input_tokens_per_s"));
+    row.set("ttft_p50_ms", ms_cell(gen.ttft_ns.p50));
+    row.set("ttft_p99_ms", ms_cell(gen.ttft_ns.p99));
+    row.set("tpot_p50_ms", ms_cell(gen.tpot_ns.p50));
+    row.set("tpot_p99_ms", ms_cell(gen.tpot_ns.p99));
+    row.set("e2e_p50_ms", ms_cell(gen.e2e_ns.p50));
+    row.set("output_tokens_per_s", number_cell(gen.output_tokens_per_s));
+    row.set("input_tokens_per_s", number_cell(gen.input_tokens_per_s));
     if (n > 0) {
       row.set("request_ms", request / n / kMs);
       row.set("tokenize_ms", tok / n / kMs);
@@ -369,26 +363,20 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
       t.notes.push_back("batch size " + std::to_string(b) + ": left out, " + why);
       continue;
     }
-    const nlohmann::json& gen = run->generation;
-    // The request with the most positions (the largest cache); per-request arrays in issue order.
+    const GenerationOutcome& gen = *run->generation;
+    // The request with the most positions (the largest cache); per-request counts in issue order.
     std::optional<std::int64_t> prompt, output;
-    if (gen.contains("prompt_tokens") && gen.contains("output_tokens") && gen["prompt_tokens"].is_array() &&
-        gen["output_tokens"].is_array()) {
-      const auto& p = gen["prompt_tokens"];
-      const auto& o = gen["output_tokens"];
-      for (std::size_t i = 0; i < std::min(p.size(), o.size()); ++i) {
-        if (!p[i].is_number() || !o[i].is_number()) continue;
-        const auto pi = p[i].get<std::int64_t>(), oi = o[i].get<std::int64_t>();
-        if (!prompt || pi + oi > *prompt + *output) {
-          prompt = pi;
-          output = oi;
-        }
+    for (std::size_t i = 0; i < std::min(gen.prompt_tokens.size(), gen.output_tokens.size()); ++i) {
+      const std::int64_t pi = gen.prompt_tokens[i], oi = gen.output_tokens[i];
+      if (!prompt || pi + oi > *prompt + *output) {
+        prompt = pi;
+        output = oi;
       }
     }
     RowBuilder row(t);
     row.set("batch_size", std::int64_t{b});
-    const auto kv = json_number(gen, "kv_cache_bytes");
-    if (kv) row.set("kv_cache_bytes", static_cast<std::int64_t>(std::llround(*kv)));
+    const std::optional<double> kv = static_cast<double>(gen.kv_cache_bytes);
+    row.set("kv_cache_bytes", gen.kv_cache_bytes);
     if (prompt) {
       const std::int64_t positions = *prompt + *output;
       row.set("prompt_tokens", *prompt);
@@ -606,8 +594,8 @@ Table g5_counters_per_step(const EvaluationRecord& record, int b) {
   }
   if (steps.empty())
     t.notes.push_back("the counter run has no HARDWARE spans under prefill or decode steps" +
-                      std::string(run->generation.contains("counters_unavailable")
-                                      ? ": " + run->generation["counters_unavailable"].get<std::string>()
+                      std::string(run->generation && !run->generation->counters_unavailable.empty()
+                                      ? ": " + run->generation->counters_unavailable
                                       : ""));
   else
     t.notes.push_back("counters of " + plural(steps.front().requests, "request", "requests") +

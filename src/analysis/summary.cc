@@ -68,36 +68,23 @@ std::vector<LevelOverhead> level_overheads(const EvaluationRecord& record) {
 namespace {
 
 // "32" or "16–64": the token counts a run's requests drew.
-std::string count_range(const nlohmann::json& counts) {
-  if (!counts.is_array() || counts.empty()) return "";
-  std::int64_t lo = counts[0].get<std::int64_t>(), hi = lo;
-  for (const auto& c : counts) {
-    lo = std::min(lo, c.get<std::int64_t>());
-    hi = std::max(hi, c.get<std::int64_t>());
-  }
-  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "–" + std::to_string(hi);
-}
-
-double ms_of(const nlohmann::json& summary, const char* key) {
-  const auto& v = summary.is_object() && summary.contains(key) ? summary[key] : nlohmann::json();
-  return v.is_number() ? v.get<double>() / 1e6 : std::nan("");
+std::string count_range(const std::vector<std::int64_t>& counts) {
+  if (counts.empty()) return "";
+  const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
+  return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + "–" + std::to_string(*hi);
 }
 
 // The token-latency check of a run as one cell: "valid", "INVALID: <reason>", or the early-stopping estimates
 // alone when the scenario has no bounds (single-stream).
-std::string describe_check(const nlohmann::json& g) {
-  if (g.contains("valid")) {
-    if (g["valid"].get<bool>()) return "valid";
-    return "INVALID: " + g.value("invalid_reason", std::string());
-  }
-  if (!g.contains("early_stopping")) return "";
+std::string describe_check(const GenerationOutcome& g) {
+  if (g.valid) return *g.valid ? "valid" : "INVALID: " + g.invalid_reason;
   std::string out;
-  for (const char* m : {"ttft", "tpot"}) {
-    const auto& c = g["early_stopping"][m];
-    out += std::string(out.empty() ? "" : ", ") + (m == std::string("ttft") ? "TTFT" : "TPOT") + " p" +
-           fixed(c.value("percentile", 0.0), 0) + " ";
-    out += c.value("enough_samples", false) ? fixed(c["estimate_ns"].get<double>() / 1e6, 3) + " ms"
-                                            : "n/a (" + std::to_string(c.value("min_samples", 0)) + " needed)";
+  for (const auto& [name, c] : {std::pair{"TTFT", &g.ttft_check}, {"TPOT", &g.tpot_check}}) {
+    if (!*c) continue;
+    const TokenLatencyCheck& k = **c;
+    out += std::string(out.empty() ? "" : ", ") + name + " p" + fixed(k.percentile, 0) + " ";
+    out +=
+        k.enough_samples ? fixed(k.estimate_ns / 1e6, 3) + " ms" : "n/a (" + std::to_string(k.min_samples) + " needed)";
   }
   return out;
 }
@@ -107,45 +94,42 @@ void generation_summary(const EvaluationRecord& record, std::vector<Table>& out)
   Table g = empty_table(table_spec("summary.generation"));
   Table tail = empty_table(table_spec("summary.generation_tail"));
   for (const auto& run : record.runs) {
-    const nlohmann::json& j = run.generation;
-    if (!j.is_object() || j.empty()) continue;
+    if (!run.generation) continue;
+    const GenerationOutcome& j = *run.generation;
     RowBuilder row(g);
     row.set("batch_size", std::int64_t{run.batch_size})
         .set("run", std::string(run_name(run.trace_level)))
-        .set("requests", j.value("requests", std::int64_t{0}))
-        .set("sequences", j.value("sequences", std::int64_t{0}))
-        .set("prompt_tokens", count_range(j.value("prompt_tokens", nlohmann::json())))
-        .set("output_tokens", count_range(j.value("output_tokens", nlohmann::json())))
-        .set("ttft_p50_ms", real_or_empty(ms_of(j["ttft_ns"], "p50")))
-        .set("ttft_p90_ms", real_or_empty(ms_of(j["ttft_ns"], "p90")))
-        .set("ttft_p99_ms", real_or_empty(ms_of(j["ttft_ns"], "p99")))
-        .set("tpot_p50_ms", real_or_empty(ms_of(j["tpot_ns"], "p50")))
-        .set("tpot_p90_ms", real_or_empty(ms_of(j["tpot_ns"], "p90")))
-        .set("tpot_p99_ms", real_or_empty(ms_of(j["tpot_ns"], "p99")))
-        .set("itl_p99_ms", real_or_empty(ms_of(j["itl_ns"], "p99")))
-        .set("e2e_p50_ms", real_or_empty(ms_of(j["e2e_ns"], "p50")))
-        .set(
-            "output_tokens_per_s",
-            real_or_empty(j["output_tokens_per_s"].is_number() ? j["output_tokens_per_s"].get<double>() : std::nan("")))
-        .set("input_tokens_per_s",
-             real_or_empty(j["input_tokens_per_s"].is_number() ? j["input_tokens_per_s"].get<double>() : std::nan("")))
-        .set("ttft_stability", j.value("ttft_stability", std::string()))
-        .set("tpot_stability", j.value("tpot_stability", std::string()))
+        .set("requests", j.requests)
+        .set("sequences", j.sequences)
+        .set("prompt_tokens", count_range(j.prompt_tokens))
+        .set("output_tokens", count_range(j.output_tokens))
+        .set("ttft_p50_ms", real_or_empty(j.ttft_ns.p50 / 1e6))
+        .set("ttft_p90_ms", real_or_empty(j.ttft_ns.p90 / 1e6))
+        .set("ttft_p99_ms", real_or_empty(j.ttft_ns.p99 / 1e6))
+        .set("tpot_p50_ms", real_or_empty(j.tpot_ns.p50 / 1e6))
+        .set("tpot_p90_ms", real_or_empty(j.tpot_ns.p90 / 1e6))
+        .set("tpot_p99_ms", real_or_empty(j.tpot_ns.p99 / 1e6))
+        .set("itl_p99_ms", real_or_empty(j.itl_ns.p99 / 1e6))
+        .set("e2e_p50_ms", real_or_empty(j.e2e_ns.p50 / 1e6))
+        .set("output_tokens_per_s", real_or_empty(j.output_tokens_per_s))
+        .set("input_tokens_per_s", real_or_empty(j.input_tokens_per_s))
+        .set("ttft_stability", std::string(to_string(j.ttft_stability)))
+        .set("tpot_stability", std::string(to_string(j.tpot_stability)))
         .set("check", describe_check(j))
-        .set("kv_cache_bytes", j.value("kv_cache_bytes", std::int64_t{0}));
+        .set("kv_cache_bytes", j.kv_cache_bytes);
     g.rows.push_back(row.take());
-    for (const auto& t : j.value("tail", nlohmann::json::array())) {
+    for (const GenerationTailStep& t : j.tail) {
       RowBuilder r(tail);
       r.set("batch_size", std::int64_t{run.batch_size})
           .set("run", std::string(run_name(run.trace_level)))
-          .set("kind", t.value("kind", std::string()))
-          .set("rank", t.value("rank", std::int64_t{0}))
-          .set("percentile", real_or_empty(t.value("percentile", std::nan(""))))
-          .set("request", t.value("request", std::int64_t{0}))
-          .set("step", t.value("step", std::int64_t{0}))
-          .set("latency_ms", real_or_empty(t.value("latency_ns", std::nan("")) / 1e6))
-          .set("span_id", std::to_string(t.value("span_id", std::uint64_t{0})))
-          .set("full_trace", std::string(t.value("full_trace", false) ? "yes" : "no"));
+          .set("kind", t.kind)
+          .set("rank", t.rank)
+          .set("percentile", real_or_empty(t.percentile))
+          .set("request", t.request)
+          .set("step", t.step)
+          .set("latency_ms", real_or_empty(t.latency_ns / 1e6))
+          .set("span_id", std::to_string(t.span_id))
+          .set("full_trace", std::string(t.full_trace ? "yes" : "no"));
       tail.rows.push_back(r.take());
     }
   }

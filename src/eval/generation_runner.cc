@@ -98,8 +98,8 @@ class GenerationRun {
   // LoadGen's query `q`, served inline: its sequences in requests of the run's batch size; the first token of the
   // first request is the query's first token, the end of the last its completion.
   void serve(Serving& sv, const loadgen::Query& q, loadgen::QueryCompleter& completer);
-  void check_token_latencies(const std::vector<loadgen::GeneratedRequest>& generated, nlohmann::json& g) const;
-  nlohmann::json metrics_json(const RunTally& t, const Run& r, const loadgen::GenerationMetrics& gm) const;
+  void check_token_latencies(const std::vector<loadgen::GeneratedRequest>& generated, GenerationOutcome& g) const;
+  GenerationOutcome outcome(const RunTally& t, const Run& r, const loadgen::GenerationMetrics& gm) const;
   Trace close_trace(RunTally& t, const Run& r, std::int64_t t0);
   RequestOutcome request(TraceRecorder* rec, SpanId app, Samples samples, int prompt_tokens, int output_tokens,
                          std::uint64_t synthetic_seed, std::vector<Tag> tags);
@@ -222,8 +222,6 @@ RequestOutcome GenerationRun::request(TraceRecorder* rec, SpanId app, Samples sa
   return out;
 }
 
-nlohmann::json ints(const std::vector<std::int64_t>& v) { return nlohmann::json(v); }
-
 // Everything a run accumulates request by request: the spans (MODEL spans of all, deeper ones of the tail
 // requests), the token timings LoadGen's metrics read, the per-stage latencies and the slowest steps.
 struct RunTally {
@@ -301,8 +299,8 @@ struct RunTally {
 
   // The tail: which steps were the slowest, at which percentile of the run's steps, whether their full traces were
   // kept; their MODEL spans tagged tail, tail_rank, tail_percentile.
-  nlohmann::json tail_json() {
-    nlohmann::json tail = nlohmann::json::array();
+  std::vector<GenerationTailStep> tail_steps() {
+    std::vector<GenerationTailStep> tail;
     auto tag_tail = [&](const std::vector<StepRank>& top, std::size_t total, const char* kind) {
       for (std::size_t i = 0; i < top.size(); ++i) {
         const StepRank& s = top[i];
@@ -314,14 +312,8 @@ struct RunTally {
           tags.emplace_back("tail_rank", static_cast<std::int64_t>(i + 1));
           tags.emplace_back("tail_percentile", percentile);
         }
-        tail.push_back({{"kind", kind},
-                        {"rank", i + 1},
-                        {"request", s.request},
-                        {"step", s.step},
-                        {"latency_ns", s.ns},
-                        {"percentile", percentile},
-                        {"span_id", id},
-                        {"full_trace", deep_spans.count(s.request) > 0}});
+        tail.push_back({kind, static_cast<std::int64_t>(i + 1), static_cast<std::int64_t>(s.request), s.step, s.ns,
+                        percentile, id, deep_spans.count(s.request) > 0});
       }
     };
     tag_tail(top_first.top(), all_first.size(), "first_token");
@@ -368,7 +360,7 @@ loadgen::Settings GenerationRun::settings(const Run& r) const {
 // LoadGen's checks on token latencies: bounds in the server scenario (and single-stream when given), else the
 // single-stream 90th-percentile estimates alone. Adds early_stopping (and valid, invalid_reason with bounds) to g.
 void GenerationRun::check_token_latencies(const std::vector<loadgen::GeneratedRequest>& generated,
-                                          nlohmann::json& g) const {
+                                          GenerationOutcome& g) const {
   if (o_.scenario != GenerationScenario::kServer && o_.scenario != GenerationScenario::kSingleStream) return;
   loadgen::TokenLatencyBounds b;
   if (o_.bounds) {
@@ -379,48 +371,49 @@ void GenerationRun::check_token_latencies(const std::vector<loadgen::GeneratedRe
   }
   const auto v = loadgen::check_token_latencies(generated, b);
   auto check = [&](const loadgen::TokenMetricCheck& c, bool bounded) {
-    nlohmann::json j = {{"samples", c.samples},
-                        {"percentile", b.percentile},
-                        {"estimate_ns", number_or_null(c.estimate_ns)},
-                        {"enough_samples", c.enough_samples},
-                        {"min_samples", c.min_samples}};
+    TokenLatencyCheck k;
+    k.samples = static_cast<std::int64_t>(c.samples);
+    k.percentile = b.percentile;
+    k.estimate_ns = c.estimate_ns;
+    k.enough_samples = c.enough_samples;
+    k.min_samples = static_cast<std::int64_t>(c.min_samples);
     if (bounded) {
-      j["bound_ns"] = c.bound_ns;
-      j["meets_bound"] = c.meets_bound;
+      k.bound_ns = c.bound_ns;
+      k.meets_bound = c.meets_bound;
     }
-    return j;
+    return k;
   };
-  g["early_stopping"] = {{"ttft", check(v.ttft, o_.bounds.has_value())},
-                         {"tpot", check(v.tpot, o_.bounds.has_value())}};
+  g.ttft_check = check(v.ttft, o_.bounds.has_value());
+  g.tpot_check = check(v.tpot, o_.bounds.has_value());
   if (o_.bounds) {
-    g["valid"] = v.valid;
-    g["invalid_reason"] = v.reason;
+    g.valid = v.valid;
+    g.invalid_reason = v.reason;
   }
 }
 
 // RunRecord::generation: `gm` (the metrics over the measured requests, rates over first issue .. last token), each
 // request's TTFT and TPOT, LoadGen's checks.
-nlohmann::json GenerationRun::metrics_json(const RunTally& t, const Run& r,
-                                           const loadgen::GenerationMetrics& gm) const {
-  nlohmann::json g = {{"requests", t.service_ns.size()},
-                      {"sequences", gm.requests},
-                      {"sequences_per_request", r.batch},
-                      {"prompt_tokens", ints(t.prompt_lengths)},
-                      {"output_tokens", ints(t.output_lengths)},
-                      {"input_tokens", gm.input_tokens},
-                      {"output_tokens_total", gm.output_tokens},
-                      {"ttft_ns", to_json(gm.ttft_ns)},
-                      {"tpot_ns", to_json(gm.tpot_ns)},
-                      {"itl_ns", to_json(gm.itl_ns)},
-                      {"e2e_ns", to_json(gm.e2e_ns)},
-                      {"duration_ns", gm.duration_ns},
-                      {"input_tokens_per_s", number_or_null(gm.input_tokens_per_s)},
-                      {"output_tokens_per_s", number_or_null(gm.output_tokens_per_s)},
-                      {"requests_per_s", number_or_null(gm.requests_per_s)},
-                      {"single_token_requests", gm.single_token_requests},
-                      {"ttft_stability", std::string(to_string(gm.ttft_stability.verdict))},
-                      {"tpot_stability", std::string(to_string(gm.tpot_stability.verdict))},
-                      {"kv_cache_bytes", t.kv_max}};
+GenerationOutcome GenerationRun::outcome(const RunTally& t, const Run& r, const loadgen::GenerationMetrics& gm) const {
+  GenerationOutcome g;
+  g.requests = static_cast<std::int64_t>(t.service_ns.size());
+  g.sequences = static_cast<std::int64_t>(gm.requests);
+  g.sequences_per_request = r.batch;
+  g.prompt_tokens = t.prompt_lengths;
+  g.output_tokens = t.output_lengths;
+  g.input_tokens = static_cast<std::int64_t>(gm.input_tokens);
+  g.output_tokens_total = static_cast<std::int64_t>(gm.output_tokens);
+  g.ttft_ns = gm.ttft_ns;
+  g.tpot_ns = gm.tpot_ns;
+  g.itl_ns = gm.itl_ns;
+  g.e2e_ns = gm.e2e_ns;
+  g.duration_ns = gm.duration_ns;
+  g.input_tokens_per_s = gm.input_tokens_per_s;
+  g.output_tokens_per_s = gm.output_tokens_per_s;
+  g.requests_per_s = gm.requests_per_s;
+  g.single_token_requests = static_cast<std::int64_t>(gm.single_token_requests);
+  g.ttft_stability = gm.ttft_stability.verdict;
+  g.tpot_stability = gm.tpot_stability.verdict;
+  g.kv_cache_bytes = static_cast<std::int64_t>(t.kv_max);
   std::vector<double> ttft_values, tpot_values;
   for (const auto& q : t.generated) {
     ttft_values.push_back(static_cast<double>(q.token_ns.front() - q.issued_ns));
@@ -428,8 +421,8 @@ nlohmann::json GenerationRun::metrics_json(const RunTally& t, const Run& r,
       tpot_values.push_back(static_cast<double>(q.token_ns.back() - q.token_ns.front()) /
                             static_cast<double>(q.token_ns.size() - 1));
   }
-  g["ttft_values_ns"] = ttft_values;
-  g["tpot_values_ns"] = tpot_values;
+  g.ttft_values_ns = std::move(ttft_values);
+  g.tpot_values_ns = std::move(tpot_values);
   check_token_latencies(t.generated, g);
   return g;
 }
@@ -554,14 +547,12 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   sv.counter_run = counter_run;
   sv.queued = settings.scenario == loadgen::Scenario::kServer || settings.scenario == loadgen::Scenario::kOffline;
   const int warmup = std::max(0, m.warmup_min_batches);
-  if (sv.queued) {  // the requests LoadGen will issue are known: sized as loadgen::run() sizes them
-    const auto sequences = std::max<std::uint64_t>(
-        settings.min_query_count, static_cast<std::uint64_t>(std::ceil(
-                                      settings.target_qps * static_cast<double>(settings.min_duration_ms) / 1e3)));
-    const auto requests =
-        settings.scenario == loadgen::Scenario::kServer
-            ? sequences
-            : (sequences + static_cast<std::uint64_t>(r.batch) - 1) / static_cast<std::uint64_t>(r.batch);
+  if (sv.queued) {  // the requests LoadGen will issue are known: as loadgen::run() plans them
+    const loadgen::PlannedRun planned = loadgen::planned_run(settings);
+    const auto batch = static_cast<std::uint64_t>(r.batch);
+    const auto requests = settings.scenario == loadgen::Scenario::kServer
+                              ? planned.queries
+                              : (planned.samples_per_query + batch - 1) / batch;  // Offline: one query, in batches
     sv.expected = static_cast<int>(requests) + warmup;
   }
 
@@ -598,24 +589,27 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
   const loadgen::GenerationMetrics gm = loadgen::generation_metrics(
       tally.generated, std::max<std::int64_t>(1, tally.last_token - tally.first_issue), m.rule);
   run.throughput_samples_per_s = gm.requests_per_s;
-  run.generation = metrics_json(tally, r, gm);
-  run.generation["loadgen"] = {{"scenario", loadgen::to_string(settings.scenario)},
-                               {"queries", lg.query_count},
-                               {"ttft_p50_ns", number_or_null(lg.first_token_summary.p50)},
-                               {"latency_p50_ns", number_or_null(lg.summary.p50)},
-                               {"mean_issue_delay_ns", lg.mean_issue_delay_ns},
-                               {"harness_ns_per_query", lg.harness_ns_per_query}};
-  run.generation["tail"] = tally.tail_json();
+  GenerationOutcome g = outcome(tally, r, gm);
+  g.loadgen = GenerationLoadgenView{loadgen::to_string(settings.scenario),
+                                    static_cast<std::int64_t>(lg.query_count),
+                                    lg.first_token_summary.p50,
+                                    lg.summary.p50,
+                                    lg.mean_issue_delay_ns,
+                                    lg.harness_ns_per_query};
+  g.tail = tally.tail_steps();
   run.trace = close_trace(tally, r, t0);
   if (counter_run) {
     run.measurement.design = "generation counters";
     run.measurement.stability.verdict = Verdict::kNotAssessed;  // replayed kernels: the timings are not the model's
-    run.generation["timings_used"] = false;
-    for (const char* key : {"valid", "invalid_reason", "early_stopping"}) run.generation.erase(key);
-    run.generation["counter_replay"] = "kernel";
-    if (!session_.counters_unavailable().empty())
-      run.generation["counters_unavailable"] = session_.counters_unavailable();
+    g.timings_used = false;
+    g.valid.reset();
+    g.invalid_reason.clear();
+    g.ttft_check.reset();
+    g.tpot_check.reset();
+    g.counter_replay = "kernel";
+    g.counters_unavailable = session_.counters_unavailable();
   }
+  run.generation = std::move(g);
   return run;
 }
 

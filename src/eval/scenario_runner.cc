@@ -158,27 +158,29 @@ class CapturingSut final : public loadgen::SystemUnderTest {
   RunCapture* capture_;
 };
 
-nlohmann::json result_json(const loadgen::Result& r) {
-  return {{"scenario", loadgen::to_string(r.settings.scenario)},
-          {"percentile", r.percentile},
-          {"query_count", r.query_count},
-          {"sample_count", r.sample_count},
-          {"duration_ns", r.duration_ns},
-          {"target_latency_ns", number_or_null(r.target_latency_ns)},
-          {"qps_with_overhead", number_or_null(r.qps_with_overhead)},
-          {"qps_without_overhead", number_or_null(r.qps_without_overhead)},
-          {"samples_per_second", number_or_null(r.samples_per_second)},
-          {"harness_ns_total", r.harness_ns_total},
-          {"harness_ns_per_query", number_or_null(r.harness_ns_per_query)},
-          {"mean_issue_delay_ns", number_or_null(r.mean_issue_delay_ns)},
-          {"overlatency_count", r.overlatency_count},
-          {"early_stopping_latency_ns", number_or_null(r.early_stopping_latency_ns)},
-          {"early_stopping_percentile", number_or_null(r.early_stopping_percentile)},
-          {"target_qps", r.settings.target_qps},
-          {"latency_bound_ns", r.settings.latency_bound_ns},
-          {"meets_bound", r.meets_bound},
-          {"p50_ns", r.summary.p50},
-          {"p99_ns", r.summary.p99}};
+ScenarioOutcome scenario_outcome(const loadgen::Result& r) {
+  ScenarioOutcome o;
+  o.scenario = loadgen::to_string(r.settings.scenario);
+  o.percentile = r.percentile;
+  o.query_count = static_cast<std::int64_t>(r.query_count);
+  o.sample_count = static_cast<std::int64_t>(r.sample_count);
+  o.duration_ns = r.duration_ns;
+  o.target_latency_ns = r.target_latency_ns;
+  o.qps_with_overhead = r.qps_with_overhead;
+  o.qps_without_overhead = r.qps_without_overhead;
+  o.samples_per_second = r.samples_per_second;
+  o.harness_ns_total = r.harness_ns_total;
+  o.harness_ns_per_query = r.harness_ns_per_query;
+  o.mean_issue_delay_ns = r.mean_issue_delay_ns;
+  o.overlatency_count = static_cast<std::int64_t>(r.overlatency_count);
+  o.early_stopping_latency_ns = r.early_stopping_latency_ns;
+  o.early_stopping_percentile = r.early_stopping_percentile;
+  o.target_qps = r.settings.target_qps;
+  o.latency_bound_ns = r.settings.latency_bound_ns;
+  o.meets_bound = r.meets_bound;
+  o.p50_ns = r.summary.p50;
+  o.p99_ns = r.summary.p99;
+  return o;
 }
 
 nlohmann::json settings_json(const loadgen::Settings& s, const RunPlan& plan) {
@@ -260,8 +262,7 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
                      {"inputs", !plan.inputs.texts.empty() ? "texts"
                                 : plan.inputs.synthetic    ? "synthetic"
                                                            : plan.inputs.images_dir.string()},
-                     {"input_count", lib.count},
-                     {"results", nlohmann::json::array()}};
+                     {"input_count", lib.count}};
   if (plan.inputs.skip_bad_inputs && !plan.inputs.synthetic)
     record.settings.update(detail::skipped_inputs_json(lib.skipped));
   for (const SkippedInput& s : lib.skipped) spdlog::warn("input left out: {}", s.reason);
@@ -315,13 +316,13 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
       const auto& r = results[i];
       RunCapture& c = *captures[i];
       RunRecord run = to_run(r, batch_size);
-      nlohmann::json summary = result_json(r);
+      ScenarioOutcome outcome = scenario_outcome(r);
       const std::vector<double> batch_ns = measured_batch_latencies(c, r.settings.warmup_queries);
       const LatencySummary batches = summarize(batch_ns);
-      summary["batch_latency"] = {{"batches", batch_ns.size()},
-                                  {"p50_ns", batches.p50},
-                                  {"p99_ns", batches.p99},
-                                  {"trimmed_mean_ns", batches.trimmed_mean}};
+      outcome.batches = static_cast<std::int64_t>(batch_ns.size());
+      outcome.batch_p50_ns = batches.p50;
+      outcome.batch_p99_ns = batches.p99;
+      outcome.batch_trimmed_mean_ns = batches.trimmed_mean;
       // Offline's one query is the whole run: the predict stage is what one batch costs, as in A1.
       if (settings.scenario == loadgen::Scenario::kOffline && !batch_ns.empty())
         run.stage_latency_ns[kStagePredict] = batches;
@@ -329,11 +330,11 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
         run.trace = c.recorder->take();
         run.trace.clock.unix_offset_ns = unix_offset_now_ns();
         run.trace.clock.device_clock_mapping = session.clock_mapping();
-        const TailTraceSelection sel = keep_tail_query_traces(run.trace, r, plan.scenario.trace_tail, app_name);
+        TailTraceSelection sel = keep_tail_query_traces(run.trace, r, plan.scenario.trace_tail, app_name);
         assemble(run.trace);
         run.trace_level = plan.trace_level;
-        summary["tail_traces"] = to_json(sel);
-        summary["tail_traces"]["trace_level"] = std::string(to_string(plan.trace_level));
+        sel.trace_level = std::string(to_string(plan.trace_level));
+        outcome.tail_traces = std::move(sel);
       }
       if (!plan.scenario.sweep_batch_sizes.empty()) {
         sweep_rows.push_back({{"batch_size", batch_size},
@@ -342,8 +343,8 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
         sweep_throughput.emplace_back(batch_size, r.samples_per_second);
         sweep_points.push_back({batch_size, r.samples_per_second, batch_ns.empty() ? std::nan("") : batches.p99 / 1e6});
       }
+      run.scenario_result = std::move(outcome);
       record.runs.push_back(std::move(run));
-      record.settings["results"].push_back(std::move(summary));
     }
     if (interrupted) break;
   }
@@ -389,10 +390,9 @@ std::string format_scenario_record(const EvaluationRecord& record) {
                 "scenario", "queries", "samples", "dur ms", "p50", "p90", "p95", "p99", "p99.9", "trimmed",
                 "qps+harness", "qps-harness", "harn ns/q", "early-stop", peak ? "pass" : "");
   os << line;
-  const auto results = s.value("results", nlohmann::json::array());
   for (std::size_t i = 0; i < record.runs.size(); ++i) {
     const auto& run = record.runs[i];
-    const nlohmann::json r = i < results.size() ? results[i] : nlohmann::json::object();
+    const ScenarioOutcome r = run.scenario_result.value_or(ScenarioOutcome{});
     const LatencySummary sum = summarize(run.predict_latency_ns);
     std::vector<std::int64_t> raw(run.predict_latency_ns.begin(), run.predict_latency_ns.end());
     const double es = loadgen::early_stopping_latency(std::move(raw), pct, confidence);
@@ -400,16 +400,15 @@ std::string format_scenario_record(const EvaluationRecord& record) {
     if (s.contains("sweep")) rate += " bs" + std::to_string(run.batch_size);
     if (peak) {
       char q[32];
-      std::snprintf(q, sizeof q, "@%.1f", num(r, "target_qps"));
+      std::snprintf(q, sizeof q, "@%.1f", r.target_qps);
       rate += q;
     }
     std::snprintf(line, sizeof line,
                   "%-5zu %-13s %8zu %9.0f %10.1f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %11.1f %11.1f %9.0f %11.3f %6s\n",
-                  i + 1, rate.c_str(), run.predict_latency_ns.size(), num(r, "sample_count"),
-                  num(r, "duration_ns") / 1e6, sum.p50 / 1e6, sum.p90 / 1e6, sum.p95 / 1e6, sum.p99 / 1e6,
-                  sum.p999 / 1e6, sum.trimmed_mean / 1e6, num(r, "qps_with_overhead"), num(r, "qps_without_overhead"),
-                  num(r, "harness_ns_per_query"), es / 1e6,
-                  peak ? (r.value("meets_bound", false) ? "pass" : "fail") : "");
+                  i + 1, rate.c_str(), run.predict_latency_ns.size(), static_cast<double>(r.sample_count),
+                  static_cast<double>(r.duration_ns) / 1e6, sum.p50 / 1e6, sum.p90 / 1e6, sum.p95 / 1e6, sum.p99 / 1e6,
+                  sum.p999 / 1e6, sum.trimmed_mean / 1e6, r.qps_with_overhead, r.qps_without_overhead,
+                  r.harness_ns_per_query, es / 1e6, peak ? (r.meets_bound ? "pass" : "fail") : "");
     os << line;
   }
   os << "early-stop = early-stopping estimate of the p" << pct << " latency with " << confidence * 100
@@ -443,24 +442,25 @@ std::string format_scenario_record(const EvaluationRecord& record) {
       os << " under a per-batch p99 bound of " << sw["latency_bound_ms"].get<double>() << " ms";
     os << " (" << sw.value("rule", std::string()) << ")\n";
   }
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    if (!results[i].contains("tail_traces")) continue;
-    const auto& tt = results[i]["tail_traces"];
-    os << "run " << i + 1 << " tail traces (" << tt.value("trace_level", std::string("model")) << " level, "
-       << tt.value("traced_queries", std::uint64_t{0}) << " queries traced): kept";
-    for (const auto& k : tt.value("kept", nlohmann::json::array())) {
+  bool any_tail = false;
+  for (std::size_t i = 0; i < record.runs.size(); ++i) {
+    const auto& res = record.runs[i].scenario_result;
+    if (!res || !res->tail_traces) continue;
+    any_tail = true;
+    const TailTraceSelection& tt = *res->tail_traces;
+    os << "run " << i + 1 << " tail traces (" << (tt.trace_level.empty() ? "model" : tt.trace_level) << " level, "
+       << tt.traced_queries << " queries traced): kept";
+    for (const KeptQuery& k : tt.kept) {
       char q[160];
       std::snprintf(q, sizeof q, " query %llu (%s, rank %llu, p%.2f, %.3f ms, %zu spans);",
-                    static_cast<unsigned long long>(k.value("query", std::uint64_t{0})),
-                    k.value("kind", std::string()).c_str(),
-                    static_cast<unsigned long long>(k.value("rank", std::uint64_t{0})), num(k, "percentile"),
-                    num(k, "latency_ns") / 1e6, k.value("spans", std::size_t{0}));
+                    static_cast<unsigned long long>(k.query), k.kind.c_str(), static_cast<unsigned long long>(k.rank),
+                    k.percentile, static_cast<double>(k.latency_ns) / 1e6, k.spans);
       os << q;
     }
-    os << " dropped " << tt.value("dropped_query_traces", std::uint64_t{0}) << " query traces ("
-       << tt.value("dropped_spans", std::uint64_t{0}) << " spans), summarized in the table above\n";
+    os << " dropped " << tt.dropped_query_traces << " query traces (" << tt.dropped_spans
+       << " spans), summarized in the table above\n";
   }
-  if (results.size() > 0 && results[0].contains("tail_traces"))
+  if (any_tail)
     os << "open a kept query: xsp trace export " << record.id << " --run N -o trace.json (Chrome/Perfetto)\n";
   return os.str();
 }

@@ -194,19 +194,4 @@ TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& r
   return sel;
 }
 
-nlohmann::json to_json(const TailTraceSelection& selection) {
-  auto kept = nlohmann::json::array();
-  for (const auto& k : selection.kept)
-    kept.push_back({{"query", k.query},
-                    {"latency_ns", k.latency_ns},
-                    {"rank", k.rank},
-                    {"percentile", k.percentile},
-                    {"kind", k.kind},
-                    {"spans", k.spans}});
-  return {{"kept", std::move(kept)},
-          {"traced_queries", selection.traced_queries},
-          {"dropped_query_traces", selection.dropped_query_traces},
-          {"dropped_spans", selection.dropped_spans}};
-}
-
 }  // namespace xsp

@@ -259,6 +259,22 @@ void finish_result(Result& r, const Recorder& rec, std::uint64_t n, std::uint64_
 
 }  // namespace
 
+PlannedRun planned_run(const Settings& s) {
+  const auto by_rate =
+      static_cast<std::uint64_t>(std::ceil(s.target_qps * static_cast<double>(s.min_duration_ms) / 1000.0));
+  PlannedRun p;
+  p.samples_per_query = s.scenario == Scenario::kMultiStream ? s.samples_per_query : 1;
+  p.queries = s.min_query_count;
+  if (s.scenario == Scenario::kServer) p.queries = std::max<std::uint64_t>(p.queries, by_rate);
+  if (s.scenario == Scenario::kOffline) {
+    p.samples_per_query = std::max<std::uint64_t>({s.min_query_count, by_rate, 1});
+    p.queries = 1;
+  }
+  if (s.max_query_count > 0) p.queries = std::min(p.queries, s.max_query_count);
+  p.queries = std::max<std::uint64_t>(p.queries, 1);
+  return p;
+}
+
 Result run(SystemUnderTest& sut, const Settings& s) {
   const double pct = s.percentile();
   if (!(pct > 0 && pct < 100)) throw std::invalid_argument("loadgen: percentile must be in (0, 100)");
@@ -272,22 +288,11 @@ Result run(SystemUnderTest& sut, const Settings& s) {
   r.percentile = pct;
   const RunClock clock{s.timebase};
   const std::int64_t min_dur_ns = s.min_duration_ms * 1'000'000;
-  std::uint64_t per_query = s.scenario == Scenario::kMultiStream ? s.samples_per_query : 1;
-
   // Everything sized up front (deferred logging): capacity for the minimum count, grown only between
   // queries in the stream scenarios, where nothing is outstanding then.
-  std::uint64_t planned = s.min_query_count;
-  if (s.scenario == Scenario::kServer)
-    planned = std::max<std::uint64_t>(
-        planned, static_cast<std::uint64_t>(std::ceil(s.target_qps * (double)s.min_duration_ms / 1000.0)));
-  if (s.scenario == Scenario::kOffline) {
-    per_query = std::max<std::uint64_t>(
-        s.min_query_count, static_cast<std::uint64_t>(std::ceil(s.target_qps * (double)s.min_duration_ms / 1000.0)));
-    per_query = std::max<std::uint64_t>(per_query, 1);
-    planned = 1;
-  }
-  if (s.max_query_count > 0) planned = std::min(planned, s.max_query_count);
-  planned = std::max<std::uint64_t>(planned, 1);
+  const PlannedRun plan = planned_run(s);
+  const std::uint64_t per_query = plan.samples_per_query;
+  const std::uint64_t planned = plan.queries;
 
   const std::vector<std::uint64_t> order = sample_order(s.sample_count, per_query, s.seed);
   auto query_samples = [&](std::uint64_t i) {

@@ -47,7 +47,8 @@ json run_json(const RunRecord& run, std::size_t number) {
       {"span_count", run.trace.spans.size()},
       {"trace_id", run.trace_id},
       {"machine_state", run.machine_state},
-      {"generation", run.generation}};
+      {"scenario_result", run.scenario_result ? to_json(*run.scenario_result) : json(nullptr)},
+      {"generation", run.generation ? to_json(*run.generation) : json::object()}};
 }
 
 // One evaluation without its traces (they are downloads: GET .../trace), with each run's stability verdict and the

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ctime>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,30 +20,6 @@ namespace xsp::store_columns {
 
 /// What a NULL REAL / DOUBLE PRECISION column reads back as: a figure that does not exist.
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Doubles as JSON: nlohmann writes NaN/inf as null, so null reads back as NaN. (Infinity thus also reads back
-// as NaN; no summary XSP computes is infinite.)
-inline double number_from(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return kNaN;
-  return it->get<double>();
-}
-
-inline LatencySummary summary_from_json(const nlohmann::json& j) {
-  LatencySummary s;
-  s.n = j.at("n").get<std::size_t>();
-  s.trimmed_mean = number_from(j, "trimmed_mean");
-  s.mean = number_from(j, "mean");
-  s.stddev = number_from(j, "stddev");
-  s.min = number_from(j, "min");
-  s.max = number_from(j, "max");
-  s.p50 = number_from(j, "p50");
-  s.p90 = number_from(j, "p90");
-  s.p95 = number_from(j, "p95");
-  s.p99 = number_from(j, "p99");
-  s.p999 = number_from(j, "p999");
-  return s;
-}
 
 // Raw latencies as little-endian IEEE-754 doubles, written byte by byte so the file reads the same on any host.
 inline std::vector<std::uint8_t> doubles_to_blob(const std::vector<double>& values) {
@@ -94,6 +71,12 @@ struct EncodedRun {
   std::string stage_latency_ns, counters, measurement, machine_state, warnings, generation;  ///< JSON text
   std::vector<std::uint8_t> predict_latency_ns;                                              ///< doubles_to_blob()
   std::vector<std::uint8_t> trace;                                                           ///< encode_trace()
+  /// The outcome columns of schema 9 (xsp/store/schema.h): the scenario result's JSON (nullopt: NULL), the figures
+  /// users query as typed columns (NaN: NULL) and whether the run met its bound (nullopt: no bound).
+  std::optional<std::string> scenario_result;
+  double qps = kNaN, latency_p99_ns = kNaN;
+  double ttft_p50_ns = kNaN, ttft_p99_ns = kNaN, tpot_p50_ns = kNaN, tpot_p99_ns = kNaN, output_tokens_per_s = kNaN;
+  std::optional<std::int64_t> meets_bound;
 };
 /// Encodes `run`'s columns. Throws what encode_trace() throws (the only step that can fail).
 inline EncodedRun encode_run(const RunRecord& run) {
@@ -107,10 +90,51 @@ inline EncodedRun encode_run(const RunRecord& run) {
   e.measurement = json_text(to_json(run.measurement));
   e.machine_state = json_text(run.machine_state);
   e.warnings = json_text(nlohmann::json(run.warnings));
-  e.generation = json_text(run.generation);
+  e.generation = json_text(run.generation ? to_json(*run.generation) : nlohmann::json::object());
+  if (const auto& o = run.scenario_result) {
+    e.scenario_result = json_text(to_json(*o));
+    e.qps = o->qps_with_overhead;
+    e.latency_p99_ns = o->p99_ns;
+    if (o->scenario == "server" && o->latency_bound_ns > 0) e.meets_bound = o->meets_bound ? 1 : 0;
+  }
+  if (const auto& g = run.generation) {
+    e.ttft_p50_ns = g->ttft_ns.p50;
+    e.ttft_p99_ns = g->ttft_ns.p99;
+    e.tpot_p50_ns = g->tpot_ns.p50;
+    e.tpot_p99_ns = g->tpot_ns.p99;
+    e.output_tokens_per_s = g->output_tokens_per_s;
+    if (g->valid) e.meets_bound = *g->valid ? 1 : 0;
+  }
   e.predict_latency_ns = doubles_to_blob(run.predict_latency_ns);
   e.trace = encode_trace(run.trace);
   return e;
+}
+
+/// Reads a run's outcome columns back: `generation` is the runs.generation text ("{}": not a generation run),
+/// `scenario_result` the runs.scenario_result text (nullopt: NULL, not a scenario run). Throws
+/// std::invalid_argument naming the column and the key that is not what encode_run() writes.
+inline void decode_outcomes(RunRecord& run, const std::string& generation,
+                            const std::optional<std::string>& scenario_result) {
+  auto parse = [](const std::string& text, const char* column) {
+    try {
+      return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(std::string(column) + ": not JSON: " + e.what());
+    }
+  };
+  try {
+    const nlohmann::json g = parse(generation, "generation");
+    if (!(g.is_object() && g.empty())) run.generation = generation_outcome_from_json(g);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("generation: ") + e.what());
+  }
+  if (scenario_result) {
+    try {
+      run.scenario_result = scenario_outcome_from_json(parse(*scenario_result, "scenario_result"));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("scenario_result: ") + e.what());
+    }
+  }
 }
 
 /// The task outputs of a prediction as the predictions.outputs column's JSON text (schema 7): "{}" for a

@@ -36,6 +36,10 @@ std::vector<Version> versions() {
       {8,
        "The workload that made an evaluation (issue 30, RecordKind): 'batch-sweep', 'scenario' or 'generation', "
        "read from the scenario of older rows."},
+      {9,
+       "Typed outcomes (issue 30): a scenario run's result in its own column (before, in its evaluation's "
+       "settings.results), and the figures users query as typed columns: QPS, p99, whether a bound was met, TTFT and "
+       "TPOT p50/p99, output tokens/s. Rows of older stores get theirs from the JSON they already hold."},
   };
 }
 
@@ -52,6 +56,32 @@ const PerDialect kRandomUuid{
     "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
     "substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))",
     "gen_random_uuid()::text"};
+
+// Version 9's backfills: a scenario run's result is entry N of its evaluation's settings.results, N its position
+// among the evaluation's runs (runs are inserted in the record's order); typed figures come out of the JSON columns.
+const std::string kRunPosition =
+    "(SELECT count(*) FROM runs AS earlier WHERE earlier.evaluation_id = runs.evaluation_id AND earlier.id < runs.id)";
+const PerDialect kScenarioResultFromSettings{
+    "(SELECT json_extract(e.settings, '$.results[' || " + kRunPosition +
+        " || ']') FROM evaluations AS e WHERE e.id = runs.evaluation_id AND e.kind = 'scenario')",
+    "(SELECT (e.settings::jsonb -> 'results' -> " + kRunPosition +
+        "::int)::text FROM evaluations AS e WHERE e.id = runs.evaluation_id AND e.kind = 'scenario')"};
+// A number at `path` (SQLite JSON path; PostgreSQL path elements) of JSON column `column`; NULL when absent or null.
+PerDialect json_real(const std::string& column, const std::string& sqlite_path, const std::string& pg_path) {
+  return {"json_extract(" + column + ", '" + sqlite_path + "')",
+          "(" + column + "::jsonb #>> '" + pg_path + "')::double precision"};
+}
+// A JSON boolean as 1 or 0 (NULL when absent).
+std::string pg_bool(const std::string& column, const std::string& key) {
+  return "CASE (" + column + "::jsonb ->> '" + key + "') WHEN 'true' THEN 1 WHEN 'false' THEN 0 END";
+}
+const PerDialect kMeetsBound{
+    "CASE WHEN json_extract(scenario_result, '$.scenario') = 'server' AND json_extract(scenario_result, "
+    "'$.latency_bound_ns') > 0 THEN json_extract(scenario_result, '$.meets_bound') ELSE json_extract(generation, "
+    "'$.valid') END",
+    "CASE WHEN (scenario_result::jsonb ->> 'scenario') = 'server' AND (scenario_result::jsonb ->> "
+    "'latency_bound_ns')::double precision > 0 THEN " +
+        pg_bool("scenario_result", "meets_bound") + " ELSE " + pg_bool("generation", "valid") + " END"};
 
 Table evaluations() {
   return {
@@ -130,6 +160,44 @@ Table runs() {
                   .backfilled(kRandomTraceId)
                   .described("OTLP trace id, 32 lowercase hex digits"),
               col("generation", kJson).required().default_to("'{}'").since(6),
+              col("scenario_result", kJson)
+                  .since(9)
+                  .backfilled(kScenarioResultFromSettings)
+                  .described("a LoadGen scenario run's ScenarioOutcome (xsp/record/outcome.h); NULL for other runs"),
+              col("qps", kReal)
+                  .since(9)
+                  .backfilled(json_real("scenario_result", "$.qps_with_overhead", "{qps_with_overhead}"))
+                  .described("scenario runs: queries/s with LoadGen's overhead (Offline: samples/s)"),
+              col("latency_p99_ns", kReal)
+                  .since(9)
+                  .backfilled(json_real("scenario_result", "$.p99_ns", "{p99_ns}"))
+                  .described("scenario runs: p99 query latency"),
+              col("meets_bound", kInteger)
+                  .check("meets_bound IS NULL OR meets_bound IN (0, 1)")
+                  .since(9)
+                  .backfilled(kMeetsBound)
+                  .described("1/0: a Server run's p-th latency, or a generation run's TTFT and TPOT, met the bound; "
+                             "NULL without a bound"),
+              col("ttft_p50_ns", kReal)
+                  .since(9)
+                  .backfilled(json_real("generation", "$.ttft_ns.p50", "{ttft_ns,p50}"))
+                  .described("generation runs"),
+              col("ttft_p99_ns", kReal)
+                  .since(9)
+                  .backfilled(json_real("generation", "$.ttft_ns.p99", "{ttft_ns,p99}"))
+                  .described("generation runs"),
+              col("tpot_p50_ns", kReal)
+                  .since(9)
+                  .backfilled(json_real("generation", "$.tpot_ns.p50", "{tpot_ns,p50}"))
+                  .described("generation runs"),
+              col("tpot_p99_ns", kReal)
+                  .since(9)
+                  .backfilled(json_real("generation", "$.tpot_ns.p99", "{tpot_ns,p99}"))
+                  .described("generation runs"),
+              col("output_tokens_per_s", kReal)
+                  .since(9)
+                  .backfilled(json_real("generation", "$.output_tokens_per_s", "{output_tokens_per_s}"))
+                  .described("generation runs"),
           },
           {},
           {},

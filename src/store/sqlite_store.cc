@@ -471,6 +471,9 @@ class SqliteStore final : public Store {
     const int rc = std::isnan(v) ? sqlite3_bind_null(st.get(), i) : sqlite3_bind_double(st.get(), i, v);
     if (rc != SQLITE_OK) fail_sqlite(op);
   }
+  void bind_null(Statement& st, int i, const std::string& op) {
+    if (sqlite3_bind_null(st.get(), i) != SQLITE_OK) fail_sqlite(op);
+  }
   void bind_blob(Statement& st, int i, const std::vector<std::uint8_t>& v, const std::string& op) {
     // An empty vector must still be a (zero-length) blob, not NULL: the columns are NOT NULL.
     const int rc = v.empty() ? sqlite3_bind_zeroblob(st.get(), i, 0)
@@ -691,9 +694,10 @@ class SqliteStore final : public Store {
         "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
         "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
         "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, latency_cv, "
-        "drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id, generation) "
+        "drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id, generation, scenario_result, qps, "
+        "latency_p99_ns, meets_bound, ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, tpot_p99_ns, output_tokens_per_s) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
-        "?23, ?24)",
+        "?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
         op);
     bind_int(st, 1, evaluation_id, op);
     bind_int(st, 2, run.batch_size, op);
@@ -720,6 +724,21 @@ class SqliteStore final : public Store {
     bind_text(st, 22, enc.warnings, op);
     bind_text(st, 23, run.trace_id, op);
     bind_text(st, 24, enc.generation, op);
+    if (enc.scenario_result)
+      bind_text(st, 25, *enc.scenario_result, op);
+    else
+      bind_null(st, 25, op);
+    bind_double(st, 26, enc.qps, op);
+    bind_double(st, 27, enc.latency_p99_ns, op);
+    if (enc.meets_bound)
+      bind_int(st, 28, *enc.meets_bound, op);
+    else
+      bind_null(st, 28, op);
+    bind_double(st, 29, enc.ttft_p50_ns, op);
+    bind_double(st, 30, enc.ttft_p99_ns, op);
+    bind_double(st, 31, enc.tpot_p50_ns, op);
+    bind_double(st, 32, enc.tpot_p99_ns, op);
+    bind_double(st, 33, enc.output_tokens_per_s, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     const std::int64_t run_id = sqlite3_last_insert_rowid(db_);
     if (!run.predictions.empty()) {
@@ -826,8 +845,8 @@ class SqliteStore final : public Store {
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     Statement rs = prepare(
         "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation "
-        "FROM runs WHERE evaluation_id = ?1 ORDER BY id",
+        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation, "
+        "scenario_result FROM runs WHERE evaluation_id = ?1 ORDER BY id",
         op);
     bind_int(rs, 1, id, op);
     while (step(rs, op)) {
@@ -844,9 +863,9 @@ class SqliteStore final : public Store {
         // Named, not iterated as a temporary: items() only refers to the json it is called on.
         const nlohmann::json stages = parse_json(text(q, 6), run_op + ": stage_latency_ns");
         for (const auto& [stage, summary] : stages.items()) {
-          run.stage_latency_ns[stage] = summary_from_json(summary);
+          run.stage_latency_ns[stage] = latency_summary_from_json(summary);
         }
-      } catch (const nlohmann::json::exception& e) {
+      } catch (const std::exception& e) {
         fail(run_op + ": stage_latency_ns", e.what());
       }
       {
@@ -880,7 +899,12 @@ class SqliteStore final : public Store {
         fail(run_op + ": warnings", e.what());
       }
       run.trace_id = text(q, 12);
-      run.generation = parse_json(text(q, 13), run_op + ": generation");
+      try {
+        decode_outcomes(run, text(q, 13),
+                        sqlite3_column_type(q, 14) == SQLITE_NULL ? std::nullopt : std::optional(text(q, 14)));
+      } catch (const std::invalid_argument& e) {
+        fail(run_op, e.what());
+      }
       read_predictions(run, run_op);
       r.runs.push_back(std::move(run));
     }

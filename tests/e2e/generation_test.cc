@@ -75,11 +75,12 @@ TEST_F(Gpt2Tiny, EveryRunGeneratesTheRequestedTokensFromRealPrompts) {
   ASSERT_EQ(rec.runs.size(), 4u);  // batch sizes 1, 2 × levels M, M/F
   for (const RunRecord& run : rec.runs) {
     SCOPED_TRACE(std::to_string(run.batch_size) + " " + run_name(run.trace_level));
-    const auto& g = run.generation;
-    EXPECT_EQ(g["requests"], 3);
-    EXPECT_EQ(g["sequences"], 3 * run.batch_size);
-    EXPECT_EQ(g["output_tokens_total"], 3 * run.batch_size * kOutputTokens);
-    EXPECT_EQ(g["input_tokens"], 3 * run.batch_size * kPromptTokens);
+    ASSERT_TRUE(run.generation.has_value());
+    const GenerationOutcome& g = *run.generation;
+    EXPECT_EQ(g.requests, 3);
+    EXPECT_EQ(g.sequences, 3 * run.batch_size);
+    EXPECT_EQ(g.output_tokens_total, 3 * run.batch_size * kOutputTokens);
+    EXPECT_EQ(g.input_tokens, 3 * run.batch_size * kPromptTokens);
     // One prefill + 7 decode steps per request, each a MODEL span under its request span.
     std::size_t requests = 0, prefills = 0, decodes = 0;
     for (const Span& s : run.trace.spans) {
@@ -91,12 +92,12 @@ TEST_F(Gpt2Tiny, EveryRunGeneratesTheRequestedTokensFromRealPrompts) {
     EXPECT_EQ(prefills, 3u);
     EXPECT_EQ(decodes, 3u * (kOutputTokens - 1));
     // TTFT <= E2E; TPOT > 0.
-    EXPECT_LE(g["ttft_ns"]["p50"].get<double>(), g["e2e_ns"]["p50"].get<double>());
-    EXPECT_GT(g["tpot_ns"]["p50"].get<double>(), 0);
+    EXPECT_LE(g.ttft_ns.p50, g.e2e_ns.p50);
+    EXPECT_GT(g.tpot_ns.p50, 0);
     // The KV cache: 2 (K and V) × n_layer 2 × batch × n_head 2 × positions (16 + 8) × head_dim 32 × 4 bytes
     // (fp32) = 24,576 bytes per sequence (Kwon et al. 2023, PagedAttention, §2: the cache per token is
     // 2 × layers × hidden × bytes).
-    EXPECT_EQ(g["kv_cache_bytes"].get<std::uint64_t>(), 24576u * static_cast<std::uint64_t>(run.batch_size));
+    EXPECT_EQ(g.kv_cache_bytes, 24576u * static_cast<std::uint64_t>(run.batch_size));
   }
   // Real prompts were tokenized, and the generated text decoded.
   const auto& samples = rec.settings["sample_outputs"];
@@ -150,9 +151,9 @@ TEST_F(Gpt2Tiny, FrameworkOpsOfTheTransformerLayersSitUnderPrefillAndDecodeSteps
   for (const auto& m : modules) seen += m + " ";
   EXPECT_TRUE(layer0 && layer1) << "modules seen: " << seen;
   // Tail: 2 slowest first tokens and 2 slowest decode steps, their requests' full traces kept.
-  const auto& tail = run->generation["tail"];
+  const auto& tail = run->generation.value().tail;
   ASSERT_EQ(tail.size(), 4u);
-  for (const auto& t : tail) EXPECT_TRUE(t["full_trace"].get<bool>());
+  for (const auto& t : tail) EXPECT_TRUE(t.full_trace);
   EXPECT_GE(run->trace.counters.at("generation.kept_request_traces"), 1u);
 }
 

@@ -252,8 +252,8 @@ TEST(TaskModelsInScenarios, DetectionSegmentationAndTextRunSingleStreamServerAnd
       EXPECT_EQ(rec.scenario, scenario);
       ASSERT_EQ(rec.runs.size(), 1u);
       const RunRecord& run = rec.runs[0];
-      const auto& result = rec.settings.at("results").at(0);
-      EXPECT_GE(result.at("sample_count").get<std::uint64_t>(), 6u);
+      ASSERT_TRUE(run.scenario_result.has_value());
+      EXPECT_GE(run.scenario_result->sample_count, 6);
       EXPECT_EQ(run.batch_size, scenario == "offline" ? 2 : 1);
       for (double ns : run.predict_latency_ns) EXPECT_GT(ns, 0);
       if (model == "bert_tiny") {

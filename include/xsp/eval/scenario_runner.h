@@ -28,10 +28,9 @@ namespace xsp {
 /// with `manifest`, and returns the record (not yet stored): scenario = the scenario name, one RunRecord per run
 /// (trace level model, or options.trace_level with trace_tail; batch_size = largest predict batch;
 /// predict_latency_ns = raw per-query latencies in ns, issue order; Offline: stage "predict" summarizes the
-/// per-batch predict latencies; trace = the kept tail-query traces, assembled), settings with
-/// "scenario_settings" (seed included), "results" (one JSON summary per run, same order as runs, with
-/// "batch_latency" {batches, p50_ns, p99_ns, trimmed_mean_ns} of the predict calls and, with trace_tail,
-/// "tail_traces" (to_json(TailTraceSelection))), for a peak search "peak_qps", and for a sweep "sweep"
+/// per-batch predict latencies; trace = the kept tail-query traces, assembled; scenario_result = LoadGen's result
+/// with the predict calls' batch latencies and, with trace_tail, the TailTraceSelection), settings with
+/// "scenario_settings" (seed included), for a peak search "peak_qps", and for a sweep "sweep"
 /// {rule, latency_bound_ms, optimal_batch_size (null when no batch meets the bound), rows: [{batch_size,
 /// samples_per_second, batch_p99_ms}]}. With plan.scenario.trace_tail every query is traced on the SUT's worker
 /// thread at plan.trace_level, its profilers switched there by `session` (framework ops; kernels too at kernel

@@ -10,29 +10,10 @@
 #include <vector>
 
 #include "xsp/loadgen/loadgen.h"
+#include "xsp/record/outcome.h"  // TailTraceSelection
 #include "xsp/trace/trace.h"
 
 namespace xsp {
-
-/// One query whose trace was kept.
-struct KeptQuery {
-  std::uint64_t query = 0;      ///< query id (0-based, issue order of the measured queries)
-  std::int64_t latency_ns = 0;  ///< issue to completion, as the load generator measured it
-  std::uint64_t rank = 0;       ///< 1 = slowest of the run
-  /// Nearest-rank percentile of its latency within the run: 100·(n − rank + 1)/n for n measured queries (the
-  /// slowest query is the 100th percentile, the 10th slowest of 1000 the 99.1th).
-  double percentile = 0;
-  std::string kind;       ///< "tail" (one of the n slowest) or "median" (the reference query)
-  std::size_t spans = 0;  ///< spans kept under it (its query span included)
-};
-
-/// What keep_tail_query_traces() kept and dropped.
-struct TailTraceSelection {
-  std::vector<KeptQuery> kept;             ///< slowest first, then the median query when it is not among them
-  std::uint64_t traced_queries = 0;        ///< measured queries the run traced
-  std::uint64_t dropped_query_traces = 0;  ///< measured queries whose spans were dropped
-  std::uint64_t dropped_spans = 0;         ///< spans removed (warm-up queries' spans included)
-};
 
 /// Reduces the trace of a run in which PredictorSut traced every query (SutTracing: MODEL spans "predict"
 /// tagged "query"/"sequence", FRAMEWORK spans under them) to the queries worth opening:
@@ -52,8 +33,5 @@ struct TailTraceSelection {
 /// result's per-query vectors are shorter than its query_count.
 TailTraceSelection keep_tail_query_traces(Trace& trace, const loadgen::Result& result, std::size_t tail,
                                           const std::string& app_name);
-
-/// The selection as stored in a scenario record's settings ("results"[i]["tail_traces"]).
-nlohmann::json to_json(const TailTraceSelection& selection);
 
 }  // namespace xsp

@@ -159,6 +159,17 @@ struct Result {
   bool interrupted = false;
 };
 
+/// What run() sizes before it starts (MLPerf LoadGen's deferred logging: capacity for the minimum run, grown only
+/// between queries in the stream scenarios): `queries` planned and `samples_per_query`. SingleStream and
+/// MultiStream: min_query_count queries (capped at max_query_count when set) of 1 or samples_per_query samples; Server:
+/// max(min_query_count, ⌈target_qps · min_duration_ms / 1000⌉) queries of 1 sample (capped likewise); Offline: one
+/// query of max(min_query_count, ⌈target_qps · min_duration_ms / 1000⌉, 1) samples. Never 0 queries.
+struct PlannedRun {
+  std::uint64_t queries = 1;
+  std::uint64_t samples_per_query = 1;
+};
+PlannedRun planned_run(const Settings& settings);
+
 /// Runs `settings.scenario` against `sut` on the calling thread (the SUT does its work on its own threads or
 /// inline). Throws std::invalid_argument for bad settings (target_qps <= 0 for Server, samples_per_query 0,
 /// sample_count 0, percentile outside (0, 100)). An exception thrown by an inline SUT's issue() leaves run() as

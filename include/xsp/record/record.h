@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "xsp/record/outcome.h"
 #include "xsp/stats/stability.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/trace.h"
@@ -160,14 +162,10 @@ struct RunRecord {
   /// Store::save() when empty and stored with the run, so that every export of the run carries the same ids
   /// and runs of different stores never share one (span ids derive from it: xsp::otlp_span_id).
   std::string trace_id;
-  /// Generation runs (output type "generation", docs/generation.md): the token-latency figures of the run's
-  /// measured requests, {} for other runs. Keys: "requests" (measured requests; each generates a batch of
-  /// "sequences_per_request" sequences), "sequences" (what the distributions count: one per sequence),
-  /// "prompt_tokens" and "output_tokens" (per request, in issue order), "ttft_ns", "tpot_ns", "itl_ns", "e2e_ns"
-  /// (LatencySummary JSON), "input_tokens_per_s", "output_tokens_per_s", "duration_ns", "single_token_requests",
-  /// "ttft_stability", "tpot_stability", "kv_cache_bytes" (the largest KV cache a request allocated), "ttft_values_ns"
-  /// and "tpot_values_ns" (per request, issue order) and, for trace tails, "tail" (which steps' traces were kept).
-  nlohmann::json generation = nlohmann::json::object();
+  /// The typed outcome of the workload that made the run (xsp/record/outcome.h): a LoadGen scenario run's result,
+  /// a generation run's token latencies; nullopt for the batch sweep, whose result is this record's own fields.
+  std::optional<ScenarioOutcome> scenario_result;
+  std::optional<GenerationOutcome> generation;
   bool operator==(const RunRecord&) const = default;
 };
 

@@ -105,21 +105,26 @@ std::int64_t insert_run(pqxx::dbtransaction& tx, std::int64_t evaluation_id, con
   const StabilityAssessment& a = run.measurement.stability;
   std::int64_t run_id = 0;
   try {
-    run_id = tx.exec_params1(
-                   "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
-                   "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
-                   "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, "
-                   "latency_cv, drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id, generation) "
-                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
-                   "$20, $21, $22, $23, $24) RETURNING id",
-                   evaluation_id, run.batch_size, std::string(to_string(run.trace_level)), run.warmup_iterations,
-                   run.iterations, Real{run.throughput_samples_per_s}, enc.stage_latency_ns,
-                   bytes(enc.predict_latency_ns), static_cast<std::int64_t>(run.trace.spans.size()),
-                   static_cast<std::int64_t>(run.trace.assembly.unparented), enc.counters, bytes(enc.trace),
-                   std::string(to_string(a.verdict)), Real{a.median_ns}, Real{a.ci95_ns.low}, Real{a.ci95_ns.high},
-                   Real{a.cv}, Real{a.drift_fraction}, static_cast<std::int64_t>(run.measurement.warmup_ns),
-                   enc.measurement, enc.machine_state, enc.warnings, run.trace_id, enc.generation)[0]
-                 .as<std::int64_t>();
+    run_id =
+        tx.exec_params1(
+              "INSERT INTO runs (evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
+              "throughput_samples_per_s, stage_latency_ns, predict_latency_ns, span_count, unparented_spans, "
+              "counters, trace, stability, latency_median_ns, latency_ci95_low_ns, latency_ci95_high_ns, "
+              "latency_cv, drift_fraction, warmup_ns, measurement, machine_state, warnings, trace_id, generation, "
+              "scenario_result, qps, latency_p99_ns, meets_bound, ttft_p50_ns, ttft_p99_ns, tpot_p50_ns, "
+              "tpot_p99_ns, output_tokens_per_s) "
+              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
+              "$20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33) RETURNING id",
+              evaluation_id, run.batch_size, std::string(to_string(run.trace_level)), run.warmup_iterations,
+              run.iterations, Real{run.throughput_samples_per_s}, enc.stage_latency_ns, bytes(enc.predict_latency_ns),
+              static_cast<std::int64_t>(run.trace.spans.size()),
+              static_cast<std::int64_t>(run.trace.assembly.unparented), enc.counters, bytes(enc.trace),
+              std::string(to_string(a.verdict)), Real{a.median_ns}, Real{a.ci95_ns.low}, Real{a.ci95_ns.high},
+              Real{a.cv}, Real{a.drift_fraction}, static_cast<std::int64_t>(run.measurement.warmup_ns), enc.measurement,
+              enc.machine_state, enc.warnings, run.trace_id, enc.generation, enc.scenario_result, Real{enc.qps},
+              Real{enc.latency_p99_ns}, enc.meets_bound, Real{enc.ttft_p50_ns}, Real{enc.ttft_p99_ns},
+              Real{enc.tpot_p50_ns}, Real{enc.tpot_p99_ns}, Real{enc.output_tokens_per_s})[0]
+            .as<std::int64_t>();
   } catch (const pqxx::failure& e) {
     fail(location, op, reason(e));
   }
@@ -463,8 +468,8 @@ class PostgresStore final : public Store {
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     const pqxx::result runs = tx.exec_params(
         "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation "
-        "FROM runs WHERE evaluation_id = $1 ORDER BY id",
+        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation, "
+        "scenario_result FROM runs WHERE evaluation_id = $1 ORDER BY id",
         id);
     for (const pqxx::row& q : runs) {
       RunRecord run;
@@ -477,8 +482,9 @@ class PostgresStore final : public Store {
       run.throughput_samples_per_s = real(q[5]);
       try {
         const nlohmann::json stages = parse_json(text(q[6]), location_, run_op + ": stage_latency_ns");
-        for (const auto& [stage, summary] : stages.items()) run.stage_latency_ns[stage] = summary_from_json(summary);
-      } catch (const nlohmann::json::exception& e) {
+        for (const auto& [stage, summary] : stages.items())
+          run.stage_latency_ns[stage] = latency_summary_from_json(summary);
+      } catch (const std::exception& e) {
         fail(location_, run_op + ": stage_latency_ns", e.what());
       }
       const std::vector<std::uint8_t> latencies = bytes_of(q[7]);
@@ -503,7 +509,11 @@ class PostgresStore final : public Store {
         fail(location_, run_op + ": warnings", e.what());
       }
       run.trace_id = text(q[12]);
-      run.generation = parse_json(text(q[13]), location_, run_op + ": generation");
+      try {
+        decode_outcomes(run, text(q[13]), q[14].is_null() ? std::nullopt : std::optional(text(q[14])));
+      } catch (const std::invalid_argument& e) {
+        fail(location_, run_op, e.what());
+      }
       read_predictions(tx, run, run_op);
       r.runs.push_back(std::move(run));
     }

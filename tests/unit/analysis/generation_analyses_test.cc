@@ -129,7 +129,7 @@ RunRecord run(TraceLevel level, Trace trace, int requests = 2) {
   r.trace_level = level;
   r.iterations = requests;
   r.trace = std::move(trace);
-  r.generation = generation_json(requests);
+  r.generation = generation_outcome_from_json(generation_json(requests));
   return r;
 }
 
@@ -446,7 +446,7 @@ TEST(GenerationAnalyses, G5SumsEachStepsKernelCountersAndDividesFlopsByDramBytes
 
 TEST(GenerationAnalyses, RecordsWithoutGenerationRunsGiveNoRows) {
   EvaluationRecord e = generation_record();
-  for (RunRecord& r : e.runs) r.generation = nlohmann::json::object();
+  for (RunRecord& r : e.runs) r.generation.reset();
   EXPECT_FALSE(is_generation_evaluation(e));
   const auto tables = run_analyses(e, {"G1", "G2", "G3", "G4"}, std::nullopt);
   ASSERT_EQ(tables.size(), 4u);

@@ -229,18 +229,18 @@ TEST(GenerationRunner, EveryRequestHasItsStepSpansInOrderUnderOneRequestSpan) {
 TEST(GenerationRunner, TokenLatenciesAreExactOnKnownStepTimes) {
   Fixture f;
   const RunRecord run = f.run().runs.at(0);
-  const auto& g = run.generation;
+  const GenerationOutcome& g = run.generation.value();
   // TTFT = tokenize (1 µs) + prefill (5 ms); TPOT = decode (1 ms); E2E = TTFT + 4 decodes.
-  EXPECT_DOUBLE_EQ(g["ttft_ns"]["p50"].get<double>(), 5'001'000);
-  EXPECT_DOUBLE_EQ(g["ttft_ns"]["p99"].get<double>(), 5'001'000);
-  EXPECT_DOUBLE_EQ(g["tpot_ns"]["p50"].get<double>(), 1'000'000);
-  EXPECT_DOUBLE_EQ(g["itl_ns"]["max"].get<double>(), 1'000'000);
-  EXPECT_DOUBLE_EQ(g["e2e_ns"]["p50"].get<double>(), 9'001'000);
-  EXPECT_EQ(g["requests"], 4);
-  EXPECT_EQ(g["output_tokens_total"], 20);
-  EXPECT_EQ(g["input_tokens"], 32);
-  EXPECT_EQ(g["kv_cache_bytes"], 1000);
-  EXPECT_EQ(g["prompt_tokens"], nlohmann::json({8, 8, 8, 8}));
+  EXPECT_DOUBLE_EQ(g.ttft_ns.p50, 5'001'000);
+  EXPECT_DOUBLE_EQ(g.ttft_ns.p99, 5'001'000);
+  EXPECT_DOUBLE_EQ(g.tpot_ns.p50, 1'000'000);
+  EXPECT_DOUBLE_EQ(g.itl_ns.max, 1'000'000);
+  EXPECT_DOUBLE_EQ(g.e2e_ns.p50, 9'001'000);
+  EXPECT_EQ(g.requests, 4);
+  EXPECT_EQ(g.output_tokens_total, 20);
+  EXPECT_EQ(g.input_tokens, 32);
+  EXPECT_EQ(g.kv_cache_bytes, 1000);
+  EXPECT_EQ(g.prompt_tokens, (std::vector<std::int64_t>{8, 8, 8, 8}));
   // Stages: every decode step, and the request's service time = 1 + 5000 + 4000 + 2 µs.
   EXPECT_EQ(run.stage_latency_ns.at(kStageDecode).n, 16u);
   EXPECT_DOUBLE_EQ(run.stage_latency_ns.at(kStagePrefill).p50, 5'000'000);
@@ -248,10 +248,10 @@ TEST(GenerationRunner, TokenLatenciesAreExactOnKnownStepTimes) {
   EXPECT_DOUBLE_EQ(run.predict_latency_ns[0], 9'003'000);
   // LoadGen ran the requests (the batch sweep as MultiStream: a query of `batch` sequences) and took each query's
   // first token from the generator: its TTFT is the generation's, its latency the request's service time.
-  EXPECT_EQ(g["loadgen"]["scenario"], "multi-stream");
-  EXPECT_EQ(g["loadgen"]["queries"], 4);
-  EXPECT_DOUBLE_EQ(g["loadgen"]["ttft_p50_ns"].get<double>(), 5'001'000);
-  EXPECT_DOUBLE_EQ(g["loadgen"]["latency_p50_ns"].get<double>(), 9'003'000);
+  EXPECT_EQ(g.loadgen->scenario, "multi-stream");
+  EXPECT_EQ(g.loadgen->queries, 4);
+  EXPECT_DOUBLE_EQ(g.loadgen->ttft_p50_ns, 5'001'000);
+  EXPECT_DOUBLE_EQ(g.loadgen->latency_p50_ns, 9'003'000);
 }
 
 TEST(GenerationRunner, BatchedRequestsCountEverySequence) {
@@ -259,12 +259,12 @@ TEST(GenerationRunner, BatchedRequestsCountEverySequence) {
   f.o.batch_sizes = {1, 3};
   const EvaluationRecord rec = f.run();
   ASSERT_EQ(rec.runs.size(), 2u);
-  const auto& g3 = rec.runs[1].generation;
+  const GenerationOutcome& g3 = rec.runs[1].generation.value();
   EXPECT_EQ(rec.runs[1].batch_size, 3);
-  EXPECT_EQ(g3["requests"], 4);
-  EXPECT_EQ(g3["sequences"], 12);  // 4 requests × 3 sequences
-  EXPECT_EQ(g3["output_tokens_total"], 60);
-  EXPECT_EQ(g3["kv_cache_bytes"], 3000);
+  EXPECT_EQ(g3.requests, 4);
+  EXPECT_EQ(g3.sequences, 12);  // 4 requests × 3 sequences
+  EXPECT_EQ(g3.output_tokens_total, 60);
+  EXPECT_EQ(g3.kv_cache_bytes, 3000);
 }
 
 TEST(GenerationRunner, PromptAndOutputLengthsAreDrawnFromTheirRangesAndRecorded) {
@@ -275,18 +275,18 @@ TEST(GenerationRunner, PromptAndOutputLengthsAreDrawnFromTheirRangesAndRecorded)
   f.o.measurement.min_batches = 50;
   const RunRecord run = f.run().runs.at(0);
   std::set<int> prompts, outputs;
-  for (int p : run.generation["prompt_tokens"]) prompts.insert(p);
-  for (int n : run.generation["output_tokens"]) outputs.insert(n);
+  for (int p : run.generation->prompt_tokens) prompts.insert(p);
+  for (int n : run.generation->output_tokens) outputs.insert(n);
   EXPECT_EQ(prompts, (std::set<int>{2, 3, 4, 5, 6}));
   EXPECT_EQ(outputs, (std::set<int>{1, 2, 3, 4}));
   // One-token requests have a TTFT but no TPOT.
   std::size_t ones = 0;
-  for (int n : run.generation["output_tokens"]) ones += n == 1;
-  EXPECT_EQ(run.generation["single_token_requests"].get<std::size_t>(), ones);
-  EXPECT_EQ(run.generation["tpot_values_ns"].size(), 50 - ones);
+  for (int n : run.generation->output_tokens) ones += n == 1;
+  EXPECT_EQ(run.generation->single_token_requests, static_cast<std::int64_t>(ones));
+  EXPECT_EQ(run.generation->tpot_values_ns.size(), 50 - ones);
   // Each request's decode spans = its output tokens − 1.
   std::size_t decodes = named(run.trace, kStageDecode).size(), expected = 0;
-  for (int n : run.generation["output_tokens"]) expected += static_cast<std::size_t>(n - 1);
+  for (int n : run.generation->output_tokens) expected += static_cast<std::size_t>(n - 1);
   EXPECT_EQ(decodes, expected);
 }
 
@@ -301,25 +301,25 @@ TEST(GenerationRunner, TailKeepsTheSlowestStepsWithTheirFrameworkSpans) {
   f.model.slow[{11, 2}] = 9'000'000;
   f.model.slow[{15, 0}] = 50'000'000;
   const RunRecord run = f.run().runs.at(0);
-  const auto& tail = run.generation["tail"];
+  const auto& tail = run.generation->tail;
   ASSERT_EQ(tail.size(), 4u);  // 2 first tokens + 2 decode steps
-  EXPECT_EQ(tail[0]["kind"], "first_token");
-  EXPECT_EQ(tail[0]["request"], 14);
-  EXPECT_EQ(tail[0]["rank"], 1);
-  EXPECT_DOUBLE_EQ(tail[0]["percentile"].get<double>(), 100.0);
-  EXPECT_EQ(tail[2]["kind"], "decode");
-  EXPECT_EQ(tail[2]["request"], 10);
-  EXPECT_EQ(tail[2]["step"], 2);
-  EXPECT_DOUBLE_EQ(tail[2]["latency_ns"].get<double>(), 9'000'000);
-  EXPECT_EQ(tail[3]["request"], 5);
-  EXPECT_EQ(tail[3]["step"], 3);
+  EXPECT_EQ(tail[0].kind, "first_token");
+  EXPECT_EQ(tail[0].request, 14);
+  EXPECT_EQ(tail[0].rank, 1);
+  EXPECT_DOUBLE_EQ(tail[0].percentile, 100.0);
+  EXPECT_EQ(tail[2].kind, "decode");
+  EXPECT_EQ(tail[2].request, 10);
+  EXPECT_EQ(tail[2].step, 2);
+  EXPECT_DOUBLE_EQ(tail[2].latency_ns, 9'000'000);
+  EXPECT_EQ(tail[3].request, 5);
+  EXPECT_EQ(tail[3].step, 3);
   // 20 requests × 4 decode steps: the second slowest is at 100·79/80.
-  EXPECT_DOUBLE_EQ(tail[3]["percentile"].get<double>(), 100.0 * 79 / 80);
-  for (const auto& t : tail) EXPECT_TRUE(t["full_trace"].get<bool>()) << t.dump();
+  EXPECT_DOUBLE_EQ(tail[3].percentile, 100.0 * 79 / 80);
+  for (const auto& t : tail) EXPECT_TRUE(t.full_trace) << t.kind << " " << t.rank;
   // The slow decode span is tagged and keeps its framework op.
   const Span* slow = nullptr;
   for (const Span& s : run.trace.spans)
-    if (s.id == tail[2]["span_id"].get<SpanId>()) slow = &s;
+    if (s.id == tail[2].span_id) slow = &s;
   ASSERT_NE(slow, nullptr);
   EXPECT_EQ(slow->name, kStageDecode);
   EXPECT_EQ(slow->tag("tail"), std::optional<std::string_view>("decode"));
@@ -358,37 +358,37 @@ TEST(GenerationRunner, ServerTtftIncludesTheWaitAndEarlyStoppingIsDecidedPerMetr
   // TPOT is 1 ms: a bound of 0.9 ms cannot hold.
   make_server(f, loadgen::TokenLatencyBounds{1e9, 0.9e6, 99});
   const EvaluationRecord rec = f.run();
-  const auto& g = rec.runs.at(0).generation;
-  EXPECT_EQ(g["requests"], 600);
-  EXPECT_EQ(g["sequences"], 600);
-  EXPECT_FALSE(g["valid"].get<bool>());
-  const std::string reason = g["invalid_reason"];
+  const GenerationOutcome& g = rec.runs.at(0).generation.value();
+  EXPECT_EQ(g.requests, 600);
+  EXPECT_EQ(g.sequences, 600);
+  EXPECT_FALSE(g.valid.value());
+  const std::string reason = g.invalid_reason;
   EXPECT_EQ(reason.rfind("TPOT", 0), 0u) << reason;  // TPOT alone failed
-  EXPECT_TRUE(g["early_stopping"]["ttft"]["meets_bound"].get<bool>());
-  EXPECT_TRUE(g["early_stopping"]["tpot"]["enough_samples"].get<bool>());
-  EXPECT_DOUBLE_EQ(g["early_stopping"]["tpot"]["estimate_ns"].get<double>(), 1e6);
+  EXPECT_TRUE(g.ttft_check->meets_bound.value());
+  EXPECT_TRUE(g.tpot_check->enough_samples);
+  EXPECT_DOUBLE_EQ(g.tpot_check->estimate_ns, 1e6);
   // Poisson arrivals bunch up: some requests wait, and their TTFT (arrival to first token) exceeds the service's.
-  EXPECT_GT(g["ttft_ns"]["max"].get<double>(), 5'000'000);
-  EXPECT_DOUBLE_EQ(g["ttft_ns"]["min"].get<double>(), 5'000'000);  // synthetic: nothing to tokenize
+  EXPECT_GT(g.ttft_ns.max, 5'000'000);
+  EXPECT_DOUBLE_EQ(g.ttft_ns.min, 5'000'000);  // synthetic: nothing to tokenize
   EXPECT_EQ(rec.scenario, "generation-server");
   // LoadGen's own first-token latency (from each query's scheduled arrival) is the generation's TTFT.
-  EXPECT_EQ(g["loadgen"]["scenario"], "server");
-  EXPECT_EQ(g["loadgen"]["queries"], 600);
-  EXPECT_DOUBLE_EQ(g["loadgen"]["ttft_p50_ns"].get<double>(), g["ttft_ns"]["p50"].get<double>());
-  EXPECT_GT(g["loadgen"]["mean_issue_delay_ns"].get<double>(), 0);  // served inline: late arrivals wait in LoadGen
+  EXPECT_EQ(g.loadgen->scenario, "server");
+  EXPECT_EQ(g.loadgen->queries, 600);
+  EXPECT_DOUBLE_EQ(g.loadgen->ttft_p50_ns, g.ttft_ns.p50);
+  EXPECT_GT(g.loadgen->mean_issue_delay_ns, 0);  // served inline: late arrivals wait in LoadGen
 
   // TTFT bounded at the service time fails on the waits, TPOT bounded above 1 ms holds.
   Fixture t;
   make_server(t, loadgen::TokenLatencyBounds{5.0e6, 1.1e6, 99});
-  const nlohmann::json g2 = t.run().runs.at(0).generation;
-  EXPECT_FALSE(g2["valid"].get<bool>());
-  EXPECT_EQ(g2["invalid_reason"].get<std::string>().rfind("TTFT", 0), 0u) << g2["invalid_reason"];
-  EXPECT_TRUE(g2["early_stopping"]["tpot"]["meets_bound"].get<bool>());
+  const GenerationOutcome g2 = t.run().runs.at(0).generation.value();
+  EXPECT_FALSE(g2.valid.value());
+  EXPECT_EQ(g2.invalid_reason.rfind("TTFT", 0), 0u) << g2.invalid_reason;
+  EXPECT_TRUE(g2.tpot_check->meets_bound.value());
 
   Fixture ok;
   make_server(ok, loadgen::TokenLatencyBounds{1e9, 1.1e6, 99});
-  const nlohmann::json g3 = ok.run().runs.at(0).generation;
-  EXPECT_TRUE(g3["valid"].get<bool>()) << g3["invalid_reason"];
+  const GenerationOutcome g3 = ok.run().runs.at(0).generation.value();
+  EXPECT_TRUE(g3.valid.value()) << g3.invalid_reason;
 }
 
 TEST(GenerationRunner, AHardwareRunGivesCountersPerDecodeStepAndNoTimings) {
@@ -405,14 +405,14 @@ TEST(GenerationRunner, AHardwareRunGivesCountersPerDecodeStepAndNoTimings) {
   // Kernel level (timed, through LoadGen as usual), then the counter run.
   ASSERT_EQ(rec.runs.size(), 2u);
   EXPECT_EQ(rec.runs[0].trace_level, TraceLevel::kKernel);
-  EXPECT_EQ(rec.runs[0].generation["requests"], 4);
+  EXPECT_EQ(rec.runs[0].generation->requests, 4);
   const RunRecord& hw = rec.runs[1];
   EXPECT_EQ(hw.trace_level, TraceLevel::kHardware);
-  EXPECT_EQ(hw.generation["requests"], 2);  // counter_iterations, not the timed run's minimums
-  EXPECT_EQ(hw.generation["loadgen"]["queries"], 2);
-  EXPECT_FALSE(hw.generation["timings_used"].get<bool>());
+  EXPECT_EQ(hw.generation->requests, 2);  // counter_iterations, not the timed run's minimums
+  EXPECT_EQ(hw.generation->loadgen->queries, 2);
+  EXPECT_FALSE(hw.generation->timings_used);
   EXPECT_EQ(hw.measurement.stability.verdict, Verdict::kNotAssessed);
-  EXPECT_EQ(hw.generation["counter_replay"], "kernel");
+  EXPECT_EQ(hw.generation->counter_replay, "kernel");
   // Every step of both requests holds its kernel: one HARDWARE span under each prefill / decode span.
   EXPECT_EQ(counters.ranges, 10);  // 2 requests x 5 steps (the warm-up ran untraced)
   std::map<SpanId, const Span*> by_id;
@@ -454,10 +454,10 @@ TEST(GenerationRunner, TooFewRequestsForEarlyStoppingIsSaid) {
   f.o.generation.scenario = GenerationScenario::kSingleStream;
   f.o.generation.min_queries = 10;
   f.o.generation.bounds = loadgen::TokenLatencyBounds{1e9, 1e9, 99};
-  const nlohmann::json g = f.run().runs.at(0).generation;
-  EXPECT_FALSE(g["valid"].get<bool>());
-  EXPECT_FALSE(g["early_stopping"]["ttft"]["enough_samples"].get<bool>());
-  EXPECT_EQ(g["early_stopping"]["ttft"]["min_samples"], 459);
+  const GenerationOutcome g = f.run().runs.at(0).generation.value();
+  EXPECT_FALSE(g.valid.value());
+  EXPECT_FALSE(g.ttft_check->enough_samples);
+  EXPECT_EQ(g.ttft_check->min_samples, 459);
 }
 
 TEST(GenerationRunner, OfflineIssuesEverySequenceAtTheStartInBatches) {
@@ -468,13 +468,13 @@ TEST(GenerationRunner, OfflineIssuesEverySequenceAtTheStartInBatches) {
   f.o.measurement.min_duration_ms = 0;
   const EvaluationRecord rec = f.run();
   const RunRecord& run = rec.runs.at(0);
-  EXPECT_EQ(run.generation["sequences"], 10);  // batches of 4, 4, 2
-  EXPECT_EQ(run.generation["requests"], 3);
+  EXPECT_EQ(run.generation->sequences, 10);  // batches of 4, 4, 2
+  EXPECT_EQ(run.generation->requests, 3);
   EXPECT_EQ(named(run.trace, kStageRequest).size(), 3u);
   // All issued at once: the last batch's TTFT includes the two batches before it (2 × 9.0 ms + its own TTFT).
   // Batch of 4: 4 µs to tokenize, 5 ms prefill, 4 × 1 ms decode, 8 µs to detokenize = 9.012 ms; the batch of 2
   // tokenizes in 2 µs.
-  EXPECT_DOUBLE_EQ(run.generation["ttft_ns"]["max"].get<double>(), 2 * 9'012'000.0 + 5'002'000);
+  EXPECT_DOUBLE_EQ(run.generation->ttft_ns.max, 2 * 9'012'000.0 + 5'002'000);
 }
 
 TEST(GenerationRunner, BadOptionsAreRefusedBeforeAnythingRuns) {

@@ -86,7 +86,9 @@ TEST(ScenarioRunner, SingleStreamOneSamplePerQuery) {
   expect_latencies_at_least(run, kPredictNs);
   EXPECT_EQ(p.batches.size(), run.predict_latency_ns.size());  // one predict per query, no warm-up
   EXPECT_EQ(rec.settings["scenario_settings"]["seed"], 7);
-  EXPECT_EQ(rec.settings["results"][0]["query_count"], run.predict_latency_ns.size());
+  ASSERT_TRUE(run.scenario_result.has_value());
+  EXPECT_EQ(run.scenario_result->query_count, static_cast<std::int64_t>(run.predict_latency_ns.size()));
+  EXPECT_FALSE(rec.settings.contains("results"));  // the result is typed, in the run
 }
 
 TEST(ScenarioRunner, MultiStreamCutsQueriesIntoMaxBatch) {
@@ -100,7 +102,7 @@ TEST(ScenarioRunner, MultiStreamCutsQueriesIntoMaxBatch) {
   EXPECT_EQ(run.batch_size, 2);
   EXPECT_GE(run.predict_latency_ns.size(), 16u);
   expect_latencies_at_least(run, 2 * kPredictNs);  // two batches of 2 per query
-  EXPECT_EQ(rec.settings["results"][0]["sample_count"], 4 * run.predict_latency_ns.size());
+  EXPECT_EQ(run.scenario_result.value().sample_count, 4 * static_cast<std::int64_t>(run.predict_latency_ns.size()));
   for (auto b : p.batches) EXPECT_EQ(b, 2);
 }
 
@@ -126,7 +128,8 @@ TEST(ScenarioRunner, OfflineIsOneQueryOfAllSamplesInMaxBatches) {
   ASSERT_EQ(rec.runs.size(), 1u);
   EXPECT_EQ(rec.runs[0].batch_size, 8);
   EXPECT_EQ(rec.runs[0].predict_latency_ns.size(), 1u);
-  EXPECT_EQ(rec.settings["results"][0]["sample_count"], 20);
+  EXPECT_EQ(rec.runs[0].scenario_result.value().sample_count, 20);
+  EXPECT_EQ(rec.runs[0].scenario_result->batches, 3);      // batches 8, 8, 4
   expect_latencies_at_least(rec.runs[0], 3 * kPredictNs);  // batches 8, 8, 4
   EXPECT_EQ(p.batches, (std::vector<std::int64_t>{8, 8, 4}));
 }
@@ -169,11 +172,9 @@ TEST_F(ScenarioStore, PeakSearchRecordsEveryTriedRate) {
   o.scenario.settings.target_qps = 200;              // capacity of a 1 ms server is ~1000 qps: 200 passes
   o.scenario.settings.latency_bound_ns = 5'000'000;  // p99 <= 5 ms
   auto rec = run_scenario(fake_manifest(), p, o);
-  const auto& results = rec.settings["results"];
   ASSERT_GE(rec.runs.size(), 2u);
-  ASSERT_EQ(results.size(), rec.runs.size());
   bool pass = false, fail = false;
-  for (const auto& r : results) (r["meets_bound"].get<bool>() ? pass : fail) = true;
+  for (const auto& r : rec.runs) (r.scenario_result.value().meets_bound ? pass : fail) = true;
   EXPECT_TRUE(pass);
   EXPECT_TRUE(fail);
   const double peak = rec.settings["peak_qps"].get<double>();

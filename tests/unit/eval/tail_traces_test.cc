@@ -278,9 +278,9 @@ TEST(TailTracesScenario, SingleStreamKeepsExactlyTheSlowestQueriesFrameworkSpans
   EXPECT_EQ(run.trace.counters.at("scenario.dropped_query_traces"), 31u);
   // 31 dropped queries + 2 warm-ups, 3 spans each (predict + 2 ops).
   EXPECT_EQ(run.trace.counters.at("scenario.dropped_spans"), 33u * 3u);
-  const auto& tt = rec.settings["results"][0]["tail_traces"];
-  EXPECT_EQ(tt["kept"].size(), 5u);
-  EXPECT_EQ(tt["trace_level"], "framework");
+  const TailTraceSelection& tt = rec.runs.at(0).scenario_result.value().tail_traces.value();
+  EXPECT_EQ(tt.kept.size(), 5u);
+  EXPECT_EQ(tt.trace_level, "framework");
   const std::string report = format_scenario_record(rec);
   EXPECT_NE(report.find("dropped 31 query traces"), std::string::npos) << report;
   EXPECT_NE(report.find("rank 1, p100.00"), std::string::npos) << report;

@@ -39,10 +39,10 @@ TEST(RecordedGpuGeneration, ACounterRunGivesEveryPrefillAndDecodeStepItsKernelsC
   EXPECT_EQ(timed.trace_level, TraceLevel::kKernel);
   EXPECT_EQ(hw.trace_level, TraceLevel::kHardware);
   // LoadGen ran both: the timed run's 5 queries, the counter run's counter_iterations.
-  EXPECT_EQ(timed.generation["loadgen"]["queries"], 5);
-  EXPECT_EQ(hw.generation["loadgen"]["queries"], 2);
-  EXPECT_FALSE(hw.generation["timings_used"].get<bool>());
-  EXPECT_EQ(hw.generation["counter_replay"], "kernel");
+  EXPECT_EQ(timed.generation->loadgen->queries, 5);
+  EXPECT_EQ(hw.generation->loadgen->queries, 2);
+  EXPECT_FALSE(hw.generation->timings_used);
+  EXPECT_EQ(hw.generation->counter_replay, "kernel");
 
   std::size_t hardware_spans = 0;
   for (const Span& s : hw.trace.spans) hardware_spans += s.level == Level::kHardware;

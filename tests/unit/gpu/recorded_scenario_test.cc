@@ -48,7 +48,12 @@ TEST(RecordedGpuScenario, ServerTailQueriesKeepTheirKernelsUnderLaunchesOpsPredi
   EXPECT_EQ(run.trace.counters.at(stat::kScenarioTracedQueries), 600u);
   EXPECT_EQ(run.trace.counters.at(stat::kScenarioKeptQueryTraces), 4u);  // 3 slowest + the median
   EXPECT_EQ(run.trace.counters.at(stat::kScenarioDroppedQueryTraces), 596u);
-  EXPECT_EQ(e.settings["results"][0]["tail_traces"]["trace_level"], "kernel");
+  // Recorded at schema 7: version 9 moved the run's result out of settings.results into its own column.
+  ASSERT_TRUE(run.scenario_result.has_value());
+  EXPECT_EQ(run.scenario_result->scenario, "server");
+  EXPECT_EQ(run.scenario_result->query_count, 600);
+  EXPECT_EQ(run.scenario_result->tail_traces.value().trace_level, "kernel");
+  EXPECT_EQ(run.scenario_result->tail_traces->kept.size(), 4u);
 
   std::unordered_map<SpanId, const Span*> by_id;
   for (const Span& s : run.trace.spans) by_id[s.id] = &s;

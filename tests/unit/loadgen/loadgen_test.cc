@@ -419,3 +419,32 @@ TEST(LoadgenSettings, ParseAndValidate) {
 
 }  // namespace
 }  // namespace xsp::loadgen
+
+// What run() sizes before it starts, scenario by scenario; the runners' progress counts read it too.
+TEST(LoadgenPlan, PlannedRunFollowsEachScenariosMinimums) {
+  using xsp::loadgen::planned_run;
+  using xsp::loadgen::Scenario;
+  xsp::loadgen::Settings s;
+  s.min_query_count = 10;
+  s.min_duration_ms = 1500;
+  s.target_qps = 20;  // 30 queries in 1.5 s
+  s.samples_per_query = 4;
+  s.scenario = Scenario::kSingleStream;
+  EXPECT_EQ(planned_run(s).queries, 10u);
+  EXPECT_EQ(planned_run(s).samples_per_query, 1u);
+  s.scenario = Scenario::kMultiStream;
+  EXPECT_EQ(planned_run(s).queries, 10u);
+  EXPECT_EQ(planned_run(s).samples_per_query, 4u);
+  s.scenario = Scenario::kServer;
+  EXPECT_EQ(planned_run(s).queries, 30u);
+  s.max_query_count = 25;
+  EXPECT_EQ(planned_run(s).queries, 25u);
+  s.scenario = Scenario::kOffline;
+  EXPECT_EQ(planned_run(s).queries, 1u);
+  EXPECT_EQ(planned_run(s).samples_per_query, 30u);
+  s.target_qps = 1;
+  EXPECT_EQ(planned_run(s).samples_per_query, 10u);  // the minimum count wins over ⌈1 · 1.5⌉ = 2
+  s.min_query_count = 0;
+  s.min_duration_ms = 0;
+  EXPECT_EQ(planned_run(s).samples_per_query, 1u);  // never an empty query
+}

@@ -43,11 +43,11 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(SchemaDeclaration, EveryTableIsCreatedInBothDialects) {
   const ss::Schema& schema = ss::results_schema();
   EXPECT_EQ(schema.version(), Store::current_schema_version());
-  EXPECT_EQ(schema.version(), 8);
+  EXPECT_EQ(schema.version(), 9);
   ASSERT_EQ(schema.tables.size(), 6u);
   for (Dialect d : ss::kDialects) {
     const auto& steps = ss::results_migrations(d);
-    ASSERT_EQ(steps.size(), 8u) << ss::dialect_name(d);
+    ASSERT_EQ(steps.size(), 9u) << ss::dialect_name(d);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       EXPECT_EQ(steps[i].version, static_cast<int>(i) + 1);
       EXPECT_FALSE(steps[i].sql.empty());
@@ -266,7 +266,7 @@ TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
   run_sql(file, sql + "COMMIT;\n");
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     EvaluationRecord r;
     r.created_at = "2026-11-27T00:00:00Z";
     r.model_name = "m";
@@ -284,6 +284,73 @@ TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
   EXPECT_EQ(kind_of(file, 11), "NULL");
 }
 
+// The first column of the first row of `sql` on `file`, as text; "NULL" for NULL, "missing" for no row.
+std::string sql_value(const std::filesystem::path& file, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string out = "missing";
+  if (sqlite3_step(st) == SQLITE_ROW)
+    out =
+        sqlite3_column_type(st, 0) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+// Version 9 moves each scenario run's result out of its evaluation's settings.results (entry N for the run N-th in
+// id order) into the run's own column, and fills the typed figures from the JSON older rows hold.
+TEST(SqliteSchema, Version9BackfillsTheTypedOutcomesFromTheJsonOfOlderRows) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "v8.db";
+  run_sql(file, testing::frozen_store_sql("sqlite_steps.sql", 8));
+  auto evaluation = [](int id, const char* scenario, const char* kind, const std::string& settings) {
+    return "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
+           "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, "
+           "kind) VALUES (" +
+           std::to_string(id) + ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', '" + scenario +
+           "', '[1]', 'model', 0, '" + settings + "', '{}', '" + kind + "');\n";
+  };
+  auto run = [](int id, int evaluation, const std::string& generation) {
+    return "INSERT INTO runs (id, evaluation_id, batch_size, trace_level, warmup_iterations, iterations, "
+           "stage_latency_ns, predict_latency_ns, span_count, unparented_spans, counters, trace, generation) VALUES (" +
+           std::to_string(id) + ", " + std::to_string(evaluation) +
+           ", 1, 'model', 0, 1, '{}', x'', 0, 0, '{}', x'', '" + generation + "');\n";
+  };
+  // Evaluation 1: a peak-QPS search of two server runs (the second failed its bound); evaluation 2: a batch sweep
+  // whose settings happen to hold "results" (not a scenario: left alone); evaluation 3: a generation run.
+  const std::string results =
+      R"({"results": [{"scenario": "server", "query_count": 20, "qps_with_overhead": 99.5, "p99_ns": 4000000, )"
+      R"("latency_bound_ns": 5000000, "meets_bound": true}, {"scenario": "server", "query_count": 40, )"
+      R"("qps_with_overhead": null, "p99_ns": 9000000, "latency_bound_ns": 5000000, "meets_bound": false}]})";
+  const std::string generation =
+      R"({"requests": 3, "ttft_ns": {"n": 3, "p50": 2000000, "p99": 3000000}, "tpot_ns": {"n": 3, "p50": 1000000, )"
+      R"("p99": 1500000}, "output_tokens_per_s": 250.5, "valid": true})";
+  run_sql(file, "BEGIN;\n" + evaluation(1, "server", "scenario", results) + run(11, 1, "{}") + run(12, 1, "{}") +
+                    evaluation(2, "batch-sweep", "batch-sweep", results) + run(21, 2, "{}") +
+                    evaluation(3, "generation", "generation", "{}") + run(31, 3, generation) + "COMMIT;\n");
+  EXPECT_EQ(Store::open(file)->schema_version(), 9);
+  auto at = [&](const char* column, int id) {
+    return sql_value(file, std::string("SELECT ") + column + " FROM runs WHERE id = " + std::to_string(id));
+  };
+  EXPECT_EQ(sql_value(file, "SELECT json_extract(scenario_result, '$.query_count') FROM runs WHERE id = 11"), "20");
+  EXPECT_EQ(sql_value(file, "SELECT json_extract(scenario_result, '$.query_count') FROM runs WHERE id = 12"), "40");
+  EXPECT_EQ(at("qps", 11), "99.5");
+  EXPECT_EQ(at("qps", 12), "NULL");  // null in the JSON: a figure that does not exist
+  EXPECT_EQ(at("latency_p99_ns", 12), "9000000.0");
+  EXPECT_EQ(at("meets_bound", 11), "1");
+  EXPECT_EQ(at("meets_bound", 12), "0");
+  EXPECT_EQ(at("scenario_result", 21), "NULL");
+  EXPECT_EQ(at("meets_bound", 21), "NULL");
+  EXPECT_EQ(at("scenario_result", 31), "NULL");
+  EXPECT_EQ(at("ttft_p50_ns", 31), "2000000.0");
+  EXPECT_EQ(at("tpot_p99_ns", 31), "1500000.0");
+  EXPECT_EQ(at("output_tokens_per_s", 31), "250.5");
+  EXPECT_EQ(at("meets_bound", 31), "1");
+  EXPECT_EQ(at("ttft_p50_ns", 11), "NULL");
+}
+
 // Byte for byte: a new store's schema as SQLite keeps it is the one XSP made before the declaration.
 TEST(SqliteSchema, NewStoreEqualsCommittedReference) {
   testing::TempDir dir;
@@ -296,7 +363,7 @@ TEST(SqliteSchema, NewStoreEqualsCommittedReference) {
 // is migrated by the declaration's steps to exactly that schema.
 TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
   const std::string reference = testing::schema_fixture("sqlite_schema.sql");
-  for (int version = 1; version <= 8; ++version) {
+  for (int version = 1; version <= 9; ++version) {
     SCOPED_TRACE("version " + std::to_string(version));
     testing::TempDir dir;
     const auto file = dir.path() / "old.db";
@@ -306,9 +373,9 @@ TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
             "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, "
             "system) VALUES (1, '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', "
             "'[1]', 'model', 0, '{}', '{}')");
-    if (version == 8) EXPECT_EQ(sqlite_schema_text(file), reference);
+    if (version == 9) EXPECT_EQ(sqlite_schema_text(file), reference);
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     EXPECT_EQ(store->list().size(), 1u);
     store.reset();
     EXPECT_EQ(sqlite_schema_text(file), reference);

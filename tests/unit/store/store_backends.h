@@ -80,6 +80,30 @@ class StoreBackends : public ::testing::TestWithParam<Backend> {
     return n;
   }
 
+  /// The first column of the first row `sql` (a test-written query) gives on store `name`, as text; nullopt for
+  /// NULL or no row. Read through a separate connection.
+  std::optional<std::string> value(const std::string& name, const std::string& sql) {
+#ifdef XSP_TEST_HAVE_PG
+    if (postgres()) {
+      pqxx::connection c(location(name));
+      pqxx::read_transaction tx(c);
+      const pqxx::result r = tx.exec(sql);
+      if (r.empty() || r[0][0].is_null()) return std::nullopt;
+      return r[0][0].as<std::string>();
+    }
+#endif
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(location(name).c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    std::optional<std::string> out;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+  }
+
   /// Runs `sql` (no parameters: test-written statements only) on store `name` through a separate connection.
   void exec(const std::string& name, const std::string& sql) {
 #ifdef XSP_TEST_HAVE_PG

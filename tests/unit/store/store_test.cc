@@ -101,9 +101,14 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
   return r;
 }
 
-// What schema versions 6 to 8 added (the runs' generation figures, the predictions' task outputs, the evaluations'
-// kind), removed again; a macro so that the older versions' texts below can start with it as one literal.
+// What schema versions 6 to 9 added (the runs' generation figures, the predictions' task outputs, the evaluations'
+// kind, the runs' typed outcome columns), removed again; a macro so that the older versions' texts below can start
+// with it as one literal.
 #define XSP_DROP_VERSION6                                                                                         \
+  "ALTER TABLE runs DROP COLUMN scenario_result; ALTER TABLE runs DROP COLUMN qps; ALTER TABLE runs DROP COLUMN " \
+  "latency_p99_ns; ALTER TABLE runs DROP COLUMN meets_bound; ALTER TABLE runs DROP COLUMN ttft_p50_ns; ALTER "    \
+  "TABLE runs DROP COLUMN ttft_p99_ns; ALTER TABLE runs DROP COLUMN tpot_p50_ns; ALTER TABLE runs DROP COLUMN "   \
+  "tpot_p99_ns; ALTER TABLE runs DROP COLUMN output_tokens_per_s; "                                               \
   "ALTER TABLE evaluations DROP COLUMN kind; ALTER TABLE predictions DROP COLUMN outputs; ALTER TABLE runs DROP " \
   "COLUMN generation; "
 // What schema versions 5 and 6 added, removed again: turns a current file into what version 4 wrote.
@@ -158,8 +163,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 8);
-  EXPECT_EQ(store->schema_version(), 8);
+  EXPECT_EQ(Store::current_schema_version(), 9);
+  EXPECT_EQ(store->schema_version(), 9);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -242,6 +247,110 @@ TEST_P(StoreOnBoth, NaNSummaryFieldsAndThroughputSurvive) {
   EXPECT_EQ(a, b);
 }
 
+// A scenario run and a generation run with every part of their outcomes, figures that do not exist among them.
+EvaluationRecord outcome_record() {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EvaluationRecord r;
+  r.created_at = "2026-11-27T00:00:00Z";
+  r.model_name = "m";
+  r.scenario = "server";
+  r.batch_sizes = {1, 2};
+  RunRecord scenario;
+  ScenarioOutcome o;
+  o.scenario = "server";
+  o.percentile = 99;
+  o.query_count = 600;
+  o.sample_count = 600;
+  o.duration_ns = 3'000'000'000;
+  o.target_latency_ns = 4.5e6;
+  o.qps_with_overhead = 199.5;
+  o.qps_without_overhead = 200.25;
+  o.samples_per_second = 199.5;
+  o.mean_issue_delay_ns = 1234.5;
+  o.early_stopping_latency_ns = nan;  // too few queries
+  o.target_qps = 200;
+  o.latency_bound_ns = 5'000'000;
+  o.meets_bound = true;
+  o.p50_ns = 1.25e6;
+  o.p99_ns = 4.75e6;
+  o.batches = 600;
+  o.batch_p50_ns = 1e6;
+  o.tail_traces = TailTraceSelection{
+      {{7, 5'000'000, 1, 100.0, "tail", 12}, {3, 1'000'000, 300, 50.1, "median", 4}}, 600, 598, 2000, "kernel"};
+  scenario.scenario_result = o;
+  r.runs.push_back(scenario);
+  RunRecord gen;
+  gen.batch_size = 2;
+  GenerationOutcome g;
+  g.requests = 2;
+  g.sequences = 4;
+  g.sequences_per_request = 2;
+  g.prompt_tokens = {16, 12};
+  g.output_tokens = {8, 1};
+  g.ttft_ns = summarize({2e6, 3e6, 2.5e6, 3.5e6});
+  g.tpot_ns = summarize({1e6, 1.5e6});
+  g.itl_ns = summarize({});
+  g.output_tokens_per_s = 321.5;
+  g.ttft_stability = Verdict::kStable;
+  g.ttft_values_ns = {2e6, 3e6, 2.5e6, 3.5e6};
+  g.ttft_check = TokenLatencyCheck{4, 99, nan, false, 459, 5e6, false};
+  g.tpot_check = TokenLatencyCheck{2, 99, 1.5e6, true, 1, std::nullopt, std::nullopt};
+  g.valid = false;
+  g.invalid_reason = "TTFT: too few samples";
+  g.loadgen = GenerationLoadgenView{"server", 2, 2.5e6, 9e6, 10, 20};
+  g.tail = {{"decode", 1, 1, 3, 1.5e6, 100, 42, true}};
+  gen.generation = g;
+  r.runs.push_back(gen);
+  return r;
+}
+
+// Schema 9: each workload's typed outcome reads back equal, and its queried figures are columns of their own.
+TEST_P(StoreOnBoth, TypedOutcomesRoundTripAndFillTheirColumns) {
+  auto store = open("xsp.db");
+  EvaluationRecord record = outcome_record();
+  store->save(record);
+  const auto loaded = store->load(record.id);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(*loaded, record);
+  ASSERT_TRUE(loaded->runs[0].scenario_result.has_value());
+  EXPECT_FALSE(loaded->runs[0].generation.has_value());
+  EXPECT_TRUE(std::isnan(loaded->runs[0].scenario_result->early_stopping_latency_ns));
+  EXPECT_EQ(loaded->runs[0].scenario_result->tail_traces->kept.at(1).kind, "median");
+  ASSERT_TRUE(loaded->runs[1].generation.has_value());
+  EXPECT_FALSE(loaded->runs[1].scenario_result.has_value());
+  EXPECT_FALSE(loaded->runs[1].generation->tpot_check->meets_bound.has_value());
+  const std::string run0 = " FROM runs WHERE id = " + std::to_string(record.runs[0].id);
+  const std::string run1 = " FROM runs WHERE id = " + std::to_string(record.runs[1].id);
+  EXPECT_EQ(std::stod(value("xsp.db", "SELECT qps" + run0).value()), 199.5);
+  EXPECT_EQ(std::stod(value("xsp.db", "SELECT latency_p99_ns" + run0).value()), 4.75e6);
+  EXPECT_EQ(value("xsp.db", "SELECT meets_bound" + run0), "1");
+  EXPECT_EQ(value("xsp.db", "SELECT ttft_p50_ns" + run0), std::nullopt);
+  EXPECT_EQ(std::stod(value("xsp.db", "SELECT ttft_p50_ns" + run1).value()), record.runs[1].generation->ttft_ns.p50);
+  EXPECT_EQ(std::stod(value("xsp.db", "SELECT tpot_p99_ns" + run1).value()), record.runs[1].generation->tpot_ns.p99);
+  EXPECT_EQ(std::stod(value("xsp.db", "SELECT output_tokens_per_s" + run1).value()), 321.5);
+  EXPECT_EQ(value("xsp.db", "SELECT meets_bound" + run1), "0");
+  EXPECT_EQ(value("xsp.db", "SELECT scenario_result" + run1), std::nullopt);
+  EXPECT_EQ(value("xsp.db", "SELECT qps" + run1), std::nullopt);
+}
+
+// An outcome column a writer never produces is refused by name on load, not read as a default.
+TEST_P(StoreOnBoth, MalformedOutcomeColumnNamesTheKey) {
+  auto store = open("xsp.db");
+  EvaluationRecord record = outcome_record();
+  store->save(record);
+  exec("xsp.db",
+       "UPDATE runs SET scenario_result = '{\"scenario\": \"server\", \"query_count\": \"many\"}' "
+       "WHERE id = " +
+           std::to_string(record.runs[0].id));
+  try {
+    store->load(record.id);
+    FAIL() << "a malformed scenario_result loaded";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("scenario_result"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("query_count"), std::string::npos) << e.what();
+  }
+}
+
 TEST_P(StoreOnBoth, ListIsNewestFirstWithFields) {
   auto store = open("xsp.db");
   EvaluationRecord older = make_record("2026-11-20T10:00:00Z");
@@ -289,7 +398,7 @@ TEST_P(StoreOnBoth, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = open("xsp.db");
-  EXPECT_EQ(reopened->schema_version(), 8);
+  EXPECT_EQ(reopened->schema_version(), 9);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -464,7 +573,7 @@ TEST(Store, MigratesVersion4StoreGivingTraceIds) {
   std::string first;
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     const auto loaded = store->load(record.id);
     ASSERT_TRUE(loaded);
     expect_fresh_ids_then_adopt(*loaded, record);
@@ -488,7 +597,7 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
                      "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
                      "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 8);
+  EXPECT_EQ(store->schema_version(), 9);
   EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
   expect_fresh_ids_then_adopt(*store->load(old.id), old);
@@ -700,7 +809,7 @@ TEST(Store, MigratesVersion2StoreToVersion3) {
   exec_sql(file, std::string(kDropVersion4) +
                      "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 8);
+  EXPECT_EQ(store->schema_version(), 9);
   expect_fresh_ids_then_adopt(*store->load(record.id), record);
   EXPECT_EQ(store->load(record.id), record);
   const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
@@ -715,7 +824,7 @@ TEST(Store, RecordedGpuFixtureMigratesCleanly) {
   const fs::path file = dir.path() / "fixture.db";
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 8);
+  EXPECT_EQ(store->schema_version(), 9);
   const auto e = store->load(1);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->runs.size(), 3u);

@@ -110,3 +110,29 @@ ALTER TABLE evaluations ADD COLUMN kind TEXT CHECK (kind IS NULL OR kind IN ('ba
 UPDATE evaluations SET kind = CASE WHEN scenario IN ('single-stream', 'multi-stream', 'server', 'offline') THEN
   'scenario' WHEN scenario = 'generation' OR scenario LIKE 'generation-%' THEN 'generation' ELSE 'batch-sweep' END
   WHERE kind IS NULL;
+-- version 9
+ALTER TABLE runs ADD COLUMN scenario_result TEXT;
+ALTER TABLE runs ADD COLUMN qps DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN latency_p99_ns DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN meets_bound BIGINT CHECK (meets_bound IS NULL OR meets_bound IN (0, 1));
+ALTER TABLE runs ADD COLUMN ttft_p50_ns DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN ttft_p99_ns DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN tpot_p50_ns DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN tpot_p99_ns DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN output_tokens_per_s DOUBLE PRECISION;
+UPDATE runs SET scenario_result = (SELECT (e.settings::jsonb -> 'results' -> (SELECT count(*) FROM runs AS earlier
+  WHERE earlier.evaluation_id = runs.evaluation_id AND earlier.id < runs.id)::int)::text FROM evaluations AS e
+  WHERE e.id = runs.evaluation_id AND e.kind = 'scenario') WHERE scenario_result IS NULL;
+UPDATE runs SET qps = (scenario_result::jsonb #>> '{qps_with_overhead}')::double precision WHERE qps IS NULL;
+UPDATE runs SET latency_p99_ns = (scenario_result::jsonb #>> '{p99_ns}')::double precision WHERE latency_p99_ns IS
+  NULL;
+UPDATE runs SET meets_bound = CASE WHEN (scenario_result::jsonb ->> 'scenario') = 'server' AND (scenario_result::jsonb
+  ->> 'latency_bound_ns')::double precision > 0 THEN CASE (scenario_result::jsonb ->> 'meets_bound') WHEN 'true' THEN
+  1 WHEN 'false' THEN 0 END ELSE CASE (generation::jsonb ->> 'valid') WHEN 'true' THEN 1 WHEN 'false' THEN 0 END END
+  WHERE meets_bound IS NULL;
+UPDATE runs SET ttft_p50_ns = (generation::jsonb #>> '{ttft_ns,p50}')::double precision WHERE ttft_p50_ns IS NULL;
+UPDATE runs SET ttft_p99_ns = (generation::jsonb #>> '{ttft_ns,p99}')::double precision WHERE ttft_p99_ns IS NULL;
+UPDATE runs SET tpot_p50_ns = (generation::jsonb #>> '{tpot_ns,p50}')::double precision WHERE tpot_p50_ns IS NULL;
+UPDATE runs SET tpot_p99_ns = (generation::jsonb #>> '{tpot_ns,p99}')::double precision WHERE tpot_p99_ns IS NULL;
+UPDATE runs SET output_tokens_per_s = (generation::jsonb #>> '{output_tokens_per_s}')::double precision WHERE
+  output_tokens_per_s IS NULL;

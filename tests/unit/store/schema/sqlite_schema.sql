@@ -31,7 +31,7 @@ CREATE TABLE runs (
   counters TEXT NOT NULL,
   trace BLOB NOT NULL
 , stability TEXT NOT NULL DEFAULT 'not_assessed'
-  CHECK (stability IN ('stable', 'unstable', 'not_assessed')), latency_median_ns REAL, latency_ci95_low_ns REAL, latency_ci95_high_ns REAL, latency_cv REAL, drift_fraction REAL, warmup_ns INTEGER NOT NULL DEFAULT 0 CHECK (warmup_ns >= 0), measurement TEXT NOT NULL DEFAULT '{}', machine_state TEXT NOT NULL DEFAULT '{}', warnings TEXT NOT NULL DEFAULT '[]', trace_id TEXT CHECK (trace_id IS NULL OR (length(trace_id) = 32 AND trace_id NOT GLOB '*[^0-9a-f]*')), generation TEXT NOT NULL DEFAULT '{}');
+  CHECK (stability IN ('stable', 'unstable', 'not_assessed')), latency_median_ns REAL, latency_ci95_low_ns REAL, latency_ci95_high_ns REAL, latency_cv REAL, drift_fraction REAL, warmup_ns INTEGER NOT NULL DEFAULT 0 CHECK (warmup_ns >= 0), measurement TEXT NOT NULL DEFAULT '{}', machine_state TEXT NOT NULL DEFAULT '{}', warnings TEXT NOT NULL DEFAULT '[]', trace_id TEXT CHECK (trace_id IS NULL OR (length(trace_id) = 32 AND trace_id NOT GLOB '*[^0-9a-f]*')), generation TEXT NOT NULL DEFAULT '{}', scenario_result TEXT, qps REAL, latency_p99_ns REAL, meets_bound INTEGER CHECK (meets_bound IS NULL OR meets_bound IN (0, 1)), ttft_p50_ns REAL, ttft_p99_ns REAL, tpot_p50_ns REAL, tpot_p99_ns REAL, output_tokens_per_s REAL);
 CREATE INDEX runs_evaluation_id ON runs (evaluation_id);
 CREATE TABLE predictions (
   run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

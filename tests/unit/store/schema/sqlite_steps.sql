@@ -112,3 +112,27 @@ ALTER TABLE evaluations ADD COLUMN kind TEXT CHECK (kind IS NULL OR kind IN ('ba
 UPDATE evaluations SET kind = CASE WHEN scenario IN ('single-stream', 'multi-stream', 'server', 'offline') THEN
   'scenario' WHEN scenario = 'generation' OR scenario LIKE 'generation-%' THEN 'generation' ELSE 'batch-sweep' END
   WHERE kind IS NULL;
+-- version 9
+ALTER TABLE runs ADD COLUMN scenario_result TEXT;
+ALTER TABLE runs ADD COLUMN qps REAL;
+ALTER TABLE runs ADD COLUMN latency_p99_ns REAL;
+ALTER TABLE runs ADD COLUMN meets_bound INTEGER CHECK (meets_bound IS NULL OR meets_bound IN (0, 1));
+ALTER TABLE runs ADD COLUMN ttft_p50_ns REAL;
+ALTER TABLE runs ADD COLUMN ttft_p99_ns REAL;
+ALTER TABLE runs ADD COLUMN tpot_p50_ns REAL;
+ALTER TABLE runs ADD COLUMN tpot_p99_ns REAL;
+ALTER TABLE runs ADD COLUMN output_tokens_per_s REAL;
+UPDATE runs SET scenario_result = (SELECT json_extract(e.settings, '$.results[' || (SELECT count(*) FROM runs AS
+  earlier WHERE earlier.evaluation_id = runs.evaluation_id AND earlier.id < runs.id) || ']') FROM evaluations AS e
+  WHERE e.id = runs.evaluation_id AND e.kind = 'scenario') WHERE scenario_result IS NULL;
+UPDATE runs SET qps = json_extract(scenario_result, '$.qps_with_overhead') WHERE qps IS NULL;
+UPDATE runs SET latency_p99_ns = json_extract(scenario_result, '$.p99_ns') WHERE latency_p99_ns IS NULL;
+UPDATE runs SET meets_bound = CASE WHEN json_extract(scenario_result, '$.scenario') = 'server' AND
+  json_extract(scenario_result, '$.latency_bound_ns') > 0 THEN json_extract(scenario_result, '$.meets_bound') ELSE
+  json_extract(generation, '$.valid') END WHERE meets_bound IS NULL;
+UPDATE runs SET ttft_p50_ns = json_extract(generation, '$.ttft_ns.p50') WHERE ttft_p50_ns IS NULL;
+UPDATE runs SET ttft_p99_ns = json_extract(generation, '$.ttft_ns.p99') WHERE ttft_p99_ns IS NULL;
+UPDATE runs SET tpot_p50_ns = json_extract(generation, '$.tpot_ns.p50') WHERE tpot_p50_ns IS NULL;
+UPDATE runs SET tpot_p99_ns = json_extract(generation, '$.tpot_ns.p99') WHERE tpot_p99_ns IS NULL;
+UPDATE runs SET output_tokens_per_s = json_extract(generation, '$.output_tokens_per_s') WHERE output_tokens_per_s IS
+  NULL;
