@@ -72,6 +72,13 @@ std::vector<RunStatisticSpec> make_registry() {
        "requests whose full traces were kept: those with the slowest first tokens or decode steps, and the last"},
       {k::kGenerationDroppedSpans, S::kInfo,
        "spans below MODEL level removed on purpose with the other requests (their MODEL spans stay)"},
+      {k::kNvtxRanges, S::kInfo, "NVTX ranges of the program recorded as spans"},
+      {k::kNvtxUnmatchedPops, S::kDataLoss,
+       "nvtxRangePop calls with no range open on their thread: the program's pushes and pops do not pair up"},
+      {k::kNvtxUnmatchedEnds, S::kDataLoss, "nvtxRangeEnd calls for a range id that was never started or ended twice"},
+      {k::kNvtxOpenAtEnd, S::kDataLoss,
+       "NVTX ranges still open when collection stopped (the program ended or crashed inside them): kept, ending at "
+       "the stop, tagged open_at_end"},
   };
 }
 

@@ -1,9 +1,11 @@
 #include "xsp/trace/trace.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <iterator>
 #include <limits>
 #include <stdexcept>
@@ -17,6 +19,11 @@ std::int64_t read_clock_ns(clockid_t clock) {
   clock_gettime(clock, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
+
+// Bumped in a forked child: its threads' cached ids (below) belong to the parent's threads.
+std::atomic<std::uint64_t> g_fork_generation{0};
+void after_fork_in_child() { g_fork_generation.fetch_add(1, std::memory_order_relaxed); }
+[[maybe_unused]] const int g_atfork_registered = pthread_atfork(nullptr, nullptr, after_fork_in_child);
 
 }  // namespace
 
@@ -41,8 +48,15 @@ std::int64_t unix_offset_now_ns() {
 }
 
 std::uint64_t current_thread_id() {
-  // gettid is a syscall; profilers call this per span, so cache it per thread.
-  thread_local const std::uint64_t tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  // gettid is a syscall; profilers call this per span, so cache it per thread, read again after a fork (the child's
+  // forking thread inherits the parent's cache).
+  thread_local std::uint64_t tid = 0;
+  thread_local std::uint64_t generation = ~std::uint64_t{0};
+  const std::uint64_t g = g_fork_generation.load(std::memory_order_relaxed);
+  if (generation != g) {
+    tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+    generation = g;
+  }
   return tid;
 }
 

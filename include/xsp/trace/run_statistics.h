@@ -80,6 +80,11 @@ inline constexpr const char* kScenarioDroppedSpans = "scenario.dropped_spans";
 inline constexpr const char* kGenerationTracedRequests = "generation.traced_requests";
 inline constexpr const char* kGenerationKeptRequestTraces = "generation.kept_request_traces";
 inline constexpr const char* kGenerationDroppedSpans = "generation.dropped_spans";
+// NVTX ranges of a profiled program (xsp/profilers/nvtx_ranges.h)
+inline constexpr const char* kNvtxRanges = "nvtx.ranges";
+inline constexpr const char* kNvtxUnmatchedPops = "nvtx.unmatched_pops";
+inline constexpr const char* kNvtxUnmatchedEnds = "nvtx.unmatched_ends";
+inline constexpr const char* kNvtxOpenAtEnd = "nvtx.open_at_end";
 }  // namespace stat
 
 /// Every run statistic, grouped by writer as in namespace stat. Keys are unique.

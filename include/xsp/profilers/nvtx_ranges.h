@@ -1,0 +1,100 @@
+// NVTX ranges as spans (docs/profile.md "What NVTX ranges become"): what an annotated program's ranges mean at which
+// trace level, PyTorch's op ranges read into the tags the LibTorch profiler gives its ops, and the recorder that turns
+// push/pop and start/end events into spans with their nesting. No CUDA and no NVTX library: the injection library
+// (src/inject/) feeds it, and tests drive it directly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "xsp/trace/span.h"
+
+namespace xsp::nvtx {
+
+/// One PyTorch op as `torch.autograd.profiler.emit_nvtx()` names its NVTX range. PyTorch's getNvtxStr()
+/// (torch/csrc/profiler/util.cpp) writes "<op>[, seq = <n>][, op_id = <n>][, sizes = <shapes>][, input_op_ids =
+/// [(<op_id>,<output_nr>), ...]]", shapes as "[[1, 3, 224, 224], [64, 3, 7, 7], []]": one list per input, a
+/// tensor-list input nested one level deeper.
+struct TorchOpRange {
+  std::string op;                        ///< "aten::conv2d"
+  std::optional<std::int64_t> sequence;  ///< autograd sequence number (pairs a forward op with its backward)
+  std::optional<std::int64_t> op_id;     ///< the RecordFunction handle
+  /// The input shapes in the LibTorch profiler's "shapes" tag form, "[1,3,224,224],[64,3,7,7],[]"; nullopt without
+  /// a sizes field.
+  std::optional<std::string> shapes;
+  std::vector<std::pair<std::int64_t, std::int64_t>> input_op_ids;  ///< (op_id, output_nr) of each input's producer
+  bool operator==(const TorchOpRange&) const = default;
+};
+
+/// Reads `message` as a PyTorch op range. nullopt when it is not one: it has none of the fields above and its name is
+/// not a namespaced op ("ns::name", e.g. "aten::add_", "prim::Constant"), or a field's value is malformed (a user's
+/// range may hold any text; it then stays a user range).
+std::optional<TorchOpRange> parse_torch_op_range(std::string_view message);
+
+/// The trace level of an NVTX range: LIBRARY for the domains of NVIDIA's libraries (cuDNN, cuBLAS, cuBLASLt, NCCL,
+/// cuFFT, cuSPARSE, cuSOLVER, cuTENSOR; matched without case), FRAMEWORK for PyTorch op ranges
+/// (parse_torch_op_range() succeeds) and TensorRT's layer ranges (domain "TensorRT"), MODEL for everything else: the
+/// program's own ranges ("infer", "step", "decode").
+Level range_level(std::string_view domain, std::string_view message);
+
+/// Turns NVTX range events into spans. Push/pop ranges nest per thread: a range's context parent is the range open
+/// below it on its thread (SPEC §2 rule 1), whatever its domain and level; as in NVTX, each domain pops its own ranges
+/// (nvtxDomainRangePop ends the innermost open range of that domain). Start/end ranges may end on another thread
+/// and are placed by the assembler (containment on the thread that started them). Thread-safe: every call takes one
+/// mutex (NVTX calls from any thread of the profiled program). Timestamps are CLOCK_MONOTONIC ns.
+///
+/// Each span carries the tags "domain" (when not the default domain), "category" (when non-zero), "nvtx" ("push" or
+/// "start") and, for PyTorch op ranges, "sequence", "op_id" and "shapes" as TorchOpRange gives them; a PyTorch op's
+/// span is named by its op alone.
+class RangeRecorder {
+ public:
+  /// `next_id` hands out span ids (e.g. TraceRecorder::next_id).
+  explicit RangeRecorder(std::function<SpanId()> next_id);
+
+  /// nvtxRangePush / nvtxDomainRangePushEx on `thread_id` ("" is the default domain). Returns the 0-based level of
+  /// the range in its domain on this thread, as nvtxRangePush does (0 for an outermost range).
+  int push(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
+           std::int64_t ts_ns);
+  /// nvtxRangePop / nvtxDomainRangePop: closes the innermost open push range of `domain` on `thread_id`. Returns its
+  /// 0-based level, or -1 when none was open (counted as "nvtx.unmatched_pops").
+  int pop(std::uint64_t thread_id, std::string_view domain, std::int64_t ts_ns);
+  /// nvtxRangeStart / nvtxDomainRangeStartEx: returns the range id nvtxRangeEnd will be given (never 0).
+  std::uint64_t start(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
+                      std::int64_t ts_ns);
+  /// nvtxRangeEnd: closes range `id` (from any thread). An id not open is counted ("nvtx.unmatched_ends").
+  void end(std::uint64_t id, std::int64_t ts_ns);
+
+  /// Moves out the closed ranges as spans, and the ranges still open closed at `now_ns` (tag "open_at_end" true,
+  /// counted as "nvtx.open_at_end"; a crashed or stopped program leaves some). Counters: "nvtx.ranges" (spans
+  /// returned), "nvtx.unmatched_pops", "nvtx.unmatched_ends", "nvtx.open_at_end". The recorder is empty after.
+  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take(std::int64_t now_ns);
+
+ private:
+  // What a call records: the raw range. Classification, parsing and tags wait for take(), off the program's path.
+  struct Range {
+    SpanId id = kNoSpan, parent = kNoSpan;
+    std::uint64_t thread_id = 0;
+    std::string domain, message;
+    std::uint32_t category = 0;
+    std::int64_t start_ns = 0, end_ns = 0;
+    bool pushed = true;  // push/pop, or start/end
+    bool open_at_end = false;
+  };
+  static Span span_of(Range&& r);
+  std::function<SpanId()> next_id_;
+  std::mutex mu_;
+  std::unordered_map<std::uint64_t, std::vector<Range>> stacks_;  // per thread, innermost last
+  std::unordered_map<std::uint64_t, Range> started_;              // by range id
+  std::uint64_t next_range_id_ = 1;
+  std::vector<Range> closed_;
+  std::uint64_t unmatched_pops_ = 0, unmatched_ends_ = 0;
+};
+
+}  // namespace xsp::nvtx

@@ -1,0 +1,220 @@
+// libxsp_inject.so, the NVTX part (docs/profile.md "How injection works"): a program's NVTX calls land here when it
+// runs with NVTX_INJECTION64_PATH naming this library. NVTX v3 is header-only: the first NVTX call of the program
+// dlopens the library and calls InitializeInjectionNvtx2(), which fills NVTX's function tables (core and domain
+// modules) with the functions below. Each range becomes a span through nvtx::RangeRecorder; when the process exits,
+// its spans are written as one trace part, "<XSP_PROFILE_DIR>/nvtx-<pid>.xsptrace" (encode_trace(), written to a
+// temporary name and renamed, so a reader never sees half a part). Without XSP_PROFILE_DIR nothing is written.
+//
+// The calls run on the program's threads: they take one mutex and never do I/O. A forked child starts empty (its
+// parent's open ranges are not its own) and writes its own part under its own pid.
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cwchar>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "xsp/profilers/nvtx_ranges.h"
+#include "xsp/trace/serialize.h"
+#include "xsp/trace/trace.h"
+
+namespace xsp::inject {
+namespace {
+
+// Interned strings: domain names and registered strings. NVTX hands their addresses back to us as handles, so they
+// live as long as the process (a deque never moves its elements).
+class Strings {
+ public:
+  const std::string* intern(std::string s) {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = index_.try_emplace(s, nullptr);
+    if (fresh) it->second = &store_.emplace_back(std::move(s));
+    return it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::string> store_;
+  std::unordered_map<std::string, const std::string*> index_;
+};
+
+struct Collector {
+  Collector() : ranges([this] { return recorder.next_id(); }) {}
+  TraceRecorder recorder;  // ids; the spans go through `ranges`
+  nvtx::RangeRecorder ranges;
+  Strings domains, registered;
+};
+
+// Made before NVTX's tables point here, never destroyed: a program's static destructors may still call NVTX after
+// exit() began.
+std::atomic<Collector*> g_collector{nullptr};
+std::string g_out_dir;
+
+Collector& collector() { return *g_collector.load(std::memory_order_acquire); }
+
+// Writes this process's spans as its trace part. Called once, at exit.
+void write_part() {
+  if (g_out_dir.empty()) return;
+  auto [spans, counters] = collector().ranges.take(now_ns());
+  Trace trace;
+  trace.spans = std::move(spans);
+  for (auto& [key, value] : counters) trace.counters[key] = value;
+  trace.clock.unix_offset_ns = unix_offset_now_ns();
+  const std::string pid = std::to_string(::getpid());
+  const std::filesystem::path dir(g_out_dir);
+  const std::filesystem::path tmp = dir / ("nvtx-" + pid + ".xsptrace.tmp");
+  const std::filesystem::path out = dir / ("nvtx-" + pid + ".xsptrace");
+  try {
+    const std::vector<std::uint8_t> bytes = encode_trace(trace);
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      if (!f) throw std::runtime_error("cannot write " + tmp.string());
+    }
+    std::filesystem::rename(tmp, out);
+  } catch (const std::exception& e) {
+    // The program's own exit must go on: say it on stderr, where `xsp profile` shows it.
+    std::fprintf(stderr, "xsp inject: pid %s: NVTX ranges not written: %s\n", pid.c_str(), e.what());
+  }
+}
+
+// The forked child's ranges start empty: its parent's open ranges are the parent's. The parent's copy is left as is
+// (its mutexes may be held by threads that do not exist in the child); glibc's malloc is safe to call here.
+void after_fork_in_child() { g_collector.store(new Collector(), std::memory_order_release); }
+
+std::string text_of(const wchar_t* w) {
+  std::mbstate_t state{};
+  const std::size_t n = std::wcsrtombs(nullptr, &w, 0, &state);
+  if (n == static_cast<std::size_t>(-1)) return "(unconvertible wide string)";
+  std::string out(n, '\0');
+  std::wcsrtombs(out.data(), &w, n, &state);
+  return out;
+}
+
+std::string message_of(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return {};
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return a->message.ascii != nullptr ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      return a->message.unicode != nullptr ? text_of(a->message.unicode) : "";
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return a->message.registered != nullptr ? *reinterpret_cast<const std::string*>(a->message.registered) : "";
+    default:
+      return {};
+  }
+}
+std::uint32_t category_of(const nvtxEventAttributes_t* a) { return a != nullptr ? a->category : 0; }
+std::string_view domain_of(nvtxDomainHandle_t d) {
+  return d != nullptr ? std::string_view(*reinterpret_cast<const std::string*>(d)) : std::string_view();
+}
+
+// ---- The NVTX entry points -------------------------------------------------------------------------------------
+
+int push_a(const char* message) {
+  return collector().ranges.push(current_thread_id(), "", message != nullptr ? message : "", 0, now_ns());
+}
+int push_w(const wchar_t* message) {
+  return collector().ranges.push(current_thread_id(), "", message != nullptr ? text_of(message) : "", 0, now_ns());
+}
+int push_ex(const nvtxEventAttributes_t* a) {
+  return collector().ranges.push(current_thread_id(), "", message_of(a), category_of(a), now_ns());
+}
+int pop() { return collector().ranges.pop(current_thread_id(), "", now_ns()); }
+nvtxRangeId_t start_a(const char* message) {
+  return collector().ranges.start(current_thread_id(), "", message != nullptr ? message : "", 0, now_ns());
+}
+nvtxRangeId_t start_w(const wchar_t* message) {
+  return collector().ranges.start(current_thread_id(), "", message != nullptr ? text_of(message) : "", 0, now_ns());
+}
+nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) {
+  return collector().ranges.start(current_thread_id(), "", message_of(a), category_of(a), now_ns());
+}
+void end(nvtxRangeId_t id) { collector().ranges.end(id, now_ns()); }
+
+int domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return collector().ranges.push(current_thread_id(), domain_of(d), message_of(a), category_of(a), now_ns());
+}
+int domain_pop(nvtxDomainHandle_t d) { return collector().ranges.pop(current_thread_id(), domain_of(d), now_ns()); }
+nvtxRangeId_t domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return collector().ranges.start(current_thread_id(), domain_of(d), message_of(a), category_of(a), now_ns());
+}
+void domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { collector().ranges.end(id, now_ns()); }
+nvtxDomainHandle_t domain_create_a(const char* name) {
+  return reinterpret_cast<nvtxDomainHandle_t>(
+      const_cast<std::string*>(collector().domains.intern(name != nullptr ? name : "")));
+}
+nvtxDomainHandle_t domain_create_w(const wchar_t* name) {
+  return reinterpret_cast<nvtxDomainHandle_t>(
+      const_cast<std::string*>(collector().domains.intern(name != nullptr ? text_of(name) : "")));
+}
+void domain_destroy(nvtxDomainHandle_t) {}  // handles stay valid: ranges may still name the domain
+nvtxStringHandle_t register_string_a(nvtxDomainHandle_t, const char* s) {
+  return reinterpret_cast<nvtxStringHandle_t>(
+      const_cast<std::string*>(collector().registered.intern(s != nullptr ? s : "")));
+}
+nvtxStringHandle_t register_string_w(nvtxDomainHandle_t, const wchar_t* s) {
+  return reinterpret_cast<nvtxStringHandle_t>(
+      const_cast<std::string*>(collector().registered.intern(s != nullptr ? text_of(s) : "")));
+}
+
+template <typename F>
+void set(NvtxFunctionTable table, unsigned int size, unsigned int id, F* f) {
+  // Slot 0 is unused; a table older than this library may lack later ids.
+  if (id < size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(f);
+}
+
+bool fill(const NvtxExportTableCallbacks* cb) {
+  NvtxFunctionTable core = nullptr, core2 = nullptr;
+  unsigned int core_size = 0, core2_size = 0;
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) == 0 || core == nullptr) return false;
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) == 0 || core2 == nullptr) return false;
+  set(core, core_size, NVTX_CBID_CORE_RangePushA, push_a);
+  set(core, core_size, NVTX_CBID_CORE_RangePushW, push_w);
+  set(core, core_size, NVTX_CBID_CORE_RangePushEx, push_ex);
+  set(core, core_size, NVTX_CBID_CORE_RangePop, pop);
+  set(core, core_size, NVTX_CBID_CORE_RangeStartA, start_a);
+  set(core, core_size, NVTX_CBID_CORE_RangeStartW, start_w);
+  set(core, core_size, NVTX_CBID_CORE_RangeStartEx, start_ex);
+  set(core, core_size, NVTX_CBID_CORE_RangeEnd, end);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, domain_push_ex);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, domain_pop);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, domain_start_ex);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, domain_end);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA, domain_create_a);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainCreateW, domain_create_w);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy, domain_destroy);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, register_string_a);
+  set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, register_string_w);
+  return true;
+}
+
+}  // namespace
+}  // namespace xsp::inject
+
+/// NVTX's entry point into a tool (nvtx3/nvtxDetail/nvtxInit.h): called on the first NVTX call of each NVTX
+/// instance of the program (NVTX v3 is header-only: the program and each library that includes the headers, cuBLAS or
+/// PyTorch's, has its own function tables and calls this once for them). The collector and the exit handler are made
+/// once for all of them. Returns 1 when the tables are filled, 0 to leave that instance's calls as no-ops.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
+  using namespace xsp::inject;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (const char* dir = std::getenv("XSP_PROFILE_DIR"); dir != nullptr) g_out_dir = dir;
+    g_collector.store(new Collector(), std::memory_order_release);
+    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    std::atexit(write_part);
+  });
+  const auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS));
+  return cb != nullptr && fill(cb) ? 1 : 0;
+}

@@ -1,0 +1,256 @@
+// NVTX ranges as spans: see include/xsp/profilers/nvtx_ranges.h.
+#include "xsp/profilers/nvtx_ranges.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+#include "xsp/trace/run_statistics.h"
+
+namespace xsp::nvtx {
+namespace {
+
+constexpr std::string_view kSeq = ", seq = ";
+constexpr std::string_view kOpId = ", op_id = ";
+constexpr std::string_view kSizes = ", sizes = ";
+constexpr std::string_view kInputOpIds = ", input_op_ids = ";
+
+// A cursor over the text after the op name; each reader consumes what it recognizes or fails.
+struct Cursor {
+  std::string_view s;
+  bool eat(std::string_view prefix) {
+    if (s.substr(0, prefix.size()) != prefix) return false;
+    s.remove_prefix(prefix.size());
+    return true;
+  }
+  void skip_spaces() {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  }
+  std::optional<std::int64_t> integer() {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p == s.data()) return std::nullopt;
+    s.remove_prefix(static_cast<std::size_t>(p - s.data()));
+    return v;
+  }
+  // A bracketed list of integers or of such lists, written compactly ("[1,3,[2,2]]" style without spaces) into out.
+  bool nested_list(std::string& out, int depth) {
+    if (depth > 8 || !eat("[")) return false;
+    out += '[';
+    skip_spaces();
+    for (bool first = true;; first = false) {
+      skip_spaces();
+      if (eat("]")) {
+        out += ']';
+        return true;
+      }
+      if (!first) {
+        if (!eat(",")) return false;
+        out += ',';
+        skip_spaces();
+      }
+      if (!s.empty() && s.front() == '[') {
+        if (!nested_list(out, depth + 1)) return false;
+      } else if (auto v = integer()) {
+        out += std::to_string(*v);
+      } else {
+        return false;
+      }
+    }
+  }
+};
+
+// "[[1, 3], [64, 3, 7, 7], []]" → "[1,3],[64,3,7,7],[]": the outer list is the inputs, as the LibTorch profiler's
+// "shapes" tag lists them without an enclosing bracket.
+std::optional<std::string> read_shapes(Cursor& c) {
+  std::string all;
+  if (!c.nested_list(all, 0)) return std::nullopt;
+  return all.substr(1, all.size() - 2);
+}
+
+std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> read_input_op_ids(Cursor& c) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  if (!c.eat("[")) return std::nullopt;
+  if (c.eat("]")) return out;
+  for (bool first = true;; first = false) {
+    if (!first) {
+      if (c.eat("]")) return out;
+      if (!c.eat(", ")) return std::nullopt;
+    }
+    if (!c.eat("(")) return std::nullopt;
+    const auto id = c.integer();
+    if (!id || !c.eat(",")) return std::nullopt;
+    c.skip_spaces();
+    const auto nr = c.integer();
+    if (!nr || !c.eat(")")) return std::nullopt;
+    out.emplace_back(*id, *nr);
+  }
+}
+
+// "ns::name" with an identifier on both sides: how PyTorch names every op (aten::, prim::, c10d::, quantized::...).
+bool namespaced_op(std::string_view name) {
+  const auto colons = name.find("::");
+  if (colons == 0 || colons == std::string_view::npos || colons + 2 >= name.size()) return false;
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_' || ch == '.'; };
+  const std::string_view ns = name.substr(0, colons);
+  return std::all_of(ns.begin(), ns.end(), ident) && std::isalpha(static_cast<unsigned char>(ns.front())) != 0 &&
+         name.find(' ') == std::string_view::npos;
+}
+
+bool equals_no_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::optional<TorchOpRange> parse_torch_op_range(std::string_view message) {
+  std::size_t first_field = std::string_view::npos;
+  for (std::string_view f : {kSeq, kOpId, kSizes, kInputOpIds}) first_field = std::min(first_field, message.find(f));
+  TorchOpRange r;
+  r.op = std::string(message.substr(0, first_field));
+  if (r.op.empty()) return std::nullopt;
+  if (first_field == std::string_view::npos) {
+    if (!namespaced_op(r.op)) return std::nullopt;
+    return r;
+  }
+  // The fields, in the order getNvtxStr() writes them; each at most once.
+  Cursor c{message.substr(first_field)};
+  if (c.eat(kSeq) && !(r.sequence = c.integer())) return std::nullopt;
+  if (c.eat(kOpId) && !(r.op_id = c.integer())) return std::nullopt;
+  if (c.eat(kSizes) && !(r.shapes = read_shapes(c))) return std::nullopt;
+  if (c.eat(kInputOpIds)) {
+    auto ids = read_input_op_ids(c);
+    if (!ids) return std::nullopt;
+    r.input_op_ids = std::move(*ids);
+  }
+  if (!c.s.empty()) return std::nullopt;
+  return r;
+}
+
+Level range_level(std::string_view domain, std::string_view message) {
+  static constexpr std::array<std::string_view, 8> kLibraries = {"cuDNN", "cuBLAS",   "cuBLASLt", "NCCL",
+                                                                 "cuFFT", "cuSPARSE", "cuSOLVER", "cuTENSOR"};
+  for (std::string_view lib : kLibraries)
+    if (equals_no_case(domain, lib)) return Level::kLibrary;
+  if (equals_no_case(domain, "TensorRT") || parse_torch_op_range(message)) return Level::kFramework;
+  return Level::kModel;
+}
+
+RangeRecorder::RangeRecorder(std::function<SpanId()> next_id) : next_id_(std::move(next_id)) {}
+
+Span RangeRecorder::span_of(Range&& r) {
+  Span s;
+  s.id = r.id;
+  s.parent_id = r.parent;
+  s.parent_rule = r.parent != kNoSpan ? ParentRule::kContext : ParentRule::kNone;
+  s.track = Track::host_thread(r.thread_id);
+  s.start_ns = r.start_ns;
+  s.end_ns = std::max(r.end_ns, r.start_ns);
+  if (!r.domain.empty()) s.tags.emplace_back("domain", r.domain);
+  if (r.category != 0) s.tags.emplace_back("category", static_cast<std::int64_t>(r.category));
+  s.tags.emplace_back("nvtx", r.pushed ? "push" : "start");
+  std::optional<TorchOpRange> op = parse_torch_op_range(r.message);
+  s.level = range_level(r.domain, r.message);
+  if (s.level == Level::kFramework && op) {
+    r.message = std::move(op->op);
+    if (op->sequence) s.tags.emplace_back("sequence", *op->sequence);
+    if (op->op_id) s.tags.emplace_back("op_id", *op->op_id);
+    if (op->shapes) s.tags.emplace_back("shapes", std::move(*op->shapes));
+  }
+  if (r.open_at_end) s.tags.emplace_back("open_at_end", true);
+  s.name = std::move(r.message);
+  return s;
+}
+
+int RangeRecorder::push(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
+                        std::int64_t ts_ns) {
+  const SpanId id = next_id_();
+  std::lock_guard lock(mu_);
+  auto& stack = stacks_[thread_id];
+  const SpanId parent = stack.empty() ? kNoSpan : stack.back().id;
+  const auto level = std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return o.domain == domain; });
+  stack.push_back({id, parent, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns, true});
+  return static_cast<int>(level);
+}
+
+int RangeRecorder::pop(std::uint64_t thread_id, std::string_view domain, std::int64_t ts_ns) {
+  std::lock_guard lock(mu_);
+  auto it = stacks_.find(thread_id);
+  if (it != stacks_.end()) {
+    auto& stack = it->second;
+    for (auto o = stack.rbegin(); o != stack.rend(); ++o) {
+      if (o->domain != domain) continue;
+      const auto entry = std::next(o).base();  // the entry itself, as a forward iterator
+      const auto level = std::count_if(stack.begin(), entry, [&](const Range& x) { return x.domain == domain; });
+      entry->end_ns = ts_ns;
+      closed_.push_back(std::move(*entry));
+      stack.erase(entry);
+      return static_cast<int>(level);
+    }
+  }
+  ++unmatched_pops_;
+  return -1;
+}
+
+std::uint64_t RangeRecorder::start(std::uint64_t thread_id, std::string_view domain, std::string message,
+                                   std::uint32_t category, std::int64_t ts_ns) {
+  const SpanId id = next_id_();
+  std::lock_guard lock(mu_);
+  const std::uint64_t range = next_range_id_++;
+  started_.emplace(
+      range, Range{id, kNoSpan, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns, false});
+  return range;
+}
+
+void RangeRecorder::end(std::uint64_t id, std::int64_t ts_ns) {
+  std::lock_guard lock(mu_);
+  auto it = started_.find(id);
+  if (it == started_.end()) {
+    ++unmatched_ends_;
+    return;
+  }
+  it->second.end_ns = ts_ns;
+  closed_.push_back(std::move(it->second));
+  started_.erase(it);
+}
+
+std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take(
+    std::int64_t now_ns) {
+  std::vector<Range> ranges;
+  std::uint64_t open = 0, unmatched_pops = 0, unmatched_ends = 0;
+  {
+    std::lock_guard lock(mu_);
+    ranges = std::move(closed_);
+    closed_.clear();
+    auto close_open = [&](Range&& r) {
+      r.end_ns = now_ns;
+      r.open_at_end = true;
+      ranges.push_back(std::move(r));
+      ++open;
+    };
+    for (auto& [thread, stack] : stacks_)
+      for (Range& r : stack) close_open(std::move(r));
+    for (auto& [id, r] : started_) close_open(std::move(r));
+    stacks_.clear();
+    started_.clear();
+    unmatched_pops = std::exchange(unmatched_pops_, 0);
+    unmatched_ends = std::exchange(unmatched_ends_, 0);
+  }
+  std::vector<Span> out;
+  out.reserve(ranges.size());
+  for (Range& r : ranges) out.push_back(span_of(std::move(r)));
+  // Time order, as every profiler hands its spans over.
+  std::sort(out.begin(), out.end(), [](const Span& a, const Span& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.id < b.id;
+  });
+  std::vector<std::pair<std::string, std::uint64_t>> counters = {{stat::kNvtxRanges, out.size()},
+                                                                 {stat::kNvtxUnmatchedPops, unmatched_pops},
+                                                                 {stat::kNvtxUnmatchedEnds, unmatched_ends},
+                                                                 {stat::kNvtxOpenAtEnd, open}};
+  return {std::move(out), std::move(counters)};
+}
+
+}  // namespace xsp::nvtx

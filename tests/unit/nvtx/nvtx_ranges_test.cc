@@ -1,0 +1,155 @@
+// NVTX ranges as spans: PyTorch's op range strings on hand-made texts with known answers, the level of a range, and
+// push/pop and start/end events turned into spans with their nesting.
+#include "xsp/profilers/nvtx_ranges.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "xsp/trace/run_statistics.h"
+
+namespace xsp::nvtx {
+namespace {
+
+TEST(TorchOpRange, EveryFieldGetNvtxStrWritesIsRead) {
+  const auto r = parse_torch_op_range(
+      "aten::conv2d, seq = 12, op_id = 345, sizes = [[1, 3, 224, 224], [64, 3, 7, 7], [], [2]], input_op_ids = "
+      "[(340,0), (341,1)]");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->op, "aten::conv2d");
+  EXPECT_EQ(r->sequence, 12);
+  EXPECT_EQ(r->op_id, 345);
+  // The LibTorch profiler's "shapes" tag form: one bracketed list per input, no spaces, no outer bracket.
+  EXPECT_EQ(r->shapes, "[1,3,224,224],[64,3,7,7],[],[2]");
+  EXPECT_EQ(r->input_op_ids, (std::vector<std::pair<std::int64_t, std::int64_t>>{{340, 0}, {341, 1}}));
+}
+
+TEST(TorchOpRange, FieldsAreOptionalAndTensorListsNest) {
+  const auto seq_only = parse_torch_op_range("aten::add_, seq = 0");
+  ASSERT_TRUE(seq_only.has_value());
+  EXPECT_EQ(seq_only->op, "aten::add_");
+  EXPECT_EQ(seq_only->sequence, 0);
+  EXPECT_FALSE(seq_only->shapes.has_value());
+  // A tensor-list input (aten::cat) nests one level deeper; the sizes field alone, without a sequence number.
+  const auto cat = parse_torch_op_range("aten::cat, sizes = [[[2, 3], [2, 5]], []]");
+  ASSERT_TRUE(cat.has_value());
+  EXPECT_FALSE(cat->sequence.has_value());
+  EXPECT_EQ(cat->shapes, "[[2,3],[2,5]],[]");
+  // A backward op: the name holds spaces and a colon, the fields make it an op range.
+  const auto bwd = parse_torch_op_range("autograd::engine::evaluate_function: ConvolutionBackward0, seq = 12");
+  ASSERT_TRUE(bwd.has_value());
+  EXPECT_EQ(bwd->op, "autograd::engine::evaluate_function: ConvolutionBackward0");
+  EXPECT_EQ(bwd->sequence, 12);
+  // No field, a namespaced name: an op (emit_nvtx without record_shapes, seq -1).
+  const auto bare = parse_torch_op_range("prim::Constant");
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->op, "prim::Constant");
+  EXPECT_EQ(*bare, (TorchOpRange{"prim::Constant", std::nullopt, std::nullopt, std::nullopt, {}}));
+}
+
+TEST(TorchOpRange, UserRangesAndMalformedFieldsAreNotOps) {
+  for (const char* text : {"infer", "step 3", "", "::x", "a::", "decode, seq = many", "aten::mm, sizes = [1, 2",
+                           "aten::mm, sizes = [[1, x]]", "aten::mm, seq = 1 trailing", "my range :: with spaces"})
+    EXPECT_FALSE(parse_torch_op_range(text).has_value()) << text;
+}
+
+TEST(RangeLevel, LibrariesFrameworkOpsAndTheProgramsOwnRanges) {
+  EXPECT_EQ(range_level("cuDNN", "cudnnConvolutionForward"), Level::kLibrary);
+  EXPECT_EQ(range_level("NCCL", "ncclAllReduce"), Level::kLibrary);
+  EXPECT_EQ(range_level("cublas", "cublasSgemm_v2"), Level::kLibrary);  // matched without case
+  EXPECT_EQ(range_level("TensorRT", "conv1 + relu1"), Level::kFramework);
+  EXPECT_EQ(range_level("", "aten::linear, seq = 3, sizes = [[2, 8], [4, 8], [4]]"), Level::kFramework);
+  EXPECT_EQ(range_level("", "infer"), Level::kModel);
+  EXPECT_EQ(range_level("my_app", "step"), Level::kModel);
+}
+
+// A fake clock of ids: the recorder takes its ids from the caller (a TraceRecorder in the injection library).
+struct Ids {
+  SpanId next = 1;
+  std::function<SpanId()> fn() {
+    return [this] { return next++; };
+  }
+};
+
+std::map<std::string, std::uint64_t> counters_of(const std::vector<std::pair<std::string, std::uint64_t>>& v) {
+  return {v.begin(), v.end()};
+}
+
+TEST(RangeRecorder, PushPopNestsPerThreadWithContextParents) {
+  Ids ids;
+  RangeRecorder rec(ids.fn());
+  // Thread 1: infer [0, 100] > aten::linear [10, 40] > cuBLAS gemm [15, 35]; thread 2: infer [5, 50] alone.
+  EXPECT_EQ(rec.push(1, "", "infer", 0, 0), 0);
+  EXPECT_EQ(rec.push(2, "", "infer", 0, 5), 0);
+  EXPECT_EQ(rec.push(1, "", "aten::linear, seq = 4, sizes = [[2, 8], [4, 8], [4]]", 0, 10), 1);
+  EXPECT_EQ(rec.push(1, "cuBLAS", "cublasSgemm_v2", 7, 15), 0);  // levels count per domain, as NVTX's
+  EXPECT_EQ(rec.pop(1, "", 35), 1);        // NVTX pops per domain: the default domain's innermost range, linear...
+  EXPECT_EQ(rec.pop(1, "cuBLAS", 40), 0);  // ...then gemm, out of order: each keeps its own interval
+  EXPECT_EQ(rec.pop(2, "", 50), 0);
+  EXPECT_EQ(rec.pop(1, "", 100), 0);
+  EXPECT_EQ(rec.pop(1, "", 101), -1);  // nothing open: counted, no span
+  auto [spans, counters] = rec.take(200);
+  ASSERT_EQ(spans.size(), 4u);
+  // Time order: infer (t1), infer (t2), linear, gemm.
+  const Span& infer1 = spans[0];
+  const Span& infer2 = spans[1];
+  const Span& linear = spans[2];
+  const Span& gemm = spans[3];
+  EXPECT_EQ(infer1.name, "infer");
+  EXPECT_EQ(infer1.level, Level::kModel);
+  EXPECT_EQ(infer1.track, Track::host_thread(1));
+  EXPECT_EQ(infer1.duration_ns(), 100);
+  EXPECT_EQ(infer1.parent_id, kNoSpan);
+  EXPECT_EQ(infer2.track, Track::host_thread(2));
+  EXPECT_EQ(infer2.parent_id, kNoSpan);
+  EXPECT_EQ(linear.name, "aten::linear");
+  EXPECT_EQ(linear.level, Level::kFramework);
+  EXPECT_EQ(linear.parent_id, infer1.id);
+  EXPECT_EQ(linear.parent_rule, ParentRule::kContext);
+  EXPECT_EQ(linear.tag("sequence"), std::optional<std::string_view>("4"));
+  EXPECT_EQ(linear.tag("shapes"), std::optional<std::string_view>("[2,8],[4,8],[4]"));
+  EXPECT_EQ(linear.duration_ns(), 25);
+  EXPECT_EQ(gemm.level, Level::kLibrary);
+  EXPECT_EQ(gemm.parent_id, linear.id);
+  EXPECT_EQ(gemm.tag("domain"), std::optional<std::string_view>("cuBLAS"));
+  EXPECT_EQ(gemm.tag("category"), std::optional<std::string_view>("7"));
+  const auto c = counters_of(counters);
+  EXPECT_EQ(c.at(stat::kNvtxRanges), 4u);
+  EXPECT_EQ(c.at(stat::kNvtxUnmatchedPops), 1u);
+  EXPECT_EQ(c.at(stat::kNvtxOpenAtEnd), 0u);
+}
+
+TEST(RangeRecorder, StartEndRangesCrossThreadsAndOpenRangesCloseAtTake) {
+  Ids ids;
+  RangeRecorder rec(ids.fn());
+  const std::uint64_t a = rec.start(1, "", "request 1", 0, 10);
+  const std::uint64_t b = rec.start(1, "", "request 2", 0, 20);
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(a, b);
+  rec.end(a, 70);   // ended by another thread: still a span of thread 1, where it started
+  rec.end(a, 80);   // twice: counted
+  rec.end(999, 5);  // never started: counted
+  rec.push(3, "", "crashed inside", 0, 30);
+  EXPECT_EQ(rec.pop(3, "other domain", 40), -1);  // a domain pops only its own ranges
+  auto [spans, counters] = rec.take(100);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].name, "request 1");
+  EXPECT_EQ(spans[0].duration_ns(), 60);
+  EXPECT_EQ(spans[0].tag("nvtx"), std::optional<std::string_view>("start"));
+  EXPECT_EQ(spans[1].name, "request 2");  // still open: ends at the take
+  EXPECT_EQ(spans[1].end_ns, 100);
+  EXPECT_EQ(spans[1].tag("open_at_end"), std::optional<std::string_view>("true"));
+  EXPECT_EQ(spans[2].name, "crashed inside");
+  EXPECT_EQ(spans[2].end_ns, 100);
+  const auto c = counters_of(counters);
+  EXPECT_EQ(c.at(stat::kNvtxUnmatchedEnds), 2u);
+  EXPECT_EQ(c.at(stat::kNvtxUnmatchedPops), 1u);
+  EXPECT_EQ(c.at(stat::kNvtxOpenAtEnd), 2u);
+  // Taken: the recorder starts empty again.
+  auto [again, counters2] = rec.take(200);
+  EXPECT_TRUE(again.empty());
+  EXPECT_EQ(counters_of(counters2).at(stat::kNvtxUnmatchedEnds), 0u);
+}
+
+}  // namespace
+}  // namespace xsp::nvtx
