@@ -232,13 +232,12 @@ void run_sql(const std::filesystem::path& file, const std::string& sql) {
   ASSERT_EQ(rc, SQLITE_OK) << msg;
 }
 
-// evaluations.kind of row `id`; "NULL" when it has none.
-std::string kind_of(const std::filesystem::path& file, std::int64_t id) {
+// The first column of the first row of `sql` on `file`, as text; "NULL" for NULL, "missing" for no row.
+std::string sql_value(const std::filesystem::path& file, const std::string& sql) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT kind FROM evaluations WHERE id = ?1", -1, &st, nullptr), SQLITE_OK);
-  sqlite3_bind_int64(st, 1, id);
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   std::string out = "missing";
   if (sqlite3_step(st) == SQLITE_ROW)
     out =
@@ -246,6 +245,11 @@ std::string kind_of(const std::filesystem::path& file, std::int64_t id) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   return out;
+}
+
+// evaluations.kind of row `id`; "NULL" when it has none.
+std::string kind_of(const std::filesystem::path& file, std::int64_t id) {
+  return sql_value(file, "SELECT kind FROM evaluations WHERE id = " + std::to_string(id));
 }
 
 // Version 8 reads each older row's kind from its scenario, as record_kind() does; new rows get theirs from save().
@@ -282,21 +286,6 @@ TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
     EXPECT_EQ(kind_of(file, ++id), std::string(to_string(record_kind(scenario)))) << scenario;
   EXPECT_EQ(kind_of(file, 10), "generation");
   EXPECT_EQ(kind_of(file, 11), "NULL");
-}
-
-// The first column of the first row of `sql` on `file`, as text; "NULL" for NULL, "missing" for no row.
-std::string sql_value(const std::filesystem::path& file, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  std::string out = "missing";
-  if (sqlite3_step(st) == SQLITE_ROW)
-    out =
-        sqlite3_column_type(st, 0) == SQLITE_NULL ? "NULL" : reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
 }
 
 // Version 9 moves each scenario run's result out of its evaluation's settings.results (entry N for the run N-th in
