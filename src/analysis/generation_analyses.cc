@@ -375,7 +375,7 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
     }
     RowBuilder row(t);
     row.set("batch_size", std::int64_t{b});
-    const std::optional<double> kv = static_cast<double>(gen.kv_cache_bytes);
+    const auto kv = static_cast<double>(gen.kv_cache_bytes);
     row.set("kv_cache_bytes", gen.kv_cache_bytes);
     if (prompt) {
       const std::int64_t positions = *prompt + *output;
@@ -383,11 +383,11 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
       row.set("output_tokens", *output);
       row.set("positions", positions);
       const double tokens = static_cast<double>(b) * static_cast<double>(positions);
-      if (kv) row.set("bytes_per_token", ratio_cell(*kv, tokens));
+      row.set("bytes_per_token", ratio_cell(kv, tokens));
       if (per_position) {
         const double f = *per_position * tokens;
         row.set("formula_bytes", static_cast<std::int64_t>(std::llround(f)));
-        if (kv) row.set("recorded_over_formula", ratio_cell(*kv, f));
+        row.set("recorded_over_formula", ratio_cell(kv, f));
       }
     }
     t.rows.push_back(row.take());

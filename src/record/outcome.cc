@@ -89,7 +89,6 @@ class Reader {
       throw std::invalid_argument(what_ + ": " + key + ": " + e.what());
     }
   }
-  const std::string& what() const { return what_; }
 
  private:
   const nlohmann::json& j_;

@@ -130,13 +130,20 @@ std::optional<TorchOpRange> parse_torch_op_range(std::string_view message) {
   return r;
 }
 
-Level range_level(std::string_view domain, std::string_view message) {
+namespace {
+// The level a range's domain alone decides; nullopt for the default domain and the program's own.
+std::optional<Level> domain_level(std::string_view domain) {
   static constexpr std::array<std::string_view, 8> kLibraries = {"cuDNN", "cuBLAS",   "cuBLASLt", "NCCL",
                                                                  "cuFFT", "cuSPARSE", "cuSOLVER", "cuTENSOR"};
   for (std::string_view lib : kLibraries)
     if (equals_no_case(domain, lib)) return Level::kLibrary;
-  if (equals_no_case(domain, "TensorRT") || parse_torch_op_range(message)) return Level::kFramework;
-  return Level::kModel;
+  if (equals_no_case(domain, "TensorRT")) return Level::kFramework;
+  return std::nullopt;
+}
+}  // namespace
+
+Level range_level(std::string_view domain, std::string_view message) {
+  return domain_level(domain).value_or(parse_torch_op_range(message) ? Level::kFramework : Level::kModel);
 }
 
 RangeRecorder::RangeRecorder(std::function<SpanId()> next_id) : next_id_(std::move(next_id)) {}
@@ -152,8 +159,9 @@ Span RangeRecorder::span_of(Range&& r) {
   if (!r.domain.empty()) s.tags.emplace_back("domain", r.domain);
   if (r.category != 0) s.tags.emplace_back("category", static_cast<std::int64_t>(r.category));
   s.tags.emplace_back("nvtx", r.pushed ? "push" : "start");
+  // range_level(), parsing the text once for the level and the tags.
   std::optional<TorchOpRange> op = parse_torch_op_range(r.message);
-  s.level = range_level(r.domain, r.message);
+  s.level = domain_level(r.domain).value_or(op ? Level::kFramework : Level::kModel);
   if (s.level == Level::kFramework && op) {
     r.message = std::move(op->op);
     if (op->sequence) s.tags.emplace_back("sequence", *op->sequence);
