@@ -573,6 +573,23 @@ std::vector<AnalysisSpec> summary_tables() {
     v.push_back(std::move(s));
   }
   {
+    AnalysisSpec s =
+        spec("summary.ranges",
+             "The program's own ranges (MODEL-level NVTX ranges of a profiled command): how often and how long",
+             "per range name: count and duration percentiles, over every process of the command", {L::kModel}, false,
+             {col("range", "", "range", "the range's name (NVTX message)"),
+              col("count", "count", "count", "ranges of that name"),
+              col("total_ms", "ms", "total ms", "their durations summed (nested ranges of one name count twice)"),
+              col("mean_ms", "ms", "mean ms", "mean duration", false),
+              col("p50_ms", "ms", "p50 ms", "median duration"),
+              col("p90_ms", "ms", "p90 ms", "90th percentile of the durations"),
+              col("p99_ms", "ms", "p99 ms", "99th percentile of the durations"),
+              col("max_ms", "ms", "max ms", "the longest")},
+             chart(ChartKind::kBar, "range", "total_ms"));
+    s.key = s.id;
+    v.push_back(std::move(s));
+  }
+  {
     AnalysisSpec s = spec(
         "summary.generation", "Token latencies per run: TTFT, TPOT, ITL, end-to-end, tokens/s (docs/generation.md)",
         "how fast the first token comes and how fast the others follow, per batch size and run", {L::kModel}, false,

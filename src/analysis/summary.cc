@@ -199,7 +199,37 @@ void task_outputs_summary(const EvaluationRecord& record, std::vector<Table>& ou
 
 }  // namespace
 
+// A profiled command (RecordKind::kExternal): its own ranges instead of batch latencies, which it has none of.
+std::vector<Table> external_summary(const EvaluationRecord& record) {
+  Table t = empty_table(table_spec("summary.ranges"));
+  for (const auto& run : record.runs) {
+    for (const auto& [name, s] : run.stage_latency_ns) {
+      RowBuilder row(t);
+      row.set("range", name)
+          .set("count", static_cast<std::int64_t>(s.n))
+          .set("total_ms", real_or_empty(s.mean * static_cast<double>(s.n) / 1e6))
+          .set("mean_ms", real_or_empty(s.mean / 1e6))
+          .set("p50_ms", real_or_empty(s.p50 / 1e6))
+          .set("p90_ms", real_or_empty(s.p90 / 1e6))
+          .set("p99_ms", real_or_empty(s.p99 / 1e6))
+          .set("max_ms", real_or_empty(s.max / 1e6));
+      t.rows.push_back(row.take());
+    }
+    const nlohmann::json exit = record.settings.value("exit", nlohmann::json::object());
+    const std::int64_t wall_ns = record.settings.value("wall_ns", std::int64_t{0});
+    char wall_ms[32];
+    std::snprintf(wall_ms, sizeof wall_ms, "%.1f", static_cast<double>(wall_ns) / 1e6);
+    t.notes.push_back("the command " + exit.value("text", std::string("ended")) + " after " + wall_ms + " ms; " +
+                      std::to_string(record.settings.value("processes", nlohmann::json::array()).size()) +
+                      " process(es) traced, " + std::to_string(run.trace.spans.size()) + " spans");
+    for (const auto& w : run.warnings) t.notes.push_back("WARNING " + w);
+    for (const std::string& line : describe_run_statistics(run.trace.counters)) t.notes.push_back(line);
+  }
+  return {std::move(t)};
+}
+
 std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
+  if (record.kind() == RecordKind::kExternal) return external_summary(record);
   Table t = empty_table(table_spec("summary.runs"));
   for (const auto& run : record.runs) {
     const StabilityAssessment s = run_stability(run);
@@ -288,6 +318,12 @@ std::vector<std::string> describe_measurements(const EvaluationRecord& record) {
                     run_name(run.trace_level) + "): ";
     if (m.design.empty()) {
       lines.push_back(s + "measured before XSP assessed stability (verdict assessed afterwards on 3 equal windows)");
+      continue;
+    }
+    if (record.kind() == RecordKind::kExternal) {
+      lines.push_back("run " + std::to_string(run.id) + " (" + std::string(to_string(run.trace_level)) +
+                      "): the whole command, run once under the injection library: no warm-up, no windows, no "
+                      "stability verdict (each range is one sample)");
       continue;
     }
     s += m.design;

@@ -138,10 +138,18 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_import_command(app, g, commands);
   add_report_command(app, g, commands);
   add_serve_command(app, g, commands);
+  add_profile_command(app, g, commands);
   add_queue_commands(app, g, commands);
   check_numeric_options(app);
+  std::vector<const char*> own(argv, argv + argc);
+  if (const auto dashes = std::find_if(own.begin() + std::min(argc, 1), own.end(),
+                                       [](const char* a) { return std::string_view(a) == "--"; });
+      dashes != own.end()) {
+    g.command_after_dashes.assign(dashes + 1, own.end());
+    own.erase(dashes, own.end());
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(own.size()), own.data());
   } catch (const CLI::ParseError& e) {
     // --help and --version print and exit 0; every other parse error is a usage error, in xsp's format.
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
@@ -152,8 +160,13 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   spdlog::set_default_logger(logger);
   spdlog::set_level(g.verbose ? spdlog::level::debug : spdlog::level::warn);
   register_predictors();
-  for (const Command& c : commands)
-    if (c.app->parsed()) return c.run();
+  for (const Command& c : commands) {
+    if (!c.app->parsed()) continue;
+    if (!c.takes_command && !g.command_after_dashes.empty())
+      throw CLI::ValidationError("xsp " + c.app->get_name() + " takes no command after --; unexpected: " +
+                                 g.command_after_dashes.front());
+    return c.run();
+  }
   return 0;
 }
 

@@ -24,12 +24,16 @@ struct Globals {
   std::string zoo_path;    ///< --zoo, env XSP_ZOO
   bool verbose = false;    ///< -v: debug log of the measurement's decisions on stderr
   CliEnvironment env;
+  /// The arguments after the first "--", taken out before parsing: a command to run (`xsp profile -- CMD ARGS`),
+  /// whose own options are not xsp's. Only commands that set Command::takes_command accept them.
+  std::vector<std::string> command_after_dashes;
 };
 
 /// A registered command: its CLI11 subcommand and what runs when it was given.
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
+  bool takes_command = false;  ///< accepts Globals::command_after_dashes
 };
 using Commands = std::vector<Command>;
 
@@ -45,6 +49,7 @@ void add_trace_command(CLI::App& app, Globals& g, Commands& out);
 void add_import_command(CLI::App& app, Globals& g, Commands& out);
 void add_report_command(CLI::App& app, Globals& g, Commands& out);
 void add_serve_command(CLI::App& app, Globals& g, Commands& out);
+void add_profile_command(CLI::App& app, Globals& g, Commands& out);
 /// submit, jobs (show, cancel, retry, delete), agents, agent (cmd_jobs.cc).
 void add_queue_commands(CLI::App& app, Globals& g, Commands& out);
 

@@ -7,12 +7,21 @@
 //
 // The calls run on the program's threads: they take one mutex and never do I/O. A forked child starts empty (its
 // parent's open ranges are not its own) and writes its own part under its own pid.
+//
+// The part also holds the process: one APPLICATION span (its command line, from the first NVTX call to the write)
+// that parents the ranges that have none, and a TraceProcess entry naming its threads, so that `xsp profile` draws one
+// track group per process. A process ended by a fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, and SIGTERM,
+// SIGINT, SIGHUP, SIGQUIT where the program left them at their default) writes what it had on the way out, then dies
+// of the same signal: best effort, as a crashed program's locks may be held (the write gives up after 200 ms).
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cwchar>
@@ -49,9 +58,11 @@ class Strings {
 };
 
 struct Collector {
-  Collector() : ranges([this] { return recorder.next_id(); }) {}
+  Collector() : ranges([this] { return recorder.next_id(); }), process_span(recorder.next_id()), start_ns(now_ns()) {}
   TraceRecorder recorder;  // ids; the spans go through `ranges`
   nvtx::RangeRecorder ranges;
+  SpanId process_span;   // the APPLICATION span of this process
+  std::int64_t start_ns;  // its first NVTX call (or its fork)
   Strings domains, registered;
 };
 
@@ -62,13 +73,58 @@ std::string g_out_dir;
 
 Collector& collector() { return *g_collector.load(std::memory_order_acquire); }
 
-// Writes this process's spans as its trace part. Called once, at exit.
-void write_part() {
-  if (g_out_dir.empty()) return;
-  auto [spans, counters] = collector().ranges.take(now_ns());
+// The command line of this process, arguments joined by spaces.
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text.empty() ? "pid " + std::to_string(::getpid()) : text;
+}
+
+// Writes this process's spans as its trace part, once (at exit, or on a fatal signal, whichever comes first).
+// `fatal_signal` != 0: from the signal handler, where a lock held by the crashed thread must not hang the exit.
+std::atomic<bool> g_written{false};
+void write_part_once(int fatal_signal) {
+  if (g_out_dir.empty() || g_written.exchange(true)) return;
+  Collector& c = collector();
+  const std::int64_t end = now_ns();
+  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> taken;
+  if (fatal_signal == 0) {
+    taken = c.ranges.take(end);
+  } else if (auto t = c.ranges.try_take(end, std::chrono::milliseconds(200))) {
+    taken = std::move(*t);
+  } else {
+    std::fprintf(stderr, "xsp inject: pid %d: NVTX ranges not written: a thread holds the recorder's lock\n",
+                 static_cast<int>(::getpid()));
+    return;
+  }
+  auto& [spans, counters] = taken;
   Trace trace;
-  trace.spans = std::move(spans);
+  TraceProcess process{::getpid(), command_line(), {}};
+  Span root;
+  root.id = c.process_span;
+  root.level = Level::kApplication;
+  root.name = process.name;
+  root.start_ns = std::min(c.start_ns, spans.empty() ? c.start_ns : spans.front().start_ns);
+  root.end_ns = end;
+  root.track = Track::host_thread(static_cast<std::uint64_t>(process.pid));
+  root.tags = {Tag("pid", static_cast<std::int64_t>(process.pid))};
+  if (fatal_signal != 0) root.tags.emplace_back("fatal_signal", static_cast<std::int64_t>(fatal_signal));
+  process.thread_ids.push_back(root.track.id);
+  for (Span& s : spans) {
+    if (s.parent_id == kNoSpan) {
+      s.parent_id = root.id;
+      s.parent_rule = ParentRule::kContext;
+    }
+    process.thread_ids.push_back(s.track.id);
+  }
+  std::sort(process.thread_ids.begin(), process.thread_ids.end());
+  process.thread_ids.erase(std::unique(process.thread_ids.begin(), process.thread_ids.end()), process.thread_ids.end());
+  trace.spans.push_back(std::move(root));
+  for (Span& s : spans) trace.spans.push_back(std::move(s));
   for (auto& [key, value] : counters) trace.counters[key] = value;
+  trace.processes.push_back(std::move(process));
   trace.clock.unix_offset_ns = unix_offset_now_ns();
   const std::string pid = std::to_string(::getpid());
   const std::filesystem::path dir(g_out_dir);
@@ -88,9 +144,41 @@ void write_part() {
   }
 }
 
+void write_part() { write_part_once(0); }
+
 // The forked child's ranges start empty: its parent's open ranges are the parent's. The parent's copy is left as is
 // (its mutexes may be held by threads that do not exist in the child); glibc's malloc is safe to call here.
-void after_fork_in_child() { g_collector.store(new Collector(), std::memory_order_release); }
+void after_fork_in_child() {
+  g_collector.store(new Collector(), std::memory_order_release);
+  g_written.store(false);
+}
+
+// Fatal signals: write the part, then die of the same signal with its default action (so the exit status, a core
+// dump, and the parent's view of it are what they would have been).
+void on_fatal_signal(int sig) {
+  write_part_once(sig);
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+}
+
+void install_fatal_signal_handlers() {
+  // Crashes always; the stop signals only where the program has no handler of its own (a program that handles
+  // SIGTERM exits through exit() and atexit writes the part).
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO) != 0)
+      continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(sig, &sa, nullptr);
+  }
+}
 
 std::string text_of(const wchar_t* w) {
   std::mbstate_t state{};
@@ -214,6 +302,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
     g_collector.store(new Collector(), std::memory_order_release);
     pthread_atfork(nullptr, nullptr, after_fork_in_child);
     std::atexit(write_part);
+    install_fatal_signal_handlers();
   });
   const auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS));
   return cb != nullptr && fill(cb) ? 1 : 0;

@@ -103,6 +103,8 @@ std::string_view to_string(RecordKind kind) {
       return "scenario";
     case RecordKind::kGeneration:
       return "generation";
+    case RecordKind::kExternal:
+      return "external";
   }
   return "batch-sweep";
 }
@@ -112,11 +114,12 @@ RecordKind record_kind(std::string_view scenario) {
   for (std::string_view s : {"single-stream", "multi-stream", "server", "offline"})
     if (scenario == s) return RecordKind::kScenario;
   if (scenario == "generation") return RecordKind::kGeneration;
+  if (scenario == "external") return RecordKind::kExternal;
   for (std::string_view s : {"single-stream", "server", "offline"})
     if (scenario == "generation-" + std::string(s)) return RecordKind::kGeneration;
   throw std::invalid_argument("record scenario '" + std::string(scenario) +
-                              "': expected batch-sweep, single-stream, multi-stream, server, offline, generation or "
-                              "generation-single-stream|server|offline");
+                              "': expected batch-sweep, single-stream, multi-stream, server, offline, generation, "
+                              "generation-single-stream|server|offline or external");
 }
 
 }  // namespace xsp

@@ -40,6 +40,9 @@ std::vector<Version> versions() {
        "Typed outcomes (issue 30): a scenario run's result in its own column (before, in its evaluation's "
        "settings.results), and the figures users query as typed columns: QPS, p99, whether a bound was met, TTFT and "
        "TPOT p50/p99, output tokens/s. Rows of older stores get theirs from the JSON they already hold."},
+      {10,
+       "Programs profiled from outside (issue 23, `xsp profile`): evaluations.kind admits 'external'; the column is "
+       "re-created with the wider CHECK, its values kept."},
   };
 }
 
@@ -110,10 +113,12 @@ Table evaluations() {
               .backfilled(kRandomUuid)
               .described("OTLP service.instance.id"),
           col("kind", kText)
-              .check("kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation')")
+              .check("kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external')")
               .since(8)
               .backfilled(kKindFromScenario)
-              .described("the workload that made the evaluation (RecordKind): batch-sweep, scenario or generation"),
+              .recreated(10, "kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation')")
+              .described("the workload that made the evaluation (RecordKind): batch-sweep, scenario, generation or "
+                         "external"),
       },
       {},
       {},
@@ -306,8 +311,16 @@ std::string substitute(std::string_view pattern, const std::vector<std::string>&
 
 void add_statement(std::string& out, const std::string& statement) { out += statement + ";\n"; }
 
+// `table` as version `version` declared it: every column's CHECK of that time.
+Table table_as_of(const Table& table, int version) {
+  Table t = table;
+  for (Column& c : t.columns) c = c.as_of(version);
+  return t;
+}
+
 // Version `version`'s statements for `table` (nothing when it touches the table not).
-void table_step(Dialect dialect, const Table& table, int version, std::string& out) {
+void table_step(Dialect dialect, const Table& declared, int version, std::string& out) {
+  const Table table = table_as_of(declared, version);
   if (table.since == version) {
     add_statement(out, create_table_sql(dialect, table));
   } else if (table.since < version) {
@@ -319,6 +332,14 @@ void table_step(Dialect dialect, const Table& table, int version, std::string& o
       if (c.added_in == version && c.backfill)
         add_statement(out, "UPDATE " + table.name + " SET " + c.name + " = " + c.backfill->in(dialect) + " WHERE " +
                                c.name + " IS NULL");
+    }
+    for (const Column& c : table.columns) {
+      if (c.recreated_in != version) continue;
+      const std::string before = c.name + "_before_v" + std::to_string(version);
+      add_statement(out, "ALTER TABLE " + table.name + " RENAME COLUMN " + c.name + " TO " + before);
+      add_statement(out, "ALTER TABLE " + table.name + " ADD COLUMN " + column_sql(dialect, c));
+      add_statement(out, "UPDATE " + table.name + " SET " + c.name + " = " + before);
+      add_statement(out, "ALTER TABLE " + table.name + " DROP COLUMN " + before);
     }
   } else {
     return;
@@ -366,6 +387,26 @@ void validate_column(const Schema& schema, const Table& table, std::size_t posit
       invalid(where + ": references " + c.foreign_key->table + "." + c.foreign_key->column + ", which is no column");
   }
   for (Dialect d : kDialects) (void)expand_dialect_functions(d, c.check_sql);
+  if (c.recreated_in != 0) {
+    // Re-created by RENAME, ADD COLUMN (appended last), DROP: the table keeps its column order only for its last
+    // column, and SQLite drops no column that a key or an index names.
+    const int made = c.added_in == 0 ? table.since : c.added_in;
+    if (c.recreated_in <= made || c.recreated_in > latest)
+      invalid(where + ": re-created in version " + std::to_string(c.recreated_in) + ", not after version " +
+              std::to_string(made) + " that made it and up to " + std::to_string(latest));
+    if (position + 1 != table.columns.size()) invalid(where + ": only a table's last column can be re-created");
+    if (c.type == kId || c.foreign_key || (c.not_null && c.default_sql.empty()))
+      invalid(where + ": a re-created column is no id, no foreign key, and nullable or with a DEFAULT");
+    for (const auto& key : table.unique)
+      for (const std::string& n : key)
+        if (n == c.name) invalid(where + ": a re-created column is in no key or index");
+    for (const std::string& n : table.primary_key)
+      if (n == c.name) invalid(where + ": a re-created column is in no key or index");
+    for (const Index& index : table.indexes)
+      for (const std::string& n : index.columns)
+        if (n == c.name) invalid(where + ": a re-created column is in no key or index");
+    for (Dialect d : kDialects) (void)expand_dialect_functions(d, c.earlier_check_sql);
+  }
 }
 
 void validate_table(const Schema& schema, const Table& table) {

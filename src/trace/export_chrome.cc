@@ -33,7 +33,6 @@ json tag_json(const Tag& t) {
   return t.value;
 }
 
-std::uint32_t pid_of(const Track& track) { return track.is_device() ? track.device : kChromeHostPid; }
 
 // Kineto's event categories (libkineto ActivityType names), which HTA and TensorBoard select on.
 std::string category(const Span& s) {
@@ -78,6 +77,10 @@ class ChromeDocument {
  public:
   ChromeDocument(const Trace& trace, const TraceResource& resource)
       : trace_(trace), resource_(resource), op_of_(op_of_spans(trace)) {
+    for (std::size_t p = 0; p < trace.processes.size(); ++p) {
+      for (std::uint64_t t : trace.processes[p].thread_ids)
+        process_pid_.emplace(t, kChromeHostPid + 1 + static_cast<std::uint32_t>(p));
+    }
     by_id_.reserve(trace.spans.size());
     for (const Span& s : trace.spans) {
       by_id_.emplace(s.id, &s);
@@ -108,6 +111,14 @@ class ChromeDocument {
         }
       }
     }
+  }
+
+  /// Chrome's process id of a track: the GPU's ordinal for a stream; for a host thread, its process's id when the
+  /// trace spans several processes (kChromeHostPid + 1 + the process's position), else kChromeHostPid.
+  std::uint32_t pid_of(const Track& track) const {
+    if (track.is_device()) return track.device;
+    const auto it = process_pid_.find(track.id);
+    return it == process_pid_.end() ? kChromeHostPid : it->second;
   }
 
   /// The document without "traceEvents": deviceProperties, displayTimeUnit, otherData, schemaVersion.
@@ -174,6 +185,22 @@ class ChromeDocument {
                      {"pid", d},
                      {"tid", 0},
                      {"args", {{"sort_index", static_cast<std::uint64_t>(d) + 1}}}})) {
+        return;
+      }
+    }
+    for (std::size_t p = 0; p < trace_.processes.size(); ++p) {
+      const TraceProcess& process = trace_.processes[p];
+      const std::uint32_t pid = kChromeHostPid + 1 + static_cast<std::uint32_t>(p);
+      if (!emit(json{{"ph", "M"},
+                     {"name", "process_name"},
+                     {"pid", pid},
+                     {"tid", 0},
+                     {"args", {{"name", "process " + std::to_string(process.pid) + ": " + process.name}}}}) ||
+          !emit(json{{"ph", "M"},
+                     {"name", "process_sort_index"},
+                     {"pid", pid},
+                     {"tid", 0},
+                     {"args", {{"sort_index", 0}}}})) {
         return;
       }
     }
@@ -289,6 +316,7 @@ class ChromeDocument {
   std::set<Track> tracks_;
   std::set<std::uint32_t> devices_;
   std::unordered_map<std::uint64_t, SpanId> launching_call_;
+  std::unordered_map<std::uint64_t, std::uint32_t> process_pid_;  // host thread id -> Chrome pid of its process
 };
 
 }  // namespace

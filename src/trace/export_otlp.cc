@@ -92,7 +92,7 @@ json scope_of(const TraceResource& resource) {
   return scope;
 }
 
-json span_json(const Span& s, const std::string& trace_id_hex, std::int64_t offset_ns) {
+json span_json(const Span& s, const Trace& trace, const std::string& trace_id_hex) {
   json attributes = json::array();
   attributes.push_back(attribute(Tag("xsp.level", std::string(to_string(s.level)))));
   attributes.push_back(attribute(Tag("xsp.parent_rule", std::string(to_string(s.parent_rule)))));
@@ -103,6 +103,8 @@ json span_json(const Span& s, const std::string& trace_id_hex, std::int64_t offs
     attributes.push_back(attribute(Tag("xsp.stream", s.track.id)));
   } else {
     attributes.push_back(attribute(Tag("thread.id", s.track.id)));  // OpenTelemetry semantic convention
+    if (const TraceProcess* p = trace.process_of_thread(s.track.id))
+      attributes.push_back(attribute(Tag("process.pid", p->pid)));  // OpenTelemetry semantic convention
   }
   if (s.correlation_id != 0) attributes.push_back(attribute(Tag("xsp.correlation_id", s.correlation_id)));
   for (const Tag& t : s.tags) attributes.push_back(attribute(t));
@@ -111,8 +113,8 @@ json span_json(const Span& s, const std::string& trace_id_hex, std::int64_t offs
                {"spanId", otlp_span_id(trace_id_hex, s.id)},
                {"name", s.name},
                {"kind", 1},
-               {"startTimeUnixNano", std::to_string(s.start_ns + offset_ns)},
-               {"endTimeUnixNano", std::to_string(s.end_ns + offset_ns)},
+               {"startTimeUnixNano", std::to_string(s.start_ns + trace.clock.unix_offset_ns)},
+               {"endTimeUnixNano", std::to_string(s.end_ns + trace.clock.unix_offset_ns)},
                {"attributes", std::move(attributes)}};
   // Roots carry no parentSpanId at all: the JSON mapping omits empty bytes fields.
   if (s.parent_id != kNoSpan) span["parentSpanId"] = otlp_span_id(trace_id_hex, s.parent_id);
@@ -124,7 +126,7 @@ json span_json(const Span& s, const std::string& trace_id_hex, std::int64_t offs
 nlohmann::json to_otlp_json(const Trace& trace, const TraceResource& resource, const std::string& trace_id_hex) {
   check_trace_id("to_otlp_json", trace_id_hex);
   json spans = json::array();
-  for (const Span& s : trace.spans) spans.push_back(span_json(s, trace_id_hex, trace.clock.unix_offset_ns));
+  for (const Span& s : trace.spans) spans.push_back(span_json(s, trace, trace_id_hex));
   json scope_spans = json::array();
   scope_spans.push_back({{"scope", scope_of(resource)}, {"spans", std::move(spans)}});
   json resource_spans = json::array();
@@ -145,7 +147,7 @@ void write_otlp_json(std::ostream& out, const Trace& trace, const TraceResource&
     if (!out) return;  // a failed stream (a full disk): the caller reports it; formatting the rest is wasted
     if (!first) out.put(',');
     first = false;
-    out << span_json(s, trace_id_hex, trace.clock.unix_offset_ns);
+    out << span_json(s, trace, trace_id_hex);
   }
   out << "]}]}]}";
 }

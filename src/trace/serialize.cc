@@ -1,7 +1,9 @@
-// Format "xsp-trace-v2" (docs/store.md). A blob is an uncompressed header followed by one zstd frame:
-//   header : "XSPT" | version u8 (=2; 1 is still read) | payload size u64 LE
+// Format "xsp-trace-v3" (docs/store.md). A blob is an uncompressed header followed by one zstd frame:
+//   header : "XSPT" | version u8 (=3; 1 and 2 are still read) | payload size u64 LE
 //   frame  : zstd level 3, with content size and checksum
-//   payload: string table | clock | counters | assembly report | spans
+//   payload: string table | clock | counters | assembly report | spans | processes (v3)
+// v3 added the processes of a trace recorded across processes (Trace::processes): a count, then per process its
+// pid (zigzag varint), name (string) and sorted thread ids (count, then deltas from the previous id).
 // Integers in the payload are LEB128 varints, signed ones zigzag-encoded; strings are varint length + bytes.
 // Span names, tag keys and text tag values are indices into the string table, since they repeat across spans.
 // Per span, v2 writes the track as two varints (device + 1, 0 for a host thread; then the thread or stream id)
@@ -28,7 +30,7 @@ namespace xsp {
 namespace {
 
 constexpr char kMagic[4] = {'X', 'S', 'P', 'T'};
-constexpr std::uint8_t kVersion = 2;
+constexpr std::uint8_t kVersion = 3;
 constexpr std::uint8_t kOldestVersion = 1;
 constexpr std::size_t kHeaderBytes = 4 + 1 + 8;
 constexpr int kZstdLevel = 3;
@@ -270,6 +272,19 @@ std::vector<std::uint8_t> encode_payload(const Trace& trace) {
     prev_id = s.id;
     prev_start = s.start_ns;
   }
+  w.varint(trace.processes.size());
+  for (const TraceProcess& p : trace.processes) {
+    w.svarint(p.pid);
+    w.str(p.name);
+    std::vector<std::uint64_t> threads = p.thread_ids;
+    std::sort(threads.begin(), threads.end());
+    w.varint(threads.size());
+    std::uint64_t prev_thread = 0;
+    for (std::uint64_t t : threads) {
+      w.varint(t - prev_thread);
+      prev_thread = t;
+    }
+  }
   return std::move(w.bytes());
 }
 
@@ -375,6 +390,21 @@ Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t ve
     }
     prev_id = s.id;
     prev_start = s.start_ns;
+  }
+  if (version >= 3) {
+    const std::size_t n_processes = r.count("processes", 3);
+    trace.processes.resize(n_processes);
+    for (TraceProcess& p : trace.processes) {
+      p.pid = r.svarint("process pid");
+      p.name = r.str("process name");
+      const std::size_t n_threads = r.count("process threads", 1);
+      p.thread_ids.reserve(n_threads);
+      std::uint64_t prev_thread = 0;
+      for (std::size_t t = 0; t < n_threads; ++t) {
+        prev_thread += r.varint("process thread id");
+        p.thread_ids.push_back(prev_thread);
+      }
+    }
   }
   if (r.remaining() != 0) Reader::fail(std::to_string(r.remaining()) + " trailing bytes after the spans");
   return trace;

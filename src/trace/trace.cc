@@ -1,5 +1,7 @@
 #include "xsp/trace/trace.h"
 
+#include <algorithm>
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -99,6 +101,13 @@ Trace TraceRecorder::take() {
   // The recorder keeps recording on the same clock; ids keep counting so they stay unique in the recorder.
   trace_.clock = out.clock;
   return out;
+}
+
+const TraceProcess* Trace::process_of_thread(std::uint64_t thread_id) const {
+  for (const TraceProcess& p : processes) {
+    if (std::binary_search(p.thread_ids.begin(), p.thread_ids.end(), thread_id)) return &p;
+  }
+  return nullptr;
 }
 
 std::unordered_map<SpanId, SpanId> op_of_spans(const Trace& trace) {

@@ -1,12 +1,14 @@
 // A program annotated with NVTX as users annotate theirs, with known sleeps inside its ranges; the nvtx tests run it
 // with the injection library (tests/unit/nvtx/nvtx_injection_test.cc). No GPU, no CUDA: NVTX v3 is header-only.
-//   nvtx_program [--fork] [--exit N]
+//   nvtx_program [--fork] [--exit N] [--abort] [--spawn PROGRAM]
 // Main thread: "infer" (40 ms) > a PyTorch-style op range (10 ms) and a cuBLAS-domain range (5 ms); a worker thread:
 // a registered-string range "worker step" (15 ms) in domain "my_app", category 7; a start/end range "request"
 // started on the main thread and ended on the worker; "plugin range" (5 ms) from a shared library with its own NVTX
 // instance, after the program's first ranges. With --fork a child process emits "child range" (5 ms).
-// Prints one line to stdout and one to stderr, and exits with N (default 0).
+// With --spawn the program runs PROGRAM (a new process, exec'd) and waits for it. Prints one line to stdout and one to
+// stderr, and exits with N (default 0); with --abort it opens a range "doomed" and aborts inside it instead.
 #include <nvtx3/nvToolsExt.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,11 +35,14 @@ nvtxEventAttributes_t attributes(std::uint32_t category) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool fork_child = false;
+  bool fork_child = false, abort_inside = false;
   int exit_code = 0;
+  const char* spawn = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--fork") == 0) fork_child = true;
+    if (std::strcmp(argv[i], "--abort") == 0) abort_inside = true;
     if (std::strcmp(argv[i], "--exit") == 0 && i + 1 < argc) exit_code = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--spawn") == 0 && i + 1 < argc) spawn = argv[++i];
   }
   nvtxDomainHandle_t app = nvtxDomainCreateA("my_app");
   nvtxDomainHandle_t cublas = nvtxDomainCreateA("cuBLAS");
@@ -81,6 +86,19 @@ int main(int argc, char** argv) {
     }
     int status = 0;
     waitpid(pid, &status, 0);
+  }
+  if (spawn != nullptr) {
+    pid_t pid = 0;
+    char* args[] = {const_cast<char*>(spawn), nullptr};
+    if (posix_spawn(&pid, spawn, nullptr, nullptr, args, environ) == 0) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+    }
+  }
+  if (abort_inside) {
+    nvtxRangePushA("doomed");
+    std::fflush(stdout);
+    std::abort();
   }
   std::printf("hello from the program\n");
   std::fprintf(stderr, "a line on stderr\n");

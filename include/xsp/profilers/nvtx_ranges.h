@@ -4,6 +4,7 @@
 // (src/inject/) feeds it, and tests drive it directly.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -75,6 +76,10 @@ class RangeRecorder {
   /// counted as "nvtx.open_at_end"; a crashed or stopped program leaves some). Counters: "nvtx.ranges" (spans
   /// returned), "nvtx.unmatched_pops", "nvtx.unmatched_ends", "nvtx.open_at_end". The recorder is empty after.
   std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take(std::int64_t now_ns);
+  /// take() for a fatal-signal handler: std::nullopt when the lock is still held after `wait` (a thread that died
+  /// holding it never lets go), instead of blocking for ever.
+  std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>> try_take(
+      std::int64_t now_ns, std::chrono::milliseconds wait);
 
  private:
   // What a call records: the raw range. Classification, parsing and tags wait for take(), off the program's path.
@@ -89,6 +94,9 @@ class RangeRecorder {
   };
   static Span span_of(Range&& r);
   std::function<SpanId()> next_id_;
+  // take() under a held lock.
+  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take_locked(
+      std::unique_lock<std::mutex>& lock, std::int64_t now_ns);
   std::mutex mu_;
   std::unordered_map<std::uint64_t, std::vector<Range>> stacks_;  // per thread, innermost last
   std::unordered_map<std::uint64_t, Range> started_;              // by range id

@@ -174,8 +174,12 @@ enum class RecordKind {
   kBatchSweep,  ///< the batch sweep of SPEC §3 (EvaluationRecord::scenario "batch-sweep")
   kScenario,    ///< a LoadGen scenario ("single-stream", "multi-stream", "server", "offline")
   kGeneration,  ///< token generation ("generation", "generation-single-stream", "generation-server", ...)
+  /// A program XSP did not load, profiled from outside by `xsp profile -- CMD` (scenario "external",
+  /// docs/profile.md): one run, the process tree's trace; settings.command and settings.exit say what ran and how
+  /// it ended.
+  kExternal,
 };
-/// "batch-sweep" | "scenario" | "generation".
+/// "batch-sweep" | "scenario" | "generation" | "external".
 std::string_view to_string(RecordKind kind);
 /// The kind of a stored EvaluationRecord::scenario value ("" — stores before scenarios — is the batch sweep).
 /// Throws std::invalid_argument naming the value and the expected ones for any other text.

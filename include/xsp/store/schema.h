@@ -7,6 +7,8 @@
 //
 // Adding a column or a table is a new version: append a Version, then declare the column (or table, or index) where
 // it belongs, with .since(N). Never edit what an existing version declared: stores in the field already ran it.
+// Changing a column's CHECK (neither dialect's ALTER TABLE can do it alike, SQLite not at all) is a new version too:
+// the column is declared with its new CHECK and .recreated(N, old CHECK), and version N re-creates it.
 #pragma once
 
 #include <optional>
@@ -70,7 +72,19 @@ struct Column {
   /// Layout only: the CHECK starts a new line. Version 4 wrote `stability` that way and SQLite keeps a table's text
   /// as written, so a new store's `.schema` stays byte-identical to one made before the schema was declared here.
   bool check_on_new_line = false;
+  /// 0, or the version that re-created the column with `check_sql` (the column's values kept): RENAME COLUMN to
+  /// `<name>_before_v<N>`, ADD COLUMN with the new definition, copy the values, DROP the old column. Versions before
+  /// it created the column with `earlier_check_sql`. Only the last column of its table, outside any key or index.
+  int recreated_in = 0;
+  std::string earlier_check_sql;
   std::string doc;  ///< what it holds, for readers of the declaration and of docs/store.md
+
+  /// The column as version `version` declared it (its CHECK before a later re-creation).
+  Column as_of(int version) const {
+    Column c = *this;
+    if (recreated_in != 0 && version < recreated_in) c.check_sql = earlier_check_sql;
+    return c;
+  }
 
   Column required() const {
     Column c = *this;
@@ -100,6 +114,12 @@ struct Column {
   Column backfilled(PerDialect value) const {
     Column c = *this;
     c.backfill = std::move(value);
+    return c;
+  }
+  Column recreated(int version, std::string earlier_check) const {
+    Column c = *this;
+    c.recreated_in = version;
+    c.earlier_check_sql = std::move(earlier_check);
     return c;
   }
   Column wrap_check() const {
@@ -192,8 +212,8 @@ struct MigrationStep {
   std::string sql;
 };
 /// One step per version of `schema`, in order. Version N: for each table in order, either its CREATE TABLE (when N
-/// created it) or its ALTER TABLE ... ADD COLUMN for the columns N added followed by their backfills, then the indexes
-/// N added to it. Does not validate (results_migrations() does).
+/// created it) or its ALTER TABLE ... ADD COLUMN for the columns N added followed by their backfills, then the
+/// re-creation of a column N re-created (Column::recreated_in), then the indexes N added to it. Does not validate (results_migrations() does).
 std::vector<MigrationStep> migration_steps(Dialect dialect, const Schema& schema);
 /// migration_steps(dialect, results_schema()), generated once.
 const std::vector<MigrationStep>& results_migrations(Dialect dialect);

@@ -34,6 +34,16 @@ struct AssemblyReport {
   bool operator==(const AssemblyReport&) const = default;
 };
 
+/// One process of a trace recorded across processes (`xsp profile`: the profiled command and the children it
+/// started). Host tracks whose thread id is in `thread_ids` ran in it; exporters draw one track group per process
+/// (Chrome: one pid per process, named `name`; OTLP: the span attribute `process.pid`).
+struct TraceProcess {
+  std::int64_t pid = 0;                  ///< the OS process id when it ran
+  std::string name;                      ///< its command line, arguments joined by spaces
+  std::vector<std::uint64_t> thread_ids;  ///< its host tracks' ids (Linux tids), sorted
+  bool operator==(const TraceProcess&) const = default;
+};
+
 /// All spans of one run.
 struct Trace {
   std::vector<Span> spans;
@@ -42,7 +52,13 @@ struct Trace {
   /// such as "framework.dropped_spans". Zero-valued counters may be omitted.
   std::map<std::string, std::uint64_t> counters;
   AssemblyReport assembly;
+  /// The processes whose threads the host tracks are, when the trace spans several (xsp profile); empty when every
+  /// host track is a thread of the one process that recorded it (xsp evaluate).
+  std::vector<TraceProcess> processes;
   bool operator==(const Trace&) const = default;
+
+  /// The process whose threads include host thread `thread_id`; nullptr when none does (or processes is empty).
+  const TraceProcess* process_of_thread(std::uint64_t thread_id) const;
 };
 
 /// The op each span belongs to, by span id: the span itself when it is a FRAMEWORK span, else its nearest FRAMEWORK

@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <thread>
 
 #include "xsp/trace/run_statistics.h"
 
@@ -227,10 +228,26 @@ void RangeRecorder::end(std::uint64_t id, std::int64_t ts_ns) {
 
 std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take(
     std::int64_t now_ns) {
+  std::unique_lock lock(mu_);
+  return take_locked(lock, now_ns);
+}
+
+std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>>
+RangeRecorder::try_take(std::int64_t now_ns, std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_, std::defer_lock);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return take_locked(lock, now_ns);
+}
+
+std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take_locked(
+    std::unique_lock<std::mutex>& lock, std::int64_t now_ns) {
   std::vector<Range> ranges;
   std::uint64_t open = 0, unmatched_pops = 0, unmatched_ends = 0;
   {
-    std::lock_guard lock(mu_);
     ranges = std::move(closed_);
     closed_.clear();
     auto close_open = [&](Range&& r) {
@@ -246,6 +263,7 @@ std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>
     started_.clear();
     unmatched_pops = std::exchange(unmatched_pops_, 0);
     unmatched_ends = std::exchange(unmatched_ends_, 0);
+    lock.unlock();
   }
   std::vector<Span> out;
   out.reserve(ranges.size());

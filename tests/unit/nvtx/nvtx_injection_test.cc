@@ -86,8 +86,19 @@ TEST_F(NvtxInjection, TheProgramsRangesBecomeSpansWithTheirNestingLevelsAndTrack
   ASSERT_EQ(r.parts.size(), 1u);
   const Trace& t = r.parts.begin()->second;
   EXPECT_EQ(r.parts.begin()->first.rfind("nvtx-", 0), 0u);
-  ASSERT_EQ(t.spans.size(), 6u);
+  ASSERT_EQ(t.spans.size(), 7u);  // the six ranges and the process's APPLICATION span
   EXPECT_EQ(t.counters.at(stat::kNvtxRanges), 6u);
+  // The process: one APPLICATION span on its main thread (tid = pid), parent of the ranges that have no other, and
+  // its entry naming the threads, with its command line.
+  ASSERT_EQ(t.processes.size(), 1u);
+  const TraceProcess& process = t.processes.front();
+  EXPECT_NE(process.name.find("--exit 3"), std::string::npos) << process.name;
+  EXPECT_EQ(process.thread_ids.size(), 2u);
+  const Span& root = t.spans.front();
+  EXPECT_EQ(root.level, Level::kApplication);
+  EXPECT_EQ(root.parent_id, kNoSpan);
+  EXPECT_EQ(root.track, Track::host_thread(static_cast<std::uint64_t>(process.pid)));
+  EXPECT_EQ(root.name, process.name);
   EXPECT_EQ(t.counters.at(stat::kNvtxUnmatchedPops), 0u);
   EXPECT_EQ(t.counters.at(stat::kNvtxOpenAtEnd), 0u);
   const Span* infer = named(t, "infer");
@@ -119,7 +130,12 @@ TEST_F(NvtxInjection, TheProgramsRangesBecomeSpansWithTheirNestingLevelsAndTrack
   EXPECT_EQ(step->tag("domain"), std::optional<std::string_view>("my_app"));
   EXPECT_EQ(step->tag("category"), std::optional<std::string_view>("7"));
   EXPECT_GE(step->duration_ns(), 15 * ms);
-  EXPECT_EQ(step->parent_id, kNoSpan);
+  EXPECT_EQ(step->parent_id, root.id);  // its thread had no range open: the process holds it
+  EXPECT_EQ(infer->parent_id, root.id);
+  for (const Span& s : t.spans) {
+    EXPECT_GE(s.start_ns, root.start_ns) << s.name;
+    EXPECT_LE(s.end_ns, root.end_ns) << s.name;
+  }
   // request: started on the main thread, ended by the worker after its step; a start/end range, not on a stack.
   EXPECT_EQ(request->track, infer->track);
   EXPECT_EQ(request->tag("nvtx"), std::optional<std::string_view>("start"));
@@ -141,11 +157,11 @@ TEST_F(NvtxInjection, AForkedChildWritesItsOwnPartWithOnlyItsOwnRanges) {
   for (const auto& [file, t] : r.parts) {
     if (const Span* child = named(t, "child range"); child != nullptr) {
       ++with_child;
-      EXPECT_EQ(t.spans.size(), 1u) << file;  // not the parent's ranges
+      EXPECT_EQ(t.spans.size(), 2u) << file;  // its process span and its range, not the parent's ranges
       EXPECT_GE(child->duration_ns(), 5'000'000);
       child_track = child->track;
     } else {
-      EXPECT_EQ(t.spans.size(), 6u) << file;
+      EXPECT_EQ(t.spans.size(), 7u) << file;
       if (const Span* infer = named(t, "infer")) parent_track = infer->track;
     }
   }

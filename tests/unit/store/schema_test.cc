@@ -43,11 +43,11 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(SchemaDeclaration, EveryTableIsCreatedInBothDialects) {
   const ss::Schema& schema = ss::results_schema();
   EXPECT_EQ(schema.version(), Store::current_schema_version());
-  EXPECT_EQ(schema.version(), 9);
+  EXPECT_EQ(schema.version(), 10);
   ASSERT_EQ(schema.tables.size(), 6u);
   for (Dialect d : ss::kDialects) {
     const auto& steps = ss::results_migrations(d);
-    ASSERT_EQ(steps.size(), 9u) << ss::dialect_name(d);
+    ASSERT_EQ(steps.size(), 10u) << ss::dialect_name(d);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       EXPECT_EQ(steps[i].version, static_cast<int>(i) + 1);
       EXPECT_FALSE(steps[i].sql.empty());
@@ -201,6 +201,32 @@ TEST(SchemaDeclaration, ValidateRefusesInconsistentDeclarations) {
           "unknown dialect function");
   refused([](ss::Schema& s) { s.tables[1].columns[1] = s.tables[1].columns[1].backfilled({"1", "1"}); }, "backfilled");
   refused([](ss::Schema& s) { std::swap(s.tables[0], s.tables[1]); }, "not a table declared before it");
+  // Re-creating a column (a new CHECK): after the version that made it, only the last column, outside keys.
+  refused([](ss::Schema& s) { s.tables[0].columns[1] = s.tables[0].columns[1].recreated(1, "name <> ''"); },
+          "re-created in version 1, not after version 1");
+  refused(
+      [](ss::Schema& s) {
+        s.tables[0].columns.push_back(col("x", Type::kText).since(2));
+        s.tables[0].columns[1] = s.tables[0].columns[1].recreated(2, "");
+      },
+      "only a table's last column can be re-created");
+  refused([](ss::Schema& s) { s.tables[1].columns[1] = s.tables[1].columns[1].recreated(2, ""); }, "re-created in");
+}
+
+// A re-created column: versions before it keep the old CHECK; its version renames, adds, copies and drops.
+TEST(SchemaDeclaration, ARecreatedColumnKeepsItsValuesAndItsOldStepsKeepTheOldCheck) {
+  ss::Schema s = small_schema();
+  s.versions.push_back({3, "wider"});
+  s.tables[0].columns[1] = col("name", Type::kText).check("name IN ('a', 'b')").recreated(3, "name IN ('a')");
+  ss::validate(s);
+  const auto steps = ss::migration_steps(kLite, s);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_TRUE(contains(steps[0].sql, "name TEXT CHECK (name IN ('a'))")) << steps[0].sql;
+  EXPECT_EQ(steps[2].sql,
+            "ALTER TABLE parent RENAME COLUMN name TO name_before_v3;\n"
+            "ALTER TABLE parent ADD COLUMN name TEXT CHECK (name IN ('a', 'b'));\n"
+            "UPDATE parent SET name = name_before_v3;\n"
+            "ALTER TABLE parent DROP COLUMN name_before_v3;\n");
 }
 
 // ---- SQLite stores made from the declaration against the committed reference -------------------------------------
@@ -270,7 +296,7 @@ TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
   run_sql(file, sql + "COMMIT;\n");
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 9);
+    EXPECT_EQ(store->schema_version(), 10);
     EvaluationRecord r;
     r.created_at = "2026-11-27T00:00:00Z";
     r.model_name = "m";
@@ -286,6 +312,46 @@ TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
     EXPECT_EQ(kind_of(file, ++id), std::string(to_string(record_kind(scenario)))) << scenario;
   EXPECT_EQ(kind_of(file, 10), "generation");
   EXPECT_EQ(kind_of(file, 11), "NULL");
+}
+
+// Version 10 re-creates evaluations.kind with 'external' admitted: every older row keeps its kind (NULL too), a
+// profiled command's evaluation is stored with kind 'external', and a kind outside the list is still refused.
+TEST(SqliteSchema, Version10KeepsEveryKindAndAdmitsExternal) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "v9.db";
+  run_sql(file, testing::frozen_store_sql("sqlite_steps.sql", 9));
+  std::string sql = "BEGIN;\n";
+  int id = 0;
+  for (const char* kind : {"'batch-sweep'", "'scenario'", "'generation'", "NULL"})
+    sql += "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
+           "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, "
+           "kind) VALUES (" +
+           std::to_string(++id) + ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 's', '[1]', "
+           "'model', 0, '{}', '{}', " + kind + ");\n";
+  run_sql(file, sql + "COMMIT;\n");
+  {
+    auto store = Store::open(file);
+    EXPECT_EQ(store->schema_version(), 10);
+    EvaluationRecord r;
+    r.created_at = "2026-11-27T00:00:00Z";
+    r.model_name = "prog";
+    r.scenario = "external";
+    r.batch_sizes = {1};
+    EXPECT_EQ(store->save(r), 5);
+    EXPECT_EQ(store->load(5)->kind(), RecordKind::kExternal);
+  }
+  EXPECT_EQ(kind_of(file, 1), "batch-sweep");
+  EXPECT_EQ(kind_of(file, 2), "scenario");
+  EXPECT_EQ(kind_of(file, 3), "generation");
+  EXPECT_EQ(kind_of(file, 4), "NULL");
+  EXPECT_EQ(kind_of(file, 5), "external");
+  EXPECT_EQ(sql_value(file, "SELECT count(*) FROM pragma_table_info('evaluations') WHERE name LIKE 'kind_before%'"),
+            "0");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE evaluations SET kind = 'bogus' WHERE id = 1", nullptr, nullptr, nullptr),
+            SQLITE_CONSTRAINT);
+  sqlite3_close(db);
 }
 
 // Version 9 moves each scenario run's result out of its evaluation's settings.results (entry N for the run N-th in
@@ -319,7 +385,7 @@ TEST(SqliteSchema, Version9BackfillsTheTypedOutcomesFromTheJsonOfOlderRows) {
   run_sql(file, "BEGIN;\n" + evaluation(1, "server", "scenario", results) + run(11, 1, "{}") + run(12, 1, "{}") +
                     evaluation(2, "batch-sweep", "batch-sweep", results) + run(21, 2, "{}") +
                     evaluation(3, "generation", "generation", "{}") + run(31, 3, generation) + "COMMIT;\n");
-  EXPECT_EQ(Store::open(file)->schema_version(), 9);
+  EXPECT_EQ(Store::open(file)->schema_version(), 10);
   auto at = [&](const char* column, int id) {
     return sql_value(file, std::string("SELECT ") + column + " FROM runs WHERE id = " + std::to_string(id));
   };
@@ -352,7 +418,7 @@ TEST(SqliteSchema, NewStoreEqualsCommittedReference) {
 // is migrated by the declaration's steps to exactly that schema.
 TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
   const std::string reference = testing::schema_fixture("sqlite_schema.sql");
-  for (int version = 1; version <= 9; ++version) {
+  for (int version = 1; version <= 10; ++version) {
     SCOPED_TRACE("version " + std::to_string(version));
     testing::TempDir dir;
     const auto file = dir.path() / "old.db";
@@ -362,9 +428,9 @@ TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
             "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, "
             "system) VALUES (1, '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', "
             "'[1]', 'model', 0, '{}', '{}')");
-    if (version == 9) EXPECT_EQ(sqlite_schema_text(file), reference);
+    if (version == 10) EXPECT_EQ(sqlite_schema_text(file), reference);
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 9);
+    EXPECT_EQ(store->schema_version(), 10);
     EXPECT_EQ(store->list().size(), 1u);
     store.reset();
     EXPECT_EQ(sqlite_schema_text(file), reference);

@@ -45,9 +45,22 @@ TEST(Serialize, RoundTripExact) {
   const std::vector<std::uint8_t> blob = encode_trace(t);
   ASSERT_GE(blob.size(), 13u);
   EXPECT_EQ(std::memcmp(blob.data(), "XSPT", 4), 0);
-  EXPECT_EQ(blob[4], 2);
+  EXPECT_EQ(blob[4], 3);
   const Trace back = decode_trace(blob);
   EXPECT_EQ(back, t);  // types included: Tag::operator== compares them
+}
+
+// v3: the processes of a trace recorded across processes (xsp profile) round-trip, thread ids sorted.
+TEST(Serialize, ProcessesRoundTrip) {
+  Trace t = rich_trace();
+  t.processes = {{4242, "python3 infer.py --model bert", {4242, 4250, 1ull << 40}},
+                 {-1, "", {}},
+                 {77, "worker \xe2\x9c\x93", {80}}};
+  const Trace back = decode_trace(encode_trace(t));
+  EXPECT_EQ(back, t);
+  ASSERT_NE(back.process_of_thread(4250), nullptr);
+  EXPECT_EQ(back.process_of_thread(4250)->pid, 4242);
+  EXPECT_EQ(back.process_of_thread(80)->name, "worker \xe2\x9c\x93");
   EXPECT_EQ(back.spans[4].track, Track::stream(3, 1ULL << 40));
   EXPECT_EQ(back.spans[5].find_tag("flop_count")->as_real(), 123456789.25);
   EXPECT_EQ(back.spans[5].tags[2].type, TagType::kString);  // the text "1000" stays text
@@ -105,10 +118,10 @@ TEST(Serialize, CorruptBlobsThrow) {
     EXPECT_NE(std::string(e.what()).find("magic"), std::string::npos) << e.what();
   }
   auto bad_version = blob;
-  bad_version[4] = 3;
+  bad_version[4] = 4;
   try {
     decode_trace(bad_version);
-    FAIL() << "version 3 accepted";
+    FAIL() << "version 4 accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("version"), std::string::npos) << e.what();
   }

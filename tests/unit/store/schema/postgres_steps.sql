@@ -136,3 +136,8 @@ UPDATE runs SET tpot_p50_ns = (generation::jsonb #>> '{tpot_ns,p50}')::double pr
 UPDATE runs SET tpot_p99_ns = (generation::jsonb #>> '{tpot_ns,p99}')::double precision WHERE tpot_p99_ns IS NULL;
 UPDATE runs SET output_tokens_per_s = (generation::jsonb #>> '{output_tokens_per_s}')::double precision WHERE
   output_tokens_per_s IS NULL;
+-- version 10
+ALTER TABLE evaluations RENAME COLUMN kind TO kind_before_v10;
+ALTER TABLE evaluations ADD COLUMN kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external'));
+UPDATE evaluations SET kind = kind_before_v10;
+ALTER TABLE evaluations DROP COLUMN kind_before_v10;

@@ -15,7 +15,7 @@ CREATE TABLE evaluations (
   leveled INTEGER NOT NULL CHECK (leveled IN (0, 1)),
   settings TEXT NOT NULL,
   system TEXT NOT NULL
-, uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36), kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation')));
+, uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36), kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external')));
 CREATE TABLE runs (
   id INTEGER PRIMARY KEY,
   evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,

@@ -136,3 +136,8 @@ UPDATE runs SET tpot_p50_ns = json_extract(generation, '$.tpot_ns.p50') WHERE tp
 UPDATE runs SET tpot_p99_ns = json_extract(generation, '$.tpot_ns.p99') WHERE tpot_p99_ns IS NULL;
 UPDATE runs SET output_tokens_per_s = json_extract(generation, '$.output_tokens_per_s') WHERE output_tokens_per_s IS
   NULL;
+-- version 10
+ALTER TABLE evaluations RENAME COLUMN kind TO kind_before_v10;
+ALTER TABLE evaluations ADD COLUMN kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external'));
+UPDATE evaluations SET kind = kind_before_v10;
+ALTER TABLE evaluations DROP COLUMN kind_before_v10;

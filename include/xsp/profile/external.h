@@ -1,0 +1,133 @@
+// Profiling a program XSP did not load (issue 23, docs/profile.md): `xsp profile -- CMD` runs the command with the
+// injection library named in NVTX's environment variable, so that every process of the command that makes an NVTX
+// call writes its ranges as one trace part (src/inject/nvtx_inject.cc); then it reads the parts, merges them into one
+// trace with one track group per process, and makes an evaluation of kind "external" (RecordKind::kExternal) that
+// the store, `xsp show`, `analyze`, `report` and `trace export` take like any other.
+//
+// Front ends (the CLI today) map their input onto profile_command(); the pieces are public for tests.
+#pragma once
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "xsp/record/record.h"
+#include "xsp/trace/trace.h"
+
+namespace xsp::external {
+
+/// How a command's process ended, as waitpid(2) told it.
+struct ProcessExit {
+  bool signaled = false;  ///< ended by a signal (WIFSIGNALED)
+  int code = 0;           ///< its exit status (WEXITSTATUS) when not signaled
+  int signal = 0;         ///< the signal that ended it (WTERMSIG) when signaled
+  bool core_dumped = false;
+  /// What a shell reports for it: `code`, or 128 + `signal`. `xsp profile` exits with it.
+  int shell_status() const { return signaled ? 128 + signal : code; }
+  /// "exited with status 3", "ended by signal 11 (SIGSEGV), core dumped".
+  std::string describe() const;
+  /// {"signaled", "code", "signal", "signal_name", "core_dumped", "shell_status", "text"}.
+  nlohmann::json to_json() const;
+  bool operator==(const ProcessExit&) const = default;
+};
+
+/// What to run and how deep to trace it.
+struct CommandOptions {
+  /// The command and its arguments; argv[0] is looked up in PATH as a shell would. Non-empty.
+  std::vector<std::string> argv;
+  /// Levels kept in the trace. The injection records NVTX ranges, which are MODEL, FRAMEWORK or LIBRARY spans
+  /// (xsp/profilers/nvtx_ranges.h): model, framework and library are accepted; deeper levels need the CUPTI part
+  /// of the injection (not built yet) and are refused by validate().
+  TraceLevel trace_level = TraceLevel::kLibrary;
+  /// The injection library, libxsp_inject.so (find_inject_library()).
+  std::filesystem::path inject_library;
+  /// Where the processes write their parts: an existing, empty folder (profile_command() makes a fresh one under
+  /// the temporary directory and removes it once the evaluation is made).
+  std::filesystem::path parts_dir;
+};
+
+/// Refuses what cannot be run: an empty command, a trace level deeper than library (its message says why), an
+/// injection library that is not a readable file. Throws std::invalid_argument naming the option and the value.
+void validate(const CommandOptions& options);
+
+/// libxsp_inject.so: $XSP_INJECT_LIBRARY when set; else beside the running executable, or in ../lib/xsp from it
+/// (an installed tree); else where the build put it (a compile-time path). Throws std::runtime_error naming every
+/// place looked at when none has it.
+std::filesystem::path find_inject_library();
+
+/// The command could not be started (posix_spawnp failed): `error` is the errno (ENOENT: no such program).
+struct CommandNotStarted : std::runtime_error {
+  CommandNotStarted(const std::string& what, int error_number) : std::runtime_error(what), error(error_number) {}
+  int error = 0;
+  /// What a shell exits with then: 127 for a program not found, 126 for one that cannot be executed.
+  int shell_status() const { return error == ENOENT ? 127 : 126; }
+};
+
+/// Runs the command with NVTX_INJECTION64_PATH = options.inject_library and XSP_PROFILE_DIR = options.parts_dir
+/// added to the caller's environment (every other variable passed unchanged), with the caller's stdin, stdout and
+/// stderr, and waits for it. While it runs, SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the caller alone (kill(2))
+/// are forwarded to the command, whose own exit then tells what it did with them; those the terminal sent reached the
+/// command already (its process group) and are not sent twice. The caller's previous handlers are restored after. Throws std::runtime_error when the command cannot be started (its message names argv[0] and the reason,
+/// e.g. "no such file or directory in PATH").
+ProcessExit run_command(const CommandOptions& options);
+
+/// One process's part as written by the injection library.
+struct TracePart {
+  std::filesystem::path file;
+  Trace trace;
+};
+/// Every part in `dir` (files named "*.xsptrace"; the temporary "*.tmp" of a process killed while writing are
+/// skipped), sorted by the first process's pid. Throws std::runtime_error naming the file that cannot be read or
+/// decoded.
+std::vector<TracePart> read_parts(const std::filesystem::path& dir);
+
+/// The parts as one assembled trace: each part's span ids shifted past the previous parts' (parents with them), so
+/// ids are unique and every process keeps its own nesting; counters summed; processes concatenated (one track group
+/// each); the clock of the first part. Spans of levels `level` does not enable are dropped, their children given
+/// to the nearest kept ancestor. Then assemble() (xsp/trace/assembler.h).
+Trace merge_parts(std::vector<TracePart> parts, TraceLevel level);
+
+/// Environment variables as the evaluation stores them ("NAME=value" entries of environ(7)): values of names that
+/// look secret (containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH or KEY, any case) replaced by
+/// "(redacted)". A JSON object, names sorted.
+nlohmann::json recorded_environment(const std::vector<std::string>& entries);
+
+/// What the command's run measured, for external_record().
+struct CommandRun {
+  ProcessExit exit;
+  std::int64_t start_ns = 0;  ///< host clock (now_ns()) before the command started
+  std::int64_t end_ns = 0;    ///< host clock after it ended
+  std::string created_at;     ///< ISO 8601 UTC
+  nlohmann::json environment = nlohmann::json::object();  ///< recorded_environment() of the command's environment
+  std::string working_directory;
+  nlohmann::json machine_state = nlohmann::json::object();  ///< MachineMonitor::to_json() around the run
+  std::vector<std::string> machine_warnings;
+};
+
+/// The evaluation of one profiled command (scenario "external"): model_name the program (argv[0]'s file name, or
+/// for an interpreter such as python3 the script it runs), framework "external", one run at options.trace_level
+/// holding `trace`, whose stage latencies are, per name of the MODEL spans (the program's own ranges: a step, a
+/// request), the summary of their durations (ns); settings.command, settings.exit, settings.wall_ns,
+/// settings.environment, settings.working_directory and settings.processes (pid, name, spans per process). Warnings
+/// say when the command failed and when no process wrote a part (nothing made an NVTX call).
+EvaluationRecord external_record(const CommandOptions& options, const CommandRun& run, Trace trace);
+
+/// What profile_command() gives back.
+struct ProfileResult {
+  EvaluationRecord record;
+  ProcessExit exit;
+};
+/// Everything between the command line and the store: validate(), a fresh parts folder, run_command() between two
+/// machine-state samples (when `record_machine_state`), read_parts(), merge_parts(), external_record() with
+/// describe_system(). The parts folder is removed after; when reading the parts fails, the error names it and it is
+/// kept. Throws what those throw.
+ProfileResult profile_command(CommandOptions options, bool record_machine_state = true);
+
+}  // namespace xsp::external

@@ -1,0 +1,84 @@
+// xsp profile [--trace-level L] -- COMMAND [ARGS...]: runs a program XSP did not load under the injection library,
+// stores what its processes recorded as one evaluation of kind "external" (docs/profile.md), and exits with the
+// program's own status. The program's stdin, stdout and stderr are its own: XSP writes only to stderr, after it ended.
+#include <iostream>
+
+#include "common.h"
+#include "xsp/profile/external.h"
+
+namespace xsp::cli {
+namespace {
+
+struct ProfileFlags {
+  std::string trace_level = "library";
+  std::string inject_library;
+  std::vector<std::string> command;
+};
+
+int run_profile(const Globals& g, const ProfileFlags& f) {
+  external::CommandOptions options;
+  options.argv = f.command;
+  const auto level = parse_trace_level(f.trace_level);
+  if (!level)
+    throw CLI::ValidationError("--trace-level " + f.trace_level +
+                               ": expected model, framework or library (system, kernel and hardware need the CUPTI "
+                               "part of the injection, not built yet)");
+  options.trace_level = *level;
+  // The store is opened before the program runs: a store that cannot take the result must not cost a run.
+  auto store = open_store(g, StoreAccess::kReadWrite);
+  try {
+    options.inject_library =
+        f.inject_library.empty() ? external::find_inject_library() : std::filesystem::path(f.inject_library);
+    external::validate(options);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError(e.what());
+  } catch (const std::runtime_error& e) {
+    throw CLI::ValidationError(std::string("xsp profile: ") + e.what());
+  }
+  external::ProfileResult result;
+  try {
+    result = external::profile_command(options, g.env.record_machine_state);
+  } catch (const external::CommandNotStarted& e) {
+    std::cerr << "xsp: error: " << e.what() << "\n";
+    return e.shell_status();
+  }
+  EvaluationRecord& record = result.record;
+  store->save(record);
+  const nlohmann::json& processes = record.settings["processes"];
+  std::size_t spans = record.runs.front().trace.spans.size();
+  std::cerr << "xsp: profiled `" << record.model_name << "`: " << result.exit.describe() << "; evaluation "
+            << record.id << " in " << redact_location(g.store_path) << " (" << processes.size()
+            << (processes.size() == 1 ? " process, " : " processes, ") << spans << " spans; xsp show " << record.id
+            << ")\n";
+  for (const std::string& w : record.runs.front().warnings) std::cerr << "xsp: warning: " << w << "\n";
+  return result.exit.shell_status();
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, Globals& g, Commands& out) {
+  auto* sub = app.add_subcommand(
+      "profile",
+      "run a program (any process: Python, C++, a server) with XSP injected, and store its trace as an evaluation "
+      "(kind external); exits with the program's status. Usage: xsp profile [OPTIONS] -- COMMAND [ARGS...]");
+  auto f = std::make_shared<ProfileFlags>();
+  sub->add_option("--trace-level", f->trace_level,
+                  "deepest level kept: model (the program's own NVTX ranges), framework (+ framework op ranges, e.g. "
+                  "PyTorch's emit_nvtx), library (+ cuDNN/cuBLAS/NCCL ranges)")
+      ->capture_default_str();
+  sub->add_option("--inject-library", f->inject_library,
+                  "the injection library (default: $XSP_INJECT_LIBRARY, else libxsp_inject.so beside xsp)");
+  // Everything after the first "--" (Globals::command_after_dashes) is the command's, its options too. Before it, a
+  // command without options may stand alone (xsp profile ./prog); one that began there and goes on past a "--" (xsp
+  // profile ./prog -- x) gets that "--" back.
+  sub->add_option("command", f->command, "the command and its arguments; put them after -- when they have options");
+  out.push_back({sub,
+                 [&g, f] {
+                   if (!f->command.empty() && !g.command_after_dashes.empty()) f->command.push_back("--");
+                   for (const std::string& a : g.command_after_dashes) f->command.push_back(a);
+                   return run_profile(g, *f);
+                 },
+                 true});
+}
+
+}  // namespace xsp::cli

@@ -1,0 +1,395 @@
+// `xsp profile -- CMD` as a library (include/xsp/profile/external.h, docs/profile.md).
+#include "xsp/profile/external.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "xsp/stats/stats.h"
+#include "xsp/system/machine_state.h"
+#include "xsp/system/system_info.h"
+#include "xsp/trace/assembler.h"
+#include "xsp/trace/serialize.h"
+#include "xsp/util/time.h"
+
+extern char** environ;
+
+namespace xsp::external {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+// The child's pid for the forwarding handler; 0 when none runs.
+std::atomic<pid_t> g_child{0};
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// A signal the terminal sent (Ctrl-C, Ctrl-\\, a hang-up) went to the whole foreground process group, the command
+// included: forwarding it would deliver it twice. Only one sent to this process alone (kill, a job scheduler's
+// SIGTERM) is passed on.
+void forward(int sig, siginfo_t* info, void*) {
+  const pid_t child = g_child.load();
+  if (child > 0 && (info == nullptr || info->si_code == SI_USER || info->si_code == SI_QUEUE)) ::kill(child, sig);
+}
+
+// Forwards kForwarded to the child while alive; puts the previous handlers back after.
+class ForwardSignals {
+ public:
+  explicit ForwardSignals(pid_t child) {
+    g_child.store(child);
+    struct sigaction sa {};
+    sa.sa_sigaction = forward;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    for (std::size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &sa, &previous_[i]);
+  }
+  ~ForwardSignals() {
+    for (std::size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &previous_[i], nullptr);
+    g_child.store(0);
+  }
+  ForwardSignals(const ForwardSignals&) = delete;
+  ForwardSignals& operator=(const ForwardSignals&) = delete;
+
+ private:
+  struct sigaction previous_[std::size(kForwarded)];
+};
+
+bool looks_secret(std::string_view name) {
+  std::string upper(name);
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (std::string_view word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "KEY"})
+    if (upper.find(word) != std::string::npos) return true;
+  return false;
+}
+
+// The program a command runs: argv[0]'s file name, or for an interpreter the first argument that is not an option
+// (the script). "-m module" names the module.
+std::string program_name(const std::vector<std::string>& argv) {
+  const std::string first = fs::path(argv.front()).filename().string();
+  const bool interpreter = first.rfind("python", 0) == 0 || first == "bash" || first == "sh" || first == "node" ||
+                           first == "perl" || first == "ruby";
+  if (!interpreter) return first;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    if ((argv[i] == "-m" || argv[i] == "-c") && i + 1 < argv.size())
+      return argv[i] == "-m" ? argv[i + 1] : first + " -c";
+    if (!argv[i].empty() && argv[i][0] != '-') return fs::path(argv[i]).filename().string();
+  }
+  return first;
+}
+
+}  // namespace
+
+std::string ProcessExit::describe() const {
+  if (!signaled) return "exited with status " + std::to_string(code);
+  return "ended by signal " + std::to_string(signal) + " (" + signal_name(signal) + ")" +
+         (core_dumped ? ", core dumped" : "");
+}
+
+nlohmann::json ProcessExit::to_json() const {
+  nlohmann::json j = {{"signaled", signaled},       {"code", code},
+                      {"signal", signal},           {"core_dumped", core_dumped},
+                      {"shell_status", shell_status()}, {"text", describe()}};
+  if (signaled) j["signal_name"] = signal_name(signal);
+  return j;
+}
+
+void validate(const CommandOptions& options) {
+  if (options.argv.empty() || options.argv.front().empty())
+    throw std::invalid_argument("xsp profile: no command given (expected: xsp profile [OPTIONS] -- COMMAND [ARGS...])");
+  if (static_cast<int>(options.trace_level) > static_cast<int>(TraceLevel::kLibrary))
+    throw std::invalid_argument(
+        "xsp profile: --trace-level " + std::string(to_string(options.trace_level)) +
+        ": the injection records NVTX ranges (model, framework and library levels); CUDA calls and kernels (system, "
+        "kernel, hardware) need its CUPTI part, which is not built yet (docs/profile.md): use --trace-level library");
+  std::error_code ec;
+  if (!fs::is_regular_file(options.inject_library, ec) || ::access(options.inject_library.c_str(), R_OK) != 0)
+    throw std::invalid_argument("xsp profile: injection library " + options.inject_library.string() +
+                                ": not a readable file (expected libxsp_inject.so; set XSP_INJECT_LIBRARY)");
+}
+
+fs::path find_inject_library() {
+  std::vector<fs::path> tried;
+  if (const char* env = std::getenv("XSP_INJECT_LIBRARY"); env != nullptr && *env != '\0') {
+    const fs::path p(env);
+    if (fs::is_regular_file(p)) return fs::absolute(p);
+    throw std::runtime_error("XSP_INJECT_LIBRARY=" + p.string() + ": no such file (expected libxsp_inject.so)");
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    tried.push_back(exe.parent_path() / "libxsp_inject.so");
+    tried.push_back(exe.parent_path() / ".." / "lib" / "xsp" / "libxsp_inject.so");
+  }
+#ifdef XSP_INJECT_BUILD_PATH
+  tried.emplace_back(XSP_INJECT_BUILD_PATH);
+#endif
+  std::string where;
+  for (const fs::path& p : tried) {
+    if (fs::is_regular_file(p, ec)) return fs::weakly_canonical(p);
+    where += (where.empty() ? "" : ", ") + p.string();
+  }
+  throw std::runtime_error("the injection library libxsp_inject.so was not found (looked at: " +
+                           (where.empty() ? std::string("nowhere") : where) +
+                           "); it is built where the CUDA toolkit's NVTX headers are found, or set XSP_INJECT_LIBRARY");
+}
+
+ProcessExit run_command(const CommandOptions& options) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0 || entry.rfind("XSP_PROFILE_DIR=", 0) == 0) continue;
+    env_strings.emplace_back(entry);
+  }
+  env_strings.push_back("NVTX_INJECTION64_PATH=" + options.inject_library.string());
+  env_strings.push_back("XSP_PROFILE_DIR=" + options.parts_dir.string());
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options.argv;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  // The child starts with default dispositions for the signals we forward, whatever ours are then.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : kForwarded) sigaddset(&defaults, sig);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0)
+    throw CommandNotStarted("xsp profile: cannot run " + options.argv.front() + ": " + std::strerror(rc) +
+                                (options.argv.front().find('/') == std::string::npos ? " (looked up in PATH)" : ""),
+                            rc);
+  ForwardSignals forwarding(pid);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(std::string("xsp profile: waitpid: ") + std::strerror(errno));
+  }
+  ProcessExit exit;
+  if (WIFSIGNALED(status)) {
+    exit.signaled = true;
+    exit.signal = WTERMSIG(status);
+    exit.core_dumped = WCOREDUMP(status);
+  } else {
+    exit.code = WEXITSTATUS(status);
+  }
+  return exit;
+}
+
+std::vector<TracePart> read_parts(const fs::path& dir) {
+  std::vector<TracePart> parts;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".xsptrace") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read trace part " + entry.path().string());
+    try {
+      parts.push_back({entry.path(), decode_trace(bytes)});
+    } catch (const std::exception& e) {
+      throw std::runtime_error("trace part " + entry.path().string() + ": " + e.what());
+    }
+  }
+  if (ec) throw std::runtime_error("cannot list trace parts in " + dir.string() + ": " + ec.message());
+  auto pid_of = [](const TracePart& p) { return p.trace.processes.empty() ? 0 : p.trace.processes.front().pid; };
+  std::sort(parts.begin(), parts.end(), [&](const TracePart& a, const TracePart& b) {
+    return pid_of(a) != pid_of(b) ? pid_of(a) < pid_of(b) : a.file < b.file;
+  });
+  return parts;
+}
+
+Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
+  Trace out;
+  SpanId offset = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    Trace& t = parts[i].trace;
+    if (i == 0) out.clock = t.clock;
+    SpanId max_id = 0;
+    for (Span& s : t.spans) {
+      max_id = std::max(max_id, s.id);
+      s.id += offset;
+      if (s.parent_id != kNoSpan) s.parent_id += offset;
+      out.spans.push_back(std::move(s));
+    }
+    offset += max_id;
+    for (const auto& [name, value] : t.counters) out.counters[name] += value;
+    for (TraceProcess& p : t.processes) out.processes.push_back(std::move(p));
+  }
+  // Drop the levels not enabled; a kept span whose parent was dropped takes the nearest kept ancestor.
+  std::unordered_map<SpanId, SpanId> parent_of;
+  std::unordered_map<SpanId, bool> kept;
+  for (const Span& s : out.spans) {
+    parent_of.emplace(s.id, s.parent_id);
+    kept.emplace(s.id, enables(level, s.level));
+  }
+  auto kept_ancestor = [&](SpanId id) {
+    for (int guard = 0; id != kNoSpan && guard < 1 << 20; ++guard) {
+      const auto k = kept.find(id);
+      if (k == kept.end() || k->second) return id;
+      id = parent_of[id];
+    }
+    return kNoSpan;
+  };
+  std::uint64_t dropped = 0;
+  std::vector<Span> spans;
+  spans.reserve(out.spans.size());
+  for (Span& s : out.spans) {
+    if (!enables(level, s.level)) {
+      ++dropped;
+      continue;
+    }
+    if (s.parent_id != kNoSpan) {
+      s.parent_id = kept_ancestor(s.parent_id);
+      if (s.parent_id == kNoSpan) s.parent_rule = ParentRule::kNone;
+    }
+    spans.push_back(std::move(s));
+  }
+  out.spans = std::move(spans);
+  if (dropped > 0) out.counters["profile.spans_below_trace_level"] = dropped;
+  assemble(out);
+  return out;
+}
+
+nlohmann::json recorded_environment(const std::vector<std::string>& entries) {
+  std::map<std::string, std::string> sorted;
+  for (const std::string& e : entries) {
+    const std::size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string name = e.substr(0, eq);
+    sorted[name] = looks_secret(name) ? "(redacted)" : e.substr(eq + 1);
+  }
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& [name, value] : sorted) j[name] = value;
+  return j;
+}
+
+EvaluationRecord external_record(const CommandOptions& options, const CommandRun& run, Trace trace) {
+  EvaluationRecord record;
+  record.created_at = run.created_at;
+  record.model_name = program_name(options.argv);
+  record.framework_name = "external";
+  record.device = "cpu";
+  record.scenario = "external";
+  record.batch_sizes = {1};
+  record.trace_level = options.trace_level;
+  record.settings["command"] = options.argv;
+  record.settings["exit"] = run.exit.to_json();
+  record.settings["wall_ns"] = run.end_ns - run.start_ns;
+  record.settings["environment"] = run.environment;
+  record.settings["working_directory"] = run.working_directory;
+
+  // Spans per process, and the program's own ranges (its MODEL spans) as the run's stages.
+  std::map<std::string, std::vector<double>> model_ranges;
+  std::map<std::uint64_t, std::size_t> spans_per_thread;
+  for (const Span& s : trace.spans) {
+    if (!s.track.is_device()) ++spans_per_thread[s.track.id];
+    if (s.level == Level::kModel) model_ranges[s.name].push_back(static_cast<double>(s.duration_ns()));
+  }
+  nlohmann::json processes = nlohmann::json::array();
+  for (const TraceProcess& p : trace.processes) {
+    std::size_t n = 0;
+    for (std::uint64_t t : p.thread_ids) n += spans_per_thread[t];
+    processes.push_back({{"pid", p.pid}, {"name", p.name}, {"threads", p.thread_ids.size()}, {"spans", n}});
+  }
+  record.settings["processes"] = std::move(processes);
+
+  RunRecord r;
+  r.batch_size = 1;
+  r.trace_level = options.trace_level;
+  std::size_t iterations = 0;
+  for (auto& [name, durations] : model_ranges) {
+    iterations += durations.size();
+    r.stage_latency_ns[name] = summarize(durations);
+  }
+  r.iterations = static_cast<int>(iterations);
+  r.machine_state = run.machine_state;
+  r.warnings = run.machine_warnings;
+  if (run.exit.signaled || run.exit.code != 0)
+    r.warnings.push_back("the command " + run.exit.describe() + ": its trace holds what its processes recorded until then");
+  if (trace.processes.empty())
+    r.warnings.push_back(
+        "no process of the command made an NVTX call, so nothing was traced: annotate the program with NVTX ranges "
+        "or run PyTorch under torch.autograd.profiler.emit_nvtx() (docs/profile.md)");
+  else if (model_ranges.empty())
+    r.warnings.push_back("the program opened no range of its own (no MODEL-level span): the run has no stage "
+                         "latencies; wrap each step or request in an NVTX range (docs/profile.md)");
+  r.measurement.design = "external";
+  r.trace = std::move(trace);
+  record.runs.push_back(std::move(r));
+  return record;
+}
+
+ProfileResult profile_command(CommandOptions options, bool record_machine_state) {
+  validate(options);
+  std::string templ = (fs::temp_directory_path() / "xsp-profile-XXXXXX").string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    throw std::runtime_error("xsp profile: cannot make a folder for the trace parts under " +
+                             fs::temp_directory_path().string() + ": " + std::strerror(errno));
+  options.parts_dir = templ;
+
+  CommandRun run;
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  run.environment = recorded_environment(env);
+  std::error_code ec;
+  run.working_directory = fs::current_path(ec).string();
+  std::optional<MachineMonitor> monitor;
+  if (record_machine_state) {
+    monitor.emplace(system_nvml());
+    monitor->start();
+  }
+  run.created_at = utc_now_iso8601();
+  run.start_ns = now_ns();
+  try {
+    run.exit = run_command(options);
+  } catch (...) {
+    fs::remove_all(options.parts_dir, ec);
+    throw;
+  }
+  run.end_ns = now_ns();
+  if (monitor) {
+    monitor->finish();
+    run.machine_state = monitor->to_json();
+    run.machine_warnings = monitor->warnings();
+  }
+  std::vector<TracePart> parts;
+  try {
+    parts = read_parts(options.parts_dir);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + " (the parts are kept in " + options.parts_dir.string() + ")");
+  }
+  Trace trace = merge_parts(std::move(parts), options.trace_level);
+  ProfileResult result{external_record(options, run, std::move(trace)), run.exit};
+  result.record.system = describe_system();
+  result.record.system["framework"] = {{"name", "external"}, {"version", ""}};
+  fs::remove_all(options.parts_dir, ec);
+  return result;
+}
+
+}  // namespace xsp::external

@@ -1,0 +1,332 @@
+// `xsp profile -- CMD` (docs/profile.md): the pieces on hand-made parts with known answers, and the command end to
+// end on a C++ program annotated with NVTX (tests/programs/nvtx_program.cc: known sleeps inside its ranges), run by
+// the real `xsp` binary with the real injection library. No GPU.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "xsp/profile/external.h"
+#include "xsp/store/store.h"
+#include "xsp/trace/export.h"
+
+namespace xsp {
+namespace {
+
+namespace fs = std::filesystem;
+using external::TracePart;
+
+Span span(SpanId id, SpanId parent, Level level, std::string name, std::int64_t start, std::int64_t end,
+          std::uint64_t thread) {
+  Span s;
+  s.id = id;
+  s.parent_id = parent;
+  s.parent_rule = parent == kNoSpan ? ParentRule::kNone : ParentRule::kContext;
+  s.level = level;
+  s.name = std::move(name);
+  s.start_ns = start;
+  s.end_ns = end;
+  s.track = Track::host_thread(thread);
+  return s;
+}
+
+// A part as the injection library writes it: the process span (id 1) parents the ranges that have none.
+TracePart part(std::int64_t pid, std::uint64_t other_thread) {
+  TracePart p;
+  p.file = "nvtx-" + std::to_string(pid) + ".xsptrace";
+  const auto main = static_cast<std::uint64_t>(pid);
+  p.trace.spans = {span(1, kNoSpan, Level::kApplication, "prog", 0, 1000, main),
+                   span(2, 1, Level::kModel, "step", 100, 900, main),
+                   span(3, 2, Level::kFramework, "aten::mm", 200, 500, main),
+                   span(4, 3, Level::kLibrary, "cublasSgemm", 250, 400, main),
+                   span(5, 2, Level::kModel, "inner", 600, 700, main),
+                   span(6, 1, Level::kModel, "worker", 300, 800, other_thread)};
+  p.trace.counters["nvtx.ranges"] = 5;
+  p.trace.processes = {{pid, "prog --x", {main, other_thread}}};
+  return p;
+}
+
+const Span* named(const Trace& t, std::string_view name, std::int64_t start) {
+  for (const Span& s : t.spans)
+    if (s.name == name && s.start_ns == start) return &s;
+  return nullptr;
+}
+
+TEST(MergeParts, IdsAreShiftedPerPartAndEveryProcessKeepsItsNesting) {
+  Trace t = external::merge_parts({part(100, 101), part(200, 201)}, TraceLevel::kLibrary);
+  ASSERT_EQ(t.spans.size(), 12u);
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : t.spans) EXPECT_TRUE(by_id.emplace(s.id, &s).second) << "duplicate id " << s.id;
+  for (std::uint64_t main : {100u, 200u}) {
+    const Span* process = nullptr;
+    const Span* mm = nullptr;
+    for (const Span& s : t.spans) {
+      if (s.track.id != main) continue;
+      if (s.level == Level::kApplication) process = &s;
+      if (s.name == "aten::mm") mm = &s;
+    }
+    ASSERT_NE(process, nullptr);
+    ASSERT_NE(mm, nullptr);
+    EXPECT_EQ(process->parent_id, kNoSpan);
+    const Span* step = by_id.at(mm->parent_id);
+    EXPECT_EQ(step->name, "step");
+    EXPECT_EQ(step->parent_id, process->id);
+    EXPECT_EQ(step->track.id, main) << "a part's parents stay within the part";
+  }
+  EXPECT_EQ(t.counters.at("nvtx.ranges"), 10u);
+  ASSERT_EQ(t.processes.size(), 2u);
+  EXPECT_EQ(t.processes[1].pid, 200);
+  EXPECT_EQ(t.process_of_thread(201)->pid, 200);
+  EXPECT_EQ(t.process_of_thread(999), nullptr);
+  EXPECT_EQ(t.assembly.roots, 2u);
+  EXPECT_EQ(t.assembly.unparented, 0u);
+}
+
+TEST(MergeParts, LevelsBelowTheTraceLevelAreDroppedAndTheirChildrenReparented) {
+  TracePart p = part(100, 101);
+  // A MODEL range opened inside an op (a user range around a library call): it outlives its dropped parent.
+  p.trace.spans.push_back(span(7, 3, Level::kModel, "user-in-op", 300, 350, 100));
+  Trace t = external::merge_parts({std::move(p)}, TraceLevel::kModel);
+  for (const Span& s : t.spans) EXPECT_LE(static_cast<int>(s.level), static_cast<int>(Level::kModel)) << s.name;
+  EXPECT_EQ(t.counters.at("profile.spans_below_trace_level"), 2u);
+  const Span* in_op = named(t, "user-in-op", 300);
+  ASSERT_NE(in_op, nullptr);
+  EXPECT_EQ(named(t, "step", 100)->id, in_op->parent_id);
+}
+
+TEST(RecordedEnvironment, SecretsAreRedactedAndNamesSorted) {
+  const nlohmann::json env = external::recorded_environment(
+      {"PATH=/usr/bin", "HF_TOKEN=hf_abc", "aws_secret_access_key=x", "MY_API_KEY=k", "PGPASSWORD=p", "A=b=c", "=x"});
+  EXPECT_EQ(env["PATH"], "/usr/bin");
+  EXPECT_EQ(env["A"], "b=c");
+  for (const char* secret : {"HF_TOKEN", "aws_secret_access_key", "MY_API_KEY", "PGPASSWORD"})
+    EXPECT_EQ(env[secret], "(redacted)") << secret;
+  EXPECT_EQ(env.size(), 6u);
+  EXPECT_EQ(env.begin().key(), "A");
+}
+
+TEST(ProcessExit, DescribesCodesAndSignalsAsAShellWould) {
+  external::ProcessExit e;
+  e.code = 3;
+  EXPECT_EQ(e.shell_status(), 3);
+  EXPECT_EQ(e.describe(), "exited with status 3");
+  e = {};
+  e.signaled = true;
+  e.signal = SIGSEGV;
+  e.core_dumped = true;
+  EXPECT_EQ(e.shell_status(), 139);
+  EXPECT_EQ(e.describe(), "ended by signal 11 (SIGSEGV), core dumped");
+  EXPECT_EQ(e.to_json()["signal_name"], "SIGSEGV");
+}
+
+TEST(ProfileOptions, ValidateNamesWhatIsWrong) {
+  external::CommandOptions o;
+  o.inject_library = "/nonexistent/libxsp_inject.so";
+  EXPECT_THROW(external::validate(o), std::invalid_argument);  // no command
+  o.argv = {"true"};
+  try {
+    external::validate(o);
+    FAIL() << "a missing library was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/libxsp_inject.so"), std::string::npos) << e.what();
+  }
+  o.trace_level = TraceLevel::kKernel;
+  try {
+    external::validate(o);
+    FAIL() << "kernel level was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("CUPTI"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChromeExport, EveryProcessIsATrackGroup) {
+  Trace t = external::merge_parts({part(100, 101), part(200, 201)}, TraceLevel::kLibrary);
+  const nlohmann::json doc = to_chrome_trace(t, TraceResource{});
+  std::map<std::uint64_t, std::set<std::uint64_t>> pids_of_thread;
+  std::map<std::uint64_t, std::string> process_names;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") pids_of_thread[e["tid"].get<std::uint64_t>()].insert(e["pid"].get<std::uint64_t>());
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      process_names[e["pid"].get<std::uint64_t>()] = e["args"]["name"].get<std::string>();
+  }
+  const std::uint64_t first = *pids_of_thread.at(100).begin();
+  EXPECT_EQ(pids_of_thread.at(101), std::set<std::uint64_t>{first}) << "a process's threads share its pid";
+  const std::uint64_t second = *pids_of_thread.at(200).begin();
+  EXPECT_NE(first, second);
+  EXPECT_EQ(process_names.at(first), "process 100: prog --x");
+  EXPECT_EQ(process_names.at(second), "process 200: prog --x");
+}
+
+#if defined(XSP_TEST_NVTX_PROGRAM) && defined(XSP_TEST_XSP_BINARY)
+
+struct Ran {
+  int status = -1;  // the shell's: code, or 128 + signal
+  std::string out, err;
+};
+
+class ProfileCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("xsp-profile-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `xsp --store DB profile ARGS` through the shell, stdout and stderr to files.
+  Ran xsp(const std::string& args) {
+    const fs::path out = dir_ / "out", err = dir_ / "err";
+    const std::string cmd = std::string("XSP_INJECT_LIBRARY=") + XSP_TEST_INJECT_LIB + " " + XSP_TEST_XSP_BINARY +
+                            " --store " + (dir_ / "x.db").string() + " " + args + " >" + out.string() + " 2>" +
+                            err.string();
+    const int raw = std::system(cmd.c_str());
+    Ran r;
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = read(out);
+    r.err = read(err);
+    return r;
+  }
+  static std::string read(const fs::path& f) {
+    std::ifstream in(f);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  EvaluationRecord only_evaluation() {
+    auto store = Store::open(dir_ / "x.db");
+    const auto list = store->list();
+    EXPECT_EQ(list.size(), 1u);
+    return *store->load(list.front().id);
+  }
+  fs::path dir_;
+};
+
+const Span* find(const Trace& t, std::string_view name) {
+  for (const Span& s : t.spans)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+TEST_F(ProfileCommand, StoresNestedRangesOfTwoProcessesAndPassesTheProgramThrough) {
+  const Ran r = xsp(std::string("profile --trace-level library -- ") + XSP_TEST_NVTX_PROGRAM + " --fork --exit 3");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.out, "hello from the program\n") << "the program's stdout is its own";
+  EXPECT_EQ(r.err.rfind("a line on stderr\n", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("exited with status 3"), std::string::npos) << r.err;
+
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_EQ(e.kind(), RecordKind::kExternal);
+  EXPECT_EQ(e.model_name, "xsp_nvtx_program");
+  EXPECT_EQ(e.settings["exit"]["code"], 3);
+  EXPECT_EQ(e.settings["command"].back(), "3");
+  ASSERT_EQ(e.runs.size(), 1u);
+  const Trace& t = e.runs[0].trace;
+  ASSERT_EQ(t.processes.size(), 2u) << "the forked child writes its own part";
+  EXPECT_NE(t.processes[0].pid, t.processes[1].pid);
+  EXPECT_EQ(t.assembly.unparented, 0u);
+
+  const Span* infer = find(t, "infer");
+  const Span* linear = find(t, "aten::linear");
+  const Span* gemm = find(t, "cublasSgemm_v2");
+  const Span* worker = find(t, "worker step");
+  const Span* child = find(t, "child range");
+  ASSERT_TRUE(infer && linear && gemm && worker && child);
+  EXPECT_EQ(infer->level, Level::kModel);
+  EXPECT_EQ(linear->level, Level::kFramework);
+  EXPECT_EQ(gemm->level, Level::kLibrary);
+  EXPECT_EQ(linear->parent_id, infer->id);
+  EXPECT_EQ(gemm->parent_id, infer->id);
+  EXPECT_EQ(linear->tag("shapes"), std::optional<std::string_view>("[2,8],[4,8],[4]"));
+  // Known sleeps inside: infer 40 ms, the op 10 ms, the GEMM 5 ms, the worker's step 15 ms.
+  EXPECT_GE(infer->duration_ns(), 40'000'000);
+  EXPECT_GE(linear->duration_ns(), 10'000'000);
+  EXPECT_GE(gemm->duration_ns(), 5'000'000);
+  EXPECT_GE(worker->duration_ns(), 15'000'000);
+  EXPECT_NE(worker->track, infer->track);
+  EXPECT_EQ(t.process_of_thread(worker->track.id), t.process_of_thread(infer->track.id));
+  EXPECT_NE(t.process_of_thread(child->track.id), t.process_of_thread(infer->track.id));
+  EXPECT_EQ(t.process_of_thread(child->track.id)->pid, static_cast<std::int64_t>(child->track.id));
+
+  // The program's own ranges are the run's stages.
+  EXPECT_EQ(e.runs[0].stage_latency_ns.at("infer").n, 1u);
+  EXPECT_GE(e.runs[0].stage_latency_ns.at("infer").p50, 40e6);
+  EXPECT_FALSE(e.runs[0].stage_latency_ns.contains("aten::linear"));
+}
+
+TEST_F(ProfileCommand, AnExecutedChildIsASecondProcessOfTheSameEvaluation) {
+  const Ran r = xsp(std::string("profile -- ") + XSP_TEST_NVTX_PROGRAM + " --spawn " + XSP_TEST_NVTX_PROGRAM);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from the program\nhello from the program\n");
+  const EvaluationRecord e = only_evaluation();
+  const Trace& t = e.runs[0].trace;
+  ASSERT_EQ(t.processes.size(), 2u);
+  std::size_t infers = 0;
+  for (const Span& s : t.spans) infers += s.name == "infer";
+  EXPECT_EQ(infers, 2u);
+  EXPECT_EQ(e.runs[0].stage_latency_ns.at("infer").n, 2u);
+}
+
+TEST_F(ProfileCommand, TraceLevelModelKeepsOnlyTheProgramsRanges) {
+  const Ran r = xsp(std::string("profile --trace-level model -- ") + XSP_TEST_NVTX_PROGRAM);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_EQ(e.trace_level, TraceLevel::kModel);
+  const Trace& t = e.runs[0].trace;
+  EXPECT_NE(find(t, "infer"), nullptr);
+  EXPECT_EQ(find(t, "aten::linear"), nullptr);
+  EXPECT_EQ(find(t, "cublasSgemm_v2"), nullptr);
+  EXPECT_EQ(t.counters.at("profile.spans_below_trace_level"), 2u);
+}
+
+TEST_F(ProfileCommand, ACrashedProgramLeavesWhatItHadAndTheEvaluationSaysWhichSignal) {
+  const Ran r = xsp(std::string("profile -- ") + XSP_TEST_NVTX_PROGRAM + " --abort");
+  EXPECT_EQ(r.status, 128 + SIGABRT) << r.err;
+  EXPECT_NE(r.err.find("ended by signal 6 (SIGABRT)"), std::string::npos) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_EQ(e.settings["exit"]["signal"], SIGABRT);
+  const Trace& t = e.runs[0].trace;
+  const Span* doomed = find(t, "doomed");
+  ASSERT_NE(doomed, nullptr) << "written from the signal handler";
+  EXPECT_EQ(doomed->tag("open_at_end"), std::optional<std::string_view>("true"));
+  EXPECT_NE(find(t, "infer"), nullptr);
+  EXPECT_EQ(t.counters.at("nvtx.open_at_end"), 1u);
+}
+
+TEST_F(ProfileCommand, ACommandThatCannotRunExitsAsAShellWouldAndStoresNothing) {
+  const Ran r = xsp("profile -- /nonexistent/program --flag");
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("/nonexistent/program"), std::string::npos) << r.err;
+  auto store = Store::open(dir_ / "x.db");
+  EXPECT_TRUE(store->list().empty());
+  EXPECT_EQ(xsp("profile --trace-level kernel -- true").status, 2);
+  EXPECT_EQ(xsp("profile").status, 2);
+  EXPECT_EQ(xsp("list -- x").status, 2);
+}
+
+TEST_F(ProfileCommand, ShowAndExportReadTheEvaluation) {
+  ASSERT_EQ(xsp(std::string("profile -- ") + XSP_TEST_NVTX_PROGRAM + " --fork").status, 0);
+  const Ran show = xsp("show 1");
+  EXPECT_EQ(show.status, 0) << show.err;
+  EXPECT_NE(show.out.find("profiled command xsp_nvtx_program"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("infer"), std::string::npos) << show.out;
+  const Ran exported = xsp("trace export 1 --format chrome --output " + (dir_ / "t.json").string());
+  EXPECT_EQ(exported.status, 0) << exported.err;
+  const nlohmann::json doc = nlohmann::json::parse(read(dir_ / "t.json"));
+  std::set<std::string> processes;
+  for (const auto& ev : doc["traceEvents"])
+    if (ev["ph"] == "M" && ev["name"] == "process_name") processes.insert(ev["args"]["name"].get<std::string>());
+  std::size_t named_processes = 0;
+  for (const std::string& p : processes) named_processes += p.rfind("process ", 0) == 0;
+  EXPECT_EQ(named_processes, 2u);
+}
+
+#endif
+
+}  // namespace
+}  // namespace xsp
