@@ -22,6 +22,7 @@
 #include "xsp/system/machine_state.h"
 #include "xsp/system/system_info.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/run_statistics.h"
 #include "xsp/trace/serialize.h"
 #include "xsp/util/time.h"
 
@@ -271,7 +272,7 @@ Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
     spans.push_back(std::move(s));
   }
   out.spans = std::move(spans);
-  if (dropped > 0) out.counters["profile.spans_below_trace_level"] = dropped;
+  if (dropped > 0) out.counters[stat::kProfileSpansBelowTraceLevel] = dropped;
   assemble(out);
   return out;
 }

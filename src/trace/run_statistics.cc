@@ -79,6 +79,9 @@ std::vector<RunStatisticSpec> make_registry() {
       {k::kNvtxOpenAtEnd, S::kDataLoss,
        "NVTX ranges still open when collection stopped (the program ended or crashed inside them): kept, ending at "
        "the stop, tagged open_at_end"},
+      {k::kProfileSpansBelowTraceLevel, S::kInfo,
+       "ranges the processes recorded at levels --trace-level does not keep (e.g. framework ops at --trace-level "
+       "model), left out on purpose"},
   };
 }
 

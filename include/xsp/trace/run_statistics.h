@@ -85,6 +85,8 @@ inline constexpr const char* kNvtxRanges = "nvtx.ranges";
 inline constexpr const char* kNvtxUnmatchedPops = "nvtx.unmatched_pops";
 inline constexpr const char* kNvtxUnmatchedEnds = "nvtx.unmatched_ends";
 inline constexpr const char* kNvtxOpenAtEnd = "nvtx.open_at_end";
+// xsp profile -- CMD (xsp/profile/external.h)
+inline constexpr const char* kProfileSpansBelowTraceLevel = "profile.spans_below_trace_level";
 }  // namespace stat
 
 /// Every run statistic, grouped by writer as in namespace stat. Keys are unique.

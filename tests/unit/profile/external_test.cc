@@ -164,6 +164,58 @@ TEST(ChromeExport, EveryProcessIsATrackGroup) {
   EXPECT_EQ(process_names.at(second), "process 200: prog --x");
 }
 
+// Recorded on an H200 (scripts/gpu/profile_ops.py, PyTorch 2.11): eager ResNet-50 and BERT-base, 3 steps under
+// emit_nvtx with the injection library, and the same 3 steps under torch.profiler (CPU activity). Every op
+// torch.profiler reports inside the steps is a FRAMEWORK span of the merged trace, as often, nested under its step.
+class RecordedTorchOps : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RecordedTorchOps, EveryOpTorchProfilerSeesIsAFrameworkSpanOfItsStep) {
+  const fs::path dir = fs::path(XSP_TEST_FIXTURES) / "profile" / GetParam();
+  std::vector<TracePart> parts = external::read_parts(dir);
+  ASSERT_EQ(parts.size(), 1u);
+  const Trace t = external::merge_parts(std::move(parts), TraceLevel::kFramework);
+  std::ifstream in(dir / "torch_ops.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  std::map<std::string, std::int64_t> expected;
+  for (const auto& [name, count] : reference["ops"].items()) {
+    // CPU activity also lists CUDA runtime calls (cudaLaunchKernel ...): no ops, and no NVTX ranges either.
+    if (name.find("::") != std::string::npos) expected[name] = count.get<std::int64_t>();
+  }
+  ASSERT_FALSE(expected.empty());
+
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : t.spans) by_id.emplace(s.id, &s);
+  auto step_of = [&](const Span& s) -> const Span* {
+    for (SpanId p = s.parent_id; p != kNoSpan;) {
+      const Span* parent = by_id.at(p);
+      if (parent->level == Level::kModel) return parent->name == "step" ? parent : nullptr;
+      p = parent->parent_id;
+    }
+    return nullptr;
+  };
+  std::map<std::string, std::int64_t> seen;
+  std::set<SpanId> steps;
+  std::size_t with_shapes = 0, framework = 0;
+  for (const Span& s : t.spans) {
+    if (s.level != Level::kFramework) continue;
+    ++framework;
+    const Span* step = step_of(s);
+    ASSERT_NE(step, nullptr) << s.name << " outside every step";
+    steps.insert(step->id);
+    EXPECT_GE(s.start_ns, step->start_ns);
+    EXPECT_LE(s.end_ns, step->end_ns);
+    ++seen[s.name];
+    with_shapes += s.tag("shapes").has_value();
+  }
+  EXPECT_EQ(steps.size(), 3u);
+  EXPECT_EQ(seen, expected);
+  EXPECT_GT(with_shapes, framework / 2) << "record_shapes=True gives most ops their input shapes";
+  EXPECT_EQ(t.assembly.unparented, 0u);
+  EXPECT_EQ(t.counters.at("nvtx.unmatched_pops"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, RecordedTorchOps, ::testing::Values("resnet50", "bert"));
+
 #if defined(XSP_TEST_NVTX_PROGRAM) && defined(XSP_TEST_XSP_BINARY)
 
 struct Ran {
