@@ -30,7 +30,7 @@ using detail::kNoIndex;
 constexpr std::uint32_t kUnresolved = kNoIndex - 1;
 constexpr std::uint32_t kOnPath = kNoIndex - 2;  // being resolved: meeting it again means a parent cycle
 
-bool is_predict(const Span& s) { return s.level == Level::kModel && s.name == kStagePredict; }
+bool is_predict(const Span& s) { return detail::is_sample_span(s); }
 
 // Trimmed mean of the run's predict latency (SPEC §3), from the stored summary when there is one; older or
 // hand-made records fall back to the raw samples, then to the trace's predict spans. `n` gets the sample count.

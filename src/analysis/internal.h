@@ -13,6 +13,16 @@
 
 namespace xsp::detail {
 
+/// A span that is one sample of the run's work (a batch): the pipeline's MODEL "predict" span, or, in a profiled
+/// command's trace (xsp profile), one of the program's outermost ranges, which external_record() tags "sample"
+/// (xsp/profile/external.h). Layers, kernels and counters are grouped per sample.
+inline bool is_sample_span(const Span& s) {
+  if (s.level != Level::kModel) return false;
+  if (s.name == kStagePredict) return true;
+  const auto t = s.tag("sample");
+  return t && *t == "true";
+}
+
 /// Measured batch sizes, ascending and unique: the evaluation's list, or the runs' when that list is empty.
 std::vector<int> measured_batch_sizes(const EvaluationRecord& record);
 

@@ -24,7 +24,7 @@ namespace {
 using detail::IdIndex;
 using detail::kNoIndex;
 
-bool is_predict(const Span& s) { return s.level == Level::kModel && s.name == kStagePredict; }
+bool is_predict(const Span& s) { return detail::is_sample_span(s); }
 
 // States of the per-span "which layer am I under" memo.
 constexpr std::uint32_t kUnresolved = kNoIndex - 1;
@@ -67,7 +67,7 @@ std::vector<Layer> extract_layers(const Trace& trace, LayerExtractionReport* rep
   std::vector<std::uint32_t> path;
   for (std::uint32_t i = 0; i < n; ++i) {
     const Span& s = spans[i];
-    if (s.level == Level::kModel && s.name == kStagePredict) ++rep.predict_spans;
+    if (is_predict(s)) ++rep.predict_spans;
     if (s.level != Level::kFramework) continue;
     ++rep.framework_spans;
     if (top[i] != kUnresolved) continue;

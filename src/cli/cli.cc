@@ -163,8 +163,8 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   for (const Command& c : commands) {
     if (!c.app->parsed()) continue;
     if (!c.takes_command && !g.command_after_dashes.empty())
-      throw CLI::ValidationError("xsp " + c.app->get_name() + " takes no command after --; unexpected: " +
-                                 g.command_after_dashes.front());
+      throw CLI::ValidationError("xsp " + c.app->get_name() +
+                                 " takes no command after --; unexpected: " + g.command_after_dashes.front());
     return c.run();
   }
   return 0;

@@ -2,6 +2,7 @@
 // stores what its processes recorded as one evaluation of kind "external" (docs/profile.md), and exits with the
 // program's own status. The program's stdin, stdout and stderr are its own: XSP writes only to stderr, after it ended.
 #include <iostream>
+#include <optional>
 
 #include "common.h"
 #include "xsp/profile/external.h"
@@ -12,12 +13,39 @@ namespace {
 struct ProfileFlags {
   std::string trace_level = "library";
   std::string inject_library;
+  std::string capture = "all";
+  std::optional<double> delay_s, duration_s;
+  bool on_demand = false;
+  std::optional<std::int64_t> start_pid, stop_pid;
   std::vector<std::string> command;
 };
 
+// xsp profile --start PID / --stop PID: on-demand collection of a program running under `xsp profile --signal`.
+int run_capture_signal(std::int64_t pid, bool start) {
+  const std::vector<std::int64_t> pids = external::signal_capture(pid, start);
+  std::string list;
+  for (std::int64_t p : pids) list += (list.empty() ? "" : " ") + std::to_string(p);
+  std::cout << (start ? "started" : "stopped") << " collection in " << pids.size()
+            << (pids.size() == 1 ? " process: " : " processes: ") << list << "\n";
+  return 0;
+}
+
 int run_profile(const Globals& g, const ProfileFlags& f) {
+  if (f.start_pid || f.stop_pid) {
+    if (!f.command.empty() || (f.start_pid && f.stop_pid))
+      throw CLI::ValidationError("xsp profile --start PID and --stop PID take no command and not each other");
+    return run_capture_signal(f.start_pid ? *f.start_pid : *f.stop_pid, f.start_pid.has_value());
+  }
   external::CommandOptions options;
   options.argv = f.command;
+  options.delay_s = f.delay_s;
+  options.duration_s = f.duration_s;
+  options.on_demand = f.on_demand;
+  try {
+    external::parse_capture(f.capture, options);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError(e.what());
+  }
   const auto level = parse_trace_level(f.trace_level);
   if (!level)
     throw CLI::ValidationError("--trace-level " + f.trace_level +
@@ -46,8 +74,8 @@ int run_profile(const Globals& g, const ProfileFlags& f) {
   store->save(record);
   const nlohmann::json& processes = record.settings["processes"];
   std::size_t spans = record.runs.front().trace.spans.size();
-  std::cerr << "xsp: profiled `" << record.model_name << "`: " << result.exit.describe() << "; evaluation "
-            << record.id << " in " << redact_location(g.store_path) << " (" << processes.size()
+  std::cerr << "xsp: profiled `" << record.model_name << "`: " << result.exit.describe() << "; evaluation " << record.id
+            << " in " << redact_location(g.store_path) << " (" << processes.size()
             << (processes.size() == 1 ? " process, " : " processes, ") << spans << " spans; xsp show " << record.id
             << ")\n";
   for (const std::string& w : record.runs.front().warnings) std::cerr << "xsp: warning: " << w << "\n";
@@ -66,6 +94,16 @@ void add_profile_command(CLI::App& app, Globals& g, Commands& out) {
                   "deepest level kept: model (the program's own NVTX ranges), framework (+ framework op ranges, e.g. "
                   "PyTorch's emit_nvtx), library (+ cuDNN/cuBLAS/NCCL ranges)")
       ->capture_default_str();
+  sub->add_option("--capture", f->capture,
+                  "what to collect: all, or nvtx:NAME (only while a range named NAME is open in a process)")
+      ->capture_default_str();
+  sub->add_option("--delay-s", f->delay_s, "collect only ranges that begin this many seconds after the start");
+  sub->add_option("--duration-s", f->duration_s, "... and before this many seconds after the delay");
+  sub->add_flag("--signal", f->on_demand,
+                "start with collection off; turn it on and off with xsp profile --start PID / --stop PID");
+  sub->add_option("--start", f->start_pid,
+                  "turn collection on in PID (the program's or its xsp profile's pid) and its descendants");
+  sub->add_option("--stop", f->stop_pid, "turn collection off in PID and its descendants");
   sub->add_option("--inject-library", f->inject_library,
                   "the injection library (default: $XSP_INJECT_LIBRARY, else libxsp_inject.so beside xsp)");
   // Everything after the first "--" (Globals::command_after_dashes) is the command's, its options too. Before it, a

@@ -208,8 +208,8 @@ void print_summary(const EvaluationRecord& record, TableFormat format) {
     if (record.kind() == RecordKind::kScenario) {
       std::cout << "evaluation " << record.id << ": " << format_scenario_record(record);
     } else if (record.kind() == RecordKind::kExternal) {
-      std::cout << "evaluation " << record.id << ": profiled command " << record.model_name << " (xsp profile), trace level "
-                << to_string(record.trace_level) << "\n";
+      std::cout << "evaluation " << record.id << ": profiled command " << record.model_name
+                << " (xsp profile), trace level " << to_string(record.trace_level) << "\n";
     } else {
       std::cout << "evaluation " << record.id << ": " << record.model_name << " " << record.model_version << " on "
                 << record.framework_name << " " << record.framework_version << " (" << record.device

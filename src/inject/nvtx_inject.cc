@@ -32,7 +32,9 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "xsp/profilers/nvtx_capture.h"
 #include "xsp/profilers/nvtx_ranges.h"
 #include "xsp/trace/serialize.h"
 #include "xsp/trace/trace.h"
@@ -57,12 +59,20 @@ class Strings {
   std::unordered_map<std::string, const std::string*> index_;
 };
 
+// What to capture (docs/profile.md "Capture"), read once from the environment `xsp profile` set.
+nvtx::CaptureSettings g_capture;
+
 struct Collector {
-  Collector() : ranges([this] { return recorder.next_id(); }), process_span(recorder.next_id()), start_ns(now_ns()) {}
+  Collector()
+      : ranges([this] { return recorder.next_id(); }),
+        process_span(recorder.next_id()),
+        start_ns(now_ns()),
+        gate(g_capture) {}
   TraceRecorder recorder;  // ids; the spans go through `ranges`
   nvtx::RangeRecorder ranges;
-  SpanId process_span;   // the APPLICATION span of this process
+  SpanId process_span;    // the APPLICATION span of this process
   std::int64_t start_ns;  // its first NVTX call (or its fork)
+  nvtx::CaptureGate gate;
   Strings domains, registered;
 };
 
@@ -170,14 +180,25 @@ void install_fatal_signal_handlers() {
   // SIGTERM exits through exit() and atexit writes the part).
   for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
     struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO) != 0)
-      continue;
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO) != 0) continue;
     struct sigaction sa {};
     sa.sa_handler = on_fatal_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND;
     sigaction(sig, &sa, nullptr);
   }
+}
+
+// On-demand capture: another process (xsp profile --start/--stop PID) turns collection on and off.
+void on_capture_signal(int sig) { collector().gate.set_on(sig == nvtx::capture_start_signal()); }
+
+void install_capture_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_capture_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(nvtx::capture_start_signal(), &sa, nullptr);
+  sigaction(nvtx::capture_stop_signal(), &sa, nullptr);
 }
 
 std::string text_of(const wchar_t* w) {
@@ -209,35 +230,63 @@ std::string_view domain_of(nvtxDomainHandle_t d) {
 
 // ---- The NVTX entry points -------------------------------------------------------------------------------------
 
-int push_a(const char* message) {
-  return collector().ranges.push(current_thread_id(), "", message != nullptr ? message : "", 0, now_ns());
+// Per thread and domain, whether each open push/pop range was recorded and whether it opened the capture: the pop of
+// a range the gate refused must not close a recorded one. Keyed by the domain's interned name (nullptr: default).
+struct Pushed {
+  bool recorded;
+  bool opens_capture;
+};
+thread_local std::unordered_map<const void*, std::vector<Pushed>> t_pushed;
+
+int gated_push(const void* key, std::string_view domain, std::string message, std::uint32_t category) {
+  Collector& c = collector();
+  const std::int64_t now = now_ns();
+  bool opens = false;
+  const bool recorded = c.gate.admit_push(message, now, &opens);
+  std::vector<Pushed>& stack = t_pushed[key];
+  stack.push_back({recorded, opens});
+  if (!recorded) return static_cast<int>(stack.size()) - 1;
+  return c.ranges.push(current_thread_id(), domain, std::move(message), category, now);
 }
-int push_w(const wchar_t* message) {
-  return collector().ranges.push(current_thread_id(), "", message != nullptr ? text_of(message) : "", 0, now_ns());
+int gated_pop(const void* key, std::string_view domain) {
+  Collector& c = collector();
+  std::vector<Pushed>& stack = t_pushed[key];
+  if (stack.empty()) return c.ranges.pop(current_thread_id(), domain, now_ns());  // counted as unmatched
+  const Pushed top = stack.back();
+  stack.pop_back();
+  if (!top.recorded) return static_cast<int>(stack.size());
+  const int level = c.ranges.pop(current_thread_id(), domain, now_ns());
+  if (top.opens_capture) c.gate.close_capture();
+  return level;
 }
-int push_ex(const nvtxEventAttributes_t* a) {
-  return collector().ranges.push(current_thread_id(), "", message_of(a), category_of(a), now_ns());
+// Id 0 is no range: its end is ignored (the recorder's ids start at 1).
+nvtxRangeId_t gated_start(std::string_view domain, std::string message, std::uint32_t category) {
+  Collector& c = collector();
+  const std::int64_t now = now_ns();
+  if (!c.gate.admit_start(now)) return 0;
+  return c.ranges.start(current_thread_id(), domain, std::move(message), category, now);
 }
-int pop() { return collector().ranges.pop(current_thread_id(), "", now_ns()); }
-nvtxRangeId_t start_a(const char* message) {
-  return collector().ranges.start(current_thread_id(), "", message != nullptr ? message : "", 0, now_ns());
+void gated_end(nvtxRangeId_t id) {
+  if (id != 0) collector().ranges.end(id, now_ns());
 }
-nvtxRangeId_t start_w(const wchar_t* message) {
-  return collector().ranges.start(current_thread_id(), "", message != nullptr ? text_of(message) : "", 0, now_ns());
-}
-nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) {
-  return collector().ranges.start(current_thread_id(), "", message_of(a), category_of(a), now_ns());
-}
-void end(nvtxRangeId_t id) { collector().ranges.end(id, now_ns()); }
+
+int push_a(const char* message) { return gated_push(nullptr, "", message != nullptr ? message : "", 0); }
+int push_w(const wchar_t* message) { return gated_push(nullptr, "", message != nullptr ? text_of(message) : "", 0); }
+int push_ex(const nvtxEventAttributes_t* a) { return gated_push(nullptr, "", message_of(a), category_of(a)); }
+int pop() { return gated_pop(nullptr, ""); }
+nvtxRangeId_t start_a(const char* message) { return gated_start("", message != nullptr ? message : "", 0); }
+nvtxRangeId_t start_w(const wchar_t* message) { return gated_start("", message != nullptr ? text_of(message) : "", 0); }
+nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) { return gated_start("", message_of(a), category_of(a)); }
+void end(nvtxRangeId_t id) { gated_end(id); }
 
 int domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  return collector().ranges.push(current_thread_id(), domain_of(d), message_of(a), category_of(a), now_ns());
+  return gated_push(d, domain_of(d), message_of(a), category_of(a));
 }
-int domain_pop(nvtxDomainHandle_t d) { return collector().ranges.pop(current_thread_id(), domain_of(d), now_ns()); }
+int domain_pop(nvtxDomainHandle_t d) { return gated_pop(d, domain_of(d)); }
 nvtxRangeId_t domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  return collector().ranges.start(current_thread_id(), domain_of(d), message_of(a), category_of(a), now_ns());
+  return gated_start(domain_of(d), message_of(a), category_of(a));
 }
-void domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { collector().ranges.end(id, now_ns()); }
+void domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { gated_end(id); }
 nvtxDomainHandle_t domain_create_a(const char* name) {
   return reinterpret_cast<nvtxDomainHandle_t>(
       const_cast<std::string*>(collector().domains.intern(name != nullptr ? name : "")));
@@ -299,7 +348,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
   static std::once_flag once;
   std::call_once(once, [] {
     if (const char* dir = std::getenv("XSP_PROFILE_DIR"); dir != nullptr) g_out_dir = dir;
+    try {
+      g_capture = xsp::nvtx::CaptureSettings::from_environment();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "xsp inject: pid %d: %s; capturing the whole run\n", static_cast<int>(::getpid()), e.what());
+    }
     g_collector.store(new Collector(), std::memory_order_release);
+    if (g_capture.on_demand) install_capture_signal_handlers();
     pthread_atfork(nullptr, nullptr, after_fork_in_child);
     std::atexit(write_part);
     install_fatal_signal_handlers();

@@ -11,13 +11,16 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "xsp/profilers/nvtx_capture.h"
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/system/system_info.h"
@@ -104,11 +107,65 @@ std::string ProcessExit::describe() const {
 }
 
 nlohmann::json ProcessExit::to_json() const {
-  nlohmann::json j = {{"signaled", signaled},       {"code", code},
-                      {"signal", signal},           {"core_dumped", core_dumped},
-                      {"shell_status", shell_status()}, {"text", describe()}};
+  nlohmann::json j = {
+      {"signaled", signaled},           {"code", code},      {"signal", signal}, {"core_dumped", core_dumped},
+      {"shell_status", shell_status()}, {"text", describe()}};
   if (signaled) j["signal_name"] = signal_name(signal);
   return j;
+}
+
+void parse_capture(std::string_view text, CommandOptions& options) {
+  if (text == "all") {
+    options.capture_range.clear();
+    return;
+  }
+  if (text.rfind("nvtx:", 0) == 0 && text.size() > 5) {
+    options.capture_range = std::string(text.substr(5));
+    return;
+  }
+  throw std::invalid_argument("--capture " + std::string(text) +
+                              ": expected all or nvtx:NAME (the ranges named NAME); cuda-profiler-api needs the CUPTI "
+                              "part of the injection, not built yet");
+}
+
+std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0)
+    throw std::runtime_error("xsp profile: no process " + std::to_string(pid));
+  // Children by parent, from /proc/*/stat (field 4 after the parenthesized command, which may hold spaces).
+  std::map<std::int64_t, std::vector<std::int64_t>> children;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    std::int64_t parent = 0;
+    if (rest >> state >> parent) children[parent].push_back(std::stoll(name));
+  }
+  auto has_library = [](std::int64_t p) {
+    std::ifstream maps("/proc/" + std::to_string(p) + "/maps");
+    for (std::string line; std::getline(maps, line);)
+      if (line.find("libxsp_inject.so") != std::string::npos) return true;
+    return false;
+  };
+  std::vector<std::int64_t> signalled, todo{pid};
+  const int sig = start ? nvtx::capture_start_signal() : nvtx::capture_stop_signal();
+  while (!todo.empty()) {
+    const std::int64_t p = todo.back();
+    todo.pop_back();
+    for (std::int64_t c : children[p]) todo.push_back(c);
+    if (has_library(p) && ::kill(static_cast<pid_t>(p), sig) == 0) signalled.push_back(p);
+  }
+  if (signalled.empty())
+    throw std::runtime_error("xsp profile: neither process " + std::to_string(pid) +
+                             " nor any of its descendants runs with the injection library (run it under `xsp profile "
+                             "--signal`; a process loads the library at its first NVTX call)");
+  std::sort(signalled.begin(), signalled.end());
+  return signalled;
 }
 
 void validate(const CommandOptions& options) {
@@ -119,6 +176,14 @@ void validate(const CommandOptions& options) {
         "xsp profile: --trace-level " + std::string(to_string(options.trace_level)) +
         ": the injection records NVTX ranges (model, framework and library levels); CUDA calls and kernels (system, "
         "kernel, hardware) need its CUPTI part, which is not built yet (docs/profile.md): use --trace-level library");
+  auto check_seconds = [](const char* option, const std::optional<double>& v, bool zero_allowed) {
+    if (v && (!std::isfinite(*v) || *v < 0 || (!zero_allowed && *v == 0)))
+      throw std::invalid_argument(std::string("xsp profile: ") + option + " " + std::to_string(*v) +
+                                  ": expected a finite number of seconds" +
+                                  (zero_allowed ? ", 0 or more" : " above 0"));
+  };
+  check_seconds("--delay-s", options.delay_s, true);
+  check_seconds("--duration-s", options.duration_s, false);
   std::error_code ec;
   if (!fs::is_regular_file(options.inject_library, ec) || ::access(options.inject_library.c_str(), R_OK) != 0)
     throw std::invalid_argument("xsp profile: injection library " + options.inject_library.string() +
@@ -155,11 +220,23 @@ ProcessExit run_command(const CommandOptions& options) {
   std::vector<std::string> env_strings;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
-    if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0 || entry.rfind("XSP_PROFILE_DIR=", 0) == 0) continue;
+    if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0 || entry.rfind("XSP_PROFILE_DIR=", 0) == 0 ||
+        entry.rfind("XSP_CAPTURE_", 0) == 0)
+      continue;
     env_strings.emplace_back(entry);
   }
   env_strings.push_back("NVTX_INJECTION64_PATH=" + options.inject_library.string());
   env_strings.push_back("XSP_PROFILE_DIR=" + options.parts_dir.string());
+  if (!options.capture_range.empty())
+    env_strings.push_back(std::string(nvtx::kCaptureRangeVariable) + "=" + options.capture_range);
+  const std::int64_t now = now_ns();
+  const std::int64_t window_start = now + static_cast<std::int64_t>(options.delay_s.value_or(0) * 1e9);
+  if (options.delay_s)
+    env_strings.push_back(std::string(nvtx::kCaptureStartVariable) + "=" + std::to_string(window_start));
+  if (options.duration_s)
+    env_strings.push_back(std::string(nvtx::kCaptureEndVariable) + "=" +
+                          std::to_string(window_start + static_cast<std::int64_t>(*options.duration_s * 1e9)));
+  if (options.on_demand) env_strings.push_back(std::string(nvtx::kCaptureOnDemandVariable) + "=1");
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -304,10 +381,23 @@ EvaluationRecord external_record(const CommandOptions& options, const CommandRun
   record.settings["wall_ns"] = run.end_ns - run.start_ns;
   record.settings["environment"] = run.environment;
   record.settings["working_directory"] = run.working_directory;
+  nlohmann::json capture = {{"range", options.capture_range}, {"on_demand", options.on_demand}};
+  capture["delay_s"] = options.delay_s ? nlohmann::json(*options.delay_s) : nlohmann::json(nullptr);
+  capture["duration_s"] = options.duration_s ? nlohmann::json(*options.duration_s) : nlohmann::json(nullptr);
+  record.settings["capture"] = std::move(capture);
 
   // Spans per process, and the program's own ranges (its MODEL spans) as the run's stages.
   std::map<std::string, std::vector<double>> model_ranges;
   std::map<std::uint64_t, std::size_t> spans_per_thread;
+  // The program's outermost ranges (no MODEL range above them) are its samples: the analyses group the ops,
+  // kernels and counters under each as under a batch's predict span.
+  std::unordered_map<SpanId, Level> level_of;
+  for (const Span& s : trace.spans) level_of.emplace(s.id, s.level);
+  for (Span& s : trace.spans) {
+    if (s.level != Level::kModel) continue;
+    const auto parent = level_of.find(s.parent_id);
+    if (parent == level_of.end() || parent->second != Level::kModel) s.tags.emplace_back("sample", true);
+  }
   for (const Span& s : trace.spans) {
     if (!s.track.is_device()) ++spans_per_thread[s.track.id];
     if (s.level == Level::kModel) model_ranges[s.name].push_back(static_cast<double>(s.duration_ns()));
@@ -332,14 +422,20 @@ EvaluationRecord external_record(const CommandOptions& options, const CommandRun
   r.machine_state = run.machine_state;
   r.warnings = run.machine_warnings;
   if (run.exit.signaled || run.exit.code != 0)
-    r.warnings.push_back("the command " + run.exit.describe() + ": its trace holds what its processes recorded until then");
+    r.warnings.push_back("the command " + run.exit.describe() +
+                         ": its trace holds what its processes recorded until then");
   if (trace.processes.empty())
     r.warnings.push_back(
         "no process of the command made an NVTX call, so nothing was traced: annotate the program with NVTX ranges "
         "or run PyTorch under torch.autograd.profiler.emit_nvtx() (docs/profile.md)");
+  else if (const auto n = trace.counters.find(stat::kNvtxRanges); n != trace.counters.end() && n->second == 0)
+    r.warnings.push_back(
+        "no range was captured: the capture (settings.capture) never opened while the program's "
+        "ranges began");
   else if (model_ranges.empty())
-    r.warnings.push_back("the program opened no range of its own (no MODEL-level span): the run has no stage "
-                         "latencies; wrap each step or request in an NVTX range (docs/profile.md)");
+    r.warnings.push_back(
+        "the program opened no range of its own (no MODEL-level span): the run has no stage "
+        "latencies; wrap each step or request in an NVTX range (docs/profile.md)");
   r.measurement.design = "external";
   r.trace = std::move(trace);
   record.runs.push_back(std::move(r));

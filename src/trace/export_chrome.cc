@@ -33,7 +33,6 @@ json tag_json(const Tag& t) {
   return t.value;
 }
 
-
 // Kineto's event categories (libkineto ActivityType names), which HTA and TensorBoard select on.
 std::string category(const Span& s) {
   switch (s.level) {
@@ -196,11 +195,8 @@ class ChromeDocument {
                      {"pid", pid},
                      {"tid", 0},
                      {"args", {{"name", "process " + std::to_string(process.pid) + ": " + process.name}}}}) ||
-          !emit(json{{"ph", "M"},
-                     {"name", "process_sort_index"},
-                     {"pid", pid},
-                     {"tid", 0},
-                     {"args", {{"sort_index", 0}}}})) {
+          !emit(json{
+              {"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", 0}}}})) {
         return;
       }
     }

@@ -1,12 +1,11 @@
 #include "xsp/trace/trace.h"
 
-#include <algorithm>
-
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iterator>
 #include <limits>

@@ -11,12 +11,11 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "xsp/record/record.h"
 #include "xsp/trace/trace.h"
@@ -51,10 +50,29 @@ struct CommandOptions {
   /// Where the processes write their parts: an existing, empty folder (profile_command() makes a fresh one under
   /// the temporary directory and removes it once the evaluation is made).
   std::filesystem::path parts_dir;
+  /// Capture control (docs/profile.md "Capture"; xsp/profilers/nvtx_capture.h). `capture_range` non-empty: only
+  /// inside the push/pop ranges of that name (--capture nvtx:NAME).
+  std::string capture_range;
+  /// Ranges that begin in [command start + delay_s, + duration_s) are recorded (--delay-s, --duration-s); seconds,
+  /// finite and >= 0 (duration > 0); nullopt: from the start, to the end.
+  std::optional<double> delay_s, duration_s;
+  /// Collection starts off; `xsp profile --start PID` / `--stop PID` (signal_capture()) turn it on and off.
+  bool on_demand = false;
 };
 
+/// Parses --capture: "all" (the default: nothing to set) or "nvtx:NAME" (sets options.capture_range to NAME).
+/// Throws std::invalid_argument naming the value and the forms expected (cuda-profiler-api needs the CUPTI part).
+void parse_capture(std::string_view text, CommandOptions& options);
+
+/// Turns on-demand collection on (`start`) or off in process `pid` and in every descendant of it that runs with the
+/// injection library (its memory maps name libxsp_inject.so; a process without it would die of the signal), by the
+/// signals of nvtx::capture_start_signal(). `pid` may be the program's or `xsp profile`'s own (which ignores them).
+/// Returns the pids signalled. Throws std::runtime_error when `pid` does not exist or none of them has the library.
+std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start);
+
 /// Refuses what cannot be run: an empty command, a trace level deeper than library (its message says why), an
-/// injection library that is not a readable file. Throws std::invalid_argument naming the option and the value.
+/// injection library that is not a readable file, a negative or non-finite delay or duration, a zero duration.
+/// Throws std::invalid_argument naming the option and the value.
 void validate(const CommandOptions& options);
 
 /// libxsp_inject.so: $XSP_INJECT_LIBRARY when set; else beside the running executable, or in ../lib/xsp from it
@@ -70,12 +88,14 @@ struct CommandNotStarted : std::runtime_error {
   int shell_status() const { return error == ENOENT ? 127 : 126; }
 };
 
-/// Runs the command with NVTX_INJECTION64_PATH = options.inject_library and XSP_PROFILE_DIR = options.parts_dir
-/// added to the caller's environment (every other variable passed unchanged), with the caller's stdin, stdout and
+/// Runs the command with NVTX_INJECTION64_PATH = options.inject_library, XSP_PROFILE_DIR = options.parts_dir and the
+/// capture variables of nvtx_capture.h (the window counted from now) added to the caller's environment (every other
+/// variable passed unchanged), with the caller's stdin, stdout and
 /// stderr, and waits for it. While it runs, SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the caller alone (kill(2))
 /// are forwarded to the command, whose own exit then tells what it did with them; those the terminal sent reached the
-/// command already (its process group) and are not sent twice. The caller's previous handlers are restored after. Throws std::runtime_error when the command cannot be started (its message names argv[0] and the reason,
-/// e.g. "no such file or directory in PATH").
+/// command already (its process group) and are not sent twice. The caller's previous handlers are restored after.
+/// Throws std::runtime_error when the command cannot be started (its message names argv[0] and the reason, e.g. "no
+/// such file or directory in PATH").
 ProcessExit run_command(const CommandOptions& options);
 
 /// One process's part as written by the injection library.
@@ -102,9 +122,9 @@ nlohmann::json recorded_environment(const std::vector<std::string>& entries);
 /// What the command's run measured, for external_record().
 struct CommandRun {
   ProcessExit exit;
-  std::int64_t start_ns = 0;  ///< host clock (now_ns()) before the command started
-  std::int64_t end_ns = 0;    ///< host clock after it ended
-  std::string created_at;     ///< ISO 8601 UTC
+  std::int64_t start_ns = 0;                              ///< host clock (now_ns()) before the command started
+  std::int64_t end_ns = 0;                                ///< host clock after it ended
+  std::string created_at;                                 ///< ISO 8601 UTC
   nlohmann::json environment = nlohmann::json::object();  ///< recorded_environment() of the command's environment
   std::string working_directory;
   nlohmann::json machine_state = nlohmann::json::object();  ///< MachineMonitor::to_json() around the run

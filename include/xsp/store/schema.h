@@ -213,7 +213,8 @@ struct MigrationStep {
 };
 /// One step per version of `schema`, in order. Version N: for each table in order, either its CREATE TABLE (when N
 /// created it) or its ALTER TABLE ... ADD COLUMN for the columns N added followed by their backfills, then the
-/// re-creation of a column N re-created (Column::recreated_in), then the indexes N added to it. Does not validate (results_migrations() does).
+/// re-creation of a column N re-created (Column::recreated_in), then the indexes N added to it. Does not validate
+/// (results_migrations() does).
 std::vector<MigrationStep> migration_steps(Dialect dialect, const Schema& schema);
 /// migration_steps(dialect, results_schema()), generated once.
 const std::vector<MigrationStep>& results_migrations(Dialect dialect);

@@ -38,8 +38,8 @@ struct AssemblyReport {
 /// started). Host tracks whose thread id is in `thread_ids` ran in it; exporters draw one track group per process
 /// (Chrome: one pid per process, named `name`; OTLP: the span attribute `process.pid`).
 struct TraceProcess {
-  std::int64_t pid = 0;                  ///< the OS process id when it ran
-  std::string name;                      ///< its command line, arguments joined by spaces
+  std::int64_t pid = 0;                   ///< the OS process id when it ran
+  std::string name;                       ///< its command line, arguments joined by spaces
   std::vector<std::uint64_t> thread_ids;  ///< its host tracks' ids (Linux tids), sorted
   bool operator==(const TraceProcess&) const = default;
 };

@@ -232,8 +232,8 @@ std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>
   return take_locked(lock, now_ns);
 }
 
-std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>>
-RangeRecorder::try_take(std::int64_t now_ns, std::chrono::milliseconds wait) {
+std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>> RangeRecorder::try_take(
+    std::int64_t now_ns, std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_, std::defer_lock);
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (!lock.try_lock()) {

@@ -1,8 +1,9 @@
 // `xsp profile -- CMD` (docs/profile.md): the pieces on hand-made parts with known answers, and the command end to
 // end on a C++ program annotated with NVTX (tests/programs/nvtx_program.cc: known sleeps inside its ranges), run by
 // the real `xsp` binary with the real injection library. No GPU.
-#include <gtest/gtest.h>
+#include "xsp/profile/external.h"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -13,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "xsp/profile/external.h"
+#include "xsp/analysis/analyses.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/export.h"
 
@@ -216,6 +217,34 @@ TEST_P(RecordedTorchOps, EveryOpTorchProfilerSeesIsAFrameworkSpanOfItsStep) {
 
 INSTANTIATE_TEST_SUITE_P(H200, RecordedTorchOps, ::testing::Values("resnet50", "bert"));
 
+// The program's outermost ranges are its samples: the layer analyses read a profiled ResNet-50 as they read a
+// LibTorch one. Per step, its top-level ops (torch.profiler's counts over 3 steps, divided by 3): 53 conv2d, 53
+// batch_norm, 49 relu_, 16 add_, one each of max_pool2d, adaptive_avg_pool2d, flatten and linear = 175 layers.
+TEST(RecordedTorchLayers, EachStepOfAProfiledResNet50Holds175Layers) {
+  Trace t = external::merge_parts(external::read_parts(fs::path(XSP_TEST_FIXTURES) / "profile" / "resnet50"),
+                                  TraceLevel::kFramework);
+  external::CommandOptions o;
+  o.argv = {"python3", "profile_ops.py", "resnet50", "nvtx"};
+  o.trace_level = TraceLevel::kFramework;
+  const EvaluationRecord e = external::external_record(o, external::CommandRun{}, std::move(t));
+  EXPECT_EQ(e.model_name, "profile_ops.py");
+  LayerExtractionReport report;
+  const std::vector<Layer> layers = extract_layers(e.runs[0].trace, &report);
+  EXPECT_EQ(report.predict_spans, 3u);
+  ASSERT_EQ(layers.size(), 3u * 175u);
+  std::map<std::string, std::size_t> per_type;
+  for (const Layer& l : layers) ++per_type[l.type];
+  EXPECT_EQ(per_type["aten::conv2d"], 3u * 53u);
+  EXPECT_EQ(per_type["aten::batch_norm"], 3u * 53u);
+  EXPECT_EQ(per_type["aten::relu_"], 3u * 49u);
+  EXPECT_EQ(per_type["aten::add_"], 3u * 16u);
+  EXPECT_EQ(layers.front().type, "aten::conv2d");
+  EXPECT_EQ(layers.front().shapes.rfind("[8,3,224,224]", 0), 0u) << layers.front().shapes;
+  EXPECT_EQ(layers[174].type, "aten::linear");
+  EXPECT_EQ(layers[175].index, 0u);
+  EXPECT_EQ(e.runs[0].stage_latency_ns.at("step").n, 3u);
+}
+
 #if defined(XSP_TEST_NVTX_PROGRAM) && defined(XSP_TEST_XSP_BINARY)
 
 struct Ran {
@@ -359,6 +388,70 @@ TEST_F(ProfileCommand, ACommandThatCannotRunExitsAsAShellWouldAndStoresNothing) 
   EXPECT_EQ(xsp("profile --trace-level kernel -- true").status, 2);
   EXPECT_EQ(xsp("profile").status, 2);
   EXPECT_EQ(xsp("list -- x").status, 2);
+}
+
+// Capture control (docs/profile.md "Capture"): inside the ranges of one name; a window; on demand.
+TEST_F(ProfileCommand, CaptureInsideTheRangesOfOneName) {
+  const Ran r = xsp(std::string("profile --capture nvtx:infer -- ") + XSP_TEST_NVTX_PROGRAM);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_EQ(e.settings["capture"]["range"], "infer");
+  const Trace& t = e.runs[0].trace;
+  for (const char* inside : {"infer", "aten::linear", "cublasSgemm_v2"}) EXPECT_NE(find(t, inside), nullptr) << inside;
+  // "request" began before infer opened, "plugin range" after it closed.
+  for (const char* outside : {"request", "plugin range"}) EXPECT_EQ(find(t, outside), nullptr) << outside;
+  EXPECT_EQ(xsp("profile --capture cuda-profiler-api -- true").status, 2);
+}
+
+TEST_F(ProfileCommand, CaptureWindowsCountFromTheStart) {
+  Ran r = xsp(std::string("profile --delay-s 30 -- ") + XSP_TEST_NVTX_PROGRAM);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("no range was captured"), std::string::npos) << r.err;
+  {
+    const EvaluationRecord e = only_evaluation();
+    EXPECT_EQ(e.settings["capture"]["delay_s"], 30.0);
+    EXPECT_EQ(e.runs[0].trace.counters.at("nvtx.ranges"), 0u);
+    auto store = Store::open(dir_ / "x.db");
+    store->remove(e.id);
+  }
+  r = xsp(std::string("profile --duration-s 30 -- ") + XSP_TEST_NVTX_PROGRAM);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(only_evaluation().runs[0].trace.counters.at("nvtx.ranges"), 6u);
+  EXPECT_EQ(xsp("profile --duration-s 0 -- true").status, 2);
+  EXPECT_EQ(xsp("profile --delay-s -1 -- true").status, 2);
+}
+
+TEST_F(ProfileCommand, OnDemandCaptureStartsFromAnotherProcess) {
+  // The profiled program sleeps 3 s after loading the library, then opens its ranges; `xsp profile --start` is
+  // sent to the shell that runs `xsp profile --signal`, and reaches the program through its descendants.
+  const std::string cmd = std::string("XSP_INJECT_LIBRARY=") + XSP_TEST_INJECT_LIB + " exec " + XSP_TEST_XSP_BINARY +
+                          " --store " + (dir_ / "x.db").string() + " profile --signal -- " + XSP_TEST_NVTX_PROGRAM +
+                          " --sleep-first-ms 3000 >" + (dir_ / "bg_out").string() + " 2>" + (dir_ / "bg_err").string();
+  const pid_t shell = ::fork();
+  ASSERT_GE(shell, 0);
+  if (shell == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int started = -1;
+  for (int attempt = 0; attempt < 40 && started != 0; ++attempt) {
+    ::usleep(50'000);
+    started = xsp("profile --start " + std::to_string(shell)).status;
+  }
+  int status = 0;
+  ::waitpid(shell, &status, 0);
+  ASSERT_EQ(started, 0) << "the program never had the library loaded";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_TRUE(e.settings["capture"]["on_demand"].get<bool>());
+  EXPECT_NE(find(e.runs[0].trace, "infer"), nullptr);
+  EXPECT_EQ(e.runs[0].trace.counters.at("nvtx.ranges"), 6u);
+  EXPECT_EQ(xsp("profile --stop 999999999").status, 1) << "no such process";
+}
+
+TEST_F(ProfileCommand, OnDemandCaptureStaysOffWithoutAStart) {
+  ASSERT_EQ(xsp(std::string("profile --signal -- ") + XSP_TEST_NVTX_PROGRAM).status, 0);
+  EXPECT_EQ(only_evaluation().runs[0].trace.counters.at("nvtx.ranges"), 0u);
 }
 
 TEST_F(ProfileCommand, ShowAndExportReadTheEvaluation) {

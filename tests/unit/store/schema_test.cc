@@ -323,11 +323,14 @@ TEST(SqliteSchema, Version10KeepsEveryKindAndAdmitsExternal) {
   std::string sql = "BEGIN;\n";
   int id = 0;
   for (const char* kind : {"'batch-sweep'", "'scenario'", "'generation'", "NULL"})
-    sql += "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
-           "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, "
-           "kind) VALUES (" +
-           std::to_string(++id) + ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 's', '[1]', "
-           "'model', 0, '{}', '{}', " + kind + ");\n";
+    sql +=
+        "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
+        "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, "
+        "kind) VALUES (" +
+        std::to_string(++id) +
+        ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 's', '[1]', "
+        "'model', 0, '{}', '{}', " +
+        kind + ");\n";
   run_sql(file, sql + "COMMIT;\n");
   {
     auto store = Store::open(file);
