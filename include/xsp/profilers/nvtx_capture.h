@@ -13,10 +13,10 @@
 namespace xsp::nvtx {
 
 /// The environment variables of capture control, set by `xsp profile` for the injection library.
-inline constexpr const char* kCaptureRangeVariable = "XSP_CAPTURE_RANGE";          ///< a range name
-inline constexpr const char* kCaptureStartVariable = "XSP_CAPTURE_START_NS";       ///< CLOCK_MONOTONIC ns
-inline constexpr const char* kCaptureEndVariable = "XSP_CAPTURE_END_NS";           ///< CLOCK_MONOTONIC ns
-inline constexpr const char* kCaptureOnDemandVariable = "XSP_CAPTURE_ON_DEMAND";   ///< "1": starts off
+inline constexpr const char* kCaptureRangeVariable = "XSP_CAPTURE_RANGE";         ///< a range name
+inline constexpr const char* kCaptureStartVariable = "XSP_CAPTURE_START_NS";      ///< CLOCK_MONOTONIC ns
+inline constexpr const char* kCaptureEndVariable = "XSP_CAPTURE_END_NS";          ///< CLOCK_MONOTONIC ns
+inline constexpr const char* kCaptureOnDemandVariable = "XSP_CAPTURE_ON_DEMAND";  ///< "1": starts off
 
 /// The signals that turn on-demand collection on and off in a process running with the injection library
 /// (SIGRTMIN + 5 and SIGRTMIN + 6: real-time signals, which programs rarely use; glibc keeps the first ones).
