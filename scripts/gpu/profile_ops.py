@@ -1,19 +1,38 @@
-"""Framework ops of a PyTorch program as `xsp profile` sees them and as torch.profiler sees them (docs/profile.md).
+"""A PyTorch program as `xsp profile` sees it and as torch.profiler sees it (docs/profile.md, BENCHMARKS.md).
 
 Eager ResNet-50 (torchvision) or BERT-base (transformers, from its config: random weights, no download), batch 8 on
-the GPU, 3 warm-up steps outside any tool, then STEPS steps, each in a range "step":
-  python3 scripts/gpu/profile_ops.py MODEL nvtx    # under emit_nvtx(record_shapes=True): run it with the injection
-                                                  # library (xsp profile, or NVTX_INJECTION64_PATH + XSP_PROFILE_DIR)
-  python3 scripts/gpu/profile_ops.py MODEL torch   # under torch.profiler (CPU ops): prints {"op name": count} of the
-                                                  # ops inside the steps, as JSON
-Both count every op RecordFunction reports (nested ones included); tests/unit/profile compares the two.
+the GPU, 3 warm-up steps outside any tool, then STEPS steps, each in a range "step" and followed by a synchronize:
+  python3 scripts/gpu/profile_ops.py MODEL nvtx [STEPS]    # under emit_nvtx(record_shapes=True): run it with the
+                                                          # injection library (xsp profile, or the variables it sets)
+  python3 scripts/gpu/profile_ops.py MODEL plain [STEPS]   # no tool (the baseline of the overhead comparison)
+  python3 scripts/gpu/profile_ops.py MODEL torch [STEPS]   # under torch.profiler (CPU and CUDA activity)
+  python3 scripts/gpu/profile_ops.py MODEL torch-shapes [STEPS]  # ... with record_shapes=True
+  python3 scripts/gpu/profile_ops.py MODEL torch-cuda [STEPS]    # ... CUDA activity only
+  python3 scripts/gpu/profile_ops.py MODEL profiler-api [STEPS]  # only the middle step between
+                                                                 # cudaProfilerStart/Stop (xsp profile --capture
+                                                                 # cuda-profiler-api)
+  python3 scripts/gpu/profile_ops.py MODEL spawn [STEPS]   # nvtx, plus a child process doing its own CUDA work
+Each prints one JSON object on stdout: {"model", "mode", "steps", "torch", "step_ns": [wall time of each step]}; the
+torch mode adds "ops" ({"op name": count} of the CPU ops inside the steps, nested ones included) and "kernels"
+({"kernel name": count} of the GPU kernels, copies and sets excluded). tests/unit/profile compares them with what
+`xsp profile` recorded.
 """
 import json
+import subprocess
 import sys
+import time
 
 import torch
 
-STEPS = 3
+CHILD = """
+import torch
+x = torch.randn(512, 512, device="cuda")
+torch.cuda.nvtx.range_push("child work")
+for _ in range(10):
+    x = torch.mm(x, x).clamp_(-1, 1)
+torch.cuda.synchronize()
+torch.cuda.nvtx.range_pop()
+"""
 
 
 def model_and_input(name, device):
@@ -32,42 +51,73 @@ def model_and_input(name, device):
     raise SystemExit(f"unknown model {name!r}: expected resnet50 or bert")
 
 
+def run_steps(model, inputs, steps, ranges, profiler_api_step=None):
+    times = []
+    for i in range(steps):
+        if profiler_api_step == i:
+            torch.cuda.profiler.start()
+        t0 = time.perf_counter_ns()
+        if ranges:
+            torch.cuda.nvtx.range_push("step")
+        model(*inputs)
+        torch.cuda.synchronize()
+        if ranges:
+            torch.cuda.nvtx.range_pop()
+        times.append(time.perf_counter_ns() - t0)
+        if profiler_api_step == i:
+            torch.cuda.profiler.stop()
+    return times
+
+
 def main():
     name, mode = sys.argv[1], sys.argv[2]
-    device = "cuda"
-    model, inputs = model_and_input(name, device)
+    steps = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    model, inputs = model_and_input(name, "cuda")
     with torch.no_grad():
         for _ in range(3):
             model(*inputs)
     torch.cuda.synchronize()
-    if mode == "nvtx":
+    out = {"model": name, "mode": mode, "steps": steps, "torch": torch.__version__}
+    if mode in ("nvtx", "spawn", "profiler-api"):
+        child = subprocess.Popen([sys.executable, "-c", CHILD]) if mode == "spawn" else None
         with torch.autograd.profiler.emit_nvtx(record_shapes=True), torch.no_grad():
-            for _ in range(STEPS):
-                torch.cuda.nvtx.range_push("step")
-                model(*inputs)
-                torch.cuda.synchronize()
-                torch.cuda.nvtx.range_pop()
-        print(f"{name}: {STEPS} steps under emit_nvtx", file=sys.stderr)
-        return
-    if mode != "torch":
-        raise SystemExit(f"unknown mode {mode!r}: expected nvtx or torch")
-    from torch.profiler import ProfilerActivity, profile, record_function
+            out["step_ns"] = run_steps(model, inputs, steps, True, steps // 2 if mode == "profiler-api" else None)
+        if child is not None:
+            out["child_status"] = child.wait()
+    elif mode == "plain":
+        with torch.no_grad():
+            out["step_ns"] = run_steps(model, inputs, steps, True)
+    elif mode in ("torch", "torch-shapes", "torch-cuda"):
+        from torch.profiler import ProfilerActivity, profile, record_function
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof, torch.no_grad():
-        for _ in range(STEPS):
-            with record_function("step"):
-                model(*inputs)
-                torch.cuda.synchronize()
-    steps = [e for e in prof.events() if e.name == "step"]
-    counts = {}
-    for e in prof.events():
-        if e.name == "step" or e.device_type != torch.autograd.DeviceType.CPU:
-            continue
-        start = e.time_range.start
-        if not any(s.time_range.start <= start <= s.time_range.end for s in steps):
-            continue
-        counts[e.name] = counts.get(e.name, 0) + 1
-    json.dump({"model": name, "steps": STEPS, "torch": torch.__version__, "ops": counts}, sys.stdout, sort_keys=True)
+        times = []
+        activities = [ProfilerActivity.CUDA] if mode == "torch-cuda" else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        with profile(activities=activities, record_shapes=mode == "torch-shapes") as prof, torch.no_grad():
+            for _ in range(steps):
+                t0 = time.perf_counter_ns()
+                with record_function("step"):
+                    model(*inputs)
+                    torch.cuda.synchronize()
+                times.append(time.perf_counter_ns() - t0)
+        out["step_ns"] = times
+        events = prof.events()
+        step_ranges = [e.time_range for e in events if e.name == "step" and e.device_type == torch.autograd.DeviceType.CPU]
+        ops, kernels = {}, {}
+        for e in events:
+            if e.device_type == torch.autograd.DeviceType.CPU:
+                if e.name == "step":
+                    continue
+                start = e.time_range.start
+                if any(s.start <= start <= s.end for s in step_ranges):
+                    ops[e.name] = ops.get(e.name, 0) + 1
+            elif e.name != "step" and not e.name.startswith(("Memcpy", "Memset")):  # "step": the GPU-side user range
+                kernels[e.name] = kernels.get(e.name, 0) + 1
+        out["ops"], out["kernels"] = ops, kernels
+    else:
+        raise SystemExit(
+            f"unknown mode {mode!r}: expected nvtx, plain, torch, torch-shapes, torch-cuda, profiler-api or spawn"
+        )
+    json.dump(out, sys.stdout, sort_keys=True)
     print()
 
 

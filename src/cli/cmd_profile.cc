@@ -11,7 +11,7 @@ namespace xsp::cli {
 namespace {
 
 struct ProfileFlags {
-  std::string trace_level = "library";
+  std::string trace_level{to_string(external::default_trace_level())};
   std::string inject_library;
   std::string capture = "all";
   std::optional<double> delay_s, duration_s;
@@ -49,8 +49,7 @@ int run_profile(const Globals& g, const ProfileFlags& f) {
   const auto level = parse_trace_level(f.trace_level);
   if (!level)
     throw CLI::ValidationError("--trace-level " + f.trace_level +
-                               ": expected model, framework or library (system, kernel and hardware need the CUPTI "
-                               "part of the injection, not built yet)");
+                               ": expected model, framework, library, system or kernel");
   options.trace_level = *level;
   // The store is opened before the program runs: a store that cannot take the result must not cost a run.
   auto store = open_store(g, StoreAccess::kReadWrite);
@@ -92,10 +91,12 @@ void add_profile_command(CLI::App& app, Globals& g, Commands& out) {
   auto f = std::make_shared<ProfileFlags>();
   sub->add_option("--trace-level", f->trace_level,
                   "deepest level kept: model (the program's own NVTX ranges), framework (+ framework op ranges, e.g. "
-                  "PyTorch's emit_nvtx), library (+ cuDNN/cuBLAS/NCCL ranges)")
+                  "PyTorch's emit_nvtx), library (+ cuDNN/cuBLAS/NCCL ranges), system (+ CUDA calls), kernel (+ "
+                  "kernels, copies, sets on the GPU)")
       ->capture_default_str();
   sub->add_option("--capture", f->capture,
-                  "what to collect: all, or nvtx:NAME (only while a range named NAME is open in a process)")
+                  "what to collect: all, nvtx:NAME (only while a range named NAME is open in a process), or "
+                  "cuda-profiler-api (between the program's cudaProfilerStart and cudaProfilerStop)")
       ->capture_default_str();
   sub->add_option("--delay-s", f->delay_s, "collect only ranges that begin this many seconds after the start");
   sub->add_option("--duration-s", f->duration_s, "... and before this many seconds after the delay");

@@ -28,6 +28,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,8 +37,12 @@
 
 #include "xsp/profilers/nvtx_capture.h"
 #include "xsp/profilers/nvtx_ranges.h"
+#include "xsp/trace/run_statistics.h"
 #include "xsp/trace/serialize.h"
 #include "xsp/trace/trace.h"
+#ifdef XSP_INJECT_CUPTI
+#include "cupti_profiler.h"
+#endif
 
 namespace xsp::inject {
 namespace {
@@ -74,6 +79,19 @@ struct Collector {
   std::int64_t start_ns;  // its first NVTX call (or its fork)
   nvtx::CaptureGate gate;
   Strings domains, registered;
+#ifdef XSP_INJECT_CUPTI
+  // The CUPTI part: started by InitializeInjection when CUDA initializes, stopped when the part is written.
+  std::unique_ptr<cupti::CuptiProfiler> cupti;
+  bool cupti_failed = false;
+#endif
+  // On-demand switches (time, on), appended from the signal handler: lock-free, the first kMaxSwitches kept.
+  static constexpr unsigned kMaxSwitches = 4096;
+  struct Switch {
+    std::atomic<std::int64_t> ns{0};
+    std::atomic<bool> on{false};
+  };
+  Switch switches[kMaxSwitches];
+  std::atomic<unsigned> switch_count{0};
 };
 
 // Made before NVTX's tables point here, never destroyed: a program's static destructors may still call NVTX after
@@ -90,6 +108,11 @@ std::string command_line() {
   while (!text.empty() && text.back() == '\0') text.pop_back();
   std::replace(text.begin(), text.end(), '\0', ' ');
   return text.empty() ? "pid " + std::to_string(::getpid()) : text;
+}
+
+// A signal of a crashed process (as opposed to a stop signal): its CUPTI state is not flushed, which could hang it.
+[[maybe_unused]] bool is_crash_signal(int sig) {
+  return sig == SIGSEGV || sig == SIGABRT || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
 }
 
 // Writes this process's spans as its trace part, once (at exit, or on a fatal signal, whichever comes first).
@@ -110,6 +133,36 @@ void write_part_once(int fatal_signal) {
     return;
   }
   auto& [spans, counters] = taken;
+  std::vector<Span> cuda_spans;  // SYSTEM and KERNEL spans of the CUPTI part
+  std::map<std::string, std::uint64_t> cuda_counters;
+#ifdef XSP_INJECT_CUPTI
+  if (c.cupti_failed) cuda_counters[stat::kProfileCuptiUnavailable] = 1;
+  if (c.cupti != nullptr && !is_crash_signal(fatal_signal)) {
+    try {
+      c.cupti->stop();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "xsp inject: pid %d: CUDA activity: %s\n", static_cast<int>(::getpid()), e.what());
+    }
+    Trace recorded = c.recorder.take();
+    cuda_spans = std::move(recorded.spans);
+    cuda_counters.insert(recorded.counters.begin(), recorded.counters.end());
+  } else if (c.cupti != nullptr) {
+    cuda_counters[stat::kProfileCuptiNotFlushed] = 1;
+  }
+#endif
+  if (g_capture.restricts() && !cuda_spans.empty()) {
+    // CUPTI ran the whole time: keep what lies inside the capture (nvtx_capture.h).
+    std::vector<std::pair<std::int64_t, bool>> switches;
+    const unsigned n = std::min(c.switch_count.load(), Collector::kMaxSwitches);
+    for (unsigned i = 0; i < n; ++i) switches.emplace_back(c.switches[i].ns.load(), c.switches[i].on.load());
+    std::vector<Span> all = spans;
+    all.insert(all.end(), cuda_spans.begin(), cuda_spans.end());
+    const auto windows = nvtx::capture_windows(g_capture, c.start_ns, end, switches, all);
+    const std::uint64_t cut = nvtx::keep_captured(cuda_spans, windows, false);
+    if (g_capture.profiler_api)
+      cuda_counters[stat::kProfileSpansOutsideCapture] += nvtx::keep_captured(spans, windows, true);
+    cuda_counters[stat::kProfileSpansOutsideCapture] += cut;
+  }
   Trace trace;
   TraceProcess process{::getpid(), command_line(), {}};
   Span root;
@@ -129,11 +182,15 @@ void write_part_once(int fatal_signal) {
     }
     process.thread_ids.push_back(s.track.id);
   }
+  for (const Span& s : cuda_spans)
+    if (!s.track.is_device()) process.thread_ids.push_back(s.track.id);
   std::sort(process.thread_ids.begin(), process.thread_ids.end());
   process.thread_ids.erase(std::unique(process.thread_ids.begin(), process.thread_ids.end()), process.thread_ids.end());
   trace.spans.push_back(std::move(root));
   for (Span& s : spans) trace.spans.push_back(std::move(s));
+  for (Span& s : cuda_spans) trace.spans.push_back(std::move(s));
   for (auto& [key, value] : counters) trace.counters[key] = value;
+  for (auto& [key, value] : cuda_counters) trace.counters[key] += value;
   trace.processes.push_back(std::move(process));
   trace.clock.unix_offset_ns = unix_offset_now_ns();
   const std::string pid = std::to_string(::getpid());
@@ -165,14 +222,29 @@ void after_fork_in_child() {
 
 // Fatal signals: write the part, then die of the same signal with its default action (so the exit status, a core
 // dump, and the parent's view of it are what they would have been).
-void on_fatal_signal(int sig) {
-  write_part_once(sig);
+void die_of(int sig) {
   ::signal(sig, SIG_DFL);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, sig);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
   ::raise(sig);
+}
+
+// A stop signal's write also flushes CUPTI, which waits on CUPTI's and the driver's locks: if the interrupted thread
+// holds one, the alarm ends the wait after kWriteTimeoutS and the process dies of its signal all the same.
+constexpr unsigned kWriteTimeoutS = 5;
+volatile sig_atomic_t g_dying_of = 0;
+void on_write_timeout(int) { die_of(g_dying_of); }
+
+void on_fatal_signal(int sig) {
+  if (!is_crash_signal(sig)) {
+    g_dying_of = sig;
+    ::signal(SIGALRM, on_write_timeout);
+    ::alarm(kWriteTimeoutS);
+  }
+  write_part_once(sig);
+  die_of(sig);
 }
 
 void install_fatal_signal_handlers() {
@@ -190,7 +262,16 @@ void install_fatal_signal_handlers() {
 }
 
 // On-demand capture: another process (xsp profile --start/--stop PID) turns collection on and off.
-void on_capture_signal(int sig) { collector().gate.set_on(sig == nvtx::capture_start_signal()); }
+void on_capture_signal(int sig) {
+  Collector& c = collector();
+  const bool on = sig == nvtx::capture_start_signal();
+  c.gate.set_on(on);
+  const unsigned i = c.switch_count.fetch_add(1);
+  if (i < Collector::kMaxSwitches) {
+    c.switches[i].ns.store(now_ns());
+    c.switches[i].on.store(on);
+  }
+}
 
 void install_capture_signal_handlers() {
   struct sigaction sa {};
@@ -336,20 +417,14 @@ bool fill(const NvtxExportTableCallbacks* cb) {
   return true;
 }
 
-}  // namespace
-}  // namespace xsp::inject
-
-/// NVTX's entry point into a tool (nvtx3/nvtxDetail/nvtxInit.h): called on the first NVTX call of each NVTX
-/// instance of the program (NVTX v3 is header-only: the program and each library that includes the headers, cuBLAS or
-/// PyTorch's, has its own function tables and calls this once for them). The collector and the exit handler are made
-/// once for all of them. Returns 1 when the tables are filled, 0 to leave that instance's calls as no-ops.
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
-  using namespace xsp::inject;
+// The collector, the exit handler and the signal handlers, made once for the process by whichever entry point comes
+// first (NVTX's or the CUDA driver's).
+void initialize_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (const char* dir = std::getenv("XSP_PROFILE_DIR"); dir != nullptr) g_out_dir = dir;
     try {
-      g_capture = xsp::nvtx::CaptureSettings::from_environment();
+      g_capture = nvtx::CaptureSettings::from_environment();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "xsp inject: pid %d: %s; capturing the whole run\n", static_cast<int>(::getpid()), e.what());
     }
@@ -359,6 +434,54 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
     std::atexit(write_part);
     install_fatal_signal_handlers();
   });
+}
+
+#ifdef XSP_INJECT_CUPTI
+// The CUPTI part (docs/profile.md "CUDA calls and kernels"): CUDA API calls (SYSTEM) and, with
+// XSP_PROFILE_TRACE_LEVEL=kernel, kernels, copies and sets (KERNEL), with the in-process profiler's collector.
+void start_cupti() {
+  Collector& c = collector();
+  if (c.cupti != nullptr || c.cupti_failed) return;
+  const char* level = std::getenv("XSP_PROFILE_TRACE_LEVEL");
+  DeviceProfilerOptions options;
+  options.system = true;
+  options.kernel = level == nullptr || std::string_view(level) != "system";
+  options.library = false;  // NVTX ranges come through this library's own NVTX part
+  auto profiler = std::make_unique<cupti::CuptiProfiler>(CuptiOptions{});
+  profiler->set_inside_driver_initialization(true);
+  try {
+    profiler->start(c.recorder, options);
+    c.cupti = std::move(profiler);
+  } catch (const std::exception& e) {
+    c.cupti_failed = true;
+    std::fprintf(stderr, "xsp inject: pid %d: CUDA calls and kernels not recorded: %s\n", static_cast<int>(::getpid()),
+                 e.what());
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace xsp::inject
+
+/// The CUDA driver's entry point into a tool (CUDA_INJECTION64_PATH; CUPTI's injection samples): called once, inside
+/// the first cuInit of the process, on the thread that initializes CUDA. Starts the CUPTI part. Returns 1 (0 would
+/// make the driver report the injection as failed; CUPTI's own failure is reported on stderr and counted instead).
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  using namespace xsp::inject;
+  initialize_once();
+#ifdef XSP_INJECT_CUPTI
+  start_cupti();
+#endif
+  return 1;
+}
+
+/// NVTX's entry point into a tool (nvtx3/nvtxDetail/nvtxInit.h): called on the first NVTX call of each NVTX
+/// instance of the program (NVTX v3 is header-only: the program and each library that includes the headers, cuBLAS or
+/// PyTorch's, has its own function tables and calls this once for them). The collector and the exit handler are made
+/// once for all of them. Returns 1 when the tables are filled, 0 to leave that instance's calls as no-ops.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
+  using namespace xsp::inject;
+  initialize_once();
   const auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS));
   return cb != nullptr && fill(cb) ? 1 : 0;
 }

@@ -114,18 +114,35 @@ nlohmann::json ProcessExit::to_json() const {
   return j;
 }
 
+bool have_cuda_part() {
+#ifdef XSP_INJECT_HAS_CUPTI
+  return true;
+#else
+  return false;
+#endif
+}
+
+TraceLevel default_trace_level() { return have_cuda_part() ? TraceLevel::kKernel : TraceLevel::kLibrary; }
+
 void parse_capture(std::string_view text, CommandOptions& options) {
   if (text == "all") {
     options.capture_range.clear();
+    options.capture_profiler_api = false;
+    return;
+  }
+  if (text == "cuda-profiler-api") {
+    options.capture_range.clear();
+    options.capture_profiler_api = true;
     return;
   }
   if (text.rfind("nvtx:", 0) == 0 && text.size() > 5) {
     options.capture_range = std::string(text.substr(5));
+    options.capture_profiler_api = false;
     return;
   }
   throw std::invalid_argument("--capture " + std::string(text) +
-                              ": expected all or nvtx:NAME (the ranges named NAME); cuda-profiler-api needs the CUPTI "
-                              "part of the injection, not built yet");
+                              ": expected all, nvtx:NAME (inside the ranges named NAME) or cuda-profiler-api "
+                              "(between cudaProfilerStart and cudaProfilerStop)");
 }
 
 std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start) {
@@ -171,11 +188,21 @@ std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start) {
 void validate(const CommandOptions& options) {
   if (options.argv.empty() || options.argv.front().empty())
     throw std::invalid_argument("xsp profile: no command given (expected: xsp profile [OPTIONS] -- COMMAND [ARGS...])");
-  if (static_cast<int>(options.trace_level) > static_cast<int>(TraceLevel::kLibrary))
+  const std::string level(to_string(options.trace_level));
+  if (options.trace_level == TraceLevel::kHardware)
     throw std::invalid_argument(
-        "xsp profile: --trace-level " + std::string(to_string(options.trace_level)) +
-        ": the injection records NVTX ranges (model, framework and library levels); CUDA calls and kernels (system, "
-        "kernel, hardware) need its CUPTI part, which is not built yet (docs/profile.md): use --trace-level library");
+        "xsp profile: --trace-level hardware: hardware counters of a program XSP does not run "
+        "are not collected yet (kernel replay inside the injected process is not built; "
+        "user replay needs control of the program's batches): use --trace-level kernel, or "
+        "`xsp evaluate --trace-level hardware` for a model XSP loads");
+  if (static_cast<int>(options.trace_level) > static_cast<int>(TraceLevel::kLibrary) && !have_cuda_part())
+    throw std::invalid_argument("xsp profile: --trace-level " + level +
+                                ": this build's injection library has no CUPTI part (built without CUPTI), so it "
+                                "records NVTX ranges only: use --trace-level library");
+  if (options.capture_profiler_api && static_cast<int>(options.trace_level) < static_cast<int>(TraceLevel::kSystem))
+    throw std::invalid_argument("xsp profile: --capture cuda-profiler-api at --trace-level " + level +
+                                ": cudaProfilerStart/Stop are seen by the CUPTI part, which runs at --trace-level "
+                                "system or kernel");
   auto check_seconds = [](const char* option, const std::optional<double>& v, bool zero_allowed) {
     if (v && (!std::isfinite(*v) || *v < 0 || (!zero_allowed && *v == 0)))
       throw std::invalid_argument(std::string("xsp profile: ") + option + " " + std::to_string(*v) +
@@ -221,11 +248,17 @@ ProcessExit run_command(const CommandOptions& options) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0 || entry.rfind("XSP_PROFILE_DIR=", 0) == 0 ||
-        entry.rfind("XSP_CAPTURE_", 0) == 0)
+        entry.rfind("XSP_CAPTURE_", 0) == 0 || entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 ||
+        entry.rfind("XSP_PROFILE_TRACE_LEVEL=", 0) == 0)
       continue;
     env_strings.emplace_back(entry);
   }
   env_strings.push_back("NVTX_INJECTION64_PATH=" + options.inject_library.string());
+  if (static_cast<int>(options.trace_level) >= static_cast<int>(TraceLevel::kSystem)) {
+    env_strings.push_back("CUDA_INJECTION64_PATH=" + options.inject_library.string());
+    env_strings.push_back("XSP_PROFILE_TRACE_LEVEL=" + std::string(to_string(options.trace_level)));
+  }
+  if (options.capture_profiler_api) env_strings.push_back(std::string(nvtx::kCaptureProfilerApiVariable) + "=1");
   env_strings.push_back("XSP_PROFILE_DIR=" + options.parts_dir.string());
   if (!options.capture_range.empty())
     env_strings.push_back(std::string(nvtx::kCaptureRangeVariable) + "=" + options.capture_range);
@@ -309,10 +342,13 @@ Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
     Trace& t = parts[i].trace;
     if (i == 0) out.clock = t.clock;
     SpanId max_id = 0;
+    // CUPTI's correlation ids count from 1 in every process: the part's index above bit 32 keeps them apart.
+    const std::uint64_t correlation_offset = static_cast<std::uint64_t>(i) << 32;
     for (Span& s : t.spans) {
       max_id = std::max(max_id, s.id);
       s.id += offset;
       if (s.parent_id != kNoSpan) s.parent_id += offset;
+      if (s.correlation_id != 0) s.correlation_id += correlation_offset;
       out.spans.push_back(std::move(s));
     }
     offset += max_id;
@@ -351,6 +387,21 @@ Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
   out.spans = std::move(spans);
   if (dropped > 0) out.counters[stat::kProfileSpansBelowTraceLevel] = dropped;
   assemble(out);
+  // A CUDA call made outside every NVTX range of its thread has no range to nest in: it belongs to its process.
+  std::unordered_map<std::int64_t, SpanId> process_span;  // pid → its APPLICATION span
+  for (const Span& s : out.spans)
+    if (s.level == Level::kApplication && s.parent_id == kNoSpan && !s.track.is_device())
+      process_span.try_emplace(static_cast<std::int64_t>(s.track.id), s.id);
+  for (Span& s : out.spans) {
+    if (s.parent_id != kNoSpan || s.level == Level::kApplication || s.track.is_device()) continue;
+    const TraceProcess* p = out.process_of_thread(s.track.id);
+    const auto root = p != nullptr ? process_span.find(p->pid) : process_span.end();
+    if (root == process_span.end()) continue;
+    s.parent_id = root->second;
+    s.parent_rule = ParentRule::kContext;
+    --out.assembly.unparented;
+    ++out.assembly.by_context;
+  }
   return out;
 }
 
@@ -381,7 +432,9 @@ EvaluationRecord external_record(const CommandOptions& options, const CommandRun
   record.settings["wall_ns"] = run.end_ns - run.start_ns;
   record.settings["environment"] = run.environment;
   record.settings["working_directory"] = run.working_directory;
-  nlohmann::json capture = {{"range", options.capture_range}, {"on_demand", options.on_demand}};
+  nlohmann::json capture = {{"range", options.capture_range},
+                            {"on_demand", options.on_demand},
+                            {"cuda_profiler_api", options.capture_profiler_api}};
   capture["delay_s"] = options.delay_s ? nlohmann::json(*options.delay_s) : nlohmann::json(nullptr);
   capture["duration_s"] = options.duration_s ? nlohmann::json(*options.duration_s) : nlohmann::json(nullptr);
   record.settings["capture"] = std::move(capture);

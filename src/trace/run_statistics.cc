@@ -82,6 +82,15 @@ std::vector<RunStatisticSpec> make_registry() {
       {k::kProfileSpansBelowTraceLevel, S::kInfo,
        "ranges the processes recorded at levels --trace-level does not keep (e.g. framework ops at --trace-level "
        "model), left out on purpose"},
+      {k::kProfileSpansOutsideCapture, S::kInfo,
+       "CUDA calls and kernels outside the capture (--capture, --delay-s/--duration-s, --signal): the CUPTI part "
+       "collects the whole run and leaves these out when a process writes its part"},
+      {k::kProfileCuptiUnavailable, S::kDataLoss,
+       "processes whose CUDA calls and kernels were not recorded: CUPTI could not start in them (the reason is on the "
+       "program's stderr, e.g. another profiler holds the CUPTI subscription)"},
+      {k::kProfileCuptiNotFlushed, S::kDataLoss,
+       "processes that died of a crash signal (SIGSEGV, SIGABRT, ...): their CUDA calls and kernels were not flushed "
+       "(flushing CUPTI inside a crashed process could hang it); their NVTX ranges are kept"},
   };
 }
 

@@ -37,14 +37,20 @@ struct ProcessExit {
   bool operator==(const ProcessExit&) const = default;
 };
 
+/// Whether this build's injection library has its CUPTI part (CUDA calls and kernels; built with CUPTI).
+bool have_cuda_part();
+/// kernel where the build has the CUPTI part, else library.
+TraceLevel default_trace_level();
+
 /// What to run and how deep to trace it.
 struct CommandOptions {
   /// The command and its arguments; argv[0] is looked up in PATH as a shell would. Non-empty.
   std::vector<std::string> argv;
-  /// Levels kept in the trace. The injection records NVTX ranges, which are MODEL, FRAMEWORK or LIBRARY spans
-  /// (xsp/profilers/nvtx_ranges.h): model, framework and library are accepted; deeper levels need the CUPTI part
-  /// of the injection (not built yet) and are refused by validate().
-  TraceLevel trace_level = TraceLevel::kLibrary;
+  /// Levels kept in the trace. The injection's NVTX part records MODEL, FRAMEWORK or LIBRARY spans
+  /// (xsp/profilers/nvtx_ranges.h); at system and kernel its CUPTI part also records the CUDA calls (SYSTEM) and,
+  /// at kernel, the kernels, copies and sets (KERNEL) of every process that initializes CUDA. hardware (counters) is
+  /// refused by validate(), as is system or kernel where the build has no CUPTI part (have_cuda_part()).
+  TraceLevel trace_level = default_trace_level();
   /// The injection library, libxsp_inject.so (find_inject_library()).
   std::filesystem::path inject_library;
   /// Where the processes write their parts: an existing, empty folder (profile_command() makes a fresh one under
@@ -58,10 +64,14 @@ struct CommandOptions {
   std::optional<double> delay_s, duration_s;
   /// Collection starts off; `xsp profile --start PID` / `--stop PID` (signal_capture()) turn it on and off.
   bool on_demand = false;
+  /// Only between the program's cudaProfilerStart and cudaProfilerStop (--capture cuda-profiler-api; needs the
+  /// CUPTI part: trace level system or kernel).
+  bool capture_profiler_api = false;
 };
 
-/// Parses --capture: "all" (the default: nothing to set) or "nvtx:NAME" (sets options.capture_range to NAME).
-/// Throws std::invalid_argument naming the value and the forms expected (cuda-profiler-api needs the CUPTI part).
+/// Parses --capture: "all" (the default: nothing to set), "nvtx:NAME" (sets options.capture_range to NAME) or
+/// "cuda-profiler-api" (sets options.capture_profiler_api). Throws std::invalid_argument naming the value and the
+/// forms expected.
 void parse_capture(std::string_view text, CommandOptions& options);
 
 /// Turns on-demand collection on (`start`) or off in process `pid` and in every descendant of it that runs with the
@@ -70,7 +80,8 @@ void parse_capture(std::string_view text, CommandOptions& options);
 /// Returns the pids signalled. Throws std::runtime_error when `pid` does not exist or none of them has the library.
 std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start);
 
-/// Refuses what cannot be run: an empty command, a trace level deeper than library (its message says why), an
+/// Refuses what cannot be run: an empty command, trace level hardware, system or kernel without the CUPTI part,
+/// cuda-profiler-api capture below trace level system (the message says why), an
 /// injection library that is not a readable file, a negative or non-finite delay or duration, a zero duration.
 /// Throws std::invalid_argument naming the option and the value.
 void validate(const CommandOptions& options);
@@ -88,7 +99,8 @@ struct CommandNotStarted : std::runtime_error {
   int shell_status() const { return error == ENOENT ? 127 : 126; }
 };
 
-/// Runs the command with NVTX_INJECTION64_PATH = options.inject_library, XSP_PROFILE_DIR = options.parts_dir and the
+/// Runs the command with NVTX_INJECTION64_PATH = options.inject_library (and at trace level system or kernel
+/// CUDA_INJECTION64_PATH too, with XSP_PROFILE_TRACE_LEVEL), XSP_PROFILE_DIR = options.parts_dir and the
 /// capture variables of nvtx_capture.h (the window counted from now) added to the caller's environment (every other
 /// variable passed unchanged), with the caller's stdin, stdout and
 /// stderr, and waits for it. While it runs, SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the caller alone (kill(2))

@@ -9,14 +9,19 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include "xsp/trace/span.h"
 
 namespace xsp::nvtx {
 
 /// The environment variables of capture control, set by `xsp profile` for the injection library.
-inline constexpr const char* kCaptureRangeVariable = "XSP_CAPTURE_RANGE";         ///< a range name
-inline constexpr const char* kCaptureStartVariable = "XSP_CAPTURE_START_NS";      ///< CLOCK_MONOTONIC ns
-inline constexpr const char* kCaptureEndVariable = "XSP_CAPTURE_END_NS";          ///< CLOCK_MONOTONIC ns
-inline constexpr const char* kCaptureOnDemandVariable = "XSP_CAPTURE_ON_DEMAND";  ///< "1": starts off
+inline constexpr const char* kCaptureRangeVariable = "XSP_CAPTURE_RANGE";               ///< a range name
+inline constexpr const char* kCaptureStartVariable = "XSP_CAPTURE_START_NS";            ///< CLOCK_MONOTONIC ns
+inline constexpr const char* kCaptureEndVariable = "XSP_CAPTURE_END_NS";                ///< CLOCK_MONOTONIC ns
+inline constexpr const char* kCaptureOnDemandVariable = "XSP_CAPTURE_ON_DEMAND";        ///< "1": starts off
+inline constexpr const char* kCaptureProfilerApiVariable = "XSP_CAPTURE_PROFILER_API";  ///< "1"
 
 /// The signals that turn on-demand collection on and off in a process running with the injection library
 /// (SIGRTMIN + 5 and SIGRTMIN + 6: real-time signals, which programs rarely use; glibc keeps the first ones).
@@ -35,6 +40,13 @@ struct CaptureSettings {
   std::int64_t end_ns = std::numeric_limits<std::int64_t>::max();
   /// Collection starts off and is turned on and off from another process (xsp profile --signal, --start, --stop).
   bool on_demand = false;
+  /// Only between the program's cudaProfilerStart and cudaProfilerStop calls (cuProfilerStart/Stop alike; Nsight
+  /// Systems' --capture-range=cudaProfilerApi). The gate admits every range; the part is cut to these periods when it
+  /// is written (capture_windows(), keep_captured()), since the calls are seen only by the CUPTI part.
+  bool profiler_api = false;
+
+  /// Whether anything is left out: false for the defaults (the whole run).
+  bool restricts() const;
 
   /// From the variables above (unset: the default). Throws std::invalid_argument naming the variable and its value
   /// when a time is no integer or the window ends before it starts.
@@ -64,5 +76,33 @@ class CaptureGate {
   std::atomic<bool> on_;
   std::atomic<int> capture_depth_{0};
 };
+
+/// A host-clock interval [start_ns, end_ns) (ns, now_ns()) during which collection was on.
+struct CaptureWindow {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  bool operator==(const CaptureWindow&) const = default;
+};
+
+/// When collection was on in one process that lived over [begin_ns, end_ns), for cutting what the CUPTI part recorded
+/// throughout the run down to the capture (docs/profile.md "Capture"). The intersection of:
+///  - the settings' time window [start_ns, end_ns);
+///  - with on_demand, the periods between an "on" and the next "off" of `switches` ((time ns, on) in time order;
+///    collection starts off);
+///  - with a range name, the spans of that name among `spans` (the recorded NVTX ranges, any level but SYSTEM and
+///    KERNEL);
+///  - with profiler_api, the periods from the end of each SYSTEM span named cudaProfilerStart or cuProfilerStart
+///    among `spans` to the start of the next one named cudaProfilerStop or cuProfilerStop (or end_ns).
+/// Sorted and disjoint; empty when nothing was captured; [begin_ns, end_ns) when settings.restricts() is false.
+std::vector<CaptureWindow> capture_windows(const CaptureSettings& settings, std::int64_t begin_ns, std::int64_t end_ns,
+                                           const std::vector<std::pair<std::int64_t, bool>>& switches,
+                                           const std::vector<Span>& spans);
+
+/// Removes from `spans` (one process's part) the CUDA activity outside `windows` (sorted, disjoint) and returns how
+/// many spans it removed: a SYSTEM span is kept when it starts inside a window; a span on a device track (KERNEL:
+/// kernels, copies, sets) goes with the SYSTEM span of its correlation id, or by its own start when no SYSTEM span
+/// has that id. With `cut_ranges` (cudaProfilerApi capture, where the NVTX gate admitted everything) every other span
+/// is kept only when it overlaps a window; otherwise they are left alone (their gate already decided).
+std::uint64_t keep_captured(std::vector<Span>& spans, const std::vector<CaptureWindow>& windows, bool cut_ranges);
 
 }  // namespace xsp::nvtx

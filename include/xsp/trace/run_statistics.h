@@ -87,6 +87,9 @@ inline constexpr const char* kNvtxUnmatchedEnds = "nvtx.unmatched_ends";
 inline constexpr const char* kNvtxOpenAtEnd = "nvtx.open_at_end";
 // xsp profile -- CMD (xsp/profile/external.h)
 inline constexpr const char* kProfileSpansBelowTraceLevel = "profile.spans_below_trace_level";
+inline constexpr const char* kProfileSpansOutsideCapture = "profile.spans_outside_capture";
+inline constexpr const char* kProfileCuptiUnavailable = "profile.cupti_unavailable";
+inline constexpr const char* kProfileCuptiNotFlushed = "profile.cupti_not_flushed";
 }  // namespace stat
 
 /// Every run statistic, grouped by writer as in namespace stat. Keys are unique.

@@ -245,6 +245,8 @@ bool is_traced_api(std::string_view name) {
       "cuLaunch",   "cuMemcpy",   "cuMemset",   "cuMemAlloc", "cuMemFree", "cuGraphLaunch"};
   for (std::string_view p : kPrefixes)
     if (name.starts_with(p)) return true;
+  // cudaProfilerStart/Stop bound `xsp profile --capture cuda-profiler-api`; rare calls, so always traced.
+  if (name.starts_with("cudaProfilerSt") || name.starts_with("cuProfilerSt")) return true;
   return name.find("Synchronize") != std::string_view::npos || name == "cudaStreamWaitEvent" ||
          name == "cuStreamWaitEvent" || name == "cuEventRecord" || name == "cudaHostAlloc" || name == "cuMemHostAlloc";
 }
@@ -305,6 +307,25 @@ void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Ca
   r.correlation_id = cb->correlationId;
   if (cb->functionReturnValue != nullptr) r.return_value = *static_cast<const std::uint32_t*>(cb->functionReturnValue);
   if (t_api.depth > 0) t->links.push_back({cb->correlationId, t_api.ops[std::min(t_api.depth, kMaxOpDepth) - 1]});
+}
+
+/// A callback subscriber named "XSP" (cuptiSubscribe_v2, CUDA 13): others see our name when they come second, and
+/// when we do, the error names the holder. CUPTI 13.0 admits one subscriber per process; its later flag for several
+/// is not in this toolkit's headers. Throws std::runtime_error as check() does.
+CUpti_SubscriberHandle subscribe(CUpti_CallbackFunc callback, void* userdata) {
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "XSP";
+  params.oldSubscriberName = holder;
+  params.oldSubscriberSize = sizeof holder;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  const CUptiResult r = cuptiSubscribe_v2(&subscriber, callback, userdata, &params);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && holder[0] != '\0')
+    throw std::runtime_error("CUPTI profiler: cuptiSubscribe_v2 failed: " + result_text(r) + hint(r) +
+                             "; the subscription is held by \"" + std::string(holder) + "\"");
+  check(r, "cuptiSubscribe_v2");
+  return subscriber;
 }
 
 /// "cudaLaunchKernel_v7000" → "cudaLaunchKernel", "cudaMemcpyAsync_ptsz_v7000" → "cudaMemcpyAsync",
@@ -419,9 +440,10 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       check(cuptiActivityEnableLatencyTimestamps(1), "cuptiActivityEnableLatencyTimestamps");
     }
 
-    // Is there a device at all? Asked after the CUPTI set-up, which must precede CUDA's initialization.
-    int devices = 0;
-    const cudaError_t dc = cudaGetDeviceCount(&devices);
+    // Is there a device at all? Asked after the CUPTI set-up, which must precede CUDA's initialization. Inside the
+    // driver's initialization the driver is the one asking.
+    int devices = 1;
+    const cudaError_t dc = inside_driver_init_ ? cudaSuccess : cudaGetDeviceCount(&devices);
     if (dc != cudaSuccess || devices == 0) {
       throw std::runtime_error(std::string("CUPTI profiler: no CUDA device (cudaGetDeviceCount: ") +
                                (dc != cudaSuccess ? cudaGetErrorString(dc) : "0 devices") + ")");
@@ -432,7 +454,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
       enabled.push_back(kind);
     };
     if (options.system && api_callbacks_) {
-      check(cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&api_callback), this), "cuptiSubscribe");
+      subscriber_ = subscribe(reinterpret_cast<CUpti_CallbackFunc>(&api_callback), this);
       g_api_generation.fetch_add(1, std::memory_order_acq_rel);
       for (bool runtime : {true, false})
         for (CUpti_CallbackId cbid : api_cbids(runtime, true))
@@ -476,6 +498,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
 
     g_active.store(nullptr, std::memory_order_release);
     recorder_ = nullptr;
+    if (inside_driver_init_) throw;
     // Without a GPU or driver CUPTI fails with an unhelpful CUPTI_ERROR_UNKNOWN on its first call: say why.
     int devices = 0;
     const cudaError_t dc = cudaGetDeviceCount(&devices);
@@ -519,7 +542,7 @@ void CuptiProfiler::stop() {
   }
   unsubscribe();
 
-  attempt([] { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
+  if (!inside_driver_init_) attempt([] { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
   attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
   static constexpr std::array<CUpti_ActivityKind, 10> kKinds = {CUPTI_ACTIVITY_KIND_RUNTIME,
                                                                 CUPTI_ACTIVITY_KIND_DRIVER,

@@ -41,6 +41,12 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   CuptiProfiler(const CuptiProfiler&) = delete;
   CuptiProfiler& operator=(const CuptiProfiler&) = delete;
 
+  /// Started from inside the CUDA driver's initialization (the injection library's InitializeInjection, called by
+  /// cuInit on the thread that initializes CUDA: docs/profile.md): start() then makes no CUDA runtime call (it would
+  /// re-enter the driver's initialization), and stop() does not synchronize the device, since it runs at the process's
+  /// exit, where the program has waited for its work or abandoned it. Set before start().
+  void set_inside_driver_initialization(bool inside) { inside_driver_init_ = inside; }
+
   std::string name() const override { return "cupti"; }
   /// Registers the timestamp and buffer callbacks and enables the activity kinds of `options`:
   /// system → callbacks (cuptiSubscribe/cuptiEnableCallback) on the traced APIs only plus SYNCHRONIZATION
@@ -79,6 +85,7 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   /// Stops the API callbacks (no-op without a subscription).
   void unsubscribe() noexcept;
 
+  bool inside_driver_init_ = false;
   const CuptiOptions cupti_options_;  // fixed for the profiler's life: every run behaves alike
   TraceRecorder* recorder_ = nullptr;
   DeviceProfilerOptions options_;

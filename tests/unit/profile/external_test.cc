@@ -138,13 +138,79 @@ TEST(ProfileOptions, ValidateNamesWhatIsWrong) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/libxsp_inject.so"), std::string::npos) << e.what();
   }
+  auto refusal = [&] {
+    try {
+      external::validate(o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  o.trace_level = TraceLevel::kHardware;
+  EXPECT_NE(refusal().find("--trace-level hardware"), std::string::npos) << refusal();
   o.trace_level = TraceLevel::kKernel;
+  if (!external::have_cuda_part()) EXPECT_NE(refusal().find("no CUPTI part"), std::string::npos) << refusal();
+  o.trace_level = TraceLevel::kLibrary;
+  o.capture_profiler_api = true;
+  EXPECT_NE(refusal().find("--capture cuda-profiler-api at --trace-level library"), std::string::npos) << refusal();
+  EXPECT_EQ(external::default_trace_level(), external::have_cuda_part() ? TraceLevel::kKernel : TraceLevel::kLibrary);
+}
+
+TEST(ProfileOptions, ParseCaptureTakesTheThreeForms) {
+  external::CommandOptions o;
+  external::parse_capture("cuda-profiler-api", o);
+  EXPECT_TRUE(o.capture_profiler_api);
+  external::parse_capture("nvtx:infer", o);
+  EXPECT_EQ(o.capture_range, "infer");
+  EXPECT_FALSE(o.capture_profiler_api);
+  external::parse_capture("all", o);
+  EXPECT_TRUE(o.capture_range.empty());
   try {
-    external::validate(o);
-    FAIL() << "kernel level was accepted";
+    external::parse_capture("cudaProfilerApi", o);
+    FAIL() << "an unknown form was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("CUPTI"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cuda-profiler-api"), std::string::npos) << e.what();
   }
+}
+
+// Two processes whose CUPTI correlation ids collide (both count from 1): each kernel joins its own process's call.
+TEST(MergeParts, CorrelationIdsStayWithinTheirProcess) {
+  std::vector<TracePart> parts;
+  for (std::int64_t pid : {100, 200}) {
+    TracePart p = part(pid, pid + 1);
+    // The same times, ids and stream in both processes: only the process tells them apart.
+    Span call = span(8, kNoSpan, Level::kSystem, "cudaLaunchKernel", 260, 270, pid);
+    call.correlation_id = 5;
+    Span kernel = span(9, kNoSpan, Level::kKernel, "k" + std::to_string(pid), 400, 450, 0);
+    kernel.track = Track::stream(0, 7);
+    kernel.correlation_id = 5;
+    Span other_thread = span(10, kNoSpan, Level::kSystem, "cudaMalloc", 50, 60, pid + 1);  // outside every range
+    p.trace.spans.push_back(call);
+    p.trace.spans.push_back(kernel);
+    p.trace.spans.push_back(other_thread);
+    parts.push_back(std::move(p));
+  }
+  Trace t = external::merge_parts(std::move(parts), TraceLevel::kKernel);
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : t.spans) by_id.emplace(s.id, &s);
+  for (std::int64_t pid : {100, 200}) {
+    const Span* k = named(t, "k" + std::to_string(pid), 400);
+    ASSERT_NE(k, nullptr);
+    const Span* call = by_id.at(k->parent_id);
+    EXPECT_EQ(call->name, "cudaLaunchKernel");
+    EXPECT_EQ(call->track.id, static_cast<std::uint64_t>(pid))
+        << "the kernel of process " << pid << " joined another process's call";
+    EXPECT_EQ(by_id.at(call->parent_id)->name, "cublasSgemm");
+    const Span* malloc = named(t, "cudaMalloc", 50);
+    ASSERT_NE(malloc, nullptr);
+  }
+  for (const Span& s : t.spans) {
+    if (s.name != "cudaMalloc") continue;
+    const Span* process = by_id.at(s.parent_id);
+    EXPECT_EQ(process->level, Level::kApplication) << "a call outside every range belongs to its process";
+    EXPECT_EQ(static_cast<std::uint64_t>(t.process_of_thread(s.track.id)->pid), process->track.id);
+  }
+  EXPECT_EQ(t.assembly.unparented, 0u);
 }
 
 TEST(ChromeExport, EveryProcessIsATrackGroup) {
@@ -243,6 +309,140 @@ TEST(RecordedTorchLayers, EachStepOfAProfiledResNet50Holds175Layers) {
   EXPECT_EQ(layers[174].type, "aten::linear");
   EXPECT_EQ(layers[175].index, 0u);
   EXPECT_EQ(e.runs[0].stage_latency_ns.at("step").n, 3u);
+}
+
+// The CUPTI part, recorded on an H200 (scripts/gpu/profile_cuda.py, PyTorch 2.11, CUDA 13.0): the same 3 steps as
+// above at --trace-level kernel. Every kernel torch.profiler (CUDA activity) reports over the 3 steps is a KERNEL span
+// of the merged trace, as often, and every one hangs under its launch call, a framework op and its step.
+using KernelCounts = std::map<std::string, std::int64_t>;
+
+const Span* ancestor(const std::map<SpanId, const Span*>& by_id, const Span& s, Level level) {
+  for (SpanId p = s.parent_id; p != kNoSpan;) {
+    const Span* parent = by_id.at(p);
+    if (parent->level == level) return parent;
+    p = parent->parent_id;
+  }
+  return nullptr;
+}
+
+bool is_kernel(const Span& s) {
+  const auto kind = s.tag("kind");
+  return s.level == Level::kKernel && kind && *kind == "kernel";
+}
+
+class RecordedCudaKernels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RecordedCudaKernels, KernelsPerStepEqualTorchProfilersAndEachHasItsOp) {
+  const fs::path dir = fs::path(XSP_TEST_FIXTURES) / "profile" / GetParam();
+  const Trace t = external::merge_parts(external::read_parts(dir), TraceLevel::kKernel);
+  std::ifstream in(dir / "torch_ops.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  KernelCounts expected;
+  // Kineto also lists the user range "step" on the GPU side (its gpu_user_annotation): no kernel.
+  for (const auto& [name, count] : reference["kernels"].items())
+    if (name != "step") expected[name] = count.get<std::int64_t>();
+  ASSERT_FALSE(expected.empty());
+
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : t.spans) by_id.emplace(s.id, &s);
+  KernelCounts seen;
+  std::map<SpanId, std::size_t> per_step;
+  std::size_t without_op = 0;
+  std::size_t outside_steps = 0;  // the input's randn and the 3 warm-up passes: the whole run is collected
+  for (const Span& s : t.spans) {
+    if (!is_kernel(s)) continue;
+    ASSERT_NE(s.parent_id, kNoSpan) << s.name;
+    EXPECT_EQ(by_id.at(s.parent_id)->level, Level::kSystem) << s.name << " hangs under its launch";
+    const Span* step = ancestor(by_id, s, Level::kModel);
+    if (step == nullptr) {
+      ++outside_steps;
+      continue;
+    }
+    EXPECT_EQ(step->name, "step");
+    ++per_step[step->id];
+    without_op += ancestor(by_id, s, Level::kFramework) == nullptr;
+    ++seen[s.name];
+  }
+  EXPECT_EQ(seen, expected);
+  EXPECT_GT(outside_steps, 0u);
+  ASSERT_EQ(per_step.size(), 3u);
+  for (const auto& [step, n] : per_step) EXPECT_EQ(n, per_step.begin()->second) << "every step launches alike";
+  EXPECT_EQ(without_op, 0u) << "every kernel has a framework op";
+  EXPECT_EQ(t.assembly.unparented, 0u);
+  EXPECT_EQ(t.counters.count("cupti.dropped_records") ? t.counters.at("cupti.dropped_records") : 0u, 0u);
+  EXPECT_EQ(t.counters.count("profile.cupti_unavailable"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, RecordedCudaKernels, ::testing::Values("resnet50", "bert"));
+
+// A program that spawns a CUDA worker (a second Python process doing 10 matrix products in a range "child work"):
+// one evaluation, two processes, each with its own kernels under its own calls and ranges.
+TEST(RecordedCudaKernels, ASpawnedWorkerIsASecondProcessWithItsOwnKernels) {
+  const Trace t = external::merge_parts(external::read_parts(fs::path(XSP_TEST_FIXTURES) / "profile" / "spawn"),
+                                        TraceLevel::kKernel);
+  ASSERT_EQ(t.processes.size(), 2u);
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : t.spans) by_id.emplace(s.id, &s);
+  std::map<std::int64_t, std::size_t> kernels_of;  // pid → kernels
+  std::size_t child_matmuls = 0;
+  for (const Span& s : t.spans) {
+    if (!is_kernel(s)) continue;
+    const Span* process = ancestor(by_id, s, Level::kApplication);
+    ASSERT_NE(process, nullptr) << s.name;
+    const Span* call = by_id.at(s.parent_id);
+    ASSERT_EQ(call->level, Level::kSystem);
+    const TraceProcess* p = t.process_of_thread(call->track.id);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(static_cast<std::uint64_t>(p->pid), process->track.id) << "a kernel under another process's span";
+    ++kernels_of[p->pid];
+    const Span* range = ancestor(by_id, s, Level::kModel);
+    if (range != nullptr && range->name == "child work") ++child_matmuls;
+  }
+  ASSERT_EQ(kernels_of.size(), 2u) << "both processes recorded kernels";
+  EXPECT_GE(child_matmuls, 10u) << "the child's 10 products (and their clamps) under its own range";
+  EXPECT_EQ(t.assembly.unparented, 0u);
+}
+
+// --capture cuda-profiler-api: the program calls cudaProfilerStart before its second step and cudaProfilerStop after
+// it; the kernels and ranges of the other two steps are left out, and counted.
+TEST(RecordedCudaKernels, ProfilerApiCaptureKeepsOnlyTheStepBetweenStartAndStop) {
+  const Trace t = external::merge_parts(external::read_parts(fs::path(XSP_TEST_FIXTURES) / "profile" / "profiler_api"),
+                                        TraceLevel::kKernel);
+  const Trace whole = external::merge_parts(external::read_parts(fs::path(XSP_TEST_FIXTURES) / "profile" / "resnet50"),
+                                            TraceLevel::kKernel);
+  auto index = [](const Trace& trace) {
+    std::map<SpanId, const Span*> by_id;
+    for (const Span& s : trace.spans) by_id.emplace(s.id, &s);
+    return by_id;
+  };
+  const auto by_id = index(t), whole_by_id = index(whole);
+  std::size_t steps = 0, kernels = 0, whole_step_kernels = 0;
+  for (const Span& s : t.spans) {
+    steps += s.level == Level::kModel && s.name == "step";
+    if (!is_kernel(s)) continue;
+    ++kernels;
+    const Span* step = ancestor(by_id, s, Level::kModel);
+    ASSERT_NE(step, nullptr) << s.name << ": a kernel outside the captured step (the warm-up's) was kept";
+  }
+  for (const Span& s : whole.spans) whole_step_kernels += is_kernel(s) && ancestor(whole_by_id, s, Level::kModel);
+  EXPECT_EQ(steps, 1u);
+  EXPECT_EQ(kernels * 3, whole_step_kernels) << "one step's kernels of the same program's three";
+  EXPECT_GT(t.counters.at("profile.spans_outside_capture"), 0u);
+}
+
+// torch.profiler inside a program under `xsp profile`: CUPTI 13.0 admits one subscriber per process, so the one
+// that subscribed first (XSP, at CUDA's initialization) records everything and torch.profiler runs without CUDA
+// activity (Kineto warns CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); its CPU ops are complete.
+TEST(RecordedCudaKernels, WithTorchProfilerInTheProgramXspKeepsItsKernels) {
+  const fs::path dir = fs::path(XSP_TEST_FIXTURES) / "profile" / "coexist";
+  std::ifstream in(dir / "coexist.json");
+  const nlohmann::json torch = nlohmann::json::parse(in);
+  EXPECT_EQ(torch["kernels"], 0);
+  EXPECT_EQ(torch["ops"], 2442);
+  const Trace t = external::merge_parts(external::read_parts(dir), TraceLevel::kKernel);
+  std::size_t kernels = 0;
+  for (const Span& s : t.spans) kernels += is_kernel(s);
+  EXPECT_GE(kernels, 3u * 232u);
 }
 
 #if defined(XSP_TEST_NVTX_PROGRAM) && defined(XSP_TEST_XSP_BINARY)
@@ -385,9 +585,34 @@ TEST_F(ProfileCommand, ACommandThatCannotRunExitsAsAShellWouldAndStoresNothing) 
   EXPECT_NE(r.err.find("/nonexistent/program"), std::string::npos) << r.err;
   auto store = Store::open(dir_ / "x.db");
   EXPECT_TRUE(store->list().empty());
-  EXPECT_EQ(xsp("profile --trace-level kernel -- true").status, 2);
+  EXPECT_EQ(xsp("profile --trace-level hardware -- true").status, 2);
+  EXPECT_EQ(xsp("profile --trace-level kernels -- true").status, 2);
   EXPECT_EQ(xsp("profile").status, 2);
   EXPECT_EQ(xsp("list -- x").status, 2);
+}
+
+// At system and kernel level the CUDA driver is given the library too (CUDA_INJECTION64_PATH: the CUPTI part), with
+// the level; below, only NVTX is, and a variable the caller had set for another tool is not passed on.
+TEST_F(ProfileCommand, KernelLevelNamesTheLibraryToTheCudaDriverToo) {
+  const fs::path seen = dir_ / "seen";
+  const std::string print =
+      "-- sh -c 'echo \"$NVTX_INJECTION64_PATH|$CUDA_INJECTION64_PATH|$XSP_PROFILE_TRACE_LEVEL\" >" + seen.string() +
+      "'";
+  const std::string lib = fs::weakly_canonical(XSP_TEST_INJECT_LIB).string();
+  if (external::have_cuda_part()) {
+    ASSERT_EQ(xsp("profile " + print).status, 0);
+    EXPECT_EQ(read(seen), lib + "|" + lib + "|kernel\n");
+    ASSERT_EQ(xsp("profile --trace-level system " + print).status, 0);
+    EXPECT_EQ(read(seen), lib + "|" + lib + "|system\n");
+  }
+  ASSERT_EQ(xsp("profile --trace-level library " + print).status, 0);
+  EXPECT_EQ(read(seen), lib + "||\n");
+  ASSERT_EQ(
+      std::system(("CUDA_INJECTION64_PATH=/other/tool.so " + std::string(XSP_TEST_XSP_BINARY) + " --store " +
+                   (dir_ / "x.db").string() + " profile --inject-library " + lib + " --trace-level model " + print)
+                      .c_str()),
+      0);
+  EXPECT_EQ(read(seen), lib + "||\n");
 }
 
 // Capture control (docs/profile.md "Capture"): inside the ranges of one name; a window; on demand.
@@ -400,7 +625,8 @@ TEST_F(ProfileCommand, CaptureInsideTheRangesOfOneName) {
   for (const char* inside : {"infer", "aten::linear", "cublasSgemm_v2"}) EXPECT_NE(find(t, inside), nullptr) << inside;
   // "request" began before infer opened, "plugin range" after it closed.
   for (const char* outside : {"request", "plugin range"}) EXPECT_EQ(find(t, outside), nullptr) << outside;
-  EXPECT_EQ(xsp("profile --capture cuda-profiler-api -- true").status, 2);
+  EXPECT_EQ(xsp("profile --trace-level library --capture cuda-profiler-api -- true").status, 2);
+  EXPECT_EQ(xsp("profile --capture nvtx: -- true").status, 2);
 }
 
 TEST_F(ProfileCommand, CaptureWindowsCountFromTheStart) {
