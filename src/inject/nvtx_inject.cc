@@ -155,13 +155,10 @@ void write_part_once(int fatal_signal) {
     std::vector<std::pair<std::int64_t, bool>> switches;
     const unsigned n = std::min(c.switch_count.load(), Collector::kMaxSwitches);
     for (unsigned i = 0; i < n; ++i) switches.emplace_back(c.switches[i].ns.load(), c.switches[i].on.load());
-    std::vector<Span> all = spans;
-    all.insert(all.end(), cuda_spans.begin(), cuda_spans.end());
-    const auto windows = nvtx::capture_windows(g_capture, c.start_ns, end, switches, all);
-    const std::uint64_t cut = nvtx::keep_captured(cuda_spans, windows, false);
-    if (g_capture.profiler_api)
-      cuda_counters[stat::kProfileSpansOutsideCapture] += nvtx::keep_captured(spans, windows, true);
-    cuda_counters[stat::kProfileSpansOutsideCapture] += cut;
+    const auto windows = nvtx::capture_windows(g_capture, c.start_ns, end, switches, spans, cuda_spans);
+    std::uint64_t cut = nvtx::keep_captured(cuda_spans, windows, false);
+    if (g_capture.profiler_api) cut += nvtx::keep_captured(spans, windows, true);
+    cuda_counters[stat::kProfileSpansOutsideCapture] = cut;
   }
   Trace trace;
   TraceProcess process{::getpid(), command_line(), {}};

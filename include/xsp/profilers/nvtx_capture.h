@@ -89,14 +89,15 @@ struct CaptureWindow {
 ///  - the settings' time window [start_ns, end_ns);
 ///  - with on_demand, the periods between an "on" and the next "off" of `switches` ((time ns, on) in time order;
 ///    collection starts off);
-///  - with a range name, the spans of that name among `spans` (the recorded NVTX ranges, any level but SYSTEM and
-///    KERNEL);
+///  - with a range name, the spans of that name among `ranges` (the process's recorded NVTX ranges; SYSTEM and device
+///    spans among them are ignored);
 ///  - with profiler_api, the periods from the end of each SYSTEM span named cudaProfilerStart or cuProfilerStart
-///    among `spans` to the start of the next one named cudaProfilerStop or cuProfilerStop (or end_ns).
+///    among `calls` (the CUPTI part's spans; others ignored) to the start of the next one named cudaProfilerStop or
+///    cuProfilerStop (or end_ns).
 /// Sorted and disjoint; empty when nothing was captured; [begin_ns, end_ns) when settings.restricts() is false.
 std::vector<CaptureWindow> capture_windows(const CaptureSettings& settings, std::int64_t begin_ns, std::int64_t end_ns,
                                            const std::vector<std::pair<std::int64_t, bool>>& switches,
-                                           const std::vector<Span>& spans);
+                                           const std::vector<Span>& ranges, const std::vector<Span>& calls);
 
 /// Removes from `spans` (one process's part) the CUDA activity outside `windows` (sorted, disjoint) and returns how
 /// many spans it removed: a SYSTEM span is kept when it starts inside a window; a span on a device track (KERNEL:

@@ -96,25 +96,25 @@ bool host_range(const Span& s) { return !s.track.is_device() && s.level != Level
 
 std::vector<CaptureWindow> capture_windows(const CaptureSettings& settings, std::int64_t begin_ns, std::int64_t end_ns,
                                            const std::vector<std::pair<std::int64_t, bool>>& switches,
-                                           const std::vector<Span>& spans) {
+                                           const std::vector<Span>& ranges, const std::vector<Span>& calls) {
   Windows w = normalized({{std::max(begin_ns, settings.start_ns), std::min(end_ns, settings.end_ns)}});
   if (settings.on_demand) w = intersect(w, periods(switches, end_ns));
   if (!settings.range.empty()) {
-    Windows ranges;
-    for (const Span& s : spans)
-      if (host_range(s) && s.name == settings.range) ranges.push_back({s.start_ns, std::max(s.end_ns, s.start_ns + 1)});
-    w = intersect(w, normalized(std::move(ranges)));
+    Windows named;
+    for (const Span& s : ranges)
+      if (host_range(s) && s.name == settings.range) named.push_back({s.start_ns, std::max(s.end_ns, s.start_ns + 1)});
+    w = intersect(w, normalized(std::move(named)));
   }
   if (settings.profiler_api) {
-    std::vector<std::pair<std::int64_t, bool>> calls;
-    for (const Span& s : spans) {
+    std::vector<std::pair<std::int64_t, bool>> edges;
+    for (const Span& s : calls) {
       if (s.level != Level::kSystem) continue;
-      if (s.name == "cudaProfilerStart" || s.name == "cuProfilerStart") calls.emplace_back(s.end_ns, true);
-      if (s.name == "cudaProfilerStop" || s.name == "cuProfilerStop") calls.emplace_back(s.start_ns, false);
+      if (s.name == "cudaProfilerStart" || s.name == "cuProfilerStart") edges.emplace_back(s.end_ns, true);
+      if (s.name == "cudaProfilerStop" || s.name == "cuProfilerStop") edges.emplace_back(s.start_ns, false);
     }
     // The runtime call wraps the driver's: a stop's start and a start's end are what bound the period.
-    std::stable_sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    w = intersect(w, periods(calls, end_ns));
+    std::stable_sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    w = intersect(w, periods(edges, end_ns));
   }
   return w;
 }

@@ -44,7 +44,7 @@ using W = std::vector<CaptureWindow>;
 TEST(CaptureWindows, TheDefaultsCaptureTheWholeLife) {
   const CaptureSettings all;
   EXPECT_FALSE(all.restricts());
-  EXPECT_EQ(capture_windows(all, 10, 90, {}, {}), (W{{10, 90}}));
+  EXPECT_EQ(capture_windows(all, 10, 90, {}, {}, {}), (W{{10, 90}}));
 }
 
 TEST(CaptureWindows, TimeWindowOnDemandPeriodsAndRangesIntersect) {
@@ -52,16 +52,17 @@ TEST(CaptureWindows, TimeWindowOnDemandPeriodsAndRangesIntersect) {
   s.start_ns = 20;
   s.end_ns = 80;
   EXPECT_TRUE(s.restricts());
-  EXPECT_EQ(capture_windows(s, 0, 100, {}, {}), (W{{20, 80}}));
+  EXPECT_EQ(capture_windows(s, 0, 100, {}, {}, {}), (W{{20, 80}}));
   s.on_demand = true;
   // on at 10, off at 30, on at 50 and never off again: the last period ends with the process.
   const std::vector<std::pair<std::int64_t, bool>> switches = {{10, true}, {30, false}, {50, true}};
-  EXPECT_EQ(capture_windows(s, 0, 100, switches, {}), (W{{20, 30}, {50, 80}}));
+  EXPECT_EQ(capture_windows(s, 0, 100, switches, {}, {}), (W{{20, 30}, {50, 80}}));
   s.range = "infer";
   const std::vector<Span> ranges = {host(1, Level::kModel, "infer", 25, 60), host(2, Level::kModel, "other", 0, 100),
                                     host(3, Level::kModel, "infer", 70, 75),
                                     call(4, "infer", 0, 100, 0)};  // a SYSTEM span is no range
-  EXPECT_EQ(capture_windows(s, 0, 100, switches, ranges), (W{{25, 30}, {50, 60}, {70, 75}}));
+  const std::vector<Span> calls = {call(5, "infer", 0, 100, 5)};   // nor is a CUDA call of that name
+  EXPECT_EQ(capture_windows(s, 0, 100, switches, ranges, calls), (W{{25, 30}, {50, 60}, {70, 75}}));
 }
 
 TEST(CaptureWindows, ProfilerApiPeriodsRunFromAStartsEndToAStopsStart) {
@@ -76,8 +77,9 @@ TEST(CaptureWindows, ProfilerApiPeriodsRunFromAStartsEndToAStopsStart) {
                                    call(5, "cuProfilerStop", 42, 48, 5),
                                    call(6, "cudaProfilerStart", 70, 71, 6),
                                    host(7, Level::kModel, "cudaProfilerStop", 80, 81)};
-  EXPECT_EQ(capture_windows(s, 0, 100, {}, calls), (W{{18, 40}, {71, 100}}));
-  EXPECT_TRUE(capture_windows(s, 0, 100, {}, {}).empty()) << "no start: nothing captured";
+  EXPECT_EQ(capture_windows(s, 0, 100, {}, {}, calls), (W{{18, 40}, {71, 100}}));
+  EXPECT_TRUE(capture_windows(s, 0, 100, {}, calls, {}).empty()) << "profiler calls count only among the CUDA calls";
+  EXPECT_TRUE(capture_windows(s, 0, 100, {}, {}, {}).empty()) << "no start: nothing captured";
 }
 
 TEST(KeepCaptured, CallsByTheirStartKernelsWithTheirCallRangesOnlyWhenAsked) {
