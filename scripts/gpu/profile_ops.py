@@ -1,7 +1,8 @@
 """A PyTorch program as `xsp profile` sees it and as torch.profiler sees it (docs/profile.md, BENCHMARKS.md).
 
 Eager ResNet-50 (torchvision) or BERT-base (transformers, from its config: random weights, no download), batch 8 on
-the GPU, 3 warm-up steps outside any tool, then STEPS steps, each in a range "step" and followed by a synchronize:
+the GPU, WARMUP warm-up steps outside any tool and range (default 3), then STEPS steps, each in a range "step" and
+followed by a synchronize (every mode takes [STEPS [WARMUP]]):
   python3 scripts/gpu/profile_ops.py MODEL nvtx [STEPS]    # under emit_nvtx(record_shapes=True): run it with the
                                                           # injection library (xsp profile, or the variables it sets)
   python3 scripts/gpu/profile_ops.py MODEL plain [STEPS]   # no tool (the baseline of the overhead comparison)
@@ -72,9 +73,10 @@ def run_steps(model, inputs, steps, ranges, profiler_api_step=None):
 def main():
     name, mode = sys.argv[1], sys.argv[2]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    warmup = int(sys.argv[4]) if len(sys.argv) > 4 else 3  # unrecorded: outside emit_nvtx and every range
     model, inputs = model_and_input(name, "cuda")
     with torch.no_grad():
-        for _ in range(3):
+        for _ in range(warmup):
             model(*inputs)
     torch.cuda.synchronize()
     out = {"model": name, "mode": mode, "steps": steps, "torch": torch.__version__}

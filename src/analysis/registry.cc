@@ -526,6 +526,54 @@ std::vector<AnalysisSpec> make_analyses() {
   return v;
 }
 
+// The summary tables of a profiled command (RecordKind::kExternal).
+std::vector<AnalysisSpec> external_summary_tables() {
+  std::vector<AnalysisSpec> v;
+  {
+    AnalysisSpec s =
+        spec("summary.ranges",
+             "The program's own ranges (MODEL-level NVTX ranges of a profiled command): how often and how long",
+             "per range name: count and duration percentiles, over every process of the command", {L::kModel}, false,
+             {col("run", "", "run", "the run the ranges come from: M, M/F, M/F/K (one run unless --leveled)"),
+              col("range", "", "range", "the range's name (NVTX message)"),
+              col("count", "count", "count", "ranges of that name"),
+              col("total_ms", "ms", "total ms", "their durations summed (nested ranges of one name count twice)"),
+              col("mean_ms", "ms", "mean ms", "mean duration", false), col("p50_ms", "ms", "p50 ms", "median duration"),
+              col("p90_ms", "ms", "p90 ms", "90th percentile of the durations"),
+              col("p99_ms", "ms", "p99 ms", "99th percentile of the durations"),
+              col("max_ms", "ms", "max ms", "the longest")},
+             chart(ChartKind::kBar, "range", "total_ms"));
+    s.key = s.id;
+    v.push_back(std::move(s));
+  }
+  {
+    AnalysisSpec s = spec(
+        "summary.samples",
+        "The program's samples (its outermost ranges of one name, e.g. each step) per run of a profiled command, with "
+        "the 95% interval of their median and whether the command's runs agree",
+        "per run (M, M/F, M/F/K): the sample range's median, interval and stability over every run of the command",
+        {L::kModel}, false,
+        {col("run", "", "run", "the run's name: M, M/F, M/F/K"),
+         col("trace_level", "", "level", "the deepest span level the run traced", false),
+         col("range", "", "range", "the sample range's name (--sample-range, else the most frequent outermost range)"),
+         col("runs", "count", "runs", "runs of the command at this level (--repeat)"),
+         col("samples", "count", "samples", "sample ranges over those runs"),
+         col("median_ms", "ms", "median ms", "median duration of the samples"),
+         col("ci95_low_ms", "ms", "95% CI low", "low end of the median's 95% interval"),
+         col("ci95_high_ms", "ms", "95% CI high", "high end of the median's 95% interval"),
+         col("stability", "", "stability",
+             "whether the runs' medians (or one run's windows) agree within the tolerance"),
+         col("spread_percent", "%", "spread %", "spread of the window medians, in percent", false),
+         col("cv_percent", "%", "CV %", "coefficient of variation of the samples, in percent"),
+         col("p90_ms", "ms", "p90 ms", "90th percentile of the samples", false),
+         col("p99_ms", "ms", "p99 ms", "99th percentile of the samples")},
+        chart(ChartKind::kBar, "run", "median_ms"));
+    s.key = s.id;
+    v.push_back(std::move(s));
+  }
+  return v;
+}
+
 // ---- The further tables of the analyses (launch-top) and of the summary (summary.h) ----
 std::vector<AnalysisSpec> summary_tables() {
   std::vector<AnalysisSpec> v;
@@ -569,22 +617,6 @@ std::vector<AnalysisSpec> summary_tables() {
               col("unparented", "count", "unparented", "spans the assembler could not place under a parent"),
               col("warnings", "count", "warnings", "warnings the run recorded (listed under the table)")},
              chart(ChartKind::kLine, "batch_size", "median_ms", "run"));
-    s.key = s.id;
-    v.push_back(std::move(s));
-  }
-  {
-    AnalysisSpec s =
-        spec("summary.ranges",
-             "The program's own ranges (MODEL-level NVTX ranges of a profiled command): how often and how long",
-             "per range name: count and duration percentiles, over every process of the command", {L::kModel}, false,
-             {col("range", "", "range", "the range's name (NVTX message)"),
-              col("count", "count", "count", "ranges of that name"),
-              col("total_ms", "ms", "total ms", "their durations summed (nested ranges of one name count twice)"),
-              col("mean_ms", "ms", "mean ms", "mean duration", false), col("p50_ms", "ms", "p50 ms", "median duration"),
-              col("p90_ms", "ms", "p90 ms", "90th percentile of the durations"),
-              col("p99_ms", "ms", "p99 ms", "99th percentile of the durations"),
-              col("max_ms", "ms", "max ms", "the longest")},
-             chart(ChartKind::kBar, "range", "total_ms"));
     s.key = s.id;
     v.push_back(std::move(s));
   }
@@ -733,7 +765,7 @@ std::vector<AnalysisSpec> compare_tables() {
 
 std::vector<AnalysisSpec> make_tables() {
   std::vector<AnalysisSpec> v = analysis_registry();
-  for (std::vector<AnalysisSpec> group : {summary_tables(), compare_tables()})
+  for (std::vector<AnalysisSpec> group : {summary_tables(), external_summary_tables(), compare_tables()})
     for (AnalysisSpec& s : group) v.push_back(std::move(s));
   return v;
 }

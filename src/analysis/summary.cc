@@ -197,15 +197,55 @@ void task_outputs_summary(const EvaluationRecord& record, std::vector<Table>& ou
   out.push_back(std::move(t));
 }
 
+// summary.overheads: each level over the shallower one (leveled evaluations).
+void overhead_table(const EvaluationRecord& record, std::vector<Table>& out) {
+  const auto overheads = level_overheads(record);
+  if (overheads.empty()) return;
+  Table o = empty_table(table_spec("summary.overheads"));
+  for (const auto& v : overheads) {
+    const bool residual = v.design == "residual";
+    RowBuilder row(o);
+    row.set("batch_size", std::int64_t{v.batch_size})
+        .set("trace_level", std::string(residual ? "M (after CUPTI)" : run_name(v.level)))
+        .set("baseline", std::string(run_name(v.baseline)))
+        .set("design", v.design)
+        .set("overhead", describe_overhead(v.overhead))
+        .set("overhead_percent", real_or_empty(100 * v.overhead.overhead_fraction))
+        .set("ci95_low_percent", real_or_empty(100 * v.overhead.ci95_fraction.low))
+        .set("ci95_high_percent", real_or_empty(100 * v.overhead.ci95_fraction.high))
+        .set("significant", std::string(v.overhead.significant() ? "yes" : "no"))
+        .set("latency_ms", real_or_empty(v.latency_ns / 1e6))
+        .set("baseline_latency_ms", real_or_empty(v.baseline_latency_ns / 1e6))
+        .set("rounds", static_cast<std::int64_t>(v.overhead.rounds));
+    o.rows.push_back(row.take());
+  }
+  o.notes.push_back(
+      "overhead = geometric mean of per-round ratios of block medians − 1; interleaved rounds (AB, BA, "
+      "...) cancel drift; an interval holding 0 is not significant");
+  for (const auto& v : overheads)
+    if (!v.note.empty() && v.design != "interleaved") {
+      o.notes.push_back(v.design + ": " + v.note);
+      break;
+    }
+  for (const auto& v : overheads)
+    if (v.design == "interleaved" && !v.note.empty()) {
+      o.notes.push_back(std::string(run_name(v.level)) + ": " + v.note);
+      break;
+    }
+  out.push_back(std::move(o));
+}
+
 }  // namespace
 
-// A profiled command (RecordKind::kExternal): its own ranges instead of batch latencies, which it has none of.
+// A profiled command (RecordKind::kExternal): its own ranges instead of batch latencies, which it has none of; with
+// several runs (--leveled, --repeat) its samples per run with their interval and verdict, and the overheads.
 std::vector<Table> external_summary(const EvaluationRecord& record) {
   Table t = empty_table(table_spec("summary.ranges"));
   for (const auto& run : record.runs) {
     for (const auto& [name, s] : run.stage_latency_ns) {
       RowBuilder row(t);
-      row.set("range", name)
+      row.set("run", std::string(run_name(run.trace_level)))
+          .set("range", name)
           .set("count", static_cast<std::int64_t>(s.n))
           .set("total_ms", real_or_empty(s.mean * static_cast<double>(s.n) / 1e6))
           .set("mean_ms", real_or_empty(s.mean / 1e6))
@@ -215,17 +255,53 @@ std::vector<Table> external_summary(const EvaluationRecord& record) {
           .set("max_ms", real_or_empty(s.max / 1e6));
       t.rows.push_back(row.take());
     }
-    const nlohmann::json exit = record.settings.value("exit", nlohmann::json::object());
-    const std::int64_t wall_ns = record.settings.value("wall_ns", std::int64_t{0});
-    char wall_ms[32];
-    std::snprintf(wall_ms, sizeof wall_ms, "%.1f", static_cast<double>(wall_ns) / 1e6);
-    t.notes.push_back("the command " + exit.value("text", std::string("ended")) + " after " + wall_ms + " ms; " +
-                      std::to_string(record.settings.value("processes", nlohmann::json::array()).size()) +
-                      " process(es) traced, " + std::to_string(run.trace.spans.size()) + " spans");
-    for (const auto& w : run.warnings) t.notes.push_back("WARNING " + w);
-    for (const std::string& line : describe_run_statistics(run.trace.counters)) t.notes.push_back(line);
   }
-  return {std::move(t)};
+  const nlohmann::json exit = record.settings.value("exit", nlohmann::json::object());
+  const std::int64_t wall_ns = record.settings.value("wall_ns", std::int64_t{0});
+  const std::size_t executions = record.settings.value("executions", nlohmann::json::array()).size();
+  t.notes.push_back("the command " + exit.value("text", std::string("ended")) + "; " +
+                    (executions > 1 ? std::to_string(executions) + " runs took " : std::string("it took ")) +
+                    fixed(static_cast<double>(wall_ns) / 1e6, 1) + " ms; " +
+                    std::to_string(record.settings.value("processes", nlohmann::json::array()).size()) +
+                    " process(es) traced in the " +
+                    (record.runs.empty() ? "" : run_name(record.runs.back().trace_level)) + " trace");
+  for (const auto& run : record.runs) {
+    const std::string who = record.runs.size() > 1 ? std::string(run_name(run.trace_level)) + ": " : "";
+    t.notes.push_back(who + std::to_string(run.trace.spans.size()) + " spans in the kept trace");
+    for (const auto& w : run.warnings) t.notes.push_back("WARNING " + who + w);
+    for (const std::string& line : describe_run_statistics(run.trace.counters)) t.notes.push_back(who + line);
+  }
+  std::vector<Table> out{std::move(t)};
+
+  const nlohmann::json sample = record.settings.value("sample_range", nlohmann::json(nullptr));
+  if (sample.is_string()) {
+    Table s = empty_table(table_spec("summary.samples"));
+    for (const auto& run : record.runs) {
+      const StabilityAssessment& a = run.measurement.stability;
+      const LatencySummary p = summarize(run.predict_latency_ns);
+      RowBuilder row(s);
+      row.set("run", std::string(run_name(run.trace_level)))
+          .set("trace_level", std::string(to_string(run.trace_level)))
+          .set("range", sample.get<std::string>())
+          .set("runs", static_cast<std::int64_t>(run.measurement.blocks.size()))
+          .set("samples", static_cast<std::int64_t>(run.predict_latency_ns.size()))
+          .set("median_ms", real_or_empty(a.median_ns / 1e6))
+          .set("ci95_low_ms", real_or_empty(a.ci95_ns.low / 1e6))
+          .set("ci95_high_ms", real_or_empty(a.ci95_ns.high / 1e6))
+          .set("stability", stability_label(a))
+          .set("spread_percent", real_or_empty(100 * a.spread_fraction))
+          .set("cv_percent", real_or_empty(100 * a.cv))
+          .set("p90_ms", real_or_empty(p.p90 / 1e6))
+          .set("p99_ms", real_or_empty(p.p99 / 1e6));
+      s.rows.push_back(row.take());
+    }
+    s.notes.push_back("samples: the program's outermost \"" + sample.get<std::string>() +
+                      "\" ranges; with several runs each run is a window (stable = the runs' medians agree within the "
+                      "tolerance), with one run its samples split into windows in time");
+    out.push_back(std::move(s));
+  }
+  overhead_table(record, out);
+  return out;
 }
 
 std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
@@ -273,40 +349,7 @@ std::vector<Table> evaluation_summary(const EvaluationRecord& record) {
   generation_summary(record, out);
   task_outputs_summary(record, out);
 
-  const auto overheads = level_overheads(record);
-  if (overheads.empty()) return out;
-  Table o = empty_table(table_spec("summary.overheads"));
-  for (const auto& v : overheads) {
-    const bool residual = v.design == "residual";
-    RowBuilder row(o);
-    row.set("batch_size", std::int64_t{v.batch_size})
-        .set("trace_level", std::string(residual ? "M (after CUPTI)" : run_name(v.level)))
-        .set("baseline", std::string(run_name(v.baseline)))
-        .set("design", v.design)
-        .set("overhead", describe_overhead(v.overhead))
-        .set("overhead_percent", real_or_empty(100 * v.overhead.overhead_fraction))
-        .set("ci95_low_percent", real_or_empty(100 * v.overhead.ci95_fraction.low))
-        .set("ci95_high_percent", real_or_empty(100 * v.overhead.ci95_fraction.high))
-        .set("significant", std::string(v.overhead.significant() ? "yes" : "no"))
-        .set("latency_ms", real_or_empty(v.latency_ns / 1e6))
-        .set("baseline_latency_ms", real_or_empty(v.baseline_latency_ns / 1e6))
-        .set("rounds", static_cast<std::int64_t>(v.overhead.rounds));
-    o.rows.push_back(row.take());
-  }
-  o.notes.push_back(
-      "overhead = geometric mean of per-round ratios of block medians − 1; interleaved rounds (AB, BA, "
-      "...) cancel drift; an interval holding 0 is not significant");
-  for (const auto& v : overheads)
-    if (!v.note.empty() && v.design != "interleaved") {
-      o.notes.push_back(v.design + ": " + v.note);
-      break;
-    }
-  for (const auto& v : overheads)
-    if (v.design == "interleaved" && !v.note.empty()) {
-      o.notes.push_back(std::string(run_name(v.level)) + ": " + v.note);
-      break;
-    }
-  out.push_back(std::move(o));
+  overhead_table(record, out);
   return out;
 }
 
@@ -321,9 +364,17 @@ std::vector<std::string> describe_measurements(const EvaluationRecord& record) {
       continue;
     }
     if (record.kind() == RecordKind::kExternal) {
-      lines.push_back("run " + std::to_string(run.id) + " (" + std::string(to_string(run.trace_level)) +
-                      "): the whole command, run once under the injection library: no warm-up, no windows, no "
-                      "stability verdict (each range is one sample)");
+      std::string e = "run " + std::to_string(run.id) + " (" + run_name(run.trace_level) + "): the whole command";
+      if (m.blocks.size() <= 1) {
+        e += ", run once under the injection library: no warm-up; its samples split into windows in time";
+      } else {
+        e += " run " + std::to_string(m.blocks.size()) +
+             " times (rounds alternate the order of the levels); "
+             "each run is one window; run medians (ms):";
+        for (const BlockSummary& b : m.blocks)
+          e += " " + (std::isnan(b.median_ns) ? "n/a" : fixed(b.median_ns / 1e6, 3));
+      }
+      lines.push_back(e);
       continue;
     }
     s += m.design;

@@ -1,11 +1,14 @@
-// xsp profile [--trace-level L] -- COMMAND [ARGS...]: runs a program XSP did not load under the injection library,
+// xsp profile [--trace-level L] [--leveled] [--repeat N] -- COMMAND [ARGS...]: runs a program XSP did not load under
+// the injection library (once, or once per level and round),
 // stores what its processes recorded as one evaluation of kind "external" (docs/profile.md), and exits with the
 // program's own status. The program's stdin, stdout and stderr are its own: XSP writes only to stderr, after it ended.
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "common.h"
 #include "xsp/profile/external.h"
+#include "xsp/stats/stability.h"
 
 namespace xsp::cli {
 namespace {
@@ -16,6 +19,9 @@ struct ProfileFlags {
   std::string capture = "all";
   std::optional<double> delay_s, duration_s;
   bool on_demand = false;
+  bool leveled = false;
+  int repeat = 1;
+  std::string sample_range;
   std::optional<std::int64_t> start_pid, stop_pid;
   std::vector<std::string> command;
 };
@@ -41,6 +47,9 @@ int run_profile(const Globals& g, const ProfileFlags& f) {
   options.delay_s = f.delay_s;
   options.duration_s = f.duration_s;
   options.on_demand = f.on_demand;
+  options.leveled = f.leveled;
+  options.repeat = f.repeat;
+  options.sample_range = f.sample_range;
   try {
     external::parse_capture(f.capture, options);
   } catch (const std::invalid_argument& e) {
@@ -72,12 +81,19 @@ int run_profile(const Globals& g, const ProfileFlags& f) {
   EvaluationRecord& record = result.record;
   store->save(record);
   const nlohmann::json& processes = record.settings["processes"];
-  std::size_t spans = record.runs.front().trace.spans.size();
+  const std::size_t spans = record.runs.empty() ? 0 : record.runs.back().trace.spans.size();
   std::cerr << "xsp: profiled `" << record.model_name << "`: " << result.exit.describe() << "; evaluation " << record.id
             << " in " << redact_location(g.store_path) << " (" << processes.size()
             << (processes.size() == 1 ? " process, " : " processes, ") << spans << " spans; xsp show " << record.id
             << ")\n";
-  for (const std::string& w : record.runs.front().warnings) std::cerr << "xsp: warning: " << w << "\n";
+  for (const LevelOverhead& o : record.level_overheads)
+    std::cerr << "xsp: " << run_name(o.level) << " over " << run_name(o.baseline) << ": "
+              << describe_overhead(o.overhead) << " (" << o.overhead.rounds
+              << (o.overhead.rounds == 1 ? " round" : " rounds") << ")\n";
+  std::set<std::string> said;  // the runs of a sequence share warnings (the machine's, a missing range)
+  for (const RunRecord& r : record.runs)
+    for (const std::string& w : r.warnings)
+      if (said.insert(w).second) std::cerr << "xsp: warning: " << w << "\n";
   return result.exit.shell_status();
 }
 
@@ -105,6 +121,17 @@ void add_profile_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--start", f->start_pid,
                   "turn collection on in PID (the program's or its xsp profile's pid) and its descendants");
   sub->add_option("--stop", f->stop_pid, "turn collection off in PID and its descendants");
+  sub->add_flag("--leveled", f->leveled,
+                "run the command once per level (M: its own ranges only; M/F; then the trace level when deeper), "
+                "each level's latencies from its own run, and the overhead of each over the one before");
+  sub->add_option("--repeat", f->repeat,
+                  "rounds of runs (each runs every level once, the order alternating): intervals and a stability "
+                  "verdict across processes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--sample-range", f->sample_range,
+                  "the name of the program's ranges that are its samples (default: the most frequent outermost "
+                  "range)");
   sub->add_option("--inject-library", f->inject_library,
                   "the injection library (default: $XSP_INJECT_LIBRARY, else libxsp_inject.so beside xsp)");
   // Everything after the first "--" (Globals::command_after_dashes) is the command's, its options too. Before it, a

@@ -66,6 +66,11 @@ class Strings {
 
 // What to capture (docs/profile.md "Capture"), read once from the environment `xsp profile` set.
 nvtx::CaptureSettings g_capture;
+// The run's trace level (XSP_PROFILE_TRACE_LEVEL, read once): at model or framework level the ranges of deeper levels
+// are refused when they are made and counted (profile.spans_below_trace_level).
+TraceLevel g_trace_level = TraceLevel::kKernel;
+bool g_keeps_every_range = true;
+std::atomic<std::uint64_t> g_below_trace_level{0};
 
 struct Collector {
   Collector()
@@ -188,6 +193,8 @@ void write_part_once(int fatal_signal) {
   for (Span& s : cuda_spans) trace.spans.push_back(std::move(s));
   for (auto& [key, value] : counters) trace.counters[key] = value;
   for (auto& [key, value] : cuda_counters) trace.counters[key] += value;
+  if (const std::uint64_t n = g_below_trace_level.load(); n > 0)
+    trace.counters[stat::kProfileSpansBelowTraceLevel] += n;
   trace.processes.push_back(std::move(process));
   trace.clock.unix_offset_ns = unix_offset_now_ns();
   const std::string pid = std::to_string(::getpid());
@@ -288,15 +295,21 @@ std::string text_of(const wchar_t* w) {
   return out;
 }
 
-std::string message_of(const nvtxEventAttributes_t* a) {
+// The message of a range as a view: ASCII and registered strings are the program's or ours and outlive the call; a
+// wide string is converted into `storage`, which the caller keeps for the call.
+std::string_view message_of(const nvtxEventAttributes_t* a, std::string& storage) {
   if (a == nullptr) return {};
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-      return a->message.ascii != nullptr ? a->message.ascii : "";
+      return a->message.ascii != nullptr ? std::string_view(a->message.ascii) : std::string_view();
     case NVTX_MESSAGE_TYPE_UNICODE:
-      return a->message.unicode != nullptr ? text_of(a->message.unicode) : "";
+      if (a->message.unicode == nullptr) return {};
+      storage = text_of(a->message.unicode);
+      return storage;
     case NVTX_MESSAGE_TYPE_REGISTERED:
-      return a->message.registered != nullptr ? *reinterpret_cast<const std::string*>(a->message.registered) : "";
+      return a->message.registered != nullptr
+                 ? std::string_view(*reinterpret_cast<const std::string*>(a->message.registered))
+                 : std::string_view();
     default:
       return {};
   }
@@ -316,15 +329,25 @@ struct Pushed {
 };
 thread_local std::unordered_map<const void*, std::vector<Pushed>> t_pushed;
 
-int gated_push(const void* key, std::string_view domain, std::string message, std::uint32_t category) {
+// Whether a range of this level is kept at the run's trace level (XSP_PROFILE_TRACE_LEVEL): a leveled M or M/F run
+// (--leveled) must not pay for storing the ranges it does not keep, so they are refused here, not at the merge.
+bool level_admits(std::string_view domain, std::string_view message) {
+  if (g_keeps_every_range) return true;
+  if (enables(g_trace_level, nvtx::range_level(domain, message))) return true;
+  g_below_trace_level.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+int gated_push(const void* key, std::string_view domain, std::string_view message, std::uint32_t category) {
   Collector& c = collector();
   const std::int64_t now = now_ns();
   bool opens = false;
-  const bool recorded = c.gate.admit_push(message, now, &opens);
+  const bool admitted = c.gate.admit_push(message, now, &opens);
+  const bool recorded = admitted && level_admits(domain, message);
   std::vector<Pushed>& stack = t_pushed[key];
   stack.push_back({recorded, opens});
   if (!recorded) return static_cast<int>(stack.size()) - 1;
-  return c.ranges.push(current_thread_id(), domain, std::move(message), category, now);
+  return c.ranges.push(current_thread_id(), domain, std::string(message), category, now);
 }
 int gated_pop(const void* key, std::string_view domain) {
   Collector& c = collector();
@@ -332,17 +355,17 @@ int gated_pop(const void* key, std::string_view domain) {
   if (stack.empty()) return c.ranges.pop(current_thread_id(), domain, now_ns());  // counted as unmatched
   const Pushed top = stack.back();
   stack.pop_back();
-  if (!top.recorded) return static_cast<int>(stack.size());
-  const int level = c.ranges.pop(current_thread_id(), domain, now_ns());
+  // A range refused for its level may still have opened the capture (--capture nvtx:NAME of a deeper range).
+  const int level = top.recorded ? c.ranges.pop(current_thread_id(), domain, now_ns()) : static_cast<int>(stack.size());
   if (top.opens_capture) c.gate.close_capture();
   return level;
 }
 // Id 0 is no range: its end is ignored (the recorder's ids start at 1).
-nvtxRangeId_t gated_start(std::string_view domain, std::string message, std::uint32_t category) {
+nvtxRangeId_t gated_start(std::string_view domain, std::string_view message, std::uint32_t category) {
   Collector& c = collector();
   const std::int64_t now = now_ns();
-  if (!c.gate.admit_start(now)) return 0;
-  return c.ranges.start(current_thread_id(), domain, std::move(message), category, now);
+  if (!c.gate.admit_start(now) || !level_admits(domain, message)) return 0;
+  return c.ranges.start(current_thread_id(), domain, std::string(message), category, now);
 }
 void gated_end(nvtxRangeId_t id) {
   if (id != 0) collector().ranges.end(id, now_ns());
@@ -350,19 +373,27 @@ void gated_end(nvtxRangeId_t id) {
 
 int push_a(const char* message) { return gated_push(nullptr, "", message != nullptr ? message : "", 0); }
 int push_w(const wchar_t* message) { return gated_push(nullptr, "", message != nullptr ? text_of(message) : "", 0); }
-int push_ex(const nvtxEventAttributes_t* a) { return gated_push(nullptr, "", message_of(a), category_of(a)); }
+int push_ex(const nvtxEventAttributes_t* a) {
+  std::string storage;
+  return gated_push(nullptr, "", message_of(a, storage), category_of(a));
+}
 int pop() { return gated_pop(nullptr, ""); }
 nvtxRangeId_t start_a(const char* message) { return gated_start("", message != nullptr ? message : "", 0); }
 nvtxRangeId_t start_w(const wchar_t* message) { return gated_start("", message != nullptr ? text_of(message) : "", 0); }
-nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) { return gated_start("", message_of(a), category_of(a)); }
+nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) {
+  std::string storage;
+  return gated_start("", message_of(a, storage), category_of(a));
+}
 void end(nvtxRangeId_t id) { gated_end(id); }
 
 int domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  return gated_push(d, domain_of(d), message_of(a), category_of(a));
+  std::string storage;
+  return gated_push(d, domain_of(d), message_of(a, storage), category_of(a));
 }
 int domain_pop(nvtxDomainHandle_t d) { return gated_pop(d, domain_of(d)); }
 nvtxRangeId_t domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  return gated_start(domain_of(d), message_of(a), category_of(a));
+  std::string storage;
+  return gated_start(domain_of(d), message_of(a, storage), category_of(a));
 }
 void domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { gated_end(id); }
 nvtxDomainHandle_t domain_create_a(const char* name) {
@@ -424,6 +455,15 @@ void initialize_once() {
       g_capture = nvtx::CaptureSettings::from_environment();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "xsp inject: pid %d: %s; capturing the whole run\n", static_cast<int>(::getpid()), e.what());
+    }
+    if (const char* level = std::getenv("XSP_PROFILE_TRACE_LEVEL"); level != nullptr) {
+      if (const auto l = parse_trace_level(level)) {
+        g_trace_level = *l;
+        g_keeps_every_range = enables(*l, Level::kLibrary);
+      } else {
+        std::fprintf(stderr, "xsp inject: pid %d: XSP_PROFILE_TRACE_LEVEL=%s is no trace level; keeping every range\n",
+                     static_cast<int>(::getpid()), level);
+      }
     }
     g_collector.store(new Collector(), std::memory_order_release);
     if (g_capture.on_demand) install_capture_signal_handlers();

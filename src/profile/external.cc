@@ -2,6 +2,7 @@
 #include "xsp/profile/external.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,8 +21,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "xsp/profilers/nvtx_capture.h"
+#include "xsp/stats/stability.h"
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/system/system_info.h"
@@ -189,6 +193,13 @@ void validate(const CommandOptions& options) {
   if (options.argv.empty() || options.argv.front().empty())
     throw std::invalid_argument("xsp profile: no command given (expected: xsp profile [OPTIONS] -- COMMAND [ARGS...])");
   const std::string level(to_string(options.trace_level));
+  if (options.repeat < 1)
+    throw std::invalid_argument("xsp profile: --repeat " + std::to_string(options.repeat) +
+                                ": expected a number of rounds, 1 or more");
+  if (options.on_demand && (options.leveled || options.repeat > 1))
+    throw std::invalid_argument(
+        "xsp profile: --signal with --leveled or --repeat: on-demand collection is one window of one run, turned on "
+        "and off by hand; run the command once, or capture by --capture, --delay-s or --duration-s");
   if (options.trace_level == TraceLevel::kHardware)
     throw std::invalid_argument(
         "xsp profile: --trace-level hardware: hardware counters of a program XSP does not run "
@@ -254,10 +265,9 @@ ProcessExit run_command(const CommandOptions& options) {
     env_strings.emplace_back(entry);
   }
   env_strings.push_back("NVTX_INJECTION64_PATH=" + options.inject_library.string());
-  if (static_cast<int>(options.trace_level) >= static_cast<int>(TraceLevel::kSystem)) {
+  env_strings.push_back("XSP_PROFILE_TRACE_LEVEL=" + std::string(to_string(options.trace_level)));
+  if (static_cast<int>(options.trace_level) >= static_cast<int>(TraceLevel::kSystem))
     env_strings.push_back("CUDA_INJECTION64_PATH=" + options.inject_library.string());
-    env_strings.push_back("XSP_PROFILE_TRACE_LEVEL=" + std::string(to_string(options.trace_level)));
-  }
   if (options.capture_profiler_api) env_strings.push_back(std::string(nvtx::kCaptureProfilerApiVariable) + "=1");
   env_strings.push_back("XSP_PROFILE_DIR=" + options.parts_dir.string());
   if (!options.capture_range.empty())
@@ -385,7 +395,8 @@ Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
     spans.push_back(std::move(s));
   }
   out.spans = std::move(spans);
-  if (dropped > 0) out.counters[stat::kProfileSpansBelowTraceLevel] = dropped;
+  // The library refused most of them as they were made (its own count is in the parts' counters).
+  if (dropped > 0) out.counters[stat::kProfileSpansBelowTraceLevel] += dropped;
   assemble(out);
   // A CUDA call made outside every NVTX range of its thread has no range to nest in: it belongs to its process.
   std::unordered_map<std::int64_t, SpanId> process_span;  // pid → its APPLICATION span
@@ -418,127 +429,346 @@ nlohmann::json recorded_environment(const std::vector<std::string>& entries) {
   return j;
 }
 
+std::vector<TraceLevel> command_levels(const CommandOptions& options) {
+  if (!options.leveled) return {options.trace_level};
+  std::vector<TraceLevel> levels{TraceLevel::kModel};
+  const int deepest = static_cast<int>(options.trace_level);
+  if (deepest >= static_cast<int>(TraceLevel::kFramework)) levels.push_back(TraceLevel::kFramework);
+  if (deepest > static_cast<int>(TraceLevel::kFramework)) levels.push_back(options.trace_level);
+  return levels;
+}
+
+std::vector<std::pair<int, TraceLevel>> run_order(const CommandOptions& options) {
+  const std::vector<TraceLevel> levels = command_levels(options);
+  std::vector<std::pair<int, TraceLevel>> order;
+  for (int r = 0; r < options.repeat; ++r) {
+    if (r % 2 == 0)
+      for (TraceLevel l : levels) order.emplace_back(r, l);
+    else
+      for (auto l = levels.rbegin(); l != levels.rend(); ++l) order.emplace_back(r, *l);
+  }
+  return order;
+}
+
+namespace {
+
+// The MODEL spans with no MODEL span above them: the program's outermost ranges (a step, a request), its samples.
+std::vector<const Span*> outermost_model_spans(const Trace& trace) {
+  std::unordered_map<SpanId, Level> level_of;
+  for (const Span& s : trace.spans) level_of.emplace(s.id, s.level);
+  std::vector<const Span*> out;
+  for (const Span& s : trace.spans) {
+    if (s.level != Level::kModel) continue;
+    const auto parent = level_of.find(s.parent_id);
+    if (parent == level_of.end() || parent->second != Level::kModel) out.push_back(&s);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Span* a, const Span* b) { return a->start_ns < b->start_ns; });
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> samples_of(const Trace& trace, std::string_view name) {
+  std::vector<double> out;
+  for (const Span* s : outermost_model_spans(trace))
+    if (s->name == name) out.push_back(static_cast<double>(s->duration_ns()));
+  return out;
+}
+
+std::string sample_range_of(const std::vector<Execution>& executions, const std::string& requested) {
+  if (!requested.empty()) return requested;
+  std::map<std::string, std::size_t> count;  // byte order: the first of a tie wins
+  for (const Execution& e : executions)
+    for (const Span* s : outermost_model_spans(e.trace)) ++count[s->name];
+  std::string best;
+  std::size_t most = 0;
+  for (const auto& [name, n] : count)
+    if (n > most) {
+      best = name;
+      most = n;
+    }
+  return best;
+}
+
+namespace {
+
+// What one level of a sequence made: its runs' samples (one block each), in run order.
+struct LevelBlocks {
+  std::vector<Execution*> executions;
+  std::vector<std::vector<double>> samples;  // per run
+  std::vector<double> medians;               // per run, NaN without samples
+};
+
+// The level's run record; the trace of run `kept` is moved into it.
+RunRecord level_run(TraceLevel level, const LevelBlocks& blocks, std::size_t kept, std::vector<std::string> warnings) {
+  RunRecord r;
+  r.batch_size = 1;
+  r.trace_level = level;
+  std::map<std::string, std::vector<double>> model_ranges;
+  for (const Execution* e : blocks.executions)
+    for (const Span& s : e->trace.spans)
+      if (s.level == Level::kModel) model_ranges[s.name].push_back(static_cast<double>(s.duration_ns()));
+  for (auto& [name, durations] : model_ranges) r.stage_latency_ns[name] = summarize(durations);
+  std::vector<std::vector<double>> windows;
+  for (std::size_t i = 0; i < blocks.executions.size(); ++i) {
+    const Execution& e = *blocks.executions[i];
+    const std::vector<double>& samples = blocks.samples[i];
+    r.predict_latency_ns.insert(r.predict_latency_ns.end(), samples.begin(), samples.end());
+    BlockSummary b;
+    b.round = static_cast<std::size_t>(e.round);
+    b.start_ns = e.run.start_ns;
+    b.duration_ns = e.run.end_ns - e.run.start_ns;
+    b.batches = samples.size();
+    b.median_ns = blocks.medians[i];
+    r.measurement.blocks.push_back(b);
+    if (!samples.empty()) windows.push_back(samples);
+  }
+  r.iterations = static_cast<int>(r.predict_latency_ns.size());
+  r.measurement.design = "external";
+  // Several runs: each is a window (the verdict says whether the processes agree); one run: windows in its time.
+  if (windows.size() >= 2) {
+    r.measurement.rule.windows = std::min<int>(3, static_cast<int>(windows.size()));
+    r.measurement.stability = assess_windows(windows, r.measurement.rule);
+  } else if (!r.predict_latency_ns.empty()) {
+    r.measurement.stability = assess_series(r.predict_latency_ns, r.measurement.rule);
+  }
+  r.warnings = std::move(warnings);
+  r.trace = std::move(blocks.executions[kept]->trace);
+  return r;
+}
+
+// The run of a level whose block median is the median one (the lower middle for an even count), or the first.
+std::size_t representative(const LevelBlocks& blocks) {
+  std::vector<std::pair<double, std::size_t>> with;
+  for (std::size_t i = 0; i < blocks.medians.size(); ++i)
+    if (!std::isnan(blocks.medians[i])) with.emplace_back(blocks.medians[i], i);
+  if (with.empty()) return 0;
+  std::sort(with.begin(), with.end());
+  return with[(with.size() - 1) / 2].second;
+}
+
+}  // namespace
+
 EvaluationRecord external_record(const CommandOptions& options, const CommandRun& run, Trace trace) {
+  std::vector<Execution> one(1);
+  one[0].level = options.trace_level;
+  one[0].run = run;
+  one[0].trace = std::move(trace);
+  CommandOptions single = options;
+  single.leveled = false;
+  single.repeat = 1;
+  return external_record(single, std::move(one));
+}
+
+EvaluationRecord external_record(const CommandOptions& options, std::vector<Execution> executions) {
+  if (executions.empty()) throw std::invalid_argument("external_record: no run of the command");
+  const CommandRun& first = executions.front().run;
   EvaluationRecord record;
-  record.created_at = run.created_at;
+  record.created_at = first.created_at;
   record.model_name = program_name(options.argv);
   record.framework_name = "external";
   record.device = "cpu";
   record.scenario = "external";
   record.batch_sizes = {1};
   record.trace_level = options.trace_level;
+  record.leveled = options.leveled;
   record.settings["command"] = options.argv;
-  record.settings["exit"] = run.exit.to_json();
-  record.settings["wall_ns"] = run.end_ns - run.start_ns;
-  record.settings["environment"] = run.environment;
-  record.settings["working_directory"] = run.working_directory;
+  const Execution* failed = nullptr;
+  std::int64_t wall_ns = 0;
+  for (const Execution& e : executions) {
+    wall_ns += e.run.end_ns - e.run.start_ns;
+    if (failed == nullptr && (e.run.exit.signaled || e.run.exit.code != 0)) failed = &e;
+  }
+  record.settings["exit"] = (failed != nullptr ? failed->run.exit : executions.back().run.exit).to_json();
+  record.settings["wall_ns"] = wall_ns;
+  record.settings["environment"] = first.environment;
+  record.settings["working_directory"] = first.working_directory;
   nlohmann::json capture = {{"range", options.capture_range},
                             {"on_demand", options.on_demand},
                             {"cuda_profiler_api", options.capture_profiler_api}};
   capture["delay_s"] = options.delay_s ? nlohmann::json(*options.delay_s) : nlohmann::json(nullptr);
   capture["duration_s"] = options.duration_s ? nlohmann::json(*options.duration_s) : nlohmann::json(nullptr);
   record.settings["capture"] = std::move(capture);
+  record.settings["repeat"] = options.repeat;
+  const std::string sample_name = sample_range_of(executions, options.sample_range);
+  record.settings["sample_range"] = sample_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(sample_name);
 
-  // Spans per process, and the program's own ranges (its MODEL spans) as the run's stages.
-  std::map<std::string, std::vector<double>> model_ranges;
-  std::map<std::uint64_t, std::size_t> spans_per_thread;
-  // The program's outermost ranges (no MODEL range above them) are its samples: the analyses group the ops,
-  // kernels and counters under each as under a batch's predict span.
-  std::unordered_map<SpanId, Level> level_of;
-  for (const Span& s : trace.spans) level_of.emplace(s.id, s.level);
-  for (Span& s : trace.spans) {
-    if (s.level != Level::kModel) continue;
-    const auto parent = level_of.find(s.parent_id);
-    if (parent == level_of.end() || parent->second != Level::kModel) s.tags.emplace_back("sample", true);
+  // The program's outermost ranges are its samples: the analyses group the ops, kernels and counters under each as
+  // under a batch's predict span.
+  for (Execution& e : executions) {
+    std::unordered_set<SpanId> outermost;
+    for (const Span* s : outermost_model_spans(e.trace)) outermost.insert(s->id);
+    for (Span& s : e.trace.spans)
+      if (outermost.contains(s.id)) s.tags.emplace_back("sample", true);
   }
-  for (const Span& s : trace.spans) {
-    if (!s.track.is_device()) ++spans_per_thread[s.track.id];
-    if (s.level == Level::kModel) model_ranges[s.name].push_back(static_cast<double>(s.duration_ns()));
+  const std::vector<TraceLevel> levels = command_levels(options);
+  const bool sequence = run_order(options).size() > 1;
+  std::map<TraceLevel, LevelBlocks> by_level;
+  nlohmann::json runs = nlohmann::json::array();
+  for (Execution& e : executions) {
+    LevelBlocks& b = by_level[e.level];
+    b.executions.push_back(&e);
+    b.samples.push_back(sample_name.empty() ? std::vector<double>{} : samples_of(e.trace, sample_name));
+    b.medians.push_back(b.samples.back().empty() ? std::nan("") : median(b.samples.back()));
+    runs.push_back({{"round", e.round},
+                    {"level", std::string(to_string(e.level))},
+                    {"run", std::string(run_name(e.level))},
+                    {"exit", e.run.exit.to_json()},
+                    {"wall_ns", e.run.end_ns - e.run.start_ns},
+                    {"samples", b.samples.back().size()},
+                    {"median_ns", number_or_null(b.medians.back())}});
   }
-  nlohmann::json processes = nlohmann::json::array();
-  for (const TraceProcess& p : trace.processes) {
-    std::size_t n = 0;
-    for (std::uint64_t t : p.thread_ids) n += spans_per_thread[t];
-    processes.push_back({{"pid", p.pid}, {"name", p.name}, {"threads", p.thread_ids.size()}, {"spans", n}});
-  }
-  record.settings["processes"] = std::move(processes);
+  record.settings["executions"] = std::move(runs);
 
-  RunRecord r;
-  r.batch_size = 1;
-  r.trace_level = options.trace_level;
-  std::size_t iterations = 0;
-  for (auto& [name, durations] : model_ranges) {
-    iterations += durations.size();
-    r.stage_latency_ns[name] = summarize(durations);
+  for (TraceLevel level : levels) {
+    const auto found = by_level.find(level);
+    if (found == by_level.end()) continue;  // the sequence ended before this level ran
+    LevelBlocks& blocks = found->second;
+    const std::size_t rep = representative(blocks);
+    const Trace& trace = blocks.executions[rep]->trace;
+    std::vector<std::string> warnings = level == levels.front() ? first.machine_warnings : std::vector<std::string>{};
+    for (const Execution* e : blocks.executions)
+      if (e->run.exit.signaled || e->run.exit.code != 0)
+        warnings.push_back("the command " + e->run.exit.describe() +
+                           (sequence ? " (round " + std::to_string(e->round + 1) + ")" : std::string()) +
+                           ": its trace holds what its processes recorded until then" +
+                           (sequence ? "; the runs after it were not made" : ""));
+    if (trace.processes.empty())
+      warnings.push_back(
+          "no process of the command made an NVTX call, so nothing was traced: annotate the program with NVTX "
+          "ranges or run PyTorch under torch.autograd.profiler.emit_nvtx() (docs/profile.md)");
+    else if (const auto n = trace.counters.find(stat::kNvtxRanges); n != trace.counters.end() && n->second == 0)
+      warnings.push_back(
+          "no range was captured: the capture (settings.capture) never opened while the program's "
+          "ranges began");
+    else if (blocks.samples[rep].empty() && sample_name.empty())
+      warnings.push_back(
+          "the program opened no range of its own (no MODEL-level span): the run has no stage "
+          "latencies; wrap each step or request in an NVTX range (docs/profile.md)");
+    else if (blocks.samples[rep].empty())
+      warnings.push_back("no outermost range is named \"" + sample_name +
+                         "\" (the sample range): the run has no samples; name one of the program's "
+                         "outermost ranges with --sample-range");
+    if (level == levels.back()) {
+      nlohmann::json processes = nlohmann::json::array();
+      std::map<std::uint64_t, std::size_t> spans_per_thread;
+      for (const Span& s : trace.spans)
+        if (!s.track.is_device()) ++spans_per_thread[s.track.id];
+      for (const TraceProcess& p : trace.processes) {
+        std::size_t n = 0;
+        for (std::uint64_t t : p.thread_ids) n += spans_per_thread[t];
+        processes.push_back({{"pid", p.pid}, {"name", p.name}, {"threads", p.thread_ids.size()}, {"spans", n}});
+      }
+      record.settings["processes"] = std::move(processes);
+    }
+    record.runs.push_back(level_run(level, blocks, rep, std::move(warnings)));
   }
-  r.iterations = static_cast<int>(iterations);
-  r.machine_state = run.machine_state;
-  r.warnings = run.machine_warnings;
-  if (run.exit.signaled || run.exit.code != 0)
-    r.warnings.push_back("the command " + run.exit.describe() +
-                         ": its trace holds what its processes recorded until then");
-  if (trace.processes.empty())
-    r.warnings.push_back(
-        "no process of the command made an NVTX call, so nothing was traced: annotate the program with NVTX ranges "
-        "or run PyTorch under torch.autograd.profiler.emit_nvtx() (docs/profile.md)");
-  else if (const auto n = trace.counters.find(stat::kNvtxRanges); n != trace.counters.end() && n->second == 0)
-    r.warnings.push_back(
-        "no range was captured: the capture (settings.capture) never opened while the program's "
-        "ranges began");
-  else if (model_ranges.empty())
-    r.warnings.push_back(
-        "the program opened no range of its own (no MODEL-level span): the run has no stage "
-        "latencies; wrap each step or request in an NVTX range (docs/profile.md)");
-  r.measurement.design = "external";
-  r.trace = std::move(trace);
-  record.runs.push_back(std::move(r));
+  if (!record.settings.contains("processes")) record.settings["processes"] = nlohmann::json::array();
+  // One sample of the machine around the whole sequence: it belongs to the first run, not to each.
+  if (!record.runs.empty()) record.runs.front().machine_state = first.machine_state;
+
+  // Each level over the one before it, from the rounds in which both ran with samples.
+  for (std::size_t i = 1; i < levels.size(); ++i) {
+    const auto deeper = by_level.find(levels[i]), shallower = by_level.find(levels[i - 1]);
+    if (deeper == by_level.end() || shallower == by_level.end()) continue;
+    std::map<int, double> base;
+    for (std::size_t k = 0; k < shallower->second.executions.size(); ++k)
+      if (!std::isnan(shallower->second.medians[k]))
+        base[shallower->second.executions[k]->round] = shallower->second.medians[k];
+    std::vector<double> d, b;
+    for (std::size_t k = 0; k < deeper->second.executions.size(); ++k) {
+      const auto other = base.find(deeper->second.executions[k]->round);
+      if (std::isnan(deeper->second.medians[k]) || other == base.end()) continue;
+      d.push_back(deeper->second.medians[k]);
+      b.push_back(other->second);
+    }
+    if (d.empty()) continue;
+    LevelOverhead o;
+    o.batch_size = 1;
+    o.level = levels[i];
+    o.baseline = levels[i - 1];
+    o.design = "interleaved";
+    o.latency_ns = median(d);
+    o.baseline_latency_ns = median(b);
+    o.overhead = paired_overhead(d, b);
+    o.note = "each block is one run of the command (the median of its \"" + sample_name +
+             "\" ranges); rounds alternate the order of the levels";
+    record.level_overheads.push_back(std::move(o));
+  }
   return record;
 }
 
+namespace {
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+
+// Removes a parts folder and what is in it, depth first. Not std::filesystem::remove_all: PyTorch's libtorch.so
+// exports its own copy of it, which the dynamic linker binds in a build linked with LibTorch, and that copy jumps to
+// a null address on a non-empty folder (seen with torch 2.11 on the lent H200).
+void remove_parts_dir(const fs::path& dir) { ::nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+}  // namespace
+
 ProfileResult profile_command(CommandOptions options, bool record_machine_state) {
   validate(options);
-  std::string templ = (fs::temp_directory_path() / "xsp-profile-XXXXXX").string();
-  if (::mkdtemp(templ.data()) == nullptr)
-    throw std::runtime_error("xsp profile: cannot make a folder for the trace parts under " +
-                             fs::temp_directory_path().string() + ": " + std::strerror(errno));
-  options.parts_dir = templ;
-
-  CommandRun run;
+  CommandRun shared;
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
-  run.environment = recorded_environment(env);
+  shared.environment = recorded_environment(env);
   std::error_code ec;
-  run.working_directory = fs::current_path(ec).string();
+  shared.working_directory = fs::current_path(ec).string();
   std::optional<MachineMonitor> monitor;
   if (record_machine_state) {
     monitor.emplace(system_nvml());
     monitor->start();
   }
-  run.created_at = utc_now_iso8601();
-  run.start_ns = now_ns();
-  try {
-    run.exit = run_command(options);
-  } catch (...) {
-    fs::remove_all(options.parts_dir, ec);
-    throw;
+  shared.created_at = utc_now_iso8601();
+  const auto order = run_order(options);
+  std::vector<Execution> executions;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    CommandOptions one = options;
+    one.trace_level = order[k].second;
+    if (order.size() > 1)
+      std::fprintf(stderr, "xsp: run %zu of %zu: %s, round %d\n", k + 1, order.size(), run_name(one.trace_level),
+                   order[k].first + 1);
+    std::string templ = (fs::temp_directory_path() / "xsp-profile-XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr)
+      throw std::runtime_error("xsp profile: cannot make a folder for the trace parts under " +
+                               fs::temp_directory_path().string() + ": " + std::strerror(errno));
+    one.parts_dir = templ;
+    Execution e;
+    e.round = order[k].first;
+    e.level = one.trace_level;
+    e.run = shared;
+    e.run.start_ns = now_ns();
+    try {
+      e.run.exit = run_command(one);
+    } catch (...) {
+      remove_parts_dir(one.parts_dir);
+      throw;
+    }
+    e.run.end_ns = now_ns();
+    std::vector<TracePart> parts;
+    try {
+      parts = read_parts(one.parts_dir);
+    } catch (const std::exception& err) {
+      throw std::runtime_error(std::string(err.what()) + " (the parts are kept in " + one.parts_dir.string() + ")");
+    }
+    e.trace = merge_parts(std::move(parts), one.trace_level);
+    remove_parts_dir(one.parts_dir);
+    const bool failed = e.run.exit.signaled || e.run.exit.code != 0;
+    executions.push_back(std::move(e));
+    if (failed) break;
   }
-  run.end_ns = now_ns();
   if (monitor) {
     monitor->finish();
-    run.machine_state = monitor->to_json();
-    run.machine_warnings = monitor->warnings();
+    executions.front().run.machine_state = monitor->to_json();
+    executions.front().run.machine_warnings = monitor->warnings();
   }
-  std::vector<TracePart> parts;
-  try {
-    parts = read_parts(options.parts_dir);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string(e.what()) + " (the parts are kept in " + options.parts_dir.string() + ")");
-  }
-  Trace trace = merge_parts(std::move(parts), options.trace_level);
-  ProfileResult result{external_record(options, run, std::move(trace)), run.exit};
+  ProcessExit exit = executions.back().run.exit;
+  ProfileResult result{external_record(options, std::move(executions)), exit};
   result.record.system = describe_system();
   result.record.system["framework"] = {{"name", "external"}, {"version", ""}};
-  fs::remove_all(options.parts_dir, ec);
   return result;
 }
 

@@ -80,8 +80,8 @@ std::vector<RunStatisticSpec> make_registry() {
        "NVTX ranges still open when collection stopped (the program ended or crashed inside them): kept, ending at "
        "the stop, tagged open_at_end"},
       {k::kProfileSpansBelowTraceLevel, S::kInfo,
-       "ranges the processes recorded at levels --trace-level does not keep (e.g. framework ops at --trace-level "
-       "model), left out on purpose"},
+       "ranges of levels --trace-level does not keep (e.g. framework ops at --trace-level model), left out on "
+       "purpose: refused by the injection library as the program made them, or dropped when the parts were merged"},
       {k::kProfileSpansOutsideCapture, S::kInfo,
        "CUDA calls and kernels outside the capture (--capture, --delay-s/--duration-s, --signal): the CUPTI part "
        "collects the whole run and leaves these out when a process writes its part"},

@@ -67,7 +67,26 @@ struct CommandOptions {
   /// Only between the program's cudaProfilerStart and cudaProfilerStop (--capture cuda-profiler-api; needs the
   /// CUPTI part: trace level system or kernel).
   bool capture_profiler_api = false;
+  /// --leveled: the command runs once per level of command_levels() (M: the program's own ranges only, no CUPTI;
+  /// M/F; then trace_level when deeper), each in its own process, so that each level's latencies come from the run
+  /// that traced nothing deeper and the overhead of each level over the shallower one is measured (SPEC §3).
+  bool leveled = false;
+  /// --repeat N: rounds of runs, >= 1. Each round runs every level once; the order alternates between rounds (M,
+  /// M/F, M/F/K then M/F/K, M/F, M) so that a linear drift of the machine cancels over two rounds. Each run of the
+  /// command is one block: the median of its samples; intervals and verdicts come from the blocks.
+  int repeat = 1;
+  /// The name of the program's ranges that are its samples (outermost MODEL ranges of that name, e.g. "step");
+  /// "" picks the most frequent outermost MODEL range name over every run (sample_range_of()).
+  std::string sample_range;
 };
+
+/// The trace levels a command runs at, in order: {trace_level}, or when leveled M, then M/F when trace_level is
+/// framework or deeper, then trace_level when it is deeper than framework.
+std::vector<TraceLevel> command_levels(const CommandOptions& options);
+
+/// The (round, level) of every run of the command, in the order they run: for round r, command_levels() forwards
+/// when r is even and backwards when it is odd. options.repeat rounds.
+std::vector<std::pair<int, TraceLevel>> run_order(const CommandOptions& options);
 
 /// Parses --capture: "all" (the default: nothing to set), "nvtx:NAME" (sets options.capture_range to NAME) or
 /// "cuda-profiler-api" (sets options.capture_profiler_api). Throws std::invalid_argument naming the value and the
@@ -80,7 +99,8 @@ void parse_capture(std::string_view text, CommandOptions& options);
 /// Returns the pids signalled. Throws std::runtime_error when `pid` does not exist or none of them has the library.
 std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start);
 
-/// Refuses what cannot be run: an empty command, trace level hardware, system or kernel without the CUPTI part,
+/// Refuses what cannot be run: an empty command, a repeat below 1, --signal with --leveled or --repeat (on-demand
+/// collection is one window of one run), trace level hardware, system or kernel without the CUPTI part,
 /// cuda-profiler-api capture below trace level system (the message says why), an
 /// injection library that is not a readable file, a negative or non-finite delay or duration, a zero duration.
 /// Throws std::invalid_argument naming the option and the value.
@@ -99,8 +119,9 @@ struct CommandNotStarted : std::runtime_error {
   int shell_status() const { return error == ENOENT ? 127 : 126; }
 };
 
-/// Runs the command with NVTX_INJECTION64_PATH = options.inject_library (and at trace level system or kernel
-/// CUDA_INJECTION64_PATH too, with XSP_PROFILE_TRACE_LEVEL), XSP_PROFILE_DIR = options.parts_dir and the
+/// Runs the command with NVTX_INJECTION64_PATH = options.inject_library, XSP_PROFILE_TRACE_LEVEL = options.trace_level
+/// (the library refuses ranges of deeper levels as they are made), at trace level system or kernel
+/// CUDA_INJECTION64_PATH = options.inject_library too, XSP_PROFILE_DIR = options.parts_dir and the
 /// capture variables of nvtx_capture.h (the window counted from now) added to the caller's environment (every other
 /// variable passed unchanged), with the caller's stdin, stdout and
 /// stderr, and waits for it. While it runs, SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the caller alone (kill(2))
@@ -143,6 +164,32 @@ struct CommandRun {
   std::vector<std::string> machine_warnings;
 };
 
+/// One run of the command at one level (a block of a leveled or repeated sequence).
+struct Execution {
+  int round = 0;
+  TraceLevel level = TraceLevel::kModel;
+  CommandRun run;
+  Trace trace;  ///< merge_parts() at `level`
+};
+
+/// The samples of a run of the command: the durations (ns) of its outermost MODEL ranges (no MODEL range above them)
+/// named `name`, in start order.
+std::vector<double> samples_of(const Trace& trace, std::string_view name);
+/// `requested` when non-empty; else the name of the outermost MODEL ranges that occur most often over the traces (on
+/// a tie the first in byte order); "" when no trace has a MODEL range.
+std::string sample_range_of(const std::vector<Execution>& executions, const std::string& requested);
+
+/// The evaluation of a sequence of runs of the command (profile_command() with --leveled or --repeat): one RunRecord
+/// per level of command_levels(), in that order, each holding the stage latencies of the MODEL ranges over all of its
+/// level's runs, the samples (sample_range_of()) as predict_latency_ns in run order, one measurement block per run
+/// (median of its samples), the stability of the blocks (assess_windows(), with the blocks as windows; a single run
+/// is split into 3 windows in time instead), and the trace of the run whose block median is the median one. With
+/// several levels, level_overheads: each level over the one before it, paired by round (paired_overhead(), design
+/// "interleaved"), from rounds where both runs had samples. settings.executions lists every run (round, level, exit,
+/// wall_ns, samples, median_ns); settings.exit is the first failed run's exit, else the last one's. Throws
+/// std::invalid_argument when `executions` is empty.
+EvaluationRecord external_record(const CommandOptions& options, std::vector<Execution> executions);
+
 /// The evaluation of one profiled command (scenario "external"): model_name the program (argv[0]'s file name, or
 /// for an interpreter such as python3 the script it runs), framework "external", one run at options.trace_level
 /// holding `trace`, whose stage latencies are, per name of the MODEL spans (the program's own ranges: a step, a
@@ -156,10 +203,12 @@ struct ProfileResult {
   EvaluationRecord record;
   ProcessExit exit;
 };
-/// Everything between the command line and the store: validate(), a fresh parts folder, run_command() between two
-/// machine-state samples (when `record_machine_state`), read_parts(), merge_parts(), external_record() with
-/// describe_system(). The parts folder is removed after; when reading the parts fails, the error names it and it is
-/// kept. Throws what those throw.
+/// Everything between the command line and the store: validate(), then for each run of run_order() a fresh parts
+/// folder, run_command(), read_parts(), merge_parts(); machine-state samples around the whole sequence (when
+/// `record_machine_state`); external_record() with describe_system(). Each parts folder is removed after its run;
+/// when reading the parts fails, the error names it and it is kept. A run that fails (non-zero exit, signal) ends the
+/// sequence: the record holds the runs made, and `exit` is that run's. Between runs of a sequence one line on stderr
+/// says which comes next. Throws what those throw.
 ProfileResult profile_command(CommandOptions options, bool record_machine_state = true);
 
 }  // namespace xsp::external

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "xsp/analysis/analyses.h"
+#include "xsp/analysis/summary.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/export.h"
 
@@ -171,6 +172,155 @@ TEST(ProfileOptions, ParseCaptureTakesTheThreeForms) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("cuda-profiler-api"), std::string::npos) << e.what();
   }
+}
+
+TEST(ProfileOptions, LeveledRunsGoMThenDeeperAndRoundsAlternateTheOrder) {
+  external::CommandOptions o;
+  o.trace_level = TraceLevel::kKernel;
+  EXPECT_EQ(external::command_levels(o), std::vector<TraceLevel>{TraceLevel::kKernel});
+  o.leveled = true;
+  EXPECT_EQ(external::command_levels(o),
+            (std::vector<TraceLevel>{TraceLevel::kModel, TraceLevel::kFramework, TraceLevel::kKernel}));
+  o.trace_level = TraceLevel::kFramework;
+  EXPECT_EQ(external::command_levels(o), (std::vector<TraceLevel>{TraceLevel::kModel, TraceLevel::kFramework}));
+  o.trace_level = TraceLevel::kModel;
+  EXPECT_EQ(external::command_levels(o), std::vector<TraceLevel>{TraceLevel::kModel});
+  o.trace_level = TraceLevel::kLibrary;
+  o.repeat = 3;
+  using R = std::pair<int, TraceLevel>;
+  const auto M = TraceLevel::kModel, F = TraceLevel::kFramework, L = TraceLevel::kLibrary;
+  EXPECT_EQ(external::run_order(o),
+            (std::vector<R>{{0, M}, {0, F}, {0, L}, {1, L}, {1, F}, {1, M}, {2, M}, {2, F}, {2, L}}));
+  // Refused: no rounds; on-demand collection repeated.
+  o.argv = {"true"};
+  o.inject_library = "/bin/sh";  // any readable file
+  o.repeat = 0;
+  EXPECT_THROW(external::validate(o), std::invalid_argument);
+  o.repeat = 2;
+  o.on_demand = true;
+  try {
+    external::validate(o);
+    FAIL() << "--signal with --repeat was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--signal with --leveled or --repeat"), std::string::npos) << e.what();
+  }
+  o.on_demand = false;
+  EXPECT_NO_THROW(external::validate(o));
+}
+
+// One run of a command: on `thread`, a "load" range, then `steps` "step" ranges of the given durations (each with an
+// "inner" MODEL range and a framework op inside).
+external::Execution execution(int round, TraceLevel level, const std::vector<std::int64_t>& steps, int code = 0) {
+  external::Execution e;
+  e.round = round;
+  e.level = level;
+  e.run.exit.code = code;
+  e.run.start_ns = 1'000'000'000LL * (round * 10 + static_cast<int>(level));
+  const std::uint64_t thread = 100 + static_cast<std::uint64_t>(round);
+  SpanId id = 1;
+  std::int64_t t = e.run.start_ns;
+  e.trace.spans.push_back(span(id++, kNoSpan, Level::kApplication, "prog", t, t + 10'000'000'000LL, thread));
+  e.trace.spans.push_back(span(id++, 1, Level::kModel, "load", t, t + 5'000'000, thread));
+  t += 5'000'000;
+  for (std::int64_t d : steps) {
+    const SpanId step = id++;
+    e.trace.spans.push_back(span(step, 1, Level::kModel, "step", t, t + d, thread));
+    e.trace.spans.push_back(span(id++, step, Level::kModel, "inner", t, t + d / 2, thread));
+    e.trace.spans.push_back(span(id++, step, Level::kFramework, "aten::mm", t + d / 2, t + d, thread));
+    t += d;
+  }
+  e.run.end_ns = t;
+  e.trace.processes = {{static_cast<std::int64_t>(thread), "prog", {thread}}};
+  return e;
+}
+
+// Rounds AB, BA with M/F 10% slower than M in each round (and round 2 twice as slow as round 1, a drift the
+// pairing cancels): the overhead is exactly +10% with no spread; each level's latencies come from its own runs.
+TEST(ExternalRecord, LeveledRunsGiveEachLevelItsOwnSamplesAndThePairedOverhead) {
+  external::CommandOptions o;
+  o.argv = {"python3", "infer.py"};
+  o.trace_level = TraceLevel::kFramework;
+  o.leveled = true;
+  o.repeat = 2;
+  const auto M = TraceLevel::kModel, F = TraceLevel::kFramework;
+  std::vector<external::Execution> runs;
+  runs.push_back(execution(0, M, {98'000'000, 100'000'000, 102'000'000}));
+  runs.push_back(execution(0, F, {108'000'000, 110'000'000, 112'000'000}));
+  runs.push_back(execution(1, F, {218'000'000, 220'000'000, 222'000'000}));
+  runs.push_back(execution(1, M, {196'000'000, 200'000'000, 204'000'000}));
+  EXPECT_EQ(external::sample_range_of(runs, ""), "step") << "three steps a run against one load";
+  EXPECT_EQ(external::sample_range_of(runs, "load"), "load");
+  EXPECT_EQ(external::samples_of(runs[0].trace, "step"), (std::vector<double>{98e6, 100e6, 102e6}))
+      << "the nested \"inner\" ranges are not samples";
+
+  const EvaluationRecord r = external::external_record(o, std::move(runs));
+  EXPECT_TRUE(r.leveled);
+  EXPECT_EQ(r.settings["sample_range"], "step");
+  ASSERT_EQ(r.settings["executions"].size(), 4u);
+  EXPECT_EQ(r.settings["executions"][2]["run"], "M/F");
+  EXPECT_EQ(r.settings["executions"][2]["round"], 1);
+  EXPECT_EQ(r.settings["executions"][2]["median_ns"], 220e6);
+  ASSERT_EQ(r.runs.size(), 2u);
+  const RunRecord& m = r.runs[0];
+  const RunRecord& f = r.runs[1];
+  EXPECT_EQ(m.trace_level, M);
+  EXPECT_EQ(f.trace_level, F);
+  EXPECT_EQ(m.predict_latency_ns, (std::vector<double>{98e6, 100e6, 102e6, 196e6, 200e6, 204e6}));
+  EXPECT_EQ(m.stage_latency_ns.at("step").n, 6u);
+  EXPECT_EQ(m.stage_latency_ns.at("load").n, 2u);
+  EXPECT_EQ(m.stage_latency_ns.at("inner").n, 6u);
+  ASSERT_EQ(m.measurement.blocks.size(), 2u);
+  EXPECT_EQ(m.measurement.blocks[0].median_ns, 100e6);
+  EXPECT_EQ(m.measurement.blocks[1].median_ns, 200e6);
+  EXPECT_EQ(m.measurement.blocks[1].round, 1u);
+  // The two runs are the windows: their medians differ by 2x, far outside 10%.
+  EXPECT_EQ(m.measurement.stability.verdict, Verdict::kUnstable);
+  EXPECT_EQ(m.measurement.stability.window_medians_ns, (std::vector<double>{100e6, 200e6}));
+  // The kept trace is the run with the median block (the lower of two): round 1's M run is not kept.
+  EXPECT_EQ(m.trace.spans.front().track.id, 100u);
+  std::size_t samples = 0;
+  for (const Span& s : m.trace.spans) samples += s.tag("sample").has_value();
+  EXPECT_EQ(samples, 4u) << "load and the three steps are outermost";
+
+  ASSERT_EQ(r.level_overheads.size(), 1u);
+  const LevelOverhead& o1 = r.level_overheads[0];
+  EXPECT_EQ(o1.level, F);
+  EXPECT_EQ(o1.baseline, M);
+  EXPECT_EQ(o1.design, "interleaved");
+  EXPECT_EQ(o1.overhead.rounds, 2u);
+  EXPECT_NEAR(o1.overhead.overhead_fraction, 0.10, 1e-12);
+  EXPECT_NEAR(o1.overhead.ci95_fraction.low, 0.10, 1e-9);
+  EXPECT_NEAR(o1.overhead.ci95_fraction.high, 0.10, 1e-9);
+  EXPECT_DOUBLE_EQ(o1.latency_ns, 165e6);
+  EXPECT_DOUBLE_EQ(o1.baseline_latency_ns, 150e6);
+
+  // The summary shows the samples per run and the overhead.
+  const auto tables = evaluation_summary(r);
+  std::set<std::string> ids;
+  for (const Table& t : tables) ids.insert(t.id);
+  EXPECT_EQ(ids, (std::set<std::string>{"summary.ranges", "summary.samples", "summary.overheads"}));
+}
+
+// A run that fails ends the sequence: its exit is the evaluation's, and the levels it never reached have no run.
+TEST(ExternalRecord, AFailedRunIsTheEvaluationsExitAndSaysTheRestWasNotRun) {
+  external::CommandOptions o;
+  o.argv = {"./prog"};
+  o.trace_level = TraceLevel::kFramework;
+  o.leveled = true;
+  o.repeat = 3;
+  std::vector<external::Execution> runs;
+  runs.push_back(execution(0, TraceLevel::kModel, {10'000'000}, 3));
+  const EvaluationRecord r = external::external_record(o, std::move(runs));
+  EXPECT_EQ(r.settings["exit"]["code"], 3);
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_TRUE(r.level_overheads.empty());
+  bool said = false;
+  for (const std::string& w : r.runs[0].warnings)
+    said |= w.find("the runs after it were not made") != std::string::npos;
+  EXPECT_TRUE(said);
+  // One run: its samples split into windows in time.
+  EXPECT_EQ(r.runs[0].measurement.stability.verdict, Verdict::kNotAssessed);
+  EXPECT_EQ(r.runs[0].measurement.stability.samples, 1u);
 }
 
 // Two processes whose CUPTI correlation ids collide (both count from 1): each kernel joins its own process's call.
@@ -591,8 +741,9 @@ TEST_F(ProfileCommand, ACommandThatCannotRunExitsAsAShellWouldAndStoresNothing) 
   EXPECT_EQ(xsp("list -- x").status, 2);
 }
 
-// At system and kernel level the CUDA driver is given the library too (CUDA_INJECTION64_PATH: the CUPTI part), with
-// the level; below, only NVTX is, and a variable the caller had set for another tool is not passed on.
+// At system and kernel level the CUDA driver is given the library too (CUDA_INJECTION64_PATH: the CUPTI part); at
+// every level the library is told the level (it refuses deeper ranges), and a variable the caller had set for another
+// tool is not passed on.
 TEST_F(ProfileCommand, KernelLevelNamesTheLibraryToTheCudaDriverToo) {
   const fs::path seen = dir_ / "seen";
   const std::string print =
@@ -606,13 +757,13 @@ TEST_F(ProfileCommand, KernelLevelNamesTheLibraryToTheCudaDriverToo) {
     EXPECT_EQ(read(seen), lib + "|" + lib + "|system\n");
   }
   ASSERT_EQ(xsp("profile --trace-level library " + print).status, 0);
-  EXPECT_EQ(read(seen), lib + "||\n");
+  EXPECT_EQ(read(seen), lib + "||library\n");
   ASSERT_EQ(
       std::system(("CUDA_INJECTION64_PATH=/other/tool.so " + std::string(XSP_TEST_XSP_BINARY) + " --store " +
                    (dir_ / "x.db").string() + " profile --inject-library " + lib + " --trace-level model " + print)
                       .c_str()),
       0);
-  EXPECT_EQ(read(seen), lib + "||\n");
+  EXPECT_EQ(read(seen), lib + "||model\n");
 }
 
 // Capture control (docs/profile.md "Capture"): inside the ranges of one name; a window; on demand.
@@ -678,6 +829,60 @@ TEST_F(ProfileCommand, OnDemandCaptureStartsFromAnotherProcess) {
 TEST_F(ProfileCommand, OnDemandCaptureStaysOffWithoutAStart) {
   ASSERT_EQ(xsp(std::string("profile --signal -- ") + XSP_TEST_NVTX_PROGRAM).status, 0);
   EXPECT_EQ(only_evaluation().runs[0].trace.counters.at("nvtx.ranges"), 0u);
+}
+
+// --leveled --repeat 2 at framework level: M, M/F, M/F, M, each its own process; the M runs refuse the op and library
+// ranges as they are made, and the evaluation holds one run per level and the overhead of M/F over M.
+TEST_F(ProfileCommand, LeveledRunsOfTheCommandGiveEachLevelItsOwnRunAndTheOverhead) {
+  const Ran r = xsp(std::string("profile --leveled --repeat 2 --trace-level framework -- ") + XSP_TEST_NVTX_PROGRAM);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::string four;
+  for (int i = 0; i < 4; ++i) four += "hello from the program\n";
+  EXPECT_EQ(r.out, four) << "the program ran four times, its output its own";
+  for (const char* line : {"xsp: run 1 of 4: M, round 1", "xsp: run 3 of 4: M/F, round 2", "xsp: M/F over M: "})
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << " in " << r.err;
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_TRUE(e.leveled);
+  EXPECT_EQ(e.settings["repeat"], 2);
+  EXPECT_EQ(e.settings["sample_range"], "infer");
+  ASSERT_EQ(e.settings["executions"].size(), 4u);
+  std::vector<std::string> order;
+  for (const auto& x : e.settings["executions"]) order.push_back(x["run"].get<std::string>());
+  EXPECT_EQ(order, (std::vector<std::string>{"M", "M/F", "M/F", "M"}));
+  ASSERT_EQ(e.runs.size(), 2u);
+  const Trace& m = e.runs[0].trace;
+  const Trace& f = e.runs[1].trace;
+  EXPECT_EQ(e.runs[0].trace_level, TraceLevel::kModel);
+  EXPECT_NE(find(m, "infer"), nullptr);
+  EXPECT_EQ(find(m, "aten::linear"), nullptr);
+  EXPECT_EQ(m.counters.at("profile.spans_below_trace_level"), 2u) << "the op and the GEMM, refused by the library";
+  EXPECT_EQ(m.counters.at("nvtx.ranges"), 4u) << "request, infer, worker step, plugin range";
+  EXPECT_NE(find(f, "aten::linear"), nullptr);
+  EXPECT_EQ(find(f, "cublasSgemm_v2"), nullptr);
+  EXPECT_EQ(f.counters.at("profile.spans_below_trace_level"), 1u);
+  for (const RunRecord& run : e.runs) {
+    EXPECT_EQ(run.predict_latency_ns.size(), 2u) << "one infer range per run";
+    EXPECT_EQ(run.measurement.blocks.size(), 2u);
+    for (double d : run.predict_latency_ns) EXPECT_GE(d, 40e6) << "known sleeps inside infer";
+  }
+  ASSERT_EQ(e.level_overheads.size(), 1u);
+  EXPECT_EQ(e.level_overheads[0].level, TraceLevel::kFramework);
+  EXPECT_EQ(e.level_overheads[0].overhead.rounds, 2u);
+  const Ran show = xsp("show 1");
+  EXPECT_EQ(show.status, 0) << show.err;
+  for (const char* part : {"M/F", "infer", "overhead"}) EXPECT_NE(show.out.find(part), std::string::npos) << show.out;
+  EXPECT_EQ(xsp(std::string("profile --repeat 0 -- true")).status, 2);
+  EXPECT_EQ(xsp(std::string("profile --signal --leveled -- true")).status, 2);
+}
+
+// A run that fails ends the sequence and gives xsp profile its status.
+TEST_F(ProfileCommand, ARepeatedCommandThatFailsStopsAtTheFirstFailure) {
+  const Ran r = xsp(std::string("profile --repeat 3 --trace-level model -- ") + XSP_TEST_NVTX_PROGRAM + " --exit 4");
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_EQ(r.out, "hello from the program\n");
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_EQ(e.settings["executions"].size(), 1u);
+  EXPECT_EQ(e.settings["exit"]["code"], 4);
 }
 
 TEST_F(ProfileCommand, ShowAndExportReadTheEvaluation) {
