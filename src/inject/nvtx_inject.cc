@@ -69,12 +69,16 @@ nvtx::CaptureSettings g_capture;
 // The run's trace level (XSP_PROFILE_TRACE_LEVEL, read once): at model or framework level the ranges of deeper levels
 // are refused when they are made and counted (profile.spans_below_trace_level).
 TraceLevel g_trace_level = TraceLevel::kKernel;
+// The most ranges a process holds until its part is written (XSP_PROFILE_MAX_RANGES): past it they are dropped and
+// counted (nvtx.dropped_ranges), so that a long-running program's memory stays bounded (a PyTorch op range with its
+// shapes is some hundred bytes: the default is a few hundred MB at most).
+std::size_t g_max_ranges = 2'000'000;
 bool g_keeps_every_range = true;
 std::atomic<std::uint64_t> g_below_trace_level{0};
 
 struct Collector {
   Collector()
-      : ranges([this] { return recorder.next_id(); }),
+      : ranges([this] { return recorder.next_id(); }, g_max_ranges),
         process_span(recorder.next_id()),
         start_ns(now_ns()),
         gate(g_capture) {}
@@ -455,6 +459,15 @@ void initialize_once() {
       g_capture = nvtx::CaptureSettings::from_environment();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "xsp inject: pid %d: %s; capturing the whole run\n", static_cast<int>(::getpid()), e.what());
+    }
+    if (const char* max = std::getenv("XSP_PROFILE_MAX_RANGES"); max != nullptr) {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(max, &end, 10);
+      if (end != max && *end == '\0' && n > 0)
+        g_max_ranges = static_cast<std::size_t>(n);
+      else
+        std::fprintf(stderr, "xsp inject: pid %d: XSP_PROFILE_MAX_RANGES=%s is no positive count; keeping %zu\n",
+                     static_cast<int>(::getpid()), max, g_max_ranges);
     }
     if (const char* level = std::getenv("XSP_PROFILE_TRACE_LEVEL"); level != nullptr) {
       if (const auto l = parse_trace_level(level)) {

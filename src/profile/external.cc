@@ -366,17 +366,18 @@ Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
     for (TraceProcess& p : t.processes) out.processes.push_back(std::move(p));
   }
   // Drop the levels not enabled; a kept span whose parent was dropped takes the nearest kept ancestor.
-  std::unordered_map<SpanId, SpanId> parent_of;
-  std::unordered_map<SpanId, bool> kept;
-  for (const Span& s : out.spans) {
-    parent_of.emplace(s.id, s.parent_id);
-    kept.emplace(s.id, enables(level, s.level));
-  }
+  struct Node {
+    SpanId parent;
+    bool kept;
+  };
+  std::unordered_map<SpanId, Node> nodes;
+  nodes.reserve(out.spans.size());
+  for (const Span& s : out.spans) nodes.emplace(s.id, Node{s.parent_id, enables(level, s.level)});
   auto kept_ancestor = [&](SpanId id) {
     for (int guard = 0; id != kNoSpan && guard < 1 << 20; ++guard) {
-      const auto k = kept.find(id);
-      if (k == kept.end() || k->second) return id;
-      id = parent_of[id];
+      const auto n = nodes.find(id);
+      if (n == nodes.end() || n->second.kept) return id;
+      id = n->second.parent;
     }
     return kNoSpan;
   };

@@ -115,22 +115,23 @@ inline EncodedRun encode_run(const RunRecord& run) {
 /// std::invalid_argument naming the column and the key that is not what encode_run() writes.
 inline void decode_outcomes(RunRecord& run, const std::string& generation,
                             const std::optional<std::string>& scenario_result) {
-  auto parse = [](const std::string& text, const char* column) {
+  // The column's name is put in front once, by the catch below that covers both parsing and reading.
+  auto parse = [](const std::string& text) {
     try {
       return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument(std::string(column) + ": not JSON: " + e.what());
+      throw std::invalid_argument(std::string("not JSON: ") + e.what());
     }
   };
   try {
-    const nlohmann::json g = parse(generation, "generation");
+    const nlohmann::json g = parse(generation);
     if (!(g.is_object() && g.empty())) run.generation = generation_outcome_from_json(g);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("generation: ") + e.what());
   }
   if (scenario_result) {
     try {
-      run.scenario_result = scenario_outcome_from_json(parse(*scenario_result, "scenario_result"));
+      run.scenario_result = scenario_outcome_from_json(parse(*scenario_result));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("scenario_result: ") + e.what());
     }

@@ -79,6 +79,9 @@ std::vector<RunStatisticSpec> make_registry() {
       {k::kNvtxOpenAtEnd, S::kDataLoss,
        "NVTX ranges still open when collection stopped (the program ended or crashed inside them): kept, ending at "
        "the stop, tagged open_at_end"},
+      {k::kNvtxDroppedRanges, S::kDataLoss,
+       "NVTX ranges not recorded: the process held as many ranges as it may keep until its part is written "
+       "(XSP_PROFILE_MAX_RANGES, default 2,000,000); the ranges around them are intact"},
       {k::kProfileSpansBelowTraceLevel, S::kInfo,
        "ranges of levels --trace-level does not keep (e.g. framework ops at --trace-level model), left out on "
        "purpose: refused by the injection library as the program made them, or dropped when the parts were merged"},

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -56,8 +57,11 @@ Level range_level(std::string_view domain, std::string_view message);
 /// span is named by its op alone.
 class RangeRecorder {
  public:
-  /// `next_id` hands out span ids (e.g. TraceRecorder::next_id).
-  explicit RangeRecorder(std::function<SpanId()> next_id);
+  /// `next_id` hands out span ids (e.g. TraceRecorder::next_id). `max_ranges` bounds the ranges held between two
+  /// take() calls (open and closed; each holds its two strings, some hundred bytes for a PyTorch op): past it, new
+  /// ranges are not recorded and are counted ("nvtx.dropped_ranges"), so that a long-running program's memory does
+  /// not grow without end. A dropped push still pairs with its pop (the ranges around it stay intact).
+  explicit RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges = SIZE_MAX);
 
   /// nvtxRangePush / nvtxDomainRangePushEx on `thread_id` ("" is the default domain). Returns the 0-based level of
   /// the range in its domain on this thread, as nvtxRangePush does (0 for an outermost range).
@@ -66,15 +70,18 @@ class RangeRecorder {
   /// nvtxRangePop / nvtxDomainRangePop: closes the innermost open push range of `domain` on `thread_id`. Returns its
   /// 0-based level, or -1 when none was open (counted as "nvtx.unmatched_pops").
   int pop(std::uint64_t thread_id, std::string_view domain, std::int64_t ts_ns);
-  /// nvtxRangeStart / nvtxDomainRangeStartEx: returns the range id nvtxRangeEnd will be given (never 0).
+  /// nvtxRangeStart / nvtxDomainRangeStartEx: returns the range id nvtxRangeEnd will be given; 0 when the range is
+  /// dropped (max_ranges held), whose end is then ignored.
   std::uint64_t start(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
                       std::int64_t ts_ns);
-  /// nvtxRangeEnd: closes range `id` (from any thread). An id not open is counted ("nvtx.unmatched_ends").
+  /// nvtxRangeEnd: closes range `id` (from any thread). An id not open is counted ("nvtx.unmatched_ends"); 0 is
+  /// ignored.
   void end(std::uint64_t id, std::int64_t ts_ns);
 
   /// Moves out the closed ranges as spans, and the ranges still open closed at `now_ns` (tag "open_at_end" true,
   /// counted as "nvtx.open_at_end"; a crashed or stopped program leaves some). Counters: "nvtx.ranges" (spans
-  /// returned), "nvtx.unmatched_pops", "nvtx.unmatched_ends", "nvtx.open_at_end". The recorder is empty after.
+  /// returned), "nvtx.unmatched_pops", "nvtx.unmatched_ends", "nvtx.open_at_end", "nvtx.dropped_ranges". The
+  /// recorder is empty after.
   std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take(std::int64_t now_ns);
   /// take() for a fatal-signal handler: std::nullopt when the lock is still held after `wait` (a thread that died
   /// holding it never lets go), instead of blocking for ever.
@@ -91,9 +98,12 @@ class RangeRecorder {
     std::int64_t start_ns = 0, end_ns = 0;
     bool pushed = true;  // push/pop, or start/end
     bool open_at_end = false;
+    bool dropped = false;  // a push past max_ranges: only holds its place on the stack for its pop
   };
   static Span span_of(Range&& r);
   std::function<SpanId()> next_id_;
+  std::size_t max_ranges_;
+  std::size_t held_ = 0;  // ranges recorded since the last take()
   // take() under a held lock.
   std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take_locked(
       std::unique_lock<std::mutex>& lock, std::int64_t now_ns);
@@ -102,7 +112,7 @@ class RangeRecorder {
   std::unordered_map<std::uint64_t, Range> started_;              // by range id
   std::uint64_t next_range_id_ = 1;
   std::vector<Range> closed_;
-  std::uint64_t unmatched_pops_ = 0, unmatched_ends_ = 0;
+  std::uint64_t unmatched_pops_ = 0, unmatched_ends_ = 0, dropped_ = 0;
 };
 
 }  // namespace xsp::nvtx

@@ -85,6 +85,7 @@ inline constexpr const char* kNvtxRanges = "nvtx.ranges";
 inline constexpr const char* kNvtxUnmatchedPops = "nvtx.unmatched_pops";
 inline constexpr const char* kNvtxUnmatchedEnds = "nvtx.unmatched_ends";
 inline constexpr const char* kNvtxOpenAtEnd = "nvtx.open_at_end";
+inline constexpr const char* kNvtxDroppedRanges = "nvtx.dropped_ranges";
 // xsp profile -- CMD (xsp/profile/external.h)
 inline constexpr const char* kProfileSpansBelowTraceLevel = "profile.spans_below_trace_level";
 inline constexpr const char* kProfileSpansOutsideCapture = "profile.spans_outside_capture";

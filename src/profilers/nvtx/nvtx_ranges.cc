@@ -147,7 +147,8 @@ Level range_level(std::string_view domain, std::string_view message) {
   return domain_level(domain).value_or(parse_torch_op_range(message) ? Level::kFramework : Level::kModel);
 }
 
-RangeRecorder::RangeRecorder(std::function<SpanId()> next_id) : next_id_(std::move(next_id)) {}
+RangeRecorder::RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges)
+    : next_id_(std::move(next_id)), max_ranges_(max_ranges) {}
 
 Span RangeRecorder::span_of(Range&& r) {
   Span s;
@@ -179,8 +180,19 @@ int RangeRecorder::push(std::uint64_t thread_id, std::string_view domain, std::s
   const SpanId id = next_id_();
   std::lock_guard lock(mu_);
   auto& stack = stacks_[thread_id];
-  const SpanId parent = stack.empty() ? kNoSpan : stack.back().id;
   const auto level = std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return o.domain == domain; });
+  if (held_ >= max_ranges_) {
+    ++dropped_;
+    Range placeholder{kNoSpan, kNoSpan, thread_id, std::string(domain), {}, 0, ts_ns, ts_ns, true};
+    placeholder.dropped = true;
+    stack.push_back(std::move(placeholder));
+    return static_cast<int>(level);
+  }
+  ++held_;
+  // The innermost recorded range below is the parent (a dropped one has no span).
+  SpanId parent = kNoSpan;
+  for (auto o = stack.rbegin(); o != stack.rend() && parent == kNoSpan; ++o)
+    if (!o->dropped) parent = o->id;
   stack.push_back({id, parent, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns, true});
   return static_cast<int>(level);
 }
@@ -195,7 +207,7 @@ int RangeRecorder::pop(std::uint64_t thread_id, std::string_view domain, std::in
       const auto entry = std::next(o).base();  // the entry itself, as a forward iterator
       const auto level = std::count_if(stack.begin(), entry, [&](const Range& x) { return x.domain == domain; });
       entry->end_ns = ts_ns;
-      closed_.push_back(std::move(*entry));
+      if (!entry->dropped) closed_.push_back(std::move(*entry));
       stack.erase(entry);
       return static_cast<int>(level);
     }
@@ -208,6 +220,11 @@ std::uint64_t RangeRecorder::start(std::uint64_t thread_id, std::string_view dom
                                    std::uint32_t category, std::int64_t ts_ns) {
   const SpanId id = next_id_();
   std::lock_guard lock(mu_);
+  if (held_ >= max_ranges_) {
+    ++dropped_;
+    return 0;
+  }
+  ++held_;
   const std::uint64_t range = next_range_id_++;
   started_.emplace(
       range, Range{id, kNoSpan, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns, false});
@@ -215,6 +232,7 @@ std::uint64_t RangeRecorder::start(std::uint64_t thread_id, std::string_view dom
 }
 
 void RangeRecorder::end(std::uint64_t id, std::int64_t ts_ns) {
+  if (id == 0) return;  // a dropped range
   std::lock_guard lock(mu_);
   auto it = started_.find(id);
   if (it == started_.end()) {
@@ -246,7 +264,7 @@ std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, st
 std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take_locked(
     std::unique_lock<std::mutex>& lock, std::int64_t now_ns) {
   std::vector<Range> ranges;
-  std::uint64_t open = 0, unmatched_pops = 0, unmatched_ends = 0;
+  std::uint64_t open = 0, unmatched_pops = 0, unmatched_ends = 0, dropped = 0;
   {
     ranges = std::move(closed_);
     closed_.clear();
@@ -257,12 +275,15 @@ std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>
       ++open;
     };
     for (auto& [thread, stack] : stacks_)
-      for (Range& r : stack) close_open(std::move(r));
+      for (Range& r : stack)
+        if (!r.dropped) close_open(std::move(r));
     for (auto& [id, r] : started_) close_open(std::move(r));
     stacks_.clear();
     started_.clear();
     unmatched_pops = std::exchange(unmatched_pops_, 0);
     unmatched_ends = std::exchange(unmatched_ends_, 0);
+    dropped = std::exchange(dropped_, 0);
+    held_ = 0;
     lock.unlock();
   }
   std::vector<Span> out;
@@ -275,7 +296,8 @@ std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>
   std::vector<std::pair<std::string, std::uint64_t>> counters = {{stat::kNvtxRanges, out.size()},
                                                                  {stat::kNvtxUnmatchedPops, unmatched_pops},
                                                                  {stat::kNvtxUnmatchedEnds, unmatched_ends},
-                                                                 {stat::kNvtxOpenAtEnd, open}};
+                                                                 {stat::kNvtxOpenAtEnd, open},
+                                                                 {stat::kNvtxDroppedRanges, dropped}};
   return {std::move(out), std::move(counters)};
 }
 

@@ -151,5 +151,38 @@ TEST(RangeRecorder, StartEndRangesCrossThreadsAndOpenRangesCloseAtTake) {
   EXPECT_EQ(counters_of(counters2).at(stat::kNvtxUnmatchedEnds), 0u);
 }
 
+// A recorder that may hold 3 ranges: the 4th and 5th are dropped and counted, a dropped push still pairs with its pop
+// (the range around it closes at its own pop), a dropped start gives id 0, and a take frees the room again.
+TEST(RangeRecorder, PastItsCapRangesAreDroppedAndCountedAndNestingHolds) {
+  Ids ids;
+  RangeRecorder rec(ids.fn(), 3);
+  rec.push(1, "", "step", 0, 0);
+  rec.push(1, "", "aten::conv2d", 0, 10);
+  rec.push(1, "", "aten::convolution", 0, 12);
+  EXPECT_EQ(rec.push(1, "", "aten::_convolution", 0, 14), 3) << "a dropped push still has its level";
+  EXPECT_EQ(rec.start(2, "", "request", 0, 15), 0u);
+  rec.end(0, 16);                    // the dropped start's end: ignored, not unmatched
+  EXPECT_EQ(rec.pop(1, "", 20), 3);  // the dropped one
+  EXPECT_EQ(rec.pop(1, "", 30), 2);  // aten::convolution, at its own pop
+  EXPECT_EQ(rec.pop(1, "", 40), 1);
+  EXPECT_EQ(rec.pop(1, "", 50), 0);
+  auto [spans, counters] = rec.take(100);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[2].name, "aten::convolution");
+  EXPECT_EQ(spans[2].end_ns, 30);
+  EXPECT_EQ(spans[2].parent_id, spans[1].id);
+  EXPECT_EQ(spans[1].parent_id, spans[0].id);
+  const auto c = counters_of(counters);
+  EXPECT_EQ(c.at(stat::kNvtxDroppedRanges), 2u);
+  EXPECT_EQ(c.at(stat::kNvtxUnmatchedEnds), 0u);
+  EXPECT_EQ(c.at(stat::kNvtxUnmatchedPops), 0u);
+  EXPECT_EQ(c.at(stat::kNvtxOpenAtEnd), 0u);
+  // Room again after the take.
+  EXPECT_NE(rec.start(2, "", "request", 0, 200), 0u);
+  auto [after, counters2] = rec.take(300);
+  EXPECT_EQ(after.size(), 1u);
+  EXPECT_EQ(counters_of(counters2).at(stat::kNvtxDroppedRanges), 0u);
+}
+
 }  // namespace
 }  // namespace xsp::nvtx

@@ -885,6 +885,23 @@ TEST_F(ProfileCommand, ARepeatedCommandThatFailsStopsAtTheFirstFailure) {
   EXPECT_EQ(e.settings["exit"]["code"], 4);
 }
 
+// A process holds at most XSP_PROFILE_MAX_RANGES ranges until it writes its part: the program's six ranges with a cap
+// of two give two spans and four counted drops, and the evaluation says so.
+TEST_F(ProfileCommand, PastTheRangeCapRangesAreDroppedAndCounted) {
+  const std::string cmd = std::string("XSP_PROFILE_MAX_RANGES=2 XSP_INJECT_LIBRARY=") + XSP_TEST_INJECT_LIB + " " +
+                          XSP_TEST_XSP_BINARY + " --store " + (dir_ / "x.db").string() +
+                          " profile --trace-level library -- " + XSP_TEST_NVTX_PROGRAM + " >/dev/null 2>" +
+                          (dir_ / "err").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read(dir_ / "err");
+  const EvaluationRecord e = only_evaluation();
+  const Trace& t = e.runs[0].trace;
+  EXPECT_EQ(t.counters.at("nvtx.ranges"), 2u);
+  EXPECT_EQ(t.counters.at("nvtx.dropped_ranges"), 4u);
+  EXPECT_EQ(t.assembly.unparented, 0u);
+  const Ran show = xsp("show 1");
+  EXPECT_NE(show.out.find("nvtx.dropped_ranges = 4"), std::string::npos) << show.out;
+}
+
 TEST_F(ProfileCommand, ShowAndExportReadTheEvaluation) {
   ASSERT_EQ(xsp(std::string("profile -- ") + XSP_TEST_NVTX_PROGRAM + " --fork").status, 0);
   const Ran show = xsp("show 1");

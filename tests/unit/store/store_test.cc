@@ -349,6 +349,17 @@ TEST_P(StoreOnBoth, MalformedOutcomeColumnNamesTheKey) {
     EXPECT_NE(std::string(e.what()).find("scenario_result"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("query_count"), std::string::npos) << e.what();
   }
+  // Text that is not JSON names its column once ("generation: not JSON: ...", not "generation: generation: ...").
+  exec("xsp.db", "UPDATE runs SET scenario_result = NULL, generation = '{broken' WHERE id = " +
+                     std::to_string(record.runs[0].id));
+  try {
+    store->load(record.id);
+    FAIL() << "a generation column that is not JSON loaded";
+  } catch (const StoreError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("generation: not JSON"), std::string::npos) << what;
+    EXPECT_EQ(what.find("generation: generation"), std::string::npos) << what;
+  }
 }
 
 TEST_P(StoreOnBoth, ListIsNewestFirstWithFields) {
