@@ -478,15 +478,21 @@ std::vector<double> samples_of(const Trace& trace, std::string_view name) {
 
 std::string sample_range_of(const std::vector<Execution>& executions, const std::string& requested) {
   if (!requested.empty()) return requested;
-  std::map<std::string, std::size_t> count;  // byte order: the first of a tie wins
+  // Per name: how many, and their time together (a tie goes to the range that holds most of the run's time, e.g.
+  // "infer" over "load" when each comes once; then to the first in byte order).
+  std::map<std::string, std::pair<std::size_t, std::int64_t>> count;
   for (const Execution& e : executions)
-    for (const Span* s : outermost_model_spans(e.trace)) ++count[s->name];
+    for (const Span* s : outermost_model_spans(e.trace)) {
+      auto& [n, total_ns] = count[s->name];
+      ++n;
+      total_ns += s->duration_ns();
+    }
   std::string best;
-  std::size_t most = 0;
-  for (const auto& [name, n] : count)
-    if (n > most) {
+  std::pair<std::size_t, std::int64_t> most{0, 0};
+  for (const auto& [name, c] : count)
+    if (c > most) {
       best = name;
-      most = n;
+      most = c;
     }
   return best;
 }
@@ -594,13 +600,14 @@ EvaluationRecord external_record(const CommandOptions& options, std::vector<Exec
   const std::string sample_name = sample_range_of(executions, options.sample_range);
   record.settings["sample_range"] = sample_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(sample_name);
 
-  // The program's outermost ranges are its samples: the analyses group the ops, kernels and counters under each as
-  // under a batch's predict span.
+  // The sample ranges are to the analyses what a batch's predict span is: they group the ops, kernels and counters
+  // under each, and time them (predict_latency_ns).
   for (Execution& e : executions) {
-    std::unordered_set<SpanId> outermost;
-    for (const Span* s : outermost_model_spans(e.trace)) outermost.insert(s->id);
+    std::unordered_set<SpanId> samples;
+    for (const Span* s : outermost_model_spans(e.trace))
+      if (s->name == sample_name) samples.insert(s->id);
     for (Span& s : e.trace.spans)
-      if (outermost.contains(s.id)) s.tags.emplace_back("sample", true);
+      if (samples.contains(s.id)) s.tags.emplace_back("sample", true);
   }
   const std::vector<TraceLevel> levels = command_levels(options);
   const bool sequence = run_order(options).size() > 1;

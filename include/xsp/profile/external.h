@@ -76,7 +76,8 @@ struct CommandOptions {
   /// command is one block: the median of its samples; intervals and verdicts come from the blocks.
   int repeat = 1;
   /// The name of the program's ranges that are its samples (outermost MODEL ranges of that name, e.g. "step");
-  /// "" picks the most frequent outermost MODEL range name over every run (sample_range_of()).
+  /// "" picks the most frequent outermost MODEL range name over every run (sample_range_of()). The sample ranges are
+  /// tagged "sample": the analyses time them and group the ops and kernels under each, as under a batch's predict.
   std::string sample_range;
 };
 
@@ -176,7 +177,8 @@ struct Execution {
 /// named `name`, in start order.
 std::vector<double> samples_of(const Trace& trace, std::string_view name);
 /// `requested` when non-empty; else the name of the outermost MODEL ranges that occur most often over the traces (on
-/// a tie the first in byte order); "" when no trace has a MODEL range.
+/// a tie the one whose ranges hold the most time together, then the first in byte order); "" when no trace has a
+/// MODEL range.
 std::string sample_range_of(const std::vector<Execution>& executions, const std::string& requested);
 
 /// The evaluation of a sequence of runs of the command (profile_command() with --leveled or --repeat): one RunRecord
