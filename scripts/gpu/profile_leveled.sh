@@ -14,11 +14,11 @@ out=$1 repeat=$2 steps=$3 warmup=$4 cpus=$5
 shift 5
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib:/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
-export XSP_INJECT_LIBRARY=$PWD/build-gpu/libxsp_inject.so
 for model in "$@"; do
   db=$out/$model.db
   start=$(date +%s)
-  taskset -c "$cpus" build-gpu/xsp --store "$db" profile --leveled --repeat "$repeat" --sample-range step -- \
+  taskset -c "$cpus" build-gpu/xsp --store "$db" profile --inject-library build-gpu/libxsp_inject.so \
+    --leveled --repeat "$repeat" --sample-range step -- \
     python3 scripts/gpu/profile_ops.py "$model" nvtx "$steps" "$warmup" >"$out/$model.out" 2>"$out/$model.err" || true
   echo "$model: $(( $(date +%s) - start )) s" >>"$out/times.txt"
   build-gpu/xsp --store "$db" show 1 >"$out/$model.show" 2>&1 || true
