@@ -70,8 +70,7 @@ nvtx::CaptureSettings g_capture;
 // are refused when they are made and counted (profile.spans_below_trace_level).
 TraceLevel g_trace_level = TraceLevel::kKernel;
 // The most ranges a process holds until its part is written (XSP_PROFILE_MAX_RANGES): past it they are dropped and
-// counted (nvtx.dropped_ranges), so that a long-running program's memory stays bounded (a PyTorch op range with its
-// shapes is some hundred bytes: the default is a few hundred MB at most).
+// counted (nvtx.dropped_ranges), so that a long-running program's memory stays bounded.
 std::size_t g_max_ranges = 2'000'000;
 bool g_keeps_every_range = true;
 std::atomic<std::uint64_t> g_below_trace_level{0};
@@ -337,7 +336,10 @@ thread_local std::unordered_map<const void*, std::vector<Pushed>> t_pushed;
 // (--leveled) must not pay for storing the ranges it does not keep, so they are refused here, not at the merge.
 bool level_admits(std::string_view domain, std::string_view message) {
   if (g_keeps_every_range) return true;
-  if (enables(g_trace_level, nvtx::range_level(domain, message))) return true;
+  // At framework level only a library domain is refused, which the domain alone tells: the op text is parsed only at
+  // model level, where an op range must be told from the program's own.
+  const std::string_view text = g_trace_level == TraceLevel::kFramework ? std::string_view() : message;
+  if (enables(g_trace_level, nvtx::range_level(domain, text))) return true;
   g_below_trace_level.fetch_add(1, std::memory_order_relaxed);
   return false;
 }

@@ -58,7 +58,7 @@ Level range_level(std::string_view domain, std::string_view message);
 class RangeRecorder {
  public:
   /// `next_id` hands out span ids (e.g. TraceRecorder::next_id). `max_ranges` bounds the ranges held between two
-  /// take() calls (open and closed; each holds its two strings, some hundred bytes for a PyTorch op): past it, new
+  /// take() calls (open and closed; each holds its domain and message strings): past it, new
   /// ranges are not recorded and are counted ("nvtx.dropped_ranges"), so that a long-running program's memory does
   /// not grow without end. A dropped push still pairs with its pop (the ranges around it stay intact).
   explicit RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges = SIZE_MAX);
