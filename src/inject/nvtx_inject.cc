@@ -42,6 +42,7 @@
 #include "xsp/trace/trace.h"
 #ifdef XSP_INJECT_CUPTI
 #include "cupti_profiler.h"
+#include "injected_counters.h"
 #endif
 
 namespace xsp::inject {
@@ -88,8 +89,9 @@ struct Collector {
   nvtx::CaptureGate gate;
   Strings domains, registered;
 #ifdef XSP_INJECT_CUPTI
-  // The CUPTI part: started by InitializeInjection when CUDA initializes, stopped when the part is written.
-  std::unique_ptr<cupti::CuptiProfiler> cupti;
+  // The CUPTI part: started by InitializeInjection when CUDA initializes, stopped when the part is written. The
+  // activity profiler (CUDA calls and kernels), or at hardware level the counter profiler.
+  std::unique_ptr<DeviceProfiler> cupti;
   bool cupti_failed = false;
 #endif
   // On-demand switches (time, on), appended from the signal handler: lock-free, the first kMaxSwitches kept.
@@ -158,7 +160,8 @@ void write_part_once(int fatal_signal) {
     cuda_counters[stat::kProfileCuptiNotFlushed] = 1;
   }
 #endif
-  if (g_capture.restricts() && !cuda_spans.empty()) {
+  // At hardware level the counter profiler followed the capture itself (its HARDWARE spans are all inside it).
+  if (g_capture.restricts() && !cuda_spans.empty() && g_trace_level != TraceLevel::kHardware) {
     // CUPTI ran the whole time: keep what lies inside the capture (nvtx_capture.h).
     std::vector<std::pair<std::int64_t, bool>> switches;
     const unsigned n = std::min(c.switch_count.load(), Collector::kMaxSwitches);
@@ -491,17 +494,31 @@ void initialize_once() {
 #ifdef XSP_INJECT_CUPTI
 // The CUPTI part (docs/profile.md "CUDA calls and kernels"): CUDA API calls (SYSTEM) and, with
 // XSP_PROFILE_TRACE_LEVEL=kernel, kernels, copies and sets (KERNEL), with the in-process profiler's collector.
+// At hardware level, the counter profiler instead (docs/profile.md "Hardware counters"): kernel replay, inside the
+// capture only, its options from the XSP_COUNTER_* variables.
+std::unique_ptr<DeviceProfiler> make_cuda_profiler() {
+  if (g_trace_level == TraceLevel::kHardware) {
+    cupti::InjectedCounterOptions options;
+    CuptiOptions unused;
+    apply_env_overrides(unused, options.counters);
+    options.collecting = [](std::int64_t now) { return collector().gate.admit_start(now); };
+    options.follow_profiler_api = g_capture.profiler_api;
+    return cupti::make_injected_counter_profiler(options);
+  }
+  auto profiler = std::make_unique<cupti::CuptiProfiler>(CuptiOptions{});
+  profiler->set_inside_driver_initialization(true);
+  return profiler;
+}
+
 void start_cupti() {
   Collector& c = collector();
   if (c.cupti != nullptr || c.cupti_failed) return;
-  const char* level = std::getenv("XSP_PROFILE_TRACE_LEVEL");
   DeviceProfilerOptions options;
   options.system = true;
-  options.kernel = level == nullptr || std::string_view(level) != "system";
+  options.kernel = g_trace_level != TraceLevel::kSystem;
   options.library = false;  // NVTX ranges come through this library's own NVTX part
-  auto profiler = std::make_unique<cupti::CuptiProfiler>(CuptiOptions{});
-  profiler->set_inside_driver_initialization(true);
   try {
+    std::unique_ptr<DeviceProfiler> profiler = make_cuda_profiler();
     profiler->start(c.recorder, options);
     c.cupti = std::move(profiler);
   } catch (const std::exception& e) {

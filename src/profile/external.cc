@@ -200,12 +200,6 @@ void validate(const CommandOptions& options) {
     throw std::invalid_argument(
         "xsp profile: --signal with --leveled or --repeat: on-demand collection is one window of one run, turned on "
         "and off by hand; run the command once, or capture by --capture, --delay-s or --duration-s");
-  if (options.trace_level == TraceLevel::kHardware)
-    throw std::invalid_argument(
-        "xsp profile: --trace-level hardware: hardware counters of a program XSP does not run "
-        "are not collected yet (kernel replay inside the injected process is not built; "
-        "user replay needs control of the program's batches): use --trace-level kernel, or "
-        "`xsp evaluate --trace-level hardware` for a model XSP loads");
   if (static_cast<int>(options.trace_level) > static_cast<int>(TraceLevel::kLibrary) && !have_cuda_part())
     throw std::invalid_argument("xsp profile: --trace-level " + level +
                                 ": this build's injection library has no CUPTI part (built without CUPTI), so it "
@@ -431,6 +425,12 @@ nlohmann::json recorded_environment(const std::vector<std::string>& entries) {
 }
 
 std::vector<TraceLevel> command_levels(const CommandOptions& options) {
+  // Counters come from a run of their own whose timings are distorted by kernel replay: the kernel run before it
+  // gives the durations they are joined with (as `xsp evaluate --trace-level hardware` does).
+  if (options.trace_level == TraceLevel::kHardware)
+    return options.leveled ? std::vector<TraceLevel>{TraceLevel::kModel, TraceLevel::kFramework, TraceLevel::kKernel,
+                                                     TraceLevel::kHardware}
+                           : std::vector<TraceLevel>{TraceLevel::kKernel, TraceLevel::kHardware};
   if (!options.leveled) return {options.trace_level};
   std::vector<TraceLevel> levels{TraceLevel::kModel};
   const int deepest = static_cast<int>(options.trace_level);
@@ -440,7 +440,10 @@ std::vector<TraceLevel> command_levels(const CommandOptions& options) {
 }
 
 std::vector<std::pair<int, TraceLevel>> run_order(const CommandOptions& options) {
-  const std::vector<TraceLevel> levels = command_levels(options);
+  std::vector<TraceLevel> levels = command_levels(options);
+  // The counter run gives no timings, so it takes no part in the alternation: it runs once, after the rounds.
+  const bool counters = levels.back() == TraceLevel::kHardware;
+  if (counters) levels.pop_back();
   std::vector<std::pair<int, TraceLevel>> order;
   for (int r = 0; r < options.repeat; ++r) {
     if (r % 2 == 0)
@@ -448,6 +451,7 @@ std::vector<std::pair<int, TraceLevel>> run_order(const CommandOptions& options)
     else
       for (auto l = levels.rbegin(); l != levels.rend(); ++l) order.emplace_back(r, *l);
   }
+  if (counters) order.emplace_back(0, TraceLevel::kHardware);
   return order;
 }
 
@@ -641,6 +645,10 @@ EvaluationRecord external_record(const CommandOptions& options, std::vector<Exec
                            (sequence ? " (round " + std::to_string(e->round + 1) + ")" : std::string()) +
                            ": its trace holds what its processes recorded until then" +
                            (sequence ? "; the runs after it were not made" : ""));
+    if (level == TraceLevel::kHardware)
+      warnings.push_back(
+          "counter run: every kernel was replayed once per metric pass, so its ranges' durations are not latencies; "
+          "its HARDWARE spans are joined with the kernels of the kernel run");
     if (trace.processes.empty())
       warnings.push_back(
           "no process of the command made an NVTX call, so nothing was traced: annotate the program with NVTX "
@@ -677,6 +685,7 @@ EvaluationRecord external_record(const CommandOptions& options, std::vector<Exec
 
   // Each level over the one before it, from the rounds in which both ran with samples.
   for (std::size_t i = 1; i < levels.size(); ++i) {
+    if (levels[i] == TraceLevel::kHardware) continue;  // a counter run's timings are not compared (SPEC §3)
     const auto deeper = by_level.find(levels[i]), shallower = by_level.find(levels[i - 1]);
     if (deeper == by_level.end() || shallower == by_level.end()) continue;
     std::map<int, double> base;

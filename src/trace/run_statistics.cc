@@ -55,6 +55,8 @@ std::vector<RunStatisticSpec> make_registry() {
        "user-replay passes whose launches differ from the first pass's: their metrics are left out"},
       {k::kCountersMissingPasses, S::kDataLoss, "replay passes that did not run: some metrics are missing"},
       {k::kCountersGraphLaunchesNotProfiled, S::kDataLoss, "CUDA graph launches the counter profiler cannot replay"},
+      {k::kCountersOtherContextLaunches, S::kDataLoss,
+       "kernel launches on a second CUDA context of a profiled program, not profiled (counters follow the first)"},
       {k::kCountersUnavailable, S::kError,
        "the counter profiler could not start (the reason is in the settings' counters_unavailable)"},
       {k::kAssemblerNegativeDuration, S::kError, "spans that ended before they started: clamped to zero length"},

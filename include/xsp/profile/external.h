@@ -48,8 +48,10 @@ struct CommandOptions {
   std::vector<std::string> argv;
   /// Levels kept in the trace. The injection's NVTX part records MODEL, FRAMEWORK or LIBRARY spans
   /// (xsp/profilers/nvtx_ranges.h); at system and kernel its CUPTI part also records the CUDA calls (SYSTEM) and,
-  /// at kernel, the kernels, copies and sets (KERNEL) of every process that initializes CUDA. hardware (counters) is
-  /// refused by validate(), as is system or kernel where the build has no CUPTI part (have_cuda_part()).
+  /// at kernel, the kernels, copies and sets (KERNEL) of every process that initializes CUDA. hardware adds a counter
+  /// run after the kernel run (command_levels()): its CUPTI part replays each kernel inside the capture once per
+  /// metric pass and records HARDWARE spans instead of the CUDA calls and kernels. system, kernel and hardware are
+  /// refused by validate() where the build has no CUPTI part (have_cuda_part()).
   TraceLevel trace_level = default_trace_level();
   /// The injection library, libxsp_inject.so (find_inject_library()).
   std::filesystem::path inject_library;
@@ -82,11 +84,14 @@ struct CommandOptions {
 };
 
 /// The trace levels a command runs at, in order: {trace_level}, or when leveled M, then M/F when trace_level is
-/// framework or deeper, then trace_level when it is deeper than framework.
+/// framework or deeper, then trace_level when it is deeper than framework. Trace level hardware runs kernel, then
+/// hardware (the counter run, whose durations kernel replay distorts, joined with the kernel run's kernels), and
+/// when leveled M, M/F, M/F/K, then hardware.
 std::vector<TraceLevel> command_levels(const CommandOptions& options);
 
 /// The (round, level) of every run of the command, in the order they run: for round r, command_levels() forwards
-/// when r is even and backwards when it is odd. options.repeat rounds.
+/// when r is even and backwards when it is odd. options.repeat rounds. The counter run (trace level hardware) gives
+/// no timings and takes no part in the alternation: it runs once, last, as round 0.
 std::vector<std::pair<int, TraceLevel>> run_order(const CommandOptions& options);
 
 /// Parses --capture: "all" (the default: nothing to set), "nvtx:NAME" (sets options.capture_range to NAME) or
@@ -101,7 +106,7 @@ void parse_capture(std::string_view text, CommandOptions& options);
 std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start);
 
 /// Refuses what cannot be run: an empty command, a repeat below 1, --signal with --leveled or --repeat (on-demand
-/// collection is one window of one run), trace level hardware, system or kernel without the CUPTI part,
+/// collection is one window of one run), trace level system, kernel or hardware without the CUPTI part,
 /// cuda-profiler-api capture below trace level system (the message says why), an
 /// injection library that is not a readable file, a negative or non-finite delay or duration, a zero duration.
 /// Throws std::invalid_argument naming the option and the value.
@@ -187,9 +192,9 @@ std::string sample_range_of(const std::vector<Execution>& executions, const std:
 /// (median of its samples), the stability of the blocks (assess_windows(), with the blocks as windows; a single run
 /// is split into 3 windows in time instead), and the trace of the run whose block median is the median one. With
 /// several levels, level_overheads: each level over the one before it, paired by round (paired_overhead(), design
-/// "interleaved"), from rounds where both runs had samples. settings.executions lists every run (round, level, exit,
-/// wall_ns, samples, median_ns); settings.exit is the first failed run's exit, else the last one's. Throws
-/// std::invalid_argument when `executions` is empty.
+/// "interleaved"), from rounds where both runs had samples; never the counter run's (its durations are replays).
+/// settings.executions lists every run (round, level, exit, wall_ns, samples, median_ns); settings.exit is the first
+/// failed run's exit, else the last one's. Throws std::invalid_argument when `executions` is empty.
 EvaluationRecord external_record(const CommandOptions& options, std::vector<Execution> executions);
 
 /// The evaluation of one profiled command (scenario "external"): model_name the program (argv[0]'s file name, or

@@ -66,6 +66,7 @@ inline constexpr const char* kCountersMismatchedPasses = "counters.mismatched_pa
 inline constexpr const char* kCountersMissingPasses = "counters.missing_passes";
 inline constexpr const char* kCountersGraphLaunchesNotProfiled = "counters.graph_launches_not_profiled";
 inline constexpr const char* kCountersUnavailable = "counters.unavailable";
+inline constexpr const char* kCountersOtherContextLaunches = "counters.other_context_launches";
 // Trace assembly and the trace budget
 inline constexpr const char* kAssemblerNegativeDuration = "assembler.negative_duration";
 inline constexpr const char* kTraceUntracedBatches = "trace.untraced_batches";

@@ -22,12 +22,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "cupti_errors.h"
+#include "injected_counters.h"
 #include "xsp/profilers/counter_spans.h"
 #include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/gpu_activity.h"
@@ -44,7 +46,8 @@ constexpr int kMaxOpDepth = 64;
 struct LaunchThreadState {
   int op_depth = 0;
   SpanId ops[kMaxOpDepth];
-  int runtime_depth = 0;  // inside a runtime launch: its nested driver launch is the same kernel
+  int runtime_depth = 0;   // inside a runtime launch: its nested driver launch is the same kernel
+  bool recording = false;  // injected mode: the current launch is profiled
 };
 thread_local LaunchThreadState t_state;
 
@@ -58,6 +61,15 @@ bool is_launch_api(std::string_view name) {
 bool is_graph_launch_api(std::string_view name) {
   return name.substr(0, 15) == "cudaGraphLaunch" || name.substr(0, 13) == "cuGraphLaunch";
 }
+bool is_profiler_api(std::string_view name) {
+  for (std::string_view api : {"cudaProfilerStart", "cudaProfilerStop", "cuProfilerStart", "cuProfilerStop"})
+    if (name.substr(0, api.size()) == api) return true;
+  return false;
+}
+CounterOptions kernel_replay(CounterOptions options) {
+  options.replay = CounterOptions::Replay::kKernel;
+  return options;
+}
 
 class CounterProfiler;
 std::atomic<CounterProfiler*> g_counter_active{nullptr};
@@ -68,6 +80,15 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
   explicit CounterProfiler(const CounterOptions& options)
       : options_(options), user_replay_(options.replay == CounterOptions::Replay::kUser) {
     // Checked here, not at start(): a bad value is the caller's mistake, reported before any run begins.
+    if (options_.max_ranges == 0) throw std::invalid_argument("counter profiler: counters.max_ranges must be > 0");
+  }
+  /// Injected mode (injected_counters.h): kernel replay, set up at the first admitted launch.
+  explicit CounterProfiler(const InjectedCounterOptions& injected)
+      : options_(kernel_replay(injected.counters)),
+        user_replay_(false),
+        injected_(true),
+        collecting_(injected.collecting),
+        follow_profiler_api_(injected.follow_profiler_api) {
     if (options_.max_ranges == 0) throw std::invalid_argument("counter profiler: counters.max_ranges must be > 0");
   }
   ~CounterProfiler() override {
@@ -96,7 +117,10 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     all_passes_submitted_ = false;
     pass_launches_.clear();
     try {
-      setup();
+      if (injected_)
+        subscribe();  // no CUDA call here: inside cuInit; the range profiler is set up at the first admitted launch
+      else
+        setup();
     } catch (...) {
       teardown();
       g_counter_active.store(nullptr);
@@ -111,16 +135,25 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     running_ = false;
     std::string error;
     try {
-      if (!user_replay_ || pass_active_) end_pass();
-      CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-      decode.pRangeProfilerObject = range_profiler_;
-      check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
-      collection_.dropped_ranges = decode.numOfRangeDropped;
-      read_ranges();
+      if (injected_) {
+        std::lock_guard lock(session_mu_);
+        last_mark_ns_ = now_ns();
+        if (session_active_) harvest();
+        disabled_ = true;
+        error = injected_error_;
+      } else {
+        if (!user_replay_ || pass_active_) end_pass();
+        CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+        decode.pRangeProfilerObject = range_profiler_;
+        check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
+        collection_.dropped_ranges = decode.numOfRangeDropped;
+        read_ranges();
+      }
     } catch (const std::exception& e) {
       error = e.what();
     }
     teardown();
+    mark("teardown");
     {
       std::lock_guard lock(mu_);
       if (!user_replay_) pass_launches_.push_back(std::move(launches_));
@@ -141,7 +174,9 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       recorder_->count(stat::kCountersMissingPasses,
                        collection_.passes > passes_done_ ? collection_.passes - passes_done_ : 1);
     if (graph_launches_ > 0) recorder_->count(stat::kCountersGraphLaunchesNotProfiled, graph_launches_);
+    if (other_context_launches_ > 0) recorder_->count(stat::kCountersOtherContextLaunches, other_context_launches_);
     append_counter_spans(collection_, *recorder_);
+    mark("HARDWARE spans");
     // What counters cost, shown rather than hidden: start() to here, replays and metric evaluation included.
     recorder_->count(stat::kCountersCollectionNs, static_cast<std::uint64_t>(now_ns() - started_ns_));
     if (!options_.dump_dir.empty()) dump(options_.dump_dir);
@@ -167,12 +202,22 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
   void on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData* cb, const std::string& api) {
     if (user_replay_ && !pass_active_.load(std::memory_order_acquire)) return;
     const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    if (is_profiler_api(api)) {
+      // cudaProfilerStart opens the capture once it returned, cudaProfilerStop closes it as it is called.
+      const bool start = api.find("Start") != std::string::npos;
+      if (start == (cb->callbackSite == CUPTI_API_EXIT)) profiler_api_on_.store(start, std::memory_order_relaxed);
+      return;
+    }
     if (is_graph_launch_api(api)) {
       if (cb->callbackSite == CUPTI_API_EXIT) graph_launches_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     if (cb->callbackSite == CUPTI_API_ENTER) {
+      const bool outer = runtime || t_state.runtime_depth == 0;
       if (runtime) ++t_state.runtime_depth;
+      // Injected mode: whether this launch is profiled is decided before the kernel runs (a session may have to
+      // start, stop or be harvested first), once per launch (a runtime launch's driver half follows its decision).
+      if (injected_ && outer) t_state.recording = admit(cb->context);
       *cb->correlationData = static_cast<std::uint64_t>(now_ns());
       return;
     }
@@ -180,6 +225,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       --t_state.runtime_depth;
     else if (t_state.runtime_depth > 0)
       return;  // the driver half of a runtime launch: already counted
+    if (injected_ && !t_state.recording) return;
     KernelLaunch l;
     l.start_ns = static_cast<std::int64_t>(*cb->correlationData);
     l.end_ns = now_ns();
@@ -230,7 +276,19 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     int device = 0;
     check_cuda(cudaGetDevice(&device), "cudaGetDevice");
     mark("cudaGetDevice");
+    configure(ctx, device);
+    subscribe();
+    if (!user_replay_) {  // kernel replay: one session over the whole run
+      CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+      start.pRangeProfilerObject = range_profiler_;
+      check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+      mark("cuptiRangeProfilerStart");
+    }
+  }
 
+  /// Metric configuration, the range profiler on `ctx` (device index `device`) and its counter data image; makes no
+  /// CUDA runtime call (the injected mode runs it inside a launch callback).
+  void configure(CUcontext ctx, int device) {
     CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
     check(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
     mark("cuptiProfilerInitialize");
@@ -331,14 +389,118 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     config.targetNestingLevel = 1;
     check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
     mark("cuptiRangeProfilerSetConfig");
+  }
 
-    subscribe();
-    if (!user_replay_) {  // kernel replay: one session over the whole run
-      CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-      start.pRangeProfilerObject = range_profiler_;
-      check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
-      mark("cuptiRangeProfilerStart");
+  // ---- Injected mode: sessions of at most max_ranges kernels, opened and closed with the capture ----
+
+  /// Whether the launch about to be made on `ctx` is profiled: sets the range profiler up on the first one the
+  /// capture admits, starts a session when the capture opens, harvests it when the capture closes or the session's
+  /// counter data image is full (so a long run needs one image's memory, not one per kernel). A failure stops
+  /// collection for the rest of the run (said on stderr, and by stop()).
+  bool admit(CUcontext ctx) {
+    std::lock_guard lock(session_mu_);
+    if (disabled_ || !running_) return false;
+    const bool want = (!collecting_ || collecting_(now_ns())) &&
+                      (!follow_profiler_api_ || profiler_api_on_.load(std::memory_order_relaxed));
+    try {
+      if (ctx_ == nullptr) {
+        if (!want) return false;
+        std::uint32_t device = 0;
+        check(cuptiGetDeviceId(ctx, &device), "cuptiGetDeviceId");
+        configure(ctx, static_cast<int>(device));
+        ctx_ = ctx;
+        image_fresh_ = true;
+        started_ns_ = now_ns();
+      }
+      if (ctx != ctx_) {
+        if (want) other_context_launches_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+      if (!want) {
+        if (session_active_) harvest();
+        return false;
+      }
+      if (session_active_ && session_ranges_ >= options_.max_ranges) harvest();
+      if (!session_active_) start_session();
+      ++session_ranges_;
+      return true;
+    } catch (const std::exception& e) {
+      disabled_ = true;
+      injected_error_ = e.what();
+      std::fprintf(stderr, "xsp inject: hardware counters stopped: %s\n", e.what());
+      return false;
     }
+  }
+
+  void start_session() {  // under session_mu_
+    if (!image_fresh_) {
+      // The image of the session before was decoded and read: initialized again, it holds the next session's ranges.
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params data_init{
+          CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+      data_init.pRangeProfilerObject = range_profiler_;
+      data_init.counterDataSize = counter_data_.size();
+      data_init.pCounterData = counter_data_.data();
+      check(cuptiRangeProfilerCounterDataImageInitialize(&data_init), "cuptiRangeProfilerCounterDataImageInitialize");
+      CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+      config.pRangeProfilerObject = range_profiler_;
+      config.configSize = config_.size();
+      config.pConfig = config_.data();
+      config.counterDataImageSize = counter_data_.size();
+      config.pCounterDataImage = counter_data_.data();
+      config.range = CUPTI_AutoRange;
+      config.replayMode = CUPTI_KernelReplay;
+      config.maxRangesPerPass = options_.max_ranges;
+      config.numNestingLevels = 1;
+      config.minNestingLevel = 1;
+      config.passIndex = 0;
+      config.targetNestingLevel = 1;
+      check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
+    }
+    CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    start.pRangeProfilerObject = range_profiler_;
+    check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    image_fresh_ = false;
+    session_active_ = true;
+    session_ranges_ = 0;
+    ++sessions_;
+  }
+
+  /// Ends the session and reads its ranges (kernel replay finished each kernel inside its launch: nothing to wait
+  /// for). Under session_mu_.
+  void harvest() {
+    session_active_ = false;
+    CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    stop.pRangeProfilerObject = range_profiler_;
+    check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+    mark("harvest: cuptiRangeProfilerStop");
+    ++passes_done_;
+    CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+    decode.pRangeProfilerObject = range_profiler_;
+    check(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
+    mark("harvest: cuptiRangeProfilerDecodeData");
+    collection_.dropped_ranges += decode.numOfRangeDropped;
+    read_ranges();
+    mark("harvest: ranges read");
+  }
+
+  /// The program destroys its context: its session is harvested first (the range profiler dies with it).
+  void on_context_destroy(CUcontext ctx) {
+    std::lock_guard lock(session_mu_);
+    if (ctx == nullptr || ctx != ctx_ || disabled_) return;
+    mark("the program destroys its context");
+    try {
+      if (session_active_) harvest();
+    } catch (const std::exception& e) {
+      injected_error_ = e.what();
+    }
+    disabled_ = true;
+    if (range_profiler_ != nullptr) {
+      CUpti_RangeProfiler_Disable_Params disable{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+      disable.pRangeProfilerObject = range_profiler_;
+      cuptiRangeProfilerDisable(&disable);
+      range_profiler_ = nullptr;
+    }
+    mark("range profiler disabled with its context");
   }
 
   void subscribe();
@@ -367,7 +529,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     std::vector<double> values(metrics_.size());
     for (std::size_t i = 0; i < info.numTotalRanges; ++i) {
       CounterRange range;
-      range.index = i;
+      range.index = collection_.ranges.size();  // across the sessions of the injected mode
       CUpti_RangeProfiler_CounterData_GetRangeInfo_Params name{
           CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
       name.pCounterDataImage = counter_data_.data();
@@ -448,6 +610,21 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
   CounterCollection collection_;
   std::atomic<std::uint64_t> graph_launches_{0};
 
+  // Injected mode (injected_counters.h).
+  const bool injected_ = false;
+  const std::function<bool(std::int64_t)> collecting_;
+  const bool follow_profiler_api_ = false;
+  std::atomic<bool> profiler_api_on_{false};
+  std::mutex session_mu_;  // launches may come from several threads; guards the session state below
+  CUcontext ctx_ = nullptr;
+  bool disabled_ = false;
+  bool session_active_ = false;
+  bool image_fresh_ = false;
+  std::size_t session_ranges_ = 0;
+  std::size_t sessions_ = 0;
+  std::string injected_error_;
+  std::atomic<std::uint64_t> other_context_launches_{0};
+
   std::mutex mu_;  // launches may come from several threads
   std::vector<KernelLaunch> launches_;
   std::unordered_map<const char*, std::string> names_;
@@ -460,6 +637,10 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
 std::unordered_map<std::uint64_t, std::string> g_launch_apis;
 
 void CUPTIAPI launch_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    static_cast<CounterProfiler*>(userdata)->on_context_destroy(static_cast<const CUpti_ResourceData*>(data)->context);
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto it = g_launch_apis.find((static_cast<std::uint64_t>(domain) << 32) | cbid);
   if (it == g_launch_apis.end()) return;
@@ -477,16 +658,24 @@ void CounterProfiler::subscribe() {
       const char* raw = nullptr;
       if (cuptiGetCallbackName(domain, cbid, &raw) != CUPTI_SUCCESS || raw == nullptr) continue;
       const std::string_view name(raw);
-      if (!is_launch_api(name) && !is_graph_launch_api(name)) continue;
+      if (!is_launch_api(name) && !is_graph_launch_api(name) && !(follow_profiler_api_ && is_profiler_api(name)))
+        continue;
       g_launch_apis.emplace((static_cast<std::uint64_t>(domain) << 32) | cbid, std::string(name));
       check(cuptiEnableCallback(1, subscriber_, domain, cbid), "cuptiEnableCallback");
     }
   }
+  if (injected_)
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+          "cuptiEnableCallback(CONTEXT_DESTROY_STARTING)");
 }
 
 }  // namespace
 
 std::unique_ptr<DeviceProfiler> make_counter_profiler(const CounterOptions& options) {
+  return std::make_unique<CounterProfiler>(options);
+}
+
+std::unique_ptr<DeviceProfiler> make_injected_counter_profiler(const InjectedCounterOptions& options) {
   return std::make_unique<CounterProfiler>(options);
 }
 

@@ -14,8 +14,10 @@ std::vector<CounterDef> make_defs() {
     return std::string("sm__sass_thread_inst_executed_op_") + op + "_pred_on.sum";
   };
   // String storage for the composed names: string_views in CounterDef must outlive the program.
-  static const std::vector<std::string> names = {sass("dadd"), sass("dmul"), sass("dfma"), sass("fadd"), sass("fmul"),
-                                                 sass("ffma"), sass("hadd"), sass("hmul"), sass("hfma")};
+  // Never destroyed, as counter_defs() below.
+  static const auto& names =
+      *new std::vector<std::string>{sass("dadd"), sass("dmul"), sass("dfma"), sass("fadd"), sass("fmul"),
+                                    sass("ffma"), sass("hadd"), sass("hmul"), sass("hfma")};
   return {
       {kFp64Flops, {{names[0], 1}, {names[1], 1}, {names[2], 2}}, "FP64 FLOPs on CUDA cores (FMA = 2)", "sum"},
       {kFp32Flops, {{names[3], 1}, {names[4], 1}, {names[5], 2}}, "FP32 FLOPs on CUDA cores (FMA = 2)", "sum"},
@@ -45,8 +47,10 @@ std::vector<CounterDef> make_defs() {
 }  // namespace
 
 const std::vector<CounterDef>& counter_defs() {
-  static const std::vector<CounterDef> defs = make_defs();
-  return defs;
+  // Never destroyed: the injection library evaluates counters in an exit handler registered before this is first
+  // made, and a function-local static made later is destroyed before that handler runs.
+  static const auto* defs = new std::vector<CounterDef>(make_defs());
+  return *defs;
 }
 
 const CounterDef* find_counter(std::string_view name) {
@@ -81,10 +85,10 @@ std::map<std::string, double> evaluate_counters(const std::map<std::string, doub
 }
 
 const std::vector<std::string_view>& flop_counters() {
-  static const std::vector<std::string_view> names = {kFp64Flops,       kFp32Flops,       kFp16Flops,
-                                                      kTensorFp16Flops, kTensorBf16Flops, kTensorTf32Flops,
-                                                      kTensorFp64Flops, kTensorFp8Flops};
-  return names;
+  static const auto* names = new std::vector<std::string_view>{kFp64Flops,       kFp32Flops,       kFp16Flops,
+                                                               kTensorFp16Flops, kTensorBf16Flops, kTensorTf32Flops,
+                                                               kTensorFp64Flops, kTensorFp8Flops};  // as above
+  return *names;
 }
 
 std::optional<double> total_flops(const std::map<std::string, double>& counters) {

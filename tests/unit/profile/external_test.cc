@@ -16,6 +16,7 @@
 
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/summary.h"
+#include "xsp/profilers/hardware_counters.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/export.h"
 
@@ -147,10 +148,14 @@ TEST(ProfileOptions, ValidateNamesWhatIsWrong) {
     }
     return std::string();
   };
-  o.trace_level = TraceLevel::kHardware;
-  EXPECT_NE(refusal().find("--trace-level hardware"), std::string::npos) << refusal();
-  o.trace_level = TraceLevel::kKernel;
-  if (!external::have_cuda_part()) EXPECT_NE(refusal().find("no CUPTI part"), std::string::npos) << refusal();
+  for (TraceLevel deep : {TraceLevel::kKernel, TraceLevel::kHardware}) {
+    o.trace_level = deep;
+    if (external::have_cuda_part())
+      EXPECT_EQ(refusal().find("--trace-level"), std::string::npos)
+          << refusal() << ": counters are collected by kernel replay in the injected process";
+    else
+      EXPECT_NE(refusal().find("no CUPTI part"), std::string::npos) << refusal();
+  }
   o.trace_level = TraceLevel::kLibrary;
   o.capture_profiler_api = true;
   EXPECT_NE(refusal().find("--capture cuda-profiler-api at --trace-level library"), std::string::npos) << refusal();
@@ -191,6 +196,19 @@ TEST(ProfileOptions, LeveledRunsGoMThenDeeperAndRoundsAlternateTheOrder) {
   const auto M = TraceLevel::kModel, F = TraceLevel::kFramework, L = TraceLevel::kLibrary;
   EXPECT_EQ(external::run_order(o),
             (std::vector<R>{{0, M}, {0, F}, {0, L}, {1, L}, {1, F}, {1, M}, {2, M}, {2, F}, {2, L}}));
+  // Counters: a counter run after the kernel run, once, outside the alternation (its timings are replays).
+  const auto K = TraceLevel::kKernel, H = TraceLevel::kHardware;
+  o.trace_level = H;
+  o.repeat = 2;
+  EXPECT_EQ(external::command_levels(o), (std::vector<TraceLevel>{M, F, K, H}));
+  EXPECT_EQ(external::run_order(o), (std::vector<R>{{0, M}, {0, F}, {0, K}, {1, K}, {1, F}, {1, M}, {0, H}}));
+  o.leveled = false;
+  EXPECT_EQ(external::command_levels(o), (std::vector<TraceLevel>{K, H}));
+  EXPECT_EQ(external::run_order(o), (std::vector<R>{{0, K}, {1, K}, {0, H}}));
+  o.repeat = 1;
+  EXPECT_EQ(external::run_order(o), (std::vector<R>{{0, K}, {0, H}}));
+  o.leveled = true;
+  o.trace_level = L;
   // Refused: no rounds; on-demand collection repeated.
   o.argv = {"true"};
   o.inject_library = "/bin/sh";  // any readable file
@@ -323,6 +341,84 @@ TEST(ExternalRecord, AFailedRunIsTheEvaluationsExitAndSaysTheRestWasNotRun) {
   // One run: its samples split into windows in time.
   EXPECT_EQ(r.runs[0].measurement.stability.verdict, Verdict::kNotAssessed);
   EXPECT_EQ(r.runs[0].measurement.stability.samples, 1u);
+}
+
+// --trace-level hardware: a kernel run, then a counter run whose part holds parentless HARDWARE spans on the launching
+// thread (as the injected counter profiler writes them). Merged, each lands in the op open at its launch; the analyses
+// join it with the kernel run's kernel of the same op and place (2 kernels of 2e6 and 6e6 FP32 FLOPs, known answers);
+// the counter run is no timing run: no overhead, and it says so.
+TracePart counter_part(bool counters) {
+  const std::uint64_t thread = 7;
+  TracePart p;
+  p.file = counters ? "h.xsptrace" : "k.xsptrace";
+  p.trace.processes = {{7, "prog", {thread}}};
+  p.trace.spans = {span(1, kNoSpan, Level::kApplication, "prog", 0, 10'000, thread),
+                   span(2, 1, Level::kModel, "step", 100, 9'000, thread),
+                   span(3, 2, Level::kFramework, "aten::mm", 200, 8'000, thread)};
+  for (int k = 0; k < 2; ++k) {
+    const std::int64_t at = 300 + 1000 * k;
+    if (counters) {
+      Span h =
+          span(static_cast<SpanId>(4 + k), kNoSpan, Level::kHardware, k == 0 ? "sgemm" : "splitk", at, at + 20, thread);
+      h.tags = {Tag("fp32_flops", std::string(k == 0 ? "2000000" : "6000000")), Tag("dram_read_bytes", "1000000"),
+                Tag("dram_write_bytes", "1000000"), Tag("range_index", static_cast<std::int64_t>(k)),
+                Tag("replay", "kernel")};
+      p.trace.spans.push_back(std::move(h));
+    } else {
+      const SpanId call = static_cast<SpanId>(4 + 2 * k);
+      p.trace.spans.push_back(span(call, kNoSpan, Level::kSystem, "cudaLaunchKernel", at, at + 20, thread));
+      Span kernel = span(call + 1, call, Level::kKernel, k == 0 ? "sgemm" : "splitk", at + 100, at + 600, thread);
+      kernel.track = Track::stream(0, 7);
+      kernel.tags = {Tag("kind", "kernel")};
+      p.trace.spans.push_back(std::move(kernel));
+    }
+  }
+  return p;
+}
+
+TEST(ExternalRecord, ACounterRunIsJoinedWithTheKernelRunAndNeverTimed) {
+  external::CommandOptions o;
+  o.argv = {"./prog"};
+  o.trace_level = TraceLevel::kHardware;
+  std::vector<external::Execution> runs(2);
+  runs[0].level = TraceLevel::kKernel;
+  runs[0].trace = external::merge_parts({counter_part(false)}, TraceLevel::kKernel);
+  runs[1].level = TraceLevel::kHardware;
+  runs[1].trace = external::merge_parts({counter_part(true)}, TraceLevel::kHardware);
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : runs[1].trace.spans) by_id.emplace(s.id, &s);
+  std::size_t placed = 0;
+  for (const Span& s : runs[1].trace.spans)
+    if (s.level == Level::kHardware) {
+      ASSERT_NE(s.parent_id, kNoSpan) << s.name;
+      EXPECT_EQ(by_id.at(s.parent_id)->name, "aten::mm") << s.name << " lies in the op open at its launch";
+      ++placed;
+    }
+  EXPECT_EQ(placed, 2u);
+
+  const EvaluationRecord r = external::external_record(o, std::move(runs));
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].trace_level, TraceLevel::kKernel);
+  EXPECT_EQ(r.runs[1].trace_level, TraceLevel::kHardware);
+  EXPECT_TRUE(r.level_overheads.empty()) << "a counter run's durations are replays, never an overhead";
+  bool said = false;
+  for (const std::string& w : r.runs[1].warnings) said |= w.find("counter run") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  const auto tables = run_analyses(r, {"A8"}, AnalysisOptions{});
+  ASSERT_EQ(tables.size(), 1u);
+  const Table& a8 = tables[0];
+  std::size_t gflops_col = a8.columns.size(), name_col = a8.columns.size();
+  for (std::size_t c = 0; c < a8.columns.size(); ++c) {
+    if (a8.columns[c].name == "gflops") gflops_col = c;
+    if (a8.columns[c].name == "kernel_name") name_col = c;
+  }
+  ASSERT_LT(gflops_col, a8.columns.size());
+  ASSERT_LT(name_col, a8.columns.size());
+  std::map<std::string, double> gflops;
+  for (const auto& row : a8.rows)
+    if (const auto* g = std::get_if<double>(&row.at(gflops_col))) gflops[std::get<std::string>(row.at(name_col))] = *g;
+  EXPECT_EQ(gflops, (std::map<std::string, double>{{"sgemm", 0.002}, {"splitk", 0.006}}));
 }
 
 // Two processes whose CUPTI correlation ids collide (both count from 1): each kernel joins its own process's call.
@@ -526,6 +622,73 @@ TEST_P(RecordedCudaKernels, KernelsPerStepEqualTorchProfilersAndEachHasItsOp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, RecordedCudaKernels, ::testing::Values("resnet50", "bert"));
+
+// The counter run of the same program (--trace-level hardware --capture nvtx:step, 1 step, recorded on an H200 by
+// scripts/gpu/profile_hardware.py): 232 kernels replayed inside their launches. Each HARDWARE span lies in its step
+// and its framework op; their FLOPs equal Nsight Compute's on the same step kernel by kernel (ncu_flops.json, from
+// ncu --nvtx-include step/ with the same metrics); joined with the kernel run above, every kernel of every step gets
+// its counters and A8 sums to the step's FLOPs.
+TEST(RecordedCudaKernels, ACounterRunMatchesNsightComputeAndJoinsTheKernelRun) {
+  const fs::path fixtures = fs::path(XSP_TEST_FIXTURES) / "profile";
+  Trace counters = external::merge_parts(external::read_parts(fixtures / "resnet50_counters"), TraceLevel::kHardware);
+  std::ifstream in(fixtures / "resnet50_counters" / "ncu_flops.json");
+  const std::vector<double> ncu = nlohmann::json::parse(in).at("flops").get<std::vector<double>>();
+  ASSERT_EQ(ncu.size(), 232u);
+
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : counters.spans) by_id.emplace(s.id, &s);
+  std::map<std::int64_t, double> flops_by_range;
+  for (const Span& s : counters.spans) {
+    if (s.level != Level::kHardware) continue;
+    const Span* step = ancestor(by_id, s, Level::kModel);
+    ASSERT_NE(step, nullptr) << s.name;
+    EXPECT_EQ(step->name, "step");
+    EXPECT_NE(ancestor(by_id, s, Level::kFramework), nullptr) << s.name << " has its op";
+    EXPECT_EQ(s.tag("replay"), "kernel");
+    double flops = 0;
+    for (std::string_view c : hw::flop_counters())
+      if (const auto v = s.tag(c)) flops += std::stod(std::string(*v));
+    flops_by_range[s.tag_int("range_index").value()] = flops;
+  }
+  ASSERT_EQ(flops_by_range.size(), ncu.size());
+  double total = 0;
+  for (const auto& [index, flops] : flops_by_range) {
+    EXPECT_NEAR(flops, ncu.at(static_cast<std::size_t>(index)), 1e-9 * ncu.at(static_cast<std::size_t>(index)) + 1)
+        << "kernel " << index;
+    total += flops;
+  }
+  EXPECT_DOUBLE_EQ(total, 74'277'643'968.0);
+  EXPECT_EQ(counters.counters.at("counters.ranges"), 232u);
+  EXPECT_EQ(counters.counters.count("counters.dropped_ranges"), 0u);
+
+  external::CommandOptions o;
+  o.argv = {"python3", "profile_ops.py", "resnet50", "nvtx"};
+  o.trace_level = TraceLevel::kHardware;
+  o.sample_range = "step";
+  std::vector<external::Execution> runs(2);
+  runs[0].level = TraceLevel::kKernel;
+  runs[0].trace = external::merge_parts(external::read_parts(fixtures / "resnet50"), TraceLevel::kKernel);
+  runs[1].level = TraceLevel::kHardware;
+  runs[1].trace = std::move(counters);
+  const EvaluationRecord r = external::external_record(o, std::move(runs));
+  const auto tables = run_analyses(r, {"A8"}, AnalysisOptions{});
+  ASSERT_EQ(tables.size(), 1u);
+  const Table& a8 = tables[0];
+  std::size_t gflops_col = a8.columns.size();
+  for (std::size_t c = 0; c < a8.columns.size(); ++c)
+    if (a8.columns[c].name == "gflops") gflops_col = c;
+  ASSERT_LT(gflops_col, a8.columns.size());
+  double a8_flops = 0;
+  std::size_t joined = 0;
+  for (const auto& row : a8.rows)
+    if (const auto* g = std::get_if<double>(&row.at(gflops_col)); g != nullptr && !std::isnan(*g)) {
+      a8_flops += *g * 1e9;
+      ++joined;
+    }
+  EXPECT_EQ(joined, 232u) << "every kernel of a step joined with its counters";
+  EXPECT_NEAR(a8_flops, total, total * 1e-9);
+  for (const auto& note : a8.notes) EXPECT_EQ(note.find("differ"), std::string::npos) << note;
+}
 
 // A program that spawns a CUDA worker (a second Python process doing 10 matrix products in a range "child work"):
 // one evaluation, two processes, each with its own kernels under its own calls and ranges.
@@ -737,7 +900,7 @@ TEST_F(ProfileCommand, ACommandThatCannotRunExitsAsAShellWouldAndStoresNothing) 
   EXPECT_NE(r.err.find("/nonexistent/program"), std::string::npos) << r.err;
   auto store = Store::open(dir_ / "x.db");
   EXPECT_TRUE(store->list().empty());
-  EXPECT_EQ(xsp("profile --trace-level hardware -- true").status, 2);
+  EXPECT_EQ(xsp("profile --repeat 0 -- true").status, 2);
   EXPECT_EQ(xsp("profile --trace-level kernels -- true").status, 2);
   EXPECT_EQ(xsp("profile").status, 2);
   EXPECT_EQ(xsp("list -- x").status, 2);
