@@ -348,11 +348,16 @@ Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
     SpanId max_id = 0;
     // CUPTI's correlation ids count from 1 in every process: the part's index above bit 32 keeps them apart.
     const std::uint64_t correlation_offset = static_cast<std::uint64_t>(i) << 32;
+    // Streams are numbered per process too: a part's streams carry its process (Track::stream()).
+    const std::uint32_t process =
+        parts.size() > 1 && !t.processes.empty() ? static_cast<std::uint32_t>(out.processes.size() + 1) : 0;
     for (Span& s : t.spans) {
       max_id = std::max(max_id, s.id);
       s.id += offset;
       if (s.parent_id != kNoSpan) s.parent_id += offset;
       if (s.correlation_id != 0) s.correlation_id += correlation_offset;
+      if (s.track.is_device() && process != 0)
+        s.track = Track::stream(s.track.device, s.track.stream_number(), process);
       out.spans.push_back(std::move(s));
     }
     offset += max_id;

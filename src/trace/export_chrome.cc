@@ -201,7 +201,10 @@ class ChromeDocument {
       }
     }
     for (const Track& t : tracks_) {
-      const std::string name = t.is_device() ? "stream " + std::to_string(t.id) : "thread " + std::to_string(t.id);
+      std::string name =
+          t.is_device() ? "stream " + std::to_string(t.stream_number()) : "thread " + std::to_string(t.id);
+      if (const TraceProcess* p = t.is_device() ? trace_.process_of_track(t) : nullptr)
+        name += " of process " + std::to_string(p->pid);
       if (!emit(json{
               {"ph", "M"}, {"name", "thread_name"}, {"pid", pid_of(t)}, {"tid", t.id}, {"args", {{"name", name}}}}) ||
           !emit(json{{"ph", "M"},

@@ -100,7 +100,9 @@ json span_json(const Span& s, const Trace& trace, const std::string& trace_id_he
   attributes.push_back(attribute(Tag("xsp.span_id", s.id)));
   if (s.track.is_device()) {
     attributes.push_back(attribute(Tag("xsp.device", s.track.device)));
-    attributes.push_back(attribute(Tag("xsp.stream", s.track.id)));
+    attributes.push_back(attribute(Tag("xsp.stream", s.track.stream_number())));
+    if (const TraceProcess* p = trace.process_of_track(s.track))
+      attributes.push_back(attribute(Tag("process.pid", p->pid)));  // OpenTelemetry semantic convention
   } else {
     attributes.push_back(attribute(Tag("thread.id", s.track.id)));  // OpenTelemetry semantic convention
     if (const TraceProcess* p = trace.process_of_thread(s.track.id))

@@ -143,7 +143,9 @@ std::vector<std::int64_t> Tag::as_int_list() const {
 }
 
 std::string to_string(const Track& track) {
-  if (track.is_device()) return "GPU " + std::to_string(track.device) + " stream " + std::to_string(track.id);
+  if (track.is_device())
+    return "GPU " + std::to_string(track.device) + " stream " + std::to_string(track.stream_number()) +
+           (track.process_index() > 0 ? " (process #" + std::to_string(track.process_index()) + ")" : "");
   return "thread " + std::to_string(track.id);
 }
 

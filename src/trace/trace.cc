@@ -102,6 +102,12 @@ Trace TraceRecorder::take() {
   return out;
 }
 
+const TraceProcess* Trace::process_of_track(const Track& track) const {
+  if (!track.is_device()) return process_of_thread(track.id);
+  const std::uint32_t index = track.process_index();
+  return index > 0 && index <= processes.size() ? &processes[index - 1] : nullptr;
+}
+
 const TraceProcess* Trace::process_of_thread(std::uint64_t thread_id) const {
   for (const TraceProcess& p : processes) {
     if (std::binary_search(p.thread_ids.begin(), p.thread_ids.end(), thread_id)) return &p;

@@ -148,8 +148,10 @@ struct TracePart {
 std::vector<TracePart> read_parts(const std::filesystem::path& dir);
 
 /// The parts as one assembled trace: each part's span ids shifted past the previous parts' (parents with them), so
-/// ids are unique and every process keeps its own nesting; counters summed; processes concatenated (one track group
-/// each); the clock of the first part. Spans of levels `level` does not enable are dropped, their children given
+/// ids are unique and every process keeps its own nesting; CUPTI correlation ids offset by the part's index above
+/// bit 32 and, with several parts, each part's GPU streams given its process (Track::stream(): process k's stream 7
+/// is not process j's); counters summed; processes concatenated (one track group each); the clock of the first
+/// part. Spans of levels `level` does not enable are dropped, their children given
 /// to the nearest kept ancestor. Then assemble() (xsp/trace/assembler.h).
 Trace merge_parts(std::vector<TracePart> parts, TraceLevel level);
 

@@ -106,15 +106,26 @@ struct Track {
   /// `device` of a host-thread track.
   static constexpr std::uint32_t kHost = std::numeric_limits<std::uint32_t>::max();
   std::uint32_t device = kHost;  ///< CUDA device ordinal, or kHost
-  std::uint64_t id = 0;          ///< host: OS thread id (gettid); device: stream id (CUPTI streamId)
+  /// host: OS thread id (gettid); device: stream id (CUPTI streamId, 32 bits) in the low 32 bits, and in a trace
+  /// of several processes (Trace::processes) the position + 1 of the process that ran the stream above them, so that
+  /// two processes' streams of the same number stay two tracks (0: the trace's one process).
+  std::uint64_t id = 0;
 
   static constexpr Track host_thread(std::uint64_t thread_id) { return Track{kHost, thread_id}; }
-  static constexpr Track stream(std::uint32_t device, std::uint64_t stream_id) { return Track{device, stream_id}; }
+  /// Stream `stream_id` (< 2^32) of GPU `device`, run by Trace::processes[process - 1] (process 0: the only one).
+  static constexpr Track stream(std::uint32_t device, std::uint64_t stream_id, std::uint32_t process = 0) {
+    return Track{device, (static_cast<std::uint64_t>(process) << 32) | (stream_id & 0xffffffffu)};
+  }
   constexpr bool is_device() const { return device != kHost; }
+  /// A device track's CUDA stream number (the low 32 bits of id).
+  constexpr std::uint64_t stream_number() const { return id & 0xffffffffu; }
+  /// A device track's process: position + 1 in Trace::processes, 0 when the trace has one process.
+  constexpr std::uint32_t process_index() const { return is_device() ? static_cast<std::uint32_t>(id >> 32) : 0; }
   auto operator<=>(const Track&) const = default;
 };
 
-/// "thread 1234" or "GPU 0 stream 7".
+/// "thread 1234", "GPU 0 stream 7", or in a trace of several processes "GPU 0 stream 7 (process #2)" (the position
+/// + 1 in Trace::processes).
 std::string to_string(const Track& track);
 
 /// A timed interval on the host clock (nanoseconds of the trace's host clock, see ClockInfo).

@@ -57,6 +57,9 @@ struct Trace {
   std::vector<TraceProcess> processes;
   bool operator==(const Trace&) const = default;
 
+  /// The process that ran `track`: for a host thread process_of_thread(), for a stream the process its id names
+  /// (Track::process_index()); nullptr when none does (or processes is empty).
+  const TraceProcess* process_of_track(const Track& track) const;
   /// The process whose threads include host thread `thread_id`; nullptr when none does (or processes is empty).
   const TraceProcess* process_of_thread(std::uint64_t thread_id) const;
 };

@@ -451,7 +451,18 @@ TEST(MergeParts, CorrelationIdsStayWithinTheirProcess) {
     EXPECT_EQ(by_id.at(call->parent_id)->name, "cublasSgemm");
     const Span* malloc = named(t, "cudaMalloc", 50);
     ASSERT_NE(malloc, nullptr);
+    // Stream 7 of each process is a track of its own, and says whose it is.
+    EXPECT_EQ(k->track.stream_number(), 7u);
+    ASSERT_NE(t.process_of_track(k->track), nullptr);
+    EXPECT_EQ(t.process_of_track(k->track)->pid, pid);
   }
+  EXPECT_NE(named(t, "k100", 400)->track, named(t, "k200", 400)->track);
+  EXPECT_EQ(to_string(named(t, "k200", 400)->track), "GPU 0 stream 7 (process #2)");
+  const nlohmann::json doc = to_chrome_trace(t, TraceResource{});
+  std::set<std::string> stream_names;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 0) stream_names.insert(e["args"]["name"]);
+  EXPECT_EQ(stream_names, (std::set<std::string>{"stream 7 of process 100", "stream 7 of process 200"}));
   for (const Span& s : t.spans) {
     if (s.name != "cudaMalloc") continue;
     const Span* process = by_id.at(s.parent_id);
