@@ -280,6 +280,16 @@ std::vector<Table> external_summary(const EvaluationRecord& record) {
       const StabilityAssessment& a = run.measurement.stability;
       const LatencySummary p = summarize(run.predict_latency_ns);
       RowBuilder row(s);
+      if (run.trace_level == TraceLevel::kHardware) {  // kernel replay: its durations are no latencies (SPEC §3)
+        row.set("run", std::string(run_name(run.trace_level)))
+            .set("trace_level", std::string(to_string(run.trace_level)))
+            .set("range", sample.get<std::string>())
+            .set("runs", static_cast<std::int64_t>(run.measurement.blocks.size()))
+            .set("samples", static_cast<std::int64_t>(run.predict_latency_ns.size()))
+            .set("stability", std::string("n/a (counter run)"));
+        s.rows.push_back(row.take());
+        continue;
+      }
       row.set("run", std::string(run_name(run.trace_level)))
           .set("trace_level", std::string(to_string(run.trace_level)))
           .set("range", sample.get<std::string>())

@@ -366,6 +366,13 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     check(cuptiRangeProfilerGetCounterDataSize(&data_size), "cuptiRangeProfilerGetCounterDataSize");
     mark("cuptiRangeProfilerGetCounterDataSize");
     counter_data_.assign(data_size.counterDataSize, 0);
+    arm_image();
+  }
+
+  /// Initializes the counter data image and hands it and the metric configuration to the range profiler: before
+  /// the first session, and in the injected mode again before each next one (the image of the session before was
+  /// decoded and read).
+  void arm_image() {
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params data_init{
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
     data_init.pRangeProfilerObject = range_profiler_;
@@ -382,7 +389,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     config.pCounterDataImage = counter_data_.data();
     config.range = CUPTI_AutoRange;
     config.replayMode = user_replay_ ? CUPTI_UserReplay : CUPTI_KernelReplay;
-    config.maxRangesPerPass = max_ranges;
+    config.maxRangesPerPass = options_.max_ranges;
     config.numNestingLevels = 1;
     config.minNestingLevel = 1;
     config.passIndex = 0;
@@ -433,29 +440,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
   }
 
   void start_session() {  // under session_mu_
-    if (!image_fresh_) {
-      // The image of the session before was decoded and read: initialized again, it holds the next session's ranges.
-      CUpti_RangeProfiler_CounterDataImage_Initialize_Params data_init{
-          CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-      data_init.pRangeProfilerObject = range_profiler_;
-      data_init.counterDataSize = counter_data_.size();
-      data_init.pCounterData = counter_data_.data();
-      check(cuptiRangeProfilerCounterDataImageInitialize(&data_init), "cuptiRangeProfilerCounterDataImageInitialize");
-      CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-      config.pRangeProfilerObject = range_profiler_;
-      config.configSize = config_.size();
-      config.pConfig = config_.data();
-      config.counterDataImageSize = counter_data_.size();
-      config.pCounterDataImage = counter_data_.data();
-      config.range = CUPTI_AutoRange;
-      config.replayMode = CUPTI_KernelReplay;
-      config.maxRangesPerPass = options_.max_ranges;
-      config.numNestingLevels = 1;
-      config.minNestingLevel = 1;
-      config.passIndex = 0;
-      config.targetNestingLevel = 1;
-      check(cuptiRangeProfilerSetConfig(&config), "cuptiRangeProfilerSetConfig");
-    }
+    if (!image_fresh_) arm_image();
     CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
     start.pRangeProfilerObject = range_profiler_;
     check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");

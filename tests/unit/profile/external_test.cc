@@ -404,6 +404,15 @@ TEST(ExternalRecord, ACounterRunIsJoinedWithTheKernelRunAndNeverTimed) {
   bool said = false;
   for (const std::string& w : r.runs[1].warnings) said |= w.find("counter run") != std::string::npos;
   EXPECT_TRUE(said);
+  for (const Table& t : evaluation_summary(r)) {
+    if (t.id != "summary.samples") continue;
+    ASSERT_EQ(t.rows.size(), 2u);
+    for (std::size_t c = 0; c < t.columns.size(); ++c) {
+      if (t.columns[c].name == "stability") EXPECT_EQ(std::get<std::string>(t.rows[1].at(c)), "n/a (counter run)");
+      if (t.columns[c].name == "median_ms")
+        EXPECT_FALSE(std::holds_alternative<double>(t.rows[1].at(c))) << "a replayed step is no latency";
+    }
+  }
 
   const auto tables = run_analyses(r, {"A8"}, AnalysisOptions{});
   ASSERT_EQ(tables.size(), 1u);
