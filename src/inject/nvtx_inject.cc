@@ -494,11 +494,16 @@ void initialize_once() {
 #ifdef XSP_INJECT_CUPTI
 // The CUPTI part (docs/profile.md "CUDA calls and kernels"): CUDA API calls (SYSTEM) and, with
 // XSP_PROFILE_TRACE_LEVEL=kernel, kernels, copies and sets (KERNEL), with the in-process profiler's collector.
+constexpr std::size_t kInjectedMaxRanges = 128;
+
 // At hardware level, the counter profiler instead (docs/profile.md "Hardware counters"): kernel replay, inside the
 // capture only, its options from the XSP_COUNTER_* variables.
 std::unique_ptr<DeviceProfiler> make_cuda_profiler() {
   if (g_trace_level == TraceLevel::kHardware) {
     cupti::InjectedCounterOptions options;
+    // Sessions rotate cheaply, and a larger counter data image slows every replay pass (one ResNet-50 step: 47 s at
+    // 128 ranges, 83 s at 2048; BENCHMARKS.md), so the injected default is small; XSP_COUNTER_MAX_RANGES overrides.
+    options.counters.max_ranges = kInjectedMaxRanges;
     CuptiOptions unused;
     apply_env_overrides(unused, options.counters);
     options.collecting = [](std::int64_t now) { return collector().gate.admit_start(now); };

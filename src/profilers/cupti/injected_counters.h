@@ -13,8 +13,9 @@ namespace xsp::cupti {
 
 /// How the injected counter profiler decides which launches it profiles.
 struct InjectedCounterOptions {
-  /// max_ranges, timing and dump_dir as for a counter run; replay is always kernel replay (user replay needs
-  /// control of the program's batches, which a program XSP does not run does not give).
+  /// max_ranges (the kernels of one session: libxsp_inject.so defaults it to 128, since a larger counter data image
+  /// slows every replay pass), timing and dump_dir as for a counter run; replay is always kernel replay (user replay
+  /// needs control of the program's batches, which a program XSP does not run does not give).
   CounterOptions counters;
   /// Whether a launch made at `now_ns` (host clock, now_ns()) lies inside the capture; empty = always. Called on the
   /// launching thread, under the profiler's lock; must not call CUDA.
