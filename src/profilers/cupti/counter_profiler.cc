@@ -202,7 +202,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
   void on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData* cb, const std::string& api) {
     if (user_replay_ && !pass_active_.load(std::memory_order_acquire)) return;
     const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-    if (is_profiler_api(api)) {
+    if (follow_profiler_api_ && is_profiler_api(api)) {
       // cudaProfilerStart opens the capture once it returned, cudaProfilerStop closes it as it is called.
       const bool start = api.find("Start") != std::string::npos;
       if (start == (cb->callbackSite == CUPTI_API_EXIT)) profiler_api_on_.store(start, std::memory_order_relaxed);
@@ -479,12 +479,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       injected_error_ = e.what();
     }
     disabled_ = true;
-    if (range_profiler_ != nullptr) {
-      CUpti_RangeProfiler_Disable_Params disable{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
-      disable.pRangeProfilerObject = range_profiler_;
-      cuptiRangeProfilerDisable(&disable);
-      range_profiler_ = nullptr;
-    }
+    disable_range_profiler();
     mark("range profiler disabled with its context");
   }
 
@@ -539,6 +534,14 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     }
   }
 
+  void disable_range_profiler() noexcept {
+    if (range_profiler_ == nullptr) return;
+    CUpti_RangeProfiler_Disable_Params disable{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    disable.pRangeProfilerObject = range_profiler_;
+    cuptiRangeProfilerDisable(&disable);
+    range_profiler_ = nullptr;
+  }
+
   /// Releases every CUPTI object still held, in reverse order of setup; never throws.
   void teardown() noexcept {
     if (subscriber_ != nullptr) {
@@ -547,12 +550,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
       cuptiUnsubscribe(subscriber_);
       subscriber_ = nullptr;
     }
-    if (range_profiler_ != nullptr) {
-      CUpti_RangeProfiler_Disable_Params disable{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
-      disable.pRangeProfilerObject = range_profiler_;
-      cuptiRangeProfilerDisable(&disable);
-      range_profiler_ = nullptr;
-    }
+    disable_range_profiler();
     if (host_ != nullptr) {
       CUpti_Profiler_Host_Deinitialize_Params deinit{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
       deinit.pHostObject = host_;
