@@ -280,22 +280,17 @@ std::vector<Table> external_summary(const EvaluationRecord& record) {
       const StabilityAssessment& a = run.measurement.stability;
       const LatencySummary p = summarize(run.predict_latency_ns);
       RowBuilder row(s);
-      if (run.trace_level == TraceLevel::kHardware) {  // kernel replay: its durations are no latencies (SPEC §3)
-        row.set("run", std::string(run_name(run.trace_level)))
-            .set("trace_level", std::string(to_string(run.trace_level)))
-            .set("range", sample.get<std::string>())
-            .set("runs", static_cast<std::int64_t>(run.measurement.blocks.size()))
-            .set("samples", static_cast<std::int64_t>(run.predict_latency_ns.size()))
-            .set("stability", std::string("n/a (counter run)"));
-        s.rows.push_back(row.take());
-        continue;
-      }
       row.set("run", std::string(run_name(run.trace_level)))
           .set("trace_level", std::string(to_string(run.trace_level)))
           .set("range", sample.get<std::string>())
           .set("runs", static_cast<std::int64_t>(run.measurement.blocks.size()))
-          .set("samples", static_cast<std::int64_t>(run.predict_latency_ns.size()))
-          .set("median_ms", real_or_empty(a.median_ns / 1e6))
+          .set("samples", static_cast<std::int64_t>(run.predict_latency_ns.size()));
+      if (run.trace_level == TraceLevel::kHardware) {  // kernel replay: its durations are no latencies (SPEC §3)
+        row.set("stability", std::string("n/a (counter run)"));
+        s.rows.push_back(row.take());
+        continue;
+      }
+      row.set("median_ms", real_or_empty(a.median_ns / 1e6))
           .set("ci95_low_ms", real_or_empty(a.ci95_ns.low / 1e6))
           .set("ci95_high_ms", real_or_empty(a.ci95_ns.high / 1e6))
           .set("stability", stability_label(a))

@@ -2,6 +2,7 @@
 // the injection library (once, or once per level and round),
 // stores what its processes recorded as one evaluation of kind "external" (docs/profile.md), and exits with the
 // program's own status. The program's stdin, stdout and stderr are its own: XSP writes only to stderr, after it ended.
+#include <chrono>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -26,13 +27,30 @@ struct ProfileFlags {
   std::vector<std::string> command;
 };
 
-// xsp profile --start PID / --stop PID: on-demand collection of a program running under `xsp profile --signal`.
-int run_capture_signal(std::int64_t pid, bool start) {
-  const std::vector<std::int64_t> pids = external::signal_capture(pid, start);
-  std::string list;
-  for (std::int64_t p : pids) list += (list.empty() ? "" : " ") + std::to_string(p);
-  std::cout << (start ? "started" : "stopped") << " collection in " << pids.size()
-            << (pids.size() == 1 ? " process: " : " processes: ") << list << "\n";
+// xsp profile --start PID / --stop PID: on-demand collection of a program running under `xsp profile --signal`. A stop
+// ends a window: the processes write it while they run on, and it is stored at once as an evaluation of its own.
+int run_capture_signal(const Globals& g, std::int64_t pid, bool start) {
+  auto say = [](const char* what, const std::vector<std::int64_t>& pids) {
+    std::string list;
+    for (std::int64_t p : pids) list += (list.empty() ? "" : " ") + std::to_string(p);
+    std::cout << what << " collection in " << pids.size() << (pids.size() == 1 ? " process: " : " processes: ") << list
+              << "\n";
+  };
+  if (start) {
+    say("started", external::signal_capture(pid, true));
+    return 0;
+  }
+  // Opened first: a store that cannot take the window must not end it.
+  auto store = open_store(g, StoreAccess::kReadWrite);
+  // The processes settle for 200 ms, then flush and write: 30 s is far past what a window takes to write.
+  external::Window window = external::stop_window(pid, std::chrono::seconds(30));
+  say("stopped", window.pids);
+  EvaluationRecord record = external::window_record(std::move(window));
+  store->save(record);
+  const std::size_t spans = record.runs.empty() ? 0 : record.runs.back().trace.spans.size();
+  std::cout << "window evaluation " << record.id << " (" << spans << " spans; xsp show " << record.id << ")\n";
+  for (const RunRecord& r : record.runs)
+    for (const std::string& w : r.warnings) std::cerr << "xsp: warning: " << w << "\n";
   return 0;
 }
 
@@ -40,7 +58,7 @@ int run_profile(const Globals& g, const ProfileFlags& f) {
   if (f.start_pid || f.stop_pid) {
     if (!f.command.empty() || (f.start_pid && f.stop_pid))
       throw CLI::ValidationError("xsp profile --start PID and --stop PID take no command and not each other");
-    return run_capture_signal(f.start_pid ? *f.start_pid : *f.stop_pid, f.start_pid.has_value());
+    return run_capture_signal(g, f.start_pid ? *f.start_pid : *f.stop_pid, f.start_pid.has_value());
   }
   external::CommandOptions options;
   options.argv = f.command;
@@ -120,7 +138,9 @@ void add_profile_command(CLI::App& app, Globals& g, Commands& out) {
                 "start with collection off; turn it on and off with xsp profile --start PID / --stop PID");
   sub->add_option("--start", f->start_pid,
                   "turn collection on in PID (the program's or its xsp profile's pid) and its descendants");
-  sub->add_option("--stop", f->stop_pid, "turn collection off in PID and its descendants");
+  sub->add_option("--stop", f->stop_pid,
+                  "turn collection off in PID and its descendants, and store what they collected since the start as "
+                  "an evaluation of its own (the program runs on)");
   sub->add_flag("--leveled", f->leveled,
                 "run the command once per level (M: its own ranges only; M/F; then the trace level when deeper), "
                 "each level's latencies from its own run, and the overhead of each over the one before");

@@ -43,18 +43,7 @@ std::vector<TraceLevel> run_levels(TraceLevel trace_level, bool leveled, bool ha
   if (trace_level > TraceLevel::kFramework && !have_device_profiler)
     throw std::invalid_argument("trace level '" + std::string(to_string(trace_level)) +
                                 "' needs the GPU profiler (CUPTI): use --device cuda on a CUDA build");
-  if (trace_level == TraceLevel::kHardware) {
-    std::vector<TraceLevel> levels;
-    if (leveled) levels = {TraceLevel::kModel, TraceLevel::kFramework};
-    levels.push_back(TraceLevel::kKernel);
-    levels.push_back(TraceLevel::kHardware);
-    return levels;
-  }
-  if (!leveled) return {trace_level};
-  std::vector<TraceLevel> levels{TraceLevel::kModel};
-  if (trace_level >= TraceLevel::kFramework) levels.push_back(TraceLevel::kFramework);
-  if (trace_level > TraceLevel::kFramework) levels.push_back(trace_level);
-  return levels;
+  return level_sequence(trace_level, leveled);
 }
 
 TokenRange parse_token_range(std::string_view text) {

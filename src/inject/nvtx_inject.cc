@@ -8,6 +8,12 @@
 // The calls run on the program's threads: they take one mutex and never do I/O. A forked child starts empty (its
 // parent's open ranges are not its own) and writes its own part under its own pid.
 //
+// With on-demand collection (`xsp profile --signal`), each stop signal ends a window: a thread of this library writes
+// what the window recorded as a part of its own, "nvtx-<pid>-w<N>.xsptrace", while the program runs on (`xsp profile
+// --stop` stores it as an evaluation); the part written at exit holds what came after the last window. Between
+// windows the CUPTI part is paused (no activity kinds, no API records), so a server left running pays little and
+// holds nothing.
+//
 // The part also holds the process: one APPLICATION span (its command line, from the first NVTX call to the write)
 // that parents the ranges that have none, and a TraceProcess entry naming its threads, so that `xsp profile` draws one
 // track group per process. A process ended by a fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, and SIGTERM,
@@ -16,6 +22,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,6 +39,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -125,51 +133,52 @@ std::string command_line() {
   return sig == SIGSEGV || sig == SIGABRT || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
 }
 
-// Writes this process's spans as its trace part, once (at exit, or on a fatal signal, whichever comes first).
-// `fatal_signal` != 0: from the signal handler, where a lock held by the crashed thread must not hang the exit.
-std::atomic<bool> g_written{false};
-void write_part_once(int fatal_signal) {
-  if (g_out_dir.empty() || g_written.exchange(true)) return;
-  Collector& c = collector();
-  const std::int64_t end = now_ns();
-  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> taken;
-  if (fatal_signal == 0) {
-    taken = c.ranges.take(end);
-  } else if (auto t = c.ranges.try_take(end, std::chrono::milliseconds(200))) {
-    taken = std::move(*t);
-  } else {
-    std::fprintf(stderr, "xsp inject: pid %d: NVTX ranges not written: a thread holds the recorder's lock\n",
-                 static_cast<int>(::getpid()));
-    return;
-  }
-  auto& [spans, counters] = taken;
-  std::vector<Span> cuda_spans;  // SYSTEM and KERNEL spans of the CUPTI part
-  std::map<std::string, std::uint64_t> cuda_counters;
+// What the CUPTI part recorded: its SYSTEM, KERNEL and HARDWARE spans and its counters.
+struct CudaTaken {
+  std::vector<Span> spans;
+  std::map<std::string, std::uint64_t> counters;
+};
+
+// Takes what the CUPTI part recorded; `flush`: stops it first (the exit's part), else it was paused (a window's).
+CudaTaken take_cuda(Collector& c, [[maybe_unused]] bool flush, [[maybe_unused]] int fatal_signal) {
+  CudaTaken out;
 #ifdef XSP_INJECT_CUPTI
-  if (c.cupti_failed) cuda_counters[stat::kProfileCuptiUnavailable] = 1;
+  if (c.cupti_failed) out.counters[stat::kProfileCuptiUnavailable] = 1;
   if (c.cupti != nullptr && !is_crash_signal(fatal_signal)) {
-    try {
-      c.cupti->stop();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "xsp inject: pid %d: CUDA activity: %s\n", static_cast<int>(::getpid()), e.what());
+    if (flush) {
+      try {
+        c.cupti->stop();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "xsp inject: pid %d: CUDA activity: %s\n", static_cast<int>(::getpid()), e.what());
+      }
     }
     Trace recorded = c.recorder.take();
-    cuda_spans = std::move(recorded.spans);
-    cuda_counters.insert(recorded.counters.begin(), recorded.counters.end());
+    out.spans = std::move(recorded.spans);
+    out.counters.insert(recorded.counters.begin(), recorded.counters.end());
   } else if (c.cupti != nullptr) {
-    cuda_counters[stat::kProfileCuptiNotFlushed] = 1;
+    out.counters[stat::kProfileCuptiNotFlushed] = 1;
   }
 #endif
+  return out;
+}
+
+// One part of this process: the ranges and the CUPTI part's spans, cut to the capture, under one APPLICATION span
+// over [root_start_ns, end_ns) that parents the ranges with no parent, and a TraceProcess naming its threads.
+// `window` > 0: the part of that on-demand window (its APPLICATION span says so).
+Trace make_part(Collector& c, std::vector<Span> spans,
+                const std::vector<std::pair<std::string, std::uint64_t>>& counters, CudaTaken cuda,
+                std::int64_t root_start_ns, std::int64_t end_ns, int fatal_signal, unsigned window) {
+  std::vector<Span>& cuda_spans = cuda.spans;
   // At hardware level the counter profiler followed the capture itself (its HARDWARE spans are all inside it).
   if (g_capture.restricts() && !cuda_spans.empty() && g_trace_level != TraceLevel::kHardware) {
-    // CUPTI ran the whole time: keep what lies inside the capture (nvtx_capture.h).
+    // CUPTI ran the whole time, or the whole window: keep what lies inside the capture (nvtx_capture.h).
     std::vector<std::pair<std::int64_t, bool>> switches;
     const unsigned n = std::min(c.switch_count.load(), Collector::kMaxSwitches);
     for (unsigned i = 0; i < n; ++i) switches.emplace_back(c.switches[i].ns.load(), c.switches[i].on.load());
-    const auto windows = nvtx::capture_windows(g_capture, c.start_ns, end, switches, spans, cuda_spans);
+    const auto windows = nvtx::capture_windows(g_capture, c.start_ns, end_ns, switches, spans, cuda_spans);
     std::uint64_t cut = nvtx::keep_captured(cuda_spans, windows, false);
     if (g_capture.profiler_api) cut += nvtx::keep_captured(spans, windows, true);
-    cuda_counters[stat::kProfileSpansOutsideCapture] = cut;
+    cuda.counters[stat::kProfileSpansOutsideCapture] = cut;
   }
   Trace trace;
   TraceProcess process{::getpid(), command_line(), {}};
@@ -177,11 +186,12 @@ void write_part_once(int fatal_signal) {
   root.id = c.process_span;
   root.level = Level::kApplication;
   root.name = process.name;
-  root.start_ns = std::min(c.start_ns, spans.empty() ? c.start_ns : spans.front().start_ns);
-  root.end_ns = end;
+  root.start_ns = std::min(root_start_ns, spans.empty() ? root_start_ns : spans.front().start_ns);
+  root.end_ns = end_ns;
   root.track = Track::host_thread(static_cast<std::uint64_t>(process.pid));
   root.tags = {Tag("pid", static_cast<std::int64_t>(process.pid))};
   if (fatal_signal != 0) root.tags.emplace_back("fatal_signal", static_cast<std::int64_t>(fatal_signal));
+  if (window != 0) root.tags.emplace_back("window", static_cast<std::int64_t>(window));
   process.thread_ids.push_back(root.track.id);
   for (Span& s : spans) {
     if (s.parent_id == kNoSpan) {
@@ -197,16 +207,19 @@ void write_part_once(int fatal_signal) {
   trace.spans.push_back(std::move(root));
   for (Span& s : spans) trace.spans.push_back(std::move(s));
   for (Span& s : cuda_spans) trace.spans.push_back(std::move(s));
-  for (auto& [key, value] : counters) trace.counters[key] = value;
-  for (auto& [key, value] : cuda_counters) trace.counters[key] += value;
-  if (const std::uint64_t n = g_below_trace_level.load(); n > 0)
-    trace.counters[stat::kProfileSpansBelowTraceLevel] += n;
+  for (const auto& [key, value] : counters) trace.counters[key] = value;
+  for (const auto& [key, value] : cuda.counters) trace.counters[key] += value;
   trace.processes.push_back(std::move(process));
   trace.clock.unix_offset_ns = unix_offset_now_ns();
-  const std::string pid = std::to_string(::getpid());
+  return trace;
+}
+
+// Writes `trace` as "<XSP_PROFILE_DIR>/<name>.xsptrace", through a temporary name and a rename, so that a reader never
+// sees half a part. An error is said on stderr, where `xsp profile` shows it: the program's own run must go on.
+void write_part_file(const Trace& trace, const std::string& name) {
   const std::filesystem::path dir(g_out_dir);
-  const std::filesystem::path tmp = dir / ("nvtx-" + pid + ".xsptrace.tmp");
-  const std::filesystem::path out = dir / ("nvtx-" + pid + ".xsptrace");
+  const std::filesystem::path tmp = dir / (name + ".xsptrace.tmp");
+  const std::filesystem::path out = dir / (name + ".xsptrace");
   try {
     const std::vector<std::uint8_t> bytes = encode_trace(trace);
     {
@@ -216,9 +229,48 @@ void write_part_once(int fatal_signal) {
     }
     std::filesystem::rename(tmp, out);
   } catch (const std::exception& e) {
-    // The program's own exit must go on: say it on stderr, where `xsp profile` shows it.
-    std::fprintf(stderr, "xsp inject: pid %s: NVTX ranges not written: %s\n", pid.c_str(), e.what());
+    std::fprintf(stderr, "xsp inject: pid %d: %s not written: %s\n", static_cast<int>(::getpid()), name.c_str(),
+                 e.what());
   }
+}
+
+// One part is made at a time: a window's (on the window thread) or the exit's.
+std::timed_mutex g_part_mu;
+// On-demand windows: the capture signals' handler wakes the window thread through `g_edges`.
+sem_t g_edges;
+std::atomic<unsigned> g_stops{0};                // stop signals received
+std::atomic<std::int64_t> g_window_start_ns{0};  // the last start signal's time
+std::atomic<std::int64_t> g_window_end_ns{0};    // the last stop signal's time
+std::atomic<bool> g_window_thread{false};
+
+// Writes this process's spans as its trace part, once (at exit, or on a fatal signal, whichever comes first).
+// `fatal_signal` != 0: from the signal handler, where a lock held by the crashed thread must not hang the exit.
+std::atomic<bool> g_written{false};
+void write_part_once(int fatal_signal) {
+  if (g_out_dir.empty() || g_written.exchange(true)) return;
+  // A window being written finishes first (bounded: a crashed process does not wait).
+  std::unique_lock part(g_part_mu, std::defer_lock);
+  if (!part.try_lock_for(fatal_signal == 0 ? std::chrono::seconds(5) : std::chrono::seconds(0)) && fatal_signal == 0)
+    std::fprintf(stderr, "xsp inject: pid %d: a window is still being written; writing the last part beside it\n",
+                 static_cast<int>(::getpid()));
+  Collector& c = collector();
+  const std::int64_t end = now_ns();
+  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> taken;
+  if (fatal_signal == 0) {
+    taken = c.ranges.take(end);
+  } else if (auto t = c.ranges.try_take(end, std::chrono::milliseconds(200))) {
+    taken = std::move(*t);
+  } else {
+    std::fprintf(stderr, "xsp inject: pid %d: NVTX ranges not written: a thread holds the recorder's lock\n",
+                 static_cast<int>(::getpid()));
+    return;
+  }
+  auto& [spans, counters] = taken;
+  CudaTaken cuda = take_cuda(c, true, fatal_signal);
+  Trace trace = make_part(c, std::move(spans), counters, std::move(cuda), c.start_ns, end, fatal_signal, 0);
+  if (const std::uint64_t n = g_below_trace_level.load(); n > 0)
+    trace.counters[stat::kProfileSpansBelowTraceLevel] += n;
+  write_part_file(trace, "nvtx-" + std::to_string(::getpid()));
 }
 
 void write_part() { write_part_once(0); }
@@ -228,6 +280,11 @@ void write_part() { write_part_once(0); }
 void after_fork_in_child() {
   g_collector.store(new Collector(), std::memory_order_release);
   g_written.store(false);
+  sem_init(&g_edges, 0, 0);
+  g_stops.store(0);
+  g_window_start_ns.store(0);
+  g_window_end_ns.store(0);
+  g_window_thread.store(false);
 }
 
 // Fatal signals: write the part, then die of the same signal with its default action (so the exit status, a core
@@ -271,15 +328,82 @@ void install_fatal_signal_handlers() {
   }
 }
 
-// On-demand capture: another process (xsp profile --start/--stop PID) turns collection on and off.
+// ---- On-demand windows (--signal) ------------------------------------------------------------------------------
+
+// Another process (xsp profile --start/--stop PID) turns collection on and off by signals. The handler only flips the
+// gate, notes the switch and wakes the window thread (sem_post is async-signal-safe), which does the rest.
+
 void on_capture_signal(int sig) {
   Collector& c = collector();
   const bool on = sig == nvtx::capture_start_signal();
+  const std::int64_t now = now_ns();
   c.gate.set_on(on);
   const unsigned i = c.switch_count.fetch_add(1);
   if (i < Collector::kMaxSwitches) {
-    c.switches[i].ns.store(now_ns());
+    c.switches[i].ns.store(now);
     c.switches[i].on.store(on);
+  }
+  (on ? g_window_start_ns : g_window_end_ns).store(now);
+  if (!on) g_stops.fetch_add(1);
+  sem_post(&g_edges);
+}
+
+// Work in flight when a window ends is given this long to finish on the device before CUPTI's buffers are flushed.
+constexpr auto kWindowSettle = std::chrono::milliseconds(200);
+
+// The part of window `n`: the ranges recorded since the last part (open ones cut at the stop), and the CUPTI part's
+// spans, flushed after kWindowSettle and paused.
+void write_window(unsigned n) {
+  Collector& c = collector();
+  const std::int64_t end = std::max(g_window_end_ns.load(), c.start_ns);
+#ifdef XSP_INJECT_CUPTI
+  if (auto* activity = dynamic_cast<cupti::CuptiProfiler*>(c.cupti.get()); activity != nullptr) {
+    try {
+      activity->pause(kWindowSettle);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "xsp inject: pid %d: CUDA activity of window %u: %s\n", static_cast<int>(::getpid()), n,
+                   e.what());
+    }
+  }
+#endif
+  auto [spans, counters] = c.ranges.take_window(end);
+  CudaTaken cuda = take_cuda(c, false, 0);
+  const std::int64_t start = g_window_start_ns.load();
+  Trace trace = make_part(c, std::move(spans), counters, std::move(cuda), start > 0 ? start : c.start_ns, end, 0, n);
+  write_part_file(trace, "nvtx-" + std::to_string(::getpid()) + "-w" + std::to_string(n));
+}
+
+// The window thread: at each stop writes the window's part, at each start resumes the CUPTI part.
+void window_loop() {
+  unsigned written = 0;
+  for (;;) {
+    if (sem_wait(&g_edges) != 0) continue;  // EINTR
+    std::unique_lock part(g_part_mu);
+    if (g_written.load()) return;  // the process is exiting: its last part holds the rest
+    for (const unsigned stops = g_stops.load(); written < stops;) write_window(++written);
+#ifdef XSP_INJECT_CUPTI
+    Collector& c = collector();
+    if (auto* activity = dynamic_cast<cupti::CuptiProfiler*>(c.cupti.get()); activity != nullptr && c.gate.on()) {
+      try {
+        activity->resume();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "xsp inject: pid %d: CUDA activity: %s\n", static_cast<int>(::getpid()), e.what());
+      }
+    }
+#endif
+  }
+}
+
+// Started on the first call into the library of a process (or of a forked child: a thread cannot be started safely
+// in the fork handler itself), when collection is on demand and parts are written.
+void ensure_window_thread() {
+  if (!g_capture.on_demand || g_out_dir.empty() || g_window_thread.load(std::memory_order_relaxed)) return;
+  if (g_window_thread.exchange(true)) return;
+  try {
+    std::thread(window_loop).detach();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "xsp inject: pid %d: no window thread (%s): windows are written at exit only\n",
+                 static_cast<int>(::getpid()), e.what());
   }
 }
 
@@ -348,6 +472,7 @@ bool level_admits(std::string_view domain, std::string_view message) {
 }
 
 int gated_push(const void* key, std::string_view domain, std::string_view message, std::uint32_t category) {
+  ensure_window_thread();
   Collector& c = collector();
   const std::int64_t now = now_ns();
   bool opens = false;
@@ -371,6 +496,7 @@ int gated_pop(const void* key, std::string_view domain) {
 }
 // Id 0 is no range: its end is ignored (the recorder's ids start at 1).
 nvtxRangeId_t gated_start(std::string_view domain, std::string_view message, std::uint32_t category) {
+  ensure_window_thread();
   Collector& c = collector();
   const std::int64_t now = now_ns();
   if (!c.gate.admit_start(now) || !level_admits(domain, message)) return 0;
@@ -484,6 +610,7 @@ void initialize_once() {
       }
     }
     g_collector.store(new Collector(), std::memory_order_release);
+    sem_init(&g_edges, 0, 0);
     if (g_capture.on_demand) install_capture_signal_handlers();
     pthread_atfork(nullptr, nullptr, after_fork_in_child);
     std::atexit(write_part);
@@ -492,12 +619,13 @@ void initialize_once() {
 }
 
 #ifdef XSP_INJECT_CUPTI
-// The CUPTI part (docs/profile.md "CUDA calls and kernels"): CUDA API calls (SYSTEM) and, with
-// XSP_PROFILE_TRACE_LEVEL=kernel, kernels, copies and sets (KERNEL), with the in-process profiler's collector.
+// Kernels a counter session holds before it is decoded and re-armed (XSP_COUNTER_MAX_RANGES overrides it).
 constexpr std::size_t kInjectedMaxRanges = 128;
 
-// At hardware level, the counter profiler instead (docs/profile.md "Hardware counters"): kernel replay, inside the
-// capture only, its options from the XSP_COUNTER_* variables.
+// The CUPTI part (docs/profile.md "CUDA calls and kernels"): CUDA API calls (SYSTEM) and, with
+// XSP_PROFILE_TRACE_LEVEL=kernel, kernels, copies and sets (KERNEL), with the in-process profiler's collector; paused
+// while on-demand collection is off. At hardware level, the counter profiler instead (docs/profile.md "Hardware
+// counters"): kernel replay, inside the capture only, its options from the XSP_COUNTER_* variables.
 std::unique_ptr<DeviceProfiler> make_cuda_profiler() {
   if (g_trace_level == TraceLevel::kHardware) {
     cupti::InjectedCounterOptions options;
@@ -513,6 +641,8 @@ std::unique_ptr<DeviceProfiler> make_cuda_profiler() {
   }
   auto profiler = std::make_unique<cupti::CuptiProfiler>(CuptiOptions{});
   profiler->set_inside_driver_initialization(true);
+  // Off until a start signal (which may have come before CUDA's initialization); the window thread resumes it.
+  profiler->set_start_paused(g_capture.on_demand && !collector().gate.on());
   return profiler;
 }
 
@@ -526,12 +656,15 @@ void start_cupti() {
   try {
     std::unique_ptr<DeviceProfiler> profiler = make_cuda_profiler();
     profiler->start(c.recorder, options);
+    std::lock_guard part(g_part_mu);  // the window thread reads it
     c.cupti = std::move(profiler);
   } catch (const std::exception& e) {
     c.cupti_failed = true;
     std::fprintf(stderr, "xsp inject: pid %d: CUDA calls and kernels not recorded: %s\n", static_cast<int>(::getpid()),
                  e.what());
   }
+  // A start signal that came while CUPTI was being set up: the window thread resumes it.
+  if (g_capture.on_demand) sem_post(&g_edges);
 }
 #endif
 
@@ -547,6 +680,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
 #ifdef XSP_INJECT_CUPTI
   start_cupti();
 #endif
+  ensure_window_thread();
   return 1;
 }
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -105,6 +106,7 @@ std::string program_name(const std::vector<std::string>& argv) {
 }  // namespace
 
 std::string ProcessExit::describe() const {
+  if (running) return "was still running";
   if (!signaled) return "exited with status " + std::to_string(code);
   return "ended by signal " + std::to_string(signal) + " (" + signal_name(signal) + ")" +
          (core_dumped ? ", core dumped" : "");
@@ -115,6 +117,7 @@ nlohmann::json ProcessExit::to_json() const {
       {"signaled", signaled},           {"code", code},      {"signal", signal}, {"core_dumped", core_dumped},
       {"shell_status", shell_status()}, {"text", describe()}};
   if (signaled) j["signal_name"] = signal_name(signal);
+  if (running) j["running"] = true;
   return j;
 }
 
@@ -317,26 +320,71 @@ ProcessExit run_command(const CommandOptions& options) {
   return exit;
 }
 
-std::vector<TracePart> read_parts(const fs::path& dir) {
+std::vector<TracePart> read_part_files(const std::vector<fs::path>& files) {
   std::vector<TracePart> parts;
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".xsptrace") continue;
-    std::ifstream in(entry.path(), std::ios::binary);
+  for (const fs::path& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open trace part " + file.string());
     std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read trace part " + entry.path().string());
+    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read trace part " + file.string());
     try {
-      parts.push_back({entry.path(), decode_trace(bytes)});
+      parts.push_back({file, decode_trace(bytes)});
     } catch (const std::exception& e) {
-      throw std::runtime_error("trace part " + entry.path().string() + ": " + e.what());
+      throw std::runtime_error("trace part " + file.string() + ": " + e.what());
     }
   }
-  if (ec) throw std::runtime_error("cannot list trace parts in " + dir.string() + ": " + ec.message());
   auto pid_of = [](const TracePart& p) { return p.trace.processes.empty() ? 0 : p.trace.processes.front().pid; };
+  // A process's windows ("nvtx-PID-wN") sort before its part written at exit ("nvtx-PID.xsptrace").
   std::sort(parts.begin(), parts.end(), [&](const TracePart& a, const TracePart& b) {
     return pid_of(a) != pid_of(b) ? pid_of(a) < pid_of(b) : a.file < b.file;
   });
-  return parts;
+  return fold_parts(std::move(parts));
+}
+
+std::vector<TracePart> read_parts(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file() && entry.path().extension() == ".xsptrace") files.push_back(entry.path());
+  if (ec) throw std::runtime_error("cannot list trace parts in " + dir.string() + ": " + ec.message());
+  return read_part_files(files);
+}
+
+std::vector<TracePart> fold_parts(std::vector<TracePart> parts) {
+  std::vector<TracePart> out;
+  std::map<std::int64_t, std::size_t> index_of;  // pid → its part in `out`
+  for (TracePart& p : parts) {
+    if (p.trace.processes.empty()) {
+      out.push_back(std::move(p));
+      continue;
+    }
+    const std::int64_t pid = p.trace.processes.front().pid;
+    const auto [it, fresh] = index_of.try_emplace(pid, out.size());
+    if (fresh) {
+      out.push_back(std::move(p));
+      continue;
+    }
+    Trace& into = out[it->second].trace;
+    std::unordered_map<SpanId, std::size_t> applications;  // the folded part's APPLICATION spans by id
+    for (std::size_t i = 0; i < into.spans.size(); ++i)
+      if (into.spans[i].level == Level::kApplication) applications.emplace(into.spans[i].id, i);
+    for (Span& s : p.trace.spans) {
+      const auto same = s.level == Level::kApplication ? applications.find(s.id) : applications.end();
+      if (same == applications.end()) {
+        into.spans.push_back(std::move(s));
+        continue;
+      }
+      Span& root = into.spans[same->second];
+      root.start_ns = std::min(root.start_ns, s.start_ns);
+      root.end_ns = std::max(root.end_ns, s.end_ns);
+    }
+    for (const auto& [key, value] : p.trace.counters) into.counters[key] += value;
+    std::vector<std::uint64_t>& threads = into.processes.front().thread_ids;
+    for (std::uint64_t t : p.trace.processes.front().thread_ids) threads.push_back(t);
+    std::sort(threads.begin(), threads.end());
+    threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  }
+  return out;
 }
 
 Trace merge_parts(std::vector<TracePart> parts, TraceLevel level) {
@@ -430,18 +478,7 @@ nlohmann::json recorded_environment(const std::vector<std::string>& entries) {
 }
 
 std::vector<TraceLevel> command_levels(const CommandOptions& options) {
-  // Counters come from a run of their own whose timings are distorted by kernel replay: the kernel run before it
-  // gives the durations they are joined with (as `xsp evaluate --trace-level hardware` does).
-  if (options.trace_level == TraceLevel::kHardware)
-    return options.leveled ? std::vector<TraceLevel>{TraceLevel::kModel, TraceLevel::kFramework, TraceLevel::kKernel,
-                                                     TraceLevel::kHardware}
-                           : std::vector<TraceLevel>{TraceLevel::kKernel, TraceLevel::kHardware};
-  if (!options.leveled) return {options.trace_level};
-  std::vector<TraceLevel> levels{TraceLevel::kModel};
-  const int deepest = static_cast<int>(options.trace_level);
-  if (deepest >= static_cast<int>(TraceLevel::kFramework)) levels.push_back(TraceLevel::kFramework);
-  if (deepest > static_cast<int>(TraceLevel::kFramework)) levels.push_back(options.trace_level);
-  return levels;
+  return level_sequence(options.trace_level, options.leveled);
 }
 
 std::vector<std::pair<int, TraceLevel>> run_order(const CommandOptions& options) {
@@ -792,6 +829,110 @@ ProfileResult profile_command(CommandOptions options, bool record_machine_state)
   result.record.system = describe_system();
   result.record.system["framework"] = {{"name", "external"}, {"version", ""}};
   return result;
+}
+
+namespace {
+
+// The NUL-separated strings of /proc/PID/<file> (environ, cmdline); empty when unreadable (another user's process).
+std::vector<std::string> proc_strings(std::int64_t pid, const char* file) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file, std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string item; std::getline(in, item, '\0');)
+    if (!item.empty()) out.push_back(std::move(item));
+  return out;
+}
+
+std::string value_of(const std::vector<std::string>& environment, std::string_view name) {
+  for (const std::string& e : environment)
+    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=')
+      return e.substr(name.size() + 1);
+  return {};
+}
+
+// The window parts "nvtx-PID-w<N>.xsptrace" of `pid` in `dir`.
+std::vector<fs::path> window_files(const fs::path& dir, std::int64_t pid) {
+  const std::string prefix = "nvtx-" + std::to_string(pid) + "-w";
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with(prefix) && e.path().extension() == ".xsptrace") out.push_back(e.path());
+  }
+  return out;
+}
+
+}  // namespace
+
+Window stop_window(std::int64_t pid, std::chrono::milliseconds timeout) {
+  Window w;
+  w.run.start_ns = now_ns();
+  w.pids = signal_capture(pid, false);
+  w.run.end_ns = now_ns();
+  w.run.created_at = utc_now_iso8601();
+  w.run.exit.running = true;
+  // The program's settings, from the first process signalled that has them (the one `xsp profile` started).
+  fs::path dir;
+  for (std::int64_t p : w.pids) {
+    const std::vector<std::string> environment = proc_strings(p, "environ");
+    const std::string parts = value_of(environment, "XSP_PROFILE_DIR");
+    if (parts.empty()) continue;
+    dir = parts;
+    w.options.argv = proc_strings(p, "cmdline");
+    if (const auto level = parse_trace_level(value_of(environment, "XSP_PROFILE_TRACE_LEVEL")))
+      w.options.trace_level = *level;
+    w.options.on_demand = true;
+    w.options.capture_range = value_of(environment, nvtx::kCaptureRangeVariable);
+    w.options.capture_profiler_api = value_of(environment, nvtx::kCaptureProfilerApiVariable) == "1";
+    w.run.environment = recorded_environment(environment);
+    std::error_code ec;
+    w.run.working_directory = fs::read_symlink("/proc/" + std::to_string(p) + "/cwd", ec).string();
+    break;
+  }
+  if (dir.empty())
+    throw std::runtime_error("xsp profile --stop " + std::to_string(pid) +
+                             ": collection was stopped, but no process signalled has a parts folder "
+                             "(XSP_PROFILE_DIR): run the program under `xsp profile --signal`");
+  // Each process writes its window after a short settle (work in flight on the GPU), then renames it into place.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<fs::path> files;
+  for (;;) {
+    files.clear();
+    w.missing.clear();
+    for (std::int64_t p : w.pids) {
+      std::vector<fs::path> mine = window_files(dir, p);
+      if (mine.empty() && ::kill(static_cast<pid_t>(p), 0) == 0) w.missing.push_back(p);
+      files.insert(files.end(), mine.begin(), mine.end());
+    }
+    if (w.missing.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (files.empty())
+    throw std::runtime_error("xsp profile --stop " + std::to_string(pid) + ": collection was stopped, but no window " +
+                             "part came into " + dir.string() + " within " + std::to_string(timeout.count()) +
+                             " ms (the program keeps what it recorded and writes it when it exits)");
+  std::vector<TracePart> parts = read_part_files(files);
+  for (const fs::path& f : files) ::unlink(f.c_str());
+  // The window's interval: from the earliest start of what it holds to the stop.
+  for (const TracePart& part : parts)
+    for (const Span& sp : part.trace.spans)
+      if (sp.level == Level::kApplication) w.run.start_ns = std::min(w.run.start_ns, sp.start_ns);
+  w.trace = merge_parts(std::move(parts), w.options.trace_level);
+  return w;
+}
+
+EvaluationRecord window_record(Window window) {
+  const std::vector<std::int64_t> missing = window.missing;
+  EvaluationRecord record = external_record(window.options, window.run, std::move(window.trace));
+  record.system = describe_system();
+  record.system["framework"] = {{"name", "external"}, {"version", ""}};
+  if (!missing.empty() && !record.runs.empty()) {
+    std::string list;
+    for (std::int64_t p : missing) list += (list.empty() ? "" : ", ") + std::to_string(p);
+    record.runs.back().warnings.push_back("no window part from process(es) " + list +
+                                          " in time: their ranges of this window are in the evaluation made when "
+                                          "the program exits");
+  }
+  return record;
 }
 
 }  // namespace xsp::external

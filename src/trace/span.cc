@@ -46,6 +46,22 @@ Level deepest_level(TraceLevel setting) {
   return static_cast<Level>(static_cast<std::uint8_t>(setting) + 1);
 }
 
+std::vector<TraceLevel> level_sequence(TraceLevel setting, bool leveled) {
+  std::vector<TraceLevel> levels;
+  if (leveled) {
+    levels.push_back(TraceLevel::kModel);
+    if (setting >= TraceLevel::kFramework) levels.push_back(TraceLevel::kFramework);
+  }
+  // Counters come from a run of their own whose timings kernel replay distorts: the kernel run gives the durations.
+  if (setting == TraceLevel::kHardware) {
+    levels.push_back(TraceLevel::kKernel);
+    levels.push_back(TraceLevel::kHardware);
+  } else if (!leveled || setting > TraceLevel::kFramework) {
+    levels.push_back(setting);
+  }
+  return levels;
+}
+
 bool enables(TraceLevel setting, Level level) {
   return static_cast<std::uint8_t>(level) <= static_cast<std::uint8_t>(deepest_level(setting));
 }

@@ -24,15 +24,18 @@ namespace xsp::external {
 
 /// How a command's process ended, as waitpid(2) told it.
 struct ProcessExit {
+  /// Still running: the evaluation is a window of on-demand collection (stop_window()), stored while the program
+  /// runs on; the other fields are unset.
+  bool running = false;
   bool signaled = false;  ///< ended by a signal (WIFSIGNALED)
   int code = 0;           ///< its exit status (WEXITSTATUS) when not signaled
   int signal = 0;         ///< the signal that ended it (WTERMSIG) when signaled
   bool core_dumped = false;
   /// What a shell reports for it: `code`, or 128 + `signal`. `xsp profile` exits with it.
   int shell_status() const { return signaled ? 128 + signal : code; }
-  /// "exited with status 3", "ended by signal 11 (SIGSEGV), core dumped".
+  /// "exited with status 3", "ended by signal 11 (SIGSEGV), core dumped", "was still running".
   std::string describe() const;
-  /// {"signaled", "code", "signal", "signal_name", "core_dumped", "shell_status", "text"}.
+  /// {"signaled", "code", "signal", "signal_name", "core_dumped", "shell_status", "text"}, and "running" when true.
   nlohmann::json to_json() const;
   bool operator==(const ProcessExit&) const = default;
 };
@@ -143,9 +146,19 @@ struct TracePart {
   Trace trace;
 };
 /// Every part in `dir` (files named "*.xsptrace"; the temporary "*.tmp" of a process killed while writing are
-/// skipped), sorted by the first process's pid. Throws std::runtime_error naming the file that cannot be read or
-/// decoded.
+/// skipped), sorted by the first process's pid, the parts of one process folded into one (fold_parts()). Throws
+/// std::runtime_error naming the file that cannot be read or decoded.
 std::vector<TracePart> read_parts(const std::filesystem::path& dir);
+/// Reads the parts in `files` as read_parts() does.
+std::vector<TracePart> read_part_files(const std::vector<std::filesystem::path>& files);
+
+/// Folds the parts of one process into one: the on-demand windows a process wrote while it ran
+/// ("nvtx-PID-wN.xsptrace") that `xsp profile --stop` did not collect, and its part written at exit. Parts are of one
+/// process when their first TraceProcess has the same pid; the injection library numbers the spans of all of a
+/// process's parts from one counter, and gives each part the same APPLICATION span, which is kept once, over the
+/// union of their intervals. Spans concatenated, counters summed, thread ids united; the first part's clock and
+/// file. Order and the relative order of processes are kept.
+std::vector<TracePart> fold_parts(std::vector<TracePart> parts);
 
 /// The parts as one assembled trace: each part's span ids shifted past the previous parts' (parents with them), so
 /// ids are unique and every process keeps its own nesting; CUPTI correlation ids offset by the part's index above
@@ -206,6 +219,26 @@ EvaluationRecord external_record(const CommandOptions& options, std::vector<Exec
 /// settings.environment, settings.working_directory and settings.processes (pid, name, spans per process). Warnings
 /// say when the command failed and when no process wrote a part (nothing made an NVTX call).
 EvaluationRecord external_record(const CommandOptions& options, const CommandRun& run, Trace trace);
+
+/// A window of on-demand collection that `xsp profile --stop PID` ended: what the processes wrote for it.
+struct Window {
+  std::vector<std::int64_t> pids;     ///< the processes signalled (signal_capture())
+  std::vector<std::int64_t> missing;  ///< those that wrote no window part within the timeout
+  CommandOptions options;             ///< argv, trace level and capture as the program runs them
+  CommandRun run;                     ///< exit.running; start_ns/end_ns the window's (host clock)
+  Trace trace;                        ///< merge_parts() of the window parts, at options.trace_level
+};
+/// Ends on-demand collection in `pid` and its descendants (signal_capture(pid, false)) and collects the window that
+/// ended: each process signalled writes it as "nvtx-PID-wN.xsptrace" in its XSP_PROFILE_DIR (read from
+/// /proc/PID/environ, as are its trace level and capture settings, and its command line from /proc/PID/cmdline); this
+/// waits for a part from every one of them, at most `timeout`, reads the parts, removes them (so the evaluation made
+/// when the program exits holds only what came after) and merges them. Throws std::runtime_error as signal_capture()
+/// does, when no process has a parts folder (not run by `xsp profile --signal`), and when no part came within
+/// `timeout` (naming the folder).
+Window stop_window(std::int64_t pid, std::chrono::milliseconds timeout);
+/// The evaluation of a window: external_record() of its run and trace, with a warning naming the processes that wrote
+/// nothing.
+EvaluationRecord window_record(Window window);
 
 /// What profile_command() gives back.
 struct ProfileResult {

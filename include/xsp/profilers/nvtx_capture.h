@@ -68,6 +68,8 @@ class CaptureGate {
   bool admit_start(std::int64_t now_ns) const;
   /// On-demand capture: turn collection on or off.
   void set_on(bool on) { on_.store(on, std::memory_order_relaxed); }
+  /// On-demand capture: whether collection is on now.
+  bool on() const { return on_.load(std::memory_order_relaxed); }
   const CaptureSettings& settings() const { return settings_; }
 
  private:

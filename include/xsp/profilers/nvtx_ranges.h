@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,12 @@ class RangeRecorder {
   /// returned), "nvtx.unmatched_pops", "nvtx.unmatched_ends", "nvtx.open_at_end", "nvtx.dropped_ranges". The
   /// recorder is empty after.
   std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take(std::int64_t now_ns);
+  /// take() for a window of on-demand collection that ends while the program runs on (`xsp profile --stop`): the
+  /// closed ranges, and the ranges still open as copies closed at `now_ns` (tag "open_at_end", counted as
+  /// "nvtx.open_at_end"). The open ones stay open in the recorder without a span of their own, so that their pops and
+  /// ends still pair, and are not handed out again when they close: every range is in at most one take. Counters as
+  /// take(). The ranges taken no longer count against max_ranges.
+  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take_window(std::int64_t now_ns);
   /// take() for a fatal-signal handler: std::nullopt when the lock is still held after `wait` (a thread that died
   /// holding it never lets go), instead of blocking for ever.
   std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>> try_take(
@@ -105,11 +112,13 @@ class RangeRecorder {
   std::size_t max_ranges_;
   std::size_t held_ = 0;  // ranges recorded since the last take()
   // take() under a held lock.
+  // `window`: take_window() (the open ranges stay open, without a span).
   std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take_locked(
-      std::unique_lock<std::mutex>& lock, std::int64_t now_ns);
+      std::unique_lock<std::mutex>& lock, std::int64_t now_ns, bool window = false);
   std::mutex mu_;
   std::unordered_map<std::uint64_t, std::vector<Range>> stacks_;  // per thread, innermost last
   std::unordered_map<std::uint64_t, Range> started_;              // by range id
+  std::unordered_set<std::uint64_t> retired_;  // start/end ranges a window took while open: their end is no error
   std::uint64_t next_range_id_ = 1;
   std::vector<Range> closed_;
   std::uint64_t unmatched_pops_ = 0, unmatched_ends_ = 0, dropped_ = 0;

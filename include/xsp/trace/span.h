@@ -40,6 +40,11 @@ std::optional<TraceLevel> parse_trace_level(std::string_view name);
 bool enables(TraceLevel setting, Level level);
 /// The deepest span level a trace-level setting enables.
 Level deepest_level(TraceLevel setting);
+/// The trace levels of a run sequence (SPEC §3), in the order they run: {setting}, or when `leveled` M, then M/F when
+/// `setting` is framework or deeper, then `setting` when it is deeper than framework. hardware is a counter run that
+/// never gives timings and always needs a kernel run for them: {kernel, hardware}, leveled {M, M/F, M/F/K, hardware}.
+/// Shared by in-process evaluations (run_levels()) and profiled commands (external::command_levels()).
+std::vector<TraceLevel> level_sequence(TraceLevel setting, bool leveled);
 
 using SpanId = std::uint64_t;
 inline constexpr SpanId kNoSpan = 0;  ///< "no parent" / "no span"; real ids start at 1

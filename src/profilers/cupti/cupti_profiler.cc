@@ -16,6 +16,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "cupti_errors.h"
@@ -24,11 +25,19 @@
 namespace xsp {
 namespace cupti {
 
-/// Per-thread state of the callback-based API tracing: the API calls it made. Touched only by its thread until stop().
+/// Per-thread state of the callback-based API tracing: the API calls it made. Appended by its thread only; taken by
+/// stop() or pause() while the thread may still run, so both hold `busy` (a spin flag, uncontended but for a take:
+/// a few ns per call) around their access.
 struct ApiThread {
   std::vector<ApiRecord> calls;
   std::vector<ExternalCorrelationRecord> links;
   std::uint64_t thread_id = 0;
+  std::atomic<bool> busy{false};
+  void lock() noexcept {
+    while (busy.exchange(true, std::memory_order_acquire)) {
+    }
+  }
+  void unlock() noexcept { busy.store(false, std::memory_order_release); }
 };
 
 namespace {
@@ -296,8 +305,10 @@ void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Ca
   }
   const std::int64_t end = now_ns();
   auto* profiler = static_cast<CuptiProfiler*>(userdata);
+  if (!profiler->collecting()) return;
   ApiThread* t = profiler->api_thread();
   if (t == nullptr) return;
+  std::lock_guard taking(*t);
   ApiRecord& r = t->calls.emplace_back();
   r.domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? ApiDomain::kRuntime : ApiDomain::kDriver;
   r.cbid = cbid;
@@ -372,6 +383,36 @@ CuptiProfiler::~CuptiProfiler() {
 
 std::string CuptiProfiler::clock_mapping() const { return clock_mapping_; }
 
+void CuptiProfiler::set_up_clock() {
+  // Clock::kOffset skips the callback (for measuring what it costs); the offset path below then runs.
+  const bool offset_requested = cupti_options_.clock == CuptiOptions::Clock::kOffset;
+  const CUptiResult ts =
+      offset_requested ? CUPTI_ERROR_NOT_SUPPORTED : cuptiActivityRegisterTimestampCallback(&host_timestamp);
+  if (ts == CUPTI_SUCCESS) {
+    clock_offset_ns_ = 0;
+    clock_mapping_ = "cupti timestamp callback: CLOCK_MONOTONIC";
+  } else {
+    // Measured offset: the sample with the narrowest host bracket bounds the error best.
+    std::int64_t best_bracket = INT64_MAX;
+    std::int64_t best_offset = 0;
+    for (int i = 0; i < 16; ++i) {
+      std::uint64_t cupti_ts = 0;
+      const std::int64_t h0 = now_ns();
+      check(cuptiGetTimestamp(&cupti_ts), "cuptiGetTimestamp");
+      const std::int64_t h1 = now_ns();
+      if (h1 - h0 < best_bracket) {
+        best_bracket = h1 - h0;
+        best_offset = h0 + (h1 - h0) / 2 - static_cast<std::int64_t>(cupti_ts);
+      }
+    }
+    clock_offset_ns_ = best_offset;
+    clock_mapping_ = "measured offset: CLOCK_MONOTONIC = cupti timestamp + " + std::to_string(best_offset) +
+                     " ns (best of 16 samples, bracket " + std::to_string(best_bracket) + " ns); " +
+                     (offset_requested ? std::string("cupti.clock = offset")
+                                       : "cuptiActivityRegisterTimestampCallback failed: " + result_text(ts));
+  }
+}
+
 void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& options) {
   if (running_) throw std::logic_error("CuptiProfiler::start: already started");
   CuptiProfiler* expected = nullptr;
@@ -380,6 +421,8 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
   }
   recorder_ = &recorder;
   options_ = options;
+  enabled_kinds_.clear();
+  collecting_.store(!start_paused_, std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     log_ = GpuActivityLog{};
@@ -396,34 +439,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     // Thread ids as gettid() reports them, so SYSTEM spans share tracks with the CPU spans (current_thread_id).
     check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType(SYSTEM)");
 
-    // Clock: before any kind is enabled, as CUPTI requires.
-    // Clock::kOffset skips the callback (for measuring what it costs); the offset path below then runs.
-    const bool offset_requested = cupti_options_.clock == CuptiOptions::Clock::kOffset;
-    const CUptiResult ts =
-        offset_requested ? CUPTI_ERROR_NOT_SUPPORTED : cuptiActivityRegisterTimestampCallback(&host_timestamp);
-    if (ts == CUPTI_SUCCESS) {
-      clock_offset_ns_ = 0;
-      clock_mapping_ = "cupti timestamp callback: CLOCK_MONOTONIC";
-    } else {
-      // Measured offset: the sample with the narrowest host bracket bounds the error best.
-      std::int64_t best_bracket = INT64_MAX;
-      std::int64_t best_offset = 0;
-      for (int i = 0; i < 16; ++i) {
-        std::uint64_t cupti_ts = 0;
-        const std::int64_t h0 = now_ns();
-        check(cuptiGetTimestamp(&cupti_ts), "cuptiGetTimestamp");
-        const std::int64_t h1 = now_ns();
-        if (h1 - h0 < best_bracket) {
-          best_bracket = h1 - h0;
-          best_offset = h0 + (h1 - h0) / 2 - static_cast<std::int64_t>(cupti_ts);
-        }
-      }
-      clock_offset_ns_ = best_offset;
-      clock_mapping_ = "measured offset: CLOCK_MONOTONIC = cupti timestamp + " + std::to_string(best_offset) +
-                       " ns (best of 16 samples, bracket " + std::to_string(best_bracket) + " ns); " +
-                       (offset_requested ? std::string("cupti.clock = offset")
-                                         : "cuptiActivityRegisterTimestampCallback failed: " + result_text(ts));
-    }
+    set_up_clock();  // before any kind is enabled, as CUPTI requires
 
     prefill_pool(2);
     // Buffers come zeroed (buffer_requested, buffer_completed), so CUPTI skips zeroing each new 8 MiB buffer on
@@ -450,6 +466,8 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
     }
 
     auto enable = [&](CUpti_ActivityKind kind, const char* call) {
+      if (kind != CUPTI_ACTIVITY_KIND_OVERHEAD) enabled_kinds_.push_back(static_cast<int>(kind));
+      if (start_paused_ && kind != CUPTI_ACTIVITY_KIND_OVERHEAD) return;  // resume() enables it
       check(cuptiActivityEnable(kind), call);
       enabled.push_back(kind);
     };
@@ -559,19 +577,11 @@ void CuptiProfiler::stop() {
   attempt([] { check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll"); });
   g_active.store(nullptr, std::memory_order_release);
 
-  GpuActivityLog log;
+  GpuActivityLog log = take_log();
   {
+    // A thread still inside api_callback holds its ApiThread (the unsubscribe above stops new ones): wait for it.
     std::lock_guard lock(mu_);
-    finish_markers();
-    log = std::move(log_);
-    log_ = GpuActivityLog{};
-    for (auto& t : api_threads_) {
-      for (ApiRecord& r : t->calls) {
-        r.name = api_name(r.domain == ApiDomain::kRuntime, r.cbid).first;
-        log.apis.push_back(std::move(r));
-      }
-      log.external_correlations.insert(log.external_correlations.end(), t->links.begin(), t->links.end());
-    }
+    for (auto& t : api_threads_) std::lock_guard waiting(*t);
     api_threads_.clear();
   }
   log.clock_mapping = clock_mapping_;
@@ -601,6 +611,61 @@ void CuptiProfiler::stop() {
 
   append_spans(log, *recorder_);
   recorder_ = nullptr;
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
+GpuActivityLog CuptiProfiler::take_log() {
+  GpuActivityLog log;
+  std::lock_guard lock(mu_);
+  finish_markers();
+  log = std::move(log_);
+  log_ = GpuActivityLog{};
+  for (auto& t : api_threads_) {
+    std::vector<ApiRecord> calls;
+    std::vector<ExternalCorrelationRecord> links;
+    {
+      std::lock_guard taking(*t);
+      calls.swap(t->calls);
+      links.swap(t->links);
+    }
+    for (ApiRecord& r : calls) {
+      r.name = api_name(r.domain == ApiDomain::kRuntime, r.cbid).first;
+      log.apis.push_back(std::move(r));
+    }
+    log.external_correlations.insert(log.external_correlations.end(), links.begin(), links.end());
+  }
+  return log;
+}
+
+void CuptiProfiler::pause(std::chrono::milliseconds settle) {
+  if (!running_) return;
+  const bool was_collecting = collecting_.exchange(false, std::memory_order_relaxed);
+  if (was_collecting && settle.count() > 0) std::this_thread::sleep_for(settle);
+  std::string error;
+  auto attempt = [&](CUptiResult r, const char* call) {
+    if (r != CUPTI_SUCCESS && error.empty())
+      error = "CUPTI profiler: " + std::string(call) + " failed: " + result_text(r);
+  };
+  attempt(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+  if (was_collecting) {
+    for (int k : enabled_kinds_) cuptiActivityDisable(static_cast<CUpti_ActivityKind>(k));
+    // Records written between the flush and the disable.
+    attempt(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+  }
+  GpuActivityLog log = take_log();
+  log.clock_mapping = clock_mapping_;
+  append_spans(log, *recorder_);
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
+void CuptiProfiler::resume() {
+  if (!running_ || collecting_.load(std::memory_order_relaxed)) return;
+  std::string error;
+  for (int k : enabled_kinds_)
+    if (const CUptiResult r = cuptiActivityEnable(static_cast<CUpti_ActivityKind>(k));
+        r != CUPTI_SUCCESS && error.empty())
+      error = "CUPTI profiler: cuptiActivityEnable(" + std::to_string(k) + ") failed: " + result_text(r);
+  collecting_.store(true, std::memory_order_relaxed);
   if (!error.empty()) throw std::runtime_error(error);
 }
 

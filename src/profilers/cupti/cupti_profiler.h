@@ -4,6 +4,7 @@
 #include <cupti_callbacks.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,9 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   /// re-enter the driver's initialization), and stop() does not synchronize the device, since it runs at the process's
   /// exit, where the program has waited for its work or abandoned it. Set before start().
   void set_inside_driver_initialization(bool inside) { inside_driver_init_ = inside; }
+  /// start() subscribes and sets everything up but enables no activity kind and records no API call until resume()
+  /// (on-demand collection that begins off). Set before start().
+  void set_start_paused(bool paused) { start_paused_ = paused; }
 
   std::string name() const override { return "cupti"; }
   /// Registers the timestamp and buffer callbacks and enables the activity kinds of `options`:
@@ -62,6 +66,19 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   /// after leaving CUPTI disabled and adding what was collected.
   void stop() override;
   OpCorrelationListener* correlation_listener() override { return this; }
+
+  /// On-demand collection while the profiler runs (windows of `xsp profile --signal`, docs/profile.md "Capture"):
+  /// pause() stops recording API calls at once, waits `settle` for the work in flight to finish on the device,
+  /// flushes CUPTI's buffers, disables the activity kinds start() enabled, and hands everything recorded since
+  /// start() or the last pause() to the recorder as spans (append_spans), so a window's spans can be taken while the
+  /// program runs on. resume() enables the kinds again and resumes recording. Between them the program pays only the
+  /// API callback's entry, and memory does not grow. Call from one thread other than a CUPTI callback, while running;
+  /// pause() on a paused profiler only flushes. Throws std::runtime_error on a CUPTI error (the spans collected are
+  /// handed over first).
+  void pause(std::chrono::milliseconds settle);
+  void resume();
+  /// Whether API calls are recorded now (false between pause() and resume()).
+  bool collecting() const { return collecting_.load(std::memory_order_relaxed); }
   std::string clock_mapping() const override;
 
   /// Called from CUPTI's buffer-completed callback: copies every record of `buffer` into the log.
@@ -82,14 +99,22 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   /// The API's name and whether it is a noise-only call ("cupti.filtered_api_records").
   const std::pair<std::string, bool>& api_name(bool runtime, std::uint32_t cbid);
   void finish_markers();
+  /// Host clock for CUPTI's records: the timestamp callback, else a measured offset (clock_offset_ns_,
+  /// clock_mapping_). Throws std::runtime_error when cuptiGetTimestamp fails.
+  void set_up_clock();
+  /// Moves the log and every thread's API calls out (each thread's under its lock: its thread may be appending).
+  GpuActivityLog take_log();
   /// Stops the API callbacks (no-op without a subscription).
   void unsubscribe() noexcept;
 
   bool inside_driver_init_ = false;
+  bool start_paused_ = false;
   const CuptiOptions cupti_options_;  // fixed for the profiler's life: every run behaves alike
   TraceRecorder* recorder_ = nullptr;
   DeviceProfilerOptions options_;
   bool running_ = false;
+  std::atomic<bool> collecting_{true};
+  std::vector<int> enabled_kinds_;  // CUpti_ActivityKind values start() enabled, for pause()/resume()
   std::string clock_mapping_;
   std::int64_t clock_offset_ns_ = 0;  // host = CUPTI + offset (0 with the timestamp callback)
   std::atomic<std::uint64_t> correlation_errors_{0};

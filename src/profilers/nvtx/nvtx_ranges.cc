@@ -236,7 +236,7 @@ void RangeRecorder::end(std::uint64_t id, std::int64_t ts_ns) {
   std::lock_guard lock(mu_);
   auto it = started_.find(id);
   if (it == started_.end()) {
-    ++unmatched_ends_;
+    if (retired_.erase(id) == 0) ++unmatched_ends_;
     return;
   }
   it->second.end_ns = ts_ns;
@@ -248,6 +248,12 @@ std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>
     std::int64_t now_ns) {
   std::unique_lock lock(mu_);
   return take_locked(lock, now_ns);
+}
+
+std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take_window(
+    std::int64_t now_ns) {
+  std::unique_lock lock(mu_);
+  return take_locked(lock, now_ns, true);
 }
 
 std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>> RangeRecorder::try_take(
@@ -262,7 +268,7 @@ std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, st
 }
 
 std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take_locked(
-    std::unique_lock<std::mutex>& lock, std::int64_t now_ns) {
+    std::unique_lock<std::mutex>& lock, std::int64_t now_ns, bool window) {
   std::vector<Range> ranges;
   std::uint64_t open = 0, unmatched_pops = 0, unmatched_ends = 0, dropped = 0;
   {
@@ -276,9 +282,21 @@ std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>
     };
     for (auto& [thread, stack] : stacks_)
       for (Range& r : stack)
-        if (!r.dropped) close_open(std::move(r));
-    for (auto& [id, r] : started_) close_open(std::move(r));
-    stacks_.clear();
+        if (!r.dropped) {
+          if (!window) {
+            close_open(std::move(r));
+            continue;
+          }
+          // The copy is the window's; what stays only pairs the pop (a placeholder, as for a dropped range).
+          close_open(Range(r));
+          r.dropped = true;
+          r.message.clear();
+        }
+    for (auto& [id, r] : started_) {
+      if (window) retired_.insert(id);
+      close_open(std::move(r));
+    }
+    if (!window) stacks_.clear();
     started_.clear();
     unmatched_pops = std::exchange(unmatched_pops_, 0);
     unmatched_ends = std::exchange(unmatched_ends_, 0);

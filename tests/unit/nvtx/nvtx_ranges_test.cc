@@ -184,5 +184,44 @@ TEST(RangeRecorder, PastItsCapRangesAreDroppedAndCountedAndNestingHolds) {
   EXPECT_EQ(counters_of(counters2).at(stat::kNvtxDroppedRanges), 0u);
 }
 
+// A window taken while the program runs on (xsp profile --stop): closed ranges and copies of the open ones, cut at the
+// window's end; the open ones then close without an error and are not handed out again, and what opens after the
+// window is the next take's, with no parent from the window.
+TEST(RangeRecorder, AWindowTakesEveryRangeOnceAndLeavesOpenRangesPairing) {
+  Ids ids;
+  RangeRecorder rec(ids.fn());
+  rec.push(1, "", "serve", 0, 0);
+  rec.push(1, "", "step", 0, 10);
+  EXPECT_EQ(rec.pop(1, "", 20), 1);
+  rec.push(1, "", "step", 0, 30);  // open at the window's end (50)
+  const std::uint64_t request = rec.start(2, "", "request", 0, 40);
+  auto [window, counters] = rec.take_window(50);
+  ASSERT_EQ(window.size(), 4u);
+  EXPECT_EQ(window[0].name, "serve");
+  EXPECT_EQ(window[0].end_ns, 50);
+  EXPECT_EQ(window[0].tag("open_at_end"), std::optional<std::string_view>("true"));
+  EXPECT_EQ(window[1].end_ns, 20);
+  EXPECT_EQ(window[1].parent_id, window[0].id);
+  EXPECT_EQ(window[2].start_ns, 30);
+  EXPECT_EQ(window[2].end_ns, 50);
+  EXPECT_EQ(window[2].parent_id, window[0].id);
+  EXPECT_EQ(window[3].name, "request");
+  EXPECT_EQ(counters_of(counters).at(stat::kNvtxOpenAtEnd), 3u);
+  // After the window: the open step and serve close at their pops, the request at its end, none an error.
+  EXPECT_EQ(rec.pop(1, "", 60), 1);
+  rec.push(1, "", "step", 0, 70);
+  EXPECT_EQ(rec.pop(1, "", 80), 1) << "the placeholder of serve still holds level 0";
+  rec.end(request, 85);
+  EXPECT_EQ(rec.pop(1, "", 90), 0);
+  auto [after, counters2] = rec.take(100);
+  ASSERT_EQ(after.size(), 1u) << "only the step that opened after the window";
+  EXPECT_EQ(after[0].start_ns, 70);
+  EXPECT_EQ(after[0].parent_id, kNoSpan);
+  const auto c = counters_of(counters2);
+  EXPECT_EQ(c.at(stat::kNvtxUnmatchedPops), 0u);
+  EXPECT_EQ(c.at(stat::kNvtxUnmatchedEnds), 0u);
+  EXPECT_EQ(c.at(stat::kNvtxOpenAtEnd), 0u);
+}
+
 }  // namespace
 }  // namespace xsp::nvtx

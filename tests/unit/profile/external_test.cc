@@ -92,6 +92,40 @@ TEST(MergeParts, IdsAreShiftedPerPartAndEveryProcessKeepsItsNesting) {
   EXPECT_EQ(t.assembly.unparented, 0u);
 }
 
+// A window part that `xsp profile --stop` did not collect is folded with its process's last part: one process, one
+// APPLICATION span over both, the window's ranges kept with their ids (one counter numbers a process's spans).
+TEST(FoldParts, AProcessWindowAndItsLastPartBecomeOneProcess) {
+  TracePart window;
+  window.file = "nvtx-100-w1.xsptrace";
+  window.trace.spans = {span(1, kNoSpan, Level::kApplication, "prog", 0, 50, 100),
+                        span(20, 1, Level::kModel, "step", 10, 40, 100),
+                        span(21, 1, Level::kModel, "worker", 12, 30, 102)};
+  window.trace.counters["nvtx.ranges"] = 2;
+  window.trace.processes = {{100, "prog --x", {100, 102}}};
+  std::vector<TracePart> folded = external::fold_parts({window, part(100, 101), part(200, 201)});
+  ASSERT_EQ(folded.size(), 2u);
+  EXPECT_EQ(folded[0].file, "nvtx-100-w1.xsptrace");
+  const Trace& t = folded[0].trace;
+  ASSERT_EQ(t.spans.size(), 8u) << "one APPLICATION span, 2 window ranges, 5 of the last part";
+  int applications = 0;
+  for (const Span& sp : t.spans)
+    if (sp.level == Level::kApplication) {
+      ++applications;
+      EXPECT_EQ(sp.start_ns, 0);
+      EXPECT_EQ(sp.end_ns, 1000);
+    }
+  EXPECT_EQ(applications, 1);
+  EXPECT_EQ(t.counters.at("nvtx.ranges"), 7u);
+  EXPECT_EQ(t.processes.at(0).thread_ids, (std::vector<std::uint64_t>{100, 101, 102}));
+  EXPECT_EQ(folded[1].trace.processes.at(0).pid, 200);
+  // Merged: two processes, every id unique.
+  Trace merged = external::merge_parts(std::move(folded), TraceLevel::kLibrary);
+  EXPECT_EQ(merged.processes.size(), 2u);
+  std::set<SpanId> ids;
+  for (const Span& sp : merged.spans) EXPECT_TRUE(ids.insert(sp.id).second) << sp.id;
+  EXPECT_EQ(merged.assembly.unparented, 0u);
+}
+
 TEST(MergeParts, LevelsBelowTheTraceLevelAreDroppedAndTheirChildrenReparented) {
   TracePart p = part(100, 101);
   // A MODEL range opened inside an op (a user range around a library call): it outlives its dropped parent.
@@ -814,6 +848,28 @@ class ProfileCommand : public ::testing::Test {
     std::ifstream in(f);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
+  // `xsp profile --signal -- nvtx_program ARGS` in the background, through a shell (its output in bg_out, bg_err):
+  // the shell's pid, or -1.
+  pid_t profile_in_background(const std::string& args) {
+    const std::string cmd = std::string("XSP_INJECT_LIBRARY=") + XSP_TEST_INJECT_LIB + " exec " + XSP_TEST_XSP_BINARY +
+                            " --store " + (dir_ / "x.db").string() + " profile --signal -- " + XSP_TEST_NVTX_PROGRAM +
+                            " " + args + " >" + (dir_ / "bg_out").string() + " 2>" + (dir_ / "bg_err").string();
+    const pid_t shell = ::fork();
+    if (shell == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return shell;
+  }
+  // `xsp profile --start PID`, retried for 2 s until the program has loaded the library: its last exit status.
+  int start_collection(pid_t pid) {
+    int started = -1;
+    for (int attempt = 0; attempt < 40 && started != 0; ++attempt) {
+      ::usleep(50'000);
+      started = xsp("profile --start " + std::to_string(pid)).status;
+    }
+    return started;
+  }
   EvaluationRecord only_evaluation() {
     auto store = Store::open(dir_ / "x.db");
     const auto list = store->list();
@@ -986,20 +1042,9 @@ TEST_F(ProfileCommand, CaptureWindowsCountFromTheStart) {
 TEST_F(ProfileCommand, OnDemandCaptureStartsFromAnotherProcess) {
   // The profiled program sleeps 3 s after loading the library, then opens its ranges; `xsp profile --start` is
   // sent to the shell that runs `xsp profile --signal`, and reaches the program through its descendants.
-  const std::string cmd = std::string("XSP_INJECT_LIBRARY=") + XSP_TEST_INJECT_LIB + " exec " + XSP_TEST_XSP_BINARY +
-                          " --store " + (dir_ / "x.db").string() + " profile --signal -- " + XSP_TEST_NVTX_PROGRAM +
-                          " --sleep-first-ms 3000 >" + (dir_ / "bg_out").string() + " 2>" + (dir_ / "bg_err").string();
-  const pid_t shell = ::fork();
+  const pid_t shell = profile_in_background("--sleep-first-ms 3000");
   ASSERT_GE(shell, 0);
-  if (shell == 0) {
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int started = -1;
-  for (int attempt = 0; attempt < 40 && started != 0; ++attempt) {
-    ::usleep(50'000);
-    started = xsp("profile --start " + std::to_string(shell)).status;
-  }
+  const int started = start_collection(shell);
   int status = 0;
   ::waitpid(shell, &status, 0);
   ASSERT_EQ(started, 0) << "the program never had the library loaded";
@@ -1009,6 +1054,64 @@ TEST_F(ProfileCommand, OnDemandCaptureStartsFromAnotherProcess) {
   EXPECT_NE(find(e.runs[0].trace, "infer"), nullptr);
   EXPECT_EQ(e.runs[0].trace.counters.at("nvtx.ranges"), 6u);
   EXPECT_EQ(xsp("profile --stop 999999999").status, 1) << "no such process";
+}
+
+// A server's window (docs/profile.md "Capture"): `--stop` stores what the window collected as an evaluation while the
+// program runs on; the evaluation made at exit holds only what came after, so no range is in both.
+TEST_F(ProfileCommand, AStopStoresTheWindowWhileTheProgramRunsOn) {
+  const pid_t shell = profile_in_background("--loop-ms 4000");
+  ASSERT_GE(shell, 0);
+  const int started = start_collection(shell);
+  ::usleep(500'000);
+  const Ran stopped = xsp("profile --stop " + std::to_string(shell));
+  const bool running_after_stop = ::waitpid(shell, nullptr, WNOHANG) == 0;
+  ::usleep(300'000);
+  const Ran restarted = xsp("profile --start " + std::to_string(shell));
+  int status = 0;
+  ::waitpid(shell, &status, 0);
+  ASSERT_EQ(started, 0) << "the program never had the library loaded";
+  ASSERT_EQ(stopped.status, 0) << stopped.err;
+  EXPECT_NE(stopped.out.find("window evaluation "), std::string::npos) << stopped.out;
+  EXPECT_TRUE(running_after_stop) << "the program went on after the stop";
+  EXPECT_EQ(restarted.status, 0) << restarted.err;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read(dir_ / "bg_err");
+  auto store = Store::open(dir_ / "x.db");
+  const auto list = store->list();
+  ASSERT_EQ(list.size(), 2u);
+  std::vector<EvaluationRecord> e;
+  for (const auto& item : list) e.push_back(*store->load(item.id));
+  std::stable_partition(e.begin(), e.end(),
+                        [](const EvaluationRecord& r) { return r.settings["exit"].value("running", false); });
+  const EvaluationRecord& window = e[0];
+  const EvaluationRecord& rest = e[1];
+  ASSERT_TRUE(window.settings["exit"].value("running", false)) << window.settings.dump();
+  EXPECT_EQ(window.settings["exit"]["text"], "was still running");
+  EXPECT_FALSE(rest.settings["exit"].value("running", false));
+  auto steps = [](const EvaluationRecord& r) {
+    std::vector<const Span*> out;
+    for (const Span& s : r.runs.at(0).trace.spans)
+      if (s.name == "step") out.push_back(&s);
+    return out;
+  };
+  const auto in_window = steps(window), after = steps(rest);
+  // 500 ms and more (the stop's own start-up) of 10 ms steps in the window, no more than fit in its wall time, and
+  // the rest of the 4 s loop after the restart (300 ms off between).
+  EXPECT_GE(in_window.size(), 20u);
+  const std::int64_t window_ns = window.settings["wall_ns"].get<std::int64_t>();
+  EXPECT_LE(static_cast<std::int64_t>(in_window.size()) * 10'000'000, window_ns + 20'000'000) << window_ns;
+  EXPECT_GE(after.size(), 100u);
+  ASSERT_FALSE(in_window.empty());
+  ASSERT_FALSE(after.empty());
+  std::int64_t window_end = 0, after_start = INT64_MAX;
+  for (const Span* s : in_window) window_end = std::max(window_end, s->end_ns);
+  for (const Span* s : after) after_start = std::min(after_start, s->start_ns);
+  EXPECT_LT(window_end, after_start) << "a range in both evaluations";
+  EXPECT_GE(after_start - window_end, 200'000'000) << "the 300 ms between stop and start were not collected";
+  EXPECT_EQ(window.runs.at(0).trace.counters.at("nvtx.unmatched_pops"), 0u);
+  EXPECT_EQ(rest.runs.at(0).trace.counters.at("nvtx.unmatched_pops"), 0u);
+  EXPECT_NE(find(rest.runs.at(0).trace, "infer"), nullptr) << "the ranges after the loop are in the last evaluation";
+  // Stopping a program that is not under `xsp profile --signal`: an error naming it.
+  EXPECT_EQ(xsp("profile --stop " + std::to_string(::getpid())).status, 1);
 }
 
 TEST_F(ProfileCommand, OnDemandCaptureStaysOffWithoutAStart) {
