@@ -4,7 +4,8 @@ collection ROUNDS times from outside (`xsp profile --start PID`, then `--stop PI
 window as an evaluation while the program runs on), and reports per window: the time `--stop` took, the steps and
 kernels the window holds, and the steps of the program that overlapped the stop (did the stop stall it?) against the
 median step. Writes OUT/windows.json.
-  python3 scripts/gpu/profile_window.py XSP OUT [ROUNDS] [WINDOW_S]
+  python3 scripts/gpu/profile_window.py XSP OUT [ROUNDS] [WINDOW_S] [TRACE_LEVEL]
+TRACE_LEVEL is kernel by default; hardware makes each window a counter run (kernel replay inside the window).
 """
 import json
 import os
@@ -16,12 +17,13 @@ import time
 xsp, out = sys.argv[1], sys.argv[2]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 window_s = float(sys.argv[4]) if len(sys.argv) > 4 else 3.0
+level = sys.argv[5] if len(sys.argv) > 5 else "kernel"
 os.makedirs(out, exist_ok=True)
 db = os.path.join(out, "windows.db")
 steps_json = os.path.join(out, "steps.json")
 here = os.path.dirname(os.path.abspath(__file__))
 duration = 20 + rounds * (window_s + 3) + 4
-server = subprocess.Popen([xsp, "--store", db, "profile", "--signal", "--trace-level", "kernel", "--", "python3",
+server = subprocess.Popen([xsp, "--store", db, "profile", "--signal", "--trace-level", level, "--", "python3",
                            os.path.join(here, "window_server.py"), str(duration), steps_json],
                           stdout=open(os.path.join(out, "server.out"), "w"),
                           stderr=open(os.path.join(out, "server.err"), "w"))

@@ -579,9 +579,11 @@ void CuptiProfiler::stop() {
 
   GpuActivityLog log = take_log();
   {
-    // A thread still inside api_callback holds its ApiThread (the unsubscribe above stops new ones): wait for it.
+    // A thread still inside api_callback may hold its ApiThread (the unsubscribe above stops new ones), so none is
+    // destroyed: emptied by take_log(), they are kept for the process (a few dozen bytes per thread and run).
+    static auto* retired = new std::vector<std::unique_ptr<ApiThread>>();  // never destroyed
     std::lock_guard lock(mu_);
-    for (auto& t : api_threads_) std::lock_guard waiting(*t);
+    for (auto& t : api_threads_) retired->push_back(std::move(t));
     api_threads_.clear();
   }
   log.clock_mapping = clock_mapping_;
