@@ -235,7 +235,9 @@ void write_part_file(const Trace& trace, const std::string& name) {
 }
 
 // One part is made at a time: a window's (on the window thread) or the exit's.
-std::timed_mutex g_part_mu;
+// Never destroyed; a forked child gets a fresh one (its parent's may have been held by the window thread at fork).
+std::atomic<std::timed_mutex*> g_part_mu{new std::timed_mutex()};
+std::timed_mutex& part_mutex() { return *g_part_mu.load(std::memory_order_acquire); }
 // On-demand windows: the capture signals' handler wakes the window thread through `g_edges`.
 sem_t g_edges;
 std::atomic<unsigned> g_stops{0};                // stop signals received
@@ -249,7 +251,7 @@ std::atomic<bool> g_written{false};
 void write_part_once(int fatal_signal) {
   if (g_out_dir.empty() || g_written.exchange(true)) return;
   // A window being written finishes first (bounded: a crashed process does not wait).
-  std::unique_lock part(g_part_mu, std::defer_lock);
+  std::unique_lock part(part_mutex(), std::defer_lock);
   if (!part.try_lock_for(fatal_signal == 0 ? std::chrono::seconds(5) : std::chrono::seconds(0)) && fatal_signal == 0)
     std::fprintf(stderr, "xsp inject: pid %d: a window is still being written; writing the last part beside it\n",
                  static_cast<int>(::getpid()));
@@ -280,6 +282,7 @@ void write_part() { write_part_once(0); }
 void after_fork_in_child() {
   g_collector.store(new Collector(), std::memory_order_release);
   g_written.store(false);
+  g_part_mu.store(new std::timed_mutex(), std::memory_order_release);
   sem_init(&g_edges, 0, 0);
   g_stops.store(0);
   g_window_start_ns.store(0);
@@ -378,7 +381,7 @@ void window_loop() {
   unsigned written = 0;
   for (;;) {
     if (sem_wait(&g_edges) != 0) continue;  // EINTR
-    std::unique_lock part(g_part_mu);
+    std::unique_lock part(part_mutex());
     if (g_written.load()) return;  // the process is exiting: its last part holds the rest
     for (const unsigned stops = g_stops.load(); written < stops;) write_window(++written);
 #ifdef XSP_INJECT_CUPTI
@@ -656,7 +659,7 @@ void start_cupti() {
   try {
     std::unique_ptr<DeviceProfiler> profiler = make_cuda_profiler();
     profiler->start(c.recorder, options);
-    std::lock_guard part(g_part_mu);  // the window thread reads it
+    std::lock_guard part(part_mutex());  // the window thread reads it
     c.cupti = std::move(profiler);
   } catch (const std::exception& e) {
     c.cupti_failed = true;

@@ -170,14 +170,26 @@ std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start) {
     std::int64_t parent = 0;
     if (rest >> state >> parent) children[parent].push_back(std::stoll(name));
   }
-  auto has_library = [](std::int64_t p) {
+  const int sig = start ? nvtx::capture_start_signal() : nvtx::capture_stop_signal();
+  // The library is mapped before it installs its handlers, and the signal's default action ends a process: only one
+  // that catches it (SigCgt of /proc/PID/status, a hexadecimal mask, bit sig - 1) is signalled.
+  auto has_library = [sig](std::int64_t p) {
+    bool mapped = false;
     std::ifstream maps("/proc/" + std::to_string(p) + "/maps");
-    for (std::string line; std::getline(maps, line);)
-      if (line.find("libxsp_inject.so") != std::string::npos) return true;
+    for (std::string line; !mapped && std::getline(maps, line);) mapped = line.find("libxsp_inject.so") != line.npos;
+    if (!mapped) return false;
+    std::ifstream status("/proc/" + std::to_string(p) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (!line.starts_with("SigCgt:")) continue;
+      const std::string mask = line.substr(line.find_first_not_of(" \t", 7));
+      const std::size_t digit = mask.size() - 1 - static_cast<std::size_t>((sig - 1) / 4);  // from the right
+      if (digit >= mask.size()) return false;
+      const int value = std::stoi(std::string(1, mask[digit]), nullptr, 16);
+      return (value >> ((sig - 1) % 4) & 1) != 0;
+    }
     return false;
   };
   std::vector<std::int64_t> signalled, todo{pid};
-  const int sig = start ? nvtx::capture_start_signal() : nvtx::capture_stop_signal();
   while (!todo.empty()) {
     const std::int64_t p = todo.back();
     todo.pop_back();
@@ -185,9 +197,11 @@ std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start) {
     if (has_library(p) && ::kill(static_cast<pid_t>(p), sig) == 0) signalled.push_back(p);
   }
   if (signalled.empty())
-    throw std::runtime_error("xsp profile: neither process " + std::to_string(pid) +
-                             " nor any of its descendants runs with the injection library (run it under `xsp profile "
-                             "--signal`; a process loads the library at its first NVTX call)");
+    throw std::runtime_error(
+        "xsp profile: neither process " + std::to_string(pid) +
+        " nor any of its descendants runs with the injection library ready for on-demand "
+        "collection (run it under `xsp profile --signal`; a process loads the library at its first "
+        "NVTX or CUDA call)");
   std::sort(signalled.begin(), signalled.end());
   return signalled;
 }

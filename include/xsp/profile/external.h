@@ -103,7 +103,8 @@ std::vector<std::pair<int, TraceLevel>> run_order(const CommandOptions& options)
 void parse_capture(std::string_view text, CommandOptions& options);
 
 /// Turns on-demand collection on (`start`) or off in process `pid` and in every descendant of it that runs with the
-/// injection library (its memory maps name libxsp_inject.so; a process without it would die of the signal), by the
+/// injection library, ready (its memory maps name libxsp_inject.so and it catches the signal, /proc/PID/status
+/// SigCgt; a process without the handler would die of the signal), by the
 /// signals of nvtx::capture_start_signal(). `pid` may be the program's or `xsp profile`'s own (which ignores them).
 /// Returns the pids signalled. Throws std::runtime_error when `pid` does not exist or none of them has the library.
 std::vector<std::int64_t> signal_capture(std::int64_t pid, bool start);
