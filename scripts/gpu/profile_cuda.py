@@ -7,11 +7,13 @@ needed on the GPU machine), and writes under OUT:
   api/                 --capture cuda-profiler-api: only the middle step is between cudaProfilerStart/Stop
   coexist/             torch.profiler inside a program under the injection (both at once); coexist.json its output
   overhead.json        wall time per step of STEPS steps, ROUNDS rounds interleaved: no tool; the CUPTI parts alone
-                       (xsp profile --trace-level kernel without emit_nvtx, torch.profiler with CUDA activity only);
-                       xsp profile at framework level (emit_nvtx ranges only); the whole tools (emit_nvtx with shapes
-                       + CUPTI, torch.profiler CPU + CUDA with record_shapes)
-Usage: python3 scripts/gpu/profile_cuda.py INJECT_LIBRARY OUT [ROUNDS] [STEPS] [overhead|all] [CPUS]
-  overhead: that file only; CPUS: a taskset CPU list every run is pinned to (e.g. the GPU's NUMA node's)
+                       (xsp profile --trace-level kernel without ops, torch.profiler with CUDA activity only); the
+                       whole tools: xsp with the op observer (without, then with shapes) against torch.profiler CPU +
+                       CUDA (without, then with record_shapes), and xsp with emit_nvtx(record_shapes=True)
+  resnet50_observer/, bert_observer/   (observer) the parts of 3 steps without emit_nvtx, ops from the RecordFunction
+                       observer with shapes (xsp profile --op-shapes), + torch_ops.json as above
+Usage: python3 scripts/gpu/profile_cuda.py INJECT_LIBRARY OUT [ROUNDS] [STEPS] [overhead|observer|all] [CPUS]
+  overhead: that file only; observer: those fixtures only; CPUS: a taskset CPU list every run is pinned to (e.g. the GPU's NUMA node's)
 """
 import json
 import os
@@ -23,15 +25,20 @@ OPS = os.path.join(HERE, "profile_ops.py")
 CPUS = ""  # every run on these CPUs (taskset -c): where a process lands changed its step time 2x on the H200 host
 
 
-def run(model, mode, steps, inject=None, parts=None, level="kernel", extra=None):
+def run(model, mode, steps, inject=None, parts=None, level="kernel", extra=None, ops="nvtx"):
+    """ops: where the injection library takes PyTorch's ops from (xsp profile --torch-ops): "nvtx" (emit_nvtx's
+    ranges) or "observer" (libxsp_torch_ops.so's RecordFunction callback); "observer-shapes" adds --op-shapes."""
     env = dict(os.environ)
     if inject is not None:
         os.makedirs(parts, exist_ok=True)
         env["NVTX_INJECTION64_PATH"] = inject
         env["XSP_PROFILE_DIR"] = parts
-        if level in ("system", "kernel"):
+        env["XSP_PROFILE_TRACE_LEVEL"] = level
+        env["XSP_PROFILE_TORCH_OPS"] = "nvtx" if ops == "nvtx" else "observer"
+        if ops == "observer-shapes":
+            env["XSP_PROFILE_OP_SHAPES"] = "1"
+        if level in ("system", "kernel") or ops != "nvtx":
             env["CUDA_INJECTION64_PATH"] = inject
-            env["XSP_PROFILE_TRACE_LEVEL"] = level
     env.update(extra or {})
     pin = ["taskset", "-c", CPUS] if CPUS else []
     p = subprocess.run(pin + [sys.executable, OPS, model, mode, str(steps)], env=env, capture_output=True, text=True)
@@ -49,9 +56,24 @@ def main():
     global CPUS
     CPUS = sys.argv[6] if len(sys.argv) > 6 else ""
     os.makedirs(out, exist_ok=True)
-    if len(sys.argv) <= 5 or sys.argv[5] != "overhead":
+    what = sys.argv[5] if len(sys.argv) > 5 else "all"
+    if what == "observer":
+        observer_fixtures(inject, out)
+        return
+    if what != "overhead":
         fixtures(inject, out)
     overhead(inject, out, rounds, steps)
+
+
+def observer_fixtures(inject, out):
+    """The parts of 3 steps with no emit_nvtx, ops from the RecordFunction observer (with shapes), beside
+    torch.profiler's ops and kernels of the same 3 steps: tests/fixtures/profile/MODEL_observer."""
+    for model in ("resnet50", "bert"):
+        d = os.path.join(out, model + "_observer")
+        run(model, "plain", 3, inject, d, ops="observer-shapes")
+        with open(os.path.join(d, "torch_ops.json"), "w") as f:
+            json.dump(run(model, "torch", 3), f, sort_keys=True)
+            f.write("\n")
 
 
 def fixtures(inject, out):
@@ -72,23 +94,25 @@ def fixtures(inject, out):
 
 
 def overhead(inject, out, rounds, steps):
-    # (label, profile_ops mode, injection level or None): the CUPTI parts alone (no emit_nvtx) and whole tools.
+    # (label, profile_ops mode, injection level or None, ops): the CUPTI parts alone (no ops) and whole tools;
+    # ops: where the ops come from (run()). "xsp-observer" against "torch" and "xsp-observer-shapes" against
+    # "torch-shapes" are the like-for-like whole tools; "xsp-kernel" is the emit_nvtx way.
     configs = [
-        ("none", "plain", None),
-        ("xsp-kernel-no-ops", "plain", "kernel"),
-        ("torch-cuda", "torch-cuda", None),
-        ("xsp-framework", "nvtx", "framework"),
-        ("xsp-kernel", "nvtx", "kernel"),
-        ("torch-shapes", "torch-shapes", None),
+        ("none", "plain", None, "nvtx"),
+        ("xsp-kernel-no-ops", "plain", "kernel", "nvtx"),
+        ("torch-cuda", "torch-cuda", None, "nvtx"),
+        ("xsp-observer", "plain", "kernel", "observer"),
+        ("torch", "torch", None, "nvtx"),
+        ("xsp-observer-shapes", "plain", "kernel", "observer-shapes"),
+        ("torch-shapes", "torch-shapes", None, "nvtx"),
+        ("xsp-kernel", "nvtx", "kernel", "nvtx"),
     ]
     results = []
     for r in range(rounds):
         for model in ("resnet50", "bert"):
-            for label, mode, level in configs:
-                if model == "bert" and label == "xsp-framework":
-                    continue
+            for label, mode, level, ops in configs:
                 parts = os.path.join(out, "scratch", f"{model}-{label}-{r}")
-                res = run(model, mode, steps, inject if level else None, parts, level=level or "kernel")
+                res = run(model, mode, steps, inject if level else None, parts, level=level or "kernel", ops=ops)
                 results.append({"round": r, "model": model, "config": label, "step_ns": res["step_ns"]})
                 print(model, label, r, sorted(res["step_ns"])[len(res["step_ns"]) // 2], flush=True)
     with open(os.path.join(out, "overhead.json"), "w") as f:

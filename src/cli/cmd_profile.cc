@@ -23,6 +23,8 @@ struct ProfileFlags {
   bool leveled = false;
   int repeat = 1;
   std::string sample_range;
+  std::string torch_ops = "observer";
+  bool op_shapes = false;
   std::optional<std::int64_t> start_pid, stop_pid;
   std::vector<std::string> command;
 };
@@ -68,6 +70,9 @@ int run_profile(const Globals& g, const ProfileFlags& f) {
   options.leveled = f.leveled;
   options.repeat = f.repeat;
   options.sample_range = f.sample_range;
+  options.torch_ops =
+      f.torch_ops == "nvtx" ? external::CommandOptions::TorchOps::kNvtx : external::CommandOptions::TorchOps::kObserver;
+  options.op_shapes = f.op_shapes;
   try {
     external::parse_capture(f.capture, options);
   } catch (const std::invalid_argument& e) {
@@ -152,6 +157,12 @@ void add_profile_command(CLI::App& app, Globals& g, Commands& out) {
   sub->add_option("--sample-range", f->sample_range,
                   "the name of the program's ranges that are its samples (default: the most frequent outermost "
                   "range)");
+  sub->add_option("--torch-ops", f->torch_ops,
+                  "where PyTorch's ops come from at framework level and deeper: observer (a RecordFunction callback, "
+                  "as torch.profiler's; no emit_nvtx needed) or nvtx (the program's emit_nvtx ranges only)")
+      ->check(CLI::IsMember({"observer", "nvtx"}))
+      ->capture_default_str();
+  sub->add_flag("--op-shapes", f->op_shapes, "with --torch-ops observer, record each op's input shapes (costs more)");
   sub->add_option("--inject-library", f->inject_library,
                   "the injection library (default: $XSP_INJECT_LIBRARY, else libxsp_inject.so beside xsp)");
   // Everything after the first "--" (Globals::command_after_dashes) is the command's, its options too. Before it, a

@@ -20,6 +20,8 @@
 // SIGINT, SIGHUP, SIGQUIT where the program left them at their default) writes what it had on the way out, then dies
 // of the same signal: best effort, as a crashed program's locks may be held (the write gives up after 200 ms).
 #define NVTX_NO_IMPL
+#include <dlfcn.h>
+#include <link.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -48,6 +50,7 @@
 #include "xsp/trace/run_statistics.h"
 #include "xsp/trace/serialize.h"
 #include "xsp/trace/trace.h"
+#include "torch_ops_abi.h"
 #ifdef XSP_INJECT_CUPTI
 #include "cupti_profiler.h"
 #include "injected_counters.h"
@@ -83,6 +86,10 @@ TraceLevel g_trace_level = TraceLevel::kKernel;
 std::size_t g_max_ranges = 2'000'000;
 bool g_keeps_every_range = true;
 std::atomic<std::uint64_t> g_below_trace_level{0};
+// PyTorch's ops come from libxsp_torch_ops.so's RecordFunction callback (install_torch_ops()): emit_nvtx's op ranges
+// would then be the same ops twice, so they are refused and counted (profile.nvtx_op_ranges_replaced).
+std::atomic<bool> g_torch_ops_observed{false};
+std::atomic<std::uint64_t> g_nvtx_ops_replaced{0};
 
 struct Collector {
   Collector()
@@ -272,6 +279,8 @@ void write_part_once(int fatal_signal) {
   Trace trace = make_part(c, std::move(spans), counters, std::move(cuda), c.start_ns, end, fatal_signal, 0);
   if (const std::uint64_t n = g_below_trace_level.load(); n > 0)
     trace.counters[stat::kProfileSpansBelowTraceLevel] += n;
+  if (const std::uint64_t n = g_nvtx_ops_replaced.load(); n > 0) trace.counters[stat::kProfileNvtxOpsReplaced] += n;
+  if (g_torch_ops_observed.load()) trace.counters[stat::kProfileTorchOpsObserved] = 1;
   write_part_file(trace, "nvtx-" + std::to_string(::getpid()));
 }
 
@@ -474,13 +483,26 @@ bool level_admits(std::string_view domain, std::string_view message) {
   return false;
 }
 
+// The key of the ops libxsp_torch_ops.so reports in t_pushed, beside the NVTX domains' keys.
+const char kTorchOpsKey = 0;
+constexpr std::string_view kTorchOpsDomain = "torch.ops";
+
+// Whether an NVTX range is one of emit_nvtx's op ranges while the same ops come from the op callback.
+bool replaced_by_observer(const void* key, std::string_view domain, std::string_view message) {
+  if (key == &kTorchOpsKey || !domain.empty() || !g_torch_ops_observed.load(std::memory_order_relaxed) ||
+      !nvtx::parse_torch_op_range(message))
+    return false;
+  g_nvtx_ops_replaced.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 int gated_push(const void* key, std::string_view domain, std::string_view message, std::uint32_t category) {
   ensure_window_thread();
   Collector& c = collector();
   const std::int64_t now = now_ns();
   bool opens = false;
   const bool admitted = c.gate.admit_push(message, now, &opens);
-  const bool recorded = admitted && level_admits(domain, message);
+  const bool recorded = admitted && level_admits(domain, message) && !replaced_by_observer(key, domain, message);
   std::vector<Pushed>& stack = t_pushed[key];
   stack.push_back({recorded, opens});
   if (!recorded) return static_cast<int>(stack.size()) - 1;
@@ -523,6 +545,13 @@ nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) {
   return gated_start("", message_of(a, storage), category_of(a));
 }
 void end(nvtxRangeId_t id) { gated_end(id); }
+
+// libxsp_torch_ops.so's sink: an op is a push/pop range of its own domain, so that its pairing never mixes with the
+// program's default-domain ranges.
+void torch_op_push(const char* text, std::size_t length) {
+  gated_push(&kTorchOpsKey, kTorchOpsDomain, std::string_view(text, length), 0);
+}
+void torch_op_pop() { gated_pop(&kTorchOpsKey, kTorchOpsDomain); }
 
 int domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   std::string storage;
@@ -621,6 +650,107 @@ void initialize_once() {
   });
 }
 
+// ---- PyTorch's ops through libxsp_torch_ops.so --------------------------------------------------------------------
+
+// The mapped libtorch_cpu.so's path, "" when the process has none (yet).
+std::string mapped_libtorch() {
+  std::string path;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        const std::string_view name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        const std::string_view base = name.substr(name.rfind('/') == std::string_view::npos ? 0 : name.rfind('/') + 1);
+        if (base.rfind("libtorch_cpu.so", 0) != 0) return 0;
+        *static_cast<std::string*>(out) = std::string(name);
+        return 1;
+      },
+      &path);
+  return path;
+}
+
+// The version of the mapped PyTorch, "" when it cannot be told: a versioned file name (Debian's
+// libtorch_cpu.so.1.13) or, in a wheel's layout (torch/lib/libtorch_cpu.so), torch/version.py's __version__.
+std::string mapped_torch_version(const std::string& libtorch) {
+  const std::filesystem::path lib(libtorch);
+  const std::string base = lib.filename().string();
+  if (base.size() > std::string_view("libtorch_cpu.so.").size()) return base.substr(16);
+  std::ifstream in(lib.parent_path().parent_path() / "version.py");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("__version__", 0) != 0) continue;
+    const auto open = line.find_first_of("'\"");
+    const auto close = line.find_first_of("'\"", open + 1);
+    if (open != std::string::npos && close != std::string::npos) return line.substr(open + 1, close - open - 1);
+  }
+  return "";
+}
+
+// "2.11.0+cu130" and "2.11.0" are the same MAJOR.MINOR; "" (unknown) agrees with anything.
+bool same_minor(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return true;
+  auto minor = [](const std::string& v) {
+    const auto first = v.find('.');
+    return first == std::string::npos ? v : v.substr(0, v.find_first_not_of("0123456789", first + 1));
+  };
+  return minor(a) == minor(b);
+}
+
+// Where the companion is: XSP_PROFILE_TORCH_OPS_LIBRARY, else beside this library.
+std::string torch_ops_library() {
+  if (const char* env = std::getenv("XSP_PROFILE_TORCH_OPS_LIBRARY"); env != nullptr && *env != '\0') return env;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&torch_op_pop), &info) == 0 || info.dli_fname == nullptr)
+    return "libxsp_torch_ops.so";
+  return (std::filesystem::path(info.dli_fname).parent_path() / "libxsp_torch_ops.so").string();
+}
+
+// At framework level and deeper, a process that has LibTorch mapped gets its ops from a global RecordFunction
+// callback (docs/profile.md "PyTorch ops without emit_nvtx") unless XSP_PROFILE_TORCH_OPS=nvtx. Tried from each entry
+// point (NVTX's first call, CUDA's initialization) until LibTorch is there; a failure is said once on stderr and the
+// program's emit_nvtx ranges stay its ops.
+void install_torch_ops() {
+  static std::mutex mu;
+  static bool settled = false;
+  std::lock_guard lock(mu);
+  if (settled) return;
+  const char* mode = std::getenv("XSP_PROFILE_TORCH_OPS");
+  if ((mode != nullptr && std::string_view(mode) == "nvtx") || !enables(g_trace_level, Level::kFramework)) {
+    settled = true;
+    return;
+  }
+  const std::string libtorch = mapped_libtorch();
+  if (libtorch.empty()) return;
+  settled = true;
+  const int pid = static_cast<int>(::getpid());
+  const std::string path = torch_ops_library();
+  void* companion = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (companion == nullptr) {
+    std::fprintf(stderr, "xsp inject: pid %d: PyTorch ops not observed (%s); ops come only from emit_nvtx ranges\n",
+                 pid, dlerror());
+    return;
+  }
+  using BuiltFor = const char* (*)();
+  using Install = int (*)(const XspTorchOpSink*, char*, std::size_t);
+  auto built_for = reinterpret_cast<BuiltFor>(dlsym(companion, "xsp_torch_ops_built_for"));
+  auto install = reinterpret_cast<Install>(dlsym(companion, "xsp_torch_ops_install"));
+  const std::string running = mapped_torch_version(libtorch);
+  if (built_for == nullptr || install == nullptr || !same_minor(built_for(), running)) {
+    std::fprintf(stderr,
+                 "xsp inject: pid %d: PyTorch ops not observed: %s was built for PyTorch %s, the program runs %s "
+                 "(%s); ops come only from emit_nvtx ranges\n",
+                 pid, path.c_str(), built_for != nullptr ? built_for() : "(unknown)",
+                 running.empty() ? "(unknown)" : running.c_str(), libtorch.c_str());
+    return;
+  }
+  const char* shapes = std::getenv("XSP_PROFILE_OP_SHAPES");
+  const XspTorchOpSink sink{XSP_TORCH_OP_SINK_VERSION, torch_op_push, torch_op_pop,
+                            shapes != nullptr && std::string_view(shapes) == "1" ? 1 : 0};
+  char error[512] = "";
+  if (install(&sink, error, sizeof error) != 1) {
+    std::fprintf(stderr, "xsp inject: pid %d: PyTorch ops not observed: %s\n", pid, error);
+    return;
+  }
+  g_torch_ops_observed.store(true);
+}
+
 #ifdef XSP_INJECT_CUPTI
 // Kernels a counter session holds before it is decoded and re-armed (XSP_COUNTER_MAX_RANGES overrides it).
 constexpr std::size_t kInjectedMaxRanges = 128;
@@ -680,8 +810,10 @@ void start_cupti() {
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   using namespace xsp::inject;
   initialize_once();
+  install_torch_ops();
 #ifdef XSP_INJECT_CUPTI
-  start_cupti();
+  // At framework level the driver loads this library for PyTorch's ops only (install_torch_ops()).
+  if (enables(g_trace_level, xsp::Level::kSystem)) start_cupti();
 #endif
   ensure_window_thread();
   return 1;
@@ -694,6 +826,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
   using namespace xsp::inject;
   initialize_once();
+  install_torch_ops();
   const auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS));
   return cb != nullptr && fill(cb) ? 1 : 0;
 }

@@ -271,13 +271,20 @@ ProcessExit run_command(const CommandOptions& options) {
     const std::string_view entry(*e);
     if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0 || entry.rfind("XSP_PROFILE_DIR=", 0) == 0 ||
         entry.rfind("XSP_CAPTURE_", 0) == 0 || entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0 ||
-        entry.rfind("XSP_PROFILE_TRACE_LEVEL=", 0) == 0)
+        entry.rfind("XSP_PROFILE_TRACE_LEVEL=", 0) == 0 || entry.rfind("XSP_PROFILE_TORCH_OPS=", 0) == 0 ||
+        entry.rfind("XSP_PROFILE_OP_SHAPES=", 0) == 0)
       continue;
     env_strings.emplace_back(entry);
   }
   env_strings.push_back("NVTX_INJECTION64_PATH=" + options.inject_library.string());
   env_strings.push_back("XSP_PROFILE_TRACE_LEVEL=" + std::string(to_string(options.trace_level)));
-  if (static_cast<int>(options.trace_level) >= static_cast<int>(TraceLevel::kSystem))
+  const bool observes_ops =
+      options.torch_ops == CommandOptions::TorchOps::kObserver && enables(options.trace_level, Level::kFramework);
+  env_strings.push_back(std::string("XSP_PROFILE_TORCH_OPS=") + (observes_ops ? "observer" : "nvtx"));
+  if (observes_ops && options.op_shapes) env_strings.emplace_back("XSP_PROFILE_OP_SHAPES=1");
+  // At framework level the driver loads the library only to observe PyTorch's ops: a program that never calls NVTX
+  // still gets them when it initializes CUDA.
+  if (static_cast<int>(options.trace_level) >= static_cast<int>(TraceLevel::kSystem) || observes_ops)
     env_strings.push_back("CUDA_INJECTION64_PATH=" + options.inject_library.string());
   if (options.capture_profiler_api) env_strings.push_back(std::string(nvtx::kCaptureProfilerApiVariable) + "=1");
   env_strings.push_back("XSP_PROFILE_DIR=" + options.parts_dir.string());
@@ -657,6 +664,8 @@ EvaluationRecord external_record(const CommandOptions& options, std::vector<Exec
   capture["duration_s"] = options.duration_s ? nlohmann::json(*options.duration_s) : nlohmann::json(nullptr);
   record.settings["capture"] = std::move(capture);
   record.settings["repeat"] = options.repeat;
+  record.settings["torch_ops"] = options.torch_ops == CommandOptions::TorchOps::kObserver ? "observer" : "nvtx";
+  record.settings["op_shapes"] = options.op_shapes;
   const std::string sample_name = sample_range_of(executions, options.sample_range);
   record.settings["sample_range"] = sample_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(sample_name);
 
@@ -897,6 +906,8 @@ Window stop_window(std::int64_t pid, std::chrono::milliseconds timeout) {
     w.options.on_demand = true;
     w.options.capture_range = value_of(environment, nvtx::kCaptureRangeVariable);
     w.options.capture_profiler_api = value_of(environment, nvtx::kCaptureProfilerApiVariable) == "1";
+    if (value_of(environment, "XSP_PROFILE_TORCH_OPS") == "nvtx") w.options.torch_ops = CommandOptions::TorchOps::kNvtx;
+    w.options.op_shapes = value_of(environment, "XSP_PROFILE_OP_SHAPES") == "1";
     w.run.environment = recorded_environment(environment);
     std::error_code ec;
     w.run.working_directory = fs::read_symlink("/proc/" + std::to_string(p) + "/cwd", ec).string();

@@ -96,6 +96,11 @@ std::vector<RunStatisticSpec> make_registry() {
       {k::kProfileCuptiNotFlushed, S::kDataLoss,
        "processes that died of a crash signal (SIGSEGV, SIGABRT, ...): their CUDA calls and kernels were not flushed "
        "(flushing CUPTI inside a crashed process could hang it); their NVTX ranges are kept"},
+      {k::kProfileTorchOpsObserved, S::kInfo,
+       "processes whose PyTorch ops came from a RecordFunction callback (libxsp_torch_ops.so, --torch-ops observer) "
+       "rather than from emit_nvtx's NVTX ranges"},
+      {k::kProfileNvtxOpsReplaced, S::kInfo,
+       "emit_nvtx op ranges left out because the same ops came from the RecordFunction callback (each op once)"},
   };
 }
 

@@ -80,6 +80,16 @@ struct CommandOptions {
   /// M/F, M/F/K then M/F/K, M/F, M) so that a linear drift of the machine cancels over two rounds. Each run of the
   /// command is one block: the median of its samples; intervals and verdicts come from the blocks.
   int repeat = 1;
+  /// Where PyTorch's ops come from at framework level and deeper (docs/profile.md "PyTorch ops without emit_nvtx").
+  /// kObserver: in a process that has LibTorch mapped, libxsp_torch_ops.so (beside the injection library) registers
+  /// a global RecordFunction callback, as torch.profiler does, so the program needs no emit_nvtx, and emit_nvtx's op
+  /// ranges are then refused as the same ops twice (profile.nvtx_op_ranges_replaced); a process whose LibTorch the
+  /// companion cannot serve (absent, another PyTorch MAJOR.MINOR) says so on stderr and keeps its emit_nvtx ranges.
+  /// kNvtx: the ops are emit_nvtx's ranges only.
+  enum class TorchOps { kObserver, kNvtx };
+  TorchOps torch_ops = TorchOps::kObserver;
+  /// With kObserver, each op's input shapes too (tag "shapes"; PyTorch then keeps every op's inputs: costs more).
+  bool op_shapes = false;
   /// The name of the program's ranges that are its samples (outermost MODEL ranges of that name, e.g. "step");
   /// "" picks the most frequent outermost MODEL range name over every run (sample_range_of()). The sample ranges are
   /// tagged "sample": the analyses time them and group the ops and kernels under each, as under a batch's predict.

@@ -92,6 +92,10 @@ inline constexpr const char* kProfileSpansBelowTraceLevel = "profile.spans_below
 inline constexpr const char* kProfileSpansOutsideCapture = "profile.spans_outside_capture";
 inline constexpr const char* kProfileCuptiUnavailable = "profile.cupti_unavailable";
 inline constexpr const char* kProfileCuptiNotFlushed = "profile.cupti_not_flushed";
+// Processes whose PyTorch ops came from libxsp_torch_ops.so's RecordFunction callback, and the emit_nvtx op ranges
+// refused because those ops came from it already.
+inline constexpr const char* kProfileTorchOpsObserved = "profile.torch_ops_observed";
+inline constexpr const char* kProfileNvtxOpsReplaced = "profile.nvtx_op_ranges_replaced";
 }  // namespace stat
 
 /// Every run statistic, grouped by writer as in namespace stat. Keys are unique.

@@ -931,6 +931,112 @@ TEST_F(ProfileCommand, StoresNestedRangesOfTwoProcessesAndPassesTheProgramThroug
   EXPECT_FALSE(e.runs[0].stage_latency_ns.contains("aten::linear"));
 }
 
+#ifdef XSP_TEST_TORCH_OPS_PROGRAM
+// Spans of `name`, and whether each one's parent is named `parent`.
+std::vector<const Span*> all_named(const Trace& t, std::string_view name) {
+  std::vector<const Span*> out;
+  for (const Span& s : t.spans)
+    if (s.name == name) out.push_back(&s);
+  return out;
+}
+const Span* parent_of(const Trace& t, const Span& s) {
+  for (const Span& p : t.spans)
+    if (p.id == s.parent_id) return &p;
+  return nullptr;
+}
+
+// A LibTorch program with no emit_nvtx: its ops come from the RecordFunction observer, nested as they ran, under the
+// program's steps; the program's output and status pass through.
+TEST_F(ProfileCommand, PyTorchOpsComeFromTheObserverWithoutEmitNvtx) {
+  const Ran r = xsp(std::string("profile --trace-level framework -- ") + XSP_TEST_TORCH_OPS_PROGRAM + " --exit 4");
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_EQ(r.out, "sum 12288\n") << "3 steps of relu(ones(8,32) @ ones(32,16)).sum() = 3 * 128 * 32";
+  EXPECT_EQ(r.err.find("not observed"), std::string::npos) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_EQ(e.settings["torch_ops"], "observer");
+  const Trace& t = e.runs[0].trace;
+  EXPECT_EQ(t.counters.at("profile.torch_ops_observed"), 1u);
+  EXPECT_FALSE(t.counters.contains("profile.nvtx_op_ranges_replaced"));
+  const auto steps = all_named(t, "step");
+  const auto matmuls = all_named(t, "aten::matmul");
+  const auto mms = all_named(t, "aten::mm");
+  ASSERT_EQ(steps.size(), 3u);
+  ASSERT_EQ(matmuls.size(), 3u) << "one per step, and none before the first NVTX call loaded the library";
+  ASSERT_EQ(mms.size(), 3u);
+  EXPECT_EQ(all_named(t, "aten::relu").size(), 3u);
+  for (const Span* mm : mms) {
+    EXPECT_EQ(mm->level, Level::kFramework);
+    EXPECT_EQ(mm->tag("domain"), std::optional<std::string_view>("torch.ops"));
+    EXPECT_TRUE(mm->tag_int("sequence").has_value()) << "x requires grad: aten::mm has an autograd sequence number";
+    EXPECT_FALSE(mm->tag("shapes").has_value()) << "shapes only with --op-shapes";
+    const Span* matmul = parent_of(t, *mm);
+    ASSERT_NE(matmul, nullptr);
+    EXPECT_EQ(matmul->name, "aten::matmul") << "aten::matmul calls aten::mm";
+    const Span* step = parent_of(t, *matmul);
+    ASSERT_NE(step, nullptr);
+    EXPECT_EQ(step->name, "step");
+    EXPECT_EQ(step->level, Level::kModel);
+    EXPECT_GE(step->duration_ns(), 5'000'000);
+    EXPECT_GE(mm->start_ns, matmul->start_ns);
+    EXPECT_LE(mm->end_ns, matmul->end_ns);
+  }
+  // The program's steps are its samples; ops are no stages.
+  EXPECT_EQ(e.runs[0].stage_latency_ns.at("step").n, 3u);
+  EXPECT_FALSE(e.runs[0].stage_latency_ns.contains("aten::mm"));
+}
+
+TEST_F(ProfileCommand, OpShapesAreTheInputsSizes) {
+  const Ran r = xsp(std::string("profile --trace-level framework --op-shapes -- ") + XSP_TEST_TORCH_OPS_PROGRAM +
+                    " --steps 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  const Trace& t = e.runs[0].trace;
+  const auto mms = all_named(t, "aten::mm");
+  ASSERT_EQ(mms.size(), 1u);
+  EXPECT_EQ(mms[0]->tag("shapes"), std::optional<std::string_view>("[8,32],[32,16]"));
+  const auto relus = all_named(t, "aten::relu");
+  ASSERT_EQ(relus.size(), 1u);
+  EXPECT_EQ(relus[0]->tag("shapes"), std::optional<std::string_view>("[8,16]"));
+}
+
+// Under emit_nvtx a program has each op twice, as an NVTX range and through the observer: the NVTX copy is refused and
+// counted. With --torch-ops nvtx only the NVTX ranges are the ops.
+TEST_F(ProfileCommand, EmitNvtxOpRangesGiveWayToTheObserverOrAreTheOpsWithTorchOpsNvtx) {
+  Ran r = xsp(std::string("profile --trace-level framework -- ") + XSP_TEST_TORCH_OPS_PROGRAM + " --emit-nvtx");
+  ASSERT_EQ(r.status, 0) << r.err;
+  {
+    const EvaluationRecord e = only_evaluation();
+    const Trace& t = e.runs[0].trace;
+    EXPECT_EQ(all_named(t, "aten::matmul").size(), 3u) << "each op once";
+    EXPECT_EQ(all_named(t, "aten::mm").size(), 3u);
+    EXPECT_EQ(t.counters.at("profile.nvtx_op_ranges_replaced"), 3u);
+  }
+  fs::remove(dir_ / "x.db");
+  r = xsp(std::string("profile --trace-level framework --torch-ops nvtx -- ") + XSP_TEST_TORCH_OPS_PROGRAM +
+          " --emit-nvtx");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  EXPECT_EQ(e.settings["torch_ops"], "nvtx");
+  const Trace& t = e.runs[0].trace;
+  const auto matmuls = all_named(t, "aten::matmul");
+  ASSERT_EQ(matmuls.size(), 3u);
+  EXPECT_EQ(matmuls[0]->tag_int("sequence"), std::optional<std::int64_t>(100));
+  EXPECT_FALSE(matmuls[0]->tag("domain").has_value()) << "emit_nvtx's ranges are in the default domain";
+  EXPECT_TRUE(all_named(t, "aten::mm").empty()) << "the program's NVTX ranges only";
+  EXPECT_FALSE(t.counters.contains("profile.torch_ops_observed"));
+}
+
+TEST_F(ProfileCommand, AtModelLevelNoOpIsObserved) {
+  const Ran r = xsp(std::string("profile --trace-level model -- ") + XSP_TEST_TORCH_OPS_PROGRAM);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  const Trace& t = e.runs[0].trace;
+  EXPECT_EQ(all_named(t, "step").size(), 3u);
+  for (const Span& s : t.spans) EXPECT_NE(s.level, Level::kFramework) << s.name;
+  EXPECT_FALSE(t.counters.contains("profile.torch_ops_observed"));
+}
+#endif
+
 TEST_F(ProfileCommand, AnExecutedChildIsASecondProcessOfTheSameEvaluation) {
   const Ran r = xsp(std::string("profile -- ") + XSP_TEST_NVTX_PROGRAM + " --spawn " + XSP_TEST_NVTX_PROGRAM);
   EXPECT_EQ(r.status, 0) << r.err;
@@ -997,7 +1103,10 @@ TEST_F(ProfileCommand, KernelLevelNamesTheLibraryToTheCudaDriverToo) {
     ASSERT_EQ(xsp("profile --trace-level system " + print).status, 0);
     EXPECT_EQ(read(seen), lib + "|" + lib + "|system\n");
   }
+  // At framework and library level the driver loads the library too, for PyTorch's ops alone (--torch-ops observer).
   ASSERT_EQ(xsp("profile --trace-level library " + print).status, 0);
+  EXPECT_EQ(read(seen), lib + "|" + lib + "|library\n");
+  ASSERT_EQ(xsp("profile --trace-level library --torch-ops nvtx " + print).status, 0);
   EXPECT_EQ(read(seen), lib + "||library\n");
   ASSERT_EQ(
       std::system(("CUDA_INJECTION64_PATH=/other/tool.so " + std::string(XSP_TEST_XSP_BINARY) + " --store " +

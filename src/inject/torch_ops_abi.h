@@ -1,0 +1,44 @@
+// The C interface between libxsp_inject.so and libxsp_torch_ops.so (docs/profile.md "PyTorch ops without
+// emit_nvtx"). The injection library dlopens the companion only into a process that already has LibTorch mapped and
+// hands it a sink; the companion registers a global at::RecordFunction callback that reports every op through it.
+// Plain C types only: the two libraries are built separately (the companion against the program's LibTorch) and
+// share no C++ types.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Bumped whenever XspTorchOpSink changes layout or meaning; the companion refuses a sink of another version.
+#define XSP_TORCH_OP_SINK_VERSION 1
+
+/// Where the companion reports ops. Both functions run on the thread that runs the op, inside PyTorch's dispatcher:
+/// they must be fast and must not throw.
+typedef struct XspTorchOpSink {
+  uint32_t version;  ///< XSP_TORCH_OP_SINK_VERSION
+  /// An op began on the calling thread. `text` (not NUL-terminated, `length` bytes) is the op as PyTorch's
+  /// emit_nvtx names its NVTX range (torch/csrc/profiler/util.cpp getNvtxStr): "aten::conv2d, seq = 12" (", seq = N"
+  /// only when the op has an autograd sequence number) and, with record_shapes, ", sizes = [[1, 3, 224, 224], []]"
+  /// (one list per input, [] for an input that is no tensor). Valid during the call only.
+  void (*push)(const char* text, size_t length);
+  /// The innermost op of the calling thread ended (every push has one pop, on the same thread).
+  void (*pop)(void);
+  /// Non-zero: record each op's input shapes (needs PyTorch to keep the inputs: costs more per op).
+  int record_shapes;
+} XspTorchOpSink;
+
+/// Registers the op callback for every thread of the process (at::addGlobalCallback, RecordScope::FUNCTION: the
+/// dispatcher's ops, what torch.profiler's key_averages() lists). Returns 1 on success; 0 with a message in
+/// `error` (at most `error_size` bytes, NUL-terminated) when the sink's version is not this library's or PyTorch
+/// refuses the callback. Called at most once per process; the callback stays registered for the process's life.
+int xsp_torch_ops_install(const XspTorchOpSink* sink, char* error, size_t error_size);
+
+/// The PyTorch version this library was built against, "MAJOR.MINOR.PATCH" (torch/version.h).
+const char* xsp_torch_ops_built_for(void);
+
+#ifdef __cplusplus
+}
+#endif
