@@ -115,8 +115,8 @@ def overhead(inject, out, rounds, steps):
                 res = run(model, mode, steps, inject if level else None, parts, level=level or "kernel", ops=ops)
                 results.append({"round": r, "model": model, "config": label, "step_ns": res["step_ns"]})
                 print(model, label, r, sorted(res["step_ns"])[len(res["step_ns"]) // 2], flush=True)
-    with open(os.path.join(out, "overhead.json"), "w") as f:
-        json.dump(results, f)
+        with open(os.path.join(out, "overhead.json"), "w") as f:  # after every round: a cut-short run keeps its rounds
+            json.dump(results, f)
 
 
 if __name__ == "__main__":
