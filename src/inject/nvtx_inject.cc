@@ -91,6 +91,18 @@ std::atomic<std::uint64_t> g_below_trace_level{0};
 std::atomic<bool> g_torch_ops_observed{false};
 std::atomic<std::uint64_t> g_nvtx_ops_replaced{0};
 
+// What the op path keeps per thread, in one thread_local: in a dlopened library each thread_local access is a
+// __tls_get_addr call.
+struct OpThread {
+  // PyTorch's name pointer → the interned name. A pointer seen again is checked against its name (a string PyTorch
+  // freed may be reused for another op's).
+  std::unordered_map<const char*, const std::string*> names;
+  // Per open op: bit 0 recorded, bit 1 opened the capture (--capture nvtx:NAME naming an op).
+  std::vector<std::uint8_t> open;
+  std::uint64_t thread_id = 0;  // 0 until the first op; reset in a forked child
+};
+thread_local OpThread t_ops;
+
 struct Collector {
   Collector()
       : ranges([this] { return recorder.next_id(); }, g_max_ranges),
@@ -102,7 +114,7 @@ struct Collector {
   SpanId process_span;    // the APPLICATION span of this process
   std::int64_t start_ns;  // its first NVTX call (or its fork)
   nvtx::CaptureGate gate;
-  Strings domains, registered;
+  Strings domains, registered, op_names;
 #ifdef XSP_INJECT_CUPTI
   // The CUPTI part: started by InitializeInjection when CUDA initializes, stopped when the part is written. The
   // activity profiler (CUDA calls and kernels), or at hardware level the counter profiler.
@@ -290,6 +302,9 @@ void write_part() { write_part_once(0); }
 // (its mutexes may be held by threads that do not exist in the child); glibc's malloc is safe to call here.
 void after_fork_in_child() {
   g_collector.store(new Collector(), std::memory_order_release);
+  // The forking thread's ops were the parent's; the names interned stay valid (the parent's collector is kept).
+  t_ops.open.clear();
+  t_ops.thread_id = 0;
   g_written.store(false);
   g_part_mu.store(new std::timed_mutex(), std::memory_order_release);
   sem_init(&g_edges, 0, 0);
@@ -483,14 +498,9 @@ bool level_admits(std::string_view domain, std::string_view message) {
   return false;
 }
 
-// The key of the ops libxsp_torch_ops.so reports in t_pushed, beside the NVTX domains' keys.
-const char kTorchOpsKey = 0;
-constexpr std::string_view kTorchOpsDomain = "torch.ops";
-
 // Whether an NVTX range is one of emit_nvtx's op ranges while the same ops come from the op callback.
-bool replaced_by_observer(const void* key, std::string_view domain, std::string_view message) {
-  if (key == &kTorchOpsKey || !domain.empty() || !g_torch_ops_observed.load(std::memory_order_relaxed) ||
-      !nvtx::parse_torch_op_range(message))
+bool replaced_by_observer(std::string_view domain, std::string_view message) {
+  if (!domain.empty() || !g_torch_ops_observed.load(std::memory_order_relaxed) || !nvtx::parse_torch_op_range(message))
     return false;
   g_nvtx_ops_replaced.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -502,7 +512,7 @@ int gated_push(const void* key, std::string_view domain, std::string_view messag
   const std::int64_t now = now_ns();
   bool opens = false;
   const bool admitted = c.gate.admit_push(message, now, &opens);
-  const bool recorded = admitted && level_admits(domain, message) && !replaced_by_observer(key, domain, message);
+  const bool recorded = admitted && level_admits(domain, message) && !replaced_by_observer(domain, message);
   std::vector<Pushed>& stack = t_pushed[key];
   stack.push_back({recorded, opens});
   if (!recorded) return static_cast<int>(stack.size()) - 1;
@@ -546,12 +556,41 @@ nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) {
 }
 void end(nvtxRangeId_t id) { gated_end(id); }
 
-// libxsp_torch_ops.so's sink: an op is a push/pop range of its own domain, so that its pairing never mixes with the
-// program's default-domain ranges.
-void torch_op_push(const char* text, std::size_t length) {
-  gated_push(&kTorchOpsKey, kTorchOpsDomain, std::string_view(text, length), 0);
+// libxsp_torch_ops.so's sink (docs/profile.md "PyTorch ops without emit_nvtx"): an op is a push/pop range of its own
+// domain, so that its pairing never mixes with the program's default-domain ranges. This is the per-op path of a
+// profiled PyTorch program (a ResNet-50 step runs 814 ops): no op text is built here (RangeRecorder::push_op()), the
+// op name is interned once per name pointer and thread, and no map is looked up but the recorder's own.
+constexpr std::string_view kTorchOpsDomain = "torch.ops";
+
+
+const std::string* op_name(OpThread& t, const char* name) {
+  auto [it, fresh] = t.names.try_emplace(name, nullptr);
+  if (fresh || *it->second != name) it->second = collector().op_names.intern(name);
+  return it->second;
 }
-void torch_op_pop() { gated_pop(&kTorchOpsKey, kTorchOpsDomain); }
+
+void torch_op_push(const char* name, std::int64_t sequence, const char* shapes, std::size_t shapes_length) {
+  ensure_window_thread();
+  OpThread& t = t_ops;
+  if (t.thread_id == 0) t.thread_id = current_thread_id();
+  Collector& c = collector();
+  const std::int64_t now = now_ns();
+  bool opens = false;
+  const bool recorded = c.gate.admit_push(name, now, &opens);
+  t.open.push_back(static_cast<std::uint8_t>((recorded ? 1 : 0) | (opens ? 2 : 0)));
+  if (recorded)
+    c.ranges.push_op(t.thread_id, kTorchOpsDomain, op_name(t, name), sequence,
+                     shapes != nullptr ? std::string(shapes, shapes_length) : std::string(), now);
+}
+void torch_op_pop() {
+  OpThread& t = t_ops;
+  if (t.open.empty()) return;  // an op that began before the callback was registered ends without its start
+  const std::uint8_t top = t.open.back();
+  t.open.pop_back();
+  Collector& c = collector();
+  if ((top & 1) != 0) c.ranges.pop(t.thread_id, kTorchOpsDomain, now_ns());
+  if ((top & 2) != 0) c.gate.close_capture();
+}
 
 int domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   std::string storage;

@@ -1,8 +1,8 @@
 // libxsp_torch_ops.so (docs/profile.md "PyTorch ops without emit_nvtx"): PyTorch's ops reported to libxsp_inject.so
 // through one global at::RecordFunction callback, the source torch.profiler itself uses, instead of NVTX strings.
 // emit_nvtx makes PyTorch format every op's name, sequence number and shapes into a string and call NVTX (7.95 ms a
-// ResNet-50 step against 3.12 ms plain on the H200, BENCHMARKS.md); this callback formats only the name and sequence
-// number into a reused per-thread buffer, and the shapes only when asked.
+// ResNet-50 step against 3.12 ms plain on the H200, BENCHMARKS.md); this callback hands over PyTorch's own name
+// pointer and the sequence number, and formats the shapes (into a reused per-thread buffer) only when asked.
 //
 // Built against LibTorch (the one the profiled program uses: its symbols resolve to the libtorch_cpu.so already
 // mapped in the process), and dlopened by libxsp_inject.so only into a process that has LibTorch mapped.
@@ -43,10 +43,10 @@ void append_sizes(std::string& out, c10::IntArrayRef sizes) {
   out += ']';
 }
 
-// ", sizes = [[1, 3, 224, 224], [[2, 2], [2, 2]], []]" as getNvtxStr() writes it: one entry per input, a tensor list
-// as a list of its tensors' sizes, [] for anything else (and for an undefined tensor).
+// "[[1, 3, 224, 224], [[2, 2], [2, 2]], []]" as getNvtxStr() writes it after "sizes = ": one entry per input, a
+// tensor list as a list of its tensors' sizes, [] for anything else (and for an undefined tensor).
 void append_shapes(std::string& out, const at::RecordFunction& fn) {
-  out += ", sizes = [";
+  out += '[';
   bool first = true;
   for (const c10::IValue& v : fn.inputs()) {
     if (!first) out += ", ";
@@ -74,16 +74,15 @@ void append_shapes(std::string& out, const at::RecordFunction& fn) {
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  // One buffer per thread, reused: after the first ops of a thread no op allocates.
-  thread_local std::string text;
-  text.clear();
-  text += fn.name();
-  if (const std::int64_t seq = fn.seqNr(); seq >= 0) {
-    text += ", seq = ";
-    append_int(text, seq);
+  if (g_sink.record_shapes == 0) {
+    g_sink.push(fn.name(), fn.seqNr(), nullptr, 0);
+    return nullptr;
   }
-  if (g_sink.record_shapes != 0) append_shapes(text, fn);
-  g_sink.push(text.data(), text.size());
+  // One buffer per thread, reused: after the first ops of a thread no op allocates.
+  thread_local std::string shapes;
+  shapes.clear();
+  append_shapes(shapes, fn);
+  g_sink.push(fn.name(), fn.seqNr(), shapes.data(), shapes.size());
   return nullptr;
 }
 

@@ -13,17 +13,19 @@ extern "C" {
 #endif
 
 /// Bumped whenever XspTorchOpSink changes layout or meaning; the companion refuses a sink of another version.
-#define XSP_TORCH_OP_SINK_VERSION 1
+#define XSP_TORCH_OP_SINK_VERSION 2
 
 /// Where the companion reports ops. Both functions run on the thread that runs the op, inside PyTorch's dispatcher:
-/// they must be fast and must not throw.
+/// they must be fast and must not throw. No text is built on this path but the shapes, and only when asked.
 typedef struct XspTorchOpSink {
   uint32_t version;  ///< XSP_TORCH_OP_SINK_VERSION
-  /// An op began on the calling thread. `text` (not NUL-terminated, `length` bytes) is the op as PyTorch's
-  /// emit_nvtx names its NVTX range (torch/csrc/profiler/util.cpp getNvtxStr): "aten::conv2d, seq = 12" (", seq = N"
-  /// only when the op has an autograd sequence number) and, with record_shapes, ", sizes = [[1, 3, 224, 224], []]"
-  /// (one list per input, [] for an input that is no tensor). Valid during the call only.
-  void (*push)(const char* text, size_t length);
+  /// An op began on the calling thread. `name` (NUL-terminated, "aten::conv2d") is PyTorch's own string
+  /// (RecordFunction::name()): the same op gives the same pointer, valid at least during the call. `sequence` is its
+  /// autograd sequence number, -1 when it has none. `shapes` (not NUL-terminated, `shapes_length` bytes; NULL
+  /// unless record_shapes) is its inputs' sizes as PyTorch's emit_nvtx writes them after "sizes = "
+  /// (torch/csrc/profiler/util.cpp getNvtxStr): "[[1, 3, 224, 224], []]", one list per input, [] for an input that
+  /// is no tensor, a tensor list as a list of lists. Valid during the call only.
+  void (*push)(const char* name, int64_t sequence, const char* shapes, size_t shapes_length);
   /// The innermost op of the calling thread ended (every push has one pop, on the same thread).
   void (*pop)(void);
   /// Non-zero: record each op's input shapes (needs PyTorch to keep the inputs: costs more per op).

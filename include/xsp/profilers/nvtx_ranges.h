@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -68,6 +69,13 @@ class RangeRecorder {
   /// the range in its domain on this thread, as nvtxRangePush does (0 for an outermost range).
   int push(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
            std::int64_t ts_ns);
+  /// A framework op reported by a RecordFunction callback (libxsp_torch_ops.so), pushed as push() pushes a range of
+  /// `domain` but without building its text on the program's path: `name` is the interned op name ("aten::mm"),
+  /// which must outlive the recorder; `sequence` its autograd sequence number (-1: none); `shapes` its inputs' sizes
+  /// as emit_nvtx writes them after "sizes = " ("[[8, 32], [32, 16]]"; "" when not recorded). Its span is a PyTorch
+  /// op range's (FRAMEWORK, named by the op, tags "sequence" and "shapes"); pop() closes it. Returns as push().
+  int push_op(std::uint64_t thread_id, std::string_view domain, const std::string* name, std::int64_t sequence,
+              std::string shapes, std::int64_t ts_ns);
   /// nvtxRangePop / nvtxDomainRangePop: closes the innermost open push range of `domain` on `thread_id`. Returns its
   /// 0-based level, or -1 when none was open (counted as "nvtx.unmatched_pops").
   int pop(std::uint64_t thread_id, std::string_view domain, std::int64_t ts_ns);
@@ -106,7 +114,11 @@ class RangeRecorder {
     bool pushed = true;  // push/pop, or start/end
     bool open_at_end = false;
     bool dropped = false;  // a push past max_ranges: only holds its place on the stack for its pop
+    const std::string* op_name = nullptr;  // push_op(): the op; `message` then holds its shapes
+    std::int64_t sequence = -1;
   };
+  // push() and push_op() once their range is made.
+  int push_range(Range&& r);
   static Span span_of(Range&& r);
   std::function<SpanId()> next_id_;
   std::size_t max_ranges_;
@@ -120,7 +132,9 @@ class RangeRecorder {
   std::unordered_map<std::uint64_t, Range> started_;              // by range id
   std::unordered_set<std::uint64_t> retired_;  // start/end ranges a window took while open: their end is no error
   std::uint64_t next_range_id_ = 1;
-  std::vector<Range> closed_;
+  // A deque: growing it never moves the ranges already closed (a vector's doubling copied them all, on the
+  // program's path: most of the cost of a recorded op, bench_torch_ops).
+  std::deque<Range> closed_;
   std::uint64_t unmatched_pops_ = 0, unmatched_ends_ = 0, dropped_ = 0;
 };
 

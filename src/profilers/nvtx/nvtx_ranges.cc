@@ -161,6 +161,12 @@ Span RangeRecorder::span_of(Range&& r) {
   if (!r.domain.empty()) s.tags.emplace_back("domain", r.domain);
   if (r.category != 0) s.tags.emplace_back("category", static_cast<std::int64_t>(r.category));
   s.tags.emplace_back("nvtx", r.pushed ? "push" : "start");
+  if (r.op_name != nullptr) {  // push_op(): its text is built here, off the program's path
+    std::string text = *r.op_name;
+    if (r.sequence >= 0) text += std::string(kSeq) + std::to_string(r.sequence);
+    if (!r.message.empty()) text += std::string(kSizes) + r.message;
+    r.message = std::move(text);
+  }
   // range_level(), parsing the text once for the level and the tags.
   std::optional<TorchOpRange> op = parse_torch_op_range(r.message);
   s.level = domain_level(r.domain).value_or(op ? Level::kFramework : Level::kModel);
@@ -177,23 +183,33 @@ Span RangeRecorder::span_of(Range&& r) {
 
 int RangeRecorder::push(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
                         std::int64_t ts_ns) {
-  const SpanId id = next_id_();
+  return push_range({next_id_(), kNoSpan, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns});
+}
+
+int RangeRecorder::push_op(std::uint64_t thread_id, std::string_view domain, const std::string* name,
+                           std::int64_t sequence, std::string shapes, std::int64_t ts_ns) {
+  Range r{next_id_(), kNoSpan, thread_id, std::string(domain), std::move(shapes), 0, ts_ns, ts_ns};
+  r.op_name = name;
+  r.sequence = sequence;
+  return push_range(std::move(r));
+}
+
+int RangeRecorder::push_range(Range&& r) {
   std::lock_guard lock(mu_);
-  auto& stack = stacks_[thread_id];
-  const auto level = std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return o.domain == domain; });
+  auto& stack = stacks_[r.thread_id];
+  const auto level = std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return o.domain == r.domain; });
   if (held_ >= max_ranges_) {
     ++dropped_;
-    Range placeholder{kNoSpan, kNoSpan, thread_id, std::string(domain), {}, 0, ts_ns, ts_ns, true};
+    Range placeholder{kNoSpan, kNoSpan, r.thread_id, std::move(r.domain), {}, 0, r.start_ns, r.start_ns, true};
     placeholder.dropped = true;
     stack.push_back(std::move(placeholder));
     return static_cast<int>(level);
   }
   ++held_;
   // The innermost recorded range below is the parent (a dropped one has no span).
-  SpanId parent = kNoSpan;
-  for (auto o = stack.rbegin(); o != stack.rend() && parent == kNoSpan; ++o)
-    if (!o->dropped) parent = o->id;
-  stack.push_back({id, parent, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns, true});
+  for (auto o = stack.rbegin(); o != stack.rend() && r.parent == kNoSpan; ++o)
+    if (!o->dropped) r.parent = o->id;
+  stack.push_back(std::move(r));
   return static_cast<int>(level);
 }
 
@@ -269,7 +285,7 @@ std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, st
 
 std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take_locked(
     std::unique_lock<std::mutex>& lock, std::int64_t now_ns, bool window) {
-  std::vector<Range> ranges;
+  std::deque<Range> ranges;
   std::uint64_t open = 0, unmatched_pops = 0, unmatched_ends = 0, dropped = 0;
   {
     ranges = std::move(closed_);
