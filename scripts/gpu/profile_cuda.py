@@ -9,7 +9,8 @@ needed on the GPU machine), and writes under OUT:
   overhead.json        wall time per step of STEPS steps, ROUNDS rounds interleaved: no tool; the CUPTI parts alone
                        (xsp profile --trace-level kernel without ops, torch.profiler with CUDA activity only); the
                        whole tools: xsp with the op observer (without, then with shapes) against torch.profiler CPU +
-                       CUDA (without, then with record_shapes), and xsp with emit_nvtx(record_shapes=True)
+                       CUDA (without, then with record_shapes); with XSP_OVERHEAD_EMIT_NVTX=1 also xsp with
+                       emit_nvtx(record_shapes=True)
   resnet50_observer/, bert_observer/   (observer) the parts of 3 steps without emit_nvtx, ops from the RecordFunction
                        observer with shapes (xsp profile --op-shapes), + torch_ops.json as above
 Usage: python3 scripts/gpu/profile_cuda.py INJECT_LIBRARY OUT [ROUNDS] [STEPS] [overhead|observer|all] [CPUS]
@@ -105,8 +106,9 @@ def overhead(inject, out, rounds, steps):
         ("torch", "torch", None, "nvtx"),
         ("xsp-observer-shapes", "plain", "kernel", "observer-shapes"),
         ("torch-shapes", "torch-shapes", None, "nvtx"),
-        ("xsp-kernel", "nvtx", "kernel", "nvtx"),
     ]
+    if os.environ.get("XSP_OVERHEAD_EMIT_NVTX") == "1":  # the emit_nvtx way too (BENCHMARKS.md 2026-11-27)
+        configs.append(("xsp-kernel", "nvtx", "kernel", "nvtx"))
     results = []
     for r in range(rounds):
         for model in ("resnet50", "bert"):
