@@ -45,12 +45,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "torch_ops_abi.h"
 #include "xsp/profilers/nvtx_capture.h"
 #include "xsp/profilers/nvtx_ranges.h"
 #include "xsp/trace/run_statistics.h"
 #include "xsp/trace/serialize.h"
 #include "xsp/trace/trace.h"
-#include "torch_ops_abi.h"
 #ifdef XSP_INJECT_CUPTI
 #include "cupti_profiler.h"
 #include "injected_counters.h"
@@ -561,7 +561,6 @@ void end(nvtxRangeId_t id) { gated_end(id); }
 // profiled PyTorch program (a ResNet-50 step runs 814 ops): no op text is built here (RangeRecorder::push_op()), the
 // op name is interned once per name pointer and thread, and no map is looked up but the recorder's own.
 constexpr std::string_view kTorchOpsDomain = "torch.ops";
-
 
 const std::string* op_name(OpThread& t, const char* name) {
   auto [it, fresh] = t.names.try_emplace(name, nullptr);

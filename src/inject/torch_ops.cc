@@ -96,7 +96,7 @@ void copy_error(char* error, std::size_t error_size, const std::string& message)
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int xsp_torch_ops_install(const XspTorchOpSink* sink, char* error,
-                                                                             std::size_t error_size) {
+                                                                            std::size_t error_size) {
   if (sink == nullptr || sink->version != XSP_TORCH_OP_SINK_VERSION || sink->push == nullptr || sink->pop == nullptr) {
     copy_error(error, error_size,
                "the injection library's op sink is not version " + std::to_string(XSP_TORCH_OP_SINK_VERSION) +

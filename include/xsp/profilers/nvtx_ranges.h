@@ -113,7 +113,7 @@ class RangeRecorder {
     std::int64_t start_ns = 0, end_ns = 0;
     bool pushed = true;  // push/pop, or start/end
     bool open_at_end = false;
-    bool dropped = false;  // a push past max_ranges: only holds its place on the stack for its pop
+    bool dropped = false;                  // a push past max_ranges: only holds its place on the stack for its pop
     const std::string* op_name = nullptr;  // push_op(): the op; `message` then holds its shapes
     std::int64_t sequence = -1;
   };

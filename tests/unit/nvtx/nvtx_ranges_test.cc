@@ -119,6 +119,46 @@ TEST(RangeRecorder, PushPopNestsPerThreadWithContextParents) {
   EXPECT_EQ(c.at(stat::kNvtxOpenAtEnd), 0u);
 }
 
+// Ops from the RecordFunction observer (push_op): the same spans as emit_nvtx's ranges of the same ops, their text
+// built at take(), nested with the program's ranges, in their own domain (an NVTX pop of the default domain never
+// closes one).
+TEST(RangeRecorder, ObservedOpsAreFrameworkSpansNestedWithTheProgramsRanges) {
+  Ids ids;
+  RangeRecorder rec(ids.fn());
+  const std::string matmul = "aten::matmul", mm = "aten::mm";
+  // step [0, 100] > aten::matmul [10, 60] > aten::mm [20, 50] (seq 7, shapes); a user range "inner" [30, 40] in mm.
+  EXPECT_EQ(rec.push(1, "", "step", 0, 0), 0);
+  EXPECT_EQ(rec.push_op(1, "torch.ops", &matmul, -1, "", 10), 0);
+  EXPECT_EQ(rec.push_op(1, "torch.ops", &mm, 7, "[[8, 32], [32, 16]]", 20), 1);
+  EXPECT_EQ(rec.push(1, "", "inner", 0, 30), 1);
+  EXPECT_EQ(rec.pop(1, "", 40), 1);  // the default domain's innermost: "inner", not the op around it
+  EXPECT_EQ(rec.pop(1, "torch.ops", 50), 1);
+  EXPECT_EQ(rec.pop(1, "torch.ops", 60), 0);
+  EXPECT_EQ(rec.pop(1, "", 100), 0);
+  auto [spans, counters] = rec.take(200);
+  ASSERT_EQ(spans.size(), 4u);
+  const Span& step = spans[0];
+  const Span& op_matmul = spans[1];
+  const Span& op_mm = spans[2];
+  const Span& inner = spans[3];
+  EXPECT_EQ(op_matmul.name, "aten::matmul");
+  EXPECT_EQ(op_matmul.level, Level::kFramework);
+  EXPECT_EQ(op_matmul.parent_id, step.id);
+  EXPECT_FALSE(op_matmul.tag("sequence").has_value());
+  EXPECT_FALSE(op_matmul.tag("shapes").has_value());
+  EXPECT_EQ(op_matmul.tag("domain"), std::optional<std::string_view>("torch.ops"));
+  EXPECT_EQ(op_mm.name, "aten::mm");
+  EXPECT_EQ(op_mm.level, Level::kFramework);
+  EXPECT_EQ(op_mm.parent_id, op_matmul.id);
+  EXPECT_EQ(op_mm.tag_int("sequence"), std::optional<std::int64_t>(7));
+  EXPECT_EQ(op_mm.tag("shapes"), std::optional<std::string_view>("[8,32],[32,16]"));
+  EXPECT_EQ(op_mm.duration_ns(), 30);
+  EXPECT_EQ(inner.name, "inner");
+  EXPECT_EQ(inner.level, Level::kModel);
+  EXPECT_EQ(inner.parent_id, op_mm.id);
+  EXPECT_EQ(counters_of(counters).at(stat::kNvtxUnmatchedPops), 0u);
+}
+
 TEST(RangeRecorder, StartEndRangesCrossThreadsAndOpenRangesCloseAtTake) {
   Ids ids;
   RangeRecorder rec(ids.fn());

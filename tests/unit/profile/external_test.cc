@@ -562,14 +562,22 @@ TEST_P(RecordedTorchOps, EveryOpTorchProfilerSeesIsAFrameworkSpanOfItsStep) {
     }
     return nullptr;
   };
+  // emit_nvtx's ranges exist only inside its context (the steps); the op observer sees every op from CUDA's
+  // initialization on, the warm-up passes too.
+  const bool observer = GetParam().ends_with("_observer");
   std::map<std::string, std::int64_t> seen;
   std::set<SpanId> steps;
-  std::size_t with_shapes = 0, framework = 0;
+  std::size_t with_shapes = 0, framework = 0, outside = 0;
   for (const Span& s : t.spans) {
     if (s.level != Level::kFramework) continue;
-    ++framework;
     const Span* step = step_of(s);
+    if (observer && step == nullptr) {
+      ++outside;
+      continue;
+    }
+    ++framework;
     ASSERT_NE(step, nullptr) << s.name << " outside every step";
+    if (observer) EXPECT_EQ(s.tag("domain"), std::optional<std::string_view>("torch.ops")) << s.name;
     steps.insert(step->id);
     EXPECT_GE(s.start_ns, step->start_ns);
     EXPECT_LE(s.end_ns, step->end_ns);
@@ -578,12 +586,19 @@ TEST_P(RecordedTorchOps, EveryOpTorchProfilerSeesIsAFrameworkSpanOfItsStep) {
   }
   EXPECT_EQ(steps.size(), 3u);
   EXPECT_EQ(seen, expected);
-  EXPECT_GT(with_shapes, framework / 2) << "record_shapes=True gives most ops their input shapes";
+  EXPECT_GT(with_shapes, framework / 2) << "record_shapes=True (--op-shapes) gives most ops their input shapes";
   EXPECT_EQ(t.assembly.unparented, 0u);
   EXPECT_EQ(t.counters.at("nvtx.unmatched_pops"), 0u);
+  if (observer) {
+    EXPECT_GT(outside, 0u) << "the warm-up passes' ops";
+    EXPECT_EQ(t.counters.at("profile.torch_ops_observed"), 1u);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(H200, RecordedTorchOps, ::testing::Values("resnet50", "bert"));
+// MODEL_observer: the same program without emit_nvtx, its ops from the RecordFunction observer with --op-shapes
+// (scripts/gpu/profile_cuda.py ... observer, H200, 2026-11-28).
+INSTANTIATE_TEST_SUITE_P(H200, RecordedTorchOps,
+                         ::testing::Values("resnet50", "bert", "resnet50_observer", "bert_observer"));
 
 // The program's outermost ranges are its samples: the layer analyses read a profiled ResNet-50 as they read a
 // LibTorch one. Per step, its top-level ops (torch.profiler's counts over 3 steps, divided by 3): 53 conv2d, 53
@@ -675,7 +690,8 @@ TEST_P(RecordedCudaKernels, KernelsPerStepEqualTorchProfilersAndEachHasItsOp) {
   EXPECT_EQ(t.counters.count("profile.cupti_unavailable"), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(H200, RecordedCudaKernels, ::testing::Values("resnet50", "bert"));
+INSTANTIATE_TEST_SUITE_P(H200, RecordedCudaKernels,
+                         ::testing::Values("resnet50", "bert", "resnet50_observer", "bert_observer"));
 
 // The counter run of the same program (--trace-level hardware --capture nvtx:step, 1 step, recorded on an H200 by
 // scripts/gpu/profile_hardware.py): 232 kernels replayed inside their launches. Each HARDWARE span lies in its step
@@ -986,8 +1002,8 @@ TEST_F(ProfileCommand, PyTorchOpsComeFromTheObserverWithoutEmitNvtx) {
 }
 
 TEST_F(ProfileCommand, OpShapesAreTheInputsSizes) {
-  const Ran r = xsp(std::string("profile --trace-level framework --op-shapes -- ") + XSP_TEST_TORCH_OPS_PROGRAM +
-                    " --steps 1");
+  const Ran r =
+      xsp(std::string("profile --trace-level framework --op-shapes -- ") + XSP_TEST_TORCH_OPS_PROGRAM + " --steps 1");
   ASSERT_EQ(r.status, 0) << r.err;
   const EvaluationRecord e = only_evaluation();
   const Trace& t = e.runs[0].trace;
