@@ -568,7 +568,8 @@ const std::string* op_name(OpThread& t, const char* name) {
   return it->second;
 }
 
-void torch_op_push(const char* name, std::int64_t sequence, const char* shapes, std::size_t shapes_length) {
+// A user scope (record_function) is the program's own range: MODEL, as its NVTX ranges, in the ops' domain.
+void torch_op_push(int kind, const char* name, std::int64_t sequence, const char* shapes, std::size_t shapes_length) {
   ensure_window_thread();
   OpThread& t = t_ops;
   if (t.thread_id == 0) t.thread_id = current_thread_id();
@@ -577,9 +578,13 @@ void torch_op_push(const char* name, std::int64_t sequence, const char* shapes, 
   bool opens = false;
   const bool recorded = c.gate.admit_push(name, now, &opens);
   t.open.push_back(static_cast<std::uint8_t>((recorded ? 1 : 0) | (opens ? 2 : 0)));
-  if (recorded)
-    c.ranges.push_op(t.thread_id, kTorchOpsDomain, op_name(t, name), sequence,
-                     shapes != nullptr ? std::string(shapes, shapes_length) : std::string(), now);
+  if (!recorded) return;
+  if (kind == XSP_TORCH_USER_SCOPE) {
+    c.ranges.push(t.thread_id, kTorchOpsDomain, name, 0, now);
+    return;
+  }
+  c.ranges.push_op(t.thread_id, kTorchOpsDomain, op_name(t, name), sequence,
+                   shapes != nullptr ? std::string(shapes, shapes_length) : std::string(), now);
 }
 void torch_op_pop() {
   OpThread& t = t_ops;

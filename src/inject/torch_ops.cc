@@ -74,15 +74,16 @@ void append_shapes(std::string& out, const at::RecordFunction& fn) {
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  if (g_sink.record_shapes == 0) {
-    g_sink.push(fn.name(), fn.seqNr(), nullptr, 0);
+  const int kind = fn.scope() == at::RecordScope::USER_SCOPE ? XSP_TORCH_USER_SCOPE : XSP_TORCH_OP;
+  if (g_sink.record_shapes == 0 || kind == XSP_TORCH_USER_SCOPE) {
+    g_sink.push(kind, fn.name(), fn.seqNr(), nullptr, 0);
     return nullptr;
   }
   // One buffer per thread, reused: after the first ops of a thread no op allocates.
   thread_local std::string shapes;
   shapes.clear();
   append_shapes(shapes, fn);
-  g_sink.push(fn.name(), fn.seqNr(), shapes.data(), shapes.size());
+  g_sink.push(kind, fn.name(), fn.seqNr(), shapes.data(), shapes.size());
   return nullptr;
 }
 
@@ -106,7 +107,8 @@ extern "C" __attribute__((visibility("default"))) int xsp_torch_ops_install(cons
   g_sink = *sink;
   try {
     at::RecordFunctionCallback callback(&on_op_start, &on_op_end);
-    callback.needsInputs(sink->record_shapes != 0).scopes({at::RecordScope::FUNCTION});
+    callback.needsInputs(sink->record_shapes != 0)
+        .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE});
     at::addGlobalCallback(callback);
   } catch (const std::exception& e) {
     copy_error(error, error_size, std::string("at::addGlobalCallback failed: ") + e.what());

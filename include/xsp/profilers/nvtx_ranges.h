@@ -73,7 +73,8 @@ class RangeRecorder {
   /// `domain` but without building its text on the program's path: `name` is the interned op name ("aten::mm"),
   /// which must outlive the recorder; `sequence` its autograd sequence number (-1: none); `shapes` its inputs' sizes
   /// as emit_nvtx writes them after "sizes = " ("[[8, 32], [32, 16]]"; "" when not recorded). Its span is a PyTorch
-  /// op range's (FRAMEWORK, named by the op, tags "sequence" and "shapes"); pop() closes it. Returns as push().
+  /// op range's (FRAMEWORK whatever the name, named by the op, tags "sequence" and "shapes"); pop() closes it.
+  /// Returns as push().
   int push_op(std::uint64_t thread_id, std::string_view domain, const std::string* name, std::int64_t sequence,
               std::string shapes, std::int64_t ts_ns);
   /// nvtxRangePop / nvtxDomainRangePop: closes the innermost open push range of `domain` on `thread_id`. Returns its

@@ -167,9 +167,11 @@ Span RangeRecorder::span_of(Range&& r) {
     if (!r.message.empty()) text += std::string(kSizes) + r.message;
     r.message = std::move(text);
   }
-  // range_level(), parsing the text once for the level and the tags.
+  // range_level(), parsing the text once for the level and the tags. An observed op is FRAMEWORK whatever its name
+  // ("autograd::engine::evaluate_function: MmBackward0" without a sequence number is no namespaced name).
   std::optional<TorchOpRange> op = parse_torch_op_range(r.message);
-  s.level = domain_level(r.domain).value_or(op ? Level::kFramework : Level::kModel);
+  s.level = r.op_name != nullptr ? Level::kFramework
+                                 : domain_level(r.domain).value_or(op ? Level::kFramework : Level::kModel);
   if (s.level == Level::kFramework && op) {
     r.message = std::move(op->op);
     if (op->sequence) s.tags.emplace_back("sequence", *op->sequence);

@@ -1042,6 +1042,39 @@ TEST_F(ProfileCommand, EmitNvtxOpRangesGiveWayToTheObserverOrAreTheOpsWithTorchO
   EXPECT_FALSE(t.counters.contains("profile.torch_ops_observed"));
 }
 
+// Training: autograd's backward nodes are FRAMEWORK spans paired with their forward op by sequence number, and a
+// record_function scope is the program's own (MODEL) range, nesting what ran inside it.
+TEST_F(ProfileCommand, BackwardNodesAndRecordFunctionScopesAreObservedToo) {
+  const Ran r = xsp(std::string("profile --trace-level framework -- ") + XSP_TEST_TORCH_OPS_PROGRAM + " --train");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const EvaluationRecord e = only_evaluation();
+  const Trace& t = e.runs[0].trace;
+  const auto scopes = all_named(t, "backward_pass");
+  // The engine's "evaluate_function" op around each node, then the node itself (BACKWARD_FUNCTION).
+  const auto evaluations = all_named(t, "autograd::engine::evaluate_function: MmBackward0");
+  const auto nodes = all_named(t, "MmBackward0");
+  ASSERT_EQ(scopes.size(), 3u);
+  ASSERT_EQ(evaluations.size(), 3u);
+  ASSERT_EQ(nodes.size(), 3u);
+  std::set<std::int64_t> forward_sequences;
+  for (const Span* mm : all_named(t, "aten::mm"))
+    if (parent_of(t, *mm)->name == "aten::matmul") forward_sequences.insert(mm->tag_int("sequence").value_or(-1));
+  ASSERT_EQ(forward_sequences.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(scopes[i]->level, Level::kModel);
+    EXPECT_EQ(parent_of(t, *scopes[i])->name, "step");
+    EXPECT_EQ(nodes[i]->level, Level::kFramework);
+    EXPECT_EQ(evaluations[i]->level, Level::kFramework) << "an observed op, though its name is no namespaced one";
+    EXPECT_EQ(parent_of(t, *nodes[i]), evaluations[i]);
+    EXPECT_TRUE(forward_sequences.contains(nodes[i]->tag_int("sequence").value_or(-2)))
+        << "a backward node carries its forward op's sequence number";
+    const Span* up = nodes[i];
+    while (up != nullptr && up->name != "backward_pass") up = parent_of(t, *up);
+    EXPECT_NE(up, nullptr) << "the backward pass ran inside the scope, on the same thread";
+  }
+  EXPECT_EQ(e.runs[0].stage_latency_ns.at("step").n, 3u);
+}
+
 TEST_F(ProfileCommand, AtModelLevelNoOpIsObserved) {
   const Ran r = xsp(std::string("profile --trace-level model -- ") + XSP_TEST_TORCH_OPS_PROGRAM);
   ASSERT_EQ(r.status, 0) << r.err;
