@@ -714,8 +714,9 @@ std::string mapped_libtorch() {
 // libtorch_cpu.so.1.13) or, in a wheel's layout (torch/lib/libtorch_cpu.so), torch/version.py's __version__.
 std::string mapped_torch_version(const std::string& libtorch) {
   const std::filesystem::path lib(libtorch);
+  constexpr std::string_view kVersioned = "libtorch_cpu.so.";
   const std::string base = lib.filename().string();
-  if (base.size() > std::string_view("libtorch_cpu.so.").size()) return base.substr(16);
+  if (base.size() > kVersioned.size()) return base.substr(kVersioned.size());
   std::ifstream in(lib.parent_path().parent_path() / "version.py");
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("__version__", 0) != 0) continue;
