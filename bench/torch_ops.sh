@@ -2,11 +2,13 @@
 # The cost of one PyTorch op to the profiled program with XSP's op observer, side by side: ROUNDS alternations of
 # bench_torch_ops (OPS cheap ops each) without injection, with libxsp_inject.so but ops from NVTX only
 # (XSP_PROFILE_TORCH_OPS=nvtx), and with the observer (XSP_PROFILE_TORCH_OPS=observer); medians, ranges, differences.
-#   bench/torch_ops.sh [build dir] [rounds] [ops]
+# THREADS threads run OPS ops each at once (default 1).
+#   bench/torch_ops.sh [build dir] [rounds] [ops] [threads]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-7}
 ops=${3:-200000}
+threads=${4:-1}
 bin=$build/bench/bench_torch_ops
 lib=$(realpath "$build/libxsp_inject.so")
 [ -x "$bin" ] && [ -f "$build/libxsp_torch_ops.so" ] || { echo "torch_ops.sh: build $bin and libxsp_torch_ops.so first (LibTorch needed)"; exit 1; }
@@ -14,9 +16,9 @@ parts=$(mktemp -d)
 trap 'rm -rf "$parts"' EXIT
 off=() nvtx=() obs=()
 for ((i = 0; i < rounds; i++)); do
-  off+=("$("$bin" "$ops" | awk '{print $2}')")
-  nvtx+=("$(XSP_PROFILE_TORCH_OPS=nvtx XSP_PROFILE_TRACE_LEVEL=kernel NVTX_INJECTION64_PATH=$lib "$bin" "$ops" | awk '{print $2}')")
-  obs+=("$(XSP_PROFILE_DIR=$parts XSP_PROFILE_TORCH_OPS=observer XSP_PROFILE_TRACE_LEVEL=kernel NVTX_INJECTION64_PATH=$lib "$bin" "$ops" | awk '{print $2}')")
+  off+=("$("$bin" "$ops" "$threads" | awk '{print $2}')")
+  nvtx+=("$(XSP_PROFILE_TORCH_OPS=nvtx XSP_PROFILE_TRACE_LEVEL=kernel NVTX_INJECTION64_PATH=$lib "$bin" "$ops" "$threads" | awk '{print $2}')")
+  obs+=("$(XSP_PROFILE_DIR=$parts XSP_PROFILE_TORCH_OPS=observer XSP_PROFILE_TRACE_LEVEL=kernel NVTX_INJECTION64_PATH=$lib "$bin" "$ops" "$threads" | awk '{print $2}')")
   rm -f "$parts"/*
 done
 python3 - "${off[*]}" "${nvtx[*]}" "${obs[*]}" <<'PY'

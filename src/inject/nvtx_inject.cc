@@ -91,15 +91,18 @@ std::atomic<std::uint64_t> g_below_trace_level{0};
 std::atomic<bool> g_torch_ops_observed{false};
 std::atomic<std::uint64_t> g_nvtx_ops_replaced{0};
 
-// What the op path keeps per thread, in one thread_local: in a dlopened library each thread_local access is a
-// __tls_get_addr call.
+// What the op and range paths keep per thread, in one thread_local: in a dlopened library each thread_local access
+// is a __tls_get_addr call.
 struct OpThread {
+  // This thread's ranges in the collector `owner` (a forked child's collector is another), looked up once.
+  nvtx::RangeRecorder::Thread* ranges = nullptr;
+  const void* owner = nullptr;
   // PyTorch's name pointer → the interned name. A pointer seen again is checked against its name (a string PyTorch
   // freed may be reused for another op's).
   std::unordered_map<const char*, const std::string*> names;
   // Per open op: bit 0 recorded, bit 1 opened the capture (--capture nvtx:NAME naming an op).
   std::vector<std::uint8_t> open;
-  std::uint64_t thread_id = 0;  // 0 until the first op; reset in a forked child
+  std::uint64_t thread_id = 0;  // 0 until the first range; reset in a forked child
 };
 thread_local OpThread t_ops;
 
@@ -137,6 +140,16 @@ std::atomic<Collector*> g_collector{nullptr};
 std::string g_out_dir;
 
 Collector& collector() { return *g_collector.load(std::memory_order_acquire); }
+
+// This thread's ranges in `c`: push and pop then take this thread's lock alone (RangeRecorder::thread()).
+nvtx::RangeRecorder::Thread& thread_ranges(OpThread& t, Collector& c) {
+  if (t.owner != &c) {
+    if (t.thread_id == 0) t.thread_id = current_thread_id();
+    t.ranges = &c.ranges.thread(t.thread_id);
+    t.owner = &c;
+  }
+  return *t.ranges;
+}
 
 // The command line of this process, arguments joined by spaces.
 std::string command_line() {
@@ -305,6 +318,7 @@ void after_fork_in_child() {
   // The forking thread's ops were the parent's; the names interned stay valid (the parent's collector is kept).
   t_ops.open.clear();
   t_ops.thread_id = 0;
+  t_ops.owner = nullptr;
   g_written.store(false);
   g_part_mu.store(new std::timed_mutex(), std::memory_order_release);
   sem_init(&g_edges, 0, 0);
@@ -516,16 +530,17 @@ int gated_push(const void* key, std::string_view domain, std::string_view messag
   std::vector<Pushed>& stack = t_pushed[key];
   stack.push_back({recorded, opens});
   if (!recorded) return static_cast<int>(stack.size()) - 1;
-  return c.ranges.push(current_thread_id(), domain, std::string(message), category, now);
+  return c.ranges.push(thread_ranges(t_ops, c), domain, std::string(message), category, now);
 }
 int gated_pop(const void* key, std::string_view domain) {
   Collector& c = collector();
   std::vector<Pushed>& stack = t_pushed[key];
-  if (stack.empty()) return c.ranges.pop(current_thread_id(), domain, now_ns());  // counted as unmatched
+  if (stack.empty()) return c.ranges.pop(thread_ranges(t_ops, c), domain, now_ns());  // counted as unmatched
   const Pushed top = stack.back();
   stack.pop_back();
   // A range refused for its level may still have opened the capture (--capture nvtx:NAME of a deeper range).
-  const int level = top.recorded ? c.ranges.pop(current_thread_id(), domain, now_ns()) : static_cast<int>(stack.size());
+  const int level =
+      top.recorded ? c.ranges.pop(thread_ranges(t_ops, c), domain, now_ns()) : static_cast<int>(stack.size());
   if (top.opens_capture) c.gate.close_capture();
   return level;
 }
@@ -572,7 +587,6 @@ const std::string* op_name(OpThread& t, const char* name) {
 void torch_op_push(int kind, const char* name, std::int64_t sequence, const char* shapes, std::size_t shapes_length) {
   ensure_window_thread();
   OpThread& t = t_ops;
-  if (t.thread_id == 0) t.thread_id = current_thread_id();
   Collector& c = collector();
   const std::int64_t now = now_ns();
   bool opens = false;
@@ -580,10 +594,10 @@ void torch_op_push(int kind, const char* name, std::int64_t sequence, const char
   t.open.push_back(static_cast<std::uint8_t>((recorded ? 1 : 0) | (opens ? 2 : 0)));
   if (!recorded) return;
   if (kind == XSP_TORCH_USER_SCOPE) {
-    c.ranges.push(t.thread_id, kTorchOpsDomain, name, 0, now);
+    c.ranges.push(thread_ranges(t, c), kTorchOpsDomain, name, 0, now);
     return;
   }
-  c.ranges.push_op(t.thread_id, kTorchOpsDomain, op_name(t, name), sequence,
+  c.ranges.push_op(thread_ranges(t, c), kTorchOpsDomain, op_name(t, name), sequence,
                    shapes != nullptr ? std::string(shapes, shapes_length) : std::string(), now);
 }
 void torch_op_pop() {
@@ -592,7 +606,7 @@ void torch_op_pop() {
   const std::uint8_t top = t.open.back();
   t.open.pop_back();
   Collector& c = collector();
-  if ((top & 1) != 0) c.ranges.pop(t.thread_id, kTorchOpsDomain, now_ns());
+  if ((top & 1) != 0) c.ranges.pop(thread_ranges(t, c), kTorchOpsDomain, now_ns());
   if ((top & 2) != 0) c.gate.close_capture();
 }
 

@@ -4,11 +4,13 @@
 // (src/inject/) feeds it, and tests drive it directly.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -51,8 +53,10 @@ Level range_level(std::string_view domain, std::string_view message);
 /// Turns NVTX range events into spans. Push/pop ranges nest per thread: a range's context parent is the range open
 /// below it on its thread (SPEC §2 rule 1), whatever its domain and level; as in NVTX, each domain pops its own ranges
 /// (nvtxDomainRangePop ends the innermost open range of that domain). Start/end ranges may end on another thread
-/// and are placed by the assembler (containment on the thread that started them). Thread-safe: every call takes one
-/// mutex (NVTX calls from any thread of the profiled program). Timestamps are CLOCK_MONOTONIC ns.
+/// and are placed by the assembler (containment on the thread that started them). Thread-safe (NVTX calls come from
+/// any thread of the profiled program): push/pop ranges are held per thread, each thread's behind a mutex of its own
+/// that only take() shares, so that threads recording at once do not wait on each other (bench_torch_ops THREADS);
+/// start/end ranges, which may end on another thread, share one mutex. Timestamps are CLOCK_MONOTONIC ns.
 ///
 /// Each span carries the tags "domain" (when not the default domain), "category" (when non-zero), "nvtx" ("push" or
 /// "start") and, for PyTorch op ranges, "sequence", "op_id" and "shapes" as TorchOpRange gives them; a PyTorch op's
@@ -64,11 +68,24 @@ class RangeRecorder {
   /// ranges are not recorded and are counted ("nvtx.dropped_ranges"), so that a long-running program's memory does
   /// not grow without end. A dropped push still pairs with its pop (the ranges around it stay intact).
   explicit RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges = SIZE_MAX);
+  ~RangeRecorder();
+  RangeRecorder(const RangeRecorder&) = delete;
+  RangeRecorder& operator=(const RangeRecorder&) = delete;
+
+  /// One thread's push/pop ranges: its stack of open ranges and the ranges it closed since the last take().
+  class Thread;
+  /// The ranges of thread `thread_id`, made on its first call and kept as long as the recorder (the same object for
+  /// the same id), so that a caller can keep the reference per thread and skip the lookup (one lock of the recorder).
+  Thread& thread(std::uint64_t thread_id);
 
   /// nvtxRangePush / nvtxDomainRangePushEx on `thread_id` ("" is the default domain). Returns the 0-based level of
   /// the range in its domain on this thread, as nvtxRangePush does (0 for an outermost range).
   int push(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
-           std::int64_t ts_ns);
+           std::int64_t ts_ns) {
+    return push(thread(thread_id), domain, std::move(message), category, ts_ns);
+  }
+  /// push() on a thread's ranges from thread().
+  int push(Thread& thread, std::string_view domain, std::string message, std::uint32_t category, std::int64_t ts_ns);
   /// A framework op reported by a RecordFunction callback (libxsp_torch_ops.so), pushed as push() pushes a range of
   /// `domain` but without building its text on the program's path: `name` is the interned op name ("aten::mm"),
   /// which must outlive the recorder; `sequence` its autograd sequence number (-1: none); `shapes` its inputs' sizes
@@ -76,10 +93,19 @@ class RangeRecorder {
   /// op range's (FRAMEWORK whatever the name, named by the op, tags "sequence" and "shapes"); pop() closes it.
   /// Returns as push().
   int push_op(std::uint64_t thread_id, std::string_view domain, const std::string* name, std::int64_t sequence,
+              std::string shapes, std::int64_t ts_ns) {
+    return push_op(thread(thread_id), domain, name, sequence, std::move(shapes), ts_ns);
+  }
+  /// push_op() on a thread's ranges from thread().
+  int push_op(Thread& thread, std::string_view domain, const std::string* name, std::int64_t sequence,
               std::string shapes, std::int64_t ts_ns);
   /// nvtxRangePop / nvtxDomainRangePop: closes the innermost open push range of `domain` on `thread_id`. Returns its
   /// 0-based level, or -1 when none was open (counted as "nvtx.unmatched_pops").
-  int pop(std::uint64_t thread_id, std::string_view domain, std::int64_t ts_ns);
+  int pop(std::uint64_t thread_id, std::string_view domain, std::int64_t ts_ns) {
+    return pop(thread(thread_id), domain, ts_ns);
+  }
+  /// pop() on a thread's ranges from thread().
+  int pop(Thread& thread, std::string_view domain, std::int64_t ts_ns);
   /// nvtxRangeStart / nvtxDomainRangeStartEx: returns the range id nvtxRangeEnd will be given; 0 when the range is
   /// dropped (max_ranges held), whose end is then ignored.
   std::uint64_t start(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
@@ -88,21 +114,22 @@ class RangeRecorder {
   /// ignored.
   void end(std::uint64_t id, std::int64_t ts_ns);
 
+  /// What take() hands out: the spans, and the counters (name, value).
+  using Taken = std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>;
   /// Moves out the closed ranges as spans, and the ranges still open closed at `now_ns` (tag "open_at_end" true,
   /// counted as "nvtx.open_at_end"; a crashed or stopped program leaves some). Counters: "nvtx.ranges" (spans
   /// returned), "nvtx.unmatched_pops", "nvtx.unmatched_ends", "nvtx.open_at_end", "nvtx.dropped_ranges". The
   /// recorder is empty after.
-  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take(std::int64_t now_ns);
+  Taken take(std::int64_t now_ns);
   /// take() for a window of on-demand collection that ends while the program runs on (`xsp profile --stop`): the
   /// closed ranges, and the ranges still open as copies closed at `now_ns` (tag "open_at_end", counted as
   /// "nvtx.open_at_end"). The open ones stay open in the recorder without a span of their own, so that their pops and
   /// ends still pair, and are not handed out again when they close: every range is in at most one take. Counters as
   /// take(). The ranges taken no longer count against max_ranges.
-  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take_window(std::int64_t now_ns);
-  /// take() for a fatal-signal handler: std::nullopt when the lock is still held after `wait` (a thread that died
-  /// holding it never lets go), instead of blocking for ever.
-  std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>> try_take(
-      std::int64_t now_ns, std::chrono::milliseconds wait);
+  Taken take_window(std::int64_t now_ns);
+  /// take() for a fatal-signal handler: std::nullopt when the recorder's lock or a thread's is still held after `wait`
+  /// (a thread that died holding it never lets go), instead of blocking for ever.
+  std::optional<Taken> try_take(std::int64_t now_ns, std::chrono::milliseconds wait);
 
  private:
   // What a call records: the raw range. Classification, parsing and tags wait for take(), off the program's path.
@@ -119,24 +146,29 @@ class RangeRecorder {
     std::int64_t sequence = -1;
   };
   // push() and push_op() once their range is made.
-  int push_range(Range&& r);
+  int push_range(Thread& thread, Range&& r);
+  // Whether one more range may be held (max_ranges); counts a refusal as dropped.
+  bool admit();
   static Span span_of(Range&& r);
   std::function<SpanId()> next_id_;
   std::size_t max_ranges_;
-  std::size_t held_ = 0;  // ranges recorded since the last take()
-  // take() under a held lock.
-  // `window`: take_window() (the open ranges stay open, without a span).
-  std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> take_locked(
-      std::unique_lock<std::mutex>& lock, std::int64_t now_ns, bool window = false);
-  std::mutex mu_;
-  std::unordered_map<std::uint64_t, std::vector<Range>> stacks_;  // per thread, innermost last
-  std::unordered_map<std::uint64_t, Range> started_;              // by range id
+  // Ranges recorded since the last take(), and those refused: shared by every thread, so atomics rather than a lock
+  // (a push checks the bound without waiting on another thread; threads racing at the bound may each add one).
+  std::atomic<std::size_t> held_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  // take() under the recorder's lock; `threads` the threads' locks, held, in threads_' order. `window`: take_window()
+  // (the open ranges stay open, without a span).
+  Taken take_locked(std::unique_lock<std::mutex>& lock, std::vector<std::unique_lock<std::mutex>>& threads,
+                    std::int64_t now_ns, bool window = false);
+  std::mutex mu_;  // threads_, and the start/end ranges below
+  std::unordered_map<std::uint64_t, std::unique_ptr<Thread>> threads_;
+  std::unordered_map<std::uint64_t, Range> started_;  // by range id
   std::unordered_set<std::uint64_t> retired_;  // start/end ranges a window took while open: their end is no error
   std::uint64_t next_range_id_ = 1;
-  // A deque: growing it never moves the ranges already closed (a vector's doubling copied them all, on the
-  // program's path: most of the cost of a recorded op, bench_torch_ops).
+  // Closed start/end ranges. A deque: growing it never moves the ranges already closed (a vector's doubling copied
+  // them all, on the program's path: most of the cost of a recorded op, bench_torch_ops).
   std::deque<Range> closed_;
-  std::uint64_t unmatched_pops_ = 0, unmatched_ends_ = 0, dropped_ = 0;
+  std::uint64_t unmatched_ends_ = 0;
 };
 
 }  // namespace xsp::nvtx

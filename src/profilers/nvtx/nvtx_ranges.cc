@@ -147,8 +147,40 @@ Level range_level(std::string_view domain, std::string_view message) {
   return domain_level(domain).value_or(parse_torch_op_range(message) ? Level::kFramework : Level::kModel);
 }
 
+// One thread's push/pop ranges. Its mutex is taken by the thread's own calls and by take(), so it is uncontended
+// while the program runs.
+class RangeRecorder::Thread {
+ public:
+  explicit Thread(std::uint64_t thread_id) : id(thread_id) {}
+  const std::uint64_t id;
+  std::mutex mu;
+  std::vector<Range> stack;  // innermost last
+  // A deque: growing it never moves the ranges already closed (a vector's doubling copied them all, on the
+  // program's path: most of the cost of a recorded op, bench_torch_ops).
+  std::deque<Range> closed;
+  std::uint64_t unmatched_pops = 0;
+};
+
 RangeRecorder::RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges)
     : next_id_(std::move(next_id)), max_ranges_(max_ranges) {}
+
+RangeRecorder::~RangeRecorder() = default;
+
+RangeRecorder::Thread& RangeRecorder::thread(std::uint64_t thread_id) {
+  std::lock_guard lock(mu_);
+  std::unique_ptr<Thread>& t = threads_[thread_id];
+  if (!t) t = std::make_unique<Thread>(thread_id);
+  return *t;
+}
+
+bool RangeRecorder::admit() {
+  if (held_.load(std::memory_order_relaxed) >= max_ranges_) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  held_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
 
 Span RangeRecorder::span_of(Range&& r) {
   Span s;
@@ -183,31 +215,30 @@ Span RangeRecorder::span_of(Range&& r) {
   return s;
 }
 
-int RangeRecorder::push(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
+int RangeRecorder::push(Thread& thread, std::string_view domain, std::string message, std::uint32_t category,
                         std::int64_t ts_ns) {
-  return push_range({next_id_(), kNoSpan, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns});
+  return push_range(thread,
+                    {next_id_(), kNoSpan, thread.id, std::string(domain), std::move(message), category, ts_ns, ts_ns});
 }
 
-int RangeRecorder::push_op(std::uint64_t thread_id, std::string_view domain, const std::string* name,
-                           std::int64_t sequence, std::string shapes, std::int64_t ts_ns) {
-  Range r{next_id_(), kNoSpan, thread_id, std::string(domain), std::move(shapes), 0, ts_ns, ts_ns};
+int RangeRecorder::push_op(Thread& thread, std::string_view domain, const std::string* name, std::int64_t sequence,
+                           std::string shapes, std::int64_t ts_ns) {
+  Range r{next_id_(), kNoSpan, thread.id, std::string(domain), std::move(shapes), 0, ts_ns, ts_ns};
   r.op_name = name;
   r.sequence = sequence;
-  return push_range(std::move(r));
+  return push_range(thread, std::move(r));
 }
 
-int RangeRecorder::push_range(Range&& r) {
-  std::lock_guard lock(mu_);
-  auto& stack = stacks_[r.thread_id];
+int RangeRecorder::push_range(Thread& thread, Range&& r) {
+  std::lock_guard lock(thread.mu);
+  auto& stack = thread.stack;
   const auto level = std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return o.domain == r.domain; });
-  if (held_ >= max_ranges_) {
-    ++dropped_;
-    Range placeholder{kNoSpan, kNoSpan, r.thread_id, std::move(r.domain), {}, 0, r.start_ns, r.start_ns, true};
+  if (!admit()) {
+    Range placeholder{kNoSpan, kNoSpan, thread.id, std::move(r.domain), {}, 0, r.start_ns, r.start_ns, true};
     placeholder.dropped = true;
     stack.push_back(std::move(placeholder));
     return static_cast<int>(level);
   }
-  ++held_;
   // The innermost recorded range below is the parent (a dropped one has no span).
   for (auto o = stack.rbegin(); o != stack.rend() && r.parent == kNoSpan; ++o)
     if (!o->dropped) r.parent = o->id;
@@ -215,22 +246,19 @@ int RangeRecorder::push_range(Range&& r) {
   return static_cast<int>(level);
 }
 
-int RangeRecorder::pop(std::uint64_t thread_id, std::string_view domain, std::int64_t ts_ns) {
-  std::lock_guard lock(mu_);
-  auto it = stacks_.find(thread_id);
-  if (it != stacks_.end()) {
-    auto& stack = it->second;
-    for (auto o = stack.rbegin(); o != stack.rend(); ++o) {
-      if (o->domain != domain) continue;
-      const auto entry = std::next(o).base();  // the entry itself, as a forward iterator
-      const auto level = std::count_if(stack.begin(), entry, [&](const Range& x) { return x.domain == domain; });
-      entry->end_ns = ts_ns;
-      if (!entry->dropped) closed_.push_back(std::move(*entry));
-      stack.erase(entry);
-      return static_cast<int>(level);
-    }
+int RangeRecorder::pop(Thread& thread, std::string_view domain, std::int64_t ts_ns) {
+  std::lock_guard lock(thread.mu);
+  auto& stack = thread.stack;
+  for (auto o = stack.rbegin(); o != stack.rend(); ++o) {
+    if (o->domain != domain) continue;
+    const auto entry = std::next(o).base();  // the entry itself, as a forward iterator
+    const auto level = std::count_if(stack.begin(), entry, [&](const Range& x) { return x.domain == domain; });
+    entry->end_ns = ts_ns;
+    if (!entry->dropped) thread.closed.push_back(std::move(*entry));
+    stack.erase(entry);
+    return static_cast<int>(level);
   }
-  ++unmatched_pops_;
+  ++thread.unmatched_pops;
   return -1;
 }
 
@@ -238,11 +266,7 @@ std::uint64_t RangeRecorder::start(std::uint64_t thread_id, std::string_view dom
                                    std::uint32_t category, std::int64_t ts_ns) {
   const SpanId id = next_id_();
   std::lock_guard lock(mu_);
-  if (held_ >= max_ranges_) {
-    ++dropped_;
-    return 0;
-  }
-  ++held_;
+  if (!admit()) return 0;
   const std::uint64_t range = next_range_id_++;
   started_.emplace(
       range, Range{id, kNoSpan, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns, false});
@@ -262,69 +286,104 @@ void RangeRecorder::end(std::uint64_t id, std::int64_t ts_ns) {
   started_.erase(it);
 }
 
-std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take(
-    std::int64_t now_ns) {
-  std::unique_lock lock(mu_);
-  return take_locked(lock, now_ns);
+namespace {
+
+// Every thread's lock, in the map's order, taken while the recorder's lock is held (push and pop take only their
+// thread's, so no order inverts). With a deadline, gives up and releases what it took once it passes.
+template <typename Threads>
+std::optional<std::vector<std::unique_lock<std::mutex>>> lock_threads(
+    Threads& threads, std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(threads.size());
+  for (auto& [id, t] : threads) {
+    if (!deadline) {
+      locks.emplace_back(t->mu);
+      continue;
+    }
+    std::unique_lock<std::mutex> l(t->mu, std::defer_lock);
+    while (!l.try_lock()) {
+      if (std::chrono::steady_clock::now() >= *deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    locks.push_back(std::move(l));
+  }
+  return locks;
 }
 
-std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take_window(
-    std::int64_t now_ns) {
+}  // namespace
+
+RangeRecorder::Taken RangeRecorder::take(std::int64_t now_ns) {
   std::unique_lock lock(mu_);
-  return take_locked(lock, now_ns, true);
+  auto threads = lock_threads(threads_, std::nullopt);
+  return take_locked(lock, *threads, now_ns);
 }
 
-std::optional<std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>>> RangeRecorder::try_take(
-    std::int64_t now_ns, std::chrono::milliseconds wait) {
+RangeRecorder::Taken RangeRecorder::take_window(std::int64_t now_ns) {
+  std::unique_lock lock(mu_);
+  auto threads = lock_threads(threads_, std::nullopt);
+  return take_locked(lock, *threads, now_ns, true);
+}
+
+std::optional<RangeRecorder::Taken> RangeRecorder::try_take(std::int64_t now_ns, std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_, std::defer_lock);
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (!lock.try_lock()) {
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return take_locked(lock, now_ns);
+  auto threads = lock_threads(threads_, deadline);
+  if (!threads) return std::nullopt;
+  return take_locked(lock, *threads, now_ns);
 }
 
-std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> RangeRecorder::take_locked(
-    std::unique_lock<std::mutex>& lock, std::int64_t now_ns, bool window) {
-  std::deque<Range> ranges;
-  std::uint64_t open = 0, unmatched_pops = 0, unmatched_ends = 0, dropped = 0;
-  {
-    ranges = std::move(closed_);
-    closed_.clear();
-    auto close_open = [&](Range&& r) {
-      r.end_ns = now_ns;
-      r.open_at_end = true;
-      ranges.push_back(std::move(r));
-      ++open;
-    };
-    for (auto& [thread, stack] : stacks_)
-      for (Range& r : stack)
-        if (!r.dropped) {
-          if (!window) {
-            close_open(std::move(r));
-            continue;
-          }
-          // The copy is the window's; what stays only pairs the pop (a placeholder, as for a dropped range).
-          close_open(Range(r));
-          r.dropped = true;
-          r.message.clear();
+RangeRecorder::Taken RangeRecorder::take_locked(std::unique_lock<std::mutex>& lock,
+                                                std::vector<std::unique_lock<std::mutex>>& threads, std::int64_t now_ns,
+                                                bool window) {
+  // The closed ranges move out whole (a deque each); they become spans once every lock is let go.
+  std::vector<std::deque<Range>> batches;
+  batches.reserve(threads_.size() + 2);
+  batches.push_back(std::exchange(closed_, {}));
+  std::deque<Range>& open_ranges = batches.emplace_back();
+  std::uint64_t open = 0, unmatched_pops = 0;
+  auto close_open = [&](Range&& r) {
+    r.end_ns = now_ns;
+    r.open_at_end = true;
+    open_ranges.push_back(std::move(r));
+    ++open;
+  };
+  for (auto& [thread_id, t] : threads_) {
+    batches.push_back(std::exchange(t->closed, {}));
+    unmatched_pops += std::exchange(t->unmatched_pops, 0);
+    for (Range& r : t->stack)
+      if (!r.dropped) {
+        if (!window) {
+          close_open(std::move(r));
+          continue;
         }
-    for (auto& [id, r] : started_) {
-      if (window) retired_.insert(id);
-      close_open(std::move(r));
-    }
-    if (!window) stacks_.clear();
-    started_.clear();
-    unmatched_pops = std::exchange(unmatched_pops_, 0);
-    unmatched_ends = std::exchange(unmatched_ends_, 0);
-    dropped = std::exchange(dropped_, 0);
-    held_ = 0;
-    lock.unlock();
+        // The copy is the window's; what stays only pairs the pop (a placeholder, as for a dropped range).
+        close_open(Range(r));
+        r.dropped = true;
+        r.message.clear();
+      }
+    if (!window) t->stack.clear();
   }
+  for (auto& [id, r] : started_) {
+    if (window) retired_.insert(id);
+    close_open(std::move(r));
+  }
+  started_.clear();
+  const std::uint64_t unmatched_ends = std::exchange(unmatched_ends_, 0);
+  const std::uint64_t dropped = dropped_.exchange(0);
+  held_.store(0);
+  threads.clear();
+  lock.unlock();
+
   std::vector<Span> out;
-  out.reserve(ranges.size());
-  for (Range& r : ranges) out.push_back(span_of(std::move(r)));
+  std::size_t n = 0;
+  for (const auto& b : batches) n += b.size();
+  out.reserve(n);
+  for (auto& b : batches)
+    for (Range& r : b) out.push_back(span_of(std::move(r)));
   // Time order, as every profiler hands its spans over.
   std::sort(out.begin(), out.end(), [](const Span& a, const Span& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.id < b.id;

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "xsp/trace/run_statistics.h"
 
@@ -261,6 +265,72 @@ TEST(RangeRecorder, AWindowTakesEveryRangeOnceAndLeavesOpenRangesPairing) {
   EXPECT_EQ(c.at(stat::kNvtxUnmatchedPops), 0u);
   EXPECT_EQ(c.at(stat::kNvtxUnmatchedEnds), 0u);
   EXPECT_EQ(c.at(stat::kNvtxOpenAtEnd), 0u);
+}
+
+// Threads record at once, each through its own ranges (the injection library keeps thread() per thread), while windows
+// are taken from another thread: every range is handed out exactly once, each op under its own thread's step (or none,
+// when a window cut the step before the op opened), and nothing is lost or unmatched.
+TEST(RangeRecorder, ThreadsRecordAtOnceWhileWindowsAreTakenAndEveryRangeIsTakenOnce) {
+  std::atomic<SpanId> next{1};
+  RangeRecorder rec([&] { return next.fetch_add(1); });
+  EXPECT_EQ(&rec.thread(7), &rec.thread(7)) << "one object per thread id";
+  EXPECT_NE(&rec.thread(7), &rec.thread(8));
+  constexpr int kThreads = 4, kSteps = 3000;
+  static const std::string kOp = "aten::mm";
+  std::atomic<int> running{kThreads};
+  std::vector<std::thread> pool;
+  for (int t = 1; t <= kThreads; ++t)
+    pool.emplace_back([&, t] {
+      RangeRecorder::Thread& mine = rec.thread(static_cast<std::uint64_t>(t));
+      for (int i = 0; i < kSteps; ++i) {
+        const std::int64_t ts = 10 * i;
+        EXPECT_EQ(rec.push(mine, "", "step", 0, ts), 0);
+        EXPECT_EQ(rec.push_op(mine, "torch.ops", &kOp, i, "", ts + 1), 0);
+        EXPECT_EQ(rec.pop(mine, "torch.ops", ts + 2), 0);
+        EXPECT_EQ(rec.pop(mine, "", ts + 3), 0);
+      }
+      running.fetch_sub(1);
+    });
+  std::vector<Span> all;
+  std::uint64_t unmatched = 0, dropped = 0;
+  auto keep = [&](RangeRecorder::Taken taken) {
+    for (Span& s : taken.first) all.push_back(std::move(s));
+    const auto c = counters_of(taken.second);
+    unmatched += c.at(stat::kNvtxUnmatchedPops) + c.at(stat::kNvtxUnmatchedEnds);
+    dropped += c.at(stat::kNvtxDroppedRanges);
+  };
+  int windows = 0;
+  while (running.load() > 0) {
+    keep(rec.take_window(0));
+    ++windows;
+  }
+  for (std::thread& t : pool) t.join();
+  keep(rec.take(0));
+  EXPECT_GT(windows, 0);
+  EXPECT_EQ(unmatched, 0u);
+  EXPECT_EQ(dropped, 0u);
+  ASSERT_EQ(all.size(), static_cast<std::size_t>(2 * kThreads * kSteps));
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : all) EXPECT_TRUE(by_id.emplace(s.id, &s).second) << "span " << s.id << " taken twice";
+  std::set<std::uint64_t> tracks;
+  int orphans = 0;
+  for (const Span& s : all) {
+    tracks.insert(s.track.id);
+    if (s.name != kOp) continue;
+    ASSERT_EQ(s.level, Level::kFramework);
+    // An op that opened after a window cut its step has no parent (the step's span is the window's).
+    if (s.parent_id == kNoSpan) {
+      ++orphans;
+      continue;
+    }
+    const auto parent = by_id.find(s.parent_id);
+    ASSERT_NE(parent, by_id.end()) << "an op's step was never taken";
+    EXPECT_EQ(parent->second->name, "step");
+    EXPECT_EQ(parent->second->track, s.track) << "an op under another thread's step";
+    EXPECT_EQ(parent->second->start_ns + 1, s.start_ns);
+  }
+  EXPECT_EQ(tracks.size(), static_cast<std::size_t>(kThreads));
+  EXPECT_LE(orphans, windows * kThreads) << "a window cuts at most one open step per thread";
 }
 
 }  // namespace
