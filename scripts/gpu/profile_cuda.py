@@ -6,7 +6,8 @@ needed on the GPU machine), and writes under OUT:
   spawn/               a program whose child process does its own CUDA work: one part per process
   api/                 --capture cuda-profiler-api: only the middle step is between cudaProfilerStart/Stop
   coexist/             torch.profiler inside a program under the injection (both at once); coexist.json its output
-  overhead.json        wall time per step of STEPS steps, ROUNDS rounds interleaved: no tool; the CUPTI parts alone
+  overhead.json        wall time (and host time, profile_ops.py) per step of STEPS steps, ROUNDS rounds
+                       interleaved (XSP_OVERHEAD_CONFIGS=a,b: only those configs, by label): no tool; the CUPTI parts alone
                        (xsp profile --trace-level kernel without ops, torch.profiler with CUDA activity only); the
                        whole tools: xsp with the op observer (without, then with shapes) against torch.profiler CPU +
                        CUDA (without, then with record_shapes); with XSP_OVERHEAD_EMIT_NVTX=1 also xsp with
@@ -109,13 +110,17 @@ def overhead(inject, out, rounds, steps):
     ]
     if os.environ.get("XSP_OVERHEAD_EMIT_NVTX") == "1":  # the emit_nvtx way too (BENCHMARKS.md 2026-11-27)
         configs.append(("xsp-kernel", "nvtx", "kernel", "nvtx"))
+    only = os.environ.get("XSP_OVERHEAD_CONFIGS")  # e.g. "none,xsp-observer,torch": more rounds in a device call
+    if only:
+        configs = [c for c in configs if c[0] in only.split(",")]
     results = []
     for r in range(rounds):
         for model in ("resnet50", "bert"):
             for label, mode, level, ops in configs:
                 parts = os.path.join(out, "scratch", f"{model}-{label}-{r}")
                 res = run(model, mode, steps, inject if level else None, parts, level=level or "kernel", ops=ops)
-                results.append({"round": r, "model": model, "config": label, "step_ns": res["step_ns"]})
+                results.append({"round": r, "model": model, "config": label, "step_ns": res["step_ns"],
+                                "host_ns": res.get("host_ns")})
                 print(model, label, r, sorted(res["step_ns"])[len(res["step_ns"]) // 2], flush=True)
         with open(os.path.join(out, "overhead.json"), "w") as f:  # after every round: a cut-short run keeps its rounds
             json.dump(results, f)

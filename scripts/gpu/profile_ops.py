@@ -13,7 +13,8 @@ followed by a synchronize (every mode takes [STEPS [WARMUP]]):
                                                                  # cudaProfilerStart/Stop (xsp profile --capture
                                                                  # cuda-profiler-api)
   python3 scripts/gpu/profile_ops.py MODEL spawn [STEPS]   # nvtx, plus a child process doing its own CUDA work
-Each prints one JSON object on stdout: {"model", "mode", "steps", "torch", "step_ns": [wall time of each step]}; the
+Each prints one JSON object on stdout: {"model", "mode", "steps", "torch", "step_ns": [wall time of each step]}, and
+in the plain and torch modes "host_ns" (each step's host time: until the forward returned, before the synchronize); the
 torch mode adds "ops" ({"op name": count} of the CPU ops inside the steps, nested ones included) and "kernels"
 ({"kernel name": count} of the GPU kernels, copies and sets excluded). tests/unit/profile compares them with what
 `xsp profile` recorded.
@@ -52,7 +53,9 @@ def model_and_input(name, device):
     raise SystemExit(f"unknown model {name!r}: expected resnet50 or bert")
 
 
-def run_steps(model, inputs, steps, ranges, profiler_api_step=None):
+def run_steps(model, inputs, steps, ranges, profiler_api_step=None, host=None):
+    """The wall time of each step; `host` (a list) gets each step's host time: until the forward returned, before
+    the synchronize, which is what a tool adds on the CPU side even where the GPU's time hides it."""
     times = []
     for i in range(steps):
         if profiler_api_step == i:
@@ -61,6 +64,8 @@ def run_steps(model, inputs, steps, ranges, profiler_api_step=None):
         if ranges:
             torch.cuda.nvtx.range_push("step")
         model(*inputs)
+        if host is not None:
+            host.append(time.perf_counter_ns() - t0)
         torch.cuda.synchronize()
         if ranges:
             torch.cuda.nvtx.range_pop()
@@ -87,21 +92,23 @@ def main():
         if child is not None:
             out["child_status"] = child.wait()
     elif mode == "plain":
+        out["host_ns"] = []
         with torch.no_grad():
-            out["step_ns"] = run_steps(model, inputs, steps, True)
+            out["step_ns"] = run_steps(model, inputs, steps, True, host=out["host_ns"])
     elif mode in ("torch", "torch-shapes", "torch-cuda"):
         from torch.profiler import ProfilerActivity, profile, record_function
 
-        times = []
+        times, host = [], []
         activities = [ProfilerActivity.CUDA] if mode == "torch-cuda" else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
         with profile(activities=activities, record_shapes=mode == "torch-shapes") as prof, torch.no_grad():
             for _ in range(steps):
                 t0 = time.perf_counter_ns()
                 with record_function("step"):
                     model(*inputs)
+                    host.append(time.perf_counter_ns() - t0)
                     torch.cuda.synchronize()
                 times.append(time.perf_counter_ns() - t0)
-        out["step_ns"] = times
+        out["step_ns"], out["host_ns"] = times, host
         events = prof.events()
         step_ranges = [e.time_range for e in events if e.name == "step" and e.device_type == torch.autograd.DeviceType.CPU]
         ops, kernels = {}, {}

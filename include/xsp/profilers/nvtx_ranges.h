@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -78,8 +77,9 @@ class RangeRecorder {
   /// the same id), so that a caller can keep the reference per thread and skip the lookup (one lock of the recorder).
   Thread& thread(std::uint64_t thread_id);
 
-  /// nvtxRangePush / nvtxDomainRangePushEx on `thread_id` ("" is the default domain). Returns the 0-based level of
-  /// the range in its domain on this thread, as nvtxRangePush does (0 for an outermost range).
+  /// nvtxRangePush / nvtxDomainRangePushEx on `thread_id` ("" is the default domain). `domain`'s characters must
+  /// outlive the recorder (a literal, or a name interned as NVTX domain handles are): ranges keep the view. Returns
+  /// the 0-based level of the range in its domain on this thread, as nvtxRangePush does (0 for an outermost range).
   int push(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
            std::int64_t ts_ns) {
     return push(thread(thread_id), domain, std::move(message), category, ts_ns);
@@ -106,8 +106,8 @@ class RangeRecorder {
   }
   /// pop() on a thread's ranges from thread().
   int pop(Thread& thread, std::string_view domain, std::int64_t ts_ns);
-  /// nvtxRangeStart / nvtxDomainRangeStartEx: returns the range id nvtxRangeEnd will be given; 0 when the range is
-  /// dropped (max_ranges held), whose end is then ignored.
+  /// nvtxRangeStart / nvtxDomainRangeStartEx (`domain` as for push()): returns the range id nvtxRangeEnd will be
+  /// given; 0 when the range is dropped (max_ranges held), whose end is then ignored.
   std::uint64_t start(std::uint64_t thread_id, std::string_view domain, std::string message, std::uint32_t category,
                       std::int64_t ts_ns);
   /// nvtxRangeEnd: closes range `id` (from any thread). An id not open is counted ("nvtx.unmatched_ends"); 0 is
@@ -136,7 +136,8 @@ class RangeRecorder {
   struct Range {
     SpanId id = kNoSpan, parent = kNoSpan;
     std::uint64_t thread_id = 0;
-    std::string domain, message;
+    std::string_view domain;  // interned by the caller (push())
+    std::string message;
     std::uint32_t category = 0;
     std::int64_t start_ns = 0, end_ns = 0;
     bool pushed = true;  // push/pop, or start/end
@@ -165,9 +166,13 @@ class RangeRecorder {
   std::unordered_map<std::uint64_t, Range> started_;  // by range id
   std::unordered_set<std::uint64_t> retired_;  // start/end ranges a window took while open: their end is no error
   std::uint64_t next_range_id_ = 1;
-  // Closed start/end ranges. A deque: growing it never moves the ranges already closed (a vector's doubling copied
-  // them all, on the program's path: most of the cost of a recorded op, bench_torch_ops).
-  std::deque<Range> closed_;
+  // Closed ranges in blocks of kBlock, each reserved when it is begun: appending never moves a range (a vector's
+  // doubling copied them all, on the program's path: most of the cost of a recorded op, bench_torch_ops) and
+  // allocates once a block (a std::deque of ranges this size allocates a block of 3).
+  static constexpr std::size_t kBlock = 4096;
+  using Log = std::vector<std::vector<Range>>;
+  static void append(Log& log, Range&& r);
+  Log closed_;  // start/end ranges
   std::uint64_t unmatched_ends_ = 0;
 };
 

@@ -155,9 +155,7 @@ class RangeRecorder::Thread {
   const std::uint64_t id;
   std::mutex mu;
   std::vector<Range> stack;  // innermost last
-  // A deque: growing it never moves the ranges already closed (a vector's doubling copied them all, on the
-  // program's path: most of the cost of a recorded op, bench_torch_ops).
-  std::deque<Range> closed;
+  Log closed;
   std::uint64_t unmatched_pops = 0;
 };
 
@@ -165,6 +163,11 @@ RangeRecorder::RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ra
     : next_id_(std::move(next_id)), max_ranges_(max_ranges) {}
 
 RangeRecorder::~RangeRecorder() = default;
+
+void RangeRecorder::append(Log& log, Range&& r) {
+  if (log.empty() || log.back().size() == kBlock) log.emplace_back().reserve(kBlock);
+  log.back().push_back(std::move(r));
+}
 
 RangeRecorder::Thread& RangeRecorder::thread(std::uint64_t thread_id) {
   std::lock_guard lock(mu_);
@@ -190,7 +193,7 @@ Span RangeRecorder::span_of(Range&& r) {
   s.track = Track::host_thread(r.thread_id);
   s.start_ns = r.start_ns;
   s.end_ns = std::max(r.end_ns, r.start_ns);
-  if (!r.domain.empty()) s.tags.emplace_back("domain", r.domain);
+  if (!r.domain.empty()) s.tags.emplace_back("domain", std::string(r.domain));
   if (r.category != 0) s.tags.emplace_back("category", static_cast<std::int64_t>(r.category));
   s.tags.emplace_back("nvtx", r.pushed ? "push" : "start");
   if (r.op_name != nullptr) {  // push_op(): its text is built here, off the program's path
@@ -217,13 +220,12 @@ Span RangeRecorder::span_of(Range&& r) {
 
 int RangeRecorder::push(Thread& thread, std::string_view domain, std::string message, std::uint32_t category,
                         std::int64_t ts_ns) {
-  return push_range(thread,
-                    {next_id_(), kNoSpan, thread.id, std::string(domain), std::move(message), category, ts_ns, ts_ns});
+  return push_range(thread, {next_id_(), kNoSpan, thread.id, domain, std::move(message), category, ts_ns, ts_ns});
 }
 
 int RangeRecorder::push_op(Thread& thread, std::string_view domain, const std::string* name, std::int64_t sequence,
                            std::string shapes, std::int64_t ts_ns) {
-  Range r{next_id_(), kNoSpan, thread.id, std::string(domain), std::move(shapes), 0, ts_ns, ts_ns};
+  Range r{next_id_(), kNoSpan, thread.id, domain, std::move(shapes), 0, ts_ns, ts_ns};
   r.op_name = name;
   r.sequence = sequence;
   return push_range(thread, std::move(r));
@@ -234,7 +236,7 @@ int RangeRecorder::push_range(Thread& thread, Range&& r) {
   auto& stack = thread.stack;
   const auto level = std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return o.domain == r.domain; });
   if (!admit()) {
-    Range placeholder{kNoSpan, kNoSpan, thread.id, std::move(r.domain), {}, 0, r.start_ns, r.start_ns, true};
+    Range placeholder{kNoSpan, kNoSpan, thread.id, r.domain, {}, 0, r.start_ns, r.start_ns, true};
     placeholder.dropped = true;
     stack.push_back(std::move(placeholder));
     return static_cast<int>(level);
@@ -254,7 +256,7 @@ int RangeRecorder::pop(Thread& thread, std::string_view domain, std::int64_t ts_
     const auto entry = std::next(o).base();  // the entry itself, as a forward iterator
     const auto level = std::count_if(stack.begin(), entry, [&](const Range& x) { return x.domain == domain; });
     entry->end_ns = ts_ns;
-    if (!entry->dropped) thread.closed.push_back(std::move(*entry));
+    if (!entry->dropped) append(thread.closed, std::move(*entry));
     stack.erase(entry);
     return static_cast<int>(level);
   }
@@ -268,8 +270,7 @@ std::uint64_t RangeRecorder::start(std::uint64_t thread_id, std::string_view dom
   std::lock_guard lock(mu_);
   if (!admit()) return 0;
   const std::uint64_t range = next_range_id_++;
-  started_.emplace(
-      range, Range{id, kNoSpan, thread_id, std::string(domain), std::move(message), category, ts_ns, ts_ns, false});
+  started_.emplace(range, Range{id, kNoSpan, thread_id, domain, std::move(message), category, ts_ns, ts_ns, false});
   return range;
 }
 
@@ -282,7 +283,7 @@ void RangeRecorder::end(std::uint64_t id, std::int64_t ts_ns) {
     return;
   }
   it->second.end_ns = ts_ns;
-  closed_.push_back(std::move(it->second));
+  append(closed_, std::move(it->second));
   started_.erase(it);
 }
 
@@ -339,16 +340,16 @@ std::optional<RangeRecorder::Taken> RangeRecorder::try_take(std::int64_t now_ns,
 RangeRecorder::Taken RangeRecorder::take_locked(std::unique_lock<std::mutex>& lock,
                                                 std::vector<std::unique_lock<std::mutex>>& threads, std::int64_t now_ns,
                                                 bool window) {
-  // The closed ranges move out whole (a deque each); they become spans once every lock is let go.
-  std::vector<std::deque<Range>> batches;
+  // The closed ranges move out whole (a log each); they become spans once every lock is let go.
+  std::vector<Log> batches;
   batches.reserve(threads_.size() + 2);
   batches.push_back(std::exchange(closed_, {}));
-  std::deque<Range>& open_ranges = batches.emplace_back();
+  Log& open_ranges = batches.emplace_back();
   std::uint64_t open = 0, unmatched_pops = 0;
   auto close_open = [&](Range&& r) {
     r.end_ns = now_ns;
     r.open_at_end = true;
-    open_ranges.push_back(std::move(r));
+    append(open_ranges, std::move(r));
     ++open;
   };
   for (auto& [thread_id, t] : threads_) {
@@ -380,10 +381,12 @@ RangeRecorder::Taken RangeRecorder::take_locked(std::unique_lock<std::mutex>& lo
 
   std::vector<Span> out;
   std::size_t n = 0;
-  for (const auto& b : batches) n += b.size();
+  for (const Log& log : batches)
+    for (const auto& block : log) n += block.size();
   out.reserve(n);
-  for (auto& b : batches)
-    for (Range& r : b) out.push_back(span_of(std::move(r)));
+  for (Log& log : batches)
+    for (auto& block : log)
+      for (Range& r : block) out.push_back(span_of(std::move(r)));
   // Time order, as every profiler hands its spans over.
   std::sort(out.begin(), out.end(), [](const Span& a, const Span& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.id < b.id;
