@@ -7,7 +7,8 @@ needed on the GPU machine), and writes under OUT:
   api/                 --capture cuda-profiler-api: only the middle step is between cudaProfilerStart/Stop
   coexist/             torch.profiler inside a program under the injection (both at once); coexist.json its output
   overhead.json        wall time (and host time, profile_ops.py) per step of STEPS steps, ROUNDS rounds
-                       interleaved (XSP_OVERHEAD_CONFIGS=a,b: only those configs, by label): no tool; the CUPTI parts alone
+                       interleaved (XSP_OVERHEAD_CONFIGS=a,b: only those configs, by label; XSP_OVERHEAD_MODELS=bert: only
+                       that model): no tool; the CUPTI parts alone
                        (xsp profile --trace-level kernel without ops, torch.profiler with CUDA activity only); the
                        whole tools: xsp with the op observer (without, then with shapes) against torch.profiler CPU +
                        CUDA (without, then with record_shapes); with XSP_OVERHEAD_EMIT_NVTX=1 also xsp with
@@ -113,9 +114,10 @@ def overhead(inject, out, rounds, steps):
     only = os.environ.get("XSP_OVERHEAD_CONFIGS")  # e.g. "none,xsp-observer,torch": more rounds in a device call
     if only:
         configs = [c for c in configs if c[0] in only.split(",")]
+    models = os.environ.get("XSP_OVERHEAD_MODELS", "resnet50,bert").split(",")  # e.g. "bert": one model's rounds only
     results = []
     for r in range(rounds):
-        for model in ("resnet50", "bert"):
+        for model in models:
             for label, mode, level, ops in configs:
                 parts = os.path.join(out, "scratch", f"{model}-{label}-{r}")
                 res = run(model, mode, steps, inject if level else None, parts, level=level or "kernel", ops=ops)

@@ -29,10 +29,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cwchar>
 #include <deque>
 #include <filesystem>
@@ -46,6 +48,7 @@
 #include <vector>
 
 #include "torch_ops_abi.h"
+#include "xsp/profilers/host_ticks.h"
 #include "xsp/profilers/nvtx_capture.h"
 #include "xsp/profilers/nvtx_ranges.h"
 #include "xsp/trace/run_statistics.h"
@@ -97,9 +100,15 @@ struct OpThread {
   // This thread's ranges in the collector `owner` (a forked child's collector is another), looked up once.
   nvtx::RangeRecorder::Thread* ranges = nullptr;
   const void* owner = nullptr;
-  // PyTorch's name pointer → the interned name. A pointer seen again is checked against its name (a string PyTorch
-  // freed may be reused for another op's).
-  std::unordered_map<const char*, const std::string*> names;
+  // PyTorch's name pointer → the interned name, direct-mapped (a hash map's lookup was a division and a probe per
+  // op). A pointer seen again is checked against its name (a string PyTorch freed, e.g. a backward node's, may be
+  // reused for another op's).
+  struct NameSlot {
+    const char* pointer = nullptr;
+    const std::string* name = nullptr;
+  };
+  static constexpr std::size_t kNameSlots = 512;
+  std::array<NameSlot, kNameSlots> names{};
   // Per open op: bit 0 recorded, bit 1 opened the capture (--capture nvtx:NAME naming an op).
   std::vector<std::uint8_t> open;
   std::uint64_t thread_id = 0;  // 0 until the first range; reset in a forked child
@@ -108,11 +117,14 @@ thread_local OpThread t_ops;
 
 struct Collector {
   Collector()
-      : ranges([this] { return recorder.next_id(); }, g_max_ranges),
+      : ranges([this] { return recorder.next_id(); }, g_max_ranges,
+               [this](std::size_t n) { return recorder.reserve_ids(n); }),
         process_span(recorder.next_id()),
         start_ns(now_ns()),
         gate(g_capture) {}
   TraceRecorder recorder;  // ids; the spans go through `ranges`
+  // The ranges' clock: `ranges` holds its ticks, made CLOCK_MONOTONIC ns when a part is written (to_ns()).
+  HostTicks ticks;
   nvtx::RangeRecorder ranges;
   SpanId process_span;    // the APPLICATION span of this process
   std::int64_t start_ns;  // its first NVTX call (or its fork)
@@ -140,6 +152,17 @@ std::atomic<Collector*> g_collector{nullptr};
 std::string g_out_dir;
 
 Collector& collector() { return *g_collector.load(std::memory_order_acquire); }
+
+// The gate's delay and duration are CLOCK_MONOTONIC ns: the clock is read for it only when one is set.
+std::int64_t gate_ns(const Collector& c) { return c.gate.timed() ? now_ns() : 0; }
+
+// Ranges taken from the recorder: their ticks as ns.
+void to_ns(std::vector<Span>& spans, const TickMapping& mapping) {
+  for (Span& s : spans) {
+    s.start_ns = mapping.to_ns(s.start_ns);
+    s.end_ns = std::max(mapping.to_ns(s.end_ns), s.start_ns);
+  }
+}
 
 // This thread's ranges in `c`: push and pop then take this thread's lock alone (RangeRecorder::thread()).
 nvtx::RangeRecorder::Thread& thread_ranges(OpThread& t, Collector& c) {
@@ -272,9 +295,10 @@ std::atomic<std::timed_mutex*> g_part_mu{new std::timed_mutex()};
 std::timed_mutex& part_mutex() { return *g_part_mu.load(std::memory_order_acquire); }
 // On-demand windows: the capture signals' handler wakes the window thread through `g_edges`.
 sem_t g_edges;
-std::atomic<unsigned> g_stops{0};                // stop signals received
-std::atomic<std::int64_t> g_window_start_ns{0};  // the last start signal's time
-std::atomic<std::int64_t> g_window_end_ns{0};    // the last stop signal's time
+std::atomic<unsigned> g_stops{0};                 // stop signals received
+std::atomic<std::int64_t> g_window_start_ns{0};   // the last start signal's time
+std::atomic<std::int64_t> g_window_end_ns{0};     // the last stop signal's time
+std::atomic<std::int64_t> g_window_end_ticks{0};  // the same on the ranges' clock (HostTicks)
 std::atomic<bool> g_window_thread{false};
 
 // Writes this process's spans as its trace part, once (at exit, or on a fatal signal, whichever comes first).
@@ -289,11 +313,14 @@ void write_part_once(int fatal_signal) {
                  static_cast<int>(::getpid()));
   Collector& c = collector();
   const std::int64_t end = now_ns();
+  const std::int64_t end_ticks = c.ticks.ticks();
   std::pair<std::vector<Span>, std::vector<std::pair<std::string, std::uint64_t>>> taken;
   if (fatal_signal == 0) {
-    taken = c.ranges.take(end);
-  } else if (auto t = c.ranges.try_take(end, std::chrono::milliseconds(200))) {
+    taken = c.ranges.take(end_ticks);
+    to_ns(taken.first, c.ticks.mapping());
+  } else if (auto t = c.ranges.try_take(end_ticks, std::chrono::milliseconds(200))) {
     taken = std::move(*t);
+    to_ns(taken.first, c.ticks.mapping_within(200));
   } else {
     std::fprintf(stderr, "xsp inject: pid %d: NVTX ranges not written: a thread holds the recorder's lock\n",
                  static_cast<int>(::getpid()));
@@ -325,6 +352,7 @@ void after_fork_in_child() {
   g_stops.store(0);
   g_window_start_ns.store(0);
   g_window_end_ns.store(0);
+  g_window_end_ticks.store(0);
   g_window_thread.store(false);
 }
 
@@ -385,6 +413,7 @@ void on_capture_signal(int sig) {
     c.switches[i].on.store(on);
   }
   (on ? g_window_start_ns : g_window_end_ns).store(now);
+  if (!on) g_window_end_ticks.store(c.ticks.ticks());
   if (!on) g_stops.fetch_add(1);
   sem_post(&g_edges);
 }
@@ -407,7 +436,8 @@ void write_window(unsigned n) {
     }
   }
 #endif
-  auto [spans, counters] = c.ranges.take_window(end);
+  auto [spans, counters] = c.ranges.take_window(g_window_end_ticks.load());
+  to_ns(spans, c.ticks.mapping());
   CudaTaken cuda = take_cuda(c, false, 0);
   const std::int64_t start = g_window_start_ns.load();
   Trace trace = make_part(c, std::move(spans), counters, std::move(cuda), start > 0 ? start : c.start_ns, end, 0, n);
@@ -523,9 +553,10 @@ bool replaced_by_observer(std::string_view domain, std::string_view message) {
 int gated_push(const void* key, std::string_view domain, std::string_view message, std::uint32_t category) {
   ensure_window_thread();
   Collector& c = collector();
-  const std::int64_t now = now_ns();
+  const std::int64_t now = c.ticks.ticks();
+  c.ticks.anchor_if_due(now);
   bool opens = false;
-  const bool admitted = c.gate.admit_push(message, now, &opens);
+  const bool admitted = c.gate.admit_push(message, gate_ns(c), &opens);
   const bool recorded = admitted && level_admits(domain, message) && !replaced_by_observer(domain, message);
   std::vector<Pushed>& stack = t_pushed[key];
   stack.push_back({recorded, opens});
@@ -535,12 +566,12 @@ int gated_push(const void* key, std::string_view domain, std::string_view messag
 int gated_pop(const void* key, std::string_view domain) {
   Collector& c = collector();
   std::vector<Pushed>& stack = t_pushed[key];
-  if (stack.empty()) return c.ranges.pop(thread_ranges(t_ops, c), domain, now_ns());  // counted as unmatched
+  if (stack.empty()) return c.ranges.pop(thread_ranges(t_ops, c), domain, c.ticks.ticks());  // counted as unmatched
   const Pushed top = stack.back();
   stack.pop_back();
   // A range refused for its level may still have opened the capture (--capture nvtx:NAME of a deeper range).
   const int level =
-      top.recorded ? c.ranges.pop(thread_ranges(t_ops, c), domain, now_ns()) : static_cast<int>(stack.size());
+      top.recorded ? c.ranges.pop(thread_ranges(t_ops, c), domain, c.ticks.ticks()) : static_cast<int>(stack.size());
   if (top.opens_capture) c.gate.close_capture();
   return level;
 }
@@ -548,12 +579,15 @@ int gated_pop(const void* key, std::string_view domain) {
 nvtxRangeId_t gated_start(std::string_view domain, std::string_view message, std::uint32_t category) {
   ensure_window_thread();
   Collector& c = collector();
-  const std::int64_t now = now_ns();
-  if (!c.gate.admit_start(now) || !level_admits(domain, message)) return 0;
+  const std::int64_t now = c.ticks.ticks();
+  c.ticks.anchor_if_due(now);
+  if (!c.gate.admit_start(gate_ns(c)) || !level_admits(domain, message)) return 0;
   return c.ranges.start(current_thread_id(), domain, std::string(message), category, now);
 }
 void gated_end(nvtxRangeId_t id) {
-  if (id != 0) collector().ranges.end(id, now_ns());
+  if (id == 0) return;
+  Collector& c = collector();
+  c.ranges.end(id, c.ticks.ticks());
 }
 
 int push_a(const char* message) { return gated_push(nullptr, "", message != nullptr ? message : "", 0); }
@@ -578,9 +612,13 @@ void end(nvtxRangeId_t id) { gated_end(id); }
 constexpr std::string_view kTorchOpsDomain = "torch.ops";
 
 const std::string* op_name(OpThread& t, const char* name) {
-  auto [it, fresh] = t.names.try_emplace(name, nullptr);
-  if (fresh || *it->second != name) it->second = collector().op_names.intern(name);
-  return it->second;
+  const auto bits = reinterpret_cast<std::uintptr_t>(name);
+  OpThread::NameSlot& slot = t.names[((bits >> 4) ^ (bits >> 13)) % OpThread::kNameSlots];
+  if (slot.pointer != name || std::strcmp(slot.name->c_str(), name) != 0) {
+    slot.pointer = name;
+    slot.name = collector().op_names.intern(name);
+  }
+  return slot.name;
 }
 
 // A user scope (record_function) is the program's own range: MODEL, as its NVTX ranges, in the ops' domain.
@@ -588,9 +626,11 @@ void torch_op_push(int kind, const char* name, std::int64_t sequence, const char
   ensure_window_thread();
   OpThread& t = t_ops;
   Collector& c = collector();
-  const std::int64_t now = now_ns();
+  const std::int64_t now = c.ticks.ticks();
+  c.ticks.anchor_if_due(now);
   bool opens = false;
-  const bool recorded = c.gate.admit_push(name, now, &opens);
+  // Only --capture nvtx:NAME compares names (admit_push() would measure each name first).
+  const bool recorded = c.gate.by_range() ? c.gate.admit_push(name, gate_ns(c), &opens) : c.gate.open_at(gate_ns(c));
   t.open.push_back(static_cast<std::uint8_t>((recorded ? 1 : 0) | (opens ? 2 : 0)));
   if (!recorded) return;
   if (kind == XSP_TORCH_USER_SCOPE) {
@@ -606,7 +646,7 @@ void torch_op_pop() {
   const std::uint8_t top = t.open.back();
   t.open.pop_back();
   Collector& c = collector();
-  if ((top & 1) != 0) c.ranges.pop(thread_ranges(t, c), kTorchOpsDomain, now_ns());
+  if ((top & 1) != 0) c.ranges.pop(thread_ranges(t, c), kTorchOpsDomain, c.ticks.ticks());
   if ((top & 2) != 0) c.gate.close_capture();
 }
 

@@ -53,9 +53,10 @@ Level range_level(std::string_view domain, std::string_view message);
 /// below it on its thread (SPEC §2 rule 1), whatever its domain and level; as in NVTX, each domain pops its own ranges
 /// (nvtxDomainRangePop ends the innermost open range of that domain). Start/end ranges may end on another thread
 /// and are placed by the assembler (containment on the thread that started them). Thread-safe (NVTX calls come from
-/// any thread of the profiled program): push/pop ranges are held per thread, each thread's behind a mutex of its own
+/// any thread of the profiled program): push/pop ranges are held per thread, each thread's behind a lock of its own
 /// that only take() shares, so that threads recording at once do not wait on each other (bench_torch_ops THREADS);
-/// start/end ranges, which may end on another thread, share one mutex. Timestamps are CLOCK_MONOTONIC ns.
+/// start/end ranges, which may end on another thread, share one mutex. Timestamps are on one clock of the caller's (ns,
+/// or the injection library's HostTicks ticks, made ns after take()).
 ///
 /// Each span carries the tags "domain" (when not the default domain), "category" (when non-zero), "nvtx" ("push" or
 /// "start") and, for PyTorch op ranges, "sequence", "op_id" and "shapes" as TorchOpRange gives them; a PyTorch op's
@@ -65,8 +66,13 @@ class RangeRecorder {
   /// `next_id` hands out span ids (e.g. TraceRecorder::next_id). `max_ranges` bounds the ranges held between two
   /// take() calls (open and closed; each holds its domain and message strings): past it, new
   /// ranges are not recorded and are counted ("nvtx.dropped_ranges"), so that a long-running program's memory does
-  /// not grow without end. A dropped push still pairs with its pop (the ranges around it stay intact).
-  explicit RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges = SIZE_MAX);
+  /// not grow without end. A dropped push still pairs with its pop (the ranges around it stay intact). Threads take
+  /// room in blocks of up to 1,024 ranges, so that a push shares no counter with other threads: a thread may be
+  /// refused while others hold room they have not used (at most 1,023 each). `reserve_ids(n)`, when given, hands out
+  /// n consecutive span ids and returns the first (e.g. TraceRecorder::reserve_ids): push/pop ranges then take their
+  /// ids from a block of the thread's own instead of calling `next_id` for each.
+  explicit RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges = SIZE_MAX,
+                         std::function<SpanId(std::size_t)> reserve_ids = {});
   ~RangeRecorder();
   RangeRecorder(const RangeRecorder&) = delete;
   RangeRecorder& operator=(const RangeRecorder&) = delete;
@@ -132,6 +138,17 @@ class RangeRecorder {
   std::optional<Taken> try_take(std::int64_t now_ns, std::chrono::milliseconds wait);
 
  private:
+  // A thread's lock: taken by the thread's own push and pop, and by take() only, so it is almost never contended; a
+  // flag costs the thread one atomic exchange per call where a std::mutex costs two (bench_torch_ops).
+  class SpinLock {
+   public:
+    void lock() noexcept;
+    bool try_lock() noexcept { return !held_.exchange(true, std::memory_order_acquire); }
+    void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+   private:
+    std::atomic<bool> held_{false};
+  };
   // What a call records: the raw range. Classification, parsing and tags wait for take(), off the program's path.
   struct Range {
     SpanId id = kNoSpan, parent = kNoSpan;
@@ -148,10 +165,17 @@ class RangeRecorder {
   };
   // push() and push_op() once their range is made.
   int push_range(Thread& thread, Range&& r);
-  // Whether one more range may be held (max_ranges); counts a refusal as dropped.
-  bool admit();
+  // Whether one more range may be held (max_ranges); counts a refusal as dropped. The thread's own room first (no
+  // atomic), then a block of kRoomBlock more from held_.
+  bool admit(Thread& thread);
+  bool admit();  // for start/end ranges, under mu_
+  static constexpr std::size_t kRoomBlock = 1024;
   static Span span_of(Range&& r);
+  // A span id for a range of `thread` (from its block when reserve_ids_ is set).
+  SpanId next_id(Thread& thread);
+  static constexpr std::size_t kIdBlock = 1024;
   std::function<SpanId()> next_id_;
+  std::function<SpanId(std::size_t)> reserve_ids_;
   std::size_t max_ranges_;
   // Ranges recorded since the last take(), and those refused: shared by every thread, so atomics rather than a lock
   // (a push checks the bound without waiting on another thread; threads racing at the bound may each add one).
@@ -159,7 +183,7 @@ class RangeRecorder {
   std::atomic<std::uint64_t> dropped_{0};
   // take() under the recorder's lock; `threads` the threads' locks, held, in threads_' order. `window`: take_window()
   // (the open ranges stay open, without a span).
-  Taken take_locked(std::unique_lock<std::mutex>& lock, std::vector<std::unique_lock<std::mutex>>& threads,
+  Taken take_locked(std::unique_lock<std::mutex>& lock, std::vector<std::unique_lock<SpinLock>>& threads,
                     std::int64_t now_ns, bool window = false);
   std::mutex mu_;  // threads_, and the start/end ranges below
   std::unordered_map<std::uint64_t, std::unique_ptr<Thread>> threads_;

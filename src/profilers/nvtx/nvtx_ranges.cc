@@ -147,20 +147,33 @@ Level range_level(std::string_view domain, std::string_view message) {
   return domain_level(domain).value_or(parse_torch_op_range(message) ? Level::kFramework : Level::kModel);
 }
 
-// One thread's push/pop ranges. Its mutex is taken by the thread's own calls and by take(), so it is uncontended
+// One thread's push/pop ranges. Its lock is taken by the thread's own calls and by take(), so it is uncontended
 // while the program runs.
 class RangeRecorder::Thread {
  public:
+  using Lock = SpinLock;
   explicit Thread(std::uint64_t thread_id) : id(thread_id) {}
   const std::uint64_t id;
-  std::mutex mu;
+  Lock mu;
   std::vector<Range> stack;  // innermost last
   Log closed;
   std::uint64_t unmatched_pops = 0;
+  std::size_t room = 0;             // ranges it may still record before it asks held_ for more (max_ranges)
+  SpanId next_id = 0, last_id = 0;  // its block of ids [next_id, last_id) (reserve_ids_)
 };
 
-RangeRecorder::RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges)
-    : next_id_(std::move(next_id)), max_ranges_(max_ranges) {}
+void RangeRecorder::SpinLock::lock() noexcept {
+  // take() holds a thread's lock while it moves the thread's ranges out (microseconds): spin briefly, then yield.
+  for (int spins = 0; held_.exchange(true, std::memory_order_acquire); ++spins) {
+    while (held_.load(std::memory_order_relaxed)) {
+      if (++spins > 64) std::this_thread::yield();
+    }
+  }
+}
+
+RangeRecorder::RangeRecorder(std::function<SpanId()> next_id, std::size_t max_ranges,
+                             std::function<SpanId(std::size_t)> reserve_ids)
+    : next_id_(std::move(next_id)), reserve_ids_(std::move(reserve_ids)), max_ranges_(max_ranges) {}
 
 RangeRecorder::~RangeRecorder() = default;
 
@@ -183,6 +196,32 @@ bool RangeRecorder::admit() {
   }
   held_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+bool RangeRecorder::admit(Thread& thread) {
+  if (thread.room == 0) {
+    std::size_t held = held_.load(std::memory_order_relaxed);
+    std::size_t block = 0;
+    do {
+      block = held < max_ranges_ ? std::min(kRoomBlock, max_ranges_ - held) : 0;
+    } while (block != 0 && !held_.compare_exchange_weak(held, held + block, std::memory_order_relaxed));
+    if (block == 0) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    thread.room = block;
+  }
+  --thread.room;
+  return true;
+}
+
+SpanId RangeRecorder::next_id(Thread& thread) {
+  if (!reserve_ids_) return next_id_();
+  if (thread.next_id == thread.last_id) {
+    thread.next_id = reserve_ids_(kIdBlock);
+    thread.last_id = thread.next_id + kIdBlock;
+  }
+  return thread.next_id++;
 }
 
 Span RangeRecorder::span_of(Range&& r) {
@@ -218,14 +257,21 @@ Span RangeRecorder::span_of(Range&& r) {
   return s;
 }
 
+namespace {
+// Domains are interned (push()): the same domain is almost always the same characters, so the pointers decide first.
+bool same_domain(std::string_view a, std::string_view b) {
+  return (a.data() == b.data() && a.size() == b.size()) || a == b;
+}
+}  // namespace
+
 int RangeRecorder::push(Thread& thread, std::string_view domain, std::string message, std::uint32_t category,
                         std::int64_t ts_ns) {
-  return push_range(thread, {next_id_(), kNoSpan, thread.id, domain, std::move(message), category, ts_ns, ts_ns});
+  return push_range(thread, {kNoSpan, kNoSpan, thread.id, domain, std::move(message), category, ts_ns, ts_ns});
 }
 
 int RangeRecorder::push_op(Thread& thread, std::string_view domain, const std::string* name, std::int64_t sequence,
                            std::string shapes, std::int64_t ts_ns) {
-  Range r{next_id_(), kNoSpan, thread.id, domain, std::move(shapes), 0, ts_ns, ts_ns};
+  Range r{kNoSpan, kNoSpan, thread.id, domain, std::move(shapes), 0, ts_ns, ts_ns};
   r.op_name = name;
   r.sequence = sequence;
   return push_range(thread, std::move(r));
@@ -234,13 +280,15 @@ int RangeRecorder::push_op(Thread& thread, std::string_view domain, const std::s
 int RangeRecorder::push_range(Thread& thread, Range&& r) {
   std::lock_guard lock(thread.mu);
   auto& stack = thread.stack;
-  const auto level = std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return o.domain == r.domain; });
-  if (!admit()) {
+  const auto level =
+      std::count_if(stack.begin(), stack.end(), [&](const Range& o) { return same_domain(o.domain, r.domain); });
+  if (!admit(thread)) {
     Range placeholder{kNoSpan, kNoSpan, thread.id, r.domain, {}, 0, r.start_ns, r.start_ns, true};
     placeholder.dropped = true;
     stack.push_back(std::move(placeholder));
     return static_cast<int>(level);
   }
+  r.id = next_id(thread);
   // The innermost recorded range below is the parent (a dropped one has no span).
   for (auto o = stack.rbegin(); o != stack.rend() && r.parent == kNoSpan; ++o)
     if (!o->dropped) r.parent = o->id;
@@ -252,9 +300,10 @@ int RangeRecorder::pop(Thread& thread, std::string_view domain, std::int64_t ts_
   std::lock_guard lock(thread.mu);
   auto& stack = thread.stack;
   for (auto o = stack.rbegin(); o != stack.rend(); ++o) {
-    if (o->domain != domain) continue;
+    if (!same_domain(o->domain, domain)) continue;
     const auto entry = std::next(o).base();  // the entry itself, as a forward iterator
-    const auto level = std::count_if(stack.begin(), entry, [&](const Range& x) { return x.domain == domain; });
+    const auto level =
+        std::count_if(stack.begin(), entry, [&](const Range& x) { return same_domain(x.domain, domain); });
     entry->end_ns = ts_ns;
     if (!entry->dropped) append(thread.closed, std::move(*entry));
     stack.erase(entry);
@@ -292,16 +341,17 @@ namespace {
 // Every thread's lock, in the map's order, taken while the recorder's lock is held (push and pop take only their
 // thread's, so no order inverts). With a deadline, gives up and releases what it took once it passes.
 template <typename Threads>
-std::optional<std::vector<std::unique_lock<std::mutex>>> lock_threads(
+std::optional<std::vector<std::unique_lock<typename Threads::mapped_type::element_type::Lock>>> lock_threads(
     Threads& threads, std::optional<std::chrono::steady_clock::time_point> deadline) {
-  std::vector<std::unique_lock<std::mutex>> locks;
+  using Lock = typename Threads::mapped_type::element_type::Lock;
+  std::vector<std::unique_lock<Lock>> locks;
   locks.reserve(threads.size());
   for (auto& [id, t] : threads) {
     if (!deadline) {
       locks.emplace_back(t->mu);
       continue;
     }
-    std::unique_lock<std::mutex> l(t->mu, std::defer_lock);
+    std::unique_lock<Lock> l(t->mu, std::defer_lock);
     while (!l.try_lock()) {
       if (std::chrono::steady_clock::now() >= *deadline) return std::nullopt;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -338,7 +388,7 @@ std::optional<RangeRecorder::Taken> RangeRecorder::try_take(std::int64_t now_ns,
 }
 
 RangeRecorder::Taken RangeRecorder::take_locked(std::unique_lock<std::mutex>& lock,
-                                                std::vector<std::unique_lock<std::mutex>>& threads, std::int64_t now_ns,
+                                                std::vector<std::unique_lock<SpinLock>>& threads, std::int64_t now_ns,
                                                 bool window) {
   // The closed ranges move out whole (a log each); they become spans once every lock is let go.
   std::vector<Log> batches;
@@ -355,6 +405,7 @@ RangeRecorder::Taken RangeRecorder::take_locked(std::unique_lock<std::mutex>& lo
   for (auto& [thread_id, t] : threads_) {
     batches.push_back(std::exchange(t->closed, {}));
     unmatched_pops += std::exchange(t->unmatched_pops, 0);
+    t->room = 0;  // held_ starts again from 0 below
     for (Range& r : t->stack)
       if (!r.dropped) {
         if (!window) {

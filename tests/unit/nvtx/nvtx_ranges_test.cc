@@ -228,6 +228,31 @@ TEST(RangeRecorder, PastItsCapRangesAreDroppedAndCountedAndNestingHolds) {
   EXPECT_EQ(counters_of(counters2).at(stat::kNvtxDroppedRanges), 0u);
 }
 
+// Threads take room in blocks of 1,024: with room for 1,500, a thread that recorded one range holds 1,024, so another
+// records the 476 left and then drops; a take frees it all again.
+TEST(RangeRecorder, ThreadsTakeRoomInBlocksAndTheBoundHolds) {
+  Ids ids;
+  RangeRecorder rec(ids.fn(), 1500);
+  rec.push(1, "", "serve", 0, 0);
+  for (int i = 0; i < 600; ++i) {
+    rec.push(2, "", "step", 0, 10 * i);
+    rec.pop(2, "", 10 * i + 5);
+  }
+  rec.pop(1, "", 7000);
+  auto [spans, counters] = rec.take(8000);
+  EXPECT_EQ(spans.size(), 477u);
+  EXPECT_EQ(counters_of(counters).at(stat::kNvtxDroppedRanges), 124u);
+  EXPECT_EQ(spans.back().name, "step");
+  EXPECT_EQ(spans.back().start_ns, 4750) << "the 476th step is the last recorded";
+  for (int i = 0; i < 1500; ++i) {
+    rec.push(2, "", "step", 0, 10 * i);
+    rec.pop(2, "", 10 * i + 5);
+  }
+  auto [again, counters2] = rec.take(20000);
+  EXPECT_EQ(again.size(), 1500u) << "after a take the whole room is there again";
+  EXPECT_EQ(counters_of(counters2).at(stat::kNvtxDroppedRanges), 0u);
+}
+
 // A window taken while the program runs on (xsp profile --stop): closed ranges and copies of the open ones, cut at the
 // window's end; the open ones then close without an error and are not handed out again, and what opens after the
 // window is the next take's, with no parent from the window.
@@ -272,17 +297,22 @@ TEST(RangeRecorder, AWindowTakesEveryRangeOnceAndLeavesOpenRangesPairing) {
 // when a window cut the step before the op opened), and nothing is lost or unmatched.
 TEST(RangeRecorder, ThreadsRecordAtOnceWhileWindowsAreTakenAndEveryRangeIsTakenOnce) {
   std::atomic<SpanId> next{1};
-  RangeRecorder rec([&] { return next.fetch_add(1); });
+  // Ids in blocks per thread, as the injection library hands them out (TraceRecorder::reserve_ids).
+  RangeRecorder rec([&] { return next.fetch_add(1); }, SIZE_MAX, [&](std::size_t n) { return next.fetch_add(n); });
   EXPECT_EQ(&rec.thread(7), &rec.thread(7)) << "one object per thread id";
   EXPECT_NE(&rec.thread(7), &rec.thread(8));
   constexpr int kThreads = 4, kSteps = 3000;
   static const std::string kOp = "aten::mm";
   std::atomic<int> running{kThreads};
+  std::atomic<int> windows{0};
   std::vector<std::thread> pool;
   for (int t = 1; t <= kThreads; ++t)
     pool.emplace_back([&, t] {
       RangeRecorder::Thread& mine = rec.thread(static_cast<std::uint64_t>(t));
       for (int i = 0; i < kSteps; ++i) {
+        // Halfway, wait for a window: a fast thread must not finish before the first one is taken.
+        if (i == kSteps / 2)
+          while (windows.load() == 0) std::this_thread::yield();
         const std::int64_t ts = 10 * i;
         EXPECT_EQ(rec.push(mine, "", "step", 0, ts), 0);
         EXPECT_EQ(rec.push_op(mine, "torch.ops", &kOp, i, "", ts + 1), 0);
@@ -299,14 +329,13 @@ TEST(RangeRecorder, ThreadsRecordAtOnceWhileWindowsAreTakenAndEveryRangeIsTakenO
     unmatched += c.at(stat::kNvtxUnmatchedPops) + c.at(stat::kNvtxUnmatchedEnds);
     dropped += c.at(stat::kNvtxDroppedRanges);
   };
-  int windows = 0;
   while (running.load() > 0) {
     keep(rec.take_window(0));
-    ++windows;
+    windows.fetch_add(1);
   }
   for (std::thread& t : pool) t.join();
   keep(rec.take(0));
-  EXPECT_GT(windows, 0);
+  EXPECT_GT(windows.load(), 0);
   EXPECT_EQ(unmatched, 0u);
   EXPECT_EQ(dropped, 0u);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(2 * kThreads * kSteps));
@@ -330,7 +359,7 @@ TEST(RangeRecorder, ThreadsRecordAtOnceWhileWindowsAreTakenAndEveryRangeIsTakenO
     EXPECT_EQ(parent->second->start_ns + 1, s.start_ns);
   }
   EXPECT_EQ(tracks.size(), static_cast<std::size_t>(kThreads));
-  EXPECT_LE(orphans, windows * kThreads) << "a window cuts at most one open step per thread";
+  EXPECT_LE(orphans, windows.load() * kThreads) << "a window cuts at most one open step per thread";
 }
 
 }  // namespace
