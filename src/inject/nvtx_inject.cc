@@ -629,8 +629,7 @@ void torch_op_push(int kind, const char* name, std::int64_t sequence, const char
   const std::int64_t now = c.ticks.ticks();
   c.ticks.anchor_if_due(now);
   bool opens = false;
-  // Only --capture nvtx:NAME compares names (admit_push() would measure each name first).
-  const bool recorded = c.gate.by_range() ? c.gate.admit_push(name, gate_ns(c), &opens) : c.gate.open_at(gate_ns(c));
+  const bool recorded = c.gate.admit_push(name, gate_ns(c), &opens);
   t.open.push_back(static_cast<std::uint8_t>((recorded ? 1 : 0) | (opens ? 2 : 0)));
   if (!recorded) return;
   if (kind == XSP_TORCH_USER_SCOPE) {

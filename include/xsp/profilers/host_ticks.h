@@ -21,6 +21,8 @@
 #include <x86intrin.h>
 #endif
 
+#include "xsp/trace/trace.h"
+
 namespace xsp {
 
 /// One reading of both clocks: the counter's `ticks` and CLOCK_MONOTONIC's `ns` at the same instant (the counter read
@@ -60,7 +62,7 @@ class HostTicks {
 
   /// Now, in ticks (ns when the counter is not used).
   std::int64_t ticks() const {
-    if (!counter_) return monotonic_ns();
+    if (!counter_) return now_ns();
     return read_counter();
   }
   /// Takes an anchor when `now_ticks` (from ticks()) is an interval past the last: one relaxed load otherwise.
@@ -77,7 +79,6 @@ class HostTicks {
   /// interrupted, say), the mapping of the first anchor and one read now, instead of waiting for ever.
   TickMapping mapping_within(int wait_ms);
 
-  static std::int64_t monotonic_ns();
   static std::int64_t read_counter() {
 #if defined(__x86_64__)
     return static_cast<std::int64_t>(__rdtsc());
@@ -86,13 +87,15 @@ class HostTicks {
     asm volatile("mrs %0, cntvct_el0" : "=r"(v));
     return static_cast<std::int64_t>(v);
 #else
-    return monotonic_ns();
+    return now_ns();
 #endif
   }
 
  private:
   static constexpr std::size_t kMaxAnchors = 1 << 16;
   void add_anchor();
+  // Under mu_: appends an anchor read now (thinning past kMaxAnchors) and sets when the next one is due.
+  void add_anchor_locked();
   bool counter_ = false;
   std::string source_;
   std::int64_t interval_ns_;

@@ -62,6 +62,11 @@ class CaptureGate {
   /// A push/pop range named `message` begins at `now_ns`: whether it is recorded. `*opens_capture` is set when it is
   /// a range of the capture's name (its pop must call close_capture()).
   bool admit_push(std::string_view message, std::int64_t now_ns, bool* opens_capture);
+  /// admit_push() for a NUL-terminated name (a PyTorch op's, per op): its length is taken only when the capture
+  /// admits ranges by name (--capture nvtx:NAME).
+  bool admit_push(const char* message, std::int64_t now_ns, bool* opens_capture) {
+    return admit_push(settings_.range.empty() ? std::string_view() : std::string_view(message), now_ns, opens_capture);
+  }
   /// The pop of a range admit_push() said opened the capture.
   void close_capture();
   /// A start/end range begins at `now_ns`: whether it is recorded.
@@ -71,20 +76,15 @@ class CaptureGate {
   /// On-demand capture: whether collection is on now.
   bool on() const { return on_.load(std::memory_order_relaxed); }
   const CaptureSettings& settings() const { return settings_; }
-  /// Whether ranges are admitted by name (--capture nvtx:NAME). When not, admit_push() is open_at() whatever the
-  /// name, so a caller on a hot path may skip measuring the name.
-  bool by_range() const { return !settings_.range.empty(); }
   /// Whether a delay or a duration is set: when not, the `now_ns` given to admit_push(), admit_start() and open_at()
   /// is not read, so a caller may skip reading the clock.
   bool timed() const {
     return settings_.start_ns != std::numeric_limits<std::int64_t>::min() ||
            settings_.end_ns != std::numeric_limits<std::int64_t>::max();
   }
-  /// Whether collection is on at `now_ns` (CLOCK_MONOTONIC): on (on-demand), after the delay and before the duration
-  /// ends; names aside.
-  bool open_at(std::int64_t now_ns) const;
 
  private:
+  bool open_at(std::int64_t now_ns) const;
   CaptureSettings settings_;
   std::atomic<bool> on_;
   std::atomic<int> capture_depth_{0};

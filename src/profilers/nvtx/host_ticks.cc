@@ -1,7 +1,5 @@
 #include "xsp/profilers/host_ticks.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,7 +13,7 @@ namespace {
 
 TickAnchor read_anchor() {
   const std::int64_t before = HostTicks::read_counter();
-  const std::int64_t ns = HostTicks::monotonic_ns();
+  const std::int64_t ns = now_ns();
   const std::int64_t after = HostTicks::read_counter();
   return {before + (after - before) / 2, ns};
 }
@@ -74,12 +72,6 @@ std::int64_t TickMapping::to_ns(std::int64_t ticks) const {
   return a.ns + std::llround(static_cast<double>(ticks - a.ticks) * ns_per_tick);
 }
 
-std::int64_t HostTicks::monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 HostTicks::HostTicks(std::int64_t interval_ns) : interval_ns_(interval_ns) {
   counter_ = kernel_times_with_counter("/sys/devices/system/clocksource/clocksource0/current_clocksource", &source_);
   if (!counter_) return;
@@ -94,6 +86,10 @@ HostTicks::HostTicks(std::int64_t interval_ns) : interval_ns_(interval_ns) {
 
 void HostTicks::add_anchor() {
   std::lock_guard lock(mu_);
+  add_anchor_locked();
+}
+
+void HostTicks::add_anchor_locked() {
   const TickAnchor now = read_anchor();
   if (!anchors_.empty() && now.ticks <= anchors_.back().ticks) return;
   anchors_.push_back(now);
@@ -116,8 +112,8 @@ void HostTicks::add_anchor() {
 
 TickMapping HostTicks::mapping() {
   if (!counter_) return TickMapping({}, true);
-  add_anchor();
   std::lock_guard lock(mu_);
+  add_anchor_locked();
   return TickMapping(anchors_);
 }
 
@@ -125,7 +121,7 @@ TickMapping HostTicks::mapping_within(int wait_ms) {
   if (!counter_) return TickMapping({}, true);
   std::unique_lock lock(mu_, std::chrono::milliseconds(wait_ms));
   if (!lock.owns_lock()) return TickMapping({first_, read_anchor()});
-  anchors_.push_back(read_anchor());
+  add_anchor_locked();
   return TickMapping(anchors_);
 }
 
