@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/op_table.h"
 
 namespace xsp {
 namespace {
@@ -176,10 +179,47 @@ ChartSpec chart(ChartKind kind, std::string x, std::string y, std::string color 
   return c;
 }
 
+// Per-layer bars named "index name", the 20 largest and the rest as one.
+ChartSpec labelled_bars(std::string y) {
+  ChartSpec c = chart(ChartKind::kBar, "layer_index", std::move(y));
+  c.label = "layer_name";
+  c.top_n = 20;
+  return c;
+}
+
 ChartSpec roofline(std::string color) {
   ChartSpec c = chart(ChartKind::kRoofline, "ai_dram", "achieved_flops_per_s", std::move(color));
   c.log_x = c.log_y = true;
   return c;
+}
+
+// ---- ops: the op table (op_table.h), self and total time per op over every FRAMEWORK span ----
+AnalysisSpec op_table_spec() {
+  const char* kernel_run = " (M/F/K run; empty without a KERNEL-level run)";
+  ChartSpec c = chart(ChartKind::kBar, "op_name", "self_ms");
+  c.top_n = 25;
+  c.title = "Self time per op";
+  return spec(
+      "ops", "Op table: self and total time per op",
+      "which ops take the time once nested ops are counted (torch.profiler's key_averages table)",
+      {L::kModel, L::kFramework, L::kKernel}, per_batch(op_table), D::kInference,
+      {col("op_name", "", "op", "the op name (aten::conv2d); with --group-by module, the op's module path"),
+       col("shapes", "", "shapes", "input shapes of the op's calls (--group-by shapes only)"),
+       col("calls", "count/batch", "calls", "calls per batch (M/F run)"),
+       col("self_ms", "ms", "self (ms)",
+           "per-batch sum of the calls' durations minus their direct FRAMEWORK children's, trimmed mean (M/F run)"),
+       col("total_ms", "ms", "total (ms)",
+           "per-batch sum of the calls' durations (inclusive; recursion counts twice; per module: its outermost "
+           "calls), trimmed mean (M/F run)"),
+       col("avg_self_us", "us", "avg self (µs)", "self time per call over all measured batches"),
+       col("avg_total_us", "us", "avg total (µs)", "total time per call over all measured batches"),
+       col("self_percent", "%", "self %", "100 × self / the framework time (the sum of every op's self time)"),
+       col("self_cuda_ms", "ms", "self CUDA (ms)",
+           std::string("per-batch kernel time of the kernels the op launched itself, trimmed mean") + kernel_run),
+       col("cuda_total_ms", "ms", "CUDA total (ms)",
+           std::string("per-batch kernel time of the kernels below the op at any depth, trimmed mean") + kernel_run),
+       col("kernels", "count/batch", "kernels", std::string("kernels the op launched itself per batch") + kernel_run)},
+      c, "self_ms");
 }
 
 // ---- A1–A7 (MODEL and FRAMEWORK level) ----
@@ -216,35 +256,35 @@ std::vector<AnalysisSpec> model_analyses() {
       per_batch(on_layers<a2_layer_information>), D::kInference,
       {layer_index("index"), layer_name(), layer_type(),
        col("shapes", "", "shapes", "input shapes of the layer as the framework reports them"), latency_ms, allocated},
-      chart(ChartKind::kBar, "layer_index", "latency_ms")));
+      ChartSpec{}));
   v.push_back(spec("A3", "Layer latency by index", "which layers take the time", {L::kFramework},
                    per_batch(on_layers<a3_layer_latency>), D::kInference,
-                   {layer_index("index"), layer_name(), latency_ms},
-                   chart(ChartKind::kBar, "layer_index", "latency_ms"), "latency_ms"));
+                   {layer_index("index"), layer_name(), latency_ms}, labelled_bars("latency_ms"), "latency_ms"));
   v.push_back(spec("A4", "Layer allocated memory by index", "which layers allocate the memory", {L::kFramework},
                    per_batch(on_layers<a4_layer_memory>), D::kInference,
-                   {layer_index("index"), layer_name(), allocated},
-                   chart(ChartKind::kBar, "layer_index", "allocated_bytes"), "allocated_bytes"));
+                   {layer_index("index"), layer_name(), allocated}, labelled_bars("allocated_bytes"),
+                   "allocated_bytes"));
   const ColumnSpec type = layer_type();
   v.push_back(spec("A5", "Layer type distribution", "how many layers of each type the model has", {L::kFramework},
                    per_batch(on_layers<a5_layer_type_distribution>), D::kInference,
                    {type, col("count", "count", "count", "layers of the type"),
                     col("percent", "%", "%", "share of all layers, in percent")},
-                   chart(ChartKind::kArc, "", "count", "layer_type")));
+                   chart(ChartKind::kBar, "layer_type", "count")));
   v.push_back(spec("A6", "Layer latency by type", "which layer types take the time", {L::kFramework},
                    per_batch(on_layers<a6_layer_latency_by_type>), D::kInference,
                    {type,
                     col("latency_ms", "ms", "latency (ms)",
                         "sum of the per-index trimmed-mean latencies of the type's layers (M/F run)"),
                     col("percent", "%", "%", "share of the summed latency of all layers, in percent")},
-                   chart(ChartKind::kArc, "", "latency_ms", "layer_type"), "latency_ms"));
+                   chart(ChartKind::kBar, "layer_type", "latency_ms"), "latency_ms"));
   v.push_back(spec("A7", "Layer memory by type", "which layer types allocate the memory", {L::kFramework},
                    per_batch(on_layers<a7_layer_memory_by_type>), D::kInference,
                    {type,
                     col("allocated_bytes", "bytes", "allocated (B)",
                         "sum of the type's mean allocated bytes (layers without the tag count 0)"),
                     col("percent", "%", "%", "share of the bytes allocated by all layers, in percent")},
-                   chart(ChartKind::kArc, "", "allocated_bytes", "layer_type"), "allocated_bytes"));
+                   chart(ChartKind::kBar, "layer_type", "allocated_bytes"), "allocated_bytes"));
+  v.push_back(op_table_spec());
   return v;
 }
 
@@ -260,7 +300,7 @@ std::vector<AnalysisSpec> kernel_analyses() {
       {layer_index(), kernel_index(), layer_name("layer name"), kernel_name(), kernel_latency, gflops(), dram_read(),
        dram_write(), occupancy(), arithmetic_intensity(), achieved_flops(), bound(), l2_bytes(), l1_bytes(),
        col("sm_throughput_percent", "%", "SM %", "SM throughput over its peak, in percent"), precision()},
-      chart(ChartKind::kBar, "layer_index", "latency_ms")));
+      labelled_bars("latency_ms")));
   const ColumnSpec ai_dram = ai("dram", "AI DRAM"), ai_l2 = ai("l2", "AI L2"), ai_l1 = ai("l1", "AI L1");
   v.push_back(spec("A9", "Kernel roofline", "how close each kernel gets to the machine's roofline",
                    {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a9_kernel_roofline>), D::kNone,
@@ -289,7 +329,7 @@ std::vector<AnalysisSpec> kernel_analyses() {
             col("kernel_count", "count/batch", "kernels / batch", "kernels the layer launched per batch"),
             kernel_sum_ms, layer_latency_ms,
             col("gpu_percent", "%", "GPU %", "100 × kernel latency / layer latency; above 100 when kernels overlap")},
-           chart(ChartKind::kBar, "layer_index", "kernel_latency_ms")));
+           labelled_bars("kernel_latency_ms")));
   v.push_back(spec(
       "A12", "Counters by layer", "each layer's hardware counters, summed over its kernels",
       {L::kFramework, L::kKernel, L::kHardware}, per_batch(on_gpu_runs<a12_counters_by_layer>), D::kNone,
@@ -299,7 +339,7 @@ std::vector<AnalysisSpec> kernel_analyses() {
        col("achieved_occupancy", "%", "occupancy", "achieved occupancy, mean weighted by each kernel's M/F/K latency"),
        col("arithmetic_intensity", "FLOP/byte", "AI (FLOP/B)", "summed FLOPs / summed DRAM read+write bytes"),
        precision(), bound()},
-      chart(ChartKind::kBar, "layer_index", "gflops"), "gflops"));
+      labelled_bars("gflops"), "gflops"));
   {
     ChartSpec c =
         chart(ChartKind::kStackedBar, "layer_index", "gpu_latency_ms", "", {"gpu_latency_ms", "non_gpu_latency_ms"});
@@ -978,6 +1018,80 @@ nlohmann::json field(const AnalysisSpec& s, const Table& t, const std::string& n
   return f;
 }
 
+double number_or_zero(const Cell& c) {
+  if (const auto* i = std::get_if<std::int64_t>(&c)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&c)) return std::isfinite(*d) ? *d : 0.0;
+  return 0.0;
+}
+
+// Bars named by ChartSpec::label next to x ("12 layer4.0.conv1"): one per distinct name with the values summed,
+// the top_n largest kept and the rest summed into "other (N)". Largest first.
+nlohmann::json labelled_bar_values(const AnalysisSpec& s, const Table& t) {
+  const ChartSpec& c = s.chart;
+  const int xi = column_index(t, c.x), li = c.label.empty() ? -1 : column_index(t, c.label), yi = column_index(t, c.y);
+  std::vector<std::pair<std::string, double>> bars;
+  std::unordered_map<std::string, std::size_t> at;
+  for (const auto& row : t.rows) {
+    const Cell& xc = row[static_cast<std::size_t>(xi)];
+    std::string name = std::holds_alternative<std::int64_t>(xc)  ? std::to_string(std::get<std::int64_t>(xc))
+                       : std::holds_alternative<std::string>(xc) ? std::get<std::string>(xc)
+                                                                 : "–";
+    if (li >= 0)
+      if (const auto* text = std::get_if<std::string>(&row[static_cast<std::size_t>(li)])) name += " " + *text;
+    const auto [it, fresh] = at.emplace(name, bars.size());
+    if (fresh) bars.emplace_back(name, 0.0);
+    bars[it->second].second += number_or_zero(row[static_cast<std::size_t>(yi)]);
+  }
+  std::stable_sort(bars.begin(), bars.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (c.top_n > 0 && bars.size() > c.top_n + 1) {
+    double rest = 0;
+    for (std::size_t i = c.top_n; i < bars.size(); ++i) rest += bars[i].second;
+    const std::size_t others = bars.size() - c.top_n;
+    bars.resize(c.top_n);
+    bars.emplace_back("other (" + std::to_string(others) + ")", rest);
+  }
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& [name, value] : bars) values.push_back({{"bar", name}, {c.y, value}});
+  return values;
+}
+
+// kBar: vertical bars over an ordinal x (an index, a batch size); horizontal ones, largest on top, when the bars
+// are named by text (a nominal x or a label column), so that the names stay readable.
+void bar_chart(const AnalysisSpec& s, const Table& table, const nlohmann::json& tooltip, nlohmann::json& spec) {
+  const ChartSpec& c = s.chart;
+  spec["mark"] = {{"type", "bar"}, {"tooltip", true}};
+  const bool labelled = !c.label.empty() && column_index(table, c.label) >= 0;
+  const bool named = is_text_column(table, s.column_index(c.x));
+  if (labelled || (named && c.top_n > 0 && table.rows.size() > c.top_n + 1)) {
+    spec["data"]["values"] = labelled_bar_values(s, table);
+    const std::size_t xi = s.column_index(c.x);
+    std::string title = s.columns[xi].title.empty() ? c.x : s.columns[xi].title;
+    if (labelled) {
+      const std::size_t li = s.column_index(c.label);
+      title += " " + (s.columns[li].title.empty() ? c.label : s.columns[li].title);
+    }
+    nlohmann::json value = field(s, table, c.y, "quantitative");
+    spec["encoding"] = {
+        {"y",
+         {{"field", "bar"}, {"type", "nominal"}, {"sort", nullptr}, {"title", title}, {"axis", {{"labelLimit", 320}}}}},
+        {"x", value},
+        {"tooltip", {{{"field", "bar"}, {"type", "nominal"}, {"title", title}}, value}}};
+    spec["height"] = {{"step", 16}};
+    return;
+  }
+  nlohmann::json x = field(s, table, c.x, is_text_column(table, s.column_index(c.x)) ? "nominal" : "ordinal");
+  nlohmann::json y = field(s, table, c.y, "quantitative");
+  if (x["type"] == "nominal") {
+    x["sort"] = "-x";  // names: largest on top
+    x["axis"] = {{"labelLimit", 320}};
+    spec["encoding"] = {{"y", x}, {"x", y}, {"tooltip", tooltip}};
+    spec["height"] = {{"step", 16}};
+  } else {
+    spec["encoding"] = {{"x", x}, {"y", y}, {"tooltip", tooltip}};
+  }
+  if (!c.color.empty()) spec["encoding"]["color"] = field(s, table, c.color, "nominal");
+}
+
 }  // namespace
 
 nlohmann::json vega_lite_chart(const Table& table) {
@@ -1005,7 +1119,13 @@ nlohmann::json vega_lite_chart(const Table& table) {
     case ChartKind::kLine:
     case ChartKind::kStackedBar: {
       const bool stacked = c.kind == ChartKind::kStackedBar;
-      nlohmann::json enc = {{"x", x_field(stacked ? "ordinal" : "quantitative")}, {"tooltip", tooltip}};
+      // A batch size is a category of the run, not a quantity to interpolate: one evenly spaced tick each.
+      nlohmann::json enc = {{"x", x_field(stacked || c.x == "batch_size" ? "ordinal" : "quantitative")},
+                            {"tooltip", tooltip}};
+      if (c.x == "batch_size") {
+        enc["x"]["axis"] = {{"labelAngle", 0}};
+        enc["x"]["title"] = "batch size";
+      }
       spec["mark"] = stacked ? nlohmann::json("bar") : nlohmann::json{{"type", "line"}, {"point", true}};
       if (!c.series.empty()) {
         // One series per value column: fold them into (series, value) pairs; the series title is the column's.
@@ -1015,7 +1135,20 @@ nlohmann::json vega_lite_chart(const Table& table) {
                     {"type", "quantitative"},
                     {"title", first.unit.empty() ? std::string("value") : first.unit}};
         if (stacked) enc["y"]["stack"] = "zero";
-        enc["color"] = {{"field", "series"}, {"type", "nominal"}, {"sort", c.series}, {"title", ""}};
+        // The legend names each series by its column's title, not its machine name.
+        std::string label_expr = "{";
+        for (const std::string& name : c.series) {
+          const ColumnSpec& sc = s->columns[s->column_index(name)];
+          std::string title = axis_title(sc);
+          std::erase(title, '\'');
+          label_expr += (label_expr.size() > 1 ? ", '" : "'") + name + "': '" + title + "'";
+        }
+        label_expr += "}[datum.label] || datum.label";
+        enc["color"] = {{"field", "series"},
+                        {"type", "nominal"},
+                        {"sort", c.series},
+                        {"title", ""},
+                        {"legend", {{"labelExpr", label_expr}, {"labelLimit", 300}}}};
       } else {
         enc["y"] = field(*s, table, c.y, "quantitative");
         if (!c.color.empty()) enc["color"] = field(*s, table, c.color, "nominal");
@@ -1026,14 +1159,27 @@ nlohmann::json vega_lite_chart(const Table& table) {
       if (!c.y_low.empty() && column_index(table, c.y_low) >= 0 && column_index(table, c.y_high) >= 0) {
         nlohmann::json low = field(*s, table, c.y_low, "quantitative");
         low["title"] = enc["y"].value("title", "");
-        interval = {{"mark", {{"type", "rule"}, {"strokeWidth", 2}, {"opacity", 0.6}}},
+        interval = {{"mark", {{"type", "errorbar"}, {"thickness", 2}, {"color", "#333"}}},
                     {"encoding", {{"x", enc["x"]}, {"y", low}, {"y2", {{"field", c.y_high}}}, {"tooltip", tooltip}}}};
       }
       if (!c.y2.empty()) {
-        // Two quantities with different units: one line each, on independent y axes.
-        nlohmann::json second = {
-            {"mark", {{"type", "line"}, {"point", true}, {"strokeDash", {4, 4}}}},
-            {"encoding", {{"x", enc["x"]}, {"y", field(*s, table, c.y2, "quantitative")}, {"tooltip", tooltip}}}};
+        // Two quantities with different units: one line each, on independent y axes, each named in one legend
+        // (a constant colour datum per line shares the colour scale).
+        const std::string first_name = enc["y"].value("title", c.y);
+        nlohmann::json second_y = field(*s, table, c.y2, "quantitative");
+        const std::string second_name = second_y.value("title", c.y2);
+        enc["color"] = {{"datum", first_name},
+                        {"type", "nominal"},
+                        {"title", nullptr},
+                        {"scale", {{"domain", {first_name, second_name}}}}};
+        second_y["axis"] = {{"titleColor", "#f58518"}};
+        enc["y"]["axis"] = {{"titleColor", "#4c78a8"}};
+        nlohmann::json second = {{"mark", {{"type", "line"}, {"point", true}, {"strokeDash", {4, 4}}}},
+                                 {"encoding",
+                                  {{"x", enc["x"]},
+                                   {"y", second_y},
+                                   {"color", {{"datum", second_name}, {"type", "nominal"}}},
+                                   {"tooltip", tooltip}}}};
         nlohmann::json first = {{"mark", spec["mark"]}, {"encoding", enc}};
         if (!interval.is_null()) first = {{"layer", {first, interval}}};
         spec.erase("mark");
@@ -1048,14 +1194,9 @@ nlohmann::json vega_lite_chart(const Table& table) {
       }
       break;
     }
-    case ChartKind::kBar: {
-      nlohmann::json x = x_field("ordinal");
-      if (x["type"] == "nominal") x["sort"] = "-y";  // names: largest first
-      spec["mark"] = "bar";
-      spec["encoding"] = {{"x", x}, {"y", field(*s, table, c.y, "quantitative")}, {"tooltip", tooltip}};
-      if (!c.color.empty()) spec["encoding"]["color"] = field(*s, table, c.color, "nominal");
+    case ChartKind::kBar:
+      bar_chart(*s, table, tooltip, spec);
       break;
-    }
     case ChartKind::kArc:
       spec["mark"] = {{"type", "arc"}, {"tooltip", true}};
       spec["encoding"] = {{"theta", field(*s, table, c.y, "quantitative")},

@@ -1,11 +1,15 @@
 // Table renderings (SPEC §4: every analysis is available as a terminal table, CSV and JSON).
 #include "xsp/analysis/table.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -96,27 +100,160 @@ void csv_field(std::string& out, std::string_view s) {
 }
 
 // `text` broken at spaces into lines of at most `width` columns where a space allows, the later lines indented
-// by `indent`; each line ends in '\n'.
-std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
-  std::string out, line;
-  std::size_t p = 0;
-  while (p < text.size()) {
+// by `indent`; each line ends in '\n'. `break_words`: a word longer than a line (a long path) is cut across lines.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent, bool break_words = false) {
+  std::vector<std::string> words;
+  const std::size_t room = width > display_width(indent) + 1 ? width - display_width(indent) : 1;
+  for (std::size_t p = 0; p < text.size();) {
     std::size_t q = text.find(' ', p);
     if (q == std::string::npos) q = text.size();
-    const std::string word = text.substr(p, q - p);
+    std::string word = text.substr(p, q - p);
+    // A word wider than a line is cut into pieces of a line each, at code-point boundaries.
+    while (break_words && display_width(word) > room) {
+      std::size_t cut = 0;
+      for (std::size_t cols = 0; cut < word.size() && cols < room; ++cols) {
+        ++cut;
+        while (cut < word.size() && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80) ++cut;
+      }
+      words.push_back(word.substr(0, cut));
+      word.erase(0, cut);
+    }
+    words.push_back(std::move(word));
+    p = q + 1;
+  }
+  std::string out, line;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
     const std::size_t line_width = display_width(line);
     if (line_width > display_width(indent) && line_width + 1 + display_width(word) > width) {
       out += line + '\n';
       line = indent + word;
     } else {
-      line += (line.empty() || p == 0 ? "" : " ") + word;
+      line += (line.empty() || i == 0 ? "" : " ") + word;
     }
-    p = q + 1;
   }
   return out + line + '\n';
 }
 
 constexpr std::size_t kNoteWidth = 120;
+constexpr int kBarWidth = 30;
+constexpr std::size_t kMinSymbolWidth = 24;
+
+// The terminal rendering's cells and column widths, before any line is written.
+struct TextLayout {
+  std::vector<std::vector<std::string>> text;  // per row, per column
+  std::vector<std::size_t> width;              // display width of each column (header included)
+  std::vector<bool> right;                     // numbers align on the right, text on the left
+  std::vector<bool> shown;                     // columns printed
+  int bar_width = kBarWidth;                   // 0: no bar
+  double bar_max = 0;
+};
+
+// A cell as the terminal shows it: symbols shortened to `symbol_width`, no line breaks.
+std::string terminal_cell(const Column& col, const Cell& cell, int precision, std::size_t symbol_width) {
+  std::string text = cell_text(cell, precision);
+  if (col.symbol && std::holds_alternative<std::string>(cell)) text = short_symbol(text, symbol_width);
+  // A line break inside a cell would tear the table apart; CSV and JSON keep the text as is.
+  for (char& ch : text) {
+    if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
+  }
+  return text;
+}
+
+TextLayout lay_out(const Table& table, int precision) {
+  const std::size_t ncol = table.columns.size();
+  const bool has_bar = table.bar_column >= 0 && static_cast<std::size_t>(table.bar_column) < ncol;
+  TextLayout l;
+  l.text.resize(table.rows.size());
+  l.width.assign(ncol, 0);
+  l.right.assign(ncol, false);
+  for (std::size_t c = 0; c < ncol; ++c) {
+    const Column& col = table.columns[c];
+    l.width[c] = display_width(col.title.empty() ? col.name : col.title);
+  }
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    const auto& row = table.rows[r];
+    l.text[r].resize(ncol);
+    for (std::size_t c = 0; c < ncol && c < row.size(); ++c) {
+      l.text[r][c] = terminal_cell(table.columns[c], row[c], precision, 60);
+      l.width[c] = std::max(l.width[c], display_width(l.text[r][c]));
+      if (is_numeric(row[c])) l.right[c] = true;
+    }
+    if (has_bar && static_cast<std::size_t>(table.bar_column) < row.size()) {
+      if (auto v = cell_number(row[table.bar_column]); v && std::isfinite(*v)) l.bar_max = std::max(l.bar_max, *v);
+    }
+  }
+  // Columns shown: those meant for the terminal that hold a value in some row (all of them when there is no row,
+  // so that the header still says what the table would hold). CSV and JSON keep every column.
+  l.shown.assign(ncol, false);
+  for (std::size_t c = 0; c < ncol; ++c) {
+    l.shown[c] = table.columns[c].in_text;
+    if (l.shown[c] && !table.rows.empty())
+      l.shown[c] = std::any_of(table.rows.begin(), table.rows.end(),
+                               [&](const auto& row) { return c < row.size() && row[c].index() != 0; });
+  }
+  if (!has_bar) l.bar_width = 0;
+  return l;
+}
+
+// Width of a table line: the shown columns, two spaces between them, and the bar.
+std::size_t layout_width(const TextLayout& l, bool has_bar) {
+  std::size_t total = 0;
+  bool any = false;
+  for (std::size_t c = 0; c < l.width.size(); ++c) {
+    if (!l.shown[c]) continue;
+    total += l.width[c] + (any ? 2 : 0);
+    any = true;
+  }
+  if (has_bar && l.bar_width > 0) total += 2 + static_cast<std::size_t>(l.bar_width);
+  return total;
+}
+
+// Narrows `l` to `max_width` columns: a narrower bar or none, symbols cut further, then columns left out (lowest
+// Column::priority first, rightmost first among equals; never the first shown). Returns the names left out.
+std::vector<std::string> fit_width(const Table& table, TextLayout& l, bool has_bar, std::size_t max_width) {
+  auto total = [&] { return layout_width(l, has_bar); };
+  std::vector<std::string> left_out;
+  if (total() <= max_width) return left_out;
+  if (has_bar && l.bar_width > 0) {
+    const std::size_t without = total() - 2 - static_cast<std::size_t>(l.bar_width);
+    const std::size_t room = max_width > without + 2 ? max_width - without - 2 : 0;
+    l.bar_width = room >= 8 ? static_cast<int>(std::min<std::size_t>(room, kBarWidth)) : 0;
+  }
+  for (std::size_t c = 0; c < l.width.size() && total() > max_width; ++c) {
+    if (!l.shown[c] || !table.columns[c].symbol || l.width[c] <= kMinSymbolWidth) continue;
+    const std::size_t target = std::max(kMinSymbolWidth, l.width[c] - std::min(l.width[c], total() - max_width));
+    const Column& col = table.columns[c];
+    l.width[c] = display_width(col.title.empty() ? col.name : col.title);
+    for (std::size_t r = 0; r < table.rows.size(); ++r) {
+      if (c >= table.rows[r].size()) continue;
+      l.text[r][c] = terminal_cell(col, table.rows[r][c], 3, target);
+      l.width[c] = std::max(l.width[c], display_width(l.text[r][c]));
+    }
+  }
+  std::vector<std::size_t> order;
+  const auto key = std::find(l.shown.begin(), l.shown.end(), true) - l.shown.begin();
+  for (std::size_t c = 0; c < l.width.size(); ++c)
+    if (l.shown[c] && static_cast<std::ptrdiff_t>(c) != key) order.push_back(c);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (table.columns[a].priority != table.columns[b].priority)
+      return table.columns[a].priority < table.columns[b].priority;
+    return a > b;
+  });
+  for (std::size_t c : order) {
+    if (total() <= max_width) break;
+    l.shown[c] = false;
+    left_out.push_back(table.columns[c].name);
+  }
+  // Named in the table's order, as the CSV header has them.
+  std::sort(left_out.begin(), left_out.end(), [&](const std::string& a, const std::string& b) {
+    auto at = [&](const std::string& n) {
+      return std::find_if(table.columns.begin(), table.columns.end(), [&](const Column& c) { return c.name == n; });
+    };
+    return at(a) < at(b);
+  });
+  return left_out;
+}
 
 }  // namespace
 
@@ -128,95 +265,81 @@ TableFormat parse_table_format(const std::string& name) {
   throw std::invalid_argument("unknown table format '" + name + "' (expected table, text, csv or json)");
 }
 
-std::string render_text(const Table& table, int precision) {
-  constexpr int kBarWidth = 30;
+std::string render_text(const Table& table, int precision, std::size_t max_width) {
   const std::size_t ncol = table.columns.size();
   const bool has_bar = table.bar_column >= 0 && static_cast<std::size_t>(table.bar_column) < ncol;
-
-  std::vector<std::vector<std::string>> text(table.rows.size());
-  std::vector<std::size_t> width(ncol, 0);
-  std::vector<bool> right(ncol, false);
-  for (std::size_t c = 0; c < ncol; ++c) {
-    const Column& col = table.columns[c];
-    width[c] = display_width(col.title.empty() ? col.name : col.title);
-  }
-  double bar_max = 0;
-  for (std::size_t r = 0; r < table.rows.size(); ++r) {
-    const auto& row = table.rows[r];
-    text[r].resize(ncol);
-    for (std::size_t c = 0; c < ncol && c < row.size(); ++c) {
-      text[r][c] = cell_text(row[c], precision);
-      if (table.columns[c].symbol && std::holds_alternative<std::string>(row[c])) text[r][c] = short_symbol(text[r][c]);
-      // A line break inside a cell would tear the table apart; CSV and JSON keep the text as is.
-      for (char& ch : text[r][c]) {
-        if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
-      }
-      width[c] = std::max(width[c], display_width(text[r][c]));
-      if (is_numeric(row[c])) right[c] = true;  // numbers align on the right, text on the left
-    }
-    if (has_bar && static_cast<std::size_t>(table.bar_column) < row.size()) {
-      if (auto v = cell_number(row[table.bar_column]); v && std::isfinite(*v)) bar_max = std::max(bar_max, *v);
-    }
-  }
-
-  // Columns shown: those meant for the terminal that hold a value in some row (all of them when there is no row,
-  // so that the header still says what the table would hold). CSV and JSON keep every column.
-  std::vector<bool> shown(ncol, false);
-  for (std::size_t c = 0; c < ncol; ++c) {
-    shown[c] = table.columns[c].in_text;
-    if (shown[c] && !table.rows.empty())
-      shown[c] = std::any_of(table.rows.begin(), table.rows.end(),
-                             [&](const auto& row) { return c < row.size() && row[c].index() != 0; });
-  }
+  TextLayout l = lay_out(table, precision);
+  std::vector<std::string> left_out;
+  if (max_width > 0) left_out = fit_width(table, l, has_bar, max_width);
+  const std::size_t line_width = max_width > 0 ? max_width : std::size_t{1} << 20;
+  const std::size_t note_width = max_width > 0 ? std::min(kNoteWidth, max_width) : kNoteWidth;
 
   std::string out;
+  std::string title;
   if (!table.id.empty()) {
-    out += table.id;
-    if (!table.title.empty()) out += " — ";
+    title += table.id;
+    if (!table.title.empty()) title += " — ";
   }
-  out += table.title;
-  out += '\n';
+  title += table.title;
+  out += wrap(title, line_width, "  ", max_width > 0);
 
   auto emit_row = [&](const std::vector<std::string>& cells, const std::string& bar_text) {
     std::string line;
     bool first = true;
     for (std::size_t c = 0; c < ncol; ++c) {
-      if (!shown[c]) continue;
+      if (!l.shown[c]) continue;
       const std::string& s = c < cells.size() ? cells[c] : std::string();
-      const std::size_t pad = width[c] - std::min(width[c], display_width(s));
+      const std::size_t pad = l.width[c] - std::min(l.width[c], display_width(s));
       if (!first) line += "  ";
       first = false;
-      if (right[c]) line.append(pad, ' ');
+      if (l.right[c]) line.append(pad, ' ');
       line += s;
-      if (!right[c]) line.append(pad, ' ');
+      if (!l.right[c]) line.append(pad, ' ');
     }
-    if (has_bar && !bar_text.empty()) line += "  " + bar_text;
+    if (!bar_text.empty()) line += "  " + bar_text;
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line;
     out += '\n';
   };
 
   std::vector<std::string> header(ncol);
-  std::size_t total_width = 0;
-  for (std::size_t c = 0; c < ncol; ++c) {
+  for (std::size_t c = 0; c < ncol; ++c)
     header[c] = table.columns[c].title.empty() ? table.columns[c].name : table.columns[c].title;
-    if (shown[c]) total_width += width[c] + (total_width > 0 ? 2 : 0);
-  }
   emit_row(header, "");
   std::string rule;
-  for (std::size_t i = 0; i < total_width + (has_bar ? 2 + kBarWidth : 0); ++i) rule += "─";
+  for (std::size_t i = 0, n = layout_width(l, has_bar); i < n; ++i) rule += "─";
   out += rule + '\n';
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
     std::string b;
-    if (has_bar && bar_max > 0 && static_cast<std::size_t>(table.bar_column) < table.rows[r].size()) {
+    if (has_bar && l.bar_width > 0 && l.bar_max > 0 &&
+        static_cast<std::size_t>(table.bar_column) < table.rows[r].size()) {
       if (auto v = cell_number(table.rows[r][table.bar_column]); v && std::isfinite(*v))
-        b = bar(*v / bar_max, kBarWidth);
+        b = bar(*v / l.bar_max, l.bar_width);
     }
-    emit_row(text[r], b);
+    emit_row(l.text[r], b);
   }
   if (table.rows.empty()) out += "(no rows)\n";
-  for (const std::string& note : table.notes) out += wrap("note: " + note, kNoteWidth, "      ");
+  for (const std::string& note : table.notes) out += wrap("note: " + note, note_width, "      ", max_width > 0);
+  if (!left_out.empty()) {
+    std::string names;
+    for (const std::string& n : left_out) names += (names.empty() ? "" : ", ") + n;
+    out += wrap("note: " + std::to_string(left_out.size()) + " column" + (left_out.size() == 1 ? "" : "s") +
+                    " left out to fit " + std::to_string(max_width) + " terminal columns: " + names +
+                    "; see every column with --format csv (or json), or in a wider terminal",
+                note_width, "      ");
+  }
   return out;
+}
+
+std::size_t terminal_width() {
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr && *columns != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(columns, &end, 10);
+    if (*end == '\0' && n > 0) return static_cast<std::size_t>(n);
+  }
+  winsize size{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 0;
 }
 
 std::string render_csv(const Table& table) {

@@ -7,8 +7,14 @@
 #include <set>
 
 #include "common.h"
+#include "usage.h"
+#include "xsp/pipeline/tokenizer.h"
+#include "xsp/predictor/predictor.h"
+#include "xsp/profilers/device_profiler.h"
 #include "xsp/profilers/profiler_options.h"
 #include "xsp/service/service.h"
+#include "xsp/store/store.h"
+#include "xsp/system/system_info.h"
 #ifdef XSP_WITH_LIBTORCH
 #include "xsp/predictors/libtorch.h"
 #endif
@@ -71,41 +77,22 @@ void register_predictors() {
   (void)once;
 }
 
-// "a, b or c"
-std::string names_of(const std::vector<CLI::App*>& apps) {
-  std::string out;
-  for (std::size_t i = 0; i < apps.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == apps.size() ? " or " : ", ") + apps[i]->get_name();
+// `xsp --version`: the version and what this build can measure with.
+std::string version_text() {
+  register_predictors();
+  std::string predictors;
+  for (const std::string& p : registered_predictors()) predictors += (predictors.empty() ? "" : ", ") + p;
+  std::string out = "xsp " + xsp_version();
+  if (const std::string rev = xsp_git_revision(); !rev.empty() && rev != "unknown") out += " (git " + rev + ")";
+  out += "\npredictors: " + (predictors.empty() ? std::string("none") : predictors);
+  out += "\nprofilers: model, framework (per predictor)";
+  out += have_device_profiler() ? ", device (CUPTI), hardware counters (CUPTI)"
+                                : "; no device profiler (built without CUPTI)";
+  out += "\nstores: SQLite";
+  out += have_postgres_store() ? ", PostgreSQL" : " (built without PostgreSQL)";
+  out += "\ntokenizer: ";
+  out += have_tokenizer() ? "SentencePiece" : "none (built without SentencePiece)";
   return out;
-}
-
-// CLI11's message of a parse error, made to say what was expected where it does not: a missing or unknown command
-// names the commands there are.
-std::string usage_message(CLI::App& app, const CLI::ParseError& e) {
-  if (dynamic_cast<const CLI::RequiredError*>(&e) == nullptr) return e.what();
-  // The deepest command given ("xsp trace" -> trace); it is the one missing its subcommand when that is the error.
-  CLI::App* at = &app;
-  for (bool deeper = true; deeper;) {
-    deeper = false;
-    for (CLI::App* sub : at->get_subcommands())
-      if (sub->parsed()) {
-        at = sub;
-        deeper = true;
-        break;
-      }
-  }
-  const std::vector<CLI::App*> subs = at->get_subcommands([](CLI::App*) { return true; });
-  if (subs.empty() || at->get_require_subcommand_min() == 0 ||
-      std::any_of(subs.begin(), subs.end(), [](CLI::App* s) { return s->parsed(); }))
-    return e.what();
-  const std::string where = at == &app ? "xsp" : "xsp " + at->get_name();
-  std::vector<std::string> extra = app.remaining();
-  for (const std::string& r : at->remaining()) extra.push_back(r);
-  for (const std::string& r : extra)
-    if (!r.empty() && r[0] != '-')
-      return "unknown command '" + r + "' for " + where + "; expected " + names_of(subs) + " (see " + where +
-             " --help)";
-  return where + " needs a command: " + names_of(subs) + " (see " + where + " --help)";
 }
 
 int run(int argc, const char* const* argv, const CliEnvironment& env) {
@@ -124,6 +111,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
                  "(docs/deploy.md); env XSP_STORE")
       ->capture_default_str();
   app.add_option("--zoo", g.zoo_path, "model-zoo folder of manifests; env XSP_ZOO")->capture_default_str();
+  app.set_version_flag("--version", version_text, "print the version and what this build includes, and exit");
   app.add_flag("-v,--verbose", g.verbose,
                "log the measurement's decisions on stderr (warm-up convergence, block size, window verdicts)");
   Commands commands;
@@ -140,6 +128,8 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_serve_command(app, g, commands);
   add_profile_command(app, g, commands);
   add_queue_commands(app, g, commands);
+  add_label_command(app, g, commands);
+  add_delete_command(app, g, commands);
   check_numeric_options(app);
   std::vector<const char*> own(argv, argv + argc);
   if (const auto dashes = std::find_if(own.begin() + std::min(argc, 1), own.end(),
@@ -153,7 +143,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   } catch (const CLI::ParseError& e) {
     // --help and --version print and exit 0; every other parse error is a usage error, in xsp's format.
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    throw CLI::ValidationError(usage_message(app, e));
+    throw CLI::ValidationError(usage_message(app, e, own));
   }
   static auto logger = spdlog::stderr_color_mt("xsp");
   logger->set_pattern("xsp: %l: %v");

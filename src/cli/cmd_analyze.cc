@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/op_table.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
 #include "xsp/service/service.h"
@@ -95,16 +96,29 @@ void write_chart(const service::AnalysisResult& result, const std::string& path)
   if (!chart.left_out.empty()) std::cerr << chart.left_out_note() << "\n";
 }
 
+// A validator accepting the values `parse` knows; CLI11 puts the flag before its message: "--sort: expected one of
+// self, total, ..., got 'x'" (a usage error, exit 2).
+template <typename Parse>
+CLI::Validator one_of(const std::string& values, Parse parse) {
+  return CLI::Validator(
+      [values, parse](std::string& text) -> std::string {
+        return parse(text) ? "" : "expected one of " + values + ", got '" + text + "'";
+      },
+      "");
+}
+
 }  // namespace
 
 void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("analyze", "print analyses of a stored evaluation");
   struct Args {
     std::optional<std::int64_t> id;
-    std::string analyses = "A1,A2,A3,A4,A5,A6,A7", format = "table", chart;
+    std::string analyses = "A1,A2,A3,A4,A5,A6,A7,ops", format = "table", chart;
     std::optional<int> batch;
     std::optional<double> latency_bound_ms;
     bool list = false;
+    std::string group_by = "name", sort = "self";
+    std::size_t top = 0;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("id", a->id, "evaluation id (required unless --list)");
@@ -113,12 +127,26 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                 "statistics, and exit; --format json for a machine-readable list");
   auto* analysis_opt = sub->add_option("--analysis", a->analyses,
                                        "comma-separated analysis ids: " + join_ids(analysis_ids()) +
-                                           " (default: A1-A7, and G1-G5 for a generation evaluation)")
+                                           " (default: A1-A7 and ops, and G1-G5 for a generation evaluation)")
                            ->capture_default_str()
                            ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
-  sub->add_option("--format", a->format, "table|csv|json")->capture_default_str();
+  sub->add_option("--format", a->format, "table|csv|json")->check(table_format_check())->capture_default_str();
   sub->add_option("--batch-size", a->batch, "only this batch size (layer analyses)");
   sub->add_option("--latency-bound-ms", a->latency_bound_ms, "A1: optimal batch under this p99 bound");
+  sub->add_option("--group-by", a->group_by,
+                  std::string("ops: one row per op name, per op name and input shapes, or per module (") +
+                      kOpGroupByValues + ")")
+      ->capture_default_str()
+      ->check(one_of(kOpGroupByValues, [](const std::string& v) { return parse_op_group_by(v); }));
+  sub->add_option("--top", a->top,
+                  "ops: only the first N rows, the rest summed into one \"(other K ops)\" row (0 = all)")
+      ->capture_default_str();
+  sub->add_option("--sort", a->sort,
+                  std::string("ops: order of the rows, largest first: self time, total time, calls, average self "
+                              "time per call, self CUDA time (") +
+                      kOpSortValues + ")")
+      ->capture_default_str()
+      ->check(one_of(kOpSortValues, [](const std::string& v) { return parse_op_sort(v); }));
   sub->add_option("--chart", a->chart,
                   "also write a Vega-Lite v5 chart to this file (.vl.json): A9 or A14 the roofline scatter with its "
                   "ceilings; another analysis (one table) its default chart from the registry (xsp analyze --list)");
@@ -130,11 +158,14 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                    }
                    if (!a->id) throw CLI::RequiredError("id (the evaluation to analyze; or --list)");
                    auto store = open_store(g, StoreAccess::kRead);
-                   // Without --analysis: A1-A7, plus G1-G5 on a generation evaluation (the service's default).
-                   const service::AnalysisResult result = service::analyze(
-                       *store,
-                       {*a->id, analysis_opt->count() == 0 ? std::vector<std::string>{} : split_ids(a->analyses),
-                        a->batch, a->latency_bound_ms});
+                   // Without --analysis: A1-A7 and ops, plus G1-G5 on a generation evaluation (the service's default).
+                   service::AnalysisRequest request{
+                       *a->id, analysis_opt->count() == 0 ? std::vector<std::string>{} : split_ids(a->analyses),
+                       a->batch, a->latency_bound_ms};
+                   request.op_group_by = *parse_op_group_by(a->group_by);  // checked by --group-by's validator
+                   request.op_top = a->top;
+                   request.op_sort = *parse_op_sort(a->sort);
+                   const service::AnalysisResult result = service::analyze(*store, request);
                    if (!a->chart.empty()) write_chart(result, a->chart);
                    print_tables(result.tables, format);
                    return 0;

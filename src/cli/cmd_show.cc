@@ -2,12 +2,15 @@
 // measured, the machine state and warnings, settings and system description.
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include "common.h"
 #include "xsp/analysis/summary.h"
+#include "xsp/manifest/manifest.h"
 #include "xsp/service/service.h"
 #include "xsp/system/gpu_info.h"
 #include "xsp/system/machine_state.h"
+#include "xsp/util/strings.h"
 
 namespace xsp::cli {
 namespace {
@@ -76,6 +79,134 @@ std::string format_settings(const nlohmann::json& settings) {
   return out;
 }
 
+// Lines of `text`, without their '\n'.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The machine state at each run's start and end; a line the same in every snapshot ("gpu: none (nvml absent)")
+// once, then per snapshot only what differs.
+void print_machine_states(const EvaluationRecord& record) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> snapshots;  // "run 1 start", its lines
+  std::vector<std::string> unreadable;
+  for (const auto& run : record.runs) {
+    if (!run.machine_state.is_object() || !run.machine_state.contains("start")) continue;
+    try {
+      const MachineState start = machine_state_from_json(run.machine_state["start"]);
+      const MachineState end = machine_state_from_json(run.machine_state.value("end", nlohmann::json::object()));
+      snapshots.emplace_back("run " + std::to_string(run.id) + " start", lines_of(format_machine_state(start)));
+      snapshots.emplace_back("run " + std::to_string(run.id) + " end", lines_of(format_machine_state(end)));
+    } catch (const std::invalid_argument& e) {
+      unreadable.push_back("run " + std::to_string(run.id) + ": unreadable machine state: " + e.what());
+    }
+  }
+  if (snapshots.empty() && unreadable.empty()) return;
+  std::vector<std::string> common;
+  if (!snapshots.empty())
+    for (const std::string& line : snapshots.front().second)
+      if (std::all_of(snapshots.begin(), snapshots.end(), [&](const auto& s) {
+            return std::find(s.second.begin(), s.second.end(), line) != s.second.end();
+          }))
+        common.push_back(line);
+  std::cout << "machine state per run (start → end):\n";
+  if (!common.empty())
+    std::cout << "  " << (snapshots.size() > 1 ? "at every start and end" : snapshots.front().first) << ":\n";
+  for (const std::string& line : common) std::cout << "    " << line << "\n";
+  // Consecutive snapshots that read the same are one entry: "run 3 start, run 3 end, run 4 start:".
+  std::string labels;
+  std::vector<std::string> previous;
+  auto flush = [&] {
+    if (previous.empty()) return;
+    std::cout << "  " << labels << ":\n";
+    for (const std::string& line : previous) std::cout << "    " << line << "\n";
+  };
+  for (const auto& [label, lines] : snapshots) {
+    std::vector<std::string> own;
+    for (const std::string& line : lines)
+      if (std::find(common.begin(), common.end(), line) == common.end()) own.push_back(line);
+    if (own.empty()) continue;
+    if (own == previous) {
+      labels += ", " + label;
+      continue;
+    }
+    flush();
+    labels = label;
+    previous = std::move(own);
+  }
+  flush();
+  for (const std::string& line : unreadable) std::cout << "  " << line << "\n";
+}
+
+// The model's weights are random (zoo manifests say so in attribute "weights" or the description): its
+// predictions are the right shape but mean nothing.
+bool random_weights(const EvaluationRecord& record) {
+  if (record.manifest_yaml.empty()) return false;
+  try {
+    const Manifest m = parse_manifest(record.manifest_yaml, "stored.yaml");
+    const auto w = m.attributes.find("weights");
+    if (w != m.attributes.end()) return util::to_lower(w->second).rfind("random", 0) == 0;
+    return util::to_lower(m.description).find("random weights") != std::string::npos;
+  } catch (const std::exception&) {
+    return false;  // an old or hand-made manifest: say nothing rather than guess
+  }
+}
+
+// Measurement: each run's design and windows, then the rule it was measured by (settings.measurement, the same as
+// settings.request.measurement: printed here once, not under settings).
+void print_measurement(const EvaluationRecord& record) {
+  std::cout << "measurement:\n";
+  for (const auto& line : describe_measurements(record)) std::cout << "  " << line << "\n";
+  const nlohmann::json& rule = record.settings.contains("measurement")
+                                   ? record.settings["measurement"]
+                                   : record.settings.value("/request/measurement"_json_pointer, nlohmann::json());
+  if (rule.is_object() && !rule.empty()) {
+    std::cout << "  rule:\n";
+    std::vector<std::string> lines;
+    readable_lines(rule, 4, lines);
+    for (const auto& l : lines) std::cout << l << "\n";
+  }
+}
+
+// The settings without the measurement rule (printed under measurement:); the sample predictions flagged when the
+// model's weights are random.
+void print_settings(const EvaluationRecord& record) {
+  nlohmann::json settings = record.settings;
+  if (settings.is_object()) {
+    settings.erase("measurement");
+    if (settings.contains("request") && settings["request"].is_object()) settings["request"].erase("measurement");
+  }
+  std::string text = format_settings(settings);
+  if (const std::string key = "\n  sample_outputs:\n"; random_weights(record))
+    if (const auto at = text.find(key); at != std::string::npos)
+      text.insert(at + key.size() - 1, "  (random weights: labels are not meaningful)");
+  std::cout << "settings:\n" << text;
+}
+
+int run_show(const Globals& g, std::int64_t id, const std::string& format_name) {
+  const auto format = parse_table_format(format_name);
+  auto store = open_store(g, StoreAccess::kRead);
+  const auto record = service::load_evaluation(*store, id);
+  print_summary(record, format);
+  if (format != TableFormat::kText) return 0;
+  std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";
+  print_measurement(record);
+  print_machine_states(record);
+  // Each run's warnings are the summary's notes already (evaluation_summary()); not repeated here.
+  print_settings(record);
+  std::cout << format_system(record.system);
+  std::cout << "runs:\n";
+  for (const auto& run : record.runs)
+    std::cout << "  run " << run.id << ": batch " << run.batch_size << ", " << to_string(run.trace_level) << ", "
+              << run.iterations << " batches, " << run.trace.spans.size() << " spans (" << run.trace.assembly.roots
+              << " roots, " << run.trace.assembly.by_context << " by context, " << run.trace.assembly.by_correlation
+              << " by correlation, " << run.trace.assembly.by_containment << " by containment, "
+              << run.trace.assembly.unparented << " unparented)\n";
+  return 0;
+}
+
 }  // namespace
 
 void add_show_command(CLI::App& app, Globals& g, Commands& out) {
@@ -86,51 +217,10 @@ void add_show_command(CLI::App& app, Globals& g, Commands& out) {
   };
   auto a = std::make_shared<Args>();
   sub->add_option("id", a->id, "evaluation id")->required();
-  sub->add_option("--format", a->format, "table|csv|json (the summary tables)")->capture_default_str();
-  out.push_back({sub, [&g, a] {
-                   const auto format = parse_table_format(a->format);
-                   auto store = open_store(g, StoreAccess::kRead);
-                   const auto record = service::load_evaluation(*store, a->id);
-                   print_summary(record, format);
-                   if (format != TableFormat::kText) return 0;
-                   std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";
-                   std::cout << "measurement:\n";
-                   for (const auto& line : describe_measurements(record)) std::cout << "  " << line << "\n";
-                   std::cout << "machine state per run (start → end):\n";
-                   for (const auto& run : record.runs) {
-                     if (!run.machine_state.is_object() || !run.machine_state.contains("start")) continue;
-                     try {
-                       const MachineState start = machine_state_from_json(run.machine_state["start"]);
-                       const MachineState end =
-                           machine_state_from_json(run.machine_state.value("end", nlohmann::json::object()));
-                       auto indent = [](std::string text) {
-                         std::string out;
-                         for (std::size_t p = 0; p < text.size();) {
-                           const auto nl = text.find('\n', p);
-                           out += "    " + text.substr(p, nl == std::string::npos ? std::string::npos : nl - p) + "\n";
-                           p = nl == std::string::npos ? text.size() : nl + 1;
-                         }
-                         return out;
-                       };
-                       std::cout << "  run " << run.id << " start:\n" << indent(format_machine_state(start));
-                       std::cout << "  run " << run.id << " end:\n" << indent(format_machine_state(end));
-                       for (const auto& w : run.warnings) std::cout << "  run " << run.id << " WARNING: " << w << "\n";
-                     } catch (const std::invalid_argument& e) {
-                       std::cout << "  run " << run.id << ": unreadable machine state: " << e.what() << "\n";
-                     }
-                   }
-                   std::cout << "settings:\n" << format_settings(record.settings);
-                   std::cout << format_system(record.system);
-                   std::cout << "runs:\n";
-                   for (const auto& run : record.runs)
-                     std::cout << "  run " << run.id << ": batch " << run.batch_size << ", "
-                               << to_string(run.trace_level) << ", " << run.iterations << " batches, "
-                               << run.trace.spans.size() << " spans (" << run.trace.assembly.roots << " roots, "
-                               << run.trace.assembly.by_context << " by context, " << run.trace.assembly.by_correlation
-                               << " by correlation, " << run.trace.assembly.by_containment << " by containment, "
-                               << run.trace.assembly.unparented << " unparented)\n";
-                   return 0;
-                 }});
+  sub->add_option("--format", a->format, "table|csv|json (the summary tables)")
+      ->check(table_format_check())
+      ->capture_default_str();
+  out.push_back({sub, [&g, a] { return run_show(g, a->id, a->format); }});
 }
 
 }  // namespace xsp::cli

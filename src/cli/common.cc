@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -54,7 +55,8 @@ std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access, int save
 
 void print_tables(const std::vector<Table>& tables, TableFormat format) {
   if (format == TableFormat::kText) {
-    for (const auto& t : tables) std::cout << render(t, format) << "\n";  // a section per batch size
+    const std::size_t width = terminal_width();
+    for (const auto& t : tables) std::cout << render_text(t, 3, width) << "\n";  // a section per batch size
     return;
   }
   // CSV and JSON: one table per analysis, with a batch_size column, so that a data frame reads it whole.
@@ -216,19 +218,57 @@ void print_summary(const EvaluationRecord& record, TableFormat format) {
                 << "), trace level " << to_string(record.trace_level) << (record.leveled ? " (leveled)" : "") << "\n";
     }
   }
-  print_tables(evaluation_summary(record), format);
+  std::vector<Table> summary = evaluation_summary(record);
+  // A negative overhead's reading points at the runs' warnings; with none, that pointer leads nowhere.
+  const bool any_warning =
+      std::any_of(record.runs.begin(), record.runs.end(), [](const RunRecord& r) { return !r.warnings.empty(); });
+  if (!any_warning)
+    for (Table& t : summary)
+      for (auto& row : t.rows)
+        for (Cell& cell : row)
+          if (auto* text = std::get_if<std::string>(&cell))
+            if (const auto at = text->find("; see the run's warnings)"); at != std::string::npos)
+              text->replace(at, std::string_view("; see the run's warnings)").size(), ")");
+  print_tables(summary, format);
   if (format == TableFormat::kText)
     if (const auto a = describe_accuracy(record.settings); !a.empty()) std::cout << a << "\n";
 }
 
-ProgressBar::ProgressBar(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO)) {}
+ProgressBar::ProgressBar(bool enabled, std::optional<bool> tty)
+    : enabled_(enabled), tty_(tty.value_or(::isatty(STDERR_FILENO) != 0)) {}
 
-ProgressBar::~ProgressBar() {
-  if (drawn_) std::fprintf(stderr, "\n");
+ProgressBar::~ProgressBar() { finish(); }
+
+void ProgressBar::finish() {
+  if (!enabled_) return;
+  if (drawn_) std::fprintf(stderr, "\r\033[K");  // the summary starts on a clean line
+  drawn_ = false;
+  stage_done();
+  std::fflush(stderr);
+}
+
+void ProgressBar::stage_done() {
+  if (stage_.empty()) return;
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_start_).count();
+  std::fprintf(stderr, "xsp: progress: %s: done in %.1f s\n", stage_.c_str(), elapsed_s);
+  stage_.clear();
 }
 
 void ProgressBar::update(const Progress& p) {
-  if (!enabled_ || p.total <= 0) return;
+  if (!enabled_) return;
+  if (!tty_) {
+    // "ResNet18 bs 4 M: warm-up" -> stage "ResNet18 bs 4 M"; a what without a phase is a stage of its own.
+    const std::size_t colon = p.what.rfind(": ");
+    const std::string stage = colon == std::string::npos ? p.what : p.what.substr(0, colon);
+    if (stage == stage_) return;
+    stage_done();
+    stage_ = stage;
+    stage_start_ = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "xsp: progress: %s: started\n", stage_.c_str());
+    std::fflush(stderr);
+    return;
+  }
+  if (p.total <= 0) return;
   const int width = 30;
   const int done = std::min(p.done, p.total);
   const int filled = done * width / p.total;
@@ -236,6 +276,19 @@ void ProgressBar::update(const Progress& p) {
                std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done * 100 / p.total,
                p.what.c_str());
   drawn_ = true;
+}
+
+CLI::Validator table_format_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          (void)parse_table_format(text);
+          return "";
+        } catch (const std::invalid_argument&) {
+          return "expected table, csv or json, got '" + text + "'";
+        }
+      },
+      "table|csv|json");
 }
 
 }  // namespace xsp::cli

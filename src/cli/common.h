@@ -2,10 +2,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,8 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out);
 void add_profile_command(CLI::App& app, Globals& g, Commands& out);
 /// submit, jobs (show, cancel, retry, delete), agents, agent (cmd_jobs.cc).
 void add_queue_commands(CLI::App& app, Globals& g, Commands& out);
+void add_label_command(CLI::App& app, Globals& g, Commands& out);   ///< cmd_label.cc
+void add_delete_command(CLI::App& app, Globals& g, Commands& out);  ///< cmd_delete.cc
 
 std::filesystem::path default_store();   ///< $XSP_STORE, else $XDG_DATA_HOME/xsp/xsp.db, else ~/.local/share/xsp/xsp.db
 std::filesystem::path default_zoo();     ///< $XSP_ZOO, else the source tree's models/
@@ -106,16 +110,34 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
 /// The evaluation summary (xsp/analysis/summary.h) and accuracy line, as `evaluate` and `show` print them.
 void print_summary(const EvaluationRecord& record, TableFormat format);
 
-/// A one-line progress bar on stderr when it is a terminal.
+/// Progress of an evaluation on stderr. On a terminal: a one-line bar redrawn in place. Otherwise (stderr piped or
+/// in a file), so that a long run is not silent: a line when each stage (a batch size at a trace level, "NAME bs 4
+/// M") starts and one when it finishes, with its elapsed wall-clock seconds:
+///   xsp: progress: ResNet18 bs 4 M: started
+///   xsp: progress: ResNet18 bs 4 M: done in 12.3 s
 class ProgressBar {
  public:
-  explicit ProgressBar(bool enabled);
+  /// `enabled` false (--no-progress): prints nothing. `tty`: whether stderr is a terminal (nullopt: ask isatty()).
+  explicit ProgressBar(bool enabled, std::optional<bool> tty = std::nullopt);
   void update(const Progress& p);
+  /// Ends the progress output before anything else is printed: the bar's line is cleared; the stage in progress is
+  /// reported done. Idempotent; the destructor calls it (an evaluation that throws leaves no half-drawn line).
+  void finish();
   ~ProgressBar();
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
 
  private:
+  void stage_done();
   bool enabled_;
+  bool tty_;
   bool drawn_ = false;
+  std::string stage_;  // the stage in progress (non-terminal output)
+  std::chrono::steady_clock::time_point stage_start_;
 };
+
+/// --format's check for commands printing tables: table, text, csv or json (parse_table_format() then cannot fail),
+/// refusing anything else as a usage error "--format: expected table, csv or json, got 'yaml'".
+CLI::Validator table_format_check();
 
 }  // namespace xsp::cli

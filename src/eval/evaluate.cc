@@ -903,11 +903,13 @@ EvaluationRecord evaluate_unguarded(const EvaluationRequest& request, const Eval
         record.settings["accuracy"] = run_accuracy(v.manifest, *predictor, r.inputs.dataset, r.batch_sizes);
       break;
   }
+  const nlohmann::json framework_facts = predictor->framework_facts();  // threads and backends, as it ran
   predictor->close();
   record.settings["request"] = to_json(r);
   record.created_at = utc_now_iso8601();
   record.system = describe_system();
   record.system["framework"] = {{"name", record.framework_name}, {"version", record.framework_version}};
+  for (const auto& [key, value] : framework_facts.items()) record.system["framework"][key] = value;
   if (context.store) {
     try {
       context.store->save(record);

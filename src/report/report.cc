@@ -5,18 +5,20 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "report_assets.h"
+#include "report_internal.h"
 #include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
 #include "xsp/analysis/summary.h"
 
 namespace xsp {
-namespace {
+namespace report_detail {
 
 std::string escape_html(std::string_view text) {
   std::string out;
@@ -44,6 +46,8 @@ std::string escape_html(std::string_view text) {
   }
   return out;
 }
+
+namespace {
 
 // JSON inside <script type="application/json">: "</" would end the element early; "<\/" is the same JSON string.
 std::string json_for_script(const nlohmann::json& j) {
@@ -73,17 +77,44 @@ std::string cell_text(const Cell& c) {
   return std::get<std::string>(c);
 }
 
-std::string html_table(const Table& t) {
+// The unit a column's values are in, for its header: the registry's, else the suffix of its name.
+std::string column_unit(const Table& t, const Column& c) {
+  if (const AnalysisSpec* s = spec_of(t))
+    for (const ColumnSpec& cs : s->columns)
+      if (cs.name == c.name) return cs.unit;
+  for (const auto& [suffix, unit] :
+       {std::pair{"_ms", "ms"}, {"_ns", "ns"}, {"_us", "µs"}, {"_bytes", "bytes"}, {"_percent", "%"}, {"_per_s", "/s"}})
+    if (c.name.size() > std::strlen(suffix) && c.name.ends_with(suffix)) return unit;
+  return "";
+}
+
+}  // namespace
+
+std::string html_table(const Table& t, const std::vector<std::string>& first) {
+  // Column order: the key column, then `first` in its order, then the others.
+  std::vector<std::size_t> order;
+  if (!t.columns.empty()) order.push_back(0);
+  for (const std::string& f : first)
+    for (std::size_t i = 1; i < t.columns.size(); ++i)
+      if (t.columns[i].name == f) order.push_back(i);
+  for (std::size_t i = 1; i < t.columns.size(); ++i)
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
   std::string out = "<div class=\"table-wrap\"><table><thead><tr>";
-  for (const Column& c : t.columns)
-    out += "<th title=\"" + escape_html(c.name) + "\">" + escape_html(c.title.empty() ? c.name : c.title) + "</th>";
+  for (std::size_t i : order) {
+    const Column& c = t.columns[i];
+    std::string title = c.title.empty() ? c.name : c.title;
+    const std::string unit = column_unit(t, c);
+    if (!unit.empty() && title.find(unit) == std::string::npos) title += " (" + unit + ")";
+    out += "<th title=\"" + escape_html(c.name) + "\">" + escape_html(title) + "</th>";
+  }
   out += "</tr></thead><tbody>";
   for (const auto& row : t.rows) {
     out += "<tr>";
-    for (const Cell& c : row) {
+    for (std::size_t i : order) {
+      const Cell& c = row[i];
       const bool number = std::holds_alternative<std::int64_t>(c) || std::holds_alternative<double>(c);
       out += number ? "<td class=\"num\">" : "<td>";
-      out += escape_html(cell_text(c)) + "</td>";
+      out += escape_html(t.columns[i].symbol ? short_symbol(cell_text(c), 90) : cell_text(c)) + "</td>";
     }
     out += "</tr>";
   }
@@ -92,6 +123,8 @@ std::string html_table(const Table& t) {
   return out;
 }
 
+namespace {
+
 // The unit drawn as "main": the spec itself, or the first unit of its (possibly nested) layers.
 nlohmann::json* main_unit(nlohmann::json& spec) {
   nlohmann::json* unit = &spec;
@@ -99,6 +132,8 @@ nlohmann::json* main_unit(nlohmann::json& spec) {
     unit = &(*unit)["layer"][0];
   return unit->contains("mark") ? unit : nullptr;
 }
+
+}  // namespace
 
 // Marks the main unit of `spec` drawn from its data: the rows whose quantitative encoded fields are all numbers
 // (Vega-Lite drops the others from continuous scales), or -1 when it aggregates or transforms them first.
@@ -127,6 +162,21 @@ long expected_marks(nlohmann::json& spec) {
   }
   return n;
 }
+
+std::string chart_figure(const ReportChart& c) {
+  return "<figure><figcaption>" + escape_html(c.title) + "</figcaption><div class=\"chart\" id=\"" + c.element_id +
+         "\"></div></figure>";
+}
+
+}  // namespace report_detail
+
+namespace {
+
+using report_detail::chart_figure;
+using report_detail::escape_html;
+using report_detail::expected_marks;
+using report_detail::html_table;
+using report_detail::json_for_script;
 
 std::string evaluation_label(const EvaluationRecord& r) {
   return "#" + std::to_string(r.id) + " " + r.model_name + " " + r.framework_name + " " + r.device;
@@ -214,11 +264,7 @@ std::optional<ReportChart> comparison_chart(const std::vector<ReportEvaluation>&
       {"data", {{"values", values}}},
       {"mark", {{"type", "line"}, {"point", true}, {"tooltip", true}}},
       {"encoding",
-       {{"x",
-         {{"field", "batch_size"},
-          {"type", "quantitative"},
-          {"scale", {{"type", "log"}, {"base", 2}}},
-          {"title", "batch size"}}},
+       {{"x", {{"field", "batch_size"}, {"type", "ordinal"}, {"title", "batch size"}, {"axis", {{"labelAngle", 0}}}}},
         {"y", {{"field", "latency_trimmed_mean_ms"}, {"type", "quantitative"}, {"title", "trimmed-mean latency (ms)"}}},
         {"color", {{"field", "evaluation"}, {"type", "nominal"}}}}}};
   c.expected_marks = expected_marks(c.spec);
@@ -531,98 +577,70 @@ std::string outputs_section(const EvaluationRecord& r, const std::function<std::
 
 bool report_assets_available() { return report_assets::available(); }
 
-std::optional<ReportChart> timeline_chart(const RunRecord& run, const std::string& element_id, std::size_t max_spans) {
-  const auto& spans = run.trace.spans;
-  const Span* predict = nullptr;
-  for (const Span& s : spans)
-    if (s.level == Level::kModel && s.name == "predict" && (predict == nullptr || s.start_ns > predict->start_ns))
-      predict = &s;
-  if (predict == nullptr) return std::nullopt;
-  std::unordered_map<SpanId, const Span*> by_id;
-  by_id.reserve(spans.size());
-  for (const Span& s : spans) by_id.emplace(s.id, &s);
-  // Descendants of the predict span: a span is in when its parent chain reaches it (memoised, cycles tolerated).
-  std::unordered_map<SpanId, bool> under;
-  under[predict->id] = true;
-  auto is_under = [&](const Span& s) {
-    std::vector<SpanId> chain;
-    SpanId id = s.id;
-    bool result = false;
-    for (std::size_t guard = 0; guard <= spans.size(); ++guard) {
-      if (auto it = under.find(id); it != under.end()) {
-        result = it->second;
-        break;
-      }
-      chain.push_back(id);
-      auto p = by_id.find(id);
-      if (p == by_id.end() || p->second->parent_id == kNoSpan) break;
-      id = p->second->parent_id;
-    }
-    for (SpanId c : chain) under[c] = result;
-    return result;
-  };
-  std::vector<const Span*> kept;
-  for (const Span& s : spans)
-    if (is_under(s)) kept.push_back(&s);
-  if (kept.size() > max_spans) {
-    std::sort(kept.begin(), kept.end(),
-              [](const Span* a, const Span* b) { return a->duration_ns() > b->duration_ns(); });
-    kept.resize(max_spans);
-  }
-  std::sort(kept.begin(), kept.end(), [](const Span* a, const Span* b) {
-    return a->level != b->level ? a->level < b->level : a->start_ns < b->start_ns;
-  });
-  nlohmann::json values = nlohmann::json::array();
-  for (const Span* s : kept) {
-    std::string row = std::string(to_string(s->level));
-    if (s->track.is_device()) row += " · " + to_string(s->track);
-    values.push_back({{"name", s->name},
-                      {"level", std::string(to_string(s->level))},
-                      {"row", row},
-                      {"start_ms", (s->start_ns - predict->start_ns) / 1e6},
-                      {"end_ms", (s->end_ns - predict->start_ns) / 1e6},
-                      {"duration_ms", s->duration_ns() / 1e6}});
-  }
-  ReportChart c;
-  c.element_id = element_id;
-  c.title = "Timeline of the last measured batch (batch size " + std::to_string(run.batch_size) + ", trace level " +
-            std::string(to_string(run.trace_level)) + ", " + std::to_string(kept.size()) +
-            " spans); drag to pan, scroll to zoom";
-  c.spec = {
-      {"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-      {"width", 900},
-      {"data", {{"values", values}}},
-      {"params", {{{"name", "zoom"}, {"select", {{"type", "interval"}, {"encodings", {"x"}}}}, {"bind", "scales"}}}},
-      {"mark", {{"type", "rect"}, {"tooltip", true}}},
-      {"encoding",
-       {{"x", {{"field", "start_ms"}, {"type", "quantitative"}, {"title", "time from the batch's predict start (ms)"}}},
-        {"x2", {{"field", "end_ms"}}},
-        {"y", {{"field", "row"}, {"type", "nominal"}, {"sort", nullptr}, {"title", nullptr}}},
-        {"color", {{"field", "level"}, {"type", "nominal"}, {"sort", nullptr}}},
-        {"tooltip",
-         {{{"field", "name"}, {"type", "nominal"}},
-          {{"field", "level"}, {"type", "nominal"}},
-          {{"field", "duration_ms"}, {"type", "quantitative"}, {"format", ".4f"}, {"title", "duration (ms)"}}}}}}};
-  c.expected_marks = expected_marks(c.spec);
-  return c;
-}
-
 namespace {
 
-// Appends the charts and HTML of one evaluation to `charts` and returns its section.
-std::string evaluation_section(const ReportEvaluation& e, std::size_t index, const ReportOptions& options,
-                               std::vector<ReportChart>& charts) {
-  const EvaluationRecord& r = e.record;
-  const std::string prefix = "e" + std::to_string(index) + "-";
-  std::size_t n = 0;
-  auto next_id = [&] { return prefix + "c" + std::to_string(n++); };
-  auto chart_div = [](const ReportChart& c) {
-    return "<figure><figcaption>" + escape_html(c.title) + "</figcaption><div class=\"chart\" id=\"" + c.element_id +
-           "\"></div></figure>";
-  };
-  std::string html = "<section class=\"evaluation\" id=\"evaluation-" + std::to_string(r.id) + "\"><h2>" +
-                     escape_html("Evaluation " + std::to_string(r.id) + ": " + r.model_name + " " + r.model_version) +
-                     "</h2><dl class=\"facts\">";
+// Every analysis of the evaluation (the generation ones only on a generation evaluation); a note on failure.
+std::vector<Table> all_analyses(const ReportEvaluation& e, std::string& html) {
+  try {
+    std::vector<std::string> ids = analysis_ids();
+    if (!is_generation_evaluation(e.record))
+      std::erase_if(ids, [](const std::string& id) {
+        const auto& g = generation_analysis_ids();
+        return std::find(g.begin(), g.end(), id) != g.end();
+      });
+    return run_analyses(e.record, ids, e.options);
+  } catch (const std::exception& ex) {
+    html += "<p class=\"note\">analyses failed: " + escape_html(ex.what()) + "</p>";
+    return {};
+  }
+}
+
+// The analyses with rows, each a chart and its table; those without rows in one line per reason (their first
+// note: usually the deeper run they need), not a section each.
+std::string analyses_html(const std::vector<Table>& tables, const std::function<std::string()>& next_id,
+                          std::vector<ReportChart>& charts) {
+  std::string html;
+  std::vector<std::pair<std::string, std::vector<std::string>>> empty;  // reason → ids, in order
+  for (const Table& t : tables) {
+    if (t.rows.empty()) {
+      const std::string reason = t.notes.empty() ? "no rows" : t.notes.front();
+      auto it = std::find_if(empty.begin(), empty.end(), [&](const auto& p) { return p.first == reason; });
+      if (it == empty.end()) it = empty.insert(empty.end(), {reason, {}});
+      if (std::find(it->second.begin(), it->second.end(), t.id) == it->second.end()) it->second.push_back(t.id);
+      continue;
+    }
+    html += "<article class=\"analysis\" id=\"" + escape_html(next_id() + "-" + t.id) + "\"><h4>" +
+            escape_html(t.id + " " + t.title) + "</h4>";
+    if (const AnalysisSpec* spec = spec_of(t); spec != nullptr && !spec->meaning.empty())
+      html += "<p class=\"meaning\">" + escape_html(spec->meaning) + "</p>";
+    nlohmann::json spec = vega_lite_chart(t);
+    if (!spec.is_null()) {
+      ReportChart c;
+      c.element_id = next_id();
+      c.title = t.id + " " + t.title;
+      c.spec = std::move(spec);
+      c.expected_marks = expected_marks(c.spec);
+      // The article's heading names the analysis already; the chart carries its own title.
+      html += "<div class=\"chart\" id=\"" + c.element_id + "\"></div>";
+      charts.push_back(std::move(c));
+    }
+    html += "<details><summary>table (" + std::to_string(t.rows.size()) + " rows)</summary>" + html_table(t) +
+            "</details></article>";
+  }
+  if (!empty.empty()) {
+    html += "<div class=\"not-shown\"><h4>Not in this evaluation</h4><ul>";
+    for (const auto& [reason, ids] : empty) {
+      std::string list;
+      for (const std::string& id : ids) list += (list.empty() ? "" : ", ") + id;
+      html += "<li><b>" + escape_html(list) + "</b>: " + escape_html(reason) + "</li>";
+    }
+    html += "</ul></div>";
+  }
+  return html;
+}
+
+std::string facts_html(const EvaluationRecord& r) {
+  std::string html = "<dl class=\"facts\">";
   auto fact = [&](const std::string& k, const std::string& v) {
     if (!v.empty()) html += "<dt>" + escape_html(k) + "</dt><dd>" + escape_html(v) + "</dd>";
   };
@@ -632,73 +650,60 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
   fact("GPU", machine.gpu_name);
   fact("host", machine.hostname);
   fact("scenario", r.scenario);
-  fact("trace level", std::string(to_string(r.trace_level)) + (r.leveled ? " (leveled)" : ""));
+  std::string batches;
+  for (int b : r.batch_sizes) batches += (batches.empty() ? "" : ", ") + std::to_string(b);
+  fact("batch sizes", batches);
+  fact("trace level", std::string(to_string(r.trace_level)) + (r.leveled ? " (leveled: one run per level)" : ""));
   fact("status", r.status);
   fact("created", r.created_at);
   fact("uuid", r.uuid);
-  html += "</dl>";
+  return html + "</dl>";
+}
 
-  html += "<h3>Summary</h3>";
+// Appends the charts and HTML of one evaluation to `charts` and returns its section: facts, the headline, the
+// summary tables, then what the workload that made it has to show, the analyses, the timeline and the outputs.
+std::string evaluation_section(const ReportEvaluation& e, std::size_t index, const ReportOptions& options,
+                               std::vector<ReportChart>& charts) {
+  const EvaluationRecord& r = e.record;
+  const std::string prefix = "e" + std::to_string(index) + "-";
+  std::size_t n = 0;
+  const std::function<std::string()> next_id = [&] { return prefix + "c" + std::to_string(n++); };
+  std::string html = "<section class=\"evaluation\" id=\"evaluation-" + std::to_string(r.id) + "\"><h2>" +
+                     escape_html("Evaluation " + std::to_string(r.id) + ": " + r.model_name + " " + r.model_version) +
+                     "</h2>" + facts_html(r);
+  std::string failures;
+  const std::vector<Table> tables = all_analyses(e, failures);
+  html += report_detail::headline_html(r, tables) + failures;
+
+  html += "<details class=\"summary\"><summary>Summary tables: runs, stability, overheads</summary>";
   for (const Table& t : evaluation_summary(r)) html += "<h4>" + escape_html(t.title) + "</h4>" + html_table(t);
+  html += "</details>";
 
   if (auto acc = accuracy_chart(r, next_id())) {
-    html += "<h3>Accuracy</h3>" + chart_div(*acc);
+    html += "<h3>Accuracy</h3>" + chart_figure(*acc);
     charts.push_back(std::move(*acc));
   }
-
-  if (r.scenario != "batch-sweep") {
+  const RecordKind kind = r.kind();
+  if (kind == RecordKind::kGeneration) {
+    html += report_detail::generation_section(r, options, next_id, charts);
+  } else if (kind == RecordKind::kScenario) {
     html += "<h3>Latency distributions</h3>";
     for (std::size_t i = 0; i < r.runs.size(); ++i) {
       if (r.runs[i].predict_latency_ns.empty()) continue;
       ReportChart c = latency_histogram(r, i, options.max_histogram_values, next_id());
-      html += chart_div(c);
+      html += chart_figure(c);
       charts.push_back(std::move(c));
     }
-  } else {
-    html += "<h3>Analyses</h3>";
-    std::vector<Table> tables;
-    try {
-      // Every analysis, the generation ones (G1-G5) only on a generation evaluation.
-      std::vector<std::string> ids = analysis_ids();
-      if (!is_generation_evaluation(r))
-        std::erase_if(ids, [](const std::string& id) {
-          const auto& g = generation_analysis_ids();
-          return std::find(g.begin(), g.end(), id) != g.end();
-        });
-      tables = run_analyses(r, ids, e.options);
-    } catch (const std::exception& ex) {
-      html += "<p class=\"note\">analyses failed: " + escape_html(ex.what()) + "</p>";
-    }
-    for (const Table& t : tables) {
-      html += "<article class=\"analysis\"><h4>" + escape_html(t.id + " " + t.title) + "</h4>";
-      if (t.rows.empty()) {
-        for (const std::string& note : t.notes) html += "<p class=\"note\">" + escape_html(note) + "</p>";
-        html += "</article>";
-        continue;
+  }
+  html += "<h3>Analyses</h3>" + analyses_html(tables, next_id, charts);
+  if (kind != RecordKind::kGeneration) {
+    if (const RunRecord* run = timeline_run(r)) {
+      if (auto tl = timeline_chart(*run, next_id(), options.max_timeline_spans)) {
+        html += "<h3>Trace timeline</h3>" + chart_figure(*tl);
+        charts.push_back(std::move(*tl));
       }
-      nlohmann::json spec = vega_lite_chart(t);
-      if (!spec.is_null()) {
-        ReportChart c;
-        c.element_id = next_id();
-        c.title = t.id + " " + t.title;
-        c.spec = std::move(spec);
-        c.expected_marks = expected_marks(c.spec);
-        // The article's heading names the analysis already; the chart carries its own title.
-        html += "<div class=\"chart\" id=\"" + c.element_id + "\"></div>";
-        charts.push_back(std::move(c));
-      }
-      html += "<details><summary>table (" + std::to_string(t.rows.size()) + " rows)</summary>" + html_table(t) +
-              "</details></article>";
     }
   }
-
-  if (const RunRecord* run = timeline_run(r)) {
-    if (auto tl = timeline_chart(*run, next_id(), options.max_timeline_spans)) {
-      html += "<h3>Trace timeline</h3>" + chart_div(*tl);
-      charts.push_back(std::move(*tl));
-    }
-  }
-  // After every existing chart, so that their element ids stay as they were.
   html += outputs_section(r, next_id, charts);
   html += "</section>";
   return html;
@@ -709,17 +714,36 @@ std::string comparison_section(const std::vector<ReportEvaluation>& evaluations,
   std::vector<EvaluationRecord> records;
   for (const auto& e : evaluations) records.push_back(e.record);
   std::string html = "<section class=\"comparison\" id=\"comparison\"><h2>Comparison</h2>";
-  if (auto c = comparison_chart(evaluations, "cmp-c0")) {
-    html += "<figure><figcaption>" + escape_html(c->title) +
-            "</figcaption><div class=\"chart\" id=\"cmp-c0\"></div></figure>";
-    charts.push_back(std::move(*c));
-  }
+  std::vector<Table> tables;
   try {
-    for (const Table& t : compare_evaluations(records, options.compare))
-      html += "<h4>" + escape_html(t.title) + "</h4>" + html_table(t);
+    tables = compare_evaluations(records, options.compare);
   } catch (const std::exception& ex) {
     html += "<p class=\"note\">comparison failed: " + escape_html(ex.what()) + "</p>";
   }
+  const std::vector<std::string> sentences = report_detail::comparison_sentences(tables);
+  if (!sentences.empty()) {
+    html += "<ul class=\"verdicts\">";
+    for (const std::string& s : sentences) html += "<li>" + escape_html(s) + "</li>";
+    html += "</ul>";
+  }
+  if (auto c = comparison_chart(evaluations, "cmp-c0")) {
+    html += chart_figure(*c);
+    charts.push_back(std::move(*c));
+  }
+  std::string empty;  // tables without rows: one line each, their first note saying why
+  for (const Table& t : tables) {
+    if (t.rows.empty()) {
+      empty += "<li><b>" + escape_html(t.title) +
+               "</b>: " + escape_html(t.notes.empty() ? std::string("no rows") : t.notes.front()) + "</li>";
+      continue;
+    }
+    // The ratios first: they are what a comparison is read for.
+    std::vector<std::string> ratios;
+    for (const Column& c : t.columns)
+      if (c.name.ends_with("_ratio") || c.name == "median_diff_ms" || c.name == "p_value") ratios.push_back(c.name);
+    html += "<h4>" + escape_html(t.title) + "</h4>" + html_table(t, ratios);
+  }
+  if (!empty.empty()) html += "<div class=\"not-shown\"><h4>Not in this comparison</h4><ul>" + empty + "</ul></div>";
   return html + "</section>";
 }
 
@@ -752,6 +776,24 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 p.note { color: #555; font-size: 12px; margin: 0.2em 0; }
 article.analysis { border-top: 1px solid #eee; padding-top: 0.5em; }
 #xsp-status { color: #555; }
+.headline { display: flex; flex-wrap: wrap; gap: 0.6em; margin: 0.8em 0 1.2em; }
+.headline .card { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5em 0.8em; min-width: 14em;
+  max-width: 28em; background: #f6f8fa; }
+.headline .label { font-size: 12px; color: #555; }
+.headline .value { font-size: 20px; font-weight: 600; overflow-wrap: anywhere; }
+.headline .value.long { font-size: 13px; font-family: ui-monospace, monospace; }
+.headline .detail { font-size: 12px; color: #333; }
+p.meaning { color: #444; margin: 0.1em 0 0.4em; }
+.not-shown { border-top: 1px solid #eee; margin-top: 1em; color: #444; }
+.not-shown li { margin: 0.2em 0; }
+ul.verdicts { font-size: 15px; }
+details.summary > summary { font-weight: 600; cursor: pointer; margin: 0.6em 0; }
+.row { display: flex; flex-wrap: wrap; gap: 1.5em; }
+.row figure { max-width: 430px; }
+.table-wrap { max-width: 100%; max-height: 32em; overflow: auto; }
+thead th { position: sticky; top: 0; background: #fff; }
+button.perfetto { margin: 0.3em 0; }
+.vega-bindings { margin: 0.3em 0; }
 )css";
 
 // Renders every chart with vega-embed (SVG), then records per chart the marks drawn by the unit named "main"
@@ -771,6 +813,30 @@ constexpr const char* kBoot = R"js(
     })(node);
     return n;
   }
+  // A timeline's spans as a Chrome trace JSON file (Trace Event Format, "X" events in µs), which Perfetto's UI
+  // (ui.perfetto.dev) and chrome://tracing open: one thread per lane.
+  function addTraceDownload(c) {
+    const button = document.createElement('button');
+    button.className = 'perfetto';
+    button.textContent = 'Save these spans as a Chrome trace JSON (open it in ui.perfetto.dev)';
+    button.addEventListener('click', function () {
+      const lanes = {};
+      const events = c.spec.data.values.map(function (v) {
+        if (!(v.lane in lanes)) lanes[v.lane] = Object.keys(lanes).length + 1;
+        return { name: v.name, cat: v.level, ph: 'X', pid: 1, tid: lanes[v.lane],
+                 ts: v.start_ms * 1000, dur: (v.end_ms - v.start_ms) * 1000 };
+      });
+      for (const [lane, tid] of Object.entries(lanes))
+        events.push({ name: 'thread_name', ph: 'M', pid: 1, tid: tid, args: { name: lane } });
+      const blob = new Blob([JSON.stringify({ traceEvents: events, displayTimeUnit: 'ns' })],
+                            { type: 'application/json' });
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(blob);
+      a.download = c.id + '.trace.json';
+      a.click();
+    });
+    document.getElementById(c.id).after(button);
+  }
   const status = document.getElementById('xsp-status');
   const jobs = charts.map(function (c) {
     report.expected[c.id] = c.expected_marks;
@@ -778,6 +844,7 @@ constexpr const char* kBoot = R"js(
       .then(function (result) {
         report.marks[c.id] = countMain(result.view.scenegraph().root);
         report.rendered += 1;
+        if (c.timeline) addTraceDownload(c);
       })
       .catch(function (e) { report.errors.push(c.id + ': ' + e); });
   });
@@ -810,9 +877,14 @@ std::string render_report(const std::vector<ReportEvaluation>& evaluations, cons
   }
   nlohmann::json charts = nlohmann::json::array();
   for (const ReportChart& c : page.charts)
-    charts.push_back(
-        {{"id", c.element_id}, {"title", c.title}, {"spec", c.spec}, {"expected_marks", c.expected_marks}});
+    charts.push_back({{"id", c.element_id},
+                      {"title", c.title},
+                      {"spec", c.spec},
+                      {"expected_marks", c.expected_marks},
+                      {"timeline", c.timeline}});
   std::string nav;
+  for (const auto& [text, href] : options.links)
+    nav += "<a href=\"" + escape_html(href) + "\">" + escape_html(text) + "</a>";
   if (evaluations.size() >= 2) nav += "<a href=\"#comparison\">comparison</a>";
   for (const auto& e : evaluations)
     nav += "<a href=\"#evaluation-" + std::to_string(e.record.id) + "\">" + escape_html(evaluation_label(e.record)) +

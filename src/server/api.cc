@@ -170,10 +170,12 @@ const std::vector<Endpoint>& endpoints() {
   static const std::vector<Endpoint> e = {
       {"GET", "/api/v1/models", "the model zoo, and the manifests that could not be used"},
       {"GET", "/api/v1/evaluations",
-       "stored evaluations, newest first; filters model, framework, device, host, "
-       "since, until; limit, offset"},
+       "stored evaluations, newest first, with names, tags and key metrics; filters model (exact), model_like "
+       "(case-insensitive, '-' and '_' ignored), framework, device, host, tag, since, until; limit, offset"},
       {"GET", "/api/v1/evaluations/{id}", "one evaluation: runs, stability verdicts, system, summary tables"},
       {"DELETE", "/api/v1/evaluations/{id}", "delete an evaluation (token when set)"},
+      {"PATCH", "/api/v1/evaluations/{id}",
+       "name, tag or annotate an evaluation: {name, tags, note}, each optional (token when set)"},
       {"GET", "/api/v1/evaluations/{id}/analyses", "the analysis ids"},
       {"GET", "/api/v1/evaluations/{id}/analyses/{analysis}", "one analysis as tables; batch_size, latency_bound_ms"},
       {"GET", "/api/v1/evaluations/{id}/trace",

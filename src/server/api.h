@@ -136,6 +136,7 @@ void list_models(Api&, const httplib::Request&, httplib::Response&, const std::s
 void list_evaluations(Api&, const httplib::Request&, httplib::Response&, const std::smatch&);
 void get_evaluation(Api&, const httplib::Request&, httplib::Response&, const std::smatch&);
 void delete_evaluation(Api&, const httplib::Request&, httplib::Response&, const std::smatch&);
+void label_evaluation(Api&, const httplib::Request&, httplib::Response&, const std::smatch&);
 void list_analyses(Api&, const httplib::Request&, httplib::Response&, const std::smatch&);
 void get_analysis(Api&, const httplib::Request&, httplib::Response&, const std::smatch&);
 void get_trace(Api&, const httplib::Request&, httplib::Response&, const std::smatch&);

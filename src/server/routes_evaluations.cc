@@ -1,5 +1,6 @@
 // /api/v1/evaluations: the listing, one evaluation, its deletion, its analyses and its traces, through the service
 // (xsp/service/service.h) on a read-only store connection (the writer's for DELETE).
+#include <algorithm>
 #include <regex>
 
 #include "api.h"
@@ -12,8 +13,24 @@ namespace {
 
 using json = nlohmann::json;
 
+json labels_json(const EvaluationLabels& l) { return {{"name", l.name}, {"tags", l.tags}, {"note", l.note}}; }
+
+// The figures the UI's list shows (service::listing_metrics()); null where no run has them.
+json metrics_json(const service::ListingMetrics& m) {
+  auto batch = [](const std::optional<int>& b) { return b ? json(*b) : json(nullptr); };
+  return {{"p50_ms", number_or_null(m.p50_ns / 1e6)},
+          {"p50_batch_size", batch(m.p50_batch_size)},
+          {"throughput_samples_per_s", number_or_null(m.throughput_samples_per_s)},
+          {"throughput_batch_size", batch(m.throughput_batch_size)},
+          {"stability", m.stability.empty() ? json(nullptr) : json(m.stability)}};
+}
+
 json listing_json(const EvaluationListing& e) {
   return {{"id", e.id},
+          {"name", e.labels.name},
+          {"tags", e.labels.tags},
+          {"note", e.labels.note},
+          {"metrics", metrics_json(service::listing_metrics(e))},
           {"created_at", e.created_at},
           {"status", e.status},
           {"model", e.model_name},
@@ -69,6 +86,9 @@ json evaluation_json(const EvaluationRecord& r) {
           {"batch_sizes", r.batch_sizes},
           {"trace_level", std::string(to_string(r.trace_level))},
           {"leveled", r.leveled},
+          {"name", r.labels.name},
+          {"tags", r.labels.tags},
+          {"note", r.labels.note},
           {"settings", r.settings},
           {"system", r.system},
           {"runs", runs},
@@ -93,6 +113,7 @@ EvaluationFilter evaluation_filter(const httplib::Request& req) {
   filter_text(req, "framework", f.framework);
   filter_text(req, "host", f.host);
   filter_text(req, "device", f.device);
+  filter_text(req, "tag", f.tag);
   static const std::regex device(R"(cpu|cuda(:\d{1,4})?)");
   if (!f.device.empty() && !std::regex_match(f.device, device))
     throw HttpError{400, "device: expected cpu, cuda or cuda:N, got '" + f.device + "'", "device"};
@@ -128,10 +149,12 @@ service::TraceRequest trace_request(const httplib::Request& req, std::int64_t id
 }  // namespace
 
 void routes::list_evaluations(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch&) {
-  check_params(req, {"model", "framework", "device", "host", "since", "until", "limit", "offset"});
+  check_params(req, {"model", "model_like", "framework", "device", "host", "tag", "since", "until", "limit", "offset"});
   const EvaluationFilter f = evaluation_filter(req);
+  std::string model_like;
+  filter_text(req, "model_like", model_like);
   auto store = api.readers.acquire();
-  const service::EvaluationPage page = service::list_evaluations(*store, f);
+  const service::EvaluationPage page = service::list_evaluations_matching(*store, f, model_like);
   json list = json::array();
   for (const auto& e : page.evaluations) list.push_back(listing_json(e));
   send_json(res, 200, {{"total", page.total}, {"offset", f.offset}, {"limit", *f.limit}, {"evaluations", list}});
@@ -149,6 +172,41 @@ void routes::delete_evaluation(Api& api, const httplib::Request& req, httplib::R
   const std::int64_t id = parse_id(m[1], "id");
   service::delete_evaluation(*api.writer, id);
   send_json(res, 200, {{"deleted", id}});
+}
+
+// {"name", "tags", "note"}, each optional: a name or note replaces the old one ("" removes it), tags replace the set.
+void routes::label_evaluation(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
+  check_params(req, {});
+  const std::int64_t id = parse_id(m[1], "id");
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    throw HttpError{400, std::string("request body: invalid JSON: ") + e.what(), "body"};
+  }
+  if (!body.is_object())
+    throw HttpError{
+        400, "request body: expected an object {\"name\", \"tags\", \"note\"}, got " + std::string(body.type_name()),
+        "body"};
+  service::LabelChange change;
+  for (const auto& [key, value] : body.items()) {
+    if (key == "name" || key == "note") {
+      if (!value.is_string())
+        throw HttpError{400, key + ": expected a string, got " + std::string(value.type_name()), key};
+      (key == "name" ? change.name : change.note) = value.get<std::string>();
+    } else if (key == "tags") {
+      if (!value.is_array() || !std::all_of(value.begin(), value.end(), [](const json& t) { return t.is_string(); }))
+        throw HttpError{400,
+                        "tags: expected an array of strings, got " +
+                            value.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 80),
+                        "tags"};
+      change.tags = value.get<std::vector<std::string>>();
+    } else {
+      throw HttpError{400, "unknown key '" + key + "'; expected name, tags or note", key};
+    }
+  }
+  const EvaluationLabels labels = service::label_evaluation(*api.writer, id, change);
+  send_json(res, 200, {{"id", id}, {"name", labels.name}, {"tags", labels.tags}, {"note", labels.note}});
 }
 
 void routes::list_analyses(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {

@@ -29,6 +29,11 @@ void routes::get_report(Api& api, const httplib::Request& req, httplib::Response
   service::ReportRequest r;
   r.ids = id_list(req, 1);
   r.batch_size = batch_size_param(req);
+  // The way back: the list, and from a comparison each evaluation's own page.
+  r.links.emplace_back("all evaluations", "/");
+  if (r.ids.size() > 1)
+    for (std::int64_t id : r.ids)
+      r.links.emplace_back("evaluation " + std::to_string(id), "/api/v1/report?ids=" + std::to_string(id));
   service::ReportResult report = [&] {
     auto store = api.readers.acquire();
     return service::report(*store, r);

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "../report/report_assets.h"
 #include "api.h"
 #include "http_front.h"
 #include "ui.h"
@@ -128,6 +129,7 @@ struct Server::Impl : detail::Api {
     route("GET", "/evaluations", kRead, list_evaluations);
     route("GET", "/evaluations/([^/]+)", kRead, get_evaluation);
     route("DELETE", "/evaluations/([^/]+)", kWrite, delete_evaluation);
+    route("PATCH", "/evaluations/([^/]+)", kWrite, label_evaluation);
     route("GET", "/evaluations/([^/]+)/analyses", kRead, list_analyses);
     route("GET", "/evaluations/([^/]+)/analyses/([^/]+)", kHeavy, get_analysis);
     route("GET", "/evaluations/([^/]+)/trace", kHeavy, get_trace);
@@ -281,6 +283,21 @@ struct Server::Impl : detail::Api {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(std::string(detail::ui_html()), "text/html; charset=utf-8");
     });
+    // The list's chart draws with the same Vega, Vega-Lite and vega-embed the report inlines: served from this
+    // process, so the UI fetches nothing from another host.
+    for (const auto& [file, text] :
+         {std::pair{"vega.min.js", &report_assets::vega}, std::pair{"vega-lite.min.js", &report_assets::vega_lite},
+          std::pair{"vega-embed.min.js", &report_assets::vega_embed}}) {
+      http.Get(std::string("/assets/") + file, [text](const httplib::Request&, httplib::Response& res) {
+        if (!report_assets::available()) {
+          send_json(
+              res, 404,
+              error_body(404, "this build has no report assets (Vega): run scripts/install-deps.sh, rebuild", ""));
+          return;
+        }
+        res.set_content(std::string(text()), "text/javascript; charset=utf-8");
+      });
+    }
     // Browsers ask for it on every page; a 404 would be a console error in the UI for nothing.
     http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
     http.Get("/api", [](const httplib::Request&, httplib::Response& res) {

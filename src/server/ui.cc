@@ -12,6 +12,9 @@ namespace xsp::detail {
 std::string_view ui_html() {
   return R"html(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>XSP</title>
+<script src="/assets/vega.min.js"></script>
+<script src="/assets/vega-lite.min.js"></script>
+<script src="/assets/vega-embed.min.js"></script>
 <style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 2em 3em; color: #1d1d1f; }
 header { display: flex; align-items: baseline; gap: 2em; border-bottom: 1px solid #ccc; }
@@ -26,6 +29,17 @@ input[type=number] { width: 6em; }
 button { font: inherit; padding: 2px 10px; }
 .error { color: #b00020; }
 .muted { color: #666; }
+th.sortable { cursor: pointer; user-select: none; }
+th.sortable[aria-sort=ascending]::after { content: ' ▲'; }
+th.sortable[aria-sort=descending]::after { content: ' ▼'; }
+.tag { display: inline-block; background: #e8eef9; color: #1a3d7c; border-radius: 3px; padding: 0 4px; margin: 0 2px;
+  font-size: 12px; }
+td.unstable { color: #b00020; font-weight: 600; }
+td.stable { color: #1b6e20; }
+tr.editing td { background: #fafafa; }
+.label-form input[type=text] { width: 14em; }
+.label-form textarea { font: inherit; width: 30em; height: 3.5em; vertical-align: top; }
+#trend { min-height: 1em; }
 progress { width: 10em; }
 </style></head>
 <body>
@@ -36,20 +50,34 @@ progress { width: 10em; }
 <section id="evaluations-section">
 <h2>Evaluations</h2>
 <form class="inline" id="filters">
-<label>model <input type="text" name="model" size="12"></label>
+<label>model <input type="text" name="model" size="12" placeholder="resnet18"
+  title="any part of the model's name, case and - _ ignored (the zoo's CLI name works)"></label>
 <label>framework <input type="text" name="framework" size="10"></label>
 <label>device <input type="text" name="device" size="8" placeholder="cpu, cuda"></label>
 <label>host <input type="text" name="host" size="10"></label>
+<label>tag <input type="text" name="tag" size="10"></label>
 <label>since <input type="text" name="since" size="12" placeholder="2026-11-01"></label>
 <label>until <input type="text" name="until" size="12"></label>
 <button type="submit" id="filter">filter</button>
 </form>
 <p id="evaluations-error" class="error"></p>
-<table id="evaluations"><thead><tr><th></th><th>id</th><th>created</th><th>model</th><th>framework</th>
-<th>device</th><th>host</th><th>scenario</th><th>trace level</th><th>batch sizes</th><th>runs</th><th>status</th>
-<th></th></tr></thead><tbody></tbody></table>
+<table id="evaluations"><thead><tr></tr></thead><tbody></tbody></table>
 <p><button id="compare" disabled>compare selected</button> <span class="muted" id="selected-count">select two or
-more</span></p>
+more</span> <span class="muted">· p50: predict latency at the smallest batch size, throughput at the largest (the
+shallowest trace level's run); click a heading to sort</span></p>
+</section>
+
+<section id="trend-section">
+<h2>Latency across runs</h2>
+<form class="inline" id="trend-options">
+<label>model <select id="trend-model"></select></label>
+<label>figure <select id="trend-metric"><option value="p50_ms">p50 latency (ms)</option>
+<option value="throughput_samples_per_s">throughput (samples/s)</option></select></label>
+<label>colour by <select id="trend-color"><option value="host">machine</option><option value="framework">framework</option>
+<option value="device">device</option></select></label>
+</form>
+<div id="trend"></div>
+<p id="trend-note" class="muted"></p>
 </section>
 
 <section id="submit-section">
@@ -128,50 +156,220 @@ $('#compare').addEventListener('click', () => {
   location.href = '/api/v1/report?ids=' + Array.from(selected).sort((a, b) => a - b).join(',');
 });
 
+const num = (v, digits) => (v === null || v === undefined ? '' : Number(v).toFixed(digits));
+// The list's columns: key (sort key and cell class), heading, the value sorted on, how it is shown.
+const columns = [
+  { key: 'id', label: 'id', value: (e) => e.id, num: true },
+  { key: 'name', label: 'name / tags', value: (e) => (e.name || '').toLowerCase() || null },
+  { key: 'created', label: 'created', value: (e) => e.created_at },
+  { key: 'model', label: 'model', value: (e) => e.model },
+  { key: 'framework', label: 'framework', value: (e) => e.framework },
+  { key: 'device', label: 'device', value: (e) => e.device },
+  { key: 'host', label: 'host', value: (e) => e.host },
+  { key: 'scenario', label: 'scenario', value: (e) => e.scenario },
+  { key: 'level', label: 'trace level', value: (e) => e.trace_level },
+  { key: 'batches', label: 'batch sizes', value: (e) => (e.batch_sizes || [])[0], show: (e) => (e.batch_sizes || []).join(',') },
+  { key: 'p50', label: 'p50 (ms)', value: (e) => e.metrics.p50_ms, num: true,
+    show: (e) => (e.metrics.p50_ms === null ? '' : num(e.metrics.p50_ms, 3) + ' @' + e.metrics.p50_batch_size) },
+  { key: 'throughput', label: 'throughput (/s)', value: (e) => e.metrics.throughput_samples_per_s, num: true,
+    show: (e) => (e.metrics.throughput_samples_per_s === null ? '' :
+      num(e.metrics.throughput_samples_per_s, 1) + ' @' + e.metrics.throughput_batch_size) },
+  { key: 'stability', label: 'stability', value: (e) => e.metrics.stability },
+  { key: 'runs', label: 'runs', value: (e) => e.runs, num: true },
+  { key: 'status', label: 'status', value: (e) => e.status },
+];
+let evaluations = [];
+let sortKey = 'created';
+let sortDescending = true;
+
+function drawHead() {
+  const tr = $('#evaluations thead tr');
+  tr.replaceChildren(document.createElement('th'));
+  for (const c of columns) {
+    const th = document.createElement('th');
+    th.textContent = c.label; th.className = 'sortable'; th.dataset.key = c.key;
+    if (c.key === sortKey) th.setAttribute('aria-sort', sortDescending ? 'descending' : 'ascending');
+    th.addEventListener('click', () => {
+      sortDescending = c.key === sortKey ? !sortDescending : false;
+      sortKey = c.key;
+      drawEvaluations();
+    });
+    tr.appendChild(th);
+  }
+  tr.appendChild(document.createElement('th'));
+}
+
+// Missing values last in either direction; numbers as numbers, text case-insensitively.
+function sortedEvaluations() {
+  const c = columns.find((k) => k.key === sortKey);
+  const dir = sortDescending ? -1 : 1;
+  return evaluations.slice().sort((a, b) => {
+    const x = c.value(a), y = c.value(b);
+    const xm = x === null || x === undefined || x === '', ym = y === null || y === undefined || y === '';
+    if (xm || ym) return xm === ym ? b.id - a.id : (xm ? 1 : -1);
+    if (typeof x === 'number' && typeof y === 'number') return dir * (x - y) || b.id - a.id;
+    return dir * String(x).localeCompare(String(y), undefined, { sensitivity: 'base', numeric: true }) || b.id - a.id;
+  });
+}
+
+function labelCell(e) {
+  const td = cell('', 'name');
+  const name = document.createElement('span');
+  name.className = 'label-name'; name.textContent = e.name || '';
+  if (e.note) name.title = e.note;
+  td.appendChild(name);
+  for (const t of e.tags || []) {
+    const tag = document.createElement('span');
+    tag.className = 'tag'; tag.textContent = t; tag.title = 'show only tag ' + t;
+    tag.addEventListener('click', () => { $('#filters input[name=tag]').value = t; loadEvaluations(); });
+    td.appendChild(tag);
+  }
+  if (e.note) {
+    const n = document.createElement('span');
+    n.className = 'muted note-mark'; n.textContent = ' ✎'; n.title = e.note;
+    td.appendChild(n);
+  }
+  const edit = document.createElement('button');
+  edit.textContent = 'edit'; edit.className = 'label-edit'; edit.title = 'name, tags, note';
+  edit.addEventListener('click', () => editLabels(e, td.parentElement));
+  td.appendChild(document.createTextNode(' ')); td.appendChild(edit);
+  return td;
+}
+
+// An inline form under the row: PATCH /evaluations/{id} with {name, tags, note}; the row is redrawn from the answer.
+function editLabels(e, tr) {
+  const open = document.querySelector(`#evaluations tr.label-row[data-for="${e.id}"]`);
+  if (open) { open.remove(); tr.classList.remove('editing'); return; }
+  tr.classList.add('editing');
+  const row = document.createElement('tr');
+  row.className = 'label-row'; row.dataset.for = e.id;
+  const td = document.createElement('td'); td.colSpan = columns.length + 2;
+  const form = document.createElement('form'); form.className = 'inline label-form';
+  form.innerHTML = '<label>name <input type="text" name="name" maxlength="120"></label>' +
+    '<label>tags <input type="text" name="tags" placeholder="baseline, fp16"></label>' +
+    '<label>note <textarea name="note" maxlength="4000"></textarea></label>' +
+    '<button type="submit" class="label-save">save</button> <button type="button" class="label-cancel">cancel</button>' +
+    ' <span class="error label-error"></span>';
+  form.elements.name.value = e.name || '';
+  form.elements.tags.value = (e.tags || []).join(', ');
+  form.elements.note.value = e.note || '';
+  form.querySelector('.label-cancel').addEventListener('click', () => { row.remove(); tr.classList.remove('editing'); });
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const tags = form.elements.tags.value.split(/[\s,]+/).filter((t) => t);
+    try {
+      const body = await api('/evaluations/' + e.id, { method: 'PATCH',
+        body: JSON.stringify({ name: form.elements.name.value, tags, note: form.elements.note.value }) });
+      Object.assign(e, { name: body.name, tags: body.tags, note: body.note });
+      drawEvaluations();
+    } catch (err) { form.querySelector('.label-error').textContent = err.message; }
+  });
+  td.appendChild(form); row.appendChild(td);
+  tr.after(row);
+  form.elements.name.focus();
+}
+
+function drawEvaluations() {
+  drawHead();
+  const tbody = $('#evaluations tbody');
+  tbody.replaceChildren();
+  for (const e of sortedEvaluations()) {
+    const tr = document.createElement('tr');
+    tr.dataset.id = e.id;
+    const box = document.createElement('input');
+    box.type = 'checkbox';
+    box.checked = selected.has(e.id);
+    box.addEventListener('change', () => { box.checked ? selected.add(e.id) : selected.delete(e.id); updateCompare(); });
+    const pick = cell(''); pick.appendChild(box); tr.appendChild(pick);
+    for (const c of columns) {
+      if (c.key === 'name') { tr.appendChild(labelCell(e)); continue; }
+      const v = c.show ? c.show(e) : c.value(e);
+      const cls = c.key + (c.num ? ' num' : '') + (c.key === 'stability' && v ? ' ' + v : '');
+      tr.appendChild(cell(v, cls));
+    }
+    const open = cell('');
+    const a = document.createElement('a');
+    a.href = '/api/v1/report?ids=' + e.id; a.textContent = 'open'; a.className = 'open';
+    open.appendChild(a); tr.appendChild(open);
+    tbody.appendChild(tr);
+  }
+  updateCompare();
+  drawTrend();
+}
+
 async function loadEvaluations() {
   const params = new URLSearchParams();
-  for (const el of $('#filters').elements) if (el.name && el.value.trim()) params.set(el.name, el.value.trim());
+  for (const el of $('#filters').elements) {
+    if (!el.name || !el.value.trim()) continue;
+    // The model box matches loosely (model_like): "resnet18" finds ResNet-18.
+    params.set(el.name === 'model' ? 'model_like' : el.name, el.value.trim());
+  }
+  params.set('limit', '1000');
   $('#evaluations-error').textContent = '';
   try {
-    const body = await api('/evaluations' + (params.toString() ? '?' + params : ''));
-    const tbody = $('#evaluations tbody');
-    tbody.replaceChildren();
-    for (const e of body.evaluations) {
-      const tr = document.createElement('tr');
-      tr.dataset.id = e.id;
-      const box = document.createElement('input');
-      box.type = 'checkbox';
-      box.checked = selected.has(e.id);
-      box.addEventListener('change', () => { box.checked ? selected.add(e.id) : selected.delete(e.id); updateCompare(); });
-      const pick = cell(''); pick.appendChild(box); tr.appendChild(pick);
-      tr.appendChild(cell(e.id, 'num'));
-      for (const k of ['created_at', 'model', 'framework', 'device', 'host', 'scenario', 'trace_level']) tr.appendChild(cell(e[k]));
-      tr.appendChild(cell((e.batch_sizes || []).join(',')));
-      tr.appendChild(cell(e.runs, 'num'));
-      tr.appendChild(cell(e.status));
-      const open = cell('');
-      const a = document.createElement('a');
-      a.href = '/api/v1/report?ids=' + e.id; a.textContent = 'open'; a.className = 'open';
-      open.appendChild(a); tr.appendChild(open);
-      tbody.appendChild(tr);
-    }
-    updateCompare();
+    const body = await api('/evaluations' + '?' + params);
+    evaluations = body.evaluations;
+    drawEvaluations();
   } catch (err) { $('#evaluations-error').textContent = err.message; }
 }
 $('#filters').addEventListener('submit', (ev) => { ev.preventDefault(); loadEvaluations(); });
+
+// One model's figure over time, one point per evaluation, coloured by machine, framework or device (Vega-Lite, served
+// by this server from the report's inlined copies).
+let trendView = null;
+async function drawTrend() {
+  const select = $('#trend-model');
+  const models = Array.from(new Set(evaluations.map((e) => e.model))).sort();
+  const previous = select.value;
+  select.replaceChildren(...models.map((m) => { const o = document.createElement('option'); o.textContent = m; return o; }));
+  if (models.includes(previous)) select.value = previous;
+  const metric = $('#trend-metric').value, color = $('#trend-color').value;
+  const values = evaluations.filter((e) => e.model === select.value && e.metrics[metric] !== null)
+    .map((e) => ({ id: e.id, created: e.created_at, value: e.metrics[metric], host: e.host || '(unknown)',
+      framework: e.framework, device: e.device, name: e.name || '' }));
+  $('#trend-note').textContent = values.length ? '' : 'No evaluation of this model has the figure.';
+  if (trendView) { trendView.finalize(); trendView = null; }
+  $('#trend').replaceChildren();
+  if (!values.length) return;
+  if (typeof vegaEmbed !== 'function') { $('#trend-note').textContent = 'charts need the report assets (Vega)'; return; }
+  const title = $('#trend-metric').selectedOptions[0].textContent;
+  const spec = {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json', width: 640, height: 220,
+    data: { values },
+    mark: { type: 'line', point: { size: 60 } },
+    encoding: {
+      x: { field: 'created', type: 'temporal', title: 'created (UTC)', scale: { type: 'utc' }, axis: { format: '%m-%d %H:%M', labelOverlap: true, tickCount: 6 } },
+      y: { field: 'value', type: 'quantitative', title, scale: { zero: false } },
+      color: { field: color, type: 'nominal', title: color === 'host' ? 'machine' : color },
+      tooltip: [{ field: 'id' }, { field: 'name' }, { field: 'created', type: 'temporal', format: '%Y-%m-%d %H:%M', timeUnit: 'utcyearmonthdatehoursminutes' },
+        { field: 'value', title, format: '.4~g' }, { field: 'host' }, { field: 'framework' }, { field: 'device' }],
+    },
+  };
+  try {
+    trendView = (await vegaEmbed('#trend', spec, { actions: false, renderer: 'svg' })).view;
+  } catch (err) { $('#trend-note').textContent = 'chart: ' + err.message; }
+}
+for (const id of ['#trend-model', '#trend-metric', '#trend-color']) $(id).addEventListener('change', drawTrend);
 
 async function loadModels() {
   const body = await api('/models');
   const tbody = $('#models tbody');
   const select = $('#submit-model');
+  let firstRunnable = null;
   for (const m of body.models) {
     const tr = document.createElement('tr');
     tr.appendChild(cell(m.name)); tr.appendChild(cell(m.version));
-    tr.appendChild(cell((m.frameworks || []).map((f) => f.name).join(', ')));
+    tr.appendChild(cell((m.frameworks || []).map((f) => f.name + (f.exported ? '' : ' (not exported)')).join(', ')));
     tr.appendChild(cell(m.description));
     tbody.appendChild(tr);
-    const o = document.createElement('option'); o.textContent = m.name; select.appendChild(o);
+    // A model can run only when a graph of a framework of this build is on disk (`xsp models` says how to export).
+    const runnable = (m.frameworks || []).some((f) => f.exported && f.in_this_build);
+    const o = document.createElement('option');
+    o.value = m.name; o.textContent = m.name + (runnable ? '' : ' (not exported)');
+    select.appendChild(o);
+    if (runnable && !firstRunnable) firstRunnable = m.name;
   }
+  if (firstRunnable) select.value = firstRunnable;
   if ((body.problems || []).length) $('#models-problems').textContent = body.problems.length + ' manifest(s) could not be used: see GET /api/v1/models';
 }
 

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "xsp/analysis/compare.h"
@@ -109,6 +114,29 @@ EvaluationPage list_evaluations(Store& store, const EvaluationFilter& filter) {
   return page;
 }
 
+EvaluationPage list_evaluations_matching(Store& store, const EvaluationFilter& filter, const std::string& model_text) {
+  if (model_text.empty()) return list_evaluations(store, filter);
+  auto folded = [](std::string_view text) {
+    std::string out;
+    for (char c : text)
+      if (c != '_' && c != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string wanted = folded(model_text);
+  EvaluationFilter all = filter;  // the loose match is not SQL: filter every listing, then page
+  all.limit.reset();
+  all.offset = 0;
+  EvaluationPage page;
+  for (EvaluationListing& e : store.list(all)) {
+    if (folded(e.model_name).find(wanted) == std::string::npos) continue;
+    ++page.total;
+    if (page.total <= filter.offset) continue;
+    if (filter.limit && page.evaluations.size() >= *filter.limit) continue;
+    page.evaluations.push_back(std::move(e));
+  }
+  return page;
+}
+
 EvaluationListing find_evaluation(Store& store, std::int64_t id) {
   // The listing has batch sizes and runs; a linear pass over it reads no trace.
   for (EvaluationListing& e : store.list(EvaluationFilter{}))
@@ -118,6 +146,129 @@ EvaluationListing find_evaluation(Store& store, std::int64_t id) {
 
 void delete_evaluation(Store& store, std::int64_t id) {
   if (!store.remove(id)) throw EvaluationNotFound(id, store.file().string());
+}
+
+ListingMetrics listing_metrics(const EvaluationListing& listing) {
+  // Per batch size, the run at the shallowest trace level: deeper levels add the tracer's overhead to the latency.
+  std::map<int, const RunFigures*> shallowest;
+  for (const RunFigures& r : listing.runs) {
+    const RunFigures*& kept = shallowest[r.batch_size];
+    if (kept == nullptr || r.trace_level < kept->trace_level) kept = &r;
+  }
+  ListingMetrics m;
+  bool all_stable = !shallowest.empty();
+  bool any_unstable = false;
+  for (const auto& [batch_size, run] : shallowest) {  // ascending batch size
+    if (!m.p50_batch_size && std::isfinite(run->predict_p50_ns)) {
+      m.p50_batch_size = batch_size;
+      m.p50_ns = run->predict_p50_ns;
+    }
+    if (std::isfinite(run->throughput_samples_per_s)) {  // the last one kept is the largest batch size's
+      m.throughput_batch_size = batch_size;
+      m.throughput_samples_per_s = run->throughput_samples_per_s;
+    }
+    any_unstable = any_unstable || run->stability == "unstable";
+    all_stable = all_stable && run->stability == "stable";
+  }
+  if (!shallowest.empty()) m.stability = any_unstable ? "unstable" : all_stable ? "stable" : "not_assessed";
+  return m;
+}
+
+namespace {
+
+// Code points of `text` when it is valid UTF-8 (no overlong forms, surrogates or values past U+10FFFF), else nullopt.
+std::optional<std::size_t> utf8_length(std::string_view text) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < text.size(); ++count) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return std::nullopt;
+    std::uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      if ((b & 0xC0) != 0x80) return std::nullopt;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
+    i += n;
+  }
+  return count;
+}
+
+// `value` shortened for a message, so that a refused 1 MB note is not echoed whole.
+std::string shown_value(std::string_view value) {
+  constexpr std::size_t kShown = 40;
+  std::string out = "'";
+  for (char c : value.substr(0, kShown)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  return out + (value.size() > kShown ? "...'" : "'");
+}
+
+void check_text(const std::string& field, std::string_view value, std::size_t max_chars, bool lines) {
+  const auto length = utf8_length(value);
+  if (!length) throw InvalidArgument(field + ": expected UTF-8 text, got bytes that are not UTF-8", field);
+  if (*length > max_chars)
+    throw InvalidArgument(field + ": at most " + std::to_string(max_chars) + " characters, got " +
+                              std::to_string(*length) + " (" + shown_value(value) + ")",
+                          field);
+  for (char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 || c == 0x7F) && !(lines && (c == '\n' || c == '\t' || c == '\r')))
+      throw InvalidArgument(field + ": " +
+                                (lines ? "control characters other than newline and tab are not allowed"
+                                       : "expected one line of text without control characters") +
+                                ", got " + shown_value(value),
+                            field);
+  }
+}
+
+void check_tag(const std::string& tag) {
+  const bool ok = !tag.empty() && tag.size() <= kMaxTagChars && std::all_of(tag.begin(), tag.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("._:/+=@-").find(c) != std::string_view::npos;
+  });
+  if (!ok)
+    throw InvalidArgument("tags: " + shown_value(tag) + " is not a tag: expected 1 to " + std::to_string(kMaxTagChars) +
+                              " of ASCII letters, digits and . _ : / + = @ -",
+                          "tags");
+}
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(' ');
+  return first == std::string::npos ? std::string() : text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
+}  // namespace
+
+void validate_label_change(const LabelChange& change) {
+  if (change.empty()) throw InvalidArgument("labels: nothing to change: give a name, tags or a note", "labels");
+  if (change.name) check_text("name", *change.name, kMaxLabelNameChars, false);
+  if (change.tags)
+    for (const std::string& t : *change.tags) check_tag(t);
+  for (const std::string& t : change.add_tags) check_tag(t);
+  for (const std::string& t : change.remove_tags) check_tag(t);
+  if (change.note) check_text("note", *change.note, kMaxNoteChars, true);
+}
+
+EvaluationLabels label_evaluation(Store& store, std::int64_t id, const LabelChange& change) {
+  validate_label_change(change);
+  const auto stored = store.update_labels(id, [&](const EvaluationLabels& now) {
+    EvaluationLabels next = now;
+    if (change.name) next.name = trimmed(*change.name);
+    if (change.note) next.note = *change.note;
+    std::set<std::string> tags(now.tags.begin(), now.tags.end());
+    if (change.tags) tags = std::set<std::string>(change.tags->begin(), change.tags->end());
+    tags.insert(change.add_tags.begin(), change.add_tags.end());
+    for (const std::string& t : change.remove_tags) tags.erase(t);
+    if (tags.size() > kMaxTags)
+      throw InvalidArgument("tags: at most " + std::to_string(kMaxTags) + " tags on an evaluation, this would make " +
+                                std::to_string(tags.size()),
+                            "tags");
+    next.tags.assign(tags.begin(), tags.end());
+    return next;
+  });
+  if (!stored) throw EvaluationNotFound(id, store.file().string());
+  return *stored;
 }
 
 AnalysisOptions analysis_options(Store& store, const EvaluationRecord& record) {
@@ -147,6 +298,9 @@ AnalysisResult analyze(Store& store, const AnalysisRequest& request) {
   result.options = analysis_options(store, result.record);
   result.options.batch_size = request.batch_size;
   result.options.latency_bound_ms = request.latency_bound_ms;
+  result.options.op_group_by = request.op_group_by;
+  result.options.op_top = request.op_top;
+  result.options.op_sort = request.op_sort;
   result.tables = refusing_invalid_arguments(
       "batch_size", [&] { return run_analyses(result.record, result.analyses, result.options); });
   return result;
@@ -176,6 +330,7 @@ ReportResult report(Store& store, const ReportRequest& request) {
   }
   ReportOptions options;
   options.title = request.title;
+  options.links = request.links;
   options.compare.batch_size = request.batch_size;
   ReportResult result;
   result.evaluations = evaluations.size();

@@ -43,6 +43,9 @@ std::vector<Version> versions() {
       {10,
        "Programs profiled from outside (issue 23, `xsp profile`): evaluations.kind admits 'external'; the column is "
        "re-created with the wider CHECK, its values kept."},
+      {11,
+       "What a person writes on an evaluation to find it again (`xsp label`, PATCH /api/v1/evaluations/{id}): a "
+       "name, tags (a JSON array of strings) and a note; older rows get none ('', '[]', '')."},
   };
 }
 
@@ -119,6 +122,24 @@ Table evaluations() {
               .recreated(10, "kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation')")
               .described("the workload that made the evaluation (RecordKind): batch-sweep, scenario, generation or "
                          "external"),
+          // The limits are service::validate_labels()'s; the CHECKs make a writer that skipped it fail loudly.
+          col("name", kText)
+              .required()
+              .default_to("''")
+              .check("length(name) <= 120")
+              .since(11)
+              .described("a person's short name for the evaluation; '' for none"),
+          col("tags", kJson)
+              .required()
+              .default_to("'[]'")
+              .since(11)
+              .described("a JSON array of distinct tags, sorted; the tag filter reads it"),
+          col("note", kText)
+              .required()
+              .default_to("''")
+              .check("length(note) <= 4000")
+              .since(11)
+              .described("a person's note; '' for none"),
       },
       {},
       {},
@@ -394,7 +415,10 @@ void validate_column(const Schema& schema, const Table& table, std::size_t posit
     if (c.recreated_in <= made || c.recreated_in > latest)
       invalid(where + ": re-created in version " + std::to_string(c.recreated_in) + ", not after version " +
               std::to_string(made) + " that made it and up to " + std::to_string(latest));
-    if (position + 1 != table.columns.size()) invalid(where + ": only a table's last column can be re-created");
+    // Columns added by later versions come after it in every store, new or migrated, so only the earlier ones count.
+    for (std::size_t later = position + 1; later < table.columns.size(); ++later)
+      if (table.columns[later].added_in <= c.recreated_in)
+        invalid(where + ": only a table's last column (as of its re-creation) can be re-created");
     if (c.type == kId || c.foreign_key || (c.not_null && c.default_sql.empty()))
       invalid(where + ": a re-created column is no id, no foreign key, and nullable or with a DEFAULT");
     for (const auto& key : table.unique)

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -60,14 +61,15 @@ double column_real(sqlite3_stmt* q, int col) {
   return sqlite3_column_type(q, col) == SQLITE_NULL ? kNaN : sqlite3_column_double(q, col);
 }
 
-// The WHERE clause of a filtered listing: ?1..?6 are model, framework, device, host, since, until; an empty value
-// matches any (so that one prepared text serves every combination of filters). Devices are stored as "cpu" or
-// "cuda:N": "cuda" matches every ordinal.
+// The WHERE clause of a filtered listing: ?1..?6 are model, framework, device, host, since, until, ?9 a tag; an empty
+// value matches any (so that one prepared text serves every combination of filters). Devices are stored as "cpu" or
+// "cuda:N": "cuda" matches every ordinal. Tags are a JSON array (schema 11), read with json_each.
 constexpr const char* kFilterSql =
     "(?1 = '' OR e.model_name = ?1) AND (?2 = '' OR e.framework_name = ?2) AND (?3 = '' OR e.device = ?3 OR "
     "substr(e.device, 1, length(?3) + 1) = ?3 || ':') AND "
     "(?4 = '' OR json_extract(e.system, '$.host.hostname') = ?4) AND (?5 = '' OR e.created_at >= ?5) AND "
-    "(?6 = '' OR e.created_at <= ?6)";
+    "(?6 = '' OR e.created_at <= ?6) AND "
+    "(?9 = '' OR EXISTS (SELECT 1 FROM json_each(e.tags) AS t WHERE t.value = ?9))";
 
 class SqliteStore final : public Store {
  public:
@@ -342,7 +344,7 @@ class SqliteStore final : public Store {
         "SELECT e.id, e.created_at, e.status, e.model_name, e.model_version, e.framework_name, e.device, "
         "e.scenario, e.trace_level, e.batch_sizes, "
         "(SELECT COUNT(*) FROM runs r WHERE r.evaluation_id = e.id), "
-        "COALESCE(json_extract(e.system, '$.host.hostname'), '') "
+        "COALESCE(json_extract(e.system, '$.host.hostname'), ''), e.name, e.tags, e.note "
         "FROM evaluations e WHERE " +
             std::string(kFilterSql) + " ORDER BY e.created_at DESC, e.id DESC LIMIT ?7 OFFSET ?8",
         op);
@@ -370,8 +372,10 @@ class SqliteStore final : public Store {
       }
       l.run_count = static_cast<std::size_t>(sqlite3_column_int64(s, 10));
       l.hostname = text(s, 11);
+      l.labels = labels_from(text(s, 12), text(s, 13), text(s, 14), op + ": evaluation " + std::to_string(l.id));
       out.push_back(std::move(l));
     }
+    read_run_figures(out, op);
     return out;
   }
 
@@ -382,6 +386,35 @@ class SqliteStore final : public Store {
     bind_filter(st, filter, op);
     if (!step(st, op)) fail(op, "COUNT returned no row");
     return static_cast<std::size_t>(sqlite3_column_int64(st.get(), 0));
+  }
+
+  std::optional<EvaluationLabels> update_labels(
+      std::int64_t id, const std::function<EvaluationLabels(const EvaluationLabels&)>& change) override {
+    std::lock_guard lock(mu_);
+    const std::string op = "label evaluation " + std::to_string(id);
+    // BEGIN IMMEDIATE: the read and the write are one transaction, so a concurrent label is not lost.
+    exec("BEGIN IMMEDIATE", op + " (BEGIN IMMEDIATE)");
+    try {
+      Statement st = prepare("SELECT name, tags, note FROM evaluations WHERE id = ?1", op);
+      bind_int(st, 1, id, op);
+      if (!step(st, op)) {
+        exec("COMMIT", op + " (COMMIT)");
+        return std::nullopt;
+      }
+      const EvaluationLabels now = labels_from(text(st.get(), 0), text(st.get(), 1), text(st.get(), 2), op);
+      EvaluationLabels next = change(now);
+      Statement up = prepare("UPDATE evaluations SET name = ?2, tags = ?3, note = ?4 WHERE id = ?1", op);
+      bind_int(up, 1, id, op);
+      bind_text(up, 2, next.name, op);
+      bind_text(up, 3, nlohmann::json(next.tags).dump(), op);
+      bind_text(up, 4, next.note, op);
+      if (step(up, op)) fail(op, "UPDATE returned a row");
+      exec("COMMIT", op + " (COMMIT)");
+      return next;
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
   }
 
   bool remove(std::int64_t id) override {
@@ -465,6 +498,43 @@ class SqliteStore final : public Store {
     bind_text(st, 4, f.host, op);
     bind_text(st, 5, f.since, op);
     bind_text(st, 6, f.until, op);
+    bind_text(st, 9, f.tag, op);
+  }
+
+  // The labels columns of schema 11 (tags: a JSON array of strings).
+  EvaluationLabels labels_from(std::string name, const std::string& tags, std::string note, const std::string& op) {
+    EvaluationLabels l;
+    l.name = std::move(name);
+    l.note = std::move(note);
+    try {
+      l.tags = parse_json(tags, op + ": tags").get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+      fail(op + ": tags", e.what());
+    }
+    return l;
+  }
+
+  // Each listed evaluation's run figures, from typed columns and the predict stage's p50 inside stage_latency_ns
+  // (json_extract reads it without parsing the rest); no blob is read.
+  void read_run_figures(std::vector<EvaluationListing>& listings, const std::string& op) {
+    Statement st = prepare(
+        "SELECT batch_size, trace_level, throughput_samples_per_s, json_extract(stage_latency_ns, '$.predict.p50'), "
+        "stability FROM runs WHERE evaluation_id = ?1 ORDER BY id",
+        op);
+    for (EvaluationListing& l : listings) {
+      sqlite3_reset(st.get());
+      bind_int(st, 1, l.id, op);
+      while (step(st, op)) {
+        sqlite3_stmt* q = st.get();
+        RunFigures f;
+        f.batch_size = sqlite3_column_int(q, 0);
+        f.trace_level = trace_level_from(text(q, 1), op + ": run of evaluation " + std::to_string(l.id));
+        f.throughput_samples_per_s = column_real(q, 2);
+        f.predict_p50_ns = column_real(q, 3);
+        f.stability = text(q, 4);
+        l.runs.push_back(std::move(f));
+      }
+    }
   }
   void bind_double(Statement& st, int i, double v, const std::string& op) {
     // SQLite stores NaN as NULL on its own; do it explicitly so reading back knows NULL means NaN.
@@ -654,8 +724,8 @@ class SqliteStore final : public Store {
     const std::string op = "save evaluation of model " + r.model_name;
     Statement st = prepare(
         "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, kind) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, kind, name, "
+        "tags, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
         op);
     bind_text(st, 1, r.created_at, op);
     bind_text(st, 2, r.status, op);
@@ -676,6 +746,9 @@ class SqliteStore final : public Store {
       bind_text(st, 16, *kind, op);
     else if (sqlite3_bind_null(st.get(), 16) != SQLITE_OK)
       fail_sqlite(op);
+    bind_text(st, 17, r.labels.name, op);
+    bind_text(st, 18, nlohmann::json(r.labels.tags).dump(), op);
+    bind_text(st, 19, r.labels.note, op);
     if (step(st, op)) fail(op, "INSERT returned a row");
     return sqlite3_last_insert_rowid(db_);
   }
@@ -814,8 +887,8 @@ class SqliteStore final : public Store {
   std::optional<EvaluationRecord> read_evaluation(std::int64_t id, const std::string& op) {
     Statement st = prepare(
         "SELECT id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid "
-        "FROM evaluations WHERE id = ?1",
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, name, tags, "
+        "note FROM evaluations WHERE id = ?1",
         op);
     bind_int(st, 1, id, op);
     if (!step(st, op)) return std::nullopt;
@@ -841,6 +914,7 @@ class SqliteStore final : public Store {
     r.settings = parse_json(text(s, 13), op + ": settings");
     r.system = parse_json(text(s, 14), op + ": system");
     r.uuid = text(s, 15);
+    r.labels = labels_from(text(s, 16), text(s, 17), text(s, 18), op);
 
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     Statement rs = prepare(

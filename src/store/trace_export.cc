@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -272,18 +274,24 @@ CREATE TABLE spans (
   duration_ns INTEGER NOT NULL,
   track_id INTEGER NOT NULL REFERENCES tracks (id),
   correlation_id INTEGER,    -- CUPTI correlation id of a call and the device work it launched
-  op_id INTEGER REFERENCES spans (id)  -- nearest FRAMEWORK span: the op this span belongs to
+  op_id INTEGER REFERENCES spans (id), -- nearest FRAMEWORK span: the op this span belongs to
+  batch INTEGER              -- measured batch (ProfilerStep#N) it falls in: the "batch" tag of the nearest MODEL
+                             -- span at or above it; NULL for warm-up and work outside the batches
 );
 CREATE TABLE tags (span_id INTEGER NOT NULL REFERENCES spans (id), key TEXT NOT NULL, value);
 CREATE TABLE ops (
   span_id INTEGER PRIMARY KEY REFERENCES spans (id),
   name TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
-  thread INTEGER, module TEXT, parent_op_id INTEGER REFERENCES ops (span_id)
+  thread INTEGER, module TEXT, parent_op_id INTEGER REFERENCES ops (span_id),
+  self_ns INTEGER NOT NULL,  -- duration_ns minus the union of its direct child ops on the same thread, >= 0
+  top_op_id INTEGER REFERENCES ops (span_id),   -- outermost op above it (itself for a top-level op)
+  layer_op_id INTEGER REFERENCES ops (span_id)  -- top_op_id when that op runs directly in a predict span (a layer)
 );
 CREATE TABLE launches (
   span_id INTEGER PRIMARY KEY REFERENCES spans (id),
   name TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL,
-  thread INTEGER, correlation_id INTEGER, cbid INTEGER, op_id INTEGER REFERENCES ops (span_id)
+  thread INTEGER, correlation_id INTEGER, cbid INTEGER, op_id INTEGER REFERENCES ops (span_id),
+  top_op_id INTEGER REFERENCES ops (span_id), layer_op_id INTEGER REFERENCES ops (span_id)
 );
 CREATE TABLE kernels (
   span_id INTEGER PRIMARY KEY REFERENCES spans (id),
@@ -293,13 +301,16 @@ CREATE TABLE kernels (
   grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER,
   registers_per_thread INTEGER, shared_bytes INTEGER, bytes INTEGER,
   launch_id INTEGER REFERENCES launches (span_id),
-  op_id INTEGER REFERENCES ops (span_id)
+  op_id INTEGER REFERENCES ops (span_id),
+  top_op_id INTEGER REFERENCES ops (span_id), layer_op_id INTEGER REFERENCES ops (span_id)
 );
 CREATE INDEX spans_parent ON spans (parent_id);
 CREATE INDEX spans_op ON spans (op_id);
 CREATE INDEX tags_span ON tags (span_id);
 CREATE INDEX kernels_op ON kernels (op_id);
 CREATE INDEX kernels_launch ON kernels (launch_id);
+CREATE INDEX spans_batch ON spans (batch);
+CREATE INDEX ops_layer ON ops (layer_op_id);
 )sql";
 
 // The run's metadata rows (format, ids, model, framework, device, clocks).
@@ -345,7 +356,7 @@ std::map<Track, std::int64_t> insert_tracks(Db& db, const Trace& trace) {
 }
 
 // A KERNEL span's row (also memcpy and memset: kind), with its launch and op ids.
-void insert_kernel(Db::Insert& kernel_ins, const Span& s, SpanId launch, SpanId op) {
+void insert_kernel(Db::Insert& kernel_ins, const Span& s, SpanId launch, SpanId op, SpanId top_op, SpanId layer_op) {
   const auto id = static_cast<std::int64_t>(s.id);
   kernel_ins.i64(1, id)
       .text(2, s.tag("kind").value_or("kernel"))
@@ -374,7 +385,135 @@ void insert_kernel(Db::Insert& kernel_ins, const Span& s, SpanId launch, SpanId 
       .opt(18, s.tag_int("bytes"))
       .id(19, launch)
       .id(20, op)
+      .id(21, top_op)
+      .id(22, layer_op)
       .row();
+}
+
+// What the relational export derives per span beyond its own fields (docs/exports.md "SQLite"), by span position.
+struct SpanLinks {
+  std::vector<std::optional<std::int64_t>> batch;  // the "batch" tag of the nearest MODEL span at or above it
+  std::vector<SpanId> top_op, layer_op;            // FRAMEWORK spans: outermost op above, and it when a layer
+  std::vector<std::int64_t> self_ns;               // FRAMEWORK spans: duration minus direct same-thread child ops
+};
+
+// A span whose children are the layers: a MODEL "predict" span, or a profiled program's sample range (as
+// is_sample_span() of the analyses, which A2 reads).
+bool is_sample(const Span& s) {
+  if (s.level != Level::kModel) return false;
+  if (s.name == kStagePredict) return true;
+  const auto t = s.tag("sample");
+  return t && *t == "true";
+}
+
+// Per FRAMEWORK span: its duration minus the union of its direct FRAMEWORK children on the same track, clipped to
+// it (the op table's self time, op_table.h).
+void self_times(const Trace& trace, const std::vector<std::size_t>& parent, SpanLinks& links) {
+  struct Child {
+    std::size_t parent;
+    std::int64_t start, end;
+  };
+  const std::vector<Span>& spans = trace.spans;
+  std::vector<Child> children;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const std::size_t p = parent[i];
+    if (spans[i].level != Level::kFramework || p == SIZE_MAX || spans[p].level != Level::kFramework ||
+        spans[p].track != spans[i].track)
+      continue;
+    const std::int64_t start = std::max(spans[i].start_ns, spans[p].start_ns);
+    const std::int64_t end = std::min(spans[i].end_ns, spans[p].end_ns);
+    if (end > start) children.push_back({p, start, end});
+  }
+  std::sort(children.begin(), children.end(), [](const Child& a, const Child& b) {
+    return a.parent != b.parent ? a.parent < b.parent : a.start < b.start;
+  });
+  links.self_ns.assign(spans.size(), 0);
+  for (std::size_t i = 0; i < spans.size(); ++i) links.self_ns[i] = spans[i].duration_ns();
+  for (std::size_t k = 0; k < children.size();) {
+    const std::size_t p = children[k].parent;
+    std::int64_t run_start = children[k].start, run_end = children[k].end, covered = 0;
+    for (++k; k < children.size() && children[k].parent == p; ++k) {
+      if (children[k].start > run_end) {
+        covered += run_end - run_start;
+        run_start = children[k].start;
+      }
+      run_end = std::max(run_end, children[k].end);
+    }
+    covered += run_end - run_start;
+    links.self_ns[p] = std::max<std::int64_t>(0, links.self_ns[p] - covered);
+  }
+}
+
+// Resolves `value` for every span from its parent's, memoised; `own` gives a span's value when it has one of its own
+// (ending the walk up), `inherit` derives a span's value from its parent's. A parent cycle ends the walk: the spans
+// on it get `none`.
+template <typename T, typename Own, typename Inherit>
+std::vector<T> resolve_up(const std::vector<std::size_t>& parent, std::size_t n, T none, Own own, Inherit inherit) {
+  std::vector<T> value(n, none);
+  std::vector<std::uint8_t> state(n, 0);  // 0 unresolved, 1 on the current path, 2 resolved
+  std::vector<std::size_t> path;
+  for (std::size_t i = 0; i < n; ++i) {
+    path.clear();
+    std::size_t cur = i;
+    while (cur != SIZE_MAX && state[cur] == 0) {
+      state[cur] = 1;
+      path.push_back(cur);
+      if (own(cur, value[cur])) break;
+      cur = parent[cur];
+    }
+    // Resolve the path from its top down; a top that is on the path itself (a cycle) or has no value keeps `none`.
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const std::size_t k = *it;
+      const std::size_t p = parent[k];
+      T own_value = none;
+      if (own(k, own_value)) {
+        value[k] = own_value;
+      } else if (p != SIZE_MAX && state[p] == 2) {
+        value[k] = inherit(k, value[p]);
+      }
+      state[k] = 2;
+    }
+  }
+  return value;
+}
+
+SpanLinks link_spans(const Trace& trace, const std::unordered_map<SpanId, const Span*>& by_id) {
+  const std::vector<Span>& spans = trace.spans;
+  const std::size_t n = spans.size();
+  std::vector<std::size_t> parent(n, SIZE_MAX);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto it = by_id.find(spans[i].parent_id);
+    if (spans[i].parent_id != kNoSpan && it != by_id.end())
+      parent[i] = static_cast<std::size_t>(it->second - &spans[0]);
+  }
+  SpanLinks links;
+  links.batch = resolve_up<std::optional<std::int64_t>>(
+      parent, n, std::nullopt,
+      [&](std::size_t i, std::optional<std::int64_t>& v) {
+        if (spans[i].level != Level::kModel) return false;
+        v = spans[i].tag_int("batch");
+        return v.has_value();
+      },
+      [](std::size_t, const std::optional<std::int64_t>& p) { return p; });
+  // The outermost op: a FRAMEWORK span whose parent is no FRAMEWORK span is its own.
+  const auto top = resolve_up<std::size_t>(
+      parent, n, SIZE_MAX,
+      [&](std::size_t i, std::size_t& v) {
+        if (spans[i].level != Level::kFramework) return true;  // v stays SIZE_MAX: nothing above counts
+        if (parent[i] == SIZE_MAX || spans[parent[i]].level != Level::kFramework) v = i;
+        return v != SIZE_MAX;
+      },
+      [](std::size_t, std::size_t p) { return p; });
+  links.top_op.assign(n, kNoSpan);
+  links.layer_op.assign(n, kNoSpan);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (spans[i].level != Level::kFramework || top[i] == SIZE_MAX) continue;
+    links.top_op[i] = spans[top[i]].id;
+    const std::size_t above = parent[top[i]];
+    if (above != SIZE_MAX && is_sample(spans[above])) links.layer_op[i] = spans[top[i]].id;
+  }
+  self_times(trace, parent, links);
+  return links;
 }
 
 // Fills `db` with the relational export of `run`.
@@ -393,6 +532,14 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
     const auto it = ops.find(s.id);
     return it == ops.end() ? kNoSpan : it->second;
   };
+  const SpanLinks links = link_spans(trace, by_id);
+  // The outermost and the layer op of the op `op` (kNoSpan: none).
+  auto op_links = [&](SpanId op) -> std::pair<SpanId, SpanId> {
+    const auto it = by_id.find(op);
+    if (op == kNoSpan || it == by_id.end()) return {kNoSpan, kNoSpan};
+    const auto i = static_cast<std::size_t>(it->second - trace.spans.data());
+    return {links.top_op[i], links.layer_op[i]};
+  };
 
   // The rollback journal stays in memory: no second file beside the export for anyone to plant a link at.
   db.exec("PRAGMA journal_mode = MEMORY");
@@ -404,24 +551,27 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
 
   // Parents may come after children in span order: spans are inserted first, foreign keys checked at COMMIT.
   db.exec("PRAGMA defer_foreign_keys = ON");
-  Db::Insert span_ins(db,
-                      "INSERT INTO spans (id, parent_id, level, level_index, parent_rule, name, start_ns, end_ns, "
-                      "duration_ns, track_id, correlation_id, op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                      "?11, ?12)");
+  Db::Insert span_ins(
+      db,
+      "INSERT INTO spans (id, parent_id, level, level_index, parent_rule, name, start_ns, end_ns, "
+      "duration_ns, track_id, correlation_id, op_id, batch) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+      "?10, ?11, ?12, ?13)");
   Db::Insert tag_ins(db, "INSERT INTO tags (span_id, key, value) VALUES (?1, ?2, ?3)");
   Db::Insert op_ins(db,
-                    "INSERT INTO ops (span_id, name, start_ns, end_ns, duration_ns, thread, module, parent_op_id) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+                    "INSERT INTO ops (span_id, name, start_ns, end_ns, duration_ns, thread, module, parent_op_id, "
+                    "self_ns, top_op_id, layer_op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
   Db::Insert launch_ins(db,
                         "INSERT INTO launches (span_id, name, start_ns, end_ns, duration_ns, thread, correlation_id, "
-                        "cbid, op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-  Db::Insert kernel_ins(db,
-                        "INSERT INTO kernels (span_id, kind, name, start_ns, end_ns, duration_ns, device, stream, "
-                        "correlation_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
-                        "shared_bytes, bytes, launch_id, op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                        "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
+                        "cbid, op_id, top_op_id, layer_op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  Db::Insert kernel_ins(
+      db,
+      "INSERT INTO kernels (span_id, kind, name, start_ns, end_ns, duration_ns, device, stream, "
+      "correlation_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+      "shared_bytes, bytes, launch_id, op_id, top_op_id, layer_op_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+      "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)");
 
-  for (const Span& s : trace.spans) {
+  for (std::size_t pos = 0; pos < trace.spans.size(); ++pos) {
+    const Span& s = trace.spans[pos];
     const auto id = static_cast<std::int64_t>(s.id);
     const bool has_parent = s.parent_id != kNoSpan && by_id.contains(s.parent_id);
     const SpanId op = s.level >= Level::kFramework ? op_of(s) : kNoSpan;
@@ -444,7 +594,7 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
     } else {
       span_ins.null(11);
     }
-    span_ins.id(12, op).row();
+    span_ins.id(12, op).opt(13, links.batch[pos]).row();
 
     for (const Tag& t : s.tags) {
       tag_ins.i64(1, id).text(2, t.key);
@@ -471,16 +621,18 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
       } else {
         op_ins.null(7);
       }
-      op_ins.id(8, parent_op).row();
+      op_ins.id(8, parent_op).i64(9, links.self_ns[pos]).id(10, links.top_op[pos]).id(11, links.layer_op[pos]).row();
     } else if (s.level == Level::kSystem) {
       launch_ins.i64(1, id).text(2, s.name).i64(3, s.start_ns).i64(4, s.end_ns).i64(5, s.duration_ns()).opt(6, thread);
       launch_ins.opt(7, s.correlation_id != 0 ? std::optional<std::int64_t>(static_cast<std::int64_t>(s.correlation_id))
                                               : std::nullopt);
-      launch_ins.opt(8, s.tag_int("cbid")).id(9, op).row();
+      const auto [top_op, layer_op] = op_links(op);
+      launch_ins.opt(8, s.tag_int("cbid")).id(9, op).id(10, top_op).id(11, layer_op).row();
     } else if (s.level == Level::kKernel) {
       const Span* p = parent(s);
       const SpanId launch = p != nullptr && p->level == Level::kSystem ? p->id : kNoSpan;
-      insert_kernel(kernel_ins, s, launch, op);
+      const auto [top_op, layer_op] = op_links(op);
+      insert_kernel(kernel_ins, s, launch, op, top_op, layer_op);
     }
   }
   db.exec("COMMIT");

@@ -1,12 +1,15 @@
 // nvidia-smi parsing and the readable system description; see include/xsp/system/gpu_info.h.
 #include "xsp/system/gpu_info.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "xsp/util/strings.h"
@@ -131,8 +134,25 @@ std::string format_system(const nlohmann::json& s) {
     if (c.contains("driver_cuda_version")) o << "cuda (driver supports): " << str(c, "driver_cuda_version") << "\n";
   }
   if (s.contains("software")) o << "software: " << s["software"].dump() << "\n";
-  if (s.contains("framework"))
-    o << "framework: " << str(s["framework"], "name") << " " << str(s["framework"], "version") << "\n";
+  if (s.contains("framework")) {
+    const auto& f = s["framework"];
+    o << "framework: " << str(f, "name") << " " << str(f, "version") << "\n";
+    // Threads and backends as the framework ran the model (recorded since Predictor::framework_facts(); older
+    // evaluations have none): a two-column table, labels aligned.
+    std::vector<std::pair<std::string, std::string>> facts;
+    auto text = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    if (f.contains("threads") && f["threads"].is_object()) {
+      const auto& t = f["threads"];
+      if (t.contains("intra_op")) facts.emplace_back("intra-op threads", text(t["intra_op"]));
+      if (t.contains("inter_op")) facts.emplace_back("inter-op threads", text(t["inter_op"]));
+    }
+    if (f.contains("backends") && f["backends"].is_object())
+      for (const auto& [name, value] : f["backends"].items()) facts.emplace_back(name, text(value));
+    std::size_t label_width = 0;
+    for (const auto& fact : facts) label_width = std::max(label_width, fact.first.size());
+    for (const auto& [label, value] : facts)
+      o << "  " << label << std::string(label_width - label.size() + 2, ' ') << value << "\n";
+  }
   if (s.contains("environment") && !s["environment"].empty()) o << "environment: " << s["environment"].dump() << "\n";
   if (s.contains("captured_at")) o << "captured: " << str(s, "captured_at") << "\n";
   return o.str();

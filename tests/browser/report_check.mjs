@@ -2,14 +2,19 @@
 // checks each one's marks (browser.mjs checkCharts). Fails on any request leaving the file, any console or page
 // error, and any chart that did not render or drew another number of marks than its data rows.
 //
-// Usage: node report_check.mjs REPORT.html SCREENSHOT.png [MIN_CHARTS]
+// With KIND (sweep | scenario | generation | compare | gpu), it also checks what a person reads on the page
+// (seeWhatAPersonSees): a headline, no empty analysis sections, named and sorted layer bars, integer batch ticks
+// and a legend on A1, a timeline whose boxes carry names on lanes per track and depth, G1–G3 and the token
+// distributions of a generation report, the comparison's verdict sentences.
+//
+// Usage: node report_check.mjs REPORT.html SCREENSHOT.png [MIN_CHARTS [KIND]]
 // Prints one JSON line {charts, rendered, marks, screenshot}; exit 0 when every check holds, 1 otherwise.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { checkCharts, launchChromium, watchErrors } from './browser.mjs';
+import { checkCharts, launchChromium, seeWhatAPersonSees, watchErrors } from './browser.mjs';
 
-const [report, screenshot, minChartsText] = process.argv.slice(2);
+const [report, screenshot, minChartsText, kind] = process.argv.slice(2);
 if (!report || !screenshot) {
   console.error('usage: node report_check.mjs REPORT.html SCREENSHOT.png [MIN_CHARTS]');
   process.exit(2);
@@ -20,7 +25,7 @@ const fail = (m) => failures.push(m);
 const browser = await launchChromium();
 try {
   const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
+  await page.setViewport({ width: 1400, height: 900 });
   await page.setOfflineMode(true);
   const url = pathToFileURL(path.resolve(report)).href;
   await page.setRequestInterception(true);
@@ -32,6 +37,7 @@ try {
   watchErrors(page, fail);
   await page.goto(url, { waitUntil: 'load', timeout: 60000 });
   const r = await checkCharts(page, report, Number(minChartsText ?? '1'), fail);
+  if (kind) await seeWhatAPersonSees(page, kind, fail);
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log(JSON.stringify({ charts: r.total, rendered: r.rendered, marks: r.marks, screenshot }));
 } finally {

@@ -17,7 +17,7 @@ check() { timeout 300 node "$src/tests/browser/report_check.mjs" "$@"; }
 # A GPU evaluation: the committed fixture, copied (opening a store may migrate it).
 cp "$src/tests/fixtures/gpu/resnet18_bs1_kernel_h200.db" "$tmp/gpu.db"
 "$xsp" --store "$tmp/gpu.db" report 1 -o "$out/gpu_report.html"
-check "$out/gpu_report.html" "$out/gpu_report.png" 8
+check "$out/gpu_report.html" "$out/gpu_report.png" 8 gpu
 
 if [[ -n $zoo && -f $zoo/digits_cnn.yaml ]]; then
   store=$tmp/cpu.db
@@ -29,15 +29,23 @@ if [[ -n $zoo && -f $zoo/digits_cnn.yaml ]]; then
   "$xsp" "${common[@]}" evaluate digits_cnn --synthetic --scenario server --target-qps 200 --min-queries 100 \
     --min-duration-ms 300 --no-progress >/dev/null
   "$xsp" "${common[@]}" report 1 -o "$out/cpu_framework_report.html"
-  check "$out/cpu_framework_report.html" "$out/cpu_framework_report.png" 5
+  check "$out/cpu_framework_report.html" "$out/cpu_framework_report.png" 5 sweep
   "$xsp" "${common[@]}" report 3 -o "$out/cpu_scenario_report.html"
-  check "$out/cpu_scenario_report.html" "$out/cpu_scenario_report.png" 1
+  check "$out/cpu_scenario_report.html" "$out/cpu_scenario_report.png" 1 scenario
   # Two evaluations: the comparison section and both evaluations' sections.
   "$xsp" "${common[@]}" report 1 2 -o "$out/compare_report.html"
-  check "$out/compare_report.html" "$out/compare_report.png" 6
+  check "$out/compare_report.html" "$out/compare_report.png" 6 compare
+fi
+# A generation run (gpt2_tiny, leveled to framework): G1–G3, the token distributions and the p99 decode step.
+if [[ -n $zoo && -f $zoo/gpt2_tiny.yaml ]]; then
+  "$xsp" --zoo "$zoo" --store "$tmp/gen.db" evaluate gpt2_tiny --trace-level framework --leveled --batch-sizes 1,2 \
+    --warmup-min-ms 50 --min-duration-ms 200 --no-progress >/dev/null
+  "$xsp" --store "$tmp/gen.db" report 1 -o "$out/generation_report.html"
+  check "$out/generation_report.html" "$out/generation_report.png" 8 generation
 fi
 # Task models (docs/tasks.md) on the zoo's photos: the "Outputs" charts draw the detections' boxes (10 of the
-# SSDlite's 100) and the LR-ASPP's mask (56x56 cells), each with its expected marks, after A1 and the timeline;
+# SSDlite's 100) and the LR-ASPP's mask (56x56 cells), each with its expected marks, after A1 (a MODEL-level run has
+# no timeline: one bar);
 # bert_tiny's (batch size 2) the bars of its top classes.
 if [[ -n $zoo && -f $zoo/ssdlite_mobilenet_v3.yaml && -f $zoo/lraspp_mobilenet_v3.yaml ]]; then
   store=$tmp/tasks.db
@@ -47,15 +55,15 @@ if [[ -n $zoo && -f $zoo/ssdlite_mobilenet_v3.yaml && -f $zoo/lraspp_mobilenet_v
     "$xsp" --zoo "$zoo" --store "$store" evaluate "$model" --batch-sizes 1 "${quick[@]}" >/dev/null
   done
   "$xsp" --store "$store" report 1 -o "$out/detection_report.html"
-  check "$out/detection_report.html" "$out/detection_report.png" 3
+  check "$out/detection_report.html" "$out/detection_report.png" 2
   grep -q '<h3>Outputs</h3>' "$out/detection_report.html"
   "$xsp" --store "$store" report 2 -o "$out/segmentation_report.html"
-  check "$out/segmentation_report.html" "$out/segmentation_report.png" 3
+  check "$out/segmentation_report.html" "$out/segmentation_report.png" 2
   grep -q '<h3>Outputs</h3>' "$out/segmentation_report.html"
   if [[ -f $zoo/bert_tiny.yaml ]]; then  # text classification: one bar per class, for each of the batch's 2 inputs
     "$xsp" --zoo "$zoo" --store "$store" evaluate bert_tiny --batch-sizes 2 "${quick[@]}" >/dev/null
     "$xsp" --store "$store" report 3 -o "$out/text_report.html"
-    check "$out/text_report.html" "$out/text_report.png" 4
+    check "$out/text_report.html" "$out/text_report.png" 3
   fi
 fi
 echo "screenshots in $out"

@@ -1,5 +1,6 @@
 // The web UI of `xsp serve` in headless Chromium (Debian's /usr/bin/chromium through puppeteer-core, pinned in
-// tools/browser-check): list → filter → open an evaluation (every chart renders with its expected marks, the
+// tools/browser-check): list (key metrics, sorting, the chart across runs, names and tags edited inline, the tag and
+// lower-case model filters) → filter → open an evaluation (every chart renders with its expected marks, the
 // timeline among them) → compare two → submit a small evaluation and watch it finish → open it. Every request must
 // go to the server itself; a console error, a page error or a failed check fails the run. Screenshots of each page
 // go to OUT_DIR.
@@ -49,13 +50,82 @@ try {
   await shot(page, 'ui_list');
   console.log(JSON.stringify({ page: 'list', evaluations: listed }));
 
-  // 2. A filter narrows the list to the model's evaluations.
-  await page.type('#filters input[name=model]', model);
+  // 1b. Key metrics per evaluation: the CPU evaluations made here have a p50, a throughput and a verdict.
+  const metrics = await page.$$eval('#evaluations tbody tr', (rows) => rows.map((r) => ({
+    id: Number(r.dataset.id), model: r.querySelector('td.model').textContent,
+    p50: r.querySelector('td.p50').textContent, throughput: r.querySelector('td.throughput').textContent,
+    stability: r.querySelector('td.stability').textContent })));
+  for (const m of metrics.filter((x) => x.model === model)) {
+    if (!/^\d+\.\d{3} @1$/.test(m.p50)) fail(`evaluation ${m.id}: p50 cell '${m.p50}', expected 'N.NNN @1'`);
+    if (!/^\d+\.\d @8$/.test(m.throughput)) fail(`evaluation ${m.id}: throughput cell '${m.throughput}', expected 'N.N @8'`);
+    if (!['stable', 'unstable', 'not_assessed'].includes(m.stability)) fail(`evaluation ${m.id}: stability '${m.stability}'`);
+  }
+  console.log(JSON.stringify({ page: 'list metrics', metrics }));
+
+  // 1c. Sorting: by p50 ascending, then descending (missing values last both times).
+  const p50Order = () => page.$$eval('#evaluations tbody tr', (rows) => rows.map((r) => {
+    const t = r.querySelector('td.p50').textContent;
+    return t ? parseFloat(t) : null;
+  }));
+  const sortedAs = (v, dir) => {
+    const known = v.filter((x) => x !== null);
+    return known.every((x, i) => i === 0 || dir * (x - known[i - 1]) >= 0) &&
+      v.slice(known.length).every((x) => x === null);
+  };
+  const idsBefore = await page.$$eval('#evaluations tbody tr', (rows) => rows.map((r) => r.dataset.id).join(','));
+  await page.click('#evaluations th[data-key=p50]');
+  const up = await p50Order();
+  if (!sortedAs(up, 1)) fail(`p50 ascending: ${JSON.stringify(up)}`);
+  await page.click('#evaluations th[data-key=p50]');
+  const down = await p50Order();
+  if (!sortedAs(down, -1)) fail(`p50 descending: ${JSON.stringify(down)}`);
+  const idsSorted = await page.$$eval('#evaluations tbody tr', (rows) => rows.map((r) => r.dataset.id).join(','));
+  if (up.filter((x) => x !== null).length >= 2 && JSON.stringify(up) === JSON.stringify(down)) {
+    fail('sorting by p50 twice gave the same order');
+  }
+  console.log(JSON.stringify({ page: 'sort', before: idsBefore, p50_descending: idsSorted }));
+  await page.click('#evaluations th[data-key=created]');  // back to newest first (a click on a new key: ascending)
+  await page.click('#evaluations th[data-key=created]');
+
+  // 1d. The chart of a model's latency across runs draws one point per evaluation of the model.
+  await page.select('#trend-model', model);
+  await page.waitForFunction(() => document.querySelector('#trend svg'), { timeout: 30000 });
+  const points = await page.$$eval('#trend svg path[role=graphics-symbol], #trend svg .mark-symbol path',
+    (els) => els.length);
+  const ofModel = metrics.filter((x) => x.model === model).length;
+  if (points < ofModel) fail(`the chart across runs draws ${points} points for ${ofModel} evaluations of ${model}`);
+  await shot(page, 'ui_list_trend');
+
+  // 1e. A name and tags edited inline are shown in the row, and a tag filters the list.
+  const labelled = metrics.find((x) => x.model === model).id;
+  const rowSel = `#evaluations tbody tr[data-id="${labelled}"]`;
+  await page.click(`${rowSel} button.label-edit`);
+  await page.waitForSelector(`tr.label-row[data-for="${labelled}"] form`);
+  await page.type(`tr.label-row[data-for="${labelled}"] input[name=name]`, 'cpu baseline');
+  await page.type(`tr.label-row[data-for="${labelled}"] input[name=tags]`, 'baseline, digits');
+  await page.click(`tr.label-row[data-for="${labelled}"] button.label-save`);
+  await page.waitForFunction((sel) => {
+    const r = document.querySelector(sel);
+    return r && r.querySelector('.label-name').textContent === 'cpu baseline';
+  }, { timeout: 30000 }, rowSel);
+  const tags = await page.$$eval(`${rowSel} span.tag`, (els) => els.map((e) => e.textContent));
+  if (tags.join(',') !== 'baseline,digits') fail(`evaluation ${labelled} shows tags ${JSON.stringify(tags)}`);
+  await shot(page, 'ui_labels');
+  await page.click(`${rowSel} span.tag`);
+  await page.waitForFunction((id) => {
+    const rows = Array.from(document.querySelectorAll('#evaluations tbody tr'));
+    return rows.length === 1 && rows[0].dataset.id === String(id);
+  }, { timeout: 30000 }, labelled);
+  await page.$eval('#filters input[name=tag]', (el) => { el.value = ''; });
+  console.log(JSON.stringify({ page: 'labels', evaluation: labelled, tags }));
+
+  // 2. A filter narrows the list to the model's evaluations: the lower-case CLI name finds the display name.
+  await page.type('#filters input[name=model]', model.toLowerCase());
   await page.click('#filter');
   await page.waitForFunction(
     (m) => {
       const rows = Array.from(document.querySelectorAll('#evaluations tbody tr'));
-      return rows.length > 0 && rows.every((r) => r.children[3].textContent === m);
+      return rows.length > 0 && rows.every((r) => r.querySelector('td.model').textContent === m);
     },
     { timeout: 30000 },
     model,
@@ -72,6 +142,7 @@ try {
   await Promise.all([page.waitForNavigation({ waitUntil: 'load' }),
     page.click(`#evaluations tbody tr[data-id="${oldest}"] a.open`)]);
   await checkCharts(page, `evaluation ${oldest}`, 3);
+  if (!(await page.$('a[href="/"]'))) fail(`evaluation ${oldest}: no link back to the list`);
   const timeline = await page.$$eval('figcaption', (caps) => caps.some((c) => c.textContent.startsWith('Timeline')));
   if (!timeline) fail(`evaluation ${oldest}: no trace timeline`);
   await shot(page, 'ui_evaluation');
@@ -93,6 +164,9 @@ try {
   await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#compare')]);
   await checkCharts(page, `compare ${two.join(',')}`, 2);
   if (!(await page.$('#comparison'))) fail('the comparison page has no comparison section');
+  for (const id of two) {
+    if (!(await page.$(`a[href="/api/v1/report?ids=${id}"]`))) fail(`the comparison has no link to evaluation ${id}`);
+  }
   await shot(page, 'ui_compare');
 
   // 5. Submit a small evaluation and watch it finish.

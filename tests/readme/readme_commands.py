@@ -5,12 +5,13 @@ The commands are the lines of the section's ```bash fenced blocks and of its ind
 in the order they appear (a trailing backslash continues a line). A command whose comment says
 "# needs a GPU" is skipped (listed on stdout). Everything runs in one bash process (so `cd` and `export`
 carry over) in a fresh temporary folder holding build/xsp (a link to the built binary, also on PATH), with
-XSP_STORE a new store there and XSP_ZOO the zoo the set-up exported. First the set-up's own evaluation
-(the `./build/xsp ...` lines of scripts/setup.sh) runs, so that evaluation ids match a reader's store.
-Fails naming the README line, the command and its exit status at the first command that fails, and when the
-section holds no command at all.
+XSP_STORE a new, empty store there and XSP_ZOO the zoo the set-up exported: the commands must name the evaluations
+they made themselves (shell variables), not ids the set-up's evaluation would have taken. Prints each command's
+duration (the README's "~N min" notes). Fails naming the README line, the command and its exit status at the first
+command that fails, when the section holds no command at all, and when the commands left files outside out/ (the
+folder .gitignore holds) besides the store.
 
-Usage: readme_commands.py README SETUP_SH XSP_BINARY ZOO_DIR
+Usage: readme_commands.py README SETUP_SH XSP_BINARY ZOO_DIR  (SETUP_SH: kept for the CTest line; not run)
 """
 
 import os
@@ -74,12 +75,6 @@ def commands(readme_path):
     return found
 
 
-def setup_commands(setup_path):
-    """The set-up's evaluation: its `./build/xsp ...` lines."""
-    with open(setup_path, encoding="utf-8") as f:
-        return [line.strip() for line in f if line.strip().startswith("./build/xsp ")]
-
-
 def main():
     if len(sys.argv) != 5:
         sys.exit(__doc__)
@@ -101,13 +96,14 @@ def main():
 
         def add(where, cmd):
             script.append("printf '%s\\n' " + shlex.quote(f"+ {where}: {cmd}"))
+            script.append("t0=$(date +%s%N)")
             script.append(cmd)
             script.append("rc=$?; if [ $rc -ne 0 ]; then echo " +
                           shlex.quote(f"readme_commands: {where} failed: {cmd}") +
                           " \"(exit $rc)\" >&2; exit 1; fi")
+            script.append("echo \"  ($(( ($(date +%s%N) - t0) / 1000000 )) ms)\"")
 
-        for cmd in setup_commands(setup):
-            add(f"{setup} (set-up)", cmd)
+        del setup  # the set-up's evaluation is not run: the commands work on a fresh store
         skipped = 0
         for number, cmd in cmds:
             if SKIP_MARK.search(cmd):
@@ -117,9 +113,15 @@ def main():
             add(f"{readme}:{number}", cmd)
         print(f"readme_commands: {len(cmds) - skipped} commands to run, {skipped} skipped", flush=True)
         rc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=work, env=env).returncode
-        if rc == 0:
-            print(f"readme_commands: all {len(cmds) - skipped} commands of {readme} passed")
-        return rc
+        if rc != 0:
+            return rc
+        allowed = {"build", "out", "xsp.db", "xsp.db-wal", "xsp.db-shm", "xsp.db-journal"}
+        stray = sorted(set(os.listdir(work)) - allowed)
+        if stray:
+            print(f"readme_commands: the commands left files outside out/: {', '.join(stray)}", file=sys.stderr)
+            return 1
+        print(f"readme_commands: all {len(cmds) - skipped} commands of {readme} passed")
+        return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "xsp/analysis/op_table.h"
 #include "xsp/analysis/table.h"
 #include "xsp/record/ceilings.h"
 #include "xsp/record/record.h"
@@ -176,12 +177,12 @@ struct FrameworkLayers {
 /// Looks up and aggregates the M/F run of `batch_size` (see FrameworkLayers). Never throws for a missing run.
 FrameworkLayers framework_layers(const EvaluationRecord& record, int batch_size);
 
-/// The ids of analysis_registry(), in its order: "A1".."A7", then the GPU ones of gpu_analyses.h ("A8", "A9",
-/// "A10", "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"), then the generation
-/// ones of generation_analyses.h ("G1".."G4").
+/// The ids of analysis_registry(), in its order: "A1".."A7", "ops" (op_table.h), then the GPU ones of gpu_analyses.h
+/// ("A8", "A9", "A10", "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"), then the
+/// generation ones of generation_analyses.h ("G1".."G4").
 const std::vector<std::string>& analysis_ids();
 /// The analyses `xsp analyze` and the report run when none are named, in analysis_ids() order: those whose
-/// AnalysisSpec::default_for matches `record`: A1–A7 on an inference evaluation, A1 and G1–G5 on a generation
+/// AnalysisSpec::default_for matches `record`: A1–A7 and ops on an inference evaluation, A1 and G1–G5 on a generation
 /// evaluation (generation_analyses.h is_generation_evaluation()).
 std::vector<std::string> default_analysis_ids(const EvaluationRecord& record);
 
@@ -204,6 +205,12 @@ struct AnalysisOptions {
   std::optional<MachineCeilings> ceilings;
   /// Which ceilings these are, or why there are none; "" = no_ceilings_note() of the evaluation's machine.
   std::string ceilings_note;
+  /// The op table ("ops", op_table.h): rows per op name (default), per (op name, input shapes) or per module.
+  OpGroupBy op_group_by = OpGroupBy::kName;
+  /// The op table: 0 = every row; N > 0 = the first N rows, the rest summed into one "(other K ops)" row.
+  std::size_t op_top = 0;
+  /// The op table's order, largest first: self time (default), total time, calls, average self time, self CUDA.
+  OpSort op_sort = OpSort::kSelf;
 };
 std::vector<Table> run_analyses(const EvaluationRecord& record, const std::vector<std::string>& ids,
                                 const AnalysisOptions& options);

@@ -49,6 +49,12 @@ struct ChartSpec {
   /// kLine: columns of an interval drawn at each x as a vertical rule on y's axis (A1: the median's 95% interval,
   /// whose spread is what the stability verdict reads); "" = none.
   std::string y_low, y_high;
+  /// kBar: a text column whose value names each bar beside x ("12 layer4.0.conv1" for x = layer_index): bars then
+  /// lie horizontally, one per distinct (x, label), the values of rows sharing it summed ("" = bars named by x).
+  std::string label;
+  /// kBar with named bars (label, or a text x): at most this many bars, the largest; the others summed into one
+  /// bar "other (N)" (0 = every bar).
+  std::size_t top_n = 0;
 };
 
 class AnalysisContext;  // analyses.h: what run_analyses() hands each analysis function
@@ -158,9 +164,13 @@ std::string describe_registry();
 /// The default chart of `table` (its analysis's ChartSpec) as a Vega-Lite v5 JSON spec
 /// (https://vega.github.io/schema/vega-lite/v5.json) with the table's rows inlined as data values (`data.values`,
 /// objects keyed by column name as in to_json()), axis titles with units, and tooltips on every column shown in
-/// the terminal. Rooflines are log-log scatters of ai_dram (FLOP/byte) against achieved_flops_per_s, with a
-/// horizontal rule per precision at its peak_flops_per_s when the table has that column. A null json when the
-/// table is outside the registry, its analysis has no chart, or the table has no rows.
+/// the terminal. A batch size on x is ordinal (one evenly spaced tick per measured batch size). Bars named by text
+/// (a nominal x, or ChartSpec::label) lie horizontally, largest first; ChartSpec::top_n groups the rest into one
+/// "other (N)" bar (data values are then the drawn bars, not the table's rows). Lines with a second quantity (y2)
+/// have a legend naming each line, and the interval (y_low, y_high) is drawn as an error bar at each x. Rooflines are
+/// log-log scatters of ai_dram (FLOP/byte) against achieved_flops_per_s, with a horizontal rule per precision at its
+/// peak_flops_per_s when the table has that column. A null json when the table is outside the registry, its analysis
+/// has no chart, or the table has no rows.
 nlohmann::json vega_lite_chart(const Table& table);
 
 }  // namespace xsp

@@ -22,6 +22,9 @@ struct Column {
   bool in_text = true;
   /// A C++ symbol (kernel name): the terminal shows short_symbol() of it, CSV and JSON the full text.
   bool symbol = false;
+  /// When a terminal is too narrow for the table (render_text()'s max_width), columns of lower priority are left out
+  /// first, the rightmost first among equals; the first column (the row's key) is never left out.
+  int priority = 0;
 };
 
 struct Table {
@@ -47,7 +50,14 @@ TableFormat parse_table_format(const std::string& name);
 /// Aligned text with a title line, header, rows and notes; reals with `precision` significant decimals;
 /// a unicode bar column when bar_column >= 0. Columns without a value in any row are left out (CSV and JSON keep
 /// them), symbol columns are shortened (short_symbol()), notes wrapped at 120 columns.
-std::string render_text(const Table& table, int precision = 3);
+/// `max_width` > 0: no line is wider than that many terminal columns where it can be helped: the bar narrows or
+/// goes, symbol columns are cut further (to 24 columns at least), then columns are left out by Column::priority
+/// (the first column is always kept) and a note names them and how to see them (`--format csv` or a wider
+/// terminal); title and notes wrap. Only a key column wider than the terminal can still overflow. 0 = no limit.
+std::string render_text(const Table& table, int precision = 3, std::size_t max_width = 0);
+/// The width of the terminal the tables go to, in columns: $COLUMNS when it is a positive number, else the window
+/// size of stdout when it is a terminal (ioctl TIOCGWINSZ), else 0 (no limit: output piped to a file or program).
+std::size_t terminal_width();
 /// RFC 4180 CSV: header of column names, then rows; reals printed with full precision (%.17g trimmed).
 std::string render_csv(const Table& table);
 /// {"id","title","columns":[names],"rows":[{name: value, ...}],"notes":[...]}: every row an object keyed by the

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -95,6 +96,11 @@ class Predictor {
   /// The token generator of the loaded model when its output type is "generation" (docs/generation.md), else
   /// nullptr. Owned by the predictor, valid until close() or the next load().
   virtual Generator* generator() { return nullptr; }
+  /// How the framework's runtime is set up to run the model, recorded with the evaluation's system description
+  /// (system.framework) and printed by `xsp show`: {"threads": {"intra_op": N, "inter_op": N}, "backends":
+  /// {"MKL": "available", ...}} (values text or numbers; a key absent when the framework does not say). The
+  /// default: an empty object (nothing recorded).
+  virtual nlohmann::json framework_facts() const { return nlohmann::json::object(); }
 };
 
 using PredictorFactory = std::function<std::unique_ptr<Predictor>()>;

@@ -185,6 +185,17 @@ std::string_view to_string(RecordKind kind);
 /// Throws std::invalid_argument naming the value and the expected ones for any other text.
 RecordKind record_kind(std::string_view scenario);
 
+/// What a person wrote on an evaluation to find it again (`xsp label`, PATCH /api/v1/evaluations/{id}): a short
+/// name, a set of tags and a note. Never written by a measurement; validated by service::validate_labels() before
+/// it is stored (limits there), and kept by save() and imports.
+struct EvaluationLabels {
+  std::string name;               ///< "" = none; at most 120 characters, one line
+  std::vector<std::string> tags;  ///< sorted, each once; each 1..40 of [A-Za-z0-9._:/+=@-]
+  std::string note;               ///< "" = none; at most 4000 characters, lines allowed
+  bool empty() const { return name.empty() && tags.empty() && note.empty(); }
+  bool operator==(const EvaluationLabels&) const = default;
+};
+
 /// A whole evaluation: model × framework × device × scenario × batch sizes × trace level (SPEC §1).
 struct EvaluationRecord {
   std::int64_t id = 0;              ///< store id (0 until stored)
@@ -206,6 +217,7 @@ struct EvaluationRecord {
   std::vector<RunRecord> runs;
   /// Per batch size, each level's overhead over the next shallower one (and the residual M check).
   std::vector<LevelOverhead> level_overheads;
+  EvaluationLabels labels;  ///< name, tags, note (schema 11); empty until someone labels it
   bool operator==(const EvaluationRecord&) const = default;
 
   /// The run for (batch size, trace level), or nullptr.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
@@ -30,6 +31,9 @@ struct ReportOptions {
   CompareOptions compare;                    ///< the comparison section's options (two or more evaluations)
   std::size_t max_timeline_spans = 20000;    ///< spans drawn in one batch's timeline at most (the longest kept)
   std::size_t max_histogram_values = 20000;  ///< latencies drawn per scenario run at most (evenly sampled)
+  /// Links drawn first in the page's navigation bar, as (text, href) pairs, e.g. {"all evaluations", "/"} when
+  /// the web UI serves the report; the hrefs are written as given (escaped), the texts escaped.
+  std::vector<std::pair<std::string, std::string>> links;
 };
 
 /// One chart of the report: where it goes, its Vega-Lite spec (data inlined) and how many marks its main mark
@@ -40,6 +44,8 @@ struct ReportChart {
   std::string title;
   nlohmann::json spec;
   long expected_marks = -1;
+  /// A span timeline (span_timeline_chart()): the page offers its spans as a Chrome trace JSON file for Perfetto.
+  bool timeline = false;
 };
 
 /// Whether this build inlined Vega, Vega-Lite and vega-embed (tools/vega/node_modules existed at configure time).
@@ -48,10 +54,19 @@ bool report_assets_available();
 /// The charts render_report() draws for `evaluations`, in page order (exposed for tests and the web UI).
 std::vector<ReportChart> report_charts(const std::vector<ReportEvaluation>& evaluations, const ReportOptions& options);
 
-/// The timeline of one measured batch as a Vega-Lite spec: every span under the last measured MODEL "predict" span
-/// of `run` (model → layer → kernel), one rect per span on a row per level and track, x in ms from the batch's
-/// start, zoom and pan on x (interval selection bound to the scales), tooltips with name, level and duration.
-/// std::nullopt when the run has no predict span. `max_spans` keeps the longest spans when there are more.
+/// A timeline of every span under `root` in `trace` (root included), as a Vega-Lite spec: one lane per track
+/// (host thread, then GPU stream) and nesting depth on that track (spans inside another on the same track, by
+/// their intervals, are drawn one lane lower; depth capped at 16), one rect per span coloured by level with its name
+/// inside when the box is at least 24 px wide (cut to the box, following zoom), a rule from each CUDA launch to the
+/// kernel it launched (same correlation id, at most 2,000), x in ms from the root's start, zoom and pan on x, and a
+/// search box that fades the spans whose names do not contain the text. `max_spans` keeps the longest spans when
+/// there are more. The main unit (named "main") draws one rect per kept span. std::nullopt when `root` has no span
+/// under it (a MODEL-level run: one bar says nothing a latency does not).
+std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& root, const std::string& title,
+                                               const std::string& element_id, std::size_t max_spans);
+
+/// span_timeline_chart() of the last measured MODEL "predict" span of `run` (model → layer → kernel); std::nullopt
+/// when the run has no predict span.
 std::optional<ReportChart> timeline_chart(const RunRecord& run, const std::string& element_id, std::size_t max_spans);
 
 /// The whole HTML page; `chart_count`, when given, receives the number of charts in it. Throws std::runtime_error

@@ -12,11 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "xsp/analysis/analyses.h"
@@ -105,6 +107,11 @@ struct EvaluationPage {
 /// first. No traces are read. Throws StoreError.
 EvaluationPage list_evaluations(Store& store, const EvaluationFilter& filter = {});
 
+/// As list_evaluations(), with `model_text` matching the model loosely: case-insensitively, as a substring, '_' and
+/// '-' ignored ("resnet" finds ResNet18 and ResNet50, "mobilenet-v2" finds MobileNet_v2); "" matches any. The
+/// filter's own model (an exact match) applies too; its limit and offset count the loose matches. Throws StoreError.
+EvaluationPage list_evaluations_matching(Store& store, const EvaluationFilter& filter, const std::string& model_text);
+
 /// The listing of evaluation `id` (batch sizes, runs, host...) without loading its traces. Throws
 /// EvaluationNotFound, StoreError.
 EvaluationListing find_evaluation(Store& store, std::int64_t id);
@@ -112,6 +119,52 @@ EvaluationListing find_evaluation(Store& store, std::int64_t id);
 /// Deletes evaluation `id` with its runs, predictions and overheads (Store::remove, one transaction). Throws
 /// EvaluationNotFound when there is none, StoreError when the store refuses.
 void delete_evaluation(Store& store, std::int64_t id);
+
+/// The figures a listing shows per evaluation (listing_metrics()). Runs at the shallowest trace level of their batch
+/// size are read (the M run of a leveled evaluation: no tracing overhead); NaN / nullopt where no run has the figure.
+struct ListingMetrics {
+  std::optional<int> p50_batch_size;                         ///< the smallest batch size with a predict p50
+  double p50_ns = std::numeric_limits<double>::quiet_NaN();  ///< its predict-stage p50 latency
+  std::optional<int> throughput_batch_size;                  ///< the largest batch size with a throughput
+  double throughput_samples_per_s = std::numeric_limits<double>::quiet_NaN();
+  /// "unstable" when any of those runs is, "stable" when all are, "not_assessed" otherwise; "" without runs.
+  std::string stability;
+};
+
+/// The metrics of one listing, from EvaluationListing::runs (stored figures: nothing is recomputed, no blob read).
+ListingMetrics listing_metrics(const EvaluationListing& listing);
+
+// ---------------------------------------------------------------------------------------------------------
+// Labels: names, tags, notes (EvaluationLabels, xsp/record/record.h)
+// ---------------------------------------------------------------------------------------------------------
+
+inline constexpr std::size_t kMaxLabelNameChars = 120;  ///< characters (code points) of a name
+inline constexpr std::size_t kMaxTagChars = 40;         ///< characters of one tag
+inline constexpr std::size_t kMaxTags = 32;             ///< tags on one evaluation
+inline constexpr std::size_t kMaxNoteChars = 4000;      ///< characters of a note
+
+/// A change to an evaluation's labels (label_evaluation()); what is not set stays as it is.
+struct LabelChange {
+  std::optional<std::string> name;               ///< replaces the name ("" removes it); surrounding spaces trimmed
+  std::optional<std::vector<std::string>> tags;  ///< replaces the whole set (before add_tags and remove_tags)
+  std::vector<std::string> add_tags;             ///< added to the set (one already there stays once)
+  std::vector<std::string> remove_tags;          ///< taken out of the set (one not there is ignored)
+  std::optional<std::string> note;               ///< replaces the note ("" removes it)
+  /// True when the change sets nothing.
+  bool empty() const { return !name && !tags && add_tags.empty() && remove_tags.empty() && !note; }
+};
+
+/// Checks every value of `change` on its own: a name is valid UTF-8, one line (no control character), at most
+/// kMaxLabelNameChars; a tag is 1 to kMaxTagChars of ASCII letters, digits and . _ : / + = @ -; a note is valid
+/// UTF-8 of at most kMaxNoteChars, control characters other than newline, tab and carriage return refused. Throws
+/// InvalidArgument with field "name", "tags" or "note" and a message naming the value and what was expected; an empty
+/// change is refused with field "labels".
+void validate_label_change(const LabelChange& change);
+
+/// Applies `change` to evaluation `id`'s labels in one store transaction (Store::update_labels) and returns the
+/// labels stored: tags sorted, each once. Throws InvalidArgument (validate_label_change(), or field "tags" when the
+/// set would hold more than kMaxTags), EvaluationNotFound, StoreError.
+EvaluationLabels label_evaluation(Store& store, std::int64_t id, const LabelChange& change);
 
 // ---------------------------------------------------------------------------------------------------------
 // Analyses, comparisons, reports
@@ -132,8 +185,11 @@ struct AnalysisRequest {
   /// Analysis ids (case-insensitive, in the order to run); empty = default_analysis_ids() of the evaluation (A1-A7,
   /// and G1-G5 for a generation evaluation).
   std::vector<std::string> analyses;
-  std::optional<int> batch_size;           ///< only this batch size in the per-batch-size analyses
-  std::optional<double> latency_bound_ms;  ///< A1's optimal batch under this p99 bound
+  std::optional<int> batch_size;             ///< only this batch size in the per-batch-size analyses
+  std::optional<double> latency_bound_ms;    ///< A1's optimal batch under this p99 bound
+  OpGroupBy op_group_by = OpGroupBy::kName;  ///< the op table's grouping (AnalysisOptions::op_group_by)
+  std::size_t op_top = 0;                    ///< the op table's row limit (AnalysisOptions::op_top)
+  OpSort op_sort = OpSort::kSelf;            ///< the op table's order (AnalysisOptions::op_sort)
 };
 
 /// What analyze() returns: the tables, and what they were computed from (for charts drawn from them).
@@ -166,6 +222,8 @@ struct ReportRequest {
   std::vector<std::int64_t> ids;  ///< one or more evaluation ids; two or more add the comparison section
   std::optional<int> batch_size;  ///< only this batch size in the per-batch-size analyses and tables
   std::string title;              ///< "" = "XSP report:" and the evaluations' labels
+  /// Links for the report's navigation bar (ReportOptions::links), as (text, href): the web UI's way back.
+  std::vector<std::pair<std::string, std::string>> links;
 };
 
 /// The self-contained HTML page.

@@ -74,7 +74,8 @@ struct Column {
   bool check_on_new_line = false;
   /// 0, or the version that re-created the column with `check_sql` (the column's values kept): RENAME COLUMN to
   /// `<name>_before_v<N>`, ADD COLUMN with the new definition, copy the values, DROP the old column. Versions before
-  /// it created the column with `earlier_check_sql`. Only the last column of its table, outside any key or index.
+  /// it created the column with `earlier_check_sql`. Only the last column of its table as of version N (columns added
+  /// by later versions may follow it), outside any key or index.
   int recreated_in = 0;
   std::string earlier_check_sql;
   std::string doc;  ///< what it holds, for readers of the declaration and of docs/store.md

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -31,6 +32,16 @@ class StoreError : public IoError {
   using IoError::IoError;
 };
 
+/// The stored figures of one run that a listing shows (read from typed columns: no blob, no trace is decoded).
+struct RunFigures {
+  int batch_size = 1;
+  TraceLevel trace_level = TraceLevel::kModel;
+  double predict_p50_ns =
+      std::numeric_limits<double>::quiet_NaN();  ///< stage_latency_ns.predict.p50; NaN when the run has none
+  double throughput_samples_per_s = std::numeric_limits<double>::quiet_NaN();  ///< NaN when not recorded
+  std::string stability = "not_assessed";  ///< the stored verdict: stable | unstable | not_assessed
+};
+
 /// One line of `xsp list`.
 struct EvaluationListing {
   std::int64_t id = 0;
@@ -38,7 +49,9 @@ struct EvaluationListing {
   std::string trace_level;
   std::vector<int> batch_sizes;
   std::size_t run_count = 0;
-  std::string hostname;  ///< system.host.hostname of the machine it ran on ("" when not recorded)
+  std::string hostname;          ///< system.host.hostname of the machine it ran on ("" when not recorded)
+  EvaluationLabels labels;       ///< name, tags, note (schema 11)
+  std::vector<RunFigures> runs;  ///< per run, in the record's order (service::listing_metrics() reads them)
 };
 
 /// Which evaluations Store::list(const EvaluationFilter&) returns. Text fields match exactly; "" matches any.
@@ -51,6 +64,7 @@ struct EvaluationFilter {
   /// correctly; a bare date "2026-11-24" as `until` ends before that day's times (the server widens it to
   /// "2026-11-24T23:59:59Z"). "" = unbounded.
   std::string since, until;
+  std::string tag;                   ///< evaluations whose labels have this tag (exact, case-sensitive); "" = any
   std::optional<std::size_t> limit;  ///< at most this many (newest first); nullopt = all
   std::size_t offset = 0;            ///< skip this many of the matching ones first
 };
@@ -153,6 +167,13 @@ class Store {
   /// Deletes evaluation `id` with its runs, predictions and overheads in one transaction. Returns false when there
   /// is none; throws StoreError when the database refuses (then nothing is deleted).
   virtual bool remove(std::int64_t id) = 0;
+  /// Replaces the labels of evaluation `id` with change(its current labels), read and written in one write
+  /// transaction (two concurrent `xsp label --tag` never lose a tag). `change` may throw to abort (nothing is
+  /// written; the exception passes through). Returns the labels stored, std::nullopt when there is no evaluation
+  /// `id`. Throws StoreError when the database refuses (a CHECK of schema 11: name over 120 or note over 4000
+  /// characters).
+  virtual std::optional<EvaluationLabels> update_labels(
+      std::int64_t id, const std::function<EvaluationLabels(const EvaluationLabels&)>& change) = 0;
 
   /// Stores one measurement of a machine's ceilings (all its ceilings, one transaction) and returns its id. An
   /// empty measured_at is set to now. Throws StoreError naming the ceiling when the database refuses it (empty

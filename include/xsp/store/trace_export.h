@@ -66,13 +66,22 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
 ///   meta(key, value)                         evaluation/run ids, model, framework, device, trace id, clock...
 ///   tracks(id, device, stream, thread, name) one row per host thread or GPU stream
 ///   spans(id, parent_id, level, level_index, parent_rule, name, start_ns, end_ns, duration_ns, track_id,
-///         correlation_id, op_id)            every span; op_id = the nearest FRAMEWORK span (the op it belongs to)
+///         correlation_id, op_id, batch)     every span; op_id = the nearest FRAMEWORK span (the op it belongs to),
+///                                           batch = the "batch" tag of the nearest MODEL span at or above it (the
+///                                           measured batch, ProfilerStep#N; NULL for warm-up and outside batches)
 ///   tags(span_id, key, value)                every tag, value typed (INTEGER, REAL or TEXT)
-///   ops(span_id, name, start_ns, end_ns, duration_ns, thread, module, parent_op_id)
-///   launches(span_id, name, start_ns, end_ns, duration_ns, thread, correlation_id, cbid, op_id)
+///   ops(span_id, name, start_ns, end_ns, duration_ns, thread, module, parent_op_id, self_ns, top_op_id,
+///       layer_op_id)                         self_ns = duration minus the union of its direct child ops on the same
+///                                           thread (the op table's self time, op_table.h); top_op_id = the
+///                                           outermost op above it (itself when top-level); layer_op_id = top_op_id
+///                                           when that op's parent is a predict span (a layer of A2), else NULL
+///   launches(span_id, name, start_ns, end_ns, duration_ns, thread, correlation_id, cbid, op_id, top_op_id,
+///            layer_op_id)
 ///   kernels(span_id, kind, name, start_ns, end_ns, duration_ns, device, stream, correlation_id, grid_x..z,
-///           block_x..z, registers_per_thread, shared_bytes, bytes, launch_id, op_id)
-/// with foreign keys launches.op_id → ops, kernels.launch_id → launches, kernels.op_id → ops; one transaction.
+///           block_x..z, registers_per_thread, shared_bytes, bytes, launch_id, op_id, top_op_id, layer_op_id)
+/// (top_op_id and layer_op_id of launches and kernels are those of their op_id) with foreign keys
+/// launches.op_id → ops, kernels.launch_id → launches, kernels.op_id → ops, *.top_op_id and *.layer_op_id → ops;
+/// one transaction.
 void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, const std::filesystem::path& path);
 
 /// Exports a trace file outside any store: an xsp-trace blob as encode_trace writes it (`.xspt`, e.g. from

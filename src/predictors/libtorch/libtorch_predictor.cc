@@ -3,6 +3,8 @@
 // freezing inlines submodules and their attributes into one graph, which erases the module hierarchy the
 // framework profiler reports (tag "module", e.g. "layer1.0.conv1"); the few percent it may gain on CPU are
 // not worth losing layer attribution in a profiling platform.
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
 #include <torch/version.h>
@@ -177,6 +179,20 @@ class LibTorchPredictor final : public Predictor {
  public:
   std::string framework_name() const override { return "libtorch"; }
   std::string framework_version() const override { return TORCH_VERSION; }
+
+  nlohmann::json framework_facts() const override {
+    auto available = [](bool yes) { return yes ? "available" : "not in this build"; };
+    nlohmann::json facts;
+    facts["threads"] = {{"intra_op", at::get_num_threads()}, {"inter_op", at::get_num_interop_threads()}};
+    facts["backends"] = {
+        {"MKL", available(at::hasMKL())},
+        {"oneDNN (MKL-DNN)",
+         at::hasMKLDNN() ? (at::globalContext().userEnabledMkldnn() ? "available, enabled" : "available, disabled")
+                         : "not in this build"},
+        {"OpenMP", available(at::hasOpenMP())},
+        {"CUDA", available(at::hasCUDA())}};
+    return facts;
+  }
 
   void load(const Manifest& manifest, const DeviceSpec& device) override {
     close();

@@ -150,6 +150,15 @@ class OpenCvDnnPredictor final : public Predictor {
   std::string framework_name() const override { return "opencv-dnn"; }
   std::string framework_version() const override { return CV_VERSION; }
 
+  nlohmann::json framework_facts() const override {
+    nlohmann::json facts;
+    facts["threads"] = {{"intra_op", cv::getNumThreads()}};
+    // load() sets these; OpenCV's own implementation on the CPU is the only one this predictor runs.
+    facts["backends"] = {{"DNN backend", "OpenCV (DNN_BACKEND_OPENCV), target CPU"},
+                         {"optimized code (SIMD)", cv::useOptimized() ? "enabled" : "disabled"}};
+    return facts;
+  }
+
   void load(const Manifest& manifest, const DeviceSpec& device) override {
     close();
     if (manifest.inputs.empty()) throw std::invalid_argument("opencv-dnn predictor: manifest has no inputs");

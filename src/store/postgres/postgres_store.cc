@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -83,14 +86,30 @@ TraceLevel trace_level_from(const std::string& name, const std::string& location
   return *level;
 }
 
-// The WHERE clause of a filtered listing, as in the SQLite store: $1..$6 are model, framework, device, host, since,
-// until; "" matches any. created_at compares in byte order (COLLATE "C") like SQLite, whatever the database's
-// collation. system is TEXT holding JSON: hostname is read with the jsonb path operator.
+// The WHERE clause of a filtered listing, as in the SQLite store: $1..$7 are model, framework, device, host, since,
+// until, tag; "" matches any. Tags are a JSON array in TEXT (schema 11): jsonb containment of a one-tag array.
+// created_at compares in byte order (COLLATE "C") like SQLite, whatever the database's collation. system is TEXT
+// holding JSON: hostname is read with the jsonb path operator.
 constexpr const char* kFilterSql =
     "($1::text = '' OR e.model_name = $1) AND ($2::text = '' OR e.framework_name = $2) AND "
     "($3::text = '' OR e.device = $3 OR substr(e.device, 1, length($3) + 1) = $3 || ':') AND "
     "($4::text = '' OR (e.system::jsonb #>> '{host,hostname}') = $4) AND "
-    "($5::text = '' OR e.created_at COLLATE \"C\" >= $5) AND ($6::text = '' OR e.created_at COLLATE \"C\" <= $6)";
+    "($5::text = '' OR e.created_at COLLATE \"C\" >= $5) AND ($6::text = '' OR e.created_at COLLATE \"C\" <= $6) AND "
+    "($7::text = '' OR e.tags::jsonb @> jsonb_build_array($7::text))";
+
+// The labels columns of schema 11 (tags: a JSON array of strings).
+EvaluationLabels labels_from(const pqxx::field& name, const pqxx::field& tags, const pqxx::field& note,
+                             const std::string& location, const std::string& op) {
+  EvaluationLabels l;
+  l.name = text(name);
+  l.note = text(note);
+  try {
+    l.tags = parse_json(text(tags), location, op + ": tags").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    fail(location, op + ": tags", e.what());
+  }
+  return l;
+}
 
 std::int64_t insert_run(pqxx::dbtransaction& tx, std::int64_t evaluation_id, const RunRecord& run, std::size_t index,
                         const std::string& location) {
@@ -221,9 +240,9 @@ class PostgresStore final : public Store {
       const pqxx::result rows = tx.exec_params(
           "SELECT e.id, e.created_at, e.status, e.model_name, e.model_version, e.framework_name, e.device, "
           "e.scenario, e.trace_level, e.batch_sizes, (SELECT COUNT(*) FROM runs r WHERE r.evaluation_id = e.id), "
-          "COALESCE(e.system::jsonb #>> '{host,hostname}', '') FROM evaluations e WHERE " +
-              std::string(kFilterSql) + " ORDER BY e.created_at COLLATE \"C\" DESC, e.id DESC LIMIT $7 OFFSET $8",
-          f.model, f.framework, f.device, f.host, f.since, f.until, limit, offset);
+          "COALESCE(e.system::jsonb #>> '{host,hostname}', ''), e.name, e.tags, e.note FROM evaluations e WHERE " +
+              std::string(kFilterSql) + " ORDER BY e.created_at COLLATE \"C\" DESC, e.id DESC LIMIT $8 OFFSET $9",
+          f.model, f.framework, f.device, f.host, f.since, f.until, f.tag, limit, offset);
       std::vector<EvaluationListing> out;
       for (const pqxx::row& row : rows) {
         EvaluationListing l;
@@ -244,8 +263,10 @@ class PostgresStore final : public Store {
         }
         l.run_count = row[10].as<std::size_t>();
         l.hostname = text(row[11]);
+        l.labels = labels_from(row[12], row[13], row[14], location_, op + ": evaluation " + std::to_string(l.id));
         out.push_back(std::move(l));
       }
+      read_run_figures(tx, out, op);
       return out;
     });
   }
@@ -254,9 +275,33 @@ class PostgresStore final : public Store {
     return read("count evaluations", [&](pqxx::read_transaction& tx) {
       return tx
           .exec_params1("SELECT COUNT(*) FROM evaluations e WHERE " + std::string(kFilterSql), f.model, f.framework,
-                        f.device, f.host, f.since, f.until)[0]
+                        f.device, f.host, f.since, f.until, f.tag)[0]
           .as<std::size_t>();
     });
+  }
+
+  std::optional<EvaluationLabels> update_labels(
+      std::int64_t id, const std::function<EvaluationLabels(const EvaluationLabels&)>& change) override {
+    const std::string op = "label evaluation " + std::to_string(id);
+    // write() turns every exception into a StoreError; what `change` throws (a refused label) must pass through.
+    std::exception_ptr refused;
+    auto stored = write(op, [&](pqxx::work& tx) -> std::optional<EvaluationLabels> {
+      // FOR UPDATE: a concurrent label of the same evaluation waits for this one, so neither is lost.
+      const pqxx::result rows = tx.exec_params("SELECT name, tags, note FROM evaluations WHERE id = $1 FOR UPDATE", id);
+      if (rows.empty()) return std::nullopt;
+      EvaluationLabels next;
+      try {
+        next = change(labels_from(rows[0][0], rows[0][1], rows[0][2], location_, op));
+      } catch (...) {
+        refused = std::current_exception();
+        return std::nullopt;
+      }
+      tx.exec_params0("UPDATE evaluations SET name = $2, tags = $3, note = $4 WHERE id = $1", id, next.name,
+                      nlohmann::json(next.tags).dump(), next.note);
+      return next;
+    });
+    if (refused) std::rethrow_exception(refused);
+    return stored;
   }
 
   bool remove(std::int64_t id) override {
@@ -416,6 +461,30 @@ class PostgresStore final : public Store {
     }
   }
 
+  // Each listed evaluation's run figures in one query, from typed columns and the predict stage's p50 inside
+  // stage_latency_ns; no blob is read.
+  void read_run_figures(pqxx::transaction_base& tx, std::vector<EvaluationListing>& listings, const std::string& op) {
+    if (listings.empty()) return;
+    std::string ids = "{";
+    for (const EvaluationListing& l : listings) ids += (ids.size() > 1 ? "," : "") + std::to_string(l.id);
+    ids += "}";
+    std::map<std::int64_t, std::vector<RunFigures>> by_evaluation;
+    for (const pqxx::row& row :
+         tx.exec_params("SELECT evaluation_id, batch_size, trace_level, throughput_samples_per_s, "
+                        "(stage_latency_ns::jsonb #>> '{predict,p50}')::double precision, stability FROM runs "
+                        "WHERE evaluation_id = ANY($1::bigint[]) ORDER BY evaluation_id, id",
+                        ids)) {
+      RunFigures f;
+      f.batch_size = row[1].as<int>();
+      f.trace_level = trace_level_from(text(row[2]), location_, op);
+      f.throughput_samples_per_s = real(row[3]);
+      f.predict_p50_ns = real(row[4]);
+      f.stability = text(row[5]);
+      by_evaluation[row[0].as<std::int64_t>()].push_back(std::move(f));
+    }
+    for (EvaluationListing& l : listings) l.runs = std::move(by_evaluation[l.id]);
+  }
+
   std::vector<MachineCeilings> read_ceilings(pqxx::transaction_base& tx, const pqxx::result& rows) {
     std::vector<MachineCeilings> out;
     for (const pqxx::row& row : rows) {
@@ -438,8 +507,8 @@ class PostgresStore final : public Store {
   std::optional<EvaluationRecord> read_evaluation(pqxx::transaction_base& tx, std::int64_t id, const std::string& op) {
     const pqxx::result er = tx.exec_params(
         "SELECT id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid "
-        "FROM evaluations WHERE id = $1",
+        "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, name, tags, "
+        "note FROM evaluations WHERE id = $1",
         id);
     if (er.empty()) return std::nullopt;
     const pqxx::row s = er[0];
@@ -464,6 +533,7 @@ class PostgresStore final : public Store {
     r.settings = parse_json(text(s[13]), location_, op + ": settings");
     r.system = parse_json(text(s[14]), location_, op + ": system");
     r.uuid = text(s[15]);
+    r.labels = labels_from(s[16], s[17], s[18], location_, op);
 
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     const pqxx::result runs = tx.exec_params(
@@ -594,12 +664,14 @@ InsertedIds insert_evaluation(pqxx::dbtransaction& tx, EvaluationRecord& record,
     ids.evaluation_id =
         tx.exec_params1(
               "INSERT INTO evaluations (created_at, status, model_name, model_version, manifest_yaml, framework_name, "
-              "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, kind) "
-              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id",
+              "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, kind, "
+              "name, tags, note) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
+              "$18, $19) RETURNING id",
               r.created_at, r.status, r.model_name, r.model_version, r.manifest_yaml, r.framework_name,
               r.framework_version, r.device, r.scenario, nlohmann::json(r.batch_sizes).dump(),
               std::string(to_string(r.trace_level)), r.leveled ? 1 : 0, json_text(r.settings), json_text(r.system),
-              r.uuid, store_schema::evaluation_kind(r.scenario))[0]
+              r.uuid, store_schema::evaluation_kind(r.scenario), r.labels.name, nlohmann::json(r.labels.tags).dump(),
+              r.labels.note)[0]
             .as<std::int64_t>();
   } catch (const pqxx::failure& e) {
     fail(location, op, reason(e));

@@ -456,7 +456,7 @@ TEST(GenerationAnalyses, RecordsWithoutGenerationRunsGiveNoRows) {
     EXPECT_EQ(t.columns.size(), analysis_spec(t.id).columns.size());
   }
   const auto defaults = default_analysis_ids(e);
-  EXPECT_EQ(defaults, (std::vector<std::string>{"A1", "A2", "A3", "A4", "A5", "A6", "A7"}));
+  EXPECT_EQ(defaults, (std::vector<std::string>{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "ops"}));
 }
 
 TEST(GenerationAnalyses, RunAnalysesDispatchesTheGenerationIds) {

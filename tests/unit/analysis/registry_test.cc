@@ -154,13 +154,19 @@ void check_table(const Table& t) {
   }
   ASSERT_TRUE(chart.is_object());
   EXPECT_EQ(chart["$schema"], "https://vega.github.io/schema/vega-lite/v5.json");
-  ASSERT_EQ(chart["data"]["values"].size(), t.rows.size());
+  // Labelled bars draw one bar per named layer (rows sharing a name summed), at most top_n + 1.
+  const bool labelled = !spec->chart.label.empty() || spec->chart.top_n > 0;
+  if (labelled)
+    EXPECT_LE(chart["data"]["values"].size(), std::min(t.rows.size(), spec->chart.top_n + 1));
+  else
+    ASSERT_EQ(chart["data"]["values"].size(), t.rows.size());
   for (const auto& [key, value] : chart["data"]["values"][0].items())
-    EXPECT_GE(column_index(t, key), 0) << "data value " << key;
+    if (key != "bar") EXPECT_GE(column_index(t, key), 0) << "data value " << key;
   std::set<std::string> fields;
   collect_fields(chart, fields);
   fields.erase("series");  // the fold's outputs
   fields.erase("value");
+  fields.erase("bar");  // a labelled bar's name
   EXPECT_FALSE(fields.empty());
   for (const std::string& f : fields) EXPECT_GE(column_index(t, f), 0) << "chart field " << f;
 }
@@ -204,7 +210,9 @@ TEST(AnalysisRegistry, EveryColumnHasAMeaningAndTheUnitItsNamePromises) {
   EXPECT_EQ(analysis_spec("A1").chart.kind, ChartKind::kLine);
   EXPECT_EQ(analysis_spec("A1").chart.y2, "throughput_samples_per_s");
   EXPECT_EQ(analysis_spec("A3").chart.kind, ChartKind::kBar);
-  EXPECT_EQ(analysis_spec("A5").chart.kind, ChartKind::kArc);
+  EXPECT_EQ(analysis_spec("A5").chart.kind, ChartKind::kBar);   // sorted bars: a pie hides small differences
+  EXPECT_EQ(analysis_spec("A2").chart.kind, ChartKind::kNone);  // A3 draws the same latencies
+  EXPECT_EQ(analysis_spec("A3").chart.label, "layer_name");
   EXPECT_EQ(analysis_spec("A9").chart.kind, ChartKind::kRoofline);
   EXPECT_TRUE(analysis_spec("A14").chart.log_x && analysis_spec("A14").chart.log_y);
   EXPECT_EQ(analysis_spec("A13").chart.kind, ChartKind::kStackedBar);
@@ -243,10 +251,10 @@ TEST(AnalysisRegistry, EmptyTableAndRowBuilderWorkByName) {
 TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   const EvaluationRecord record = cpu_record();
   const std::vector<Table> tables = run_analyses(record, analysis_ids(), std::nullopt);
-  // A1 once, A2–A7 and the per-batch GPU analyses per batch size (2), A15 and gpu-idle once, launch-stats once
-  // (no kernel run: no top-delay tables), G1 and G3 once, G2, G4 and G5 per batch size (not a generation
+  // A1 once, A2–A7, ops and the per-batch GPU analyses per batch size (2), A15 and gpu-idle once, launch-stats
+  // once (no kernel run: no top-delay tables), G1 and G3 once, G2, G4 and G5 per batch size (not a generation
   // evaluation: no rows).
-  EXPECT_EQ(tables.size(), 1u + 6 * 2 + 8 * 2 + 3 + 2 + 3 * 2);
+  EXPECT_EQ(tables.size(), 1u + 7 * 2 + 8 * 2 + 3 + 2 + 3 * 2);
   for (const Table& t : tables) check_table(t);
   for (const Table& t : evaluation_summary(record)) check_table(t);
 
@@ -258,11 +266,15 @@ TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   EXPECT_EQ(chart["resolve"]["scale"]["y"], "independent");
   EXPECT_EQ(chart["layer"][1]["encoding"]["y"]["field"], "throughput_samples_per_s");
   EXPECT_EQ(chart["layer"][1]["encoding"]["y"]["title"], "throughput (samples/s)");
-  // The latency line and, on the same axis, the median's 95% interval as a rule per batch size.
+  // The latency line and, on the same axis, the median's 95% interval as an error bar per batch size; batch
+  // sizes on an ordinal axis, and a legend naming both lines.
   const auto& latency = chart["layer"][0];
   ASSERT_EQ(latency["layer"].size(), 2u);
   EXPECT_EQ(latency["layer"][0]["encoding"]["y"]["title"], "latency (ms, trimmed mean)");
-  EXPECT_EQ(latency["layer"][1]["mark"]["type"], "rule");
+  EXPECT_EQ(latency["layer"][0]["encoding"]["x"]["type"], "ordinal");
+  EXPECT_EQ(latency["layer"][0]["encoding"]["color"]["datum"], "latency (ms, trimmed mean)");
+  EXPECT_EQ(chart["layer"][1]["encoding"]["color"]["datum"], "throughput (samples/s)");
+  EXPECT_EQ(latency["layer"][1]["mark"]["type"], "errorbar");
   EXPECT_EQ(latency["layer"][1]["encoding"]["y"]["field"], "ci95_low_ms");
   EXPECT_EQ(latency["layer"][1]["encoding"]["y2"]["field"], "ci95_high_ms");
   EXPECT_EQ(chart["data"]["values"][1]["batch_size"], 2);
@@ -285,11 +297,40 @@ TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   for (const Table& t : tables)
     if (t.id == "A5") a5 = &t;
   ASSERT_NE(a5, nullptr);
-  const nlohmann::json pie = vega_lite_chart(*a5);
-  EXPECT_EQ(pie["mark"]["type"], "arc");
-  EXPECT_EQ(pie["encoding"]["theta"]["field"], "count");
-  EXPECT_EQ(pie["encoding"]["color"]["field"], "layer_type");
-  EXPECT_EQ(pie["data"]["values"].size(), 3u);  // conv2d, linear, relu
+  const nlohmann::json bars = vega_lite_chart(*a5);  // horizontal bars named by type, largest on top
+  EXPECT_EQ(bars["mark"]["type"], "bar");
+  EXPECT_EQ(bars["encoding"]["x"]["field"], "count");
+  EXPECT_EQ(bars["encoding"]["y"]["field"], "layer_type");
+  EXPECT_EQ(bars["encoding"]["y"]["sort"], "-x");
+  EXPECT_EQ(bars["data"]["values"].size(), 3u);  // conv2d, linear, relu
+}
+
+// A3's bars carry the layers' names, largest first, the 20 largest and the rest summed into one.
+TEST(AnalysisRegistry, LayerBarsAreNamedSortedAndTheRestGrouped) {
+  const AnalysisSpec& spec = analysis_spec("A3");
+  Table t = empty_table(spec, 1);
+  double total = 0;
+  for (int i = 0; i < 25; ++i) {
+    RowBuilder row(t);
+    const double ms = 1.0 + (i * 7) % 25;  // 25 distinct values 1..25, not in order
+    total += ms;
+    row.set("layer_index", std::int64_t{i}).set("layer_name", "conv" + std::to_string(i)).set("latency_ms", ms);
+    t.rows.push_back(row.take());
+  }
+  const nlohmann::json chart = vega_lite_chart(t);
+  const auto& values = chart["data"]["values"];
+  ASSERT_EQ(values.size(), 21u);
+  EXPECT_EQ(chart["encoding"]["y"]["field"], "bar");
+  EXPECT_EQ(chart["encoding"]["x"]["field"], "latency_ms");
+  EXPECT_EQ(values[0]["bar"], "7 conv7");  // 1 + (7 * 7) % 25 = 25 ms, the largest
+  EXPECT_DOUBLE_EQ(values[0]["latency_ms"].get<double>(), 25.0);
+  EXPECT_EQ(values[20]["bar"], "other (5)");
+  EXPECT_DOUBLE_EQ(values[20]["latency_ms"].get<double>(), 1 + 2 + 3 + 4 + 5);
+  double sum = 0;
+  for (const auto& v : values) sum += v["latency_ms"].get<double>();
+  EXPECT_DOUBLE_EQ(sum, total);
+  for (std::size_t i = 1; i + 1 < values.size(); ++i)
+    EXPECT_GE(values[i - 1]["latency_ms"].get<double>(), values[i]["latency_ms"].get<double>());
 }
 
 TEST(AnalysisRegistry, GpuFixtureTablesHaveTheRegistryColumnsAndCharts) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -64,18 +65,39 @@ TEST(Report, TimelineHoldsExactlyTheSpansOfTheLastMeasuredBatch) {
 
   const auto chart = timeline_chart(run, "t", 100000);
   ASSERT_TRUE(chart.has_value());
+  EXPECT_TRUE(chart->timeline);
   const auto& values = chart->spec["data"]["values"];
   EXPECT_EQ(values.size(), under);
   EXPECT_EQ(chart->expected_marks, static_cast<long>(under));
-  EXPECT_EQ(chart->spec["params"][0]["bind"], "scales");  // zoom and pan
-  bool predict_at_zero = false, gpu_row = false;
+  const auto& layers = chart->spec["layer"];
+  ASSERT_EQ(layers.size(), 3u);  // boxes, their names, launch → kernel links
+  EXPECT_EQ(layers[0]["name"], "main");
+  EXPECT_EQ(layers[0]["params"][0]["bind"], "scales");  // zoom and pan
+  EXPECT_EQ(layers[1]["mark"]["type"], "text");
+  EXPECT_EQ(layers[1]["encoding"]["text"]["field"], "name");
+  EXPECT_EQ(chart->spec["params"][0]["name"], "search");
+  bool predict_at_zero = false, gpu_lane = false;
   for (const auto& v : values) {
     EXPECT_LE(v["start_ms"].get<double>(), v["end_ms"].get<double>());
-    if (v["name"] == "predict") predict_at_zero = v["start_ms"].get<double>() == 0.0;
-    if (v["row"].get<std::string>().find("kernel · GPU ") == 0) gpu_row = true;
+    if (v["name"] == "predict") {
+      predict_at_zero = v["start_ms"].get<double>() == 0.0;
+      EXPECT_TRUE(v["lane"].get<std::string>().ends_with(" · 0")) << v["lane"];
+    }
+    if (v["level"] == "kernel") {
+      EXPECT_EQ(v["lane"].get<std::string>().rfind("GPU ", 0), 0u) << "kernels sit on their GPU stream's lane";
+      gpu_lane = true;
+    }
   }
   EXPECT_TRUE(predict_at_zero);
-  EXPECT_TRUE(gpu_row) << "kernels sit on their GPU stream's row";
+  EXPECT_TRUE(gpu_lane);
+  // Every launch → kernel link goes from a host thread's lane to a GPU stream's lane.
+  const auto& flows = layers[2]["data"]["values"];
+  EXPECT_GT(flows.size(), 10u);
+  for (const auto& f : flows) {
+    EXPECT_EQ(f["from_lane"].get<std::string>().rfind("thread ", 0), 0u) << f;
+    EXPECT_EQ(f["to_lane"].get<std::string>().rfind("GPU ", 0), 0u) << f;
+    EXPECT_LE(f["launch_ms"].get<double>(), f["kernel_ms"].get<double>()) << "a kernel starts after its launch";
+  }
 
   // A cap keeps the longest spans.
   const auto capped = timeline_chart(run, "t", 5);
@@ -84,6 +106,57 @@ TEST(Report, TimelineHoldsExactlyTheSpansOfTheLastMeasuredBatch) {
   bool has_predict = false;
   for (const auto& v : capped->spec["data"]["values"]) has_predict = has_predict || v["name"] == "predict";
   EXPECT_TRUE(has_predict) << "the predict span is the longest of its batch";
+}
+
+// Lanes on a hand-made trace with known nesting: one per thread and depth, by intervals; kernels on their stream.
+TEST(Report, TimelineLanesFollowNestingPerTrack) {
+  Trace trace;
+  const Track t1 = Track::host_thread(11), t2 = Track::host_thread(22), gpu = Track::stream(0, 7);
+  auto add = [&](SpanId id, SpanId parent, Level level, const char* name, std::int64_t start, std::int64_t end,
+                 Track track, std::uint64_t correlation = 0) {
+    Span s;
+    s.id = id;
+    s.parent_id = parent;
+    s.level = level;
+    s.name = name;
+    s.start_ns = start;
+    s.end_ns = end;
+    s.track = track;
+    s.correlation_id = correlation;
+    trace.spans.push_back(s);
+  };
+  add(1, kNoSpan, Level::kModel, "predict", 1000, 2000, t1);
+  add(2, 1, Level::kFramework, "aten::linear", 1100, 1500, t1);
+  add(3, 2, Level::kFramework, "aten::addmm", 1200, 1400, t1, 42);  // an op may carry its launch's id too
+  add(4, 3, Level::kLibrary, "cudaLaunchKernel", 1250, 1260, t1, 42);
+  add(5, 1, Level::kFramework, "aten::relu", 1600, 1900, t1);
+  add(6, 1, Level::kFramework, "worker op", 1100, 1300, t2);  // another thread: its own lanes from depth 0
+  add(7, 4, Level::kKernel, "gemm", 1300, 1450, gpu, 42);
+  add(8, kNoSpan, Level::kModel, "other batch", 5000, 6000, t1);  // not under the root: left out
+  const auto chart = span_timeline_chart(trace, trace.spans[0], "t", "e", 100);
+  ASSERT_TRUE(chart.has_value());
+  std::map<std::string, std::string> lane;
+  for (const auto& v : chart->spec["data"]["values"]) lane[v["name"]] = v["lane"];
+  EXPECT_EQ(lane.size(), 7u);
+  EXPECT_EQ(lane["predict"], "thread 11 · 0");
+  EXPECT_EQ(lane["aten::linear"], "thread 11 · 1");
+  EXPECT_EQ(lane["aten::addmm"], "thread 11 · 2");
+  EXPECT_EQ(lane["cudaLaunchKernel"], "thread 11 · 3");
+  EXPECT_EQ(lane["aten::relu"], "thread 11 · 1");
+  EXPECT_EQ(lane["worker op"], "thread 22");  // one depth on its thread: no depth suffix
+  EXPECT_EQ(lane["gemm"], "GPU 0 stream 7");
+  // Lane order: the root's thread by depth, the other threads, then the streams.
+  const auto& order = chart->spec["layer"][0]["encoding"]["y"]["sort"];
+  EXPECT_EQ(order, nlohmann::json({"thread 11 · 0", "thread 11 · 1", "thread 11 · 2", "thread 11 · 3", "thread 22",
+                                   "GPU 0 stream 7"}));
+  const auto& flows = chart->spec["layer"][2]["data"]["values"];
+  ASSERT_EQ(flows.size(), 1u);
+  EXPECT_EQ(flows[0]["from_lane"], "thread 11 · 3");  // the launch call itself, not the op carrying its id
+  EXPECT_EQ(flows[0]["to_lane"], "GPU 0 stream 7");
+  EXPECT_DOUBLE_EQ(flows[0]["launch_ms"].get<double>(), 250e-6);
+  EXPECT_DOUBLE_EQ(flows[0]["kernel_ms"].get<double>(), 300e-6);
+  // The root alone is no timeline.
+  EXPECT_FALSE(span_timeline_chart(trace, trace.spans[7], "t", "e", 100).has_value());
 }
 
 TEST(Report, ChartsExpectOneMarkPerRowTheyCanDraw) {
@@ -134,6 +207,31 @@ TEST(Report, ThePageIsSelfContainedAndEscapesRecordText) {
   for (const auto& c : charts)
     EXPECT_NE(html.find("id=\"" + c["id"].get<std::string>() + "\""), std::string::npos) << c["id"];
   EXPECT_THROW(render_report({}, {}), std::invalid_argument);
+}
+
+// An analysis section holds a table (and a chart); the analyses without rows are one list grouped by why, each id
+// once; the headline comes first.
+TEST(Report, NoPlaceholderSections) {
+  if (!report_assets_available()) GTEST_SKIP() << "built without tools/vega/node_modules";
+  testing::TempDir dir;
+  const std::string html = render_report({ReportEvaluation{gpu_fixture(dir), {}}}, {});
+  std::size_t articles = 0;
+  for (std::size_t at = html.find("<article class=\"analysis\""); at != std::string::npos;
+       at = html.find("<article class=\"analysis\"", at + 1)) {
+    ++articles;
+    const std::string article = html.substr(at, html.find("</article>", at) - at);
+    EXPECT_NE(article.find("<table>"), std::string::npos) << article.substr(0, 200);
+  }
+  EXPECT_GT(articles, 5u);
+  const auto list = html.find("<div class=\"not-shown\">");
+  ASSERT_NE(list, std::string::npos) << "the fixture has no counter run: A9, A12, A14 ... are listed";
+  const std::string not_shown = html.substr(list, html.find("</div>", list) - list);
+  EXPECT_NE(not_shown.find("A9"), std::string::npos);
+  EXPECT_EQ(not_shown.find("A9"), not_shown.rfind("A9")) << "each id once";
+  const auto headline = html.find("<div class=\"headline\">");
+  ASSERT_NE(headline, std::string::npos);
+  EXPECT_LT(headline, html.find("<article class=\"analysis\""));
+  EXPECT_NE(html.find("Top kernel"), std::string::npos);  // the fixture is a kernel run
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST_F(ServerApi, IndexPageAndEndpointList) {
   EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
   EXPECT_NE(page->body.find("/api/v1/evaluations/{id}/trace"), std::string::npos);
   const json j = body(c.Get("/api/v1"));
-  EXPECT_EQ(j["endpoints"].size(), 17u);
+  EXPECT_EQ(j["endpoints"].size(), 18u);
   // The web UI's page: its sections, and the API paths its script reads, each answered by the server.
   const auto ui = c.Get("/");
   ASSERT_TRUE(ui);

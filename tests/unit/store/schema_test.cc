@@ -43,11 +43,11 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(SchemaDeclaration, EveryTableIsCreatedInBothDialects) {
   const ss::Schema& schema = ss::results_schema();
   EXPECT_EQ(schema.version(), Store::current_schema_version());
-  EXPECT_EQ(schema.version(), 10);
+  EXPECT_EQ(schema.version(), 11);
   ASSERT_EQ(schema.tables.size(), 6u);
   for (Dialect d : ss::kDialects) {
     const auto& steps = ss::results_migrations(d);
-    ASSERT_EQ(steps.size(), 10u) << ss::dialect_name(d);
+    ASSERT_EQ(steps.size(), 11u) << ss::dialect_name(d);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       EXPECT_EQ(steps[i].version, static_cast<int>(i) + 1);
       EXPECT_FALSE(steps[i].sql.empty());
@@ -209,7 +209,7 @@ TEST(SchemaDeclaration, ValidateRefusesInconsistentDeclarations) {
         s.tables[0].columns.push_back(col("x", Type::kText).since(2));
         s.tables[0].columns[1] = s.tables[0].columns[1].recreated(2, "");
       },
-      "only a table's last column can be re-created");
+      "only a table's last column (as of its re-creation) can be re-created");
   refused([](ss::Schema& s) { s.tables[1].columns[1] = s.tables[1].columns[1].recreated(2, ""); }, "re-created in");
 }
 
@@ -296,7 +296,7 @@ TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
   run_sql(file, sql + "COMMIT;\n");
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 10);
+    EXPECT_EQ(store->schema_version(), 11);
     EvaluationRecord r;
     r.created_at = "2026-11-27T00:00:00Z";
     r.model_name = "m";
@@ -334,7 +334,7 @@ TEST(SqliteSchema, Version10KeepsEveryKindAndAdmitsExternal) {
   run_sql(file, sql + "COMMIT;\n");
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 10);
+    EXPECT_EQ(store->schema_version(), 11);
     EvaluationRecord r;
     r.created_at = "2026-11-27T00:00:00Z";
     r.model_name = "prog";
@@ -388,7 +388,7 @@ TEST(SqliteSchema, Version9BackfillsTheTypedOutcomesFromTheJsonOfOlderRows) {
   run_sql(file, "BEGIN;\n" + evaluation(1, "server", "scenario", results) + run(11, 1, "{}") + run(12, 1, "{}") +
                     evaluation(2, "batch-sweep", "batch-sweep", results) + run(21, 2, "{}") +
                     evaluation(3, "generation", "generation", "{}") + run(31, 3, generation) + "COMMIT;\n");
-  EXPECT_EQ(Store::open(file)->schema_version(), 10);
+  EXPECT_EQ(Store::open(file)->schema_version(), 11);
   auto at = [&](const char* column, int id) {
     return sql_value(file, std::string("SELECT ") + column + " FROM runs WHERE id = " + std::to_string(id));
   };
@@ -421,7 +421,7 @@ TEST(SqliteSchema, NewStoreEqualsCommittedReference) {
 // is migrated by the declaration's steps to exactly that schema.
 TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
   const std::string reference = testing::schema_fixture("sqlite_schema.sql");
-  for (int version = 1; version <= 10; ++version) {
+  for (int version = 1; version <= 11; ++version) {
     SCOPED_TRACE("version " + std::to_string(version));
     testing::TempDir dir;
     const auto file = dir.path() / "old.db";
@@ -431,9 +431,9 @@ TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
             "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, "
             "system) VALUES (1, '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', "
             "'[1]', 'model', 0, '{}', '{}')");
-    if (version == 10) EXPECT_EQ(sqlite_schema_text(file), reference);
+    if (version == 11) EXPECT_EQ(sqlite_schema_text(file), reference);
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 10);
+    EXPECT_EQ(store->schema_version(), 11);
     EXPECT_EQ(store->list().size(), 1u);
     store.reset();
     EXPECT_EQ(sqlite_schema_text(file), reference);

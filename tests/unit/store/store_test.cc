@@ -101,10 +101,12 @@ EvaluationRecord make_record(const std::string& created_at = "2026-11-21T22:08:0
   return r;
 }
 
-// What schema versions 6 to 9 added (the runs' generation figures, the predictions' task outputs, the evaluations'
-// kind, the runs' typed outcome columns), removed again; a macro so that the older versions' texts below can start
-// with it as one literal.
+// What schema versions 6 to 11 added (the runs' generation figures, the predictions' task outputs, the evaluations'
+// kind, the runs' typed outcome columns, the evaluations' labels), removed again; a macro so that the older versions'
+// texts below can start with it as one literal.
 #define XSP_DROP_VERSION6                                                                                         \
+  "ALTER TABLE evaluations DROP COLUMN name; ALTER TABLE evaluations DROP COLUMN tags; ALTER TABLE evaluations "  \
+  "DROP COLUMN note; "                                                                                            \
   "ALTER TABLE runs DROP COLUMN scenario_result; ALTER TABLE runs DROP COLUMN qps; ALTER TABLE runs DROP COLUMN " \
   "latency_p99_ns; ALTER TABLE runs DROP COLUMN meets_bound; ALTER TABLE runs DROP COLUMN ttft_p50_ns; ALTER "    \
   "TABLE runs DROP COLUMN ttft_p99_ns; ALTER TABLE runs DROP COLUMN tpot_p50_ns; ALTER TABLE runs DROP COLUMN "   \
@@ -163,8 +165,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 10);
-  EXPECT_EQ(store->schema_version(), 10);
+  EXPECT_EQ(Store::current_schema_version(), 11);
+  EXPECT_EQ(store->schema_version(), 11);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -409,7 +411,7 @@ TEST_P(StoreOnBoth, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = open("xsp.db");
-  EXPECT_EQ(reopened->schema_version(), 10);
+  EXPECT_EQ(reopened->schema_version(), 11);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -584,7 +586,7 @@ TEST(Store, MigratesVersion4StoreGivingTraceIds) {
   std::string first;
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 10);
+    EXPECT_EQ(store->schema_version(), 11);
     const auto loaded = store->load(record.id);
     ASSERT_TRUE(loaded);
     expect_fresh_ids_then_adopt(*loaded, record);
@@ -608,7 +610,7 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
                      "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
                      "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 10);
+  EXPECT_EQ(store->schema_version(), 11);
   EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
   expect_fresh_ids_then_adopt(*store->load(old.id), old);
@@ -820,7 +822,7 @@ TEST(Store, MigratesVersion2StoreToVersion3) {
   exec_sql(file, std::string(kDropVersion4) +
                      "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 10);
+  EXPECT_EQ(store->schema_version(), 11);
   expect_fresh_ids_then_adopt(*store->load(record.id), record);
   EXPECT_EQ(store->load(record.id), record);
   const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
@@ -835,7 +837,7 @@ TEST(Store, RecordedGpuFixtureMigratesCleanly) {
   const fs::path file = dir.path() / "fixture.db";
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 10);
+  EXPECT_EQ(store->schema_version(), 11);
   const auto e = store->load(1);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->runs.size(), 3u);

@@ -244,6 +244,80 @@ TEST(TraceExport, SqliteLinksKernelsToLaunchesAndOps) {
   sqlite3_close(db);
 }
 
+// ops.self_ns, top_op_id and layer_op_id, launches/kernels' op links and spans.batch on a trace whose answers are
+// known by construction (ids in the comments).
+TEST(TraceExport, SqliteHasSelfTimesOpLinksAndBatches) {
+  Trace trace;
+  auto add = [&](SpanId id, SpanId parent, Level level, const char* name, std::int64_t start, std::int64_t end,
+                 std::vector<Tag> tags = {}) -> Span& {
+    Span& s = trace.spans.emplace_back();
+    s.id = id;
+    s.parent_id = parent;
+    s.level = level;
+    s.name = name;
+    s.start_ns = start;
+    s.end_ns = end;
+    s.tags = std::move(tags);
+    return s;
+  };
+  add(1, kNoSpan, Level::kApplication, "evaluation", 0, 10'000);
+  add(2, 1, Level::kModel, "predict", 0, 1000, {Tag("batch", std::int64_t{0})});
+  add(3, 2, Level::kFramework, "aten::conv2d", 10, 410);       // self 400 - 380 = 20
+  add(4, 3, Level::kFramework, "aten::convolution", 20, 400);  // self 380: a launch is no child op
+  add(5, 4, Level::kSystem, "cudaLaunchKernel", 30, 40).correlation_id = 7;
+  Span& k = add(6, 5, Level::kKernel, "gemm", 100, 300);
+  k.correlation_id = 7;
+  k.track = Track::stream(0, 7);
+  add(7, 2, Level::kFramework, "aten::relu", 420, 520);
+  add(8, 1, Level::kModel, "predict", 2000, 3000, {Tag("batch", std::int64_t{1})});
+  add(9, 8, Level::kFramework, "aten::linear", 2010, 2100);  // self 90 - 30 - 10 = 50
+  add(10, 9, Level::kFramework, "aten::t", 2020, 2050);
+  add(11, 9, Level::kFramework, "aten::addmm", 2060, 2070);
+  add(12, 1, Level::kModel, "predict", 5000, 6000);  // a warm-up batch: no batch tag
+  add(13, 12, Level::kFramework, "aten::relu", 5010, 5020);
+  add(14, 1, Level::kFramework, "aten::resize", 10, 20);  // outside any predict span: no layer
+  add(15, 1, Level::kModel, "preprocess", 1900, 1990, {Tag("batch", std::int64_t{1})});
+  EvaluationRecord e;
+  RunRecord run;
+  run.trace = trace;
+  TempDir dir;
+  const fs::path out = dir.path() / "links.sqlite";
+  export_run_sqlite(e, run, out);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(out.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").empty());
+  using Rows = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(query(db, "SELECT span_id, self_ns, top_op_id, COALESCE(layer_op_id, 'NULL') FROM ops ORDER BY span_id"),
+            (Rows{{"3", "20", "3", "3"},
+                  {"4", "380", "3", "3"},
+                  {"7", "100", "7", "7"},
+                  {"9", "50", "9", "9"},
+                  {"10", "30", "9", "9"},
+                  {"11", "10", "9", "9"},
+                  {"13", "10", "13", "13"},
+                  {"14", "10", "14", "NULL"}}));
+  EXPECT_EQ(query(db, "SELECT span_id, op_id, top_op_id, layer_op_id FROM launches"), (Rows{{"5", "4", "3", "3"}}));
+  EXPECT_EQ(query(db, "SELECT span_id, op_id, top_op_id, layer_op_id FROM kernels"), (Rows{{"6", "4", "3", "3"}}));
+  EXPECT_EQ(query(db, "SELECT id, COALESCE(batch, 'NULL') FROM spans ORDER BY id"), (Rows{{"1", "NULL"},
+                                                                                          {"2", "0"},
+                                                                                          {"3", "0"},
+                                                                                          {"4", "0"},
+                                                                                          {"5", "0"},
+                                                                                          {"6", "0"},
+                                                                                          {"7", "0"},
+                                                                                          {"8", "1"},
+                                                                                          {"9", "1"},
+                                                                                          {"10", "1"},
+                                                                                          {"11", "1"},
+                                                                                          {"12", "NULL"},
+                                                                                          {"13", "NULL"},
+                                                                                          {"14", "NULL"},
+                                                                                          {"15", "1"}}));
+  // The self times of a batch's ops sum to the time its layers cover (batch 0: conv2d 400 + relu 100).
+  EXPECT_EQ(scalar(db, "SELECT SUM(o.self_ns) FROM ops o JOIN spans s ON s.id = o.span_id WHERE s.batch = 0"), 500);
+  sqlite3_close(db);
+}
+
 TEST(TraceExport, FailuresNameThePathAndLeaveNoFile) {
   TempDir dir;
   const EvaluationRecord e = kernel_fixture(dir);
