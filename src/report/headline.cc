@@ -86,8 +86,7 @@ void latency_items(const EvaluationRecord& r, const std::vector<Table>& tables, 
 void bottleneck_items(const std::vector<Table>& tables, std::vector<Item>& items) {
   if (const Table* ops = first_with_rows(tables, "ops")) {
     const auto& row = ops->rows.front();  // sorted by self time
-    const int name = column_index(*ops, "op") >= 0 ? column_index(*ops, "op") : 0;
-    std::string value = text(*ops, row, ops->columns[static_cast<std::size_t>(name)].name);
+    const std::string value = text(*ops, row, "op_name");
     std::string detail;
     for (const char* c : {"self_ms", "self_percent", "calls"})
       if (const auto v = number(*ops, row, c))
