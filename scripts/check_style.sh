@@ -23,20 +23,40 @@ fi
 rm -f /tmp/check_style_format.$$
 echo "check_style: ${#files[@]} C++ files formatted as .clang-format says"
 [ -f build/compile_commands.json ] || { echo "check_style: build/compile_commands.json is missing (scripts/build.sh)"; exit 1; }
-mapfile -t sources < <(python3 -c '
-import json, os
+# The libraries are built in unity batches (CMakeLists.txt, XSP_UNITY_BUILD): the database names the batch files
+# (build/CMakeFiles/*/Unity/unity_N_cxx.cxx). clang-tidy gets a copy with one entry per source of each batch, under
+# the batch's command, so it checks every source alone (and so that each source includes what it uses).
+db=$(mktemp -d /tmp/xsp-tidy-db.XXXXXX)
+trap 'rm -rf "$db"' EXIT
+mapfile -t sources < <(python3 - "$db" <<'PY'
+import json, os, re, sys
 root = os.getcwd()
-seen = set()
+entries, seen = [], set()
 for e in json.load(open("build/compile_commands.json")):
-    f = os.path.relpath(os.path.join(e["directory"], e["file"]), root)
-    # Clang 14 cannot parse Debian LibTorch 1.13 headers with libstdc++ 12 (c10::IValue is incomplete there): the
-    # LibTorch predictor is left to the compiler (g++ builds it) and reviewed by hand.
-    if f.startswith("src/predictors/libtorch/"):
-        continue
-    if f.startswith("src/") and f.endswith(".cc") and f not in seen:
-        seen.add(f)
-        print(f)')
-report=$(printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p build --quiet 2>&1 || true)
+    path = os.path.join(e["directory"], e["file"])
+    files = [path]
+    if "/Unity/" in path:
+        files = re.findall(r'^#include "([^"]+)"', open(path).read(), re.M)
+    for source in files:
+        f = os.path.relpath(source, root)
+        entry = dict(e, file=source)
+        if "command" in entry:
+            entry["command"] = entry["command"].replace(e["file"], source)
+        if "arguments" in entry:
+            entry["arguments"] = [source if a == e["file"] else a for a in entry["arguments"]]
+        entries.append(entry)
+        # Clang 14 cannot parse Debian LibTorch 1.13 headers with libstdc++ 12 (c10::IValue is incomplete there): the
+        # LibTorch predictor is left to the compiler (g++ builds it) and reviewed by hand.
+        if f.startswith("src/predictors/libtorch/"):
+            continue
+        if f.startswith("src/") and f.endswith(".cc") and f not in seen:
+            seen.add(f)
+            print(f)
+json.dump(entries, open(sys.argv[1] + "/compile_commands.json", "w"))
+PY
+)
+[ "${#sources[@]}" -gt 0 ] || { echo "check_style: no library sources found in build/compile_commands.json"; exit 1; }
+report=$(printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$db" --quiet 2>&1 || true)
 if grep -E ": (warning|error):" <<< "$report"; then
   echo "check_style: .clang-tidy's checks fail (above)"
   exit 1

@@ -23,14 +23,13 @@
 namespace xsp {
 namespace {
 
+using detail::ms_cell;
+using detail::plural;
+
 constexpr double kMs = 1e6;
 
 bool is_model(const Span& s, const char* name) { return s.level == Level::kModel && s.name == name; }
 bool is_step(const Span& s) { return is_model(s, kStagePrefill) || is_model(s, kStageDecode); }
-
-std::string plural(std::size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
 
 // A number of a JSON object, or nullopt (absent, null, not a number).
 std::optional<double> json_number(const nlohmann::json& j, const char* key) {
@@ -40,7 +39,6 @@ std::optional<double> json_number(const nlohmann::json& j, const char* key) {
   return it->get<double>();
 }
 // A latency (ns) in ms; empty when the figure does not exist.
-Cell ms_cell(double ns) { return std::isfinite(ns) ? Cell{ns / kMs} : Cell{}; }
 Cell number_cell(double v) { return std::isfinite(v) ? Cell{v} : Cell{}; }
 Cell ratio_cell(double num, double den) { return den > 0 ? Cell{num / den} : Cell{}; }
 Cell pct_cell(double num, double den) { return den > 0 ? Cell{100.0 * num / den} : Cell{}; }

@@ -24,14 +24,13 @@
 namespace xsp {
 namespace {
 
+using detail::ms_cell;
+using detail::percent_cell;
+
 constexpr const char* kGpuWork =
     "GPU work = every KERNEL-level span (kernels, memcpy, memset), placed in layers through its launching API call";
 
 Cell int_cell(std::size_t v) { return Cell{static_cast<std::int64_t>(v)}; }
-Cell ms_cell(double ns) { return std::isfinite(ns) ? Cell{ns / 1e6} : Cell{}; }
-Cell percent_cell(double part, double total) {
-  return std::isfinite(part) && std::isfinite(total) && total > 0 ? Cell{100.0 * part / total} : Cell{};
-}
 
 // A per-batch-size table: the registry's empty table with run and matching notes (no rows without a kernel run).
 Table start(const std::string& id, const GpuRuns& runs, bool with_model, bool with_layers) {

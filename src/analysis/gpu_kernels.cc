@@ -24,13 +24,12 @@
 namespace xsp {
 namespace {
 
+using detail::plural;
+
 using detail::IdIndex;
 using detail::kNoIndex;
-
-constexpr std::uint32_t kUnresolved = kNoIndex - 1;
-constexpr std::uint32_t kOnPath = kNoIndex - 2;  // being resolved: meeting it again means a parent cycle
-
-bool is_predict(const Span& s) { return detail::is_sample_span(s); }
+using detail::kOnPath;
+using detail::kUnresolved;
 
 // Trimmed mean of the run's predict latency (SPEC §3), from the stored summary when there is one; older or
 // hand-made records fall back to the raw samples, then to the trace's predict spans. `n` gets the sample count.
@@ -43,15 +42,11 @@ double predict_latency_ns(const RunRecord& run, std::size_t& n) {
   std::vector<double> samples = run.predict_latency_ns;
   if (samples.empty()) {
     for (const Span& s : run.trace.spans) {
-      if (is_predict(s)) samples.push_back(static_cast<double>(s.duration_ns()));
+      if (detail::is_sample_span(s)) samples.push_back(static_cast<double>(s.duration_ns()));
     }
   }
   n = samples.size();
   return samples.empty() ? std::nan("") : trimmed_mean(std::move(samples));
-}
-
-std::string plural(std::size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 }  // namespace
@@ -78,7 +73,7 @@ struct Placement {
 // `is_window` picks the MODEL spans that stand for the batches (predict spans, or the steps of a generation
 // request); layers are seeded only for predict windows (a layer's parent is a predict span).
 Placement place_spans(const Trace& trace, const IdIndex& ids, Level level,
-                      const std::function<bool(const Span&)>& is_window = is_predict) {
+                      const std::function<bool(const Span&)>& is_window = detail::is_sample_span) {
   const std::vector<Span>& spans = trace.spans;
   const std::size_t n = spans.size();
   if (n >= kOnPath) throw std::length_error("extract_kernels: trace too large");
@@ -109,7 +104,7 @@ Placement place_spans(const Trace& trace, const IdIndex& ids, Level level,
     out.predicts.push_back({spans[p].id, spans[p].start_ns, spans[p].end_ns});
   }
   std::vector<Layer> layers;
-  if (predict_pos.empty() || is_predict(spans[predict_pos.front()])) layers = extract_layers(trace);
+  if (predict_pos.empty() || detail::is_sample_span(spans[predict_pos.front()])) layers = extract_layers(trace);
   for (const Layer& l : layers) {
     const std::uint32_t pos = ids.find(l.span_id);
     const std::uint32_t pred = ids.find(l.predict_span_id);
@@ -155,7 +150,7 @@ bool is_compute_kernel(const Span& s) {
 
 }  // namespace
 
-KernelTimeline extract_kernels(const Trace& trace) { return extract_kernels(trace, is_predict); }
+KernelTimeline extract_kernels(const Trace& trace) { return extract_kernels(trace, detail::is_sample_span); }
 
 std::vector<std::size_t> detail::spans_per_window(const Trace& trace, Level level,
                                                   const std::function<bool(const Span&)>& is_window) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "xsp/analysis/table.h"
 #include "xsp/record/record.h"
 
 namespace xsp::detail {
@@ -36,6 +38,21 @@ std::vector<std::size_t> spans_per_window(const Trace& trace, Level level,
                                           const std::function<bool(const Span&)>& is_window);
 
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
+/// Marks of a memoised walk up the parent chain (layers.cc, op_table.cc): not visited yet, and on the path being
+/// resolved (meeting it again means a parent cycle).
+inline constexpr std::uint32_t kUnresolved = kNoIndex - 1;
+inline constexpr std::uint32_t kOnPath = kNoIndex - 2;
+
+/// "1 kernel", "3 kernels": `n` and the noun in its number.
+inline std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+/// A duration in ns as a milliseconds cell; no value for NaN or ±inf.
+inline Cell ms_cell(double ns) { return std::isfinite(ns) ? Cell{ns / 1e6} : Cell{}; }
+/// `part` as a percentage of `total`; no value when either is not finite or `total` is not positive.
+inline Cell percent_cell(double part, double total) {
+  return std::isfinite(part) && std::isfinite(total) && total > 0 ? Cell{100.0 * part / total} : Cell{};
+}
 
 /// Span id -> position in trace.spans. A flat vector when ids are dense (the recorder hands them out from 1),
 /// a hash map otherwise (traces merged from several recorders, or hand-made ones with sparse ids).

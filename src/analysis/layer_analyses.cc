@@ -4,11 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "internal.h"
 #include "xsp/analysis/analyses.h"
 #include "xsp/analysis/registry.h"
 
 namespace xsp {
 namespace {
+
+using detail::percent_cell;
 
 Cell int_cell(std::int64_t v) { return Cell{v}; }
 Cell opt_int_cell(const std::optional<std::int64_t>& v) { return v ? Cell{*v} : Cell{}; }
@@ -55,8 +58,6 @@ std::vector<std::pair<std::string, V>> by_type(const LayerStats& stats, V (*valu
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;  // map order is by name, and stable_sort keeps it among equal values
 }
-
-Cell percent_cell(double part, double total) { return total > 0 ? Cell{100.0 * part / total} : Cell{}; }
 
 using StatsFn = Table (*)(const LayerStats&, int, const std::string&);
 

@@ -23,12 +23,10 @@ namespace {
 
 using detail::IdIndex;
 using detail::kNoIndex;
-
-bool is_predict(const Span& s) { return detail::is_sample_span(s); }
+using detail::kOnPath;
+using detail::kUnresolved;
 
 // States of the per-span "which layer am I under" memo.
-constexpr std::uint32_t kUnresolved = kNoIndex - 1;
-constexpr std::uint32_t kOnPath = kNoIndex - 2;  // being resolved: meeting it again means a parent cycle
 
 struct LayerTags {
   std::string_view module, shapes;
@@ -67,7 +65,7 @@ std::vector<Layer> extract_layers(const Trace& trace, LayerExtractionReport* rep
   std::vector<std::uint32_t> path;
   for (std::uint32_t i = 0; i < n; ++i) {
     const Span& s = spans[i];
-    if (is_predict(s)) ++rep.predict_spans;
+    if (detail::is_sample_span(s)) ++rep.predict_spans;
     if (s.level != Level::kFramework) continue;
     ++rep.framework_spans;
     if (top[i] != kUnresolved) continue;
@@ -84,7 +82,7 @@ std::vector<Layer> extract_layers(const Trace& trace, LayerExtractionReport* rep
       const std::uint32_t p = ids.find(spans[cur].parent_id);
       if (p == kNoIndex) break;
       const Span& ps = spans[p];
-      if (is_predict(ps)) {
+      if (detail::is_sample_span(ps)) {
         result = cur;
         break;
       }

@@ -6,6 +6,7 @@
 #include "xsp/analysis/op_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
@@ -24,9 +25,9 @@ namespace {
 
 using detail::IdIndex;
 using detail::kNoIndex;
+using detail::kOnPath;
+using detail::kUnresolved;
 
-constexpr std::uint32_t kUnresolved = kNoIndex - 1;
-constexpr std::uint32_t kOnPath = kNoIndex - 2;  // being resolved: meeting it again means a parent cycle
 constexpr const char* kNoModule = "(no module)";
 
 // A span's "module" tag as the op table groups it.
@@ -312,8 +313,10 @@ void add(std::optional<double>& to, const std::optional<double>& v) {
   if (v) to = to.value_or(0) + *v;
 }
 
-// Rows past the first `top` summed into one "(other K ops)" row; averages from the sums.
-void fold_top(std::vector<Row>& rows, std::size_t top, OpGroupBy by) {
+// Rows past the first `top` summed into one "(other K ops)" row; averages from the sums. Self times and own kernels
+// are disjoint and add up; totals are inclusive (aten::conv2d's holds aten::convolution's), so a sum of several would
+// count nested time twice: with more than one row folded, the totals are left empty and a note says why.
+void fold_top(std::vector<Row>& rows, std::size_t top, OpGroupBy by, std::vector<std::string>& notes) {
   if (top == 0 || rows.size() <= top) return;
   const std::size_t others = rows.size() - top;
   Row other;
@@ -333,11 +336,24 @@ void fold_top(std::vector<Row>& rows, std::size_t top, OpGroupBy by) {
     other.avg_self_ns = other.self_ns.value_or(0) / *other.calls;
     other.avg_total_ns = other.total_ns.value_or(0) / *other.calls;
   }
+  if (others > 1) {
+    other.total_ns.reset();
+    other.avg_total_ns.reset();
+    other.cuda_total_ns.reset();
+    notes.push_back(other.name + ": no total times, as nested ops' totals hold each other's (self times add up)");
+  }
   rows.resize(top);
   rows.push_back(std::move(other));
 }
 
 Cell scaled(const std::optional<double>& v, double divisor) { return v ? Cell{*v / divisor} : Cell{}; }
+
+// Calls and kernels per batch are means over batches: whole in nearly every run, and then shown as "20", not "20.000".
+Cell count(const std::optional<double>& v) {
+  if (!v) return Cell{};
+  if (std::abs(*v) < 1e15 && std::nearbyint(*v) == *v) return Cell{static_cast<std::int64_t>(*v)};
+  return Cell{*v};
+}
 
 void fill(Table& t, const std::vector<Row>& rows) {
   t.rows.reserve(rows.size());
@@ -345,7 +361,7 @@ void fill(Table& t, const std::vector<Row>& rows) {
     RowBuilder row(t);
     row.set("op_name", r.name)
         .set("shapes", r.shapes.empty() ? Cell{} : Cell{r.shapes})
-        .set("calls", scaled(r.calls, 1))
+        .set("calls", count(r.calls))
         .set("self_ms", scaled(r.self_ns, 1e6))
         .set("total_ms", scaled(r.total_ns, 1e6))
         .set("avg_self_us", scaled(r.avg_self_ns, 1e3))
@@ -353,7 +369,7 @@ void fill(Table& t, const std::vector<Row>& rows) {
         .set("self_percent", scaled(r.percent, 1))
         .set("self_cuda_ms", scaled(r.self_cuda_ns, 1e6))
         .set("cuda_total_ms", scaled(r.cuda_total_ns, 1e6))
-        .set("kernels", scaled(r.kernels, 1));
+        .set("kernels", count(r.kernels));
     t.rows.push_back(row.take());
   }
 }
@@ -448,7 +464,8 @@ Table op_table(const EvaluationRecord& record, int batch_size, const OpTableOpti
   });
   double framework_ns = 0;
   for (const Row& r : rows) framework_ns += r.self_ns.value_or(0);
-  fold_top(rows, options.top, options.group_by);
+  std::vector<std::string> fold_notes;
+  fold_top(rows, options.top, options.group_by, fold_notes);
   fill(t, rows);
 
   t.notes.push_back(run_note(*host_run, Level::kFramework, host.scan.batches));
@@ -464,6 +481,7 @@ Table op_table(const EvaluationRecord& record, int batch_size, const OpTableOpti
     t.notes.emplace_back("grouped by module: op_name is the \"module\" tag (nested ops carry their layer's module)");
   }
   note_scan(t, host.scan, "framework-level");
+  t.notes.insert(t.notes.end(), fold_notes.begin(), fold_notes.end());
   return t;
 }
 

@@ -331,6 +331,10 @@ std::string render_text(const Table& table, int precision, std::size_t max_width
   return out;
 }
 
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent) {
+  return wrap(text, width, indent);
+}
+
 std::size_t terminal_width() {
   if (const char* columns = std::getenv("COLUMNS"); columns != nullptr && *columns != '\0') {
     char* end = nullptr;

@@ -130,7 +130,9 @@ void add_analyze_command(CLI::App& app, Globals& g, Commands& out) {
                                            " (default: A1-A7 and ops, and G1-G5 for a generation evaluation)")
                            ->capture_default_str()
                            ->check(non_empty_list("analysis ids (" + join_ids(analysis_ids()) + ")"));
-  sub->add_option("--format", a->format, "table|csv|json")->check(table_format_check())->capture_default_str();
+  sub->add_option("--format", a->format, "how to print: an aligned table, CSV or JSON")
+      ->check(table_format_check())
+      ->capture_default_str();
   sub->add_option("--batch-size", a->batch, "only this batch size (layer analyses)");
   sub->add_option("--latency-bound-ms", a->latency_bound_ms, "A1: optimal batch under this p99 bound");
   sub->add_option("--group-by", a->group_by,

@@ -13,7 +13,9 @@ void add_compare_command(CLI::App& app, Globals& g, Commands& out) {
   };
   auto a = std::make_shared<Args>();
   sub->add_option("ids", a->ids, "two or more evaluation ids")->required()->expected(2, 1 << 20);
-  sub->add_option("--format", a->format, "table|csv|json")->check(table_format_check())->capture_default_str();
+  sub->add_option("--format", a->format, "how to print: an aligned table, CSV or JSON")
+      ->check(table_format_check())
+      ->capture_default_str();
   sub->add_option("--batch-size", a->batch, "only this batch size in the layer tables");
   out.push_back({sub, [&g, a] {
                    const auto format = parse_table_format(a->format);

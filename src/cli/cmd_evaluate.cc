@@ -15,7 +15,7 @@
 namespace xsp::cli {
 namespace {
 
-struct Args : RequestFlags {
+struct EvaluateArgs : RequestFlags {
   std::string analyses;
   std::string format = "text";
   bool no_progress = false;
@@ -70,7 +70,7 @@ nlohmann::ordered_json evaluation_json(const EvaluationRecord& record, const std
   return j;
 }
 
-int run_evaluate(Globals& g, Args& a) {
+int run_evaluate(Globals& g, EvaluateArgs& a) {
   const TableFormat format = parse_table_format(a.format);  // text or json: checked by the option
   to_request(a);
   // Opened (and checked: writable, not damaged) before the model is loaded, so a bad store costs no measuring.
@@ -129,7 +129,7 @@ int run_evaluate(Globals& g, Args& a) {
 
 void add_evaluate_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("evaluate", "run, store and summarize an evaluation");
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<EvaluateArgs>();
   add_request_flags(sub, *a);
   sub->add_option("--analysis", a->analyses, "analyses to print after the run, e.g. A1,A2,A6")
       ->check(non_empty_list("analysis ids, e.g. A1,A2,A6"));

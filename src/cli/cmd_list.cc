@@ -8,7 +8,7 @@
 namespace xsp::cli {
 namespace {
 
-struct Args {
+struct ListArgs {
   std::string format = "table";
   std::size_t limit = 0;  // 0: all
   std::string model;
@@ -52,7 +52,7 @@ Table listing_table(const std::vector<EvaluationListing>& listings, const std::s
   return t;
 }
 
-int run_list(const Globals& g, const Args& a) {
+int run_list(const Globals& g, const ListArgs& a) {
   const TableFormat format = parse_table_format(a.format);
   EvaluationFilter filter;
   if (!a.since.empty()) filter.since = since_bound(a.since);
@@ -74,8 +74,10 @@ int run_list(const Globals& g, const Args& a) {
 
 void add_list_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("list", "list stored evaluations, newest first");
-  auto a = std::make_shared<Args>();
-  sub->add_option("--format", a->format, "table|csv|json")->check(table_format_check())->capture_default_str();
+  auto a = std::make_shared<ListArgs>();
+  sub->add_option("--format", a->format, "how to print: an aligned table, CSV or JSON")
+      ->check(table_format_check())
+      ->capture_default_str();
   sub->add_option("--limit", a->limit, "at most N evaluations, the newest")->check(integer_at_least(1));
   sub->add_option("--model", a->model,
                   "only evaluations of models whose name contains NAME (case and '_'/'-' ignored: resnet, "

@@ -15,7 +15,11 @@
 namespace xsp::cli {
 namespace {
 
-constexpr std::size_t kShowWidth = 120;
+// The width arrays wrap at: the terminal's, or 120 columns when piped.
+std::size_t show_width() {
+  const std::size_t width = terminal_width();
+  return width > 0 ? width : 120;
+}
 
 // A scalar as JSON; an array of scalars as "[a, b, c]" (nlohmann's compact dump leaves out the spaces).
 std::string inline_value(const nlohmann::json& v) {
@@ -31,7 +35,7 @@ bool is_leaf(const nlohmann::json& v) {
   return std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) { return !e.is_structured(); });
 }
 
-// "key: value" lines, nested objects indented by two spaces; an array of scalars inline, wrapped at kShowWidth;
+// "key: value" lines, nested objects indented by two spaces; an array of scalars inline, wrapped at show_width();
 // an array of objects as numbered items "[i]:". Values are JSON (strings quoted), so nothing reads ambiguously.
 void readable_lines(const nlohmann::json& j, std::size_t indent, std::vector<std::string>& out) {
   const std::string pad(indent, ' ');
@@ -42,7 +46,8 @@ void readable_lines(const nlohmann::json& j, std::size_t indent, std::vector<std
       return;
     }
     std::string line = pad + key + ": ";
-    if (!v.is_array() || v.empty() || line.size() + inline_value(v).size() <= kShowWidth) {
+    const std::size_t width = show_width();
+    if (!v.is_array() || v.empty() || line.size() + inline_value(v).size() <= width) {
       out.push_back(line + inline_value(v));
       return;
     }
@@ -51,7 +56,7 @@ void readable_lines(const nlohmann::json& j, std::size_t indent, std::vector<std
     line += "[";
     for (std::size_t i = 0; i < v.size(); ++i) {
       const std::string e = v[i].dump() + (i + 1 < v.size() ? "," : "]");
-      if (line.size() + 1 + e.size() > kShowWidth && line.size() > cont.size()) {
+      if (line.size() + 1 + e.size() > width && line.size() > cont.size()) {
         out.push_back(line);
         line = cont;
       } else if (i > 0) {
@@ -87,6 +92,14 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+// Each line of `text` wrapped to the terminal, continuation lines 4 columns deeper than the line's own indent.
+void print_indented_lines(const std::string& text) {
+  for (const std::string& line : lines_of(text)) {
+    const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+    print_wrapped(line, std::string(lead + 4, ' '));
+  }
+}
+
 // The machine state at each run's start and end; a line the same in every snapshot ("gpu: none (nvml absent)")
 // once, then per snapshot only what differs.
 void print_machine_states(const EvaluationRecord& record) {
@@ -114,14 +127,14 @@ void print_machine_states(const EvaluationRecord& record) {
   std::cout << "machine state per run (start → end):\n";
   if (!common.empty())
     std::cout << "  " << (snapshots.size() > 1 ? "at every start and end" : snapshots.front().first) << ":\n";
-  for (const std::string& line : common) std::cout << "    " << line << "\n";
+  for (const std::string& line : common) print_wrapped("    " + line, "        ");
   // Consecutive snapshots that read the same are one entry: "run 3 start, run 3 end, run 4 start:".
   std::string labels;
   std::vector<std::string> previous;
   auto flush = [&] {
     if (previous.empty()) return;
-    std::cout << "  " << labels << ":\n";
-    for (const std::string& line : previous) std::cout << "    " << line << "\n";
+    print_wrapped("  " + labels + ":", "    ");
+    for (const std::string& line : previous) print_wrapped("    " + line, "        ");
   };
   for (const auto& [label, lines] : snapshots) {
     std::vector<std::string> own;
@@ -137,7 +150,7 @@ void print_machine_states(const EvaluationRecord& record) {
     previous = std::move(own);
   }
   flush();
-  for (const std::string& line : unreadable) std::cout << "  " << line << "\n";
+  for (const std::string& line : unreadable) print_wrapped("  " + line, "    ");
 }
 
 // The model's weights are random (zoo manifests say so in attribute "weights" or the description): its
@@ -158,7 +171,7 @@ bool random_weights(const EvaluationRecord& record) {
 // settings.request.measurement: printed here once, not under settings).
 void print_measurement(const EvaluationRecord& record) {
   std::cout << "measurement:\n";
-  for (const auto& line : describe_measurements(record)) std::cout << "  " << line << "\n";
+  for (const auto& line : describe_measurements(record)) print_wrapped("  " + line, "    ");
   const nlohmann::json& rule = record.settings.contains("measurement")
                                    ? record.settings["measurement"]
                                    : record.settings.value("/request/measurement"_json_pointer, nlohmann::json());
@@ -182,7 +195,8 @@ void print_settings(const EvaluationRecord& record) {
   if (const std::string key = "\n  sample_outputs:\n"; random_weights(record))
     if (const auto at = text.find(key); at != std::string::npos)
       text.insert(at + key.size() - 1, "  (random weights: labels are not meaningful)");
-  std::cout << "settings:\n" << text;
+  std::cout << "settings:\n";
+  print_indented_lines(text);
 }
 
 int run_show(const Globals& g, std::int64_t id, const std::string& format_name) {
@@ -196,14 +210,17 @@ int run_show(const Globals& g, std::int64_t id, const std::string& format_name) 
   print_machine_states(record);
   // Each run's warnings are the summary's notes already (evaluation_summary()); not repeated here.
   print_settings(record);
-  std::cout << format_system(record.system);
+  print_indented_lines(format_system(record.system));
   std::cout << "runs:\n";
-  for (const auto& run : record.runs)
-    std::cout << "  run " << run.id << ": batch " << run.batch_size << ", " << to_string(run.trace_level) << ", "
-              << run.iterations << " batches, " << run.trace.spans.size() << " spans (" << run.trace.assembly.roots
-              << " roots, " << run.trace.assembly.by_context << " by context, " << run.trace.assembly.by_correlation
-              << " by correlation, " << run.trace.assembly.by_containment << " by containment, "
-              << run.trace.assembly.unparented << " unparented)\n";
+  for (const auto& run : record.runs) {
+    std::ostringstream line;
+    line << "  run " << run.id << ": batch " << run.batch_size << ", " << to_string(run.trace_level) << ", "
+         << run.iterations << " batches, " << run.trace.spans.size() << " spans (" << run.trace.assembly.roots
+         << " roots, " << run.trace.assembly.by_context << " by context, " << run.trace.assembly.by_correlation
+         << " by correlation, " << run.trace.assembly.by_containment << " by containment, "
+         << run.trace.assembly.unparented << " unparented)";
+    print_wrapped(line.str(), "    ");
+  }
   return 0;
 }
 
@@ -217,7 +234,7 @@ void add_show_command(CLI::App& app, Globals& g, Commands& out) {
   };
   auto a = std::make_shared<Args>();
   sub->add_option("id", a->id, "evaluation id")->required();
-  sub->add_option("--format", a->format, "table|csv|json (the summary tables)")
+  sub->add_option("--format", a->format, "how to print the summary tables: an aligned table, CSV or JSON")
       ->check(table_format_check())
       ->capture_default_str();
   out.push_back({sub, [&g, a] { return run_show(g, a->id, a->format); }});

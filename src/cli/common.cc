@@ -205,18 +205,39 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
   return out;
 }
 
+void print_wrapped(const std::string& line, const std::string& indent) {
+  const std::size_t width = terminal_width();
+  std::string text = line;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  if (width == 0) {  // piped: each fact stays on one line, for grep and scripts
+    std::cout << text << "\n";
+    return;
+  }
+  // wrap_text() drops leading spaces: the line's own indent goes in front of each wrapped line instead.
+  const std::size_t lead = std::min(text.find_first_not_of(' '), text.size());
+  const std::string pad(lead, ' ');
+  const std::size_t room = std::max<std::size_t>(width, lead + 20) - lead;
+  const std::string wrapped =
+      wrap_text(text.substr(lead), room, indent.size() > lead ? indent.substr(lead) : std::string());
+  std::istringstream lines(wrapped);
+  for (std::string l; std::getline(lines, l);) std::cout << pad << l << "\n";
+}
+
 void print_summary(const EvaluationRecord& record, TableFormat format) {
   if (format == TableFormat::kText) {
+    std::ostringstream head;
     if (record.kind() == RecordKind::kScenario) {
+      // Lines of a fixed-width table already: printed as they are.
       std::cout << "evaluation " << record.id << ": " << format_scenario_record(record);
     } else if (record.kind() == RecordKind::kExternal) {
-      std::cout << "evaluation " << record.id << ": profiled command " << record.model_name
-                << " (xsp profile), trace level " << to_string(record.trace_level) << "\n";
+      head << "evaluation " << record.id << ": profiled command " << record.model_name << " (xsp profile), trace level "
+           << to_string(record.trace_level);
     } else {
-      std::cout << "evaluation " << record.id << ": " << record.model_name << " " << record.model_version << " on "
-                << record.framework_name << " " << record.framework_version << " (" << record.device
-                << "), trace level " << to_string(record.trace_level) << (record.leveled ? " (leveled)" : "") << "\n";
+      head << "evaluation " << record.id << ": " << record.model_name << " " << record.model_version << " on "
+           << record.framework_name << " " << record.framework_version << " (" << record.device << "), trace level "
+           << to_string(record.trace_level) << (record.leveled ? " (leveled)" : "");
     }
+    if (!head.str().empty()) print_wrapped(head.str(), "  ");
   }
   std::vector<Table> summary = evaluation_summary(record);
   // A negative overhead's reading points at the runs' warnings; with none, that pointer leads nowhere.

@@ -71,6 +71,9 @@ std::unique_ptr<Store> open_store(const Globals& g, StoreAccess access = StoreAc
 /// Renders tables in `format`: the terminal a section per table; CSV and JSON (one array of all tables) one table
 /// per analysis, the per-batch-size tables merged with a batch_size column (merge_batch_tables()).
 void print_tables(const std::vector<Table>& tables, TableFormat format);
+/// Prints one line of free text (no '\n' needed) wrapped to the terminal (terminal_width()), the continuation lines
+/// indented by `indent`: the lines beside the tables fit as the tables do. Piped (width 0), the line as it is.
+void print_wrapped(const std::string& line, const std::string& indent);
 /// Write-then-rename, so that an interrupted export never leaves a half-written file under the final name.
 void write_file_atomically(const std::filesystem::path& file, const std::string& content);
 /// The measured ceilings of the evaluation's machine from the store (the analyses never read the store):

@@ -43,15 +43,15 @@ std::vector<double> read_nums(const nlohmann::json& j, const std::string& key) {
   return out;
 }
 
-nlohmann::json nums(const std::vector<double>& v) {
+}  // namespace
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json numbers_or_null(const std::vector<double>& v) {
   auto out = nlohmann::json::array();
   for (double x : v) out.push_back(number_or_null(x));
   return out;
 }
-
-}  // namespace
-
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json to_json(const LatencySummary& s) {
   return {{"n", s.n},
@@ -77,12 +77,12 @@ nlohmann::json to_json(const RunMeasurement& m) {
                       {"batches", b.batches},
                       {"median_ns", number_or_null(b.median_ns)}});
   nlohmann::json baselines = nlohmann::json::object();
-  for (const auto& [level, medians] : m.baseline_block_medians_ns) baselines[level] = nums(medians);
+  for (const auto& [level, medians] : m.baseline_block_medians_ns) baselines[level] = numbers_or_null(medians);
   return {{"design", m.design},
           {"stability_windows", m.rule.windows},
           {"stability_tolerance", m.rule.tolerance},
           {"verdict", std::string(to_string(s.verdict))},
-          {"window_medians_ns", nums(s.window_medians_ns)},
+          {"window_medians_ns", numbers_or_null(s.window_medians_ns)},
           {"spread_fraction", number_or_null(s.spread_fraction)},
           {"cv", number_or_null(s.cv)},
           {"drift_fraction", number_or_null(s.drift_fraction)},
@@ -93,7 +93,7 @@ nlohmann::json to_json(const RunMeasurement& m) {
           {"warmup_batches", m.warmup_batches},
           {"warmup_ns", m.warmup_ns},
           {"warmup_converged", m.warmup_converged},
-          {"warmup_block_medians_ns", nums(m.warmup_block_medians_ns)},
+          {"warmup_block_medians_ns", numbers_or_null(m.warmup_block_medians_ns)},
           {"batches_per_block", m.batches_per_block},
           {"blocks", blocks},
           {"result_first_block", m.result_first_block},

@@ -9,7 +9,7 @@
 namespace xsp {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 // Reads keys of one JSON object, naming the object and key in its errors.
 class Reader {
@@ -27,10 +27,10 @@ class Reader {
   }
   const nlohmann::json& at(const std::string& key) const { return j_.at(key); }
   // null is a figure that does not exist (NaN); a missing key keeps `fallback`.
-  double num(const std::string& key, double fallback = kNaN) const {
+  double num(const std::string& key, double fallback = kNoValue) const {
     if (!has(key)) return fallback;
     const auto& v = j_[key];
-    if (v.is_null()) return kNaN;
+    if (v.is_null()) return kNoValue;
     if (!v.is_number()) fail(key, "a number or null", v);
     return v.get<double>();
   }
@@ -73,7 +73,7 @@ class Reader {
     if (!j_[key].is_array()) fail(key, "an array of numbers", j_[key]);
     for (const auto& v : j_[key]) {
       if (v.is_null())
-        out.push_back(kNaN);
+        out.push_back(kNoValue);
       else if (v.is_number())
         out.push_back(v.get<double>());
       else
@@ -94,12 +94,6 @@ class Reader {
   const nlohmann::json& j_;
   std::string what_;
 };
-
-nlohmann::json nums(const std::vector<double>& v) {
-  auto out = nlohmann::json::array();
-  for (double x : v) out.push_back(number_or_null(x));
-  return out;
-}
 
 nlohmann::json to_json(const TokenLatencyCheck& c) {
   nlohmann::json j = {{"samples", c.samples},
@@ -324,8 +318,8 @@ nlohmann::json to_json(const GenerationOutcome& o) {
                       {"ttft_stability", std::string(to_string(o.ttft_stability))},
                       {"tpot_stability", std::string(to_string(o.tpot_stability))},
                       {"kv_cache_bytes", o.kv_cache_bytes},
-                      {"ttft_values_ns", nums(o.ttft_values_ns)},
-                      {"tpot_values_ns", nums(o.tpot_values_ns)},
+                      {"ttft_values_ns", numbers_or_null(o.ttft_values_ns)},
+                      {"tpot_values_ns", numbers_or_null(o.tpot_values_ns)},
                       {"timings_used", o.timings_used}};
   if (o.ttft_check || o.tpot_check) {
     j["early_stopping"] = nlohmann::json::object();

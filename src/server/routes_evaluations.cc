@@ -13,8 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json labels_json(const EvaluationLabels& l) { return {{"name", l.name}, {"tags", l.tags}, {"note", l.note}}; }
-
 // The figures the UI's list shows (service::listing_metrics()); null where no run has them.
 json metrics_json(const service::ListingMetrics& m) {
   auto batch = [](const std::optional<int>& b) { return b ? json(*b) : json(nullptr); };

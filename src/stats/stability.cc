@@ -11,24 +11,24 @@
 namespace xsp {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kNoFigure = std::numeric_limits<double>::quiet_NaN();
 
 double mean_of(const std::vector<double>& v) {
-  return v.empty() ? kNaN : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  return v.empty() ? kNoFigure : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
 // Sample standard deviation (n − 1); NaN below two values.
 double sd_of(const std::vector<double>& v) {
-  if (v.size() < 2) return kNaN;
+  if (v.size() < 2) return kNoFigure;
   const double m = mean_of(v);
   double ss = 0;
   for (double x : v) ss += (x - m) * (x - m);
   return std::sqrt(ss / static_cast<double>(v.size() - 1));
 }
 
-double median_sorted(const std::vector<double>& s) {
+double median_of_sorted(const std::vector<double>& s) {
   const std::size_t n = s.size();
-  if (n == 0) return kNaN;
+  if (n == 0) return kNoFigure;
   return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
@@ -86,11 +86,11 @@ std::optional<Verdict> parse_verdict(std::string_view text) {
 
 double median(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
-  return median_sorted(samples);
+  return median_of_sorted(samples);
 }
 
 Interval median_ci95(std::vector<double> samples) {
-  if (samples.empty()) return {kNaN, kNaN};
+  if (samples.empty()) return {kNoFigure, kNoFigure};
   std::sort(samples.begin(), samples.end());
   const std::size_t n = samples.size();
   const std::size_t k = lower_rank(n);
@@ -125,7 +125,7 @@ StabilityAssessment assess_windows(const std::vector<std::vector<double>>& windo
     all.insert(all.end(), w.begin(), w.end());
   }
   a.samples = all.size();
-  a.cv = all.size() >= 2 ? sd_of(all) / mean_of(all) : kNaN;
+  a.cv = all.size() >= 2 ? sd_of(all) / mean_of(all) : kNoFigure;
   a.median_ns = median(all);
   a.ci95_ns = median_ci95(all);
   const auto& m = a.window_medians_ns;
@@ -141,7 +141,7 @@ StabilityAssessment assess_windows(const std::vector<std::vector<double>>& windo
       a.ci95_ns.high = std::max(a.ci95_ns.high, a.median_ns + half);
     }
   } else {
-    a.spread_fraction = a.drift_fraction = kNaN;
+    a.spread_fraction = a.drift_fraction = kNoFigure;
   }
   if (static_cast<int>(k) < rule.windows)
     a.verdict = Verdict::kNotAssessed;
@@ -174,8 +174,8 @@ PairedOverhead paired_overhead(const std::vector<double>& deeper, const std::vec
   PairedOverhead o;
   o.rounds = deeper.size();
   if (o.rounds == 0) {
-    o.overhead_fraction = kNaN;
-    o.ci95_fraction = {kNaN, kNaN};
+    o.overhead_fraction = kNoFigure;
+    o.ci95_fraction = {kNoFigure, kNoFigure};
     return o;
   }
   std::vector<double> logs;
@@ -183,7 +183,7 @@ PairedOverhead paired_overhead(const std::vector<double>& deeper, const std::vec
   const double m = mean_of(logs);
   o.overhead_fraction = std::exp(m) - 1.0;
   if (o.rounds < 2) {
-    o.ci95_fraction = {kNaN, kNaN};
+    o.ci95_fraction = {kNoFigure, kNoFigure};
     return o;
   }
   const double half = student_t975(static_cast<int>(o.rounds) - 1) * sd_of(logs) / std::sqrt(double(o.rounds));
@@ -204,7 +204,7 @@ PairedOverhead unpaired_change(const std::vector<double>& after, const std::vect
   o.overhead_fraction = std::exp(d) - 1.0;
   if (la.size() < 2 || lb.size() < 2) {
     o.rounds = std::min<std::size_t>(o.rounds, 1);
-    o.ci95_fraction = {kNaN, kNaN};
+    o.ci95_fraction = {kNoFigure, kNoFigure};
     return o;
   }
   const double va = std::pow(sd_of(la), 2) / static_cast<double>(la.size());

@@ -133,27 +133,42 @@ std::string format_system(const nlohmann::json& s) {
     lib("cudnn", "cudnn");
     if (c.contains("driver_cuda_version")) o << "cuda (driver supports): " << str(c, "driver_cuda_version") << "\n";
   }
-  if (s.contains("software")) o << "software: " << s["software"].dump() << "\n";
+  // Facts as a two-column table under their heading, labels aligned.
+  auto text = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  auto aligned = [&o](const std::vector<std::pair<std::string, std::string>>& facts) {
+    std::size_t label_width = 0;
+    for (const auto& fact : facts) label_width = std::max(label_width, fact.first.size());
+    for (const auto& [label, value] : facts)
+      o << "  " << label << std::string(label_width - label.size() + 2, ' ') << value << "\n";
+  };
+  auto object_facts = [&text](const nlohmann::json& obj) {
+    std::vector<std::pair<std::string, std::string>> facts;
+    for (const auto& [name, value] : obj.items()) facts.emplace_back(name, text(value));
+    return facts;
+  };
+  if (s.contains("software") && s["software"].is_object()) {
+    o << "software:\n";
+    aligned(object_facts(s["software"]));
+  }
   if (s.contains("framework")) {
     const auto& f = s["framework"];
     o << "framework: " << str(f, "name") << " " << str(f, "version") << "\n";
     // Threads and backends as the framework ran the model (recorded since Predictor::framework_facts(); older
     // evaluations have none): a two-column table, labels aligned.
     std::vector<std::pair<std::string, std::string>> facts;
-    auto text = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
     if (f.contains("threads") && f["threads"].is_object()) {
       const auto& t = f["threads"];
       if (t.contains("intra_op")) facts.emplace_back("intra-op threads", text(t["intra_op"]));
       if (t.contains("inter_op")) facts.emplace_back("inter-op threads", text(t["inter_op"]));
     }
     if (f.contains("backends") && f["backends"].is_object())
-      for (const auto& [name, value] : f["backends"].items()) facts.emplace_back(name, text(value));
-    std::size_t label_width = 0;
-    for (const auto& fact : facts) label_width = std::max(label_width, fact.first.size());
-    for (const auto& [label, value] : facts)
-      o << "  " << label << std::string(label_width - label.size() + 2, ' ') << value << "\n";
+      for (const auto& fact : object_facts(f["backends"])) facts.push_back(fact);
+    aligned(facts);
   }
-  if (s.contains("environment") && !s["environment"].empty()) o << "environment: " << s["environment"].dump() << "\n";
+  if (s.contains("environment") && s["environment"].is_object() && !s["environment"].empty()) {
+    o << "environment:\n";
+    aligned(object_facts(s["environment"]));
+  }
   if (s.contains("captured_at")) o << "captured: " << str(s, "captured_at") << "\n";
   return o.str();
 }

@@ -58,6 +58,10 @@ std::string render_text(const Table& table, int precision = 3, std::size_t max_w
 /// The width of the terminal the tables go to, in columns: $COLUMNS when it is a positive number, else the window
 /// size of stdout when it is a terminal (ioctl TIOCGWINSZ), else 0 (no limit: output piped to a file or program).
 std::size_t terminal_width();
+/// `text` broken at spaces into lines of at most `width` terminal columns (a word wider than a line stays whole on
+/// its own line), the later lines indented by `indent`; every line ends in '\n'. Used for the free-text lines beside
+/// the tables (`xsp show`), so they fit the same terminal.
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent);
 /// RFC 4180 CSV: header of column names, then rows; reals printed with full precision (%.17g trimmed).
 std::string render_csv(const Table& table);
 /// {"id","title","columns":[names],"rows":[{name: value, ...}],"notes":[...]}: every row an object keyed by the

@@ -112,6 +112,8 @@ nlohmann::json to_json(const RunMeasurement& m);
 /// A figure as JSON: the number, or null for NaN or ±inf (a figure that does not exist, e.g. the drift of a single
 /// window); JSON has no NaN. Readers turn null back into NaN.
 nlohmann::json number_or_null(double v);
+/// A JSON array of number_or_null() of each value, in order.
+nlohmann::json numbers_or_null(const std::vector<double>& v);
 /// A latency summary as the store and the REST API write it: {n, trimmed_mean, mean, stddev, min, max, p50, p90,
 /// p95, p99, p999}, values in the summary's unit (ns for the stage latencies), non-finite ones as null.
 nlohmann::json to_json(const LatencySummary& s);

@@ -40,12 +40,12 @@ namespace xsp::cupti {
 
 namespace {
 
-constexpr int kMaxOpDepth = 64;
+constexpr int kMaxCounterOpDepth = 64;
 
 /// Per-thread op stack (from the framework profiler's listener) and launch-call state.
 struct LaunchThreadState {
   int op_depth = 0;
-  SpanId ops[kMaxOpDepth];
+  SpanId ops[kMaxCounterOpDepth];
   int runtime_depth = 0;   // inside a runtime launch: its nested driver launch is the same kernel
   bool recording = false;  // injected mode: the current launch is profiled
 };
@@ -230,7 +230,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
     l.start_ns = static_cast<std::int64_t>(*cb->correlationData);
     l.end_ns = now_ns();
     l.thread_id = current_thread_id();
-    if (t_state.op_depth > 0) l.op = t_state.ops[std::min(t_state.op_depth, kMaxOpDepth) - 1];
+    if (t_state.op_depth > 0) l.op = t_state.ops[std::min(t_state.op_depth, kMaxCounterOpDepth) - 1];
     std::lock_guard lock(mu_);
     l.kernel_name = kernel_name(cb->symbolName);
     launches_.push_back(std::move(l));
@@ -238,7 +238,7 @@ class CounterProfiler final : public DeviceProfiler, private OpCorrelationListen
 
  private:
   void op_enter(SpanId op) noexcept override {
-    if (t_state.op_depth < kMaxOpDepth) t_state.ops[t_state.op_depth] = op;
+    if (t_state.op_depth < kMaxCounterOpDepth) t_state.ops[t_state.op_depth] = op;
     ++t_state.op_depth;
   }
   void op_exit(SpanId) noexcept override {

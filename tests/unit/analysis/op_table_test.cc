@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -215,15 +216,22 @@ TEST(OpTable, TopGroupsTheRestIntoOneRow) {
   ASSERT_EQ(names(t),
             (std::vector<std::string>{"aten::_slow_conv2d_forward", "aten::addmm", "aten::relu", "(other 5 ops)"}));
   const auto& other = t.rows[3];
-  EXPECT_DOUBLE_EQ(num(t, other, "calls"), 8.0);         // clamp_min 1, linear 2, empty 3, conv2d 1, conv 1
-  EXPECT_NEAR(num(t, other, "self_ms"), 0.190, 1e-12);   // 70 + 50 + 30 + 20 + 20 µs
-  EXPECT_NEAR(num(t, other, "total_ms"), 1.100, 1e-12);  // 70 + 220 + 30 + 400 + 380 µs
+  EXPECT_DOUBLE_EQ(num(t, other, "calls"), 8.0);        // clamp_min 1, linear 2, empty 3, conv2d 1, conv 1
+  EXPECT_NEAR(num(t, other, "self_ms"), 0.190, 1e-12);  // 70 + 50 + 30 + 20 + 20 µs
+  // Totals are inclusive: conv2d's 400 µs hold convolution's 380; their sum would count that time twice.
+  EXPECT_TRUE(empty(t, other, "total_ms"));
+  EXPECT_TRUE(empty(t, other, "avg_total_us"));
+  EXPECT_NE(std::find_if(t.notes.begin(), t.notes.end(),
+                         [](const std::string& n) { return n.rfind("(other 5 ops): no total times", 0) == 0; }),
+            t.notes.end());
   EXPECT_NEAR(num(t, other, "avg_self_us"), 190.0 / 8, 1e-9);
   EXPECT_NEAR(num(t, other, "self_percent"), 100.0 * 190 / 710, 1e-9);
   o.top = 8;  // as many as there are: no "other" row
   EXPECT_EQ(op_table(framework_record(), 1, o).rows.size(), 8u);
   o.top = 7;
-  EXPECT_EQ(name(op_table(framework_record(), 1, o), 7), "(other 1 op)");
+  const Table one = op_table(framework_record(), 1, o);
+  EXPECT_EQ(name(one, 7), "(other 1 op)");
+  EXPECT_FALSE(empty(one, one.rows[7], "total_ms"));  // one row folded: its total is its own
 }
 
 TEST(OpTable, GroupByModuleSumsTheOpsOfEachModule) {

@@ -398,7 +398,8 @@ TEST_F(Habits, TablesFitARealTerminalOf80And200Columns) {
   for (const unsigned short columns : {80, 200}) {
     SCOPED_TRACE(std::to_string(columns) + " columns");
     for (const std::vector<std::string>& args : {std::vector<std::string>{"--store", store(), "list"},
-                                                 std::vector<std::string>{"--store", store(), "analyze", "5"}}) {
+                                                 std::vector<std::string>{"--store", store(), "analyze", "5"},
+                                                 std::vector<std::string>{"--store", store(), "show", "5"}}) {
       const std::string out = on_pty(args, columns);
       const auto lines = lines_of(out);
       ASSERT_GT(lines.size(), 3u) << out;

@@ -94,6 +94,15 @@ TEST(SystemInfo, FormatsCudaLines) {
   EXPECT_NE(text.find("cuda (driver supports): 12.4\n"), std::string::npos) << text;
 }
 
+TEST(SystemInfo, SoftwareAndEnvironmentAreAlignedTablesNotJson) {
+  const nlohmann::json s = {{"software", {{"compiler", "gcc 12.2.0"}, {"xsp_version", "0.1.0"}}},
+                            {"environment", {{"OMP_NUM_THREADS", "4"}}}};
+  const std::string text = format_system(s);
+  EXPECT_NE(text.find("software:\n  compiler     gcc 12.2.0\n  xsp_version  0.1.0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("environment:\n  OMP_NUM_THREADS  4\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find('{'), std::string::npos) << text;
+}
+
 TEST(SystemInfo, PerformanceRelevantEnvironmentNames) {
   for (const char* n : {"OMP_NUM_THREADS", "OMP_PROC_BIND", "MKL_NUM_THREADS", "KMP_AFFINITY", "CUDA_VISIBLE_DEVICES",
                         "CUDA_LAUNCH_BLOCKING", "CUBLAS_WORKSPACE_CONFIG", "CUDNN_LOGINFO_DBG", "NVIDIA_TF32_OVERRIDE",
