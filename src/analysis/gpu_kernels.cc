@@ -171,6 +171,7 @@ KernelTimeline extract_kernels(const Trace& trace, const std::function<bool(cons
   out.kernel_spans = pl.spans;
   out.outside_predict = pl.outside_predict;
   out.kernels.reserve(pl.placed.size());
+  std::unordered_map<std::uint64_t, std::uint32_t> launches;  // correlation id → SYSTEM span, built when needed
   for (const Placed& where : pl.placed) {
     const Span& s = spans[where.pos];
     GpuKernel& k = out.kernels.emplace_back();
@@ -182,8 +183,17 @@ KernelTimeline extract_kernels(const Trace& trace, const std::function<bool(cons
     k.stream = s.track.id;
     k.span_id = s.id;
     k.compute = is_compute_kernel(s);
-    // docs/spans.md: a KERNEL span's parent is the SYSTEM span of its launch (same correlation id).
-    const std::uint32_t p = ids.find(s.parent_id);
+    // docs/spans.md: a KERNEL span's parent is the SYSTEM span of its launch (same correlation id), except for a
+    // graph replay attributed to its capture's op: its launch (cudaGraphLaunch) is found by the correlation id.
+    std::uint32_t p = ids.find(s.parent_id);
+    if ((p == kNoIndex || spans[p].level != Level::kSystem) && s.correlation_id != 0) {
+      if (launches.empty()) {
+        for (std::uint32_t j = 0; j < spans.size(); ++j)
+          if (spans[j].level == Level::kSystem && spans[j].correlation_id != 0)
+            launches.try_emplace(spans[j].correlation_id, j);
+      }
+      if (const auto it = launches.find(s.correlation_id); it != launches.end()) p = it->second;
+    }
     if (p != kNoIndex && spans[p].level == Level::kSystem) {
       k.launch_span_id = spans[p].id;
       k.launch_api = spans[p].name;
@@ -192,7 +202,7 @@ KernelTimeline extract_kernels(const Trace& trace, const std::function<bool(cons
     } else {
       ++out.without_launch;
     }
-    if (auto a = s.tag("attribution"); a && *a == "graph-launch") {
+    if (auto a = s.tag("attribution"); a && (*a == "graph-launch" || *a == "graph-node")) {
       k.graph_launch = true;
       ++out.graph_launched;
     }

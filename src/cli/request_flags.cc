@@ -46,6 +46,7 @@ const std::map<std::string, std::string>& flag_of_field() {
       {"scenario.trace_tail", "--trace-tail"},
       {"scenario.sweep_batch_sizes", "--batch-sizes"},
       {"precision", "--precision"},
+      {"cuda_graphs", "--cuda-graphs"},
       {"generation.prompt_tokens", "--prompt-tokens"},
       {"generation.output_tokens", "--output-tokens"},
       {"generation.prompts_file", "--prompts"},
@@ -271,6 +272,9 @@ void add_generation_flags(CLI::App* sub, RequestFlags& a) {
   sub->add_option("--precision", r.precision, "fp32|fp16|bf16: precision of the weights and activations")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
       ->capture_default_str();
+  sub->add_flag("--cuda-graphs", r.cuda_graphs,
+                "capture each batch size's forward into a CUDA graph after warm-up and replay it (libtorch, cuda; "
+                "docs/cuda-graphs.md)");
   sub->add_option("--prompt-tokens", a.prompt_tokens, "prompt length per request: N, or MIN:MAX drawn uniformly")
       ->capture_default_str()
       ->group(gg);

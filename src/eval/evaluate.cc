@@ -470,7 +470,7 @@ RunPlan plan_of(const ValidatedRequest& v) {
   p.leveled = r.leveled;
   p.levels = v.run_levels.empty() ? std::vector<TraceLevel>{r.trace_level} : v.run_levels;
   p.measurement = r.measurement;
-  p.device = DeviceSpec{r.device, r.device_index, r.precision};
+  p.device = DeviceSpec{r.device, r.device_index, r.precision, r.cuda_graphs};
   p.inputs.synthetic = r.inputs.synthetic;
   p.inputs.seed = r.inputs.seed;
   p.inputs.images_dir = r.inputs.images_dir;
@@ -515,6 +515,7 @@ nlohmann::json to_json(const EvaluationRequest& r) {
           {"counters", to_json(r.counters)},
           {"scenario", r.scenario ? scenario_json(*r.scenario) : nlohmann::json(nullptr)},
           {"precision", r.precision},
+          {"cuda_graphs", r.cuda_graphs},
           {"generation", generation_json(r.generation)}};
 }
 
@@ -523,7 +524,7 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
   detail::reject_unknown_keys(j,
                               {"model", "framework", "device", "device_index", "batch_sizes", "trace_level", "leveled",
                                "measurement", "inputs", "max_batch_bytes", "store_predictions", "counter_iterations",
-                               "cupti", "counters", "scenario", "precision", "generation"},
+                               "cupti", "counters", "scenario", "precision", "cuda_graphs", "generation"},
                               "");
   EvaluationRequest r;
   read(j, "model", r.model, "", "a model name");
@@ -567,6 +568,7 @@ EvaluationRequest evaluation_request_from_json(const nlohmann::json& j) {
   }
   if (j.contains("scenario") && !j["scenario"].is_null()) r.scenario = scenario_from_json(j["scenario"]);
   read(j, "precision", r.precision, "", "fp32, fp16 or bf16");
+  read(j, "cuda_graphs", r.cuda_graphs, "", "true or false");
   if (j.contains("generation") && !j["generation"].is_null()) r.generation = generation_from_json(j["generation"]);
   return r;
 }
@@ -611,6 +613,8 @@ void validate_fields(const EvaluationRequest& r) {
     reject("inputs.skip_bad_inputs", "false with synthetic inputs or a dataset (only image files are screened)");
   if (r.precision != "fp32" && r.precision != "fp16" && r.precision != "bf16")
     reject("precision", "fp32, fp16 or bf16, got '" + r.precision + "'");
+  if (r.cuda_graphs && r.device != "cuda")
+    reject("cuda_graphs", "device cuda (CUDA graphs run on a GPU), got device '" + r.device + "'");
   const GenerationRequest& g = r.generation;
   if (g.tail_steps < 0 || g.tail_steps > 1000)
     reject("generation.tail_steps", "a number from 0 to 1000, got " + std::to_string(g.tail_steps));
@@ -836,6 +840,15 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   if (std::find(v.manifest.precisions.begin(), v.manifest.precisions.end(), r.precision) == v.manifest.precisions.end())
     reject("precision", "one of model " + v.manifest.name + "'s precisions (" + listed(v.manifest.precisions) +
                             ", manifest field 'precisions'), got '" + r.precision + "'");
+  if (r.cuda_graphs && predictor->framework_name() != "libtorch")
+    reject("cuda_graphs", "framework libtorch (the one predictor that captures CUDA graphs), got '" +
+                              predictor->framework_name() + "'");
+  if (r.cuda_graphs && is_generation(v.manifest))
+    reject("cuda_graphs",
+           "false for a generation model: its decode method takes the position as a host integer, which a captured "
+           "graph would freeze (docs/cuda-graphs.md)");
+  if (r.cuda_graphs && r.scenario)
+    reject("cuda_graphs", "false with a scenario: batch sweeps replay graphs; scenarios do not yet");
   if (is_generation(v.manifest)) {
     validate_generation(v, context);
     v.plan = plan_of(v);

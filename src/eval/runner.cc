@@ -19,6 +19,7 @@
 #include "xsp/stats/stats.h"
 #include "xsp/system/machine_state.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/graph_replay.h"
 #include "xsp/trace/run_statistics.h"
 
 namespace xsp {
@@ -282,7 +283,10 @@ class PhaseExecutor final : public BlockExecutor {
     slot.next_id = slot.recorder->peek_next_id();
     slot.recorder.reset();
     if (monitor_) monitor_->observe();
-    if (warmup) return;
+    if (warmup) {
+      learn_graph_captures(std::move(trace));  // graphs captured in the warm-up replay in the measured blocks
+      return;
+    }
     for (const auto& [name, value] : trace.counters) slot.counters[name] += value;
     std::size_t batches = stages_[kStagePredict].size();
     slot.block_stages.push_back(std::move(stages_));

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "xsp/trace/graph_replay.h"
 #include "xsp/trace/run_statistics.h"
 
 namespace xsp {
@@ -202,7 +203,9 @@ AssemblyReport assemble(Trace& trace) {
   }
 
   trace.assembly = report;
-  return report;
+  // Replayed CUDA graph kernels move from their graph launch to the ops they were captured under.
+  attribute_graph_replays(trace, GraphCaptureContexts::process());
+  return trace.assembly;
 }
 
 }  // namespace xsp

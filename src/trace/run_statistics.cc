@@ -60,6 +60,15 @@ std::vector<RunStatisticSpec> make_registry() {
       {k::kCountersUnavailable, S::kError,
        "the counter profiler could not start (the reason is in the settings' counters_unavailable)"},
       {k::kAssemblerNegativeDuration, S::kError, "spans that ended before they started: clamped to zero length"},
+      {k::kCudaGraphReplayedActivities, S::kInfo, "kernels, copies and sets replayed from CUDA graphs"},
+      {k::kCudaGraphAttributedActivities, S::kInfo,
+       "replayed kernels, copies and sets placed under the op and ranges open when their graph node was captured"},
+      {k::kCudaGraphCapturedBeforeProfiling, S::kInfo,
+       "replayed kernels, copies and sets of graphs built before profiling started: attributed to their graph launch "
+       "and node only; profile from process start (xsp profile) to see the capture"},
+      {k::kCudaGraphUnknownCaptureContext, S::kInfo,
+       "replayed kernels, copies and sets whose capture was seen but with no op or range open, or in a trace that was "
+       "not kept: attributed to their graph launch and node only"},
       {k::kTraceUntracedBatches, S::kInfo, "measured batches the trace budget (--trace-batches) left untraced"},
       {k::kTraceDiscardedSpans, S::kInfo, "spans of untraced batches discarded on purpose (--trace-batches)"},
       {k::kTraceStrippedForFixture, S::kInfo,

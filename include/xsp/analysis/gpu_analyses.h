@@ -81,7 +81,8 @@ struct GpuKernel {
   SpanId launch_span_id = kNoSpan;
   std::string_view launch_api;                          ///< its name ("cudaLaunchKernel"), "" without one
   std::int64_t launch_start_ns = 0, launch_end_ns = 0;  ///< host clock (ns); meaningful with a launch span
-  bool graph_launch = false;  ///< tag "attribution" = "graph-launch": replayed from a CUDA graph
+  /// Replayed from a CUDA graph (tag "attribution" = "graph-launch" or "graph-node"; docs/cuda-graphs.md)
+  bool graph_launch = false;
   /// Kind "kernel" (tag "kind"; without the tag, a name not starting with "Memcpy"/"Memset"): the work that has
   /// hardware counters.
   bool compute = true;
@@ -111,7 +112,7 @@ struct KernelTimeline {
   std::size_t kernel_spans = 0;     ///< all KERNEL-level spans of the trace
   std::size_t outside_predict = 0;  ///< KERNEL spans whose ancestry reaches no predict span (not counted)
   std::size_t without_launch = 0;   ///< kernels (inside predict) whose parent is not a SYSTEM span
-  std::size_t graph_launched = 0;   ///< kernels (inside predict) tagged attribution = graph-launch
+  std::size_t graph_launched = 0;   ///< kernels (inside predict) replayed from CUDA graphs
 
   std::size_t batches() const { return predicts.size(); }
 };

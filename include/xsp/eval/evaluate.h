@@ -115,6 +115,9 @@ struct EvaluationRequest {
   /// Precision of the model's weights and activations: fp32 | fp16 | bf16 (DeviceSpec::precision), one of the
   /// manifest's `precisions` and supported by the framework on the device.
   std::string precision = "fp32";
+  /// Capture each batch size's forward into a CUDA graph and replay it (DeviceSpec::cuda_graphs; docs/cuda-graphs.md):
+  /// device cuda and framework libtorch only.
+  bool cuda_graphs = false;
   GenerationRequest generation;  ///< generation models only
   bool operator==(const EvaluationRequest&) const = default;
 };

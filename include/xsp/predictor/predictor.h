@@ -57,6 +57,9 @@ struct DeviceSpec {
   /// Floating-point precision of the model's weights and activations: fp32 | fp16 | bf16. A predictor that cannot
   /// run a precision throws std::invalid_argument from load() naming it and what it supports.
   std::string precision = "fp32";
+  /// Capture the forward into a CUDA graph (per input shape, after a warm-up) and replay it for every batch
+  /// (docs/cuda-graphs.md). A predictor that cannot throws std::invalid_argument from load() saying why.
+  bool cuda_graphs = false;
 };
 
 /// A framework adapter. Not thread-safe: one thread drives a predictor.

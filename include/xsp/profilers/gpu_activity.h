@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "xsp/profilers/graph_nodes.h"
 #include "xsp/trace/trace.h"
 
 namespace xsp {
@@ -170,6 +171,8 @@ struct GpuActivityLog {
   std::vector<MarkerRecord> markers;
   std::vector<SyncRecord> syncs;
   std::vector<OverheadRecord> overheads;
+  /// CUDA graph nodes created or cloned while collecting (CUPTI resource callbacks), for graph replay attribution.
+  std::vector<GraphNodeRecord> graph_nodes;
   /// Collector counters (docs/spans.md "Counters"): "cupti.records", "cupti.unknown_records",
   /// "cupti.dropped_records", "cupti.buffers_completed", "cupti.filtered_api_records", ...
   std::map<std::string, std::uint64_t> counters;
@@ -188,11 +191,19 @@ struct GpuActivityLog {
 ///    assemble() joins it to the SYSTEM span with that correlation id (rule b). Records whose correlation id
 ///    matches no ApiRecord are kept and counted in "cupti.orphan_activities".
 ///  - each MarkerRecord → a LIBRARY span on its thread, placed by containment.
+///  - CUDA graphs (docs/cuda-graphs.md): `nodes` takes the log's graph_nodes (nodes created in an earlier log stay
+///    known). The API span a node was created in (capture_correlation_id, else the call on thread_id whose interval
+///    holds time_ns) gets the int-list tag "graph_captured_node_ids"; a replayed device record gets
+///    "graph_capture_node_id", the created node its node was cloned from, or "graph_capture" = "before-profiling"
+///    when `nodes` never saw its node. The assembler's graph replay pass (xsp/trace/graph_replay.h) reads them.
 /// Never throws on odd input (zero-length or reversed intervals are left to the assembler).
+void append_spans(const GpuActivityLog& log, TraceRecorder& recorder, GraphNodeIndex& nodes);
+/// append_spans() with the process's GraphNodeIndex (graphs captured in one run and replayed in later ones).
 void append_spans(const GpuActivityLog& log, TraceRecorder& recorder);
 
 /// The log as JSON: {"format": "xsp-gpu-activity-v1", "clock_mapping", "counters", "kernels": [...], ...},
-/// one object per record with the struct's field names; enums as their to_string text.
+/// one object per record with the struct's field names; enums as their to_string text. "graph_nodes" only when
+/// the log has some.
 nlohmann::json to_json(const GpuActivityLog& log);
 /// Parses what to_json() writes. Missing optional record fields take their defaults; a wrong type, an unknown
 /// enum text, a missing required field (name of a kernel/API/marker, start_ns, end_ns) or a wrong "format"

@@ -29,6 +29,10 @@ struct GraphNodeRecord {
   /// The runtime or driver call the record's callback fired in, 0 = none: for a created node of a stream capture,
   /// the captured launch (its op is the node's capture context); for a cloned node, the cloning call.
   std::uint32_t capture_correlation_id = 0;
+  /// The thread and host time (ns, trace clock) of the callback: where capture_correlation_id is 0 (API records from
+  /// CUPTI's activity buffers rather than callbacks), the API call of the thread whose interval holds the time.
+  std::uint64_t thread_id = 0;
+  std::int64_t time_ns = 0;
   bool operator==(const GraphNodeRecord&) const = default;
 };
 
@@ -43,7 +47,10 @@ struct GraphNodeOrigin {
 class GraphNodeIndex {
  public:
   /// `nodes`: in the order CUPTI delivered them. Records with node_id 0 are ignored.
-  explicit GraphNodeIndex(const std::vector<GraphNodeRecord>& nodes);
+  GraphNodeIndex() = default;
+  explicit GraphNodeIndex(const std::vector<GraphNodeRecord>& nodes) { add(nodes); }
+  /// Merges more records (a later run's): graphs are captured once and replayed in later runs.
+  void add(const std::vector<GraphNodeRecord>& nodes);
 
   /// The node with this id, or nullptr.
   const GraphNodeRecord* find(std::uint64_t node_id) const;

@@ -69,6 +69,11 @@ inline constexpr const char* kCountersUnavailable = "counters.unavailable";
 inline constexpr const char* kCountersOtherContextLaunches = "counters.other_context_launches";
 // Trace assembly and the trace budget
 inline constexpr const char* kAssemblerNegativeDuration = "assembler.negative_duration";
+// CUDA graph replay attribution (graph_replay.h)
+inline constexpr const char* kCudaGraphReplayedActivities = "cuda_graph.replayed_activities";
+inline constexpr const char* kCudaGraphAttributedActivities = "cuda_graph.attributed_activities";
+inline constexpr const char* kCudaGraphCapturedBeforeProfiling = "cuda_graph.captured_before_profiling";
+inline constexpr const char* kCudaGraphUnknownCaptureContext = "cuda_graph.unknown_capture_context";
 inline constexpr const char* kTraceUntracedBatches = "trace.untraced_batches";
 inline constexpr const char* kTraceDiscardedSpans = "trace.discarded_spans";
 inline constexpr const char* kTraceStrippedForFixture = "trace.stripped_for_fixture";

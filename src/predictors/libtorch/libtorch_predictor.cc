@@ -10,6 +10,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -18,6 +19,15 @@
 
 #include "record_function_profiler.h"
 #include "xsp/predictors/libtorch.h"
+
+// CUDA graphs need a LibTorch built with CUDA (CMake defines XSP_LIBTORCH_CUDA when it has torch_cuda).
+#if defined(XSP_LIBTORCH_CUDA)
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
 
 namespace xsp {
 namespace {
@@ -225,6 +235,19 @@ class LibTorchPredictor final : public Predictor {
     }
     if (!manifest.outputs.empty() && manifest.outputs[0].type == "generation")
       generator_ = std::make_unique<LibTorchGenerator>(*module_, device_, file);
+    cuda_graphs_ = device.cuda_graphs;
+    if (cuda_graphs_) {
+      if (!device_.is_cuda()) throw std::invalid_argument("libtorch predictor: cuda_graphs needs device cuda");
+      if (generator_)
+        throw std::invalid_argument(
+            "libtorch predictor: cuda_graphs is not for generation models (decode takes its position as a host "
+            "integer, which a captured graph would freeze)");
+#if !defined(XSP_LIBTORCH_CUDA)
+      throw std::invalid_argument(
+          "libtorch predictor: cuda_graphs needs a LibTorch built with CUDA; this build's "
+          "LibTorch " TORCH_VERSION " has none (rebuild XSP against a CUDA LibTorch)");
+#endif
+    }
     sample_dims_.assign(manifest.inputs[0].dimensions.begin(), manifest.inputs[0].dimensions.end());
     inputs_.clear();
     for (const InputSpec& in : manifest.inputs) {
@@ -261,7 +284,7 @@ class LibTorchPredictor final : public Predictor {
       throw std::invalid_argument("libtorch predictor: the model takes " + std::to_string(inputs_.size()) +
                                   " input(s) (manifest inputs), got " + std::to_string(inputs.size()));
     c10::InferenceMode guard;
-    std::vector<c10::IValue> args;
+    std::vector<at::Tensor> xs;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const InputBinding& b = inputs_[i];
       const Tensor& in = inputs[i];
@@ -283,21 +306,10 @@ class LibTorchPredictor final : public Predictor {
         x = x.to(b.scalar_type);
       else if (!want_int && dtype_ != torch::kFloat)
         x = x.to(dtype_);
-      args.emplace_back(std::move(x));
-    }
-    if (pack_ == Pack::kDict) {
-      c10::Dict<std::string, at::Tensor> dict;
-      for (std::size_t i = 0; i < args.size(); ++i) dict.insert(inputs_[i].name, args[i].toTensor());
-      args = {c10::IValue(dict)};
-    } else if (pack_ == Pack::kTuple) {
-      args = {c10::ivalue::Tuple::create(std::move(args))};
-    } else if (pack_ == Pack::kList) {
-      c10::List<at::Tensor> list;
-      for (const c10::IValue& a : args) list.push_back(a.toTensor());
-      args = {c10::IValue(list)};
+      xs.push_back(std::move(x));
     }
     std::vector<Tensor> out;
-    flatten(module_->forward(args), "", out);
+    flatten(forward(xs), "", out);
     if (out.empty()) throw std::runtime_error("libtorch predictor: the model's output holds no tensor");
     return out;
   }
@@ -311,7 +323,7 @@ class LibTorchPredictor final : public Predictor {
     at::Tensor x = torch::from_blob(const_cast<float*>(input.data.data()), input.shape, torch::kFloat);
     if (device_.is_cuda()) x = x.to(device_, /*non_blocking=*/false);
     if (dtype_ != torch::kFloat) x = x.to(dtype_);
-    at::Tensor y = first_tensor(module_->forward({x}));
+    at::Tensor y = first_tensor(forward({x}));
     // .to(kCPU) synchronizes with the device, so the result is ready when predict returns.
     y = y.to(torch::kCPU, torch::kFloat).contiguous();
     Tensor out;
@@ -321,6 +333,9 @@ class LibTorchPredictor final : public Predictor {
   }
 
   void close() override {
+#if defined(XSP_LIBTORCH_CUDA)
+    graphs_.clear();  // before the module: graphs hold memory of its pool
+#endif
     generator_.reset();
     module_.reset();
   }
@@ -330,6 +345,109 @@ class LibTorchPredictor final : public Predictor {
   FrameworkProfiler* framework_profiler() override { return &profiler_; }
 
  private:
+  /// The module's inputs as forward() takes them: one argument each, or packed into one dict, tuple or list.
+  std::vector<c10::IValue> pack(const std::vector<at::Tensor>& xs) const {
+    std::vector<c10::IValue> args(xs.begin(), xs.end());
+    if (pack_ == Pack::kDict) {
+      c10::Dict<std::string, at::Tensor> dict;
+      for (std::size_t i = 0; i < xs.size(); ++i) dict.insert(inputs_[i].name, xs[i]);
+      return {c10::IValue(dict)};
+    }
+    if (pack_ == Pack::kTuple) return {c10::ivalue::Tuple::create(std::move(args))};
+    if (pack_ == Pack::kList) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& x : xs) list.push_back(x);
+      return {c10::IValue(list)};
+    }
+    return args;
+  }
+
+  /// Runs the forward on device tensors `xs`: directly, or in graph mode by replaying the graph captured for their
+  /// shapes (captured on first use).
+  c10::IValue forward(const std::vector<at::Tensor>& xs) {
+#if defined(XSP_LIBTORCH_CUDA)
+    if (cuda_graphs_) return replay(xs);
+#endif
+    return module_->forward(pack(xs));
+  }
+
+#if defined(XSP_LIBTORCH_CUDA)
+  /// One captured forward: the graph, and the static buffers it reads its inputs from and writes its outputs to.
+  struct CapturedForward {
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    std::vector<at::Tensor> inputs;
+    c10::IValue output;
+  };
+
+  c10::IValue replay(const std::vector<at::Tensor>& xs) {
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const at::Tensor& x : xs) shapes.emplace_back(x.sizes().begin(), x.sizes().end());
+    // Captured apart under a device profiler: a kernel-level run must see the capture of what it replays to
+    // attribute the replayed kernels to their ops (CUPTI names graph nodes only while it listens).
+    const GraphKey key{profiler_.has_correlation_listener(), std::move(shapes)};
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) it = graphs_.emplace(key, capture(xs)).first;
+    CapturedForward& c = it->second;
+    for (std::size_t i = 0; i < xs.size(); ++i) c.inputs[i].copy_(xs[i]);
+    c.graph->replay();
+    return c.output;
+  }
+
+  /// Captures the forward for inputs shaped as `xs`, as torch.cuda.graphs prescribes: static input buffers, a
+  /// warm-up on a side stream (cuDNN/cuBLAS autotuning and workspaces happen outside the graph), then the capture
+  /// on that stream. Throws std::runtime_error naming the op that was running when capture failed (a host
+  /// synchronization such as .item(), or a dynamic shape).
+  CapturedForward capture(const std::vector<at::Tensor>& xs) {
+    CapturedForward c;
+    for (const at::Tensor& x : xs) c.inputs.push_back(x.clone());
+    const std::vector<c10::IValue> args = pack(c.inputs);
+    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+    at::cuda::CUDAEvent inputs_ready;  // the static inputs were written on the current stream
+    inputs_ready.record(c10::cuda::getCurrentCUDAStream(device_.index()));
+    inputs_ready.block(side);
+    c10::cuda::CUDAStreamGuard on_side(side);
+    for (int i = 0; i < kCaptureWarmups; ++i) module_->forward(args);
+    side.synchronize();
+    c.graph = std::make_unique<at::cuda::CUDAGraph>();
+    static thread_local std::string t_last_op;
+    t_last_op.clear();
+    // The op running when capture fails: the last one that started on this thread.
+    const at::CallbackHandle watch = at::addThreadLocalCallback(
+        at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+          t_last_op = fn.name();
+          return nullptr;
+        }).scopes({at::RecordScope::FUNCTION}));
+    try {
+      c.graph->capture_begin();
+      c.output = module_->forward(args);
+      c.graph->capture_end();
+    } catch (const std::exception& e) {
+      at::removeCallback(watch);
+      // Leave the stream out of capture mode so that the process can go on (and the error be reported).
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+        cudaGraph_t partial = nullptr;
+        cudaStreamEndCapture(side.stream(), &partial);
+        if (partial != nullptr) cudaGraphDestroy(partial);
+      }
+      (void)cudaGetLastError();
+      const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+      throw std::runtime_error(
+          "libtorch predictor: the model cannot be captured into a CUDA graph (cuda_graphs): op '" +
+          (t_last_op.empty() ? std::string("(none recorded)") : t_last_op) +
+          "' was running when capture failed (a host synchronization such as .item(), or a shape that depends on "
+          "values, cannot be captured): " +
+          (c10_error ? c10_error->what_without_backtrace() : e.what()) + "; run without --cuda-graphs");
+    }
+    at::removeCallback(watch);
+    return c;
+  }
+
+  static constexpr int kCaptureWarmups = 3;
+  using GraphKey = std::pair<bool, std::vector<std::vector<std::int64_t>>>;
+  std::map<GraphKey, CapturedForward> graphs_;
+#endif
+
   std::optional<torch::jit::Module> module_;
   torch::Device device_{torch::kCPU};
   std::vector<std::int64_t> sample_dims_;
@@ -345,6 +463,7 @@ class LibTorchPredictor final : public Predictor {
   std::vector<InputBinding> inputs_;  // the manifest's inputs, in order
   enum class Pack { kPositional, kDict, kTuple, kList };
   Pack pack_ = Pack::kPositional;  // how predict_all() hands the inputs to forward()
+  bool cuda_graphs_ = false;
   libtorch::RecordFunctionProfiler profiler_;
 };
 

@@ -310,6 +310,7 @@ RecordFunctionProfiler::~RecordFunctionProfiler() {
 }
 
 bool RecordFunctionProfiler::started() const { return impl_->session != nullptr; }
+bool RecordFunctionProfiler::has_correlation_listener() const { return impl_->listener != nullptr; }
 
 void RecordFunctionProfiler::start(TraceRecorder& recorder, SpanId parent) {
   if (impl_->session) throw std::logic_error("RecordFunctionProfiler::start: already started");

@@ -70,6 +70,9 @@ class RecordFunctionProfiler final : public FrameworkProfiler {
   /// No-op when not started.
   void stop() override;
   bool started() const;
+  /// Whether a correlation listener (a device profiler) is set: the LibTorch predictor keeps CUDA graphs captured
+  /// under one apart from those captured without, so that a kernel-level run replays graphs whose capture it saw.
+  bool has_correlation_listener() const;
 
  private:
   struct Impl;

@@ -249,9 +249,11 @@ bool is_noise_api(std::string_view name) {
 /// CuptiOptions::all_apis): PyTorch makes thousands of bookkeeping calls per inference (cudaGetDevice,
 /// cuCtxGetCurrent...), and recording each one costs more than the launches themselves.
 bool is_traced_api(std::string_view name) {
-  static constexpr std::array<std::string_view, 13> kPrefixes = {
-      "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaMalloc", "cudaFree",  "cudaGraphLaunch", "cudaEventRecord",
-      "cuLaunch",   "cuMemcpy",   "cuMemset",   "cuMemAlloc", "cuMemFree", "cuGraphLaunch"};
+  // cudaGraphAdd*/cuGraphAdd*: a node added by hand takes its capture context (the op open) from the call.
+  static constexpr std::array<std::string_view, 15> kPrefixes = {
+      "cudaLaunch",      "cudaMemcpy",      "cudaMemset",    "cudaMalloc",   "cudaFree",
+      "cudaGraphLaunch", "cudaEventRecord", "cuLaunch",      "cuMemcpy",     "cuMemset",
+      "cuMemAlloc",      "cuMemFree",       "cuGraphLaunch", "cudaGraphAdd", "cuGraphAdd"};
   for (std::string_view p : kPrefixes)
     if (name.starts_with(p)) return true;
   // cudaProfilerStart/Stop bound `xsp profile --capture cuda-profiler-api`; rare calls, so always traced.
@@ -284,25 +286,57 @@ const std::vector<CUpti_CallbackId>& api_cbids(bool runtime, bool traced) {
 }
 
 constexpr int kMaxOpDepth = 256;
+constexpr int kMaxCallDepth = 8;
 struct ApiThreadCache {
   std::uint64_t generation = 0;
   ApiThread* thread = nullptr;
   int depth = 0;  ///< open ops; only the innermost kMaxOpDepth are remembered
   SpanId ops[kMaxOpDepth];
+  /// Traced API calls in progress (a runtime call may enter the driver): a graph node created during one was
+  /// captured by the innermost.
+  int calls = 0;
+  std::uint32_t call_ids[kMaxCallDepth];
 };
 thread_local ApiThreadCache t_api;
 std::atomic<std::uint64_t> g_api_generation{1};
+
+/// Resource callbacks of graph nodes: created (stream capture, cudaGraphAdd*Node, and inside an instantiation or
+/// clone) and cloned. Rare (once per node and instantiation), so a lock is fine. Recorded also while paused: the
+/// clone chains must stay whole for later replays.
+void graph_node_callback(CuptiProfiler* profiler, CUpti_CallbackId cbid, const CUpti_ResourceData* data) {
+  if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
+  const auto* g = static_cast<const CUpti_GraphData*>(data->resourceDescriptor);
+  if (g == nullptr || g->node == nullptr) return;
+  GraphNodeRecord r;
+  if (cuptiGetGraphNodeId(g->node, &r.node_id) != CUPTI_SUCCESS) return;
+  if (g->graph != nullptr) cuptiGetGraphId(g->graph, &r.graph_id);
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && g->originalNode != nullptr) {
+    cuptiGetGraphNodeId(g->originalNode, &r.original_node_id);
+    if (g->originalGraph != nullptr) cuptiGetGraphId(g->originalGraph, &r.original_graph_id);
+  }
+  if (t_api.calls > 0) r.capture_correlation_id = t_api.call_ids[std::min(t_api.calls, kMaxCallDepth) - 1];
+  r.thread_id = current_thread_id();
+  r.time_ns = now_ns();
+  profiler->add_graph_node(r);
+}
 
 /// CUPTI callback (cuptiSubscribe) for the traced runtime/driver APIs: times the call on the host clock and
 /// ties its correlation id to the innermost framework op open on the thread. Allocation only when a
 /// thread's vectors grow.
 void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    graph_node_callback(static_cast<CuptiProfiler*>(userdata), cbid, static_cast<const CUpti_ResourceData*>(data));
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (cb->callbackSite == CUPTI_API_ENTER) {
     *cb->correlationData = static_cast<std::uint64_t>(now_ns());
+    if (t_api.calls < kMaxCallDepth) t_api.call_ids[t_api.calls] = cb->correlationId;
+    ++t_api.calls;
     return;
   }
+  if (t_api.calls > 0) --t_api.calls;
   const std::int64_t end = now_ns();
   auto* profiler = static_cast<CuptiProfiler*>(userdata);
   if (!profiler->collecting()) return;
@@ -480,6 +514,7 @@ void CuptiProfiler::start(TraceRecorder& recorder, const DeviceProfilerOptions& 
                                     cbid),
                 "cuptiEnableCallback");
       enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)");
+      if (options.kernel) enable_graph_node_callbacks();
     } else if (options.system) {
       if (cupti_options_.all_apis) {
         enable(CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)");
@@ -687,10 +722,21 @@ ApiThread* CuptiProfiler::api_thread() {
   return t_api.thread;
 }
 
+void CuptiProfiler::enable_graph_node_callbacks() {
+  for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED})
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "cuptiEnableCallback(RESOURCE)");
+}
+
+void CuptiProfiler::add_graph_node(const GraphNodeRecord& node) {
+  std::lock_guard lock(mu_);
+  log_.graph_nodes.push_back(node);
+}
+
 void CuptiProfiler::unsubscribe() noexcept {
   if (subscriber_ == nullptr) return;
   cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
   cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE);
   cuptiUnsubscribe(subscriber_);
   subscriber_ = nullptr;
   g_api_generation.fetch_add(1, std::memory_order_acq_rel);

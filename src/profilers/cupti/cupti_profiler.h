@@ -86,6 +86,8 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   /// The calling thread's API-call buffer for this run (registered on its first call), or nullptr when not
   /// running. Used by the API callback.
   ApiThread* api_thread();
+  /// Called from the resource callback: keeps a graph node record for the log.
+  void add_graph_node(const GraphNodeRecord& node);
 
  private:
   // OpCorrelationListener: hot path, one CUPTI call each, no allocation, no lock.
@@ -104,6 +106,8 @@ class CuptiProfiler final : public DeviceProfiler, private OpCorrelationListener
   void set_up_clock();
   /// Moves the log and every thread's API calls out (each thread's under its lock: its thread may be appending).
   GpuActivityLog take_log();
+  /// Graph node creation and cloning callbacks on the subscriber (graph replay attribution, docs/cuda-graphs.md).
+  void enable_graph_node_callbacks();
   /// Stops the API callbacks (no-op without a subscription).
   void unsubscribe() noexcept;
 

@@ -3,8 +3,11 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -43,13 +46,25 @@ void device_tags(Span& s, const char* kind, std::uint32_t device, std::uint32_t 
   tag_num(s, "context", context);
   tag_num(s, "stream", stream);
 }
-void graph_tags(Span& s, std::uint32_t graph_id, std::uint64_t graph_node_id) {
-  // A graph replay shares the graph launch's correlation id: the span lands under cudaGraphLaunch, and only
-  // the launch (not the per-node framework op) is known. Say so rather than let it pass as a direct launch.
+void graph_tags(Span& s, std::uint32_t graph_id, std::uint64_t graph_node_id, const GraphNodeIndex& nodes) {
+  // A graph replay shares the graph launch's correlation id: the span lands under cudaGraphLaunch. The captured
+  // node it comes from lets the assembler move it under the op of its capture ("graph-node"); until then, or when
+  // the capture was never seen, it is attributed to the launch only, and says so.
   if (graph_id == 0 && graph_node_id == 0) return;
   tag_num(s, "graph_id", graph_id);
   tag_num(s, "graph_node_id", graph_node_id);
   tag(s, "attribution", "graph-launch");
+  if (const auto origin = nodes.origin(graph_node_id)) {
+    tag_num(s, "graph_capture_node_id", origin->node->node_id);
+  } else {
+    tag(s, "graph_capture", "before-profiling");
+  }
+}
+
+std::mutex g_process_nodes_mu;
+GraphNodeIndex& process_graph_nodes() {
+  static auto* nodes = new GraphNodeIndex();  // never destroyed: graphs outlive any one run
+  return *nodes;
 }
 
 }  // namespace
@@ -89,6 +104,12 @@ std::string demangle(const char* mangled) {
 }
 
 void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
+  std::lock_guard lock(g_process_nodes_mu);
+  append_spans(log, recorder, process_graph_nodes());
+}
+
+void append_spans(const GpuActivityLog& log, TraceRecorder& recorder, GraphNodeIndex& nodes) {
+  nodes.add(log.graph_nodes);
   const std::size_t n =
       log.apis.size() + log.kernels.size() + log.memcpys.size() + log.memsets.size() + log.markers.size();
 
@@ -102,6 +123,35 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
   std::unordered_set<std::uint32_t> api_ids;
   api_ids.reserve(log.apis.size());
   for (const ApiRecord& a : log.apis) api_ids.insert(a.correlation_id);
+  // Nodes a call created while capturing (or adding nodes): their capture context is that call's.
+  std::unordered_map<std::uint32_t, std::vector<std::int64_t>> captured;
+  {
+    std::vector<const ApiRecord*> by_thread;  // for records without a correlation id: (thread, start) order
+    for (const GraphNodeRecord& g : log.graph_nodes) {
+      // A clone is reported created (inside the instantiation) and then cloned: the merged record tells.
+      const GraphNodeRecord* merged = g.node_id == 0 ? nullptr : nodes.find(g.node_id);
+      if (merged == nullptr || merged->original_node_id != 0) continue;
+      std::uint32_t call = g.capture_correlation_id;
+      if (call == 0 && g.time_ns != 0) {
+        if (by_thread.empty()) {
+          for (const ApiRecord& a : log.apis) by_thread.push_back(&a);
+          std::sort(by_thread.begin(), by_thread.end(), [](const ApiRecord* a, const ApiRecord* b) {
+            return std::tie(a->thread_id, a->start_ns) < std::tie(b->thread_id, b->start_ns);
+          });
+        }
+        // The last call on the thread that started at or before the node's time, if it had not ended yet.
+        auto it = std::upper_bound(by_thread.begin(), by_thread.end(), std::make_pair(g.thread_id, g.time_ns),
+                                   [](const std::pair<std::uint64_t, std::int64_t>& key, const ApiRecord* a) {
+                                     return key < std::make_pair(a->thread_id, a->start_ns);
+                                   });
+        if (it != by_thread.begin()) {
+          const ApiRecord* a = *std::prev(it);
+          if (a->thread_id == g.thread_id && a->end_ns >= g.time_ns) call = a->correlation_id;
+        }
+      }
+      if (call != 0) captured[call].push_back(static_cast<std::int64_t>(g.node_id));
+    }
+  }
   // Synchronization records describe the wait of an API call; they become tags on that call's span.
   std::unordered_map<std::uint32_t, const SyncRecord*> syncs;
   for (const SyncRecord& r : log.syncs) syncs.emplace(r.correlation_id, &r);
@@ -129,6 +179,9 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     if (const auto it = syncs.find(a.correlation_id); it != syncs.end()) {
       tag(s, "sync", it->second->type);
       if (it->second->stream != 0xFFFFFFFFu) tag_num(s, "sync_stream", it->second->stream);
+    }
+    if (const auto it = captured.find(a.correlation_id); it != captured.end()) {
+      s.tags.emplace_back("graph_captured_node_ids", it->second);
     }
     spans.push_back(std::move(s));
   }
@@ -158,7 +211,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     tag_num(s, "dynamic_shared_bytes", k.dynamic_shared_bytes);
     if (k.queued_ns != 0) tag_num(s, "queued_ns", k.queued_ns);
     if (k.submitted_ns != 0) tag_num(s, "submitted_ns", k.submitted_ns);
-    graph_tags(s, k.graph_id, k.graph_node_id);
+    graph_tags(s, k.graph_id, k.graph_node_id, nodes);
     spans.push_back(std::move(s));
   }
 
@@ -181,7 +234,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
       const double bw = static_cast<double>(m.bytes) * 1e9 / static_cast<double>(m.end_ns - m.start_ns);
       tag_num(s, "bandwidth_bytes_per_s", static_cast<std::int64_t>(bw));
     }
-    graph_tags(s, m.graph_id, m.graph_node_id);
+    graph_tags(s, m.graph_id, m.graph_node_id, nodes);
     spans.push_back(std::move(s));
   }
 
@@ -197,7 +250,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder) {
     device_tags(s, "memset", m.device, m.context, m.stream);
     tag_num(s, "bytes", m.bytes);
     tag_num(s, "value", m.value);
-    graph_tags(s, m.graph_id, m.graph_node_id);
+    graph_tags(s, m.graph_id, m.graph_node_id, nodes);
     spans.push_back(std::move(s));
   }
 

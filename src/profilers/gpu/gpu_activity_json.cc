@@ -187,6 +187,19 @@ json to_json(const GpuActivityLog& log) {
   for (const OverheadRecord& o : log.overheads) {
     overheads.push_back({{"kind", o.kind}, {"start_ns", o.start_ns}, {"end_ns", o.end_ns}, {"thread_id", o.thread_id}});
   }
+  // Written only when there are some: fixtures recorded before graphs were attributed stay byte-identical.
+  if (!log.graph_nodes.empty()) {
+    json& nodes = j["graph_nodes"] = json::array();
+    for (const GraphNodeRecord& n : log.graph_nodes) {
+      nodes.push_back({{"graph_id", n.graph_id},
+                       {"node_id", n.node_id},
+                       {"original_node_id", n.original_node_id},
+                       {"original_graph_id", n.original_graph_id},
+                       {"capture_correlation_id", n.capture_correlation_id},
+                       {"thread_id", n.thread_id},
+                       {"time_ns", n.time_ns}});
+    }
+  }
   return j;
 }
 
@@ -289,6 +302,15 @@ GpuActivityLog gpu_activity_log_from_json(const json& j) {
     f.integer("start_ns", o.start_ns, true);
     f.integer("end_ns", o.end_ns, true);
     f.integer("thread_id", o.thread_id);
+  });
+  read_array(j, "graph_nodes", log.graph_nodes, [](const Fields& f, GraphNodeRecord& n) {
+    f.integer("graph_id", n.graph_id);
+    f.integer("node_id", n.node_id, true);
+    f.integer("original_node_id", n.original_node_id);
+    f.integer("original_graph_id", n.original_graph_id);
+    f.integer("capture_correlation_id", n.capture_correlation_id);
+    f.integer("thread_id", n.thread_id);
+    f.integer("time_ns", n.time_ns);
   });
   return log;
 }

@@ -3,7 +3,7 @@
 
 namespace xsp {
 
-GraphNodeIndex::GraphNodeIndex(const std::vector<GraphNodeRecord>& nodes) {
+void GraphNodeIndex::add(const std::vector<GraphNodeRecord>& nodes) {
   for (const GraphNodeRecord& n : nodes) {
     if (n.node_id == 0) continue;
     const auto [it, added] = by_id_.try_emplace(n.node_id, nodes_.size());
@@ -17,6 +17,8 @@ GraphNodeIndex::GraphNodeIndex(const std::vector<GraphNodeRecord>& nodes) {
     if (n.original_node_id != 0) into.original_node_id = n.original_node_id;
     if (n.original_graph_id != 0) into.original_graph_id = n.original_graph_id;
     if (n.capture_correlation_id != 0) into.capture_correlation_id = n.capture_correlation_id;
+    if (n.thread_id != 0) into.thread_id = n.thread_id;
+    if (n.time_ns != 0) into.time_ns = n.time_ns;
   }
 }
 

@@ -194,6 +194,12 @@ TEST_F(Cli, ABadRequestFailsBeforeAnyWorkNamingTheFieldOrFlag) {
        "--stability-tolerance"},
       {[](auto& r) { r.device = "tpu"; }, "device", "--device tpu", "--device"},
       {[](auto& r) { r.framework = "onnxruntime-gpu"; }, "framework", "--framework onnxruntime-gpu", "--framework"},
+      {[](auto& r) { r.cuda_graphs = true; }, "cuda_graphs", "--cuda-graphs", "--cuda-graphs"},  // on the CPU
+      {[](auto& r) {
+         r.cuda_graphs = true;
+         r.device = "cuda";
+       },
+       "cuda_graphs", "--cuda-graphs --device cuda", "--cuda-graphs"},  // a framework that cannot capture
   };
   for (const auto& c : cases) {
     EvaluationRequest r = request();

@@ -5,10 +5,15 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "xsp/profilers/gpu_activity.h"
+#include "xsp/trace/assembler.h"
 
 namespace xsp {
 namespace {
@@ -118,6 +123,158 @@ TEST(GraphNodeIndex, ReplayedKernelsOnAnH200LeadToTheOpsOfTheirCapture) {
   EXPECT_EQ(steps_by_graph.at(7), 1u);
   EXPECT_EQ(steps_by_graph.at(10), 2u);
   EXPECT_EQ(steps_by_graph.at(13), 1u);
+}
+
+// The whole path on the H200 recording: the probe's records as the CUPTI layer would hand them over (API calls,
+// kernels, memsets, graph nodes), with a FRAMEWORK span for each op the probe had open, through append_spans() and
+// assemble(): every replayed record of a graph captured under profiling lands under its capture's op.
+TEST(GraphReplayAttribution, ProbeRecordingLandsUnderTheCaptureOps) {
+  const std::string path = std::string(XSP_TEST_FIXTURES) + "/cuda_graphs/probe_h200.jsonl";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  GpuActivityLog log;
+  std::vector<std::pair<std::uint32_t, std::string>> calls;  // (correlation, op open), in call order
+  std::map<std::uint64_t, std::string> op_of_node;           // captured node → op open at its capture
+  std::map<std::uint32_t, std::string> op_of_call;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string cb = j.value("cb", ""), act = j.value("act", "");
+    auto u32 = [&j](const char* k) { return j.at(k).get<std::uint32_t>(); };
+    auto u64 = [&j](const char* k) { return j.at(k).get<std::uint64_t>(); };
+    auto i64 = [&j](const char* k) { return j.at(k).get<std::int64_t>(); };
+    if (cb == "runtime_enter") {
+      calls.emplace_back(u32("correlation"), j.at("op").get<std::string>());
+      op_of_call[u32("correlation")] = j.at("op").get<std::string>();
+    }
+    if (cb == "node_created") {
+      log.graph_nodes.push_back({u32("graph"), u64("node"), 0, 0, u32("in_correlation"), 1, 0});
+      op_of_node[u64("node")] = op_of_call[u32("in_correlation")];
+    }
+    if (cb == "node_cloned") {
+      log.graph_nodes.push_back(
+          {u32("graph"), u64("node"), u64("original_node"), u32("original_graph"), u32("in_correlation"), 1, 0});
+    }
+    if (act == "runtime") {
+      ApiRecord a;
+      a.name = j.at("name").get<std::string>();
+      a.name = a.name.substr(0, a.name.rfind("_v"));
+      a.start_ns = i64("start");
+      a.end_ns = i64("end");
+      a.thread_id = 1;
+      a.correlation_id = u32("correlation");
+      log.apis.push_back(a);
+    }
+    if (act == "kernel") {
+      KernelRecord k;
+      k.name = j.at("name").get<std::string>();
+      k.start_ns = i64("start");
+      k.end_ns = i64("end");
+      k.stream = u32("stream");
+      k.correlation_id = u32("correlation");
+      k.graph_id = u32("graph");
+      k.graph_node_id = u64("node");
+      log.kernels.push_back(k);
+    }
+    if (act == "memset") {
+      MemsetRecord m;
+      m.start_ns = i64("start");
+      m.end_ns = i64("end");
+      m.stream = u32("stream");
+      m.correlation_id = u32("correlation");
+      m.graph_id = u32("graph");
+      m.graph_node_id = u64("node");
+      log.memsets.push_back(m);
+    }
+  }
+  ASSERT_EQ(gpu_activity_log_from_json(to_json(log)), log);  // graph nodes survive the fixture format
+
+  TraceRecorder recorder;
+  GraphNodeIndex nodes;
+  append_spans(log, recorder, nodes);
+  Trace trace = recorder.take();
+  // One op span per run of calls made under the same op, around them.
+  std::map<std::uint32_t, const ApiRecord*> api;
+  for (const ApiRecord& a : log.apis) api[a.correlation_id] = &a;
+  SpanId next = 1'000'000;
+  for (std::size_t i = 0; i < calls.size();) {
+    std::size_t j = i;
+    while (j + 1 < calls.size() && calls[j + 1].second == calls[i].second) ++j;
+    if (calls[i].second != "(none)") {
+      Span op;
+      op.id = next++;
+      op.level = Level::kFramework;
+      op.name = calls[i].second;
+      op.track = Track::host_thread(1);
+      op.start_ns = api.at(calls[i].first)->start_ns - 1;
+      op.end_ns = api.at(calls[j].first)->end_ns + 1;
+      trace.spans.push_back(op);
+    }
+    i = j + 1;
+  }
+  Span app;
+  app.id = next++;
+  app.level = Level::kApplication;
+  app.name = "probe";
+  app.track = Track::host_thread(1);
+  app.start_ns = std::numeric_limits<std::int64_t>::max();
+  app.end_ns = std::numeric_limits<std::int64_t>::min();
+  for (const Span& s : trace.spans) {
+    app.start_ns = std::min(app.start_ns, s.start_ns);
+    app.end_ns = std::max(app.end_ns, s.end_ns);
+  }
+  trace.spans.push_back(app);
+  assemble(trace);
+
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : trace.spans) by_id[s.id] = &s;
+  std::size_t attributed = 0, launch_only = 0;
+  std::map<std::string, std::size_t> replayed_ops;
+  std::map<std::string, std::set<Track>> branch_tracks;
+  for (const Span& s : trace.spans) {
+    if (s.tag("replayed_from") == "cuda-graph") {
+      ++replayed_ops[s.name];
+      if (s.name.starts_with("branch")) branch_tracks[s.name].insert(s.track);
+      continue;
+    }
+    if (s.level != Level::kKernel || !s.find_tag("graph_id")) continue;
+    const Span& parent = *by_id.at(s.parent_id);
+    if (s.tag("attribution") == "graph-node") {
+      ++attributed;
+      // The op open when its node was captured, placed as eager kernels are.
+      EXPECT_EQ(parent.name, op_of_node.at(static_cast<std::uint64_t>(*s.tag_int("graph_capture_node_id"))));
+      EXPECT_EQ(parent.level, Level::kFramework);
+      EXPECT_TRUE(parent.track.is_device());
+      EXPECT_LE(parent.start_ns, s.start_ns);
+      EXPECT_GE(parent.end_ns, s.end_ns);
+    } else {
+      ++launch_only;
+      EXPECT_EQ(s.tag("graph_capture"), "before-profiling");
+      EXPECT_EQ(s.tag_int("graph_id"), 2);
+      EXPECT_EQ(parent.name, "cudaGraphLaunch");
+    }
+  }
+  EXPECT_EQ(attributed, 5u * 5 + 2 * 2);
+  EXPECT_EQ(launch_only, 2u * 5);
+  // 5 replays of the model's 3 ops, 2 of the two-stream graph's 2 branches.
+  EXPECT_EQ(replayed_ops, (std::map<std::string, std::size_t>{
+                              {"branchA", 2}, {"branchB", 2}, {"layer1.conv", 5}, {"layer2.relu", 5}, {"layer3", 5}}));
+  ASSERT_EQ(branch_tracks.size(), 2u);
+  EXPECT_NE(branch_tracks["branchA"], branch_tracks["branchB"]);  // each branch on the stream it ran on
+  EXPECT_EQ(trace.counters.at("cuda_graph.replayed_activities"), 39u);
+  EXPECT_EQ(trace.counters.at("cuda_graph.attributed_activities"), 29u);
+  EXPECT_EQ(trace.counters.at("cuda_graph.captured_before_profiling"), 10u);
+  // The eager launch at the end: under its op, through its launch, as always.
+  for (const Span& s : trace.spans) {
+    if (s.level != Level::kKernel || s.find_tag("graph_id")) continue;
+    const Span& launch = *by_id.at(s.parent_id);
+    EXPECT_EQ(launch.name, "cudaLaunchKernel");
+    EXPECT_EQ(by_id.at(launch.parent_id)->name, "eager.op");
+  }
+  // The captured launches carry the nodes they created.
+  std::size_t captured = 0;
+  for (const Span& s : trace.spans)
+    if (const Tag* t = s.find_tag("graph_captured_node_ids")) captured += t->as_int_list().size();
+  EXPECT_EQ(captured, 5u + 2);
 }
 
 }  // namespace
