@@ -262,7 +262,7 @@ Table a6_totals(const std::vector<EvaluationRecord>& records, const std::vector<
   Table t = empty_table(table_spec("compare.A6.totals"));
   for (int b : batch_sizes) {
     for (const auto& r : records) {
-      const RunRecord* fw = r.run_for_level(b, Level::kFramework);
+      const RunRecord* fw = layers_run(r, b);
       const LatencySummary* model = predict_summary(r.run_for_level(b, Level::kModel));
       RowBuilder row(t);
       row.set("evaluation", r.id).set("framework", r.framework_name).set("batch_size", std::int64_t{b});

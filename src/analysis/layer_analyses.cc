@@ -68,12 +68,29 @@ Table from_record(const EvaluationRecord& record, int batch_size, StatsFn fn) {
 
 }  // namespace
 
+const RunRecord* layers_run(const EvaluationRecord& record, int batch_size) {
+  const auto request = record.settings.find("request");
+  const bool graphs = request != record.settings.end() && request->is_object() &&
+                      request->value("cuda_graphs", nlohmann::json(false)) == true;
+  if (graphs) {
+    if (const RunRecord* kernel = record.run_for_level(batch_size, Level::kKernel)) return kernel;
+  }
+  return record.run_for_level(batch_size, Level::kFramework);
+}
+
 FrameworkLayers framework_layers(const EvaluationRecord& record, int batch_size) {
   FrameworkLayers fl;
-  fl.run = record.run_for_level(batch_size, Level::kFramework);
+  fl.run = layers_run(record, batch_size);
   if (fl.run) {
     fl.stats = layer_stats(fl.run->trace);
-    fl.note = run_note(*fl.run, Level::kFramework, fl.stats.batches);
+    if (fl.run != record.run_for_level(batch_size, Level::kFramework)) {
+      // Replayed ops are device intervals: the kernel level's host overhead is not in them.
+      fl.note = run_note(*fl.run, deepest_level(fl.run->trace_level), fl.stats.batches) +
+                "; the model ran as a CUDA graph: its layers are the ops replayed on the GPU, each from its first "
+                "kernel's start to its last kernel's end (docs/cuda-graphs.md)";
+    } else {
+      fl.note = run_note(*fl.run, Level::kFramework, fl.stats.batches);
+    }
   } else {
     fl.note = kNoFrameworkRun;
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "internal.h"
@@ -102,6 +103,10 @@ std::vector<Layer> extract_layers(const Trace& trace, LayerExtractionReport* rep
   };
   std::vector<Key> keys;
   std::vector<std::uint32_t> nested(n, 0);
+  // Predict spans whose layers ran as a CUDA graph replay.
+  std::unordered_set<SpanId> replaying;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (top[i] == i && spans[i].tag("replayed_from") == "cuda-graph") replaying.insert(spans[i].parent_id);
   for (std::uint32_t i = 0; i < n; ++i) {
     if (spans[i].level != Level::kFramework) continue;
     const std::uint32_t t = top[i];
@@ -109,6 +114,10 @@ std::vector<Layer> extract_layers(const Trace& trace, LayerExtractionReport* rep
       ++rep.outside_predict;
     } else if (t == i) {
       const Span& pr = spans[ids.find(spans[i].parent_id)];
+      if (replaying.contains(pr.id) && spans[i].tag("replayed_from") != "cuda-graph") {
+        ++rep.host_ops_beside_replays;
+        continue;
+      }
       keys.push_back({pr.start_ns, pr.id, spans[i].start_ns, spans[i].id, i});
     } else {
       ++nested[t];

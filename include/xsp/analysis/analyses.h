@@ -55,11 +55,15 @@ struct LayerExtractionReport {
   std::size_t predict_spans = 0;    ///< MODEL "predict" spans in the trace (with or without layers)
   std::size_t framework_spans = 0;  ///< all FRAMEWORK spans
   std::size_t outside_predict = 0;  ///< FRAMEWORK spans not under a predict span (unparented, other stage)
+  /// Host ops of predict spans that replayed a CUDA graph (the input and output copies around the replay): left out
+  /// of the layers, which are then the replayed ops (their host time overlaps the replay's device time).
+  std::size_t host_ops_beside_replays = 0;
 };
 
 /// The layers of every predict span of `trace`, grouped by predict span (predict spans ordered by start time,
-/// then id) and, within one, in execution order. O(n log n) in the number of spans (the sort of layers);
-/// parent chains are resolved once with memoisation. Cycles or dangling parent ids in the trace are tolerated
+/// then id) and, within one, in execution order. A predict span with ops replayed from a CUDA graph (tag
+/// "replayed_from", docs/cuda-graphs.md) has those as its layers. O(n log n) in the number of spans (the sort of
+/// layers); parent chains are resolved once with memoisation. Cycles or dangling parent ids in the trace are tolerated
 /// (such spans count as outside_predict). `report`, when given, receives the counts above.
 std::vector<Layer> extract_layers(const Trace& trace, LayerExtractionReport* report = nullptr);
 
@@ -168,9 +172,15 @@ std::string run_note(const RunRecord& run, Level level, std::size_t batches);
 inline constexpr const char* kNoFrameworkRun =
     "no FRAMEWORK-level run in this evaluation (use --trace-level framework)";
 
-/// The M/F run of one batch size, aggregated once for A2–A7.
+/// The run whose FRAMEWORK spans are the layers of one batch size: run_for_level(batch_size, kFramework), except
+/// for an evaluation that replayed CUDA graphs (request "cuda_graphs"): there the ops run only as replays on the
+/// GPU, which the kernel-level run sees (docs/cuda-graphs.md), so its run is taken when there is one. nullptr when
+/// there is none.
+const RunRecord* layers_run(const EvaluationRecord& record, int batch_size);
+
+/// The layers run of one batch size (layers_run()), aggregated once for A2–A7.
 struct FrameworkLayers {
-  const RunRecord* run = nullptr;  ///< run_for_level(batch_size, Level::kFramework); nullptr when there is none
+  const RunRecord* run = nullptr;  ///< layers_run(record, batch_size); nullptr when there is none
   LayerStats stats;                ///< layer_stats() of its trace; empty without a run
   std::string note;                ///< run_note() of the run, or kNoFrameworkRun without one
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "trace_builder.h"
@@ -130,6 +131,29 @@ TEST(ExtractLayers, SparseIdsCyclesAndBadTags) {
   ASSERT_EQ(layers.size(), 1u);
   EXPECT_FALSE(layers[0].allocated_bytes.has_value());
   EXPECT_EQ(rep.outside_predict, 2u);
+}
+
+// A batch that replayed a CUDA graph (docs/cuda-graphs.md): its layers are the replayed ops, on the GPU; the host
+// ops around the replay (input copy, output copy) overlap them in time and are left out. Another batch stays eager.
+TEST(ExtractLayers, ABatchReplayedFromACudaGraphHasTheReplayedOpsAsLayers) {
+  TraceBuilder tb;
+  const SpanId graph_batch = tb.add(Level::kModel, "predict", 0, 100, kNoSpan);
+  tb.add(Level::kFramework, "aten::to", 1, 5, graph_batch);
+  tb.add(Level::kFramework, "aten::to", 8, 99, graph_batch);  // the output copy waits for the replay
+  for (auto [name, start, end] : {std::tuple{"aten::conv2d", 10, 40}, std::tuple{"aten::relu_", 41, 50}})
+    tb.add(Level::kFramework, name, start, end, graph_batch, {{"replayed_from", "cuda-graph"}});
+  const SpanId eager_batch = tb.add(Level::kModel, "predict", 200, 300, kNoSpan);
+  tb.add(Level::kFramework, "aten::to", 201, 205, eager_batch);
+  tb.add(Level::kFramework, "aten::conv2d", 206, 240, eager_batch);
+  LayerExtractionReport rep;
+  const auto layers = extract_layers(tb.trace, &rep);
+  ASSERT_EQ(layers.size(), 4u);
+  EXPECT_EQ(layers[0].type, "aten::conv2d");
+  EXPECT_EQ(layers[0].latency_ns, 30);
+  EXPECT_EQ(layers[1].type, "aten::relu_");
+  EXPECT_EQ(layers[2].type, "aten::to");  // the eager batch keeps its host ops
+  EXPECT_EQ(layers[3].type, "aten::conv2d");
+  EXPECT_EQ(rep.host_ops_beside_replays, 2u);
 }
 
 TEST(LayerStats, TrimmedMeanAcrossBatches) {
