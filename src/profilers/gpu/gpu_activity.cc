@@ -61,6 +61,40 @@ void graph_tags(Span& s, std::uint32_t graph_id, std::uint64_t graph_node_id, co
   }
 }
 
+/// The graph nodes each API call created while capturing (or adding nodes), by its correlation id: their capture
+/// context is that call's. A record without a correlation id (API records from activity buffers) takes the call on its
+/// thread whose interval holds its time. Clones are not captures (`nodes` has merged their created/cloned records).
+std::unordered_map<std::uint32_t, std::vector<std::int64_t>> captured_nodes_by_call(const GpuActivityLog& log,
+                                                                                    const GraphNodeIndex& nodes) {
+  std::unordered_map<std::uint32_t, std::vector<std::int64_t>> captured;
+  std::vector<const ApiRecord*> by_thread;  // for records without a correlation id: (thread, start) order
+  for (const GraphNodeRecord& g : log.graph_nodes) {
+    // A clone is reported created (inside the instantiation) and then cloned: the merged record tells.
+    const GraphNodeRecord* merged = g.node_id == 0 ? nullptr : nodes.find(g.node_id);
+    if (merged == nullptr || merged->original_node_id != 0) continue;
+    std::uint32_t call = g.capture_correlation_id;
+    if (call == 0 && g.time_ns != 0) {
+      if (by_thread.empty()) {
+        for (const ApiRecord& a : log.apis) by_thread.push_back(&a);
+        std::sort(by_thread.begin(), by_thread.end(), [](const ApiRecord* a, const ApiRecord* b) {
+          return std::tie(a->thread_id, a->start_ns) < std::tie(b->thread_id, b->start_ns);
+        });
+      }
+      // The last call on the thread that started at or before the node's time, if it had not ended yet.
+      auto it = std::upper_bound(by_thread.begin(), by_thread.end(), std::make_pair(g.thread_id, g.time_ns),
+                                 [](const std::pair<std::uint64_t, std::int64_t>& key, const ApiRecord* a) {
+                                   return key < std::make_pair(a->thread_id, a->start_ns);
+                                 });
+      if (it != by_thread.begin()) {
+        const ApiRecord* a = *std::prev(it);
+        if (a->thread_id == g.thread_id && a->end_ns >= g.time_ns) call = a->correlation_id;
+      }
+    }
+    if (call != 0) captured[call].push_back(static_cast<std::int64_t>(g.node_id));
+  }
+  return captured;
+}
+
 std::mutex g_process_nodes_mu;
 GraphNodeIndex& process_graph_nodes() {
   static auto* nodes = new GraphNodeIndex();  // never destroyed: graphs outlive any one run
@@ -123,35 +157,7 @@ void append_spans(const GpuActivityLog& log, TraceRecorder& recorder, GraphNodeI
   std::unordered_set<std::uint32_t> api_ids;
   api_ids.reserve(log.apis.size());
   for (const ApiRecord& a : log.apis) api_ids.insert(a.correlation_id);
-  // Nodes a call created while capturing (or adding nodes): their capture context is that call's.
-  std::unordered_map<std::uint32_t, std::vector<std::int64_t>> captured;
-  {
-    std::vector<const ApiRecord*> by_thread;  // for records without a correlation id: (thread, start) order
-    for (const GraphNodeRecord& g : log.graph_nodes) {
-      // A clone is reported created (inside the instantiation) and then cloned: the merged record tells.
-      const GraphNodeRecord* merged = g.node_id == 0 ? nullptr : nodes.find(g.node_id);
-      if (merged == nullptr || merged->original_node_id != 0) continue;
-      std::uint32_t call = g.capture_correlation_id;
-      if (call == 0 && g.time_ns != 0) {
-        if (by_thread.empty()) {
-          for (const ApiRecord& a : log.apis) by_thread.push_back(&a);
-          std::sort(by_thread.begin(), by_thread.end(), [](const ApiRecord* a, const ApiRecord* b) {
-            return std::tie(a->thread_id, a->start_ns) < std::tie(b->thread_id, b->start_ns);
-          });
-        }
-        // The last call on the thread that started at or before the node's time, if it had not ended yet.
-        auto it = std::upper_bound(by_thread.begin(), by_thread.end(), std::make_pair(g.thread_id, g.time_ns),
-                                   [](const std::pair<std::uint64_t, std::int64_t>& key, const ApiRecord* a) {
-                                     return key < std::make_pair(a->thread_id, a->start_ns);
-                                   });
-        if (it != by_thread.begin()) {
-          const ApiRecord* a = *std::prev(it);
-          if (a->thread_id == g.thread_id && a->end_ns >= g.time_ns) call = a->correlation_id;
-        }
-      }
-      if (call != 0) captured[call].push_back(static_cast<std::int64_t>(g.node_id));
-    }
-  }
+  const std::unordered_map<std::uint32_t, std::vector<std::int64_t>> captured = captured_nodes_by_call(log, nodes);
   // Synchronization records describe the wait of an API call; they become tags on that call's span.
   std::unordered_map<std::uint32_t, const SyncRecord*> syncs;
   for (const SyncRecord& r : log.syncs) syncs.emplace(r.correlation_id, &r);

@@ -277,5 +277,31 @@ TEST(GraphReplayAttribution, ProbeRecordingLandsUnderTheCaptureOps) {
   EXPECT_EQ(captured, 5u + 2);
 }
 
+// API records from activity buffers: no correlation id in the callback, so the call is the one running on the node's
+// thread at the node's time (and none when no call was).
+TEST(GraphReplayAttribution, NodesWithoutACorrelationIdTakeTheCallRunningOnTheirThread) {
+  GpuActivityLog log;
+  auto api = [&](std::uint32_t correlation, std::uint64_t thread, std::int64_t start, std::int64_t end) {
+    ApiRecord a;
+    a.name = "cudaLaunchKernel";
+    a.correlation_id = correlation;
+    a.thread_id = thread;
+    a.start_ns = start;
+    a.end_ns = end;
+    log.apis.push_back(a);
+  };
+  api(1, 7, 100, 200);
+  api(2, 7, 300, 400);
+  api(3, 8, 300, 400);  // another thread at the same time
+  log.graph_nodes = {{4, 41, 0, 0, 0, 7, 350}, {4, 42, 0, 0, 0, 8, 310}, {4, 43, 0, 0, 0, 7, 250}};
+  TraceRecorder recorder;
+  GraphNodeIndex nodes;
+  append_spans(log, recorder, nodes);
+  std::map<std::uint64_t, std::vector<std::int64_t>> tagged;
+  for (const Span& s : recorder.take().spans)
+    if (const Tag* t = s.find_tag("graph_captured_node_ids")) tagged[s.correlation_id] = t->as_int_list();
+  EXPECT_EQ(tagged, (std::map<std::uint64_t, std::vector<std::int64_t>>{{2, {41}}, {3, {42}}}));  // 43: between calls
+}
+
 }  // namespace
 }  // namespace xsp
