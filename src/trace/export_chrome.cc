@@ -35,6 +35,9 @@ json tag_json(const Tag& t) {
 
 // Kineto's event categories (libkineto ActivityType names), which HTA and TensorBoard select on.
 std::string category(const Span& s) {
+  // A range on a GPU stream (an op or range replayed from a CUDA graph, docs/cuda-graphs.md) is Kineto's
+  // gpu_user_annotation, not a CPU op: HTA's CPU-op statistics must not count it.
+  if (s.track.is_device() && s.level <= Level::kLibrary) return "gpu_user_annotation";
   switch (s.level) {
     case Level::kApplication:
     case Level::kModel:
@@ -250,9 +253,15 @@ class ChromeDocument {
     // Flow arrows from the launching call to the asynchronous work it launched. The start binds to the slice
     // enclosing its ts on the parent's track; "bp":"e" binds the finish to the slice enclosing its ts.
     for (const Span& s : trace_.spans) {
-      if (s.parent_rule != ParentRule::kCorrelation) continue;
-      const auto it = by_id_.find(s.parent_id);
-      if (it == by_id_.end()) continue;
+      // Device work placed under the ops of its graph capture (rule context) still starts at its launch.
+      SpanId from = kNoSpan;
+      if (s.parent_rule == ParentRule::kCorrelation) {
+        from = s.parent_id;
+      } else if (s.level == Level::kKernel && s.correlation_id != 0) {
+        if (const auto l = launching_call_.find(s.correlation_id); l != launching_call_.end()) from = l->second;
+      }
+      const auto it = by_id_.find(from);
+      if (from == kNoSpan || it == by_id_.end()) continue;
       const Span& parent = *it->second;
       if (!emit(json{{"ph", "s"},
                      {"name", "ac2g"},

@@ -19,6 +19,10 @@ case $mode in
     node "$src/tests/exports/devtools_tracks.mjs" "$tmp/two.json" 2
     "$xsp" --store "$tmp/K.db" trace export 1 --format chrome -o "$tmp/k.json"
     node "$src/tests/exports/devtools_tracks.mjs" "$tmp/k.json" 1
+    # ResNet-18 replayed from a CUDA graph: its replayed ops nest above the kernels on the stream.
+    cp "$src/tests/fixtures/cuda_graphs/resnet18_graphs_kernel_h200.db" "$tmp/G.db"
+    "$xsp" --store "$tmp/G.db" trace export 1 --format chrome -o "$tmp/g.json"
+    node "$src/tests/exports/devtools_tracks.mjs" "$tmp/g.json" 1
     ;;
   otlp)
     "$xsp" trace convert "$two" --format otlp -o "$tmp/two.otlp.json"

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/export.h"
 
 namespace xsp {
 namespace {
@@ -232,6 +235,26 @@ TEST(GraphReplay, TracesWithoutGraphsAreUntouched) {
   EXPECT_EQ(t.spans.size(), 3u);
   EXPECT_FALSE(t.counters.contains("cuda_graph.replayed_activities"));
   EXPECT_EQ(by_id(t, 3).parent_id, 2u);
+}
+
+// In the Chrome/Perfetto export a replayed op is an annotation on its GPU stream (not a CPU op), and each replayed
+// kernel keeps its flow arrow from the graph launch, as Kineto draws it.
+TEST(GraphReplay, ChromeExportShowsReplaysOnTheGraphLaunchsTimeline) {
+  Trace t = capture_and_replay();
+  assemble(t);
+  const nlohmann::json j = to_chrome_trace(t, TraceResource{});
+  std::map<std::string, std::set<std::string>> categories;  // name → categories
+  std::map<std::int64_t, double> flow_start_ts;             // flow id (the kernel's span id) → ts of its start
+  for (const nlohmann::json& e : j.at("traceEvents")) {
+    if (e.at("ph") == "X") categories[e.at("name").get<std::string>()].insert(e.at("cat").get<std::string>());
+    if (e.at("ph") == "s") flow_start_ts[e.at("id").get<std::int64_t>()] = e.at("ts").get<double>();
+  }
+  // The captured ops ran on the host at capture (cpu_op) and are replayed on the GPU (gpu_user_annotation).
+  EXPECT_EQ(categories["aten::addmm"], (std::set<std::string>{"cpu_op", "gpu_user_annotation"}));
+  EXPECT_EQ(categories["aten::relu"], (std::set<std::string>{"cpu_op", "gpu_user_annotation"}));
+  // Kernels 12-14 replayed by the launch at 1.1 µs, 16-18 by the one at 5.1 µs.
+  for (std::int64_t k : {12, 13, 14}) EXPECT_DOUBLE_EQ(flow_start_ts.at(k), 1.1) << k;
+  for (std::int64_t k : {16, 17, 18}) EXPECT_DOUBLE_EQ(flow_start_ts.at(k), 5.1) << k;
 }
 
 }  // namespace
