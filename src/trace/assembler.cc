@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "id_index.h"
 #include "xsp/trace/graph_replay.h"
 #include "xsp/trace/run_statistics.h"
 
@@ -12,37 +13,8 @@ namespace xsp {
 
 namespace {
 
-constexpr std::uint32_t kNotFound = std::numeric_limits<std::uint32_t>::max();
-
-/// Maps span ids to indices in trace.spans. Recorder ids are dense from 1, so a direct table is the common
-/// case; arbitrary ids (hand-made or imported traces) fall back to a sorted table.
-class IdIndex {
- public:
-  explicit IdIndex(const std::vector<Span>& spans) {
-    SpanId max_id = 0;
-    for (const Span& s : spans) max_id = std::max(max_id, s.id);
-    if (max_id <= 2 * static_cast<SpanId>(spans.size()) + 1024) {
-      dense_.assign(static_cast<std::size_t>(max_id) + 1, kNotFound);
-      // Iterate backwards so that, with duplicate ids, the first span holding the id wins.
-      for (std::size_t i = spans.size(); i-- > 0;) dense_[spans[i].id] = static_cast<std::uint32_t>(i);
-    } else {
-      sorted_.reserve(spans.size());
-      for (std::size_t i = 0; i < spans.size(); ++i) sorted_.emplace_back(spans[i].id, static_cast<std::uint32_t>(i));
-      std::sort(sorted_.begin(), sorted_.end());
-    }
-  }
-
-  std::uint32_t find(SpanId id) const {
-    if (id == kNoSpan) return kNotFound;
-    if (!dense_.empty() || sorted_.empty()) return id < dense_.size() ? dense_[id] : kNotFound;
-    const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::pair<SpanId, std::uint32_t>(id, 0));
-    return it != sorted_.end() && it->first == id ? it->second : kNotFound;
-  }
-
- private:
-  std::vector<std::uint32_t> dense_;
-  std::vector<std::pair<SpanId, std::uint32_t>> sorted_;
-};
+using trace_internal::IdIndex;
+using trace_internal::kNotFound;
 
 /// What the sweeps need of a span, packed so that sorting a million of them stays in cache-friendly memory.
 struct Key {
@@ -185,6 +157,19 @@ AssemblyReport assemble(Trace& trace) {
     }
   }
 
+  trace.assembly = report;
+  // Replayed CUDA graph kernels move from their graph launch to the ops they were captured under; the replayed
+  // op and range spans it appends are ordered with the rest below.
+  attribute_graph_replays(trace, GraphCaptureContexts::process());
+  report = trace.assembly;
+  if (spans.size() != keys.size()) {
+    keys.clear();
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const Span& s = spans[i];
+      keys.push_back({s.start_ns, s.end_ns, 0, 0, s.id, static_cast<std::uint32_t>(i), level_of(s), true});
+    }
+  }
+
   // Stable output order (start, level, -end, id), sorted on the packed keys and applied as one permutation so
   // that spans move only once.
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
@@ -202,10 +187,7 @@ AssemblyReport assemble(Trace& trace) {
     spans = std::move(sorted);
   }
 
-  trace.assembly = report;
-  // Replayed CUDA graph kernels move from their graph launch to the ops they were captured under.
-  attribute_graph_replays(trace, GraphCaptureContexts::process());
-  return trace.assembly;
+  return report;
 }
 
 }  // namespace xsp

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "id_index.h"
 #include "xsp/trace/assembler.h"
 #include "xsp/trace/run_statistics.h"
 
@@ -13,14 +14,17 @@ namespace xsp {
 
 namespace {
 
+using trace_internal::IdIndex;
+using trace_internal::kNotFound;
+
 constexpr std::string_view kCapturedNodesTag = "graph_captured_node_ids";
 constexpr std::string_view kCaptureNodeTag = "graph_capture_node_id";
 
-std::unordered_map<SpanId, std::size_t> index_by_id(const std::vector<Span>& spans) {
-  std::unordered_map<SpanId, std::size_t> by_id;
-  by_id.reserve(spans.size());
-  for (std::size_t i = 0; i < spans.size(); ++i) by_id.emplace(spans[i].id, i);
-  return by_id;
+// Whether a trace holds a launch made during stream capture (what learn() learns from).
+bool holds_captures(const Trace& trace) {
+  return std::any_of(trace.spans.begin(), trace.spans.end(), [](const Span& s) {
+    return s.level == Level::kSystem && s.find_tag(kCapturedNodesTag) != nullptr;
+  });
 }
 
 void set_tag(Span& s, std::string_view key, std::string value) {
@@ -41,12 +45,8 @@ GraphCaptureContexts& GraphCaptureContexts::process() {
 }
 
 void GraphCaptureContexts::learn(const Trace& trace) {
-  // Most traces capture nothing: look before indexing.
-  const bool any = std::any_of(trace.spans.begin(), trace.spans.end(), [](const Span& s) {
-    return s.level == Level::kSystem && s.find_tag(kCapturedNodesTag) != nullptr;
-  });
-  if (!any) return;
-  const auto by_id = index_by_id(trace.spans);
+  if (!holds_captures(trace)) return;  // most traces capture nothing: look before indexing
+  const IdIndex by_id(trace.spans);
   std::lock_guard lock(mu_);
   std::unordered_map<SpanId, const Frame*> frame_of;  // this trace's captured spans, one frame each
   for (const Span& s : trace.spans) {
@@ -56,9 +56,9 @@ void GraphCaptureContexts::learn(const Trace& trace) {
     // Walk up; a parent cycle in a malformed trace ends after as many steps as there are spans.
     SpanId up = s.parent_id;
     for (std::size_t steps = 0; up != kNoSpan && steps < trace.spans.size(); ++steps) {
-      const auto it = by_id.find(up);
-      if (it == by_id.end()) break;
-      const Span& a = trace.spans[it->second];
+      const std::uint32_t at = by_id.find(up);
+      if (at == kNotFound) break;
+      const Span& a = trace.spans[at];
       if (a.level == Level::kModel || a.level == Level::kFramework || a.level == Level::kLibrary) {
         auto [f, added] = frame_of.try_emplace(a.id, nullptr);
         if (added) {
@@ -107,7 +107,7 @@ GraphReplayReport attribute_graph_replays(Trace& trace, GraphCaptureContexts& co
   });
   if (!any) return report;
 
-  const auto by_id = index_by_id(spans);
+  const IdIndex by_id(spans);
   SpanId next = 1;
   for (const Span& s : spans) next = std::max(next, s.id + 1);
 
@@ -138,17 +138,17 @@ GraphReplayReport attribute_graph_replays(Trace& trace, GraphCaptureContexts& co
     // The launch the kernel was joined to; the replayed spans hang from the launch's own parent.
     const SpanId launch = k.parent_id;
     SpanId parent = kNoSpan;
-    if (const auto it = by_id.find(launch); it != by_id.end()) parent = spans[it->second].parent_id;
+    if (const std::uint32_t at = by_id.find(launch); at != kNotFound) parent = spans[at].parent_id;
     // What was open at capture and is open again around the replay (the predict stage of another batch, the
     // program itself) is context the replay already has: only the frames inside it are replayed.
     auto [open, fresh_launch] = open_at_launch.try_emplace(launch);
     if (fresh_launch) {
       SpanId up = parent;
       for (std::size_t steps = 0; up != kNoSpan && steps < spans.size(); ++steps) {
-        const auto it = by_id.find(up);
-        if (it == by_id.end()) break;
-        open->second.emplace(spans[it->second].level, spans[it->second].name);
-        up = spans[it->second].parent_id;
+        const std::uint32_t at = by_id.find(up);
+        if (at == kNotFound) break;
+        open->second.emplace(spans[at].level, spans[at].name);
+        up = spans[at].parent_id;
       }
     }
     std::size_t first = 0;
@@ -202,14 +202,8 @@ GraphReplayReport attribute_graph_replays(Trace& trace, GraphCaptureContexts& co
     }
     trace.assembly.by_context += moved_from_correlation;
     trace.assembly.by_correlation -= std::min(trace.assembly.by_correlation, moved_from_correlation);
+    // Appended: assemble() puts them in its order with the rest.
     spans.insert(spans.end(), std::make_move_iterator(added.begin()), std::make_move_iterator(added.end()));
-    // The assembler's order: (start, level, -end, id).
-    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-      if (a.level != b.level) return a.level < b.level;
-      if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
-      return a.id < b.id;
-    });
   }
   // Absolute values, so that assembling twice counts once.
   trace.counters[stat::kCudaGraphReplayedActivities] = report.replayed;
@@ -220,10 +214,7 @@ GraphReplayReport attribute_graph_replays(Trace& trace, GraphCaptureContexts& co
 }
 
 void learn_graph_captures(Trace&& trace) {
-  const bool any = std::any_of(trace.spans.begin(), trace.spans.end(), [](const Span& s) {
-    return s.level == Level::kSystem && s.find_tag(kCapturedNodesTag) != nullptr;
-  });
-  if (any) assemble(trace);
+  if (holds_captures(trace)) assemble(trace);
 }
 
 }  // namespace xsp

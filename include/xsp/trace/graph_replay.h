@@ -77,8 +77,9 @@ struct GraphReplayReport {
 /// Learns `contexts` from `trace`, then attributes its replayed KERNEL spans (see the file comment) and adds the
 /// counters "cuda_graph.replayed_activities", "cuda_graph.attributed_activities",
 /// "cuda_graph.captured_before_profiling" and "cuda_graph.unknown_capture_context" when any span was replayed.
-/// Idempotent: kernels already attributed are left as they are. Run by assemble() after its rules, with
-/// GraphCaptureContexts::process(); never throws on malformed tags (they are ignored).
+/// Idempotent: kernels already attributed are left as they are. Run by assemble() after its rules and before its
+/// ordering, with GraphCaptureContexts::process(): the replayed spans are appended to trace.spans, and assemble()
+/// sorts them in with the rest. Never throws on malformed tags (they are ignored).
 GraphReplayReport attribute_graph_replays(Trace& trace, GraphCaptureContexts& contexts);
 
 /// For a trace that is thrown away (a warm-up's) but may hold graph captures whose replays come later: assembles it
