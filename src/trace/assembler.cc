@@ -30,6 +30,34 @@ struct Key {
 
 std::uint8_t level_of(const Span& s) { return static_cast<std::uint8_t>(s.level); }
 
+/// Sorts `spans` into the stable output order (start, level, -end, id) on packed keys, applied as one permutation so
+/// that spans move only once. `keys` hold one entry per span with its position, rebuilt here when spans were added
+/// since they were made (the graph replay pass appends).
+void put_in_order(std::vector<Span>& spans, std::vector<Key>& keys) {
+  if (spans.size() != keys.size()) {
+    keys.clear();
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const Span& s = spans[i];
+      keys.push_back({s.start_ns, s.end_ns, 0, 0, s.id, static_cast<std::uint32_t>(i), level_of(s), true});
+    }
+  }
+
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    if (a.level != b.level) return a.level < b.level;
+    if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+    return a.id < b.id;
+  });
+  bool in_order = true;
+  for (std::size_t i = 0; i < keys.size() && in_order; ++i) in_order = keys[i].index == i;
+  if (!in_order) {
+    std::vector<Span> sorted;
+    sorted.reserve(spans.size());
+    for (const Key& key : keys) sorted.push_back(std::move(spans[key.index]));
+    spans = std::move(sorted);
+  }
+}
+
 }  // namespace
 
 AssemblyReport assemble(Trace& trace) {
@@ -162,30 +190,7 @@ AssemblyReport assemble(Trace& trace) {
   // op and range spans it appends are ordered with the rest below.
   attribute_graph_replays(trace, GraphCaptureContexts::process());
   report = trace.assembly;
-  if (spans.size() != keys.size()) {
-    keys.clear();
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      const Span& s = spans[i];
-      keys.push_back({s.start_ns, s.end_ns, 0, 0, s.id, static_cast<std::uint32_t>(i), level_of(s), true});
-    }
-  }
-
-  // Stable output order (start, level, -end, id), sorted on the packed keys and applied as one permutation so
-  // that spans move only once.
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    if (a.level != b.level) return a.level < b.level;
-    if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
-    return a.id < b.id;
-  });
-  bool in_order = true;
-  for (std::size_t i = 0; i < keys.size() && in_order; ++i) in_order = keys[i].index == i;
-  if (!in_order) {
-    std::vector<Span> sorted;
-    sorted.reserve(spans.size());
-    for (const Key& key : keys) sorted.push_back(std::move(spans[key.index]));
-    spans = std::move(sorted);
-  }
+  put_in_order(spans, keys);
 
   return report;
 }
