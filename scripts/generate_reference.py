@@ -80,7 +80,8 @@ def prompt_ids(args, model_vocab):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", type=Path, help="GPT-2 TorchScript file (scripts/export_zoo.py)")
+    ap.add_argument("model", type=Path, help="GPT-2 TorchScript file (scripts/export_zoo.py), or an AOTInductor "
+                    "package .pt2 of a Hugging Face static-cache export (scripts/export_hf.py)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default %(default)s)")
     ap.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], default="fp32")
     ap.add_argument("--batch", type=int, default=1)
@@ -103,16 +104,41 @@ def main():
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    length = args.prompt_tokens + args.output_tokens
+    P, N, B = args.prompt_tokens, args.output_tokens, args.batch
+    if args.model.suffix == ".pt2":
+        # An AOTInductor package of a Hugging Face static-cache export (scripts/export_hf.py): model b<B>,
+        # forward(input_ids [B, T], cache_position [T]) -> logits [B, T, vocab], the cache is the model's state.
+        import torch._inductor.package as aoti_package
+
+        model = aoti_package.load_package(str(args.model), model_name=f"b{B}")
+        ids_cpu, source = prompt_ids(args, 2000)
+        ids = ids_cpu.to(device)
+        prefill_positions = torch.arange(P, dtype=torch.long, device=device)
+
+        def request():
+            clock = time.perf_counter_ns
+            t0 = clock()
+            token = model(input_ids=ids, cache_position=prefill_positions)[:, -1].argmax(-1, keepdim=True)
+            first_tokens = token.cpu()  # sync point: the first token is on the host
+            t_first = clock()
+            t_last = t_first
+            for step in range(1, N):
+                position = torch.full((1,), P + step - 1, dtype=torch.long, device=device)
+                token = model(input_ids=token, cache_position=position)[:, -1].argmax(-1, keepdim=True)
+                token.cpu()  # sync point: this token is on the host
+                t_last = clock()
+            return t0, t_first, t_last, first_tokens
+
+        return run(args, torch, device, request, source)
     model = torch.jit.load(str(args.model), map_location=device)
     model.to(dtype)
     model.eval()
-    length = args.prompt_tokens + args.output_tokens
     if length > model.max_positions:
         sys.exit(f"generate_reference: {args.prompt_tokens} + {args.output_tokens} tokens exceed the model's "
                  f"{model.max_positions} positions")
     ids_cpu, source = prompt_ids(args, model.vocab_size)
     ids = ids_cpu.to(device)
-    P, N, B = args.prompt_tokens, args.output_tokens, args.batch
 
     def request():
         clock = time.perf_counter_ns
@@ -128,6 +154,12 @@ def main():
             t_last = clock()
         return t0, t_first, t_last, first_tokens
 
+    return run(args, torch, device, request, source)
+
+
+def run(args, torch, device, request, source):
+    """Runs the warm-up and the measured requests of `request` and prints the JSON summary."""
+    P, N, B = args.prompt_tokens, args.output_tokens, args.batch
     ttft, tpot, wall, first = [], [], [], None
     with torch.inference_mode():
         for _ in range(args.warmup):

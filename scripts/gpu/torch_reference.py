@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference figures from PyTorch itself for XSP's GPU verification (issue: GPU across-stack tracing).
 
-For a TorchScript model on CUDA, with the same predict step XSP times (input copied host->device, forward,
+For a TorchScript model or an AOTInductor package (.pt2) on CUDA, with the same predict step XSP times (input copied host->device, forward,
 output copied device->host):
   * plain: median latency of a timing loop without any profiler (compare with XSP's M run);
   * torch.profiler (CUDA activities): kernels / memcpy / memset per inference and their total device time
@@ -21,7 +21,12 @@ def make_predict(model_path, batch, side=224):
     """XSP's predict step for a TorchScript model on CUDA: a random NCHW input copied host->device, forward, the
     (first) output copied device->host. Returns the step as a function, after 20 warm-up calls."""
     dev = torch.device("cuda")
-    model = torch.jit.load(model_path, map_location=dev).eval()
+    if model_path.endswith(".pt2"):  # an AOTInductor package (scripts/export_hf.py), loaded as PyTorch loads it
+        import torch._inductor.package as aoti_package
+
+        model = aoti_package.load_package(model_path)
+    else:
+        model = torch.jit.load(model_path, map_location=dev).eval()
     x_cpu = torch.randn(batch, 3, side, side)
 
     def predict():

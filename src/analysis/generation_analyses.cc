@@ -5,11 +5,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <vector>
@@ -31,13 +33,6 @@ constexpr double kMs = 1e6;
 bool is_model(const Span& s, const char* name) { return s.level == Level::kModel && s.name == name; }
 bool is_step(const Span& s) { return is_model(s, kStagePrefill) || is_model(s, kStageDecode); }
 
-// A number of a JSON object, or nullopt (absent, null, not a number).
-std::optional<double> json_number(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
 // A latency (ns) in ms; empty when the figure does not exist.
 Cell number_cell(double v) { return std::isfinite(v) ? Cell{v} : Cell{}; }
 Cell ratio_cell(double num, double den) { return den > 0 ? Cell{num / den} : Cell{}; }
@@ -182,6 +177,87 @@ std::string transformer_layer(const std::string& module) {
   return module;
 }
 
+namespace {
+
+std::string lowered(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+bool all_digits(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+bool one_of(std::string_view s, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), s) != names.end();
+}
+bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool attention_module(std::string_view s) { return one_of(s, {"attn", "self_attn", "attention", "self_attention"}); }
+bool mlp_module(std::string_view s) {
+  return one_of(s, {"mlp", "feed_forward", "ffn", "block_sparse_moe", "moe", "experts"});
+}
+
+// The part that a module path's last component names, given its parent; "" when it names none. The order matters
+// where names overlap: post_attention_layernorm is a norm, not attention; c_proj and dense depend on the parent.
+std::string_view component_part(std::string_view last, std::string_view parent) {
+  if (one_of(last, {"lm_head", "embed_out"})) return "lm head";
+  if (one_of(last, {"wte", "wpe", "embed_tokens", "embed_in", "word_embeddings", "embed_positions"}))
+    return "embedding";
+  if (last == "rotary_emb") return "rotary embedding";
+  if (last.substr(0, 3) == "ln_" || has(last, "layernorm") || has(last, "layer_norm") || has(last, "rmsnorm") ||
+      (last.size() >= 4 && last.substr(last.size() - 4) == "norm"))
+    return "norm";
+  if (one_of(last, {"q_proj", "query", "wq"})) return "q projection";
+  if (one_of(last, {"k_proj", "key", "wk"})) return "k projection";
+  if (one_of(last, {"v_proj", "value", "wv"})) return "v projection";
+  if (one_of(last, {"c_attn", "query_key_value", "qkv_proj", "qkv", "wqkv", "w_pack"})) return "qkv projection";
+  if (mlp_module(last) || mlp_module(parent) ||
+      one_of(last, {"c_fc", "gate_proj", "up_proj", "down_proj", "gate_up_proj", "dense_h_to_4h", "dense_4h_to_h",
+                    "fc1", "fc2", "fc_in", "fc_out", "w1", "w2", "w3"}))
+    return "MLP";
+  if (one_of(last, {"o_proj", "out_proj", "wo"})) return "o projection";
+  if (one_of(last, {"c_proj", "dense"}) && attention_module(parent)) return "o projection";
+  // The rest of an attention module (its dropout, an inner core module) does the attention itself.
+  if (attention_module(last) || attention_module(parent) || has(last, "attention") || has(last, "attn"))
+    return "attention";
+  return "";
+}
+
+// The part an op's name gives away when its module does not say (no module tag, or a whole decoder block).
+std::string_view op_part(std::string_view op) {
+  if (has(op, "attention") || has(op, "attn")) return "attention";  // SDPA, flash and memory-efficient kernels
+  if (has(op, "layer_norm") || has(op, "rms_norm")) return "norm";
+  if (has(op, "embedding")) return "embedding";
+  return "";
+}
+
+}  // namespace
+
+std::string transformer_part(std::string_view module, std::string_view op) {
+  const std::string path = lowered(module);
+  std::vector<std::string_view> parts;
+  for (std::size_t begin = 0; begin < path.size();) {
+    std::size_t end = path.find('.', begin);
+    if (end == std::string::npos) end = path.size();
+    parts.emplace_back(path.data() + begin, end - begin);
+    begin = end + 1;
+  }
+  if (!parts.empty() && !all_digits(parts.back())) {
+    // Skip list indexes so that experts.0.w1 has parent "experts", as h.0.mlp.c_fc has "mlp".
+    std::string_view parent;
+    for (std::size_t i = parts.size() - 1; i-- > 0;)
+      if (!all_digits(parts[i])) {
+        parent = parts[i];
+        break;
+      }
+    if (const std::string_view p = component_part(parts.back(), parent); !p.empty()) return std::string(p);
+  }
+  const std::string name = lowered(op);
+  const std::string_view p = op_part(name);
+  return p.empty() ? "other" : std::string(p);
+}
+
 // ---- G1 ----
 
 Table g1_prefill_vs_decode(const EvaluationRecord& record) {
@@ -242,6 +318,26 @@ Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int
 
 // ---- G2 ----
 
+namespace {
+
+// "decode time by part: MLP 41.2%, attention 22.0%": each part's share of `total`, largest first; "" when there is
+// no time to share.
+std::string part_shares_note(const char* what, const std::map<std::string, double>& by_part, double total) {
+  if (!(total > 0)) return "";
+  std::vector<std::pair<std::string, double>> parts(by_part.begin(), by_part.end());
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string n = std::string(what) + " time by part:";
+  bool first = true;
+  for (const auto& [part, v] : parts) {
+    if (!(v > 0)) continue;
+    n += (first ? " " : ", ") + part + " " + detail::fixed(100.0 * v / total, 1) + "%";
+    first = false;
+  }
+  return n;
+}
+
+}  // namespace
+
 Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   const AnalysisSpec& spec = analysis_spec("G2");
   if (!is_generation_evaluation(record)) return not_generation(spec, b);
@@ -286,7 +382,7 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
     (it->second ? a.prefill_ns : a.decode_ns) += static_cast<double>(s.duration_ns());
   }
   struct Row {
-    std::string layer, module, op;
+    std::string layer, module, part, op;
     double prefill_ms, decode_step_ms, decode_total_ms;
   };
   std::vector<Row> rows;
@@ -294,6 +390,7 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   for (const auto& [key, a] : by_module) {
     Row r{a.has_module ? transformer_layer(key) : key,
           key,
+          transformer_part(a.has_module ? key : "", a.op),
           a.op,
           prefills ? a.prefill_ns / static_cast<double>(prefills) / kMs : 0.0,
           decodes ? a.decode_ns / static_cast<double>(decodes) / kMs : 0.0,
@@ -304,10 +401,14 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& x, const Row& y) { return x.decode_total_ms > y.decode_total_ms; });
+  std::map<std::string, double> prefill_by_part, decode_by_part;
   for (const Row& r : rows) {
+    prefill_by_part[r.part] += r.prefill_ms;
+    decode_by_part[r.part] += r.decode_total_ms;
     RowBuilder row(t);
     row.set("layer", r.layer);
     row.set("module", r.module);
+    row.set("part", r.part);
     row.set("op", r.op);
     if (prefills) row.set("prefill_ms", r.prefill_ms);
     if (decodes) {
@@ -323,11 +424,81 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   if (deepest_level(run->trace_level) != Level::kFramework)
     n += "; no run stopped at the FRAMEWORK level, so these include the profiling overhead of deeper levels";
   t.notes.push_back(n);
+  for (const std::string& shares : {part_shares_note("decode", decode_by_part, decodes ? sum_decode : 0.0),
+                                    part_shares_note("prefill", prefill_by_part, prefills ? sum_prefill : 0.0)})
+    if (!shares.empty()) t.notes.push_back(shares);
   if (reqs.empty()) t.notes.push_back("the run's trace has no \"request\" spans (no request trace was kept)");
   return t;
 }
 
 // ---- G3 ----
+
+namespace {
+
+constexpr const char* kModelSettings = "settings[\"generation\"][\"model\"]";
+
+// Dimension `key` of the model settings `m` when it is a positive integer; nullopt when absent, and when it is not
+// one, with a note, since a mistyped or placeholder value (0, -1, 2.5, "32") must not size a formula.
+std::optional<std::int64_t> model_dimension(const nlohmann::json* m, const char* key, std::vector<std::string>& notes) {
+  if (m == nullptr || !m->is_object()) return std::nullopt;
+  const auto it = m->find(key);
+  if (it == m->end() || it->is_null()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    const auto u = it->get<std::uint64_t>();
+    if (u > 0 && u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return static_cast<std::int64_t>(u);
+  } else if (it->is_number_integer()) {
+    const auto i = it->get<std::int64_t>();
+    if (i > 0) return i;
+  } else if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (d >= 1 && d <= 9e15 && d == std::floor(d)) return static_cast<std::int64_t>(d);  // exact in a double
+  }
+  notes.push_back(std::string(kModelSettings) + "[\"" + key + "\"] = " + it->dump() +
+                  " is ignored: not a positive integer");
+  return std::nullopt;
+}
+
+// The KV cache's shape, from the dimensions the generator recorded (Generator::model_dimensions()).
+struct KvShape {
+  std::optional<double> per_position;  // 2 × n_layer × n_kv_head × head_dim × element_bytes
+  std::optional<std::int64_t> n_kv_head, cache_positions;
+};
+
+KvShape kv_shape(const EvaluationRecord& record, std::vector<std::string>& notes) {
+  const nlohmann::json* m = nullptr;
+  const nlohmann::json& settings = record.settings;
+  if (settings.is_object() && settings.contains("generation") && settings["generation"].is_object() &&
+      settings["generation"].contains("model"))
+    m = &settings["generation"]["model"];
+  KvShape k;
+  const auto layers = model_dimension(m, "n_layer", notes), heads = model_dimension(m, "n_head", notes),
+             kv_heads = model_dimension(m, "n_kv_head", notes), head_dim = model_dimension(m, "head_dim", notes),
+             bytes = model_dimension(m, "element_bytes", notes);
+  k.cache_positions = model_dimension(m, "cache_positions", notes);
+  k.n_kv_head = kv_heads ? kv_heads : heads;
+  std::vector<std::string> missing;
+  if (!layers) missing.emplace_back("n_layer");
+  if (!k.n_kv_head) missing.emplace_back("n_kv_head or n_head");
+  if (!head_dim) missing.emplace_back("head_dim");
+  if (!bytes) missing.emplace_back("element_bytes");
+  if (missing.empty()) {
+    k.per_position = 2.0 * static_cast<double>(*layers) * static_cast<double>(*k.n_kv_head) *
+                     static_cast<double>(*head_dim) * static_cast<double>(*bytes);
+  } else {
+    std::string n = "formula_bytes is empty: " + std::string(kModelSettings) + " does not give ";
+    for (std::size_t i = 0; i < missing.size(); ++i) n += (i ? ", " : "") + missing[i];
+    notes.push_back(n);
+  }
+  if (!kv_heads && heads)
+    notes.push_back(std::string(kModelSettings) + " does not give n_kv_head: one KV head per query head (multi-head " +
+                    "attention) is assumed, n_kv_head = n_head = " + std::to_string(*heads) +
+                    "; for a grouped-query or multi-query attention model (e.g. Llama 3, Mistral, Qwen 2) the formula "
+                    "is n_head / n_kv_head times too large");
+  return k;
+}
+
+}  // namespace
 
 Table g3_kv_cache_memory(const EvaluationRecord& record) {
   return g3_kv_cache_memory(record, detail::measured_batch_sizes(record));
@@ -337,23 +508,7 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
   const AnalysisSpec& spec = analysis_spec("G3");
   if (!is_generation_evaluation(record)) return not_generation(spec, std::nullopt);
   Table t = empty_table(spec);
-  // The model's shape, when the evaluation recorded it.
-  std::optional<double> per_position;  // 2 × n_layer × n_head × head_dim × element_bytes
-  {
-    const nlohmann::json* m = nullptr;
-    if (record.settings.is_object() && record.settings.contains("generation") &&
-        record.settings["generation"].is_object() && record.settings["generation"].contains("model"))
-      m = &record.settings["generation"]["model"];
-    if (m) {
-      auto l = json_number(*m, "n_layer"), h = json_number(*m, "n_head"), d = json_number(*m, "head_dim"),
-           e = json_number(*m, "element_bytes");
-      if (l && h && d && e) per_position = 2.0 * *l * *h * *d * *e;
-    }
-    if (!per_position)
-      t.notes.push_back(
-          "formula_bytes is empty: settings[\"generation\"][\"model\"] does not give n_layer, n_head, "
-          "head_dim and element_bytes");
-  }
+  const KvShape shape = kv_shape(record, t.notes);
   for (int b : batch_sizes) {
     std::string why;
     const RunRecord* run = generation_run(record, b, Level::kModel, why);
@@ -375,6 +530,8 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
     row.set("batch_size", std::int64_t{b});
     const auto kv = static_cast<double>(gen.kv_cache_bytes);
     row.set("kv_cache_bytes", gen.kv_cache_bytes);
+    if (shape.n_kv_head) row.set("n_kv_head", *shape.n_kv_head);
+    if (shape.cache_positions) row.set("cache_positions", *shape.cache_positions);
     if (prompt) {
       const std::int64_t positions = *prompt + *output;
       row.set("prompt_tokens", *prompt);
@@ -382,19 +539,29 @@ Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>&
       row.set("positions", positions);
       const double tokens = static_cast<double>(b) * static_cast<double>(positions);
       row.set("bytes_per_token", ratio_cell(kv, tokens));
-      if (per_position) {
-        const double f = *per_position * tokens;
+      if (shape.per_position) {
+        const double f = *shape.per_position * static_cast<double>(b) *
+                         static_cast<double>(shape.cache_positions ? *shape.cache_positions : positions);
         row.set("formula_bytes", static_cast<std::int64_t>(std::llround(f)));
         row.set("recorded_over_formula", ratio_cell(kv, f));
       }
+      if (shape.cache_positions && positions > *shape.cache_positions)
+        t.notes.push_back("batch size " + std::to_string(b) + ": the request's " + std::to_string(positions) +
+                          " positions exceed cache_positions " + std::to_string(*shape.cache_positions) +
+                          ": the static cache cannot have held them all");
     }
     t.rows.push_back(row.take());
   }
-  if (per_position)
-    t.notes.push_back("formula: 2 (K and V) × n_layer × n_head × head_dim × positions × batch × element_bytes = " +
-                      detail::fixed(*per_position, 0) +
-                      " bytes per position and sequence (Kwon et al. 2023, "
-                      "PagedAttention §2–3)");
+  if (shape.per_position)
+    t.notes.push_back(
+        "formula: 2 (K and V) × n_layer × n_kv_head × head_dim × positions × batch × element_bytes = " +
+        detail::fixed(*shape.per_position, 0) +
+        " bytes per position and sequence (n_kv_head = n_head for multi-head attention, fewer for grouped-query "
+        "(GQA) and 1 for multi-query attention (MQA); Kwon et al. 2023, PagedAttention §2–3)");
+  if (shape.per_position && shape.cache_positions)
+    t.notes.push_back("the formula's positions are cache_positions = " + std::to_string(*shape.cache_positions) +
+                      ": a static KV cache is allocated for that many positions whatever the request's prompt + "
+                      "output tokens (the positions column)");
   return t;
 }
 

@@ -275,11 +275,17 @@ double layer_compute_latency(const GpuRuns& runs, const LayerCounters& lc, std::
   return i < v.size() && (slot == lc.layers || slot < own_layers) ? v[i] : std::nan("");
 }
 
-// The columns that name a kernel occurrence and its latency, shared by A8 and A9.
+// The columns that name a kernel occurrence and its latency, shared by A8 and A9. A kernel that Inductor generated
+// runs under no framework op (an AOTInductor package or torch.compile launches it itself): its name is what says
+// which ops it does.
 void kernel_cells(RowBuilder& row, const GpuRuns& runs, const KernelOccurrence& o) {
+  std::string layer = layer_name(runs, o.layer_index, false);
+  if (o.layer_index == kNoLayer)
+    if (auto inductor = parse_inductor_kernel_name(o.name))
+      layer = "(Inductor " + inductor->kind + ": " + inductor->fused_ops + ")";
   row.set("layer_index", layer_index_cell(o.layer_index))
       .set("kernel_index", int_cell(o.kernel_index))
-      .set("layer_name", layer_name(runs, o.layer_index, false))
+      .set("layer_name", layer)
       .set("kernel_name", std::string(o.name))
       .set("latency_ms", ms_cell(o.latency_ns));
 }

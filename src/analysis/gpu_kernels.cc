@@ -152,6 +152,30 @@ bool is_compute_kernel(const Span& s) {
 
 KernelTimeline extract_kernels(const Trace& trace) { return extract_kernels(trace, detail::is_sample_span); }
 
+std::optional<InductorKernelName> parse_inductor_kernel_name(std::string_view name) {
+  if (name.rfind("void ", 0) == 0) name.remove_prefix(5);
+  if (auto paren = name.find('('); paren != std::string_view::npos) name = name.substr(0, paren);
+  static constexpr std::pair<std::string_view, std::string_view> kPrefixes[] = {
+      {"triton_poi_fused_", "pointwise"},
+      {"triton_red_fused_", "reduction"},
+      {"triton_per_fused_", "persistent reduction"},
+      {"triton_tem_fused_", "template"},
+      {"cpp_fused_", "C++"}};
+  for (const auto& [prefix, kind] : kPrefixes) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::string_view ops = name.substr(prefix.size());
+    // The trailing counter: "_<digits>".
+    const std::size_t last = ops.rfind('_');
+    if (last == std::string_view::npos || last + 1 == ops.size()) return std::nullopt;
+    for (std::size_t i = last + 1; i < ops.size(); ++i)
+      if (ops[i] < '0' || ops[i] > '9') return std::nullopt;
+    ops = ops.substr(0, last);
+    if (ops.empty()) return std::nullopt;
+    return InductorKernelName{std::string(kind), std::string(ops)};
+  }
+  return std::nullopt;
+}
+
 std::vector<std::size_t> detail::spans_per_window(const Trace& trace, Level level,
                                                   const std::function<bool(const Span&)>& is_window) {
   IdIndex ids(trace.spans);

@@ -487,6 +487,9 @@ std::vector<AnalysisSpec> generation_analyses() {
              per_batch(on_record<g2_layer_prefill_decode>), D::kGeneration,
              {col("layer", "", "layer", "transformer layer of the module: its path up to the first numeric part (h.3)"),
               col("module", "", "module", "TorchScript module path of the top-level op, else its op name"),
+              col("part", "", "part",
+                  "what the module is in the transformer: q/k/v/qkv/o projection, attention, MLP, norm, embedding, "
+                  "rotary embedding, lm head or other (transformer_part(): GPT-2 and Llama-style names)"),
               col("op", "", "op", "op name of the module's top-level spans (the first seen)"),
               col("prefill_ms", "ms", "prefill (ms)", "the module's time in prefill steps / prefill steps (M/F run)"),
               col("decode_step_ms", "ms", "decode/step (ms)", "the module's time in decode steps / decode steps"),
@@ -504,11 +507,16 @@ std::vector<AnalysisSpec> generation_analyses() {
                       col("prompt_tokens", "tokens", "prompt", "prompt tokens of the request with the most positions"),
                       col("output_tokens", "tokens", "output", "output tokens of that request"),
                       col("positions", "tokens", "positions", "prompt + output tokens"),
+                      col("cache_positions", "tokens", "cache positions",
+                          "length a static KV cache was allocated for (settings[\"generation\"][\"model\"]); the "
+                          "formula's positions when given"),
+                      col("n_kv_head", "count", "KV heads",
+                          "KV heads in the formula: n_kv_head (fewer than n_head with GQA, 1 with MQA), else n_head"),
                       col("kv_cache_bytes", "bytes", "KV cache (B)",
                           "the largest KV cache a request allocated (RunRecord::generation)"),
                       col("bytes_per_token", "bytes", "B / token", "kv_cache_bytes / (batch × positions)"),
                       col("formula_bytes", "bytes", "formula (B)",
-                          "2 × n_layer × n_head × head_dim × positions × batch × element_bytes (Kwon et al. 2023)"),
+                          "2 × n_layer × n_kv_head × head_dim × positions × batch × element_bytes (Kwon et al. 2023)"),
                       col("recorded_over_formula", "", "recorded / formula", "kv_cache_bytes / formula_bytes")},
                      c, "kv_cache_bytes"));
   }

@@ -18,6 +18,9 @@
 #ifdef XSP_WITH_LIBTORCH
 #include "xsp/predictors/libtorch.h"
 #endif
+#ifdef XSP_WITH_AOTINDUCTOR
+#include "xsp/predictors/aotinductor.h"
+#endif
 #ifdef XSP_WITH_OPENCV_DNN
 #include "xsp/predictors/opencv_dnn.h"
 #endif
@@ -65,6 +68,18 @@ void register_predictors() {
   static const bool once = [] {
 #ifdef XSP_WITH_LIBTORCH
     register_libtorch_predictor();
+#endif
+#ifdef XSP_WITH_AOTINDUCTOR
+    register_aotinductor_predictor();
+#else
+    register_unavailable_predictor("aotinductor",
+#ifdef XSP_AOTI_OFF_TORCH_VERSION
+                                   "it needs LibTorch >= 2.6 (torch::inductor::AOTIModelPackageLoader) and this "
+                                   "build's LibTorch is " XSP_AOTI_OFF_TORCH_VERSION
+#else
+                                   "it needs LibTorch >= 2.6 and this build has no LibTorch"
+#endif
+                                   "; build against PyTorch's own LibTorch (scripts/gpu-build.sh)");
 #endif
 #ifdef XSP_WITH_OPENCV_DNN
     register_opencv_dnn_predictor();

@@ -376,7 +376,7 @@ class Parser {
         s.params["axis"] = "0";
       }
     } else if (s.op == "generate") {
-      check_map(p, at, {"max_new_tokens", "sampling"});
+      check_map(p, at, {"max_new_tokens", "sampling", "signature"});
       if (p["max_new_tokens"].IsDefined()) {
         int_in_range(p["max_new_tokens"], at + ".max_new_tokens", 1, limits::kMaxSequenceLength);
         scalar("max_new_tokens");
@@ -384,6 +384,12 @@ class Parser {
         s.params["max_new_tokens"] = "32";
       }
       s.params["sampling"] = p["sampling"].IsDefined() ? one_of(p["sampling"], at + ".sampling", {"greedy"}) : "greedy";
+      // How the generator drives the model (docs/generation.md "Signatures"): XSP's own TorchScript contract
+      // (init_cache/prefill/decode) or Hugging Face's static-cache export (input_ids, cache_position; the cache is
+      // module state).
+      s.params["signature"] = p["signature"].IsDefined()
+                                  ? one_of(p["signature"], at + ".signature", {"xsp-contract", "hf-static-cache"})
+                                  : "xsp-contract";
     }
     return s;
   }

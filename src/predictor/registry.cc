@@ -10,6 +10,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::map<std::string, PredictorFactory> factories;
+  std::map<std::string, std::string> unavailable;  // name -> why this build lacks it
 };
 
 Registry& registry() {
@@ -25,11 +26,19 @@ void register_predictor(const std::string& name, PredictorFactory factory) {
   r.factories[name] = std::move(factory);
 }
 
+void register_unavailable_predictor(const std::string& name, const std::string& reason) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  r.unavailable[name] = reason;
+}
+
 std::unique_ptr<Predictor> create_predictor(const std::string& name) {
   auto& r = registry();
   std::lock_guard lock(r.mu);
   auto it = r.factories.find(name);
   if (it == r.factories.end()) {
+    if (auto u = r.unavailable.find(name); u != r.unavailable.end())
+      throw std::runtime_error("framework '" + name + "' is not in this build: " + u->second);
     std::string known;
     for (const auto& [n, f] : r.factories) known += (known.empty() ? "" : ", ") + n;
     throw std::runtime_error("unknown framework '" + name + "'; this build has: " +

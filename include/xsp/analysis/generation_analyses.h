@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xsp/analysis/table.h"
@@ -70,6 +71,34 @@ std::vector<GenerationRequest> extract_generation_requests(const Trace& trace);
 /// layer ("ln_f", "transformer.wte"). "" for "".
 std::string transformer_layer(const std::string& module);
 
+/// What part of a decoder transformer the module at path `module` (a TorchScript module path, e.g.
+/// "transformer.h.0.attn.c_proj"; "" when the op has none) is, so that time can be summed per part across layers and
+/// model families. Decided by the path's last component and its parent (the closest earlier component that is not a
+/// number, so "experts.3.w1" has parent "experts"), then, when they name no part, by the op name `op` (e.g.
+/// "aten::scaled_dot_product_attention"). Names are compared case-insensitively; the first match in this order wins:
+///  - "lm head": lm_head, embed_out (GPT-NeoX);
+///  - "embedding": wte, wpe (GPT-2), embed_tokens (Llama), embed_in (GPT-NeoX), word_embeddings (Falcon, BLOOM),
+///    embed_positions;
+///  - "rotary embedding": rotary_emb;
+///  - "norm": ln_* (ln_1, ln_2, ln_f), names containing layernorm, layer_norm or rmsnorm, or ending in norm (norm,
+///    input_layernorm, post_attention_layernorm, q_norm);
+///  - "q projection", "k projection", "v projection": q_proj, k_proj, v_proj (Llama, Mistral, Qwen, Gemma), query,
+///    key, value, wq, wk, wv;
+///  - "qkv projection" (fused): c_attn (GPT-2), query_key_value (GPT-NeoX, Falcon, BLOOM), qkv_proj, qkv, Wqkv,
+///    W_pack;
+///  - "MLP": mlp, feed_forward, ffn and mixture-of-experts blocks (block_sparse_moe, moe, experts) and anything
+///    directly under one (so GPT-2's mlp.c_proj), c_fc, gate_proj, up_proj, down_proj, gate_up_proj, dense_h_to_4h,
+///    dense_4h_to_h, fc1, fc2, fc_in, fc_out, w1, w2, w3;
+///  - "o projection": o_proj, out_proj, wo, and c_proj or dense under attn, self_attn, attention or self_attention
+///    (GPT-2's attn.c_proj, GPT-NeoX's attention.dense, Falcon's and BLOOM's self_attention.dense);
+///  - "attention": the attention core, i.e. the ops of an attention module itself (attn, self_attn, attention,
+///    self_attention: its softmax and matmuls) and of its other children (dropout, an inner core module), or any
+///    name containing attention or attn;
+///  - by the op name: "attention" for one containing attention or attn (scaled_dot_product_attention, flash and
+///    memory-efficient attention), "norm" for layer_norm / rms_norm, "embedding" for embedding;
+///  - "other": anything else (a whole decoder block such as "h.3", a bare linear op).
+std::string transformer_part(std::string_view module, std::string_view op);
+
 /// G1 "Prefill vs decode": one row per batch size with an M run that has generation figures: batch_size,
 /// requests (request spans the split comes from), ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms
 /// (RunRecord::generation LatencySummary p50/p99, ns -> ms), output_tokens_per_s, input_tokens_per_s, then the
@@ -82,20 +111,27 @@ Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int
 
 /// G2 "Layer time in prefill vs decode" (one batch size, M/F run): per module (tag "module" of the top-level
 /// FRAMEWORK spans under "prefill"/"decode"; the op name when absent): layer (transformer_layer() of the module;
-/// the op name without a module), module, op (the first op name seen), prefill_ms (summed time in prefill steps /
+/// the op name without a module), module, part (transformer_part() of the module and op), op (the first op name
+/// seen), prefill_ms (summed time in prefill steps /
 /// prefill steps), decode_step_ms (summed time in decode steps / decode steps), decode_total_ms (summed time in
 /// decode steps / requests), prefill_share_pct (100 × prefill_ms / the sum over modules), decode_share_pct
-/// (100 × decode_total_ms / the sum over modules); sorted by decode_total_ms descending, then module.
+/// (100 × decode_total_ms / the sum over modules); sorted by decode_total_ms descending, then module. Notes give
+/// the share of decode time (and of prefill time) per part, summed over the rows, largest first.
 Table g2_layer_prefill_decode(const EvaluationRecord& record, int batch_size);
 
 /// G3 "KV cache memory" (one row per batch size with generation figures, M run): batch_size, prompt_tokens and
-/// output_tokens (of the request with the most positions), positions (prompt + output tokens), kv_cache_bytes
-/// (RunRecord::generation "kv_cache_bytes": the largest KV cache a request allocated), bytes_per_token
-/// (kv_cache_bytes / (batch × positions)), formula_bytes = 2 × n_layer × n_head × head_dim × positions × batch ×
-/// element_bytes (keys and values of every layer, head and position: the KV cache size of a decoder, Kwon et al.,
-/// "Efficient Memory Management for Large Language Model Serving with PagedAttention", SOSP 2023, §2–3; empty
-/// unless settings["generation"]["model"] gives n_layer, n_head, head_dim and element_bytes), recorded_over_formula
-/// (kv_cache_bytes / formula_bytes).
+/// output_tokens (of the request with the most positions), positions (prompt + output tokens), cache_positions (the
+/// length a static KV cache was allocated for, when settings["generation"]["model"] gives "cache_positions"),
+/// n_kv_head (the KV heads of the formula), kv_cache_bytes (RunRecord::generation "kv_cache_bytes": the largest KV
+/// cache a request allocated), bytes_per_token (kv_cache_bytes / (batch × positions)), formula_bytes = 2 × n_layer ×
+/// n_kv_head × head_dim × positions × batch × element_bytes (keys and values of every layer, KV head and position:
+/// the KV cache size of a decoder, Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+/// PagedAttention", SOSP 2023, §2–3), recorded_over_formula (kv_cache_bytes / formula_bytes).
+/// The dimensions come from settings["generation"]["model"]: n_layer, head_dim, element_bytes, and n_kv_head
+/// (grouped-query or multi-query attention caches fewer heads than it has query heads); without n_kv_head, n_head
+/// with a note that multi-head attention is assumed. With cache_positions the formula's positions are
+/// cache_positions, since a static cache holds that many whatever the request's length. A dimension that is not a
+/// positive integer is ignored with a note; formula_bytes is empty (with a note) unless every one needed is known.
 Table g3_kv_cache_memory(const EvaluationRecord& record);
 Table g3_kv_cache_memory(const EvaluationRecord& record, const std::vector<int>& batch_sizes);
 

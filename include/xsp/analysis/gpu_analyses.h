@@ -117,6 +117,18 @@ struct KernelTimeline {
   std::size_t batches() const { return predicts.size(); }
 };
 
+/// What the name of a kernel that PyTorch Inductor generated says. Inductor names its kernels
+/// `triton_<kind>_fused_<ops>_<n>` (Triton, GPU) and `cpp_fused_<ops>_<n>` (C++, CPU), <kind> being poi (pointwise),
+/// red (reduction), per (persistent reduction) or tem (template), <ops> the ATen ops of the nodes fused into it joined
+/// by '_' (torch._inductor.config.triton.descriptive_names = "original_aten", its default) and <n> a counter.
+struct InductorKernelName {
+  std::string kind;       ///< "pointwise", "reduction", "persistent reduction", "template", or "C++" for cpp_fused
+  std::string fused_ops;  ///< <ops> as written, e.g. "_native_batch_norm_legit_no_training_add_relu"
+};
+/// Parses `name` as above (a kernel signature's "void " prefix and argument list are ignored); nullopt for any
+/// other kernel name (cuDNN, cuBLAS, ATen's own kernels) or a name without ops. Never throws (but std::bad_alloc).
+std::optional<InductorKernelName> parse_inductor_kernel_name(std::string_view name);
+
 /// Places every KERNEL span of `trace` by walking its parent chain (memoised: each span is visited once; parent
 /// cycles and dangling ids end the walk). O(n) plus sorting the kernels and layers. The returned views point into
 /// `trace`.

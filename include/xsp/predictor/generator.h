@@ -35,9 +35,20 @@ class Generator {
   /// Ends the request and frees its cache. Idempotent.
   virtual void end() = 0;
   /// What the KV cache's size follows from, when the model says: "n_layer", "n_head", "head_dim" and
-  /// "element_bytes" (of the cache's dtype); empty when unknown. Recorded in settings["generation"]["model"] (analysis
-  /// G3 checks kv_cache_bytes against 2 × n_layer × n_head × head_dim × positions × batch × element_bytes).
+  /// "element_bytes" (of the cache's dtype), and where they apply "n_kv_head" (the heads the cache holds: fewer than
+  /// n_head with grouped-query attention, 1 with multi-query; without it G3 assumes n_head) and "cache_positions"
+  /// (the length a static cache is allocated for, e.g. Hugging Face StaticCache's max_cache_len); positive integers,
+  /// empty when unknown. Recorded in settings["generation"]["model"] (analysis G3 checks kv_cache_bytes against
+  /// 2 × n_layer × n_kv_head × head_dim × positions × batch × element_bytes, positions = cache_positions if given).
   virtual std::map<std::string, std::int64_t> model_dimensions() const { return {}; }
 };
+
+/// Checks a prefill() request as every Generator must (its documented std::invalid_argument cases): batch,
+/// prompt_tokens and max_new_tokens >= 1, batch × prompt_tokens ids, prompt_tokens + max_new_tokens <= max_positions
+/// (`positions_what` names that limit in the message, e.g. "the model's"), every id in [0, vocab_size). `who`
+/// prefixes the messages ("libtorch generator").
+void check_prefill_request(const std::string& who, const std::vector<std::int64_t>& prompt_ids, int batch,
+                           int prompt_tokens, int max_new_tokens, int max_positions, int vocab_size,
+                           const std::string& positions_what = "the model's");
 
 }  // namespace xsp

@@ -110,7 +110,11 @@ using PredictorFactory = std::function<std::unique_ptr<Predictor>()>;
 
 /// Registers a factory under `name` (done by each predictor's translation unit at start-up).
 void register_predictor(const std::string& name, PredictorFactory factory);
-/// Creates the predictor registered as `name`; throws std::runtime_error listing the registered names.
+/// Records that this build has no predictor `name` and why (e.g. "needs LibTorch >= 2.6; this build's is 1.13.1"),
+/// so that asking for it says so rather than "unknown framework". A later register_predictor() of the name wins.
+void register_unavailable_predictor(const std::string& name, const std::string& reason);
+/// Creates the predictor registered as `name`; throws std::runtime_error with the reason recorded by
+/// register_unavailable_predictor(), else listing the registered names.
 std::unique_ptr<Predictor> create_predictor(const std::string& name);
 /// Registered names, sorted.
 std::vector<std::string> registered_predictors();

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "record_function_profiler.h"
+#include "torch_util.h"
 #include "xsp/predictors/libtorch.h"
 
 // CUDA graphs need a LibTorch built with CUDA (CMake defines XSP_LIBTORCH_CUDA when it has torch_cuda).
@@ -45,40 +46,6 @@ at::Tensor first_tensor(const c10::IValue& v) {
       if (e.isTensor() || e.isTuple() || e.isList()) return first_tensor(e);
   }
   throw std::runtime_error("libtorch predictor: the model's output holds no tensor (got " + v.tagKind() + ")");
-}
-
-// Every tensor of a model output, in order: a tuple or list element by element, a dict value by value (named by
-// its string key). Copied to the host (which synchronizes with the device), floats as float32, integers as int64.
-void flatten(const c10::IValue& v, const std::string& name, std::vector<Tensor>& out) {
-  if (v.isTensor()) {
-    at::Tensor y = v.toTensor();
-    Tensor t;
-    t.name = name;
-    t.shape.assign(y.sizes().begin(), y.sizes().end());
-    if (at::isFloatingType(y.scalar_type())) {
-      y = y.to(torch::kCPU, torch::kFloat).contiguous();
-      t.data.assign(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
-    } else {
-      y = y.to(torch::kCPU, torch::kLong).contiguous();
-      t.integer = true;
-      t.int_data.assign(y.data_ptr<std::int64_t>(), y.data_ptr<std::int64_t>() + y.numel());
-    }
-    out.push_back(std::move(t));
-  } else if (v.isTuple()) {
-    for (const auto& e : v.toTupleRef().elements()) flatten(e, "", out);
-  } else if (v.isList()) {
-    for (const c10::IValue& e : v.toListRef()) flatten(e, "", out);
-  } else if (v.isGenericDict()) {
-    for (const auto& kv : v.toGenericDict())
-      flatten(kv.value(), kv.key().isString() ? kv.key().toStringRef() : std::string(), out);
-  }
-}
-
-c10::ScalarType scalar_type_of(const std::string& precision) {
-  if (precision == "fp32") return torch::kFloat;
-  if (precision == "fp16") return torch::kHalf;
-  if (precision == "bf16") return torch::kBFloat16;
-  throw std::invalid_argument("libtorch predictor: unknown precision '" + precision + "' (fp32|fp16|bf16)");
 }
 
 // Greedy generation through the TorchScript methods of an exported decoder (scripts/export_zoo.py, GPT-2 with
@@ -116,19 +83,8 @@ class LibTorchGenerator final : public Generator {
   std::vector<std::int64_t> prefill(const std::vector<std::int64_t>& prompt_ids, int batch, int prompt_tokens,
                                     int max_new_tokens) override {
     if (open_) throw std::logic_error("libtorch generator: prefill while a request is open (call end())");
-    if (batch < 1 || prompt_tokens < 1 || max_new_tokens < 1)
-      throw std::invalid_argument("libtorch generator: batch, prompt_tokens and max_new_tokens must be >= 1");
-    if (prompt_ids.size() != static_cast<std::size_t>(batch) * static_cast<std::size_t>(prompt_tokens))
-      throw std::invalid_argument("libtorch generator: " + std::to_string(prompt_ids.size()) + " prompt ids for " +
-                                  std::to_string(batch) + " x " + std::to_string(prompt_tokens));
-    if (prompt_tokens + max_new_tokens > max_positions_)
-      throw std::invalid_argument("libtorch generator: " + std::to_string(prompt_tokens) + " + " +
-                                  std::to_string(max_new_tokens) + " positions exceed the model's " +
-                                  std::to_string(max_positions_));
-    for (std::size_t i = 0; i < prompt_ids.size(); ++i)
-      if (prompt_ids[i] < 0 || prompt_ids[i] >= vocab_size_)
-        throw std::invalid_argument("libtorch generator: prompt id " + std::to_string(prompt_ids[i]) + " at " +
-                                    std::to_string(i) + " is outside [0, " + std::to_string(vocab_size_) + ")");
+    check_prefill_request("libtorch generator", prompt_ids, batch, prompt_tokens, max_new_tokens, max_positions_,
+                          vocab_size_);
     c10::InferenceMode guard;
     at::Tensor ids =
         torch::from_blob(const_cast<std::int64_t*>(prompt_ids.data()), {batch, prompt_tokens}, torch::kLong);
@@ -168,11 +124,8 @@ class LibTorchGenerator final : public Generator {
 
  private:
   std::vector<std::int64_t> next_tokens(const at::Tensor& logits) {
-    last_ = logits.argmax(-1).view({-1, 1});
     ++produced_;
-    const at::Tensor host = last_.to(torch::kCPU).contiguous();  // synchronizes: the tokens are out
-    const auto* p = host.data_ptr<std::int64_t>();
-    return std::vector<std::int64_t>(p, p + host.numel());
+    return libtorch::greedy_tokens(logits, last_);
   }
 
   torch::jit::Module& module_;
@@ -225,7 +178,7 @@ class LibTorchPredictor final : public Predictor {
       throw std::runtime_error("cannot load TorchScript model " + file + ": " + e.what());
     }
     module_->eval();
-    dtype_ = scalar_type_of(device.precision);
+    dtype_ = libtorch::scalar_type_of(device.precision, "libtorch predictor");
     if (dtype_ != torch::kFloat) {
       if (dtype_ == torch::kHalf && !device_.is_cuda())
         throw std::invalid_argument(
@@ -233,8 +186,15 @@ class LibTorchPredictor final : public Predictor {
             "lack half precision for many ops); use bf16 or fp32 on cpu");
       module_->to(dtype_);
     }
-    if (!manifest.outputs.empty() && manifest.outputs[0].type == "generation")
+    if (!manifest.outputs.empty() && manifest.outputs[0].type == "generation") {
+      const std::string signature = manifest.outputs[0].steps.at(0).param("signature", "xsp-contract");
+      if (signature != "xsp-contract")
+        throw std::invalid_argument("libtorch predictor: model " + manifest.name + " has the generation signature '" +
+                                    signature +
+                                    "'; this predictor drives TorchScript models written to XSP's contract "
+                                    "(xsp-contract: init_cache/prefill/decode); use --framework aotinductor");
       generator_ = std::make_unique<LibTorchGenerator>(*module_, device_, file);
+    }
     cuda_graphs_ = device.cuda_graphs;
     if (cuda_graphs_) {
       if (!device_.is_cuda()) throw std::invalid_argument("libtorch predictor: cuda_graphs needs device cuda");
@@ -249,23 +209,7 @@ class LibTorchPredictor final : public Predictor {
 #endif
     }
     sample_dims_.assign(manifest.inputs[0].dimensions.begin(), manifest.inputs[0].dimensions.end());
-    inputs_.clear();
-    for (const InputSpec& in : manifest.inputs) {
-      InputBinding b;
-      b.name = in.name;
-      b.element_type = in.element_type;
-      // Decided once here, not per batch: predict_all() is inside the timed predict span.
-      b.who = "libtorch predictor: input '" + in.name + "'";
-      b.integer = in.element_type == "int64" || in.element_type == "int32" || in.element_type == "bool";
-      b.scalar_type = in.element_type == "int32"  ? torch::kInt
-                      : in.element_type == "bool" ? torch::kBool
-                                                  : torch::kLong;
-      b.dims.assign(in.dimensions.begin(), in.dimensions.end());
-      // A text input's rows are cut or padded to pad_truncate.length tokens (xsp::TextBatcher).
-      for (const ProcessingStep& s : in.steps)
-        if (in.type == "text" && s.op == "pad_truncate") b.dims = {std::stol(s.param("length"))};
-      inputs_.push_back(std::move(b));
-    }
+    inputs_ = libtorch::bind_inputs(manifest, "libtorch predictor");
     // A forward that takes one structured argument (a Dict[str, Tensor] keyed by the manifest's input names, a
     // tuple or a list of tensors in manifest order) gets the inputs packed so; otherwise one argument per input.
     pack_ = Pack::kPositional;
@@ -280,36 +224,11 @@ class LibTorchPredictor final : public Predictor {
 
   std::vector<Tensor> predict_all(const std::vector<Tensor>& inputs) override {
     if (!module_) throw std::logic_error("libtorch predictor: predict before load");
-    if (inputs.size() != inputs_.size())
-      throw std::invalid_argument("libtorch predictor: the model takes " + std::to_string(inputs_.size()) +
-                                  " input(s) (manifest inputs), got " + std::to_string(inputs.size()));
     c10::InferenceMode guard;
-    std::vector<at::Tensor> xs;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const InputBinding& b = inputs_[i];
-      const Tensor& in = inputs[i];
-      const std::string& who = b.who;
-      check_input_batch(in, b.dims, who);
-      if (in.shape[0] != inputs.front().shape[0])
-        throw std::invalid_argument(who + ": batch of " + std::to_string(in.shape[0]) + ", input '" + inputs_[0].name +
-                                    "' has " + std::to_string(inputs.front().shape[0]));
-      const bool want_int = b.integer;
-      if (want_int != in.is_int())
-        throw std::invalid_argument(who + ": element_type " + b.element_type + " needs " +
-                                    (want_int ? "integer" : "float") + " values");
-      // from_blob wraps the caller's buffer without a copy; the module never writes to its inputs.
-      at::Tensor x = in.is_int()
-                         ? torch::from_blob(const_cast<std::int64_t*>(in.int_data.data()), in.shape, torch::kLong)
-                         : torch::from_blob(const_cast<float*>(in.data.data()), in.shape, torch::kFloat);
-      if (device_.is_cuda()) x = x.to(device_, /*non_blocking=*/false);
-      if (want_int && b.scalar_type != torch::kLong)
-        x = x.to(b.scalar_type);
-      else if (!want_int && dtype_ != torch::kFloat)
-        x = x.to(dtype_);
-      xs.push_back(std::move(x));
-    }
+    const std::vector<at::Tensor> xs =
+        libtorch::to_model_inputs("libtorch predictor", inputs_, inputs, device_, dtype_);
     std::vector<Tensor> out;
-    flatten(forward(xs), "", out);
+    libtorch::flatten(forward(xs), "", out);
     if (out.empty()) throw std::runtime_error("libtorch predictor: the model's output holds no tensor");
     return out;
   }
@@ -453,14 +372,7 @@ class LibTorchPredictor final : public Predictor {
   std::vector<std::int64_t> sample_dims_;
   c10::ScalarType dtype_ = torch::kFloat;
   std::unique_ptr<LibTorchGenerator> generator_;  // generation models only; refers to module_
-  struct InputBinding {
-    std::string name, element_type;
-    std::string who;                             // "libtorch predictor: input 'NAME'", for messages
-    bool integer = false;                        // int64 | int32 | bool: fed from Tensor::int_data
-    c10::ScalarType scalar_type = torch::kLong;  // the integer type the model takes
-    std::vector<std::int64_t> dims;              // per sample
-  };
-  std::vector<InputBinding> inputs_;  // the manifest's inputs, in order
+  std::vector<libtorch::InputBinding> inputs_;    // the manifest's inputs, in order
   enum class Pack { kPositional, kDict, kTuple, kList };
   Pack pack_ = Pack::kPositional;  // how predict_all() hands the inputs to forward()
   bool cuda_graphs_ = false;

@@ -286,6 +286,83 @@ TEST(GenerationAnalyses, G2GroupsModulesByLayerAndSplitsPrefillFromDecode) {
   EXPECT_TRUE(has_note(t, "14 top-level ops"));
 }
 
+TEST(GenerationAnalyses, G2NamesEachModulesPartAndSharesDecodeTimeByPart) {
+  const Table t = g2_layer_prefill_decode(generation_record(), 2);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(str(t, 0, "part"), "MLP");             // h.1.mlp.c_fc
+  EXPECT_EQ(str(t, 1, "part"), "qkv projection");  // h.0.attn.c_attn
+  EXPECT_EQ(str(t, 2, "part"), "embedding");       // aten::embedding, no module
+  // Decode: c_fc 120 µs and c_attn 60 µs per request; prefill: c_attn 100, c_fc 50, embedding 20.
+  EXPECT_TRUE(has_note(t, "decode time by part: MLP 66.7%, qkv projection 33.3%"));
+  EXPECT_TRUE(has_note(t, "prefill time by part: qkv projection 58.8%, MLP 29.4%, embedding 11.8%"));
+}
+
+TEST(GenerationAnalyses, TransformerPartOfGpt2ModulePaths) {
+  EXPECT_EQ(transformer_part("transformer.wte", "aten::embedding"), "embedding");
+  EXPECT_EQ(transformer_part("transformer.wpe", "aten::embedding"), "embedding");
+  EXPECT_EQ(transformer_part("transformer.h.0.ln_1", "aten::layer_norm"), "norm");
+  EXPECT_EQ(transformer_part("transformer.h.0.attn.c_attn", "aten::addmm"), "qkv projection");
+  EXPECT_EQ(transformer_part("transformer.h.0.attn", "aten::softmax"), "attention");
+  EXPECT_EQ(transformer_part("transformer.h.0.attn.attn_dropout", "aten::dropout"), "attention");
+  // The same component name is a different part under attn and under mlp.
+  EXPECT_EQ(transformer_part("transformer.h.0.attn.c_proj", "aten::addmm"), "o projection");
+  EXPECT_EQ(transformer_part("transformer.h.0.mlp.c_proj", "aten::addmm"), "MLP");
+  EXPECT_EQ(transformer_part("transformer.h.0.mlp.c_fc", "aten::addmm"), "MLP");
+  EXPECT_EQ(transformer_part("transformer.h.0.mlp.act", "aten::gelu"), "MLP");
+  EXPECT_EQ(transformer_part("transformer.h.0.mlp", "aten::gelu"), "MLP");
+  EXPECT_EQ(transformer_part("transformer.h.11.ln_2", "aten::layer_norm"), "norm");
+  EXPECT_EQ(transformer_part("transformer.ln_f", "aten::layer_norm"), "norm");
+  EXPECT_EQ(transformer_part("lm_head", "aten::linear"), "lm head");
+  EXPECT_EQ(transformer_part("h.3.attn.c_attn", "aten::linear"), "qkv projection");  // without the "transformer."
+  EXPECT_EQ(transformer_part("transformer.h.0", "aten::add"), "other");              // the block's residual add
+}
+
+TEST(GenerationAnalyses, TransformerPartOfLlamaStyleModulePaths) {
+  EXPECT_EQ(transformer_part("model.embed_tokens", "aten::embedding"), "embedding");
+  EXPECT_EQ(transformer_part("model.layers.0.input_layernorm", "aten::mul"), "norm");
+  EXPECT_EQ(transformer_part("model.layers.0.self_attn.q_proj", "aten::linear"), "q projection");
+  EXPECT_EQ(transformer_part("model.layers.0.self_attn.k_proj", "aten::linear"), "k projection");
+  EXPECT_EQ(transformer_part("model.layers.0.self_attn.v_proj", "aten::linear"), "v projection");
+  EXPECT_EQ(transformer_part("model.layers.0.self_attn.o_proj", "aten::linear"), "o projection");
+  EXPECT_EQ(transformer_part("model.layers.0.self_attn.rotary_emb", "aten::cos"), "rotary embedding");
+  EXPECT_EQ(transformer_part("model.rotary_emb", "aten::cos"), "rotary embedding");
+  EXPECT_EQ(transformer_part("model.layers.0.self_attn", "aten::scaled_dot_product_attention"), "attention");
+  EXPECT_EQ(transformer_part("model.layers.0.post_attention_layernorm", "aten::pow"), "norm");
+  EXPECT_EQ(transformer_part("model.layers.0.mlp.gate_proj", "aten::linear"), "MLP");
+  EXPECT_EQ(transformer_part("model.layers.0.mlp.up_proj", "aten::linear"), "MLP");
+  EXPECT_EQ(transformer_part("model.layers.0.mlp.down_proj", "aten::linear"), "MLP");
+  EXPECT_EQ(transformer_part("model.layers.0.mlp.act_fn", "aten::silu"), "MLP");
+  EXPECT_EQ(transformer_part("model.norm", "aten::rms_norm"), "norm");
+  EXPECT_EQ(transformer_part("lm_head", "aten::linear"), "lm head");
+  EXPECT_EQ(transformer_part("model.layers.7", "aten::add"), "other");
+}
+
+TEST(GenerationAnalyses, TransformerPartOfOtherFamiliesAndOfBareOps) {
+  // GPT-NeoX
+  EXPECT_EQ(transformer_part("gpt_neox.embed_in", "aten::embedding"), "embedding");
+  EXPECT_EQ(transformer_part("gpt_neox.layers.0.attention.query_key_value", "aten::linear"), "qkv projection");
+  EXPECT_EQ(transformer_part("gpt_neox.layers.0.attention.dense", "aten::linear"), "o projection");
+  EXPECT_EQ(transformer_part("gpt_neox.layers.0.mlp.dense_h_to_4h", "aten::linear"), "MLP");
+  EXPECT_EQ(transformer_part("gpt_neox.layers.0.mlp.dense_4h_to_h", "aten::linear"), "MLP");
+  EXPECT_EQ(transformer_part("gpt_neox.final_layer_norm", "aten::layer_norm"), "norm");
+  EXPECT_EQ(transformer_part("embed_out", "aten::linear"), "lm head");
+  // Falcon, BLOOM, OPT, Mixtral
+  EXPECT_EQ(transformer_part("transformer.word_embeddings", "aten::embedding"), "embedding");
+  EXPECT_EQ(transformer_part("transformer.word_embeddings_layernorm", "aten::layer_norm"), "norm");
+  EXPECT_EQ(transformer_part("transformer.h.0.self_attention.dense", "aten::linear"), "o projection");
+  EXPECT_EQ(transformer_part("model.decoder.layers.0.fc1", "aten::linear"), "MLP");
+  EXPECT_EQ(transformer_part("model.decoder.layers.0.self_attn.out_proj", "aten::linear"), "o projection");
+  EXPECT_EQ(transformer_part("model.layers.0.block_sparse_moe.experts.3.w1", "aten::linear"), "MLP");
+  EXPECT_EQ(transformer_part("Model.Layers.0.Self_Attn.Q_Proj", "aten::linear"), "q projection");  // any case
+  // No module: the op name decides.
+  EXPECT_EQ(transformer_part("", "aten::scaled_dot_product_attention"), "attention");
+  EXPECT_EQ(transformer_part("", "aten::_scaled_dot_product_flash_attention"), "attention");
+  EXPECT_EQ(transformer_part("", "aten::layer_norm"), "norm");
+  EXPECT_EQ(transformer_part("", "aten::embedding"), "embedding");
+  EXPECT_EQ(transformer_part("", "aten::linear"), "other");
+  EXPECT_EQ(transformer_part("", ""), "other");
+}
+
 TEST(GenerationAnalyses, G2AveragesOverTheKeptRequestsOnly) {
   EvaluationRecord e = generation_record();
   // The M/F run measured 5 requests and kept the ops of one (trace tail), with 3 decode steps; another request
@@ -333,6 +410,92 @@ TEST(GenerationAnalyses, G3ChecksTheKvCacheAgainstTheFormula) {
   EXPECT_TRUE(empty_cell(without, 0, "recorded_over_formula"));
   EXPECT_DOUBLE_EQ(num(without, 0, "bytes_per_token"), 512.0);
   EXPECT_TRUE(has_note(without, "formula_bytes is empty"));
+}
+
+// A generation record whose M run generated 5 + 3 tokens per sequence (batch 2) into a KV cache of `kv_bytes`, with
+// `model` as settings["generation"]["model"].
+EvaluationRecord kv_record(nlohmann::json model, std::int64_t kv_bytes) {
+  EvaluationRecord e = generation_record();
+  e.settings["generation"]["model"] = std::move(model);
+  GenerationOutcome& g = *e.runs[0].generation;
+  g.prompt_tokens.assign(g.prompt_tokens.size(), 5);
+  g.output_tokens.assign(g.output_tokens.size(), 3);
+  g.kv_cache_bytes = kv_bytes;
+  return e;
+}
+
+TEST(GenerationAnalyses, G3CountsTheKvHeadsOfGroupedQueryAttention) {
+  // 16 query heads share 4 KV heads: 2 (K, V) × 2 layers × 4 KV heads × 8 × 8 positions × 2 sequences × 2 bytes.
+  const std::int64_t gqa = 2 * 2 * 4 * 8 * 8 * 2 * 2;
+  nlohmann::json model = {{"n_layer", 2}, {"n_head", 16}, {"n_kv_head", 4}, {"head_dim", 8}, {"element_bytes", 2}};
+  const Table t = g3_kv_cache_memory(kv_record(model, gqa));
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(num(t, 0, "positions"), 8);
+  EXPECT_EQ(num(t, 0, "n_kv_head"), 4);
+  EXPECT_EQ(num(t, 0, "formula_bytes"), gqa);
+  EXPECT_DOUBLE_EQ(num(t, 0, "recorded_over_formula"), 1.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "bytes_per_token"), static_cast<double>(gqa) / 16);
+  EXPECT_TRUE(empty_cell(t, 0, "cache_positions"));
+  EXPECT_TRUE(has_note(t, "n_kv_head"));
+  EXPECT_TRUE(has_note(t, "grouped-query (GQA)"));
+  EXPECT_FALSE(has_note(t, "multi-head attention) is assumed"));
+
+  // Without n_kv_head the formula counts every query head: 4× as large, and a note says what was assumed.
+  model.erase("n_kv_head");
+  const Table mha = g3_kv_cache_memory(kv_record(model, gqa));
+  ASSERT_EQ(mha.rows.size(), 1u);
+  EXPECT_EQ(num(mha, 0, "n_kv_head"), 16);
+  EXPECT_EQ(num(mha, 0, "formula_bytes"), 4 * gqa);
+  EXPECT_DOUBLE_EQ(num(mha, 0, "recorded_over_formula"), 0.25);
+  EXPECT_TRUE(has_note(mha, "does not give n_kv_head: one KV head per query head (multi-head attention) is assumed"));
+}
+
+TEST(GenerationAnalyses, G3SizesAStaticCacheByItsAllocatedLength) {
+  // A static cache allocated for 32 positions holds 32 whatever the request's 5 + 3 tokens.
+  const std::int64_t allocated = 2 * 2 * 4 * 8 * 32 * 2 * 2;
+  const nlohmann::json model = {{"n_layer", 2},  {"n_head", 16},       {"n_kv_head", 4},
+                                {"head_dim", 8}, {"element_bytes", 2}, {"cache_positions", 32}};
+  const Table t = g3_kv_cache_memory(kv_record(model, allocated));
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(num(t, 0, "positions"), 8);
+  EXPECT_EQ(num(t, 0, "cache_positions"), 32);
+  EXPECT_EQ(num(t, 0, "formula_bytes"), allocated);
+  EXPECT_DOUBLE_EQ(num(t, 0, "recorded_over_formula"), 1.0);
+  EXPECT_DOUBLE_EQ(num(t, 0, "bytes_per_token"), static_cast<double>(allocated) / 16);  // per used position
+  EXPECT_TRUE(has_note(t, "the formula's positions are cache_positions = 32"));
+
+  // A cache shorter than the request cannot be: said in a note.
+  nlohmann::json short_cache = model;
+  short_cache["cache_positions"] = 6;
+  EXPECT_TRUE(has_note(g3_kv_cache_memory(kv_record(short_cache, allocated)),
+                       "batch size 2: the request's 8 positions exceed cache_positions 6"));
+}
+
+TEST(GenerationAnalyses, G3IgnoresDimensionsThatAreNotPositiveIntegers) {
+  const nlohmann::json model = {{"n_layer", 2},    {"n_head", 16},       {"n_kv_head", 0},
+                                {"head_dim", 8.0}, {"element_bytes", 2}, {"cache_positions", -4}};
+  const Table t = g3_kv_cache_memory(kv_record(model, 8192));
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_TRUE(has_note(t, "[\"n_kv_head\"] = 0 is ignored: not a positive integer"));
+  EXPECT_TRUE(has_note(t, "[\"cache_positions\"] = -4 is ignored"));
+  EXPECT_TRUE(has_note(t, "multi-head attention) is assumed"));  // n_kv_head ignored: n_head stands in
+  EXPECT_EQ(num(t, 0, "n_kv_head"), 16);
+  EXPECT_TRUE(empty_cell(t, 0, "cache_positions"));
+  EXPECT_EQ(num(t, 0, "formula_bytes"), 2 * 2 * 16 * 8 * 8 * 2 * 2);  // 8.0 is a whole number: kept
+
+  const nlohmann::json bad = {{"n_layer", "2"}, {"n_head", -16}, {"head_dim", 2.5}, {"element_bytes", true}};
+  const Table none = g3_kv_cache_memory(kv_record(bad, 8192));
+  ASSERT_EQ(none.rows.size(), 1u);
+  EXPECT_TRUE(empty_cell(none, 0, "formula_bytes"));
+  EXPECT_TRUE(empty_cell(none, 0, "recorded_over_formula"));
+  EXPECT_TRUE(empty_cell(none, 0, "n_kv_head"));
+  EXPECT_TRUE(has_note(none, "[\"n_layer\"] = \"2\" is ignored"));
+  EXPECT_TRUE(has_note(none, "[\"n_head\"] = -16 is ignored"));
+  EXPECT_TRUE(has_note(none, "[\"head_dim\"] = 2.5 is ignored"));
+  EXPECT_TRUE(has_note(none, "[\"element_bytes\"] = true is ignored"));
+  EXPECT_TRUE(has_note(none,
+                       "formula_bytes is empty: settings[\"generation\"][\"model\"] does not give n_layer, "
+                       "n_kv_head or n_head, head_dim, element_bytes"));
 }
 
 TEST(GenerationAnalyses, G4CountsKernelsPerStep) {

@@ -151,12 +151,32 @@ TEST(Manifest, EveryZooManifestLoads) {
   const auto zoo = xsp::load_zoo(zoo_dir);
   std::vector<std::string> names;
   for (const auto& m : zoo) names.push_back(m.name);
-  for (const char* expected : {"ResNet18", "ResNet50", "MobileNet_v2", "VGG16", "Inception_v3", "DenseNet121",
-                               "ViT_B_16", "Digits_CNN", "GPT2_Tiny", "GPT2_Small", "GPT2_Medium",
-                               "SSDlite_MobileNet_v3", "LRASPP_MobileNet_v3", "BERT_Tiny", "BERT_Base"})
+  for (const char* expected :
+       {"ResNet18", "ResNet50", "MobileNet_v2", "VGG16", "Inception_v3", "DenseNet121", "ViT_B_16", "Digits_CNN",
+        "GPT2_Tiny", "GPT2_Small", "GPT2_Medium", "SSDlite_MobileNet_v3", "LRASPP_MobileNet_v3", "BERT_Tiny",
+        "BERT_Base", "llama_tiny_hf", "llama_1b_hf"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   for (const auto& m : zoo) {
     SCOPED_TRACE(m.path.string());
+    if (xsp::is_generation(m) && m.has_framework("aotinductor")) {
+      // Hugging Face decoders as transformers exports them (scripts/export_hf.py): one AOTInductor package with a
+      // model per static batch size, the static-cache signature, and the config's dimensions for analysis G3.
+      EXPECT_EQ(m.framework_names(), std::vector<std::string>{"aotinductor"});
+      EXPECT_EQ(m.graph_for("aotinductor").graph_path, m.path.stem().string() + ".pt2");
+      EXPECT_NE(m.graph_for("aotinductor").checksum, "sha256:" + std::string(64, '0'));
+      EXPECT_EQ(m.outputs.at(0).steps.at(0).params.at("signature"), "hf-static-cache");
+      ASSERT_EQ(m.precisions.size(), 1u);  // a package fixes its precision
+      EXPECT_EQ(m.attributes.at("aotinductor_precision"), m.precisions[0]);
+      for (const char* k : {"static_batch_sizes", "max_cache_len", "vocab_size", "n_layer", "n_head", "n_kv_head",
+                            "head_dim", "element_bytes"})
+        EXPECT_TRUE(m.attributes.count(k)) << k;
+      // Grouped-query attention: fewer KV heads than query heads, a divisor of them.
+      const long heads = std::stol(m.attributes.at("n_head")), kv = std::stol(m.attributes.at("n_kv_head"));
+      EXPECT_LT(kv, heads);
+      EXPECT_EQ(heads % kv, 0);
+      EXPECT_EQ(m.inputs.at(0).dimensions, (std::vector<long>{std::stol(m.attributes.at("max_cache_len"))}));
+      continue;
+    }
     if (xsp::is_generation(m)) {
       // The GPT-2 decoders: TorchScript only (the KV-cache loop is no single static graph: docs/generation.md), a
       // text prompt input tokenized by the exported SentencePiece model, and a generation output.
@@ -202,9 +222,14 @@ TEST(Manifest, EveryZooManifestLoads) {
     }
     // Every zoo model has a TorchScript and an ONNX graph; ViT-B/16 alone lacks opencv-dnn (OpenCV 4.6 cannot
     // import its graph; docs/adding-a-framework.md says why).
+    // ResNet-18 and -50 also have an AOTInductor package (scripts/export_hf.py).
     const bool vit = m.path.stem() == "vit_b_16";
-    const std::vector<std::string> want = vit ? std::vector<std::string>{"libtorch", "onnxruntime"}
-                                              : std::vector<std::string>{"libtorch", "opencv-dnn", "onnxruntime"};
+    std::vector<std::string> want = vit ? std::vector<std::string>{"libtorch", "onnxruntime"}
+                                        : std::vector<std::string>{"libtorch", "opencv-dnn", "onnxruntime"};
+    if (m.path.stem() == "resnet18" || m.path.stem() == "resnet50") {
+      want.push_back("aotinductor");
+      EXPECT_EQ(m.graph_for("aotinductor").graph_path, m.path.stem().string() + ".pt2");
+    }
     EXPECT_EQ(m.framework_names(), want);
     EXPECT_EQ(m.default_framework(), "libtorch");
     EXPECT_EQ(m.graph_for("libtorch").constraint, ">=1.13");

@@ -144,6 +144,11 @@ TEST(ManifestTasks, GenerationDefaultsAndPadTruncate) {
   EXPECT_EQ(pad.params.at("pad_id"), "0");
   EXPECT_EQ(m.outputs[0].steps.at(0).params.at("max_new_tokens"), "32");
   EXPECT_EQ(m.outputs[0].steps.at(0).params.at("sampling"), "greedy");
+  EXPECT_EQ(m.outputs[0].steps.at(0).params.at("signature"), "xsp-contract");
+  // A Hugging Face static-cache export says so (the AOTInductor predictor drives it).
+  const auto hf = xsp::parse_manifest(
+      replace(read(kGpt2), "sampling: greedy}", "sampling: greedy, signature: hf-static-cache}"), kGpt2);
+  EXPECT_EQ(hf.outputs[0].steps.at(0).params.at("signature"), "hf-static-cache");
 
   // Given values are kept; 96 + 32 = 128 exactly fits; int32 token ids; detokenize is optional.
   text = replace(read(kGpt2), ", add_bos: true}\n",
@@ -442,6 +447,8 @@ TEST(ManifestTasks, GenerateAndDetokenize) {
        "maximum sequence length 128, got 32 + 100 = 132"},
       {kGpt2, "sampling: greedy", "sampling: top_p", "outputs[0].steps[0].generate.sampling", 18,
        "expected one of greedy"},
+      {kGpt2, "sampling: greedy}", "sampling: greedy, signature: onnx}", "outputs[0].steps[0].generate.signature", 18,
+       "expected one of xsp-contract, hf-static-cache"},
       {kGpt2, "      - generate: {max_new_tokens: 32, sampling: greedy}\n", "", "outputs[0].steps[0]", 18,
        "expected 'generate' as the first step of a generation output, got 'detokenize'"},
       {kGpt2,
