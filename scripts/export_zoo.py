@@ -488,13 +488,20 @@ def check_gpt2_cache(path: Path, stem: str, prompt_tokens: int, new_tokens: int)
             token = logits.argmax(-1, keepdim=True)
             seq = torch.cat([seq, token], dim=1)
             if step + 1 < new_tokens:
+                # decode_static on a copy of the cache must agree with decode (the CUDA-graph path, issue 25).
+                k2, v2 = k.clone(), v.clone()
+                static = m.decode_static(token, torch.tensor([prompt_tokens + step]), k2, v2)
                 logits = m.decode(token, prompt_tokens + step, k, v)
+                worst = max(worst, (static - logits).abs().max().item())
+                if not torch.allclose(static, logits, rtol=1e-4, atol=1e-4) or \
+                        not torch.equal(static.argmax(-1), logits.argmax(-1)) or not torch.equal(k2, k):
+                    sys.exit(f"export_zoo: {stem}: decode_static differs from decode at generated token {step}")
         # The cache follows the parameters' dtype (model.to(half/bfloat16/cuda) in C++ carries over).
         if stem == "gpt2_tiny":
             m.to(torch.float64)
             if m.init_cache(1, 4)[0].dtype != torch.float64:
                 sys.exit(f"export_zoo: {stem}: init_cache does not follow the parameters' dtype")
-    print(f"  {stem}: KV cache check passed: prefill+decode == forward, batch {batch}, {prompt_tokens} prompt + "
+    print(f"  {stem}: KV cache check passed: prefill+decode == decode_static == forward, batch {batch}, {prompt_tokens} prompt + "
           f"{new_tokens} greedy tokens, max |delta logit| {worst:.3g}", file=sys.stderr)
 
 

@@ -10,6 +10,9 @@ The TorchScript contract (the C++ LibTorch generator calls it):
     the parameters;
   prefill(input_ids [B, T] int64, K, V) -> logits [B, vocab] of the last position; writes positions 0..T-1;
   decode(token [B, 1] int64, position, K, V) -> logits [B, vocab]; writes `position`, attends over 0..position;
+  decode_static(token [B, 1] int64, position [1] int64 tensor, K, V) -> logits [B, vocab]: decode with the position
+    on the device and every tensor shape fixed by (B, cache length): attends over the whole cache with positions
+    past `position` masked, so that a CUDA graph captured once per (B, length) replays every step (issue 25);
   forward(input_ids [B, T]) -> logits [B, T, vocab], no cache.
 
 Loaded by scripts/export_zoo.py (gpt2_module) under the fixed file name "xsp_gpt2.py": TorchScript stores each
@@ -53,6 +56,22 @@ class CausalSelfAttention(nn.Module):
         y = torch.matmul(torch.softmax(att, dim=-1), v)  # [B, H, T, D]
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
+    def forward_static(self, x: Tensor, k_cache: Tensor, v_cache: Tensor, position: Tensor) -> Tensor:
+        # One token: x [B, 1, C]; position [1] int64 on the device. Written with index_copy_ and attending over the
+        # whole cache under a mask, so that no shape or host value depends on the position.
+        B, C = x.size(0), x.size(2)
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, 1, self.n_head, self.head_dim).transpose(1, 2)
+        k = k.view(B, 1, self.n_head, self.head_dim).transpose(1, 2)
+        v = v.view(B, 1, self.n_head, self.head_dim).transpose(1, 2)
+        k_cache.index_copy_(2, position, k)
+        v_cache.index_copy_(2, position, v)
+        att = torch.matmul(q, k_cache.transpose(-2, -1)) * self.scale  # [B, H, 1, L]
+        later = torch.arange(k_cache.size(2), device=x.device) > position
+        att = att.masked_fill(later, float("-inf"))
+        y = torch.matmul(torch.softmax(att, dim=-1), v_cache)  # [B, H, 1, D]
+        return self.c_proj(y.transpose(1, 2).reshape(B, 1, C))
+
 class MLP(nn.Module):
     def __init__(self, n_embd: int):
         super().__init__()
@@ -75,6 +94,10 @@ class Block(nn.Module):
         x = x + self.attn(self.ln_1(x), k_cache, v_cache, start)
         return x + self.mlp(self.ln_2(x))
 
+    def forward_static(self, x: Tensor, k_cache: Tensor, v_cache: Tensor, position: Tensor) -> Tensor:
+        x = x + self.attn.forward_static(self.ln_1(x), k_cache, v_cache, position)
+        return x + self.mlp(self.ln_2(x))
+
 class Transformer(nn.Module):
     def __init__(self, n_layer: int, n_embd: int, n_head: int, vocab_size: int, max_positions: int):
         super().__init__()
@@ -92,6 +115,12 @@ class Transformer(nn.Module):
                 x = block(x, k_cache[i], v_cache[i], start)
             else:
                 x = block(x, None, None, start)
+        return x
+
+    def forward_static(self, token: Tensor, position: Tensor, k_cache: Tensor, v_cache: Tensor) -> Tensor:
+        x = self.wte(token) + self.wpe(position).unsqueeze(0)
+        for i, block in enumerate(self.h):
+            x = block.forward_static(x, k_cache[i], v_cache[i], position)
         return x
 
 class GPT2(nn.Module):
@@ -127,6 +156,14 @@ class GPT2(nn.Module):
         if token.size(1) != 1 or position < 0 or position >= k_cache.size(3):
             raise ValueError("decode: token must be [B, 1] and position inside the cache")
         x = self.transformer(token, position, k_cache, v_cache)
+        return self.lm_head(self.transformer.ln_f(x[:, -1, :]))
+
+    @torch.jit.export
+    def decode_static(self, token: Tensor, position: Tensor, k_cache: Tensor, v_cache: Tensor) -> Tensor:
+        # No check of the position's value: reading it would synchronize with the device (and break a capture).
+        if token.size(1) != 1 or position.numel() != 1:
+            raise ValueError("decode_static: token must be [B, 1] and position one int64")
+        x = self.transformer.forward_static(token, position, k_cache, v_cache)
         return self.lm_head(self.transformer.ln_f(x[:, -1, :]))
 
     def forward(self, input_ids: Tensor) -> Tensor:
