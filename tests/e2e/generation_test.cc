@@ -108,7 +108,7 @@ TEST_F(Gpt2Tiny, EveryRunGeneratesTheRequestedTokensFromRealPrompts) {
   EXPECT_EQ(samples["1/M"]["output"], samples["1/M/F"]["output"]);
   EXPECT_GT(rec.settings["generation"]["prompts"].get<int>(), 100);
   EXPECT_EQ(rec.settings["generation"]["model"],
-            (nlohmann::json{{"element_bytes", 4}, {"head_dim", 32}, {"n_head", 2}, {"n_layer", 2}}));
+            (nlohmann::json{{"element_bytes", 4}, {"head_dim", 32}, {"n_head", 2}, {"n_kv_head", 2}, {"n_layer", 2}}));
 }
 
 TEST_F(Gpt2Tiny, FrameworkOpsOfTheTransformerLayersSitUnderPrefillAndDecodeSteps) {

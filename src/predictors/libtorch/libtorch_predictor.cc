@@ -69,6 +69,11 @@ class LibTorchGenerator final : public Generator {
     max_positions_ = int_attr("max_positions");
     vocab_size_ = int_attr("vocab_size");
     dims_ = {{"n_layer", int_attr("n_layer")}, {"n_head", int_attr("n_head")}, {"head_dim", int_attr("head_dim")}};
+    // The contract's cache holds n_head heads per layer unless the model says it keeps fewer (grouped-query
+    // attention: an integer attribute n_kv_head, init_cache's third dimension).
+    dims_["n_kv_head"] = module_.hasattr("n_kv_head") && module_.attr("n_kv_head").isInt()
+                             ? module_.attr("n_kv_head").toInt()
+                             : dims_["n_head"];
     for (const auto& p : module_.parameters()) {  // the cache takes the parameters' dtype (init_cache)
       dims_["element_bytes"] = static_cast<std::int64_t>(p.element_size());
       break;
