@@ -724,8 +724,11 @@ void resolve_model(ValidatedRequest& v, const EvaluationRequest& request, const 
     reject("framework", e.what());
   }
   const auto built = registered_predictors();
-  if (std::find(built.begin(), built.end(), r.framework) == built.end())
-    reject("framework", "one built into this XSP (" + listed(built) + "), got '" + r.framework + "'");
+  if (std::find(built.begin(), built.end(), r.framework) == built.end()) {
+    const std::string why = unavailable_predictor_reason(r.framework);
+    reject("framework", "one built into this XSP (" + listed(built) + "), got '" + r.framework + "'" +
+                            (why.empty() ? std::string() : ", which is not in this build: " + why));
+  }
   // The predictor says its framework's version; the model is loaded only by evaluate(), with this predictor.
   v.predictor = create_predictor(r.framework);
   Predictor* predictor = v.predictor.get();

@@ -32,6 +32,14 @@ void register_unavailable_predictor(const std::string& name, const std::string& 
   r.unavailable[name] = reason;
 }
 
+std::string unavailable_predictor_reason(const std::string& name) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  if (r.factories.find(name) != r.factories.end()) return "";
+  auto u = r.unavailable.find(name);
+  return u == r.unavailable.end() ? std::string() : u->second;
+}
+
 std::unique_ptr<Predictor> create_predictor(const std::string& name) {
   auto& r = registry();
   std::lock_guard lock(r.mu);

@@ -113,6 +113,8 @@ void register_predictor(const std::string& name, PredictorFactory factory);
 /// Records that this build has no predictor `name` and why (e.g. "needs LibTorch >= 2.6; this build's is 1.13.1"),
 /// so that asking for it says so rather than "unknown framework". A later register_predictor() of the name wins.
 void register_unavailable_predictor(const std::string& name, const std::string& reason);
+/// Why this build lacks predictor `name` (register_unavailable_predictor()), "" when it has it or nothing was said.
+std::string unavailable_predictor_reason(const std::string& name);
 /// Creates the predictor registered as `name`; throws std::runtime_error with the reason recorded by
 /// register_unavailable_predictor(), else listing the registered names.
 std::unique_ptr<Predictor> create_predictor(const std::string& name);

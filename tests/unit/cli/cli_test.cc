@@ -223,6 +223,30 @@ TEST_F(Cli, ABadRequestFailsBeforeAnyWorkNamingTheFieldOrFlag) {
   EXPECT_TRUE(store->list().empty());
 }
 
+// A framework this build lacks for a known reason (aotinductor without LibTorch >= 2.6) says why, not just which
+// frameworks there are.
+TEST_F(Cli, AFrameworkNotInThisBuildSaysWhy) {
+  FakeClock clock;
+  testing::write_fake_zoo(dir_ / "zoo2", "unbuilt_model", "x-unbuilt");
+  register_unavailable_predictor("x-unbuilt", "it needs the X runtime");
+  EXPECT_EQ(unavailable_predictor_reason("x-unbuilt"), "it needs the X runtime");
+  EXPECT_EQ(unavailable_predictor_reason("fake"), "");  // built: no reason
+  EXPECT_EQ(xsp({"--zoo", (dir_ / "zoo2").string(), "--store", (dir_ / "u.db").string(), "evaluate", "unbuilt_model",
+                 "--synthetic", "--no-progress"},
+                clock),
+            2);
+  EXPECT_NE(err_.find("--framework"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("got 'x-unbuilt', which is not in this build: it needs the X runtime"), std::string::npos)
+      << err_;
+  try {
+    create_predictor("x-unbuilt");
+    ADD_FAILURE() << "created";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "framework 'x-unbuilt' is not in this build: it needs the X runtime");
+  }
+  EXPECT_EQ(g_loads, 0);
+}
+
 TEST_F(Cli, GlobalOptionsBeforeOrAfterTheCommand) {
   FakeClock clock;
   const std::string db = (dir_ / "g.db").string();
