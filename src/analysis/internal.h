@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../trace/id_index.h"
 #include "xsp/analysis/table.h"
 #include "xsp/record/record.h"
 
@@ -54,38 +55,8 @@ inline Cell percent_cell(double part, double total) {
   return std::isfinite(part) && std::isfinite(total) && total > 0 ? Cell{100.0 * part / total} : Cell{};
 }
 
-/// Span id -> position in trace.spans. A flat vector when ids are dense (the recorder hands them out from 1),
-/// a hash map otherwise (traces merged from several recorders, or hand-made ones with sparse ids).
-class IdIndex {
- public:
-  explicit IdIndex(const std::vector<Span>& spans) {
-    SpanId max_id = 0;
-    for (const Span& s : spans) max_id = std::max(max_id, s.id);
-    if (max_id <= 4 * static_cast<SpanId>(spans.size()) + 1024) {
-      dense_.assign(static_cast<std::size_t>(max_id) + 1, kNoIndex);
-      for (std::uint32_t i = 0; i < spans.size(); ++i) {
-        // First occurrence wins for duplicate ids; the assembler guarantees unique ids anyway.
-        if (spans[i].id != kNoSpan && dense_[spans[i].id] == kNoIndex) dense_[spans[i].id] = i;
-      }
-    } else {
-      sparse_.reserve(spans.size());
-      for (std::uint32_t i = 0; i < spans.size(); ++i)
-        if (spans[i].id != kNoSpan) sparse_.emplace(spans[i].id, i);
-      use_sparse_ = true;
-    }
-  }
-  /// Position of span `id`, or kNoIndex.
-  std::uint32_t find(SpanId id) const {
-    if (id == kNoSpan) return kNoIndex;
-    if (!use_sparse_) return id < dense_.size() ? dense_[id] : kNoIndex;
-    auto it = sparse_.find(id);
-    return it == sparse_.end() ? kNoIndex : it->second;
-  }
-
- private:
-  std::vector<std::uint32_t> dense_;
-  std::unordered_map<SpanId, std::uint32_t> sparse_;
-  bool use_sparse_ = false;
-};
+/// Span id -> position in trace.spans: the trace library's index (dense table, sorted fallback for sparse ids).
+using IdIndex = trace_internal::IdIndex;
+static_assert(trace_internal::kNotFound == kNoIndex, "IdIndex::find() answers kNoIndex for an unknown id");
 
 }  // namespace xsp::detail

@@ -1,5 +1,5 @@
-// Span id → position in Trace::spans, for the trace library's passes (assembler, graph replay). Internal: not
-// installed, not used outside src/trace/.
+// Span id → position in Trace::spans, for the trace library's passes (assembler, graph replay) and the analyses
+// (src/analysis/internal.h). Internal: not installed.
 #pragma once
 
 #include <algorithm>
