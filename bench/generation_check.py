@@ -147,6 +147,8 @@ def torchprof(args):
     m = torch.jit.load(str(args.model), map_location=args.device).eval()
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, int(m.vocab_size), (args.batch, args.prompt_tokens), generator=g).to(args.device)
+    if args.cuda_graphs:
+        m = GraphDecode(torch, m, args)
     with torch.inference_mode():
         for _ in range(3):  # warm-up (TorchScript's profiling executor specializes in its first runs)
             k, v = m.init_cache(args.batch, args.prompt_tokens + args.output_tokens)
@@ -164,6 +166,8 @@ def torchprof(args):
                     tok = m.decode(tok.to(args.device), args.prompt_tokens + i, k, v).argmax(-1).view(-1, 1).cpu()
     events = prof.events()
     ranges = {e.name: (e.time_range.start, e.time_range.end) for e in events if e.name.startswith("xsp_")}
+    if args.cuda_graphs:
+        return torchprof_graph_counts(args, events, ranges)
     # Kernels belong to the step whose CPU range holds their launch (correlated runtime call).
     launches = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU and
                 e.name in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")]
@@ -177,6 +181,70 @@ def torchprof(args):
     print(json.dumps({"model": str(args.model), "batch": args.batch, "prefill_launches": counts.get("xsp_prefill", 0),
                       "decode_launches_median": statistics.median(decode), "decode_launches_min": min(decode),
                       "decode_launches_max": max(decode), "device_events_total": kernels}))
+    return 0
+
+
+class GraphDecode:
+    """The model with decode() replaying a CUDA graph of decode_static, as `xsp evaluate --cuda-graphs` does: one
+    cache per (batch, length) kept across requests, static token and position buffers, capture after 3 warm-up runs
+    on a side stream."""
+
+    def __init__(self, torch, m, args):
+        self.torch, self.m = torch, m
+        self.vocab_size = m.vocab_size
+        self.caches = {}
+
+    def init_cache(self, batch, length):
+        torch = self.torch
+        if (batch, length) not in self.caches:
+            k, v = self.m.init_cache(batch, length)
+            dev = k.device
+            self.caches[(batch, length)] = {"k": k, "v": v, "token": torch.zeros((batch, 1), dtype=torch.long, device=dev),
+                                            "position": torch.zeros((1,), dtype=torch.long, device=dev)}
+        self.c = self.caches[(batch, length)]
+        return self.c["k"], self.c["v"]
+
+    def prefill(self, ids, k, v):
+        return self.m.prefill(ids, k, v)
+
+    def decode(self, token, position, k, v):
+        torch, c = self.torch, self.c
+        c["token"].copy_(token)
+        c["position"].fill_(position)
+        if "graph" not in c:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    self.m.decode_static(c["token"], c["position"], k, v)
+            torch.cuda.current_stream().wait_stream(side)
+            c["graph"] = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(c["graph"]):
+                c["logits"] = self.m.decode_static(c["token"], c["position"], k, v)
+        c["graph"].replay()
+        return c["logits"]
+
+
+def torchprof_graph_counts(args, events, ranges):
+    """Graph mode: a replay is one cudaGraphLaunch, so kernels are counted by time: the device activities that start
+    inside a step's range (each step ends with its tokens copied to the host, so its device work lies within it)."""
+    import torch
+    device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    def counts(name):
+        a, b = ranges[name]
+        inside = [e for e in device if a <= e.time_range.start <= b]
+        memcpy = sum(1 for e in inside if e.name.startswith("Memcpy"))
+        memset = sum(1 for e in inside if e.name.startswith("Memset"))
+        return len(inside) - memcpy - memset, memcpy, memset
+
+    decode = [counts(f"xsp_decode_{i}") for i in range(args.output_tokens - 1)]
+    kernels = [d[0] for d in decode]
+    print(json.dumps({"model": str(args.model), "batch": args.batch, "cuda_graphs": True,
+                      "prefill_kernels": counts("xsp_prefill")[0], "decode_kernels_median": statistics.median(kernels),
+                      "decode_kernels_min": min(kernels), "decode_kernels_max": max(kernels),
+                      "decode_memcpy_median": statistics.median(d[1] for d in decode),
+                      "decode_memset_median": statistics.median(d[2] for d in decode)}))
     return 0
 
 
@@ -194,6 +262,7 @@ def main():
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--prompt-tokens", type=int, default=128)
     p.add_argument("--output-tokens", type=int, default=16)
+    p.add_argument("--cuda-graphs", action="store_true", help="decode steps replay a CUDA graph (as xsp --cuda-graphs)")
     args = ap.parse_args()
     return {"compare": compare, "tail": tail, "torchprof": torchprof}[args.cmd](args)
 

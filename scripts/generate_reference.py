@@ -94,6 +94,8 @@ def main():
     ap.add_argument("--tokenizer", type=Path, help="default: gpt2_tokenizer.model next to the model")
     ap.add_argument("--prompts", type=Path, help="default: gpt2_prompts.txt next to the model")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads (CPU)")
+    ap.add_argument("--cuda-graphs", action="store_true", help="decode steps replay a CUDA graph of decode_static, "
+                    "as `xsp evaluate --cuda-graphs` (the cache kept per batch and length)")
     args = ap.parse_args()
     if min(args.batch, args.prompt_tokens, args.output_tokens, args.requests) < 1 or args.warmup < 0:
         sys.exit("generate_reference: --batch, --prompt-tokens, --output-tokens and --requests must be >= 1")
@@ -140,6 +142,9 @@ def main():
     ids_cpu, source = prompt_ids(args, model.vocab_size)
     ids = ids_cpu.to(device)
 
+    if args.cuda_graphs:
+        return run(args, torch, device, graph_request(args, torch, model, ids, device), source)
+
     def request():
         clock = time.perf_counter_ns
         t0 = clock()
@@ -155,6 +160,49 @@ def main():
         return t0, t_first, t_last, first_tokens
 
     return run(args, torch, device, request, source)
+
+
+def graph_request(args, torch, model, ids, device):
+    """The request of --cuda-graphs, as XSP's graph mode runs it (docs/cuda-graphs.md): one cache for the (batch,
+    length), kept across requests; prefill eager; each decode step copies the last tokens and fills the position into
+    static buffers and replays decode_static captured once (3 warm-up runs on a side stream, then capture)."""
+    P, N, B = args.prompt_tokens, args.output_tokens, args.batch
+    k, v = model.init_cache(B, P + N)
+    token_buf = torch.zeros((B, 1), dtype=torch.long, device=device)
+    position_buf = torch.zeros((1,), dtype=torch.long, device=device)
+    state = {}
+
+    def replay():
+        if "graph" not in state:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    model.decode_static(token_buf, position_buf, k, v)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                state["logits"] = model.decode_static(token_buf, position_buf, k, v)
+            state["graph"] = graph
+        state["graph"].replay()
+        return state["logits"]
+
+    def request():
+        clock = time.perf_counter_ns
+        t0 = clock()
+        token = model.prefill(ids, k, v).argmax(-1, keepdim=True)
+        first_tokens = token.cpu()  # sync point: the first token is on the host
+        t_first = clock()
+        t_last = t_first
+        for step in range(1, N):
+            token_buf.copy_(token)
+            position_buf.fill_(P + step - 1)
+            token = replay().argmax(-1, keepdim=True)
+            token.cpu()  # sync point: this token is on the host
+            t_last = clock()
+        return t0, t_first, t_last, first_tokens
+
+    return request
 
 
 def run(args, torch, device, request, source):
@@ -174,7 +222,7 @@ def run(args, torch, device, request, source):
     total_s = sum(wall) / 1e9
     out = {
         "model": str(args.model), "device": str(device), "dtype": args.dtype, "batch": B, "prompt_tokens": P,
-        "output_tokens": N, "requests": args.requests, "warmup": args.warmup,
+        "output_tokens": N, "requests": args.requests, "warmup": args.warmup, "cuda_graphs": args.cuda_graphs,
         "torch": torch.__version__, "prompts": "synthetic" if source is None else source,
         "first_tokens_of_last_request": first.flatten().tolist(),
         "ttft_ns": summary(ttft), "tpot_ns": summary(tpot),

@@ -5,9 +5,11 @@
 #   build     scripts/gpu-build.sh (xsp, the SentencePiece tokenizer library)
 #   export    TorchScript resnet50 (export_zoo.py) and the .pt2 packages of $MODELS (export_hf.py), into $ZOO
 #   smoke     each exported model once through xsp evaluate
-#   classify  ResNet-50 .pt2 vs TorchScript: M runs and kernel-level runs at batch 1 and 32, and torch_reference.py
-#             (plain latency and torch.profiler's kernels per inference) on the same two files
-#   generate  $LLM: XSP's M run vs generate_reference.py on the same package, alternating, $REPS pairs per batch size
+#   classify  ResNet-50 .pt2 vs TorchScript: M runs and kernel-level runs at batch 1 and 32; the plain loops on the
+#             same two files (bench/aoti_reference classify for the package, torch_reference.py for TorchScript) with
+#             their profiler's kernels per inference (Kineto in C++ for the package, torch.profiler for TorchScript)
+#   generate  $LLM: XSP's M run vs the plain C++ loop over the same package (bench/aoti_reference generate; Python's
+#             loader crashed on packages), alternating, $REPS pairs per batch size; Kineto's kernels per step
 #   kernels   $LLM at kernel level (G3, G4) and a small fixture store of llama_tiny_hf and resnet18
 # Everything lands in $OUT/aoti.
 set -uo pipefail
@@ -30,6 +32,8 @@ counts="--warmup 3 --warmup-min-ms 0 --warmup-max-ms 0 --iterations 10 --min-dur
 if want build; then
   BUILD_TARGETS="xsp xsp_sentencepiece" scripts/gpu-build.sh > "$ART/build.log" 2>&1
   stamp "build rc=$? $(grep -o 'aotinductor predictor [A-Z]*' build-gpu/CMakeCache.txt "$ART/build.log" | head -1)"
+  cmake --build build-gpu -j"$(nproc)" --target aoti_reference > "$ART/build_ref.log" 2>&1
+  stamp "build aoti_reference rc=$?"
 fi
 if want export; then
   mkdir -p "$ZOO" && cp models/*.yaml models/*.txt "$ZOO/" && cp .carry/zoo/* "$ZOO/"
@@ -62,9 +66,12 @@ if want classify; then
     stamp "classify K $fw rc=$?"
   done
   for b in 1 32; do
-    python3 scripts/gpu/torch_reference.py "$ZOO/resnet50.pt2" $b 50 > "$ART/ref_pt2_$b.json" 2>> "$ART/ref.err"
+    ./build-gpu/bench/aoti_reference classify "$ZOO/resnet50.pt2" --batch $b --iterations 200 --warmup 20 \
+      > "$ART/ref_pt2_$b.json" 2>> "$ART/ref.err"
+    ./build-gpu/bench/aoti_reference classify "$ZOO/resnet50.pt2" --batch $b --iterations 10 --warmup 5 --kineto \
+      > "$ART/kineto_pt2_$b.json" 2>> "$ART/ref.err"
     python3 scripts/gpu/torch_reference.py "$ZOO/resnet50.pt" $b 50 > "$ART/ref_pt_$b.json" 2>> "$ART/ref.err"
-    stamp "torch_reference batch $b done"
+    stamp "references batch $b: $(cat "$ART/kineto_pt2_$b.json")"
   done
   XSP_STORE=$ART/classify.db $X analyze 3 --analysis A8 > "$ART/analyze_k_aoti.txt" 2>&1
 fi
@@ -75,7 +82,7 @@ if want generate; then
       XSP_STORE=$ART/generate.db $X evaluate "$LLM" --device cuda --precision "$PREC" --synthetic --batch-sizes $bs \
         --prompt-tokens "$PROMPT" --output-tokens "$OUTPUT" $counts --no-progress > "$ART/gen_xsp_${bs}_$rep.txt" 2>&1 \
         || stamp "xsp $LLM $bs rc=$?"
-      python3 scripts/generate_reference.py "$ZOO/$LLM.pt2" --device cuda --synthetic --batch $bs \
+      ./build-gpu/bench/aoti_reference generate "$ZOO/$LLM.pt2" --batch $bs \
         --prompt-tokens "$PROMPT" --output-tokens "$OUTPUT" --requests 10 --warmup 3 \
         > "$ART/gen_ref_${bs}_$rep.json" 2> "$ART/gen_ref_${bs}_$rep.err" || stamp "ref $LLM $bs rc=$?"
       refs+=("$ART/gen_ref_${bs}_$rep.json")
@@ -83,6 +90,11 @@ if want generate; then
   done
   python3 bench/generation_check.py compare "$ART/generate.db" "${refs[@]}" > "$ART/generate_compare.md" 2>&1
   stamp "generate compare rc=$?"
+  for bs in 1 8; do
+    ./build-gpu/bench/aoti_reference generate "$ZOO/$LLM.pt2" --batch $bs --prompt-tokens "$PROMPT" \
+      --output-tokens 32 --requests 3 --warmup 2 --kineto > "$ART/kineto_gen_$bs.json" 2>> "$ART/ref.err"
+    stamp "kineto $LLM batch $bs: $(cat "$ART/kineto_gen_$bs.json")"
+  done
   XSP_STORE=$ART/generate.db $X analyze 1 --analysis G3 > "$ART/g3.txt" 2>&1
 fi
 if want kernels; then

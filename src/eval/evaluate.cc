@@ -846,10 +846,6 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   if (r.cuda_graphs && predictor->framework_name() != "libtorch")
     reject("cuda_graphs", "framework libtorch (the one predictor that captures CUDA graphs), got '" +
                               predictor->framework_name() + "'");
-  if (r.cuda_graphs && is_generation(v.manifest))
-    reject("cuda_graphs",
-           "false for a generation model: its decode method takes the position as a host integer, which a captured "
-           "graph would freeze (docs/cuda-graphs.md)");
   if (r.cuda_graphs && r.scenario)
     reject("cuda_graphs", "false with a scenario: batch sweeps replay graphs; scenarios do not yet");
   if (is_generation(v.manifest)) {

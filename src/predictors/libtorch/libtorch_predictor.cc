@@ -10,6 +10,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,45 @@ at::Tensor first_tensor(const c10::IValue& v) {
   throw std::runtime_error("libtorch predictor: the model's output holds no tensor (got " + v.tagKind() + ")");
 }
 
+#if defined(XSP_LIBTORCH_CUDA)
+/// Captures what `run` launches on `side` (the current stream while it runs) into `graph`. When capture fails,
+/// leaves the stream out of capture mode (so that the process goes on and the error can be reported) and throws
+/// std::runtime_error "<what> cannot be captured into a CUDA graph (cuda_graphs): op '<op>' was running ...", the op
+/// being the last ATen op that started on this thread.
+void capture_or_explain(at::cuda::CUDAGraph& graph, const c10::cuda::CUDAStream& side, const std::string& what,
+                        const std::function<void()>& run) {
+  static thread_local std::string t_last_op;
+  t_last_op.clear();
+  const at::CallbackHandle watch = at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        t_last_op = fn.name();
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION}));
+  try {
+    graph.capture_begin();
+    run();
+    graph.capture_end();
+  } catch (const std::exception& e) {
+    at::removeCallback(watch);
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(side.stream(), &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+    }
+    (void)cudaGetLastError();
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    throw std::runtime_error(
+        what + " cannot be captured into a CUDA graph (cuda_graphs): op '" +
+        (t_last_op.empty() ? std::string("(none recorded)") : t_last_op) +
+        "' was running when capture failed (a host synchronization such as .item(), or a shape that depends on "
+        "values, cannot be captured): " +
+        (c10_error ? c10_error->what_without_backtrace() : e.what()) + "; run without --cuda-graphs");
+  }
+  at::removeCallback(watch);
+}
+#endif
+
 // Greedy generation through the TorchScript methods of an exported decoder (scripts/export_zoo.py, GPT-2 with
 // a KV cache): init_cache(batch, length) -> (K, V) of [n_layer, batch, n_head, length, head_dim],
 // prefill(ids [B, T], K, V) -> last-position logits [B, vocab] (caches written in place), decode(token [B, 1],
@@ -55,12 +95,25 @@ at::Tensor first_tensor(const c10::IValue& v) {
 // step's synchronization point, as in a plain PyTorch generate loop (scripts/generate_reference.py).
 class LibTorchGenerator final : public Generator {
  public:
-  LibTorchGenerator(torch::jit::Module& module, torch::Device device, std::string file)
-      : module_(module), device_(device), file_(std::move(file)) {
+  /// `cuda_graphs`: decode steps replay a CUDA graph of decode_static (see decode()); `capture_seen` says whether a
+  /// device profiler listens now (a kernel-level run must see the capture of what it replays, so a graph captured
+  /// without one is captured again under it, as the predictor's forward graphs are).
+  LibTorchGenerator(torch::jit::Module& module, torch::Device device, std::string file, bool cuda_graphs,
+                    std::function<bool()> capture_seen)
+      : module_(module),
+        device_(device),
+        file_(std::move(file)),
+        cuda_graphs_(cuda_graphs),
+        capture_seen_(std::move(capture_seen)) {
     for (const char* m : {"init_cache", "prefill", "decode"})
       if (!module_.find_method(m))
         throw std::runtime_error("TorchScript model " + file_ + " has no method '" + m +
                                  "': a generation model needs init_cache, prefill and decode (scripts/export_zoo.py)");
+    if (cuda_graphs_ && !module_.find_method("decode_static"))
+      throw std::invalid_argument(
+          "libtorch predictor: cuda_graphs needs the generation model's decode_static(token [B, 1], position [1] "
+          "int64 tensor, K, V) method (the decode step with its position on the device, which a graph can replay); " +
+          file_ + " has none: re-export it with scripts/export_zoo.py, or run without --cuda-graphs");
     auto int_attr = [&](const char* name) {
       if (!module_.hasattr(name) || !module_.attr(name).isInt())
         throw std::runtime_error("TorchScript model " + file_ + " has no integer attribute '" + name + "'");
@@ -94,11 +147,21 @@ class LibTorchGenerator final : public Generator {
     at::Tensor ids =
         torch::from_blob(const_cast<std::int64_t*>(prompt_ids.data()), {batch, prompt_tokens}, torch::kLong);
     if (device_.is_cuda()) ids = ids.to(device_);
-    auto cache = module_.get_method("init_cache")(
-        {static_cast<std::int64_t>(batch), static_cast<std::int64_t>(prompt_tokens + max_new_tokens)});
-    const auto& kv = cache.toTupleRef().elements();
-    k_ = kv.at(0).toTensor();
-    v_ = kv.at(1).toTensor();
+    const std::int64_t length = prompt_tokens + max_new_tokens;
+    if (cuda_graphs_) {
+      // A graph reads the cache at the addresses it was captured with: one cache per (batch, length), kept across
+      // requests. Positions a request has not written yet hold an earlier request's keys; decode_static masks
+      // every position past the one it decodes, so they never count.
+      StaticDecode& s = static_decode(batch, length);
+      k_ = s.k;
+      v_ = s.v;
+      graph_ = &s;
+    } else {
+      auto cache = module_.get_method("init_cache")({static_cast<std::int64_t>(batch), length});
+      const auto& kv = cache.toTupleRef().elements();
+      k_ = kv.at(0).toTensor();
+      v_ = kv.at(1).toTensor();
+    }
     open_ = true;
     position_ = prompt_tokens;
     produced_ = 0;
@@ -111,6 +174,13 @@ class LibTorchGenerator final : public Generator {
     if (produced_ >= max_new_)
       throw std::logic_error("libtorch generator: all " + std::to_string(max_new_) + " tokens are out already");
     c10::InferenceMode guard;
+#if defined(XSP_LIBTORCH_CUDA)
+    if (graph_ != nullptr) {
+      at::Tensor logits = replay_decode(*graph_);
+      ++position_;
+      return next_tokens(logits);
+    }
+#endif
     at::Tensor logits = module_.get_method("decode")({last_, static_cast<std::int64_t>(position_), k_, v_}).toTensor();
     ++position_;
     return next_tokens(logits);
@@ -124,10 +194,71 @@ class LibTorchGenerator final : public Generator {
 
   void end() override {
     open_ = false;
+    graph_ = nullptr;  // the static cache and its graphs stay for the next request of its (batch, length)
     k_ = v_ = last_ = at::Tensor();
   }
 
  private:
+  /// Graph mode's state for one (batch, cache length): the cache, the static token and position buffers the
+  /// captured decode step reads, and its graphs (one captured without a device profiler listening, one with).
+  struct StaticDecode {
+    at::Tensor k, v, token, position;
+#if defined(XSP_LIBTORCH_CUDA)
+    std::map<bool, std::pair<std::unique_ptr<at::cuda::CUDAGraph>, at::Tensor>> graphs;  // -> (graph, logits)
+#endif
+  };
+
+  StaticDecode& static_decode(int batch, std::int64_t length) {
+    auto it = static_.find({batch, length});
+    if (it != static_.end()) return it->second;
+    StaticDecode s;
+    auto cache = module_.get_method("init_cache")({static_cast<std::int64_t>(batch), length});
+    const auto& kv = cache.toTupleRef().elements();
+    s.k = kv.at(0).toTensor();
+    s.v = kv.at(1).toTensor();
+    s.token = torch::zeros({batch, 1}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+    s.position = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+    return static_.emplace(std::make_pair(batch, length), std::move(s)).first->second;
+  }
+
+#if defined(XSP_LIBTORCH_CUDA)
+  /// One decode step in graph mode: writes the last tokens and the position into the static buffers (device-side
+  /// copies on the current stream, no host synchronization) and replays the step's graph, capturing it on first
+  /// use. Returns the captured logits [B, vocab] (overwritten by the next replay).
+  at::Tensor replay_decode(StaticDecode& s) {
+    s.token.copy_(last_);
+    s.position.fill_(static_cast<std::int64_t>(position_));
+    const bool seen = capture_seen_ && capture_seen_();
+    auto it = s.graphs.find(seen);
+    if (it == s.graphs.end()) it = s.graphs.emplace(seen, capture_decode(s)).first;
+    it->second.first->replay();
+    return it->second.second;
+  }
+
+  /// Captures decode_static over `s`'s buffers as torch.cuda.graphs prescribes (warm-up on a side stream, then
+  /// capture there). The warm-ups run the step the replay will run (same token, position and cache), so the cache
+  /// entries they write are the ones the replay writes again. Throws std::runtime_error naming the op that was
+  /// running when capture failed.
+  std::pair<std::unique_ptr<at::cuda::CUDAGraph>, at::Tensor> capture_decode(StaticDecode& s) {
+    const std::vector<c10::IValue> args{s.token, s.position, s.k, s.v};
+    torch::jit::Method step = module_.get_method("decode_static");
+    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+    at::cuda::CUDAEvent inputs_ready;
+    inputs_ready.record(c10::cuda::getCurrentCUDAStream(device_.index()));
+    inputs_ready.block(side);
+    c10::cuda::CUDAStreamGuard on_side(side);
+    for (int i = 0; i < kDecodeCaptureWarmups; ++i) step(args);
+    side.synchronize();
+    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    at::Tensor logits;
+    capture_or_explain(*graph, side, "libtorch generator: the decode step (decode_static) of " + file_,
+                       [&] { logits = step(args).toTensor(); });
+    return {std::move(graph), logits};
+  }
+
+  static constexpr int kDecodeCaptureWarmups = 3;
+#endif
+
   std::vector<std::int64_t> next_tokens(const at::Tensor& logits) {
     ++produced_;
     return libtorch::greedy_tokens(logits, last_);
@@ -141,6 +272,10 @@ class LibTorchGenerator final : public Generator {
   bool open_ = false;
   int position_ = 0, produced_ = 0, max_new_ = 0;
   at::Tensor k_, v_, last_;
+  bool cuda_graphs_ = false;
+  std::function<bool()> capture_seen_;
+  std::map<std::pair<int, std::int64_t>, StaticDecode> static_;  // graph mode: by (batch, cache length)
+  StaticDecode* graph_ = nullptr;                                // the open request's, in graph mode
 };
 
 class LibTorchPredictor final : public Predictor {
@@ -198,15 +333,12 @@ class LibTorchPredictor final : public Predictor {
                                     signature +
                                     "'; this predictor drives TorchScript models written to XSP's contract "
                                     "(xsp-contract: init_cache/prefill/decode); use --framework aotinductor");
-      generator_ = std::make_unique<LibTorchGenerator>(*module_, device_, file);
+      generator_ = std::make_unique<LibTorchGenerator>(*module_, device_, file, device.cuda_graphs && device_.is_cuda(),
+                                                       [this] { return profiler_.has_correlation_listener(); });
     }
     cuda_graphs_ = device.cuda_graphs;
     if (cuda_graphs_) {
       if (!device_.is_cuda()) throw std::invalid_argument("libtorch predictor: cuda_graphs needs device cuda");
-      if (generator_)
-        throw std::invalid_argument(
-            "libtorch predictor: cuda_graphs is not for generation models (decode takes its position as a host "
-            "integer, which a captured graph would freeze)");
 #if !defined(XSP_LIBTORCH_CUDA)
       throw std::invalid_argument(
           "libtorch predictor: cuda_graphs needs a LibTorch built with CUDA; this build's "
@@ -333,37 +465,7 @@ class LibTorchPredictor final : public Predictor {
     for (int i = 0; i < kCaptureWarmups; ++i) module_->forward(args);
     side.synchronize();
     c.graph = std::make_unique<at::cuda::CUDAGraph>();
-    static thread_local std::string t_last_op;
-    t_last_op.clear();
-    // The op running when capture fails: the last one that started on this thread.
-    const at::CallbackHandle watch = at::addThreadLocalCallback(
-        at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-          t_last_op = fn.name();
-          return nullptr;
-        }).scopes({at::RecordScope::FUNCTION}));
-    try {
-      c.graph->capture_begin();
-      c.output = module_->forward(args);
-      c.graph->capture_end();
-    } catch (const std::exception& e) {
-      at::removeCallback(watch);
-      // Leave the stream out of capture mode so that the process can go on (and the error be reported).
-      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-      if (cudaStreamIsCapturing(side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
-        cudaGraph_t partial = nullptr;
-        cudaStreamEndCapture(side.stream(), &partial);
-        if (partial != nullptr) cudaGraphDestroy(partial);
-      }
-      (void)cudaGetLastError();
-      const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-      throw std::runtime_error(
-          "libtorch predictor: the model cannot be captured into a CUDA graph (cuda_graphs): op '" +
-          (t_last_op.empty() ? std::string("(none recorded)") : t_last_op) +
-          "' was running when capture failed (a host synchronization such as .item(), or a shape that depends on "
-          "values, cannot be captured): " +
-          (c10_error ? c10_error->what_without_backtrace() : e.what()) + "; run without --cuda-graphs");
-    }
-    at::removeCallback(watch);
+    capture_or_explain(*c.graph, side, "libtorch predictor: the model", [&] { c.output = module_->forward(args); });
     return c;
   }
 
