@@ -494,8 +494,14 @@ def check_gpt2_cache(path: Path, stem: str, prompt_tokens: int, new_tokens: int)
                 logits = m.decode(token, prompt_tokens + step, k, v)
                 worst = max(worst, (static - logits).abs().max().item())
                 if not torch.allclose(static, logits, rtol=1e-4, atol=1e-4) or \
-                        not torch.equal(static.argmax(-1), logits.argmax(-1)) or not torch.equal(k2, k):
-                    sys.exit(f"export_zoo: {stem}: decode_static differs from decode at generated token {step}")
+                        not torch.equal(static.argmax(-1), logits.argmax(-1)) or \
+                        not torch.allclose(k2, k, rtol=1e-4, atol=1e-5) or not torch.allclose(v2, v, rtol=1e-4, atol=1e-5):
+                    # Not bitwise: attending over the whole (masked) cache sums in another order, and a layer's
+                    # keys follow the previous layer's output (3.7e-8 apart on torch 2.11, H200 host).
+                    sys.exit(f"export_zoo: {stem}: decode_static differs from decode at generated token {step}: "
+                             f"max |delta logit| {(static - logits).abs().max().item():.3g}, argmax equal "
+                             f"{torch.equal(static.argmax(-1), logits.argmax(-1))}, max |delta K| {(k2 - k).abs().max().item():.3g}, "
+                             f"max |delta V| {(v2 - v).abs().max().item():.3g}")
         # The cache follows the parameters' dtype (model.to(half/bfloat16/cuda) in C++ carries over).
         if stem == "gpt2_tiny":
             m.to(torch.float64)
