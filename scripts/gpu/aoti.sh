@@ -10,7 +10,8 @@
 #             their profiler's kernels per inference (Kineto in C++ for the package, torch.profiler for TorchScript)
 #   generate  $LLM: XSP's M run vs the plain C++ loop over the same package (bench/aoti_reference generate; Python's
 #             loader crashed on packages), alternating, $REPS pairs per batch size; Kineto's kernels per step
-#   kernels   $LLM at kernel level (G3, G4) and a small fixture store of llama_tiny_hf and resnet18
+#   kernels   $LLM at kernel level (G3, G4)
+#   fixture   small kernel-level fixture stores of llama_tiny_hf (prefill and decode steps) and resnet18
 # Everything lands in $OUT/aoti.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +26,7 @@ REPS=${REPS:-3}
 PROMPT=${PROMPT:-512}
 OUTPUT=${OUTPUT:-128}
 X="./build-gpu/xsp --zoo $ZOO"
-want() { [[ " ${PARTS:-build export smoke classify generate kernels} " == *" $1 "* ]]; }
+want() { [[ " ${PARTS:-build export smoke classify generate kernels fixture} " == *" $1 "* ]]; }
 stamp() { echo "$(date +%T) $*" | tee -a "$ART/report.txt"; }
 counts="--warmup 3 --warmup-min-ms 0 --warmup-max-ms 0 --iterations 10 --min-duration-ms 0 --max-duration-ms 0"
 
@@ -103,6 +104,8 @@ if want kernels; then
     > "$ART/gen_kernel.txt" 2>&1
   stamp "gen kernel rc=$?"
   XSP_STORE=$ART/gen_kernel.db $X analyze 1 > "$ART/gen_kernel_analyze.txt" 2>&1
+fi
+if want fixture; then
   XSP_STORE=$ART/llama_tiny_hf_kernel_h200.db $X evaluate llama_tiny_hf --device cuda --synthetic --batch-sizes 1 \
     --prompt-tokens 16 --output-tokens 4 --trace-level kernel --iterations 2 --warmup 1 --warmup-max-ms 0 \
     --no-progress > "$ART/fixture_llama.txt" 2>&1
