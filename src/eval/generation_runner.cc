@@ -21,6 +21,7 @@
 #include "xsp/stats/stability.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/graph_replay.h"
 #include "xsp/trace/run_statistics.h"
 
 namespace xsp {
@@ -507,6 +508,7 @@ void GenerationRun::serve(Serving& sv, const loadgen::Query& q, loadgen::QueryCo
         traced_request(rec, sv.r, kAppSpan, chunk, prompt_tokens, output_tokens, sv.synthetic++, std::move(tags));
     Trace t = rec.take();
     sv.next_id = rec.peek_next_id();
+    learn_graph_captures_from_copy(t);  // its spans below MODEL may be dropped before the run's trace is assembled
     if (off == 0) completer.first_token(q.id, out.token_end_ns.front());
     last_ns = out.end_ns;
     sv.tally.add(k, std::move(t), out, q.issued_ns, sv.queued, static_cast<int>(chunk.size()), prompt_tokens,
@@ -567,6 +569,9 @@ RunRecord GenerationRun::run(const Run& r, nlohmann::json& sample_output) {
     TraceRecorder rec(sv.next_id);
     (void)traced_request(rec, warm, kAppSpan, warm_samples, sv.draw(o_.prompt_tokens), sv.draw(o_.output_tokens),
                          sv.synthetic++, {});
+    // Graph mode captures the decode step in the first request of a (batch, cache length): its replays in the
+    // measured requests are attributed to the ops that were open at capture only if the capture is learned.
+    learn_graph_captures(rec.take());
     session_.progress(Progress{++sv.done, sv.expected, "warm-up"});
   }
 

@@ -217,4 +217,10 @@ void learn_graph_captures(Trace&& trace) {
   if (holds_captures(trace)) assemble(trace);
 }
 
+void learn_graph_captures_from_copy(const Trace& trace) {
+  if (!holds_captures(trace)) return;
+  Trace copy = trace;
+  assemble(copy);
+}
+
 }  // namespace xsp

@@ -86,4 +86,10 @@ GraphReplayReport attribute_graph_replays(Trace& trace, GraphCaptureContexts& co
 /// when it holds a captured launch, so that GraphCaptureContexts::process() learns them; a no-op otherwise.
 void learn_graph_captures(Trace&& trace);
 
+/// For a trace that is kept but may lose its spans below MODEL level before the run's trace is assembled (a
+/// generation request outside the tail traces, whose first decode step captured its graph): when it holds a
+/// captured launch, assembles a copy so that GraphCaptureContexts::process() learns the capture; a no-op otherwise
+/// (no copy).
+void learn_graph_captures_from_copy(const Trace& trace);
+
 }  // namespace xsp

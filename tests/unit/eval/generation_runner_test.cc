@@ -64,10 +64,69 @@ class FakeCounterProfiler final : public DeviceProfiler {
   TraceRecorder* recorder_ = nullptr;
 };
 
+// Stands in for CUPTI at kernel level on a model whose decode step runs as a CUDA graph (docs/cuda-graphs.md): the
+// first decode step it sees captures (a FRAMEWORK op "fake::attention" around a launch that created graph node `node`)
+// and every decode step replays (a cudaGraphLaunch and the kernel replayed from that node on a GPU stream), with the
+// tags the GPU layer writes.
+class FakeGraphProfiler final : public DeviceProfiler {
+ public:
+  std::string name() const override { return "fake-graphs"; }
+  void start(TraceRecorder& recorder, const DeviceProfilerOptions&) override { recorder_ = &recorder; }
+  void stop() override { recorder_ = nullptr; }
+  OpCorrelationListener* correlation_listener() override { return nullptr; }
+  std::string clock_mapping() const override { return "fake"; }
+  // A decode step over [start, end): capture (once) in its first half, the replay in its second.
+  void decode_step(std::int64_t start, std::int64_t end) {
+    if (recorder_ == nullptr) return;
+    const std::int64_t mid = start + (end - start) / 2;
+    const Track host = Track::host_thread(current_thread_id());
+    if (!captured) {
+      captured = true;
+      Span op = span(Level::kFramework, "fake::attention", start + 10, mid - 10, host);
+      op.tags.emplace_back("module", "h.0.attn");
+      recorder_->add(std::move(op));
+      Span launch = span(Level::kSystem, "cudaLaunchKernel", start + 20, start + 30, host);
+      launch.correlation_id = ++correlation_;
+      launch.tags.emplace_back("graph_captured_node_ids", std::vector<std::int64_t>{node});
+      recorder_->add(std::move(launch));
+    }
+    Span launch = span(Level::kSystem, "cudaGraphLaunch", mid + 10, mid + 20, host);
+    launch.correlation_id = ++correlation_;
+    recorder_->add(std::move(launch));
+    Span kernel = span(Level::kKernel, "fake_attention_kernel", mid + 30, end - 10, Track::stream(0, 7));
+    kernel.correlation_id = correlation_;
+    kernel.tags = {{"graph_id", 5},
+                   {"graph_node_id", node + 100},
+                   {"graph_capture_node_id", node},
+                   {"attribution", "graph-launch"}};
+    recorder_->add(std::move(kernel));
+    ++replays;
+  }
+  bool captured = false;
+  int replays = 0;
+  /// The captured node's id. The registry of capture contexts is the process's: each test takes its own node.
+  std::int64_t node = 101;
+
+ private:
+  Span span(Level level, std::string name, std::int64_t start, std::int64_t end, Track track) {
+    Span s;
+    s.id = recorder_->next_id();
+    s.level = level;
+    s.name = std::move(name);
+    s.start_ns = start;
+    s.end_ns = end;
+    s.track = track;
+    return s;
+  }
+  TraceRecorder* recorder_ = nullptr;
+  std::uint64_t correlation_ = 1000;
+};
+
 class FakeGenerator final : public Generator {
  public:
   FakeGenerator(FakeClock& clock, const StepModel& model) : clock_(clock), model_(model) {}
   FakeCounterProfiler* counters = nullptr;
+  FakeGraphProfiler* graphs = nullptr;
   int max_positions() const override { return 256; }
   int vocab_size() const override { return 100; }
   std::vector<std::int64_t> prefill(const std::vector<std::int64_t>& ids, int batch, int prompt_tokens,
@@ -100,9 +159,14 @@ class FakeGenerator final : public Generator {
 
  private:
   void advance() {
-    if (auto it = model_.slow.find({served, step_}); it != model_.slow.end()) return clock_.advance(it->second);
-    const double ns = step_ == 0 ? model_.prefill_ns : model_.decode_ns;
-    if (counters == nullptr) return clock_.advance(ns);
+    const auto slow = model_.slow.find({served, step_});
+    const double ns = slow != model_.slow.end() ? slow->second : step_ == 0 ? model_.prefill_ns : model_.decode_ns;
+    if (graphs != nullptr && step_ > 0) {
+      const std::int64_t start = clock_.now_ns();
+      clock_.advance(ns);
+      return graphs->decode_step(start, clock_.now_ns());
+    }
+    if (counters == nullptr || slow != model_.slow.end()) return clock_.advance(ns);
     // The kernel strictly inside the step: 1 ns from either end.
     clock_.advance(1);
     const std::int64_t start = clock_.now_ns();
@@ -447,6 +511,58 @@ TEST(GenerationRunner, AHardwareRunGivesCountersPerDecodeStepAndNoTimings) {
     EXPECT_DOUBLE_EQ(num(i, "arithmetic_intensity"), 1.0);
   }
   EXPECT_NE(t.notes.at(0).find("kernel replay"), std::string::npos) << t.notes.at(0);
+}
+
+// Graph mode captures the decode step once, in the first request; the replays of every later request go under the
+// captured op even when the capturing request's spans below MODEL level were dropped (not a tail request) or were a
+// warm-up's, thrown away.
+void expect_every_replay_under_the_captured_op(int warmups) {
+  Fixture f;
+  FakeDeviceProfiler device(f.clock);
+  FakeGraphProfiler graphs;
+  graphs.node = 101 + 1000 * warmups;
+  f.o.trace_level = TraceLevel::kKernel;
+  f.o.leveled = false;
+  f.o.measurement.warmup_min_batches = warmups;
+  f.o.measurement.min_batches = 8;
+  f.o.generation.tail_steps = 1;
+  // The tail is elsewhere: request 4's first token and request 6's decode step 2 (counted from the first served).
+  f.model.slow[{warmups + 4, 0}] = 9'000'000;
+  f.model.slow[{warmups + 6, 2}] = 3'000'000;
+  SessionOptions session;
+  session.profilers.device = &graphs;
+  f.on_predictor = [&graphs](FakeGenPredictor& p) { p.gen_.graphs = &graphs; };
+  const EvaluationRecord rec = f.run(session);
+  ASSERT_TRUE(graphs.captured);
+  const RunRecord& run = rec.runs.back();
+  ASSERT_EQ(run.trace_level, TraceLevel::kKernel);
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : run.trace.spans) by_id[s.id] = &s;
+  // The capture's op was in request 0 (or the warm-up): its spans below MODEL level are gone from the run's trace.
+  std::size_t captured_ops = 0, replayed = 0;
+  for (const Span& s : run.trace.spans) {
+    if (s.name == "fake::attention" && !s.tag("replayed_from")) ++captured_ops;
+    if (s.level != Level::kKernel || !s.tag("graph_id")) continue;
+    ++replayed;
+    EXPECT_EQ(s.tag("attribution"), std::optional<std::string_view>("graph-node"));
+    const Span& op = *by_id.at(s.parent_id);
+    EXPECT_EQ(op.name, "fake::attention");
+    EXPECT_EQ(op.tag("replayed_from"), std::optional<std::string_view>("cuda-graph"));
+    EXPECT_EQ(op.tag("module"), std::optional<std::string_view>("h.0.attn"));
+  }
+  EXPECT_EQ(captured_ops, 0u);
+  // Kept: the tail requests (4, 6) and the last (7), 4 decode steps each.
+  EXPECT_EQ(replayed, 12u);
+  EXPECT_EQ(run.trace.counters.at("cuda_graph.attributed_activities"), 12u);
+  EXPECT_EQ(run.trace.counters.at("cuda_graph.unknown_capture_context"), 0u);
+}
+
+TEST(GenerationRunner, ReplaysOfADecodeGraphCapturedInADroppedRequestGoUnderTheCapturedOp) {
+  expect_every_replay_under_the_captured_op(0);
+}
+
+TEST(GenerationRunner, ReplaysOfADecodeGraphCapturedInTheWarmUpGoUnderTheCapturedOp) {
+  expect_every_replay_under_the_captured_op(1);
 }
 
 TEST(GenerationRunner, TooFewRequestsForEarlyStoppingIsSaid) {
