@@ -16,6 +16,7 @@ packages=(
   libtorch-dev python3-torch python3-torchvision
   python3-onnx python3-sklearn
   libcpp-httplib-dev                  # `xsp serve`: the HTTP server (docs/server.md); without it XSP builds without serve
+  libcurl4-openssl-dev                # `xsp bench-serve`: the HTTP client (docs/serving.md); without it no bench-serve
   libpqxx-dev                         # the PostgreSQL store and job queue (docs/deploy.md); without it SQLite only
   sentencepiece libsentencepiece-dev  # GPT-2's tokenizer: spm_train (scripts/export_zoo.py) and the C++ tokenizer
 )

@@ -13,6 +13,7 @@
 #include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/op_table.h"
+#include "xsp/analysis/serving_join.h"
 
 namespace xsp {
 namespace {
@@ -154,6 +155,13 @@ std::vector<Table> over_record(AnalysisContext& c) {
 std::vector<Table> a1(AnalysisContext& c) {
   std::vector<Table> out;
   out.push_back(a1_model_information(c.record(), c.options().latency_bound_ms));
+  return out;
+}
+
+// serving-tail joins the same slowest intervals whatever the batch sizes (a serving evaluation has none of its own).
+std::vector<Table> serving_tail_table(AnalysisContext& c) {
+  std::vector<Table> out;
+  out.push_back(serving_tail(c.record()));
   return out;
 }
 
@@ -558,6 +566,53 @@ std::vector<AnalysisSpec> generation_analyses() {
   return v;
 }
 
+// ---- Serving analyses (docs/serving-join.md) ----
+std::vector<AnalysisSpec> serving_analyses() {
+  std::vector<AnalysisSpec> v;
+  auto interval = [](std::string what) { return "the slow interval's " + what + " (same on each of its rows)"; };
+  auto step = [](std::string what) { return "the overlapping step's " + what + "; empty when no step overlaps"; };
+  v.push_back(
+      spec("serving-tail", "Slowest tokens joined to the server's steps",
+           "which server steps, kernels and GPU idle time lie under the slowest first tokens and inter-token gaps",
+           {L::kModel, L::kFramework, L::kSystem, L::kKernel}, over_batches(serving_tail_table), D::kServing,
+           {col("point", "", "point", "the sweep point (run) of the request, 0-based; 0 without a sweep"),
+            col("kind", "", "kind", "ttft (arrival to first token) or itl (the gap before token token_index)"),
+            col("tail", "", "tail",
+                "max for the slowest of its kind (in its sweep point), else p + the share in percent of intervals "
+                "of its kind no slower, rounded down (percentile_label())"),
+            col("request_id", "", "request", "the client's id of the request"),
+            col("token_index", "", "token", "0 for ttft; k for the gap ending at token k"),
+            col("interval_ms", "ms", "interval (ms)", "the interval's length on the client"),
+            col("start_ns", "ns", "start (ns)", interval("start, CLOCK_MONOTONIC"), false),
+            col("end_ns", "ns", "end (ns)", interval("end, CLOCK_MONOTONIC"), false),
+            col("gpu_busy_ms", "ms", "GPU busy (ms)",
+                interval("union of the kernels of every stream and GPU, clipped to the interval")),
+            col("gpu_idle_ms", "ms", "GPU idle (ms)", "interval − outside_window_ms − gpu_busy_ms"),
+            col("outside_window_ms", "ms", "outside (ms)", interval("part outside every server trace window")),
+            col("interval_kernels", "count", "kernels in interval", interval("count of kernels overlapping it"), false),
+            col("host_spans", "count", "host spans", interval("count of host spans below APPLICATION overlapping it"),
+                false),
+            col("steps", "count", "steps", "steps overlapping the interval"),
+            col("step_name", "", "step", step("name (NVTX message, op or CUDA call)")),
+            col("step_ordinal", "", "step #", step("1-based position among the trace's steps of its name, by start")),
+            col("step_track", "", "thread", step("host thread"), false),
+            col("step_start_ns", "ns", "step start (ns)", step("start, CLOCK_MONOTONIC"), false),
+            col("step_end_ns", "ns", "step end (ns)", step("end, CLOCK_MONOTONIC"), false),
+            col("step_ms", "ms", "step (ms)", step("duration")),
+            col("overlap_ms", "ms", "overlap (ms)", step("time inside the interval")),
+            col("step_kernels", "count", "kernels", step("kernels below it (parent chain, correlation ids included)")),
+            col("step_kernel_ms", "ms", "kernel time (ms)", step("kernels' durations summed")),
+            col("top_kernel", "", "top kernel", step("kernel name with the largest summed duration"), true, true),
+            col("top_kernel_ms", "ms", "top kernel (ms)", step("top kernel's summed duration")),
+            col("sentence", "", "reading",
+                "the interval in words (join_sentence()), on its first row: tail, kind, request, length, the steps "
+                "grouped by name with their kernels and top kernel, GPU idle (the terminal reads out the slowest in "
+                "the notes)",
+                false)},
+           ChartSpec{}, "overlap_ms"));
+  return v;
+}
+
 // Every analysis, each group under its family, in analysis_ids() order.
 std::vector<AnalysisSpec> make_analyses() {
   std::vector<AnalysisSpec> v;
@@ -571,6 +626,7 @@ std::vector<AnalysisSpec> make_analyses() {
   add(AnalysisFamily::kGpu, kernel_analyses());
   add(AnalysisFamily::kGpu, gpu_breakdown_analyses());
   add(AnalysisFamily::kGeneration, generation_analyses());
+  add(AnalysisFamily::kServing, serving_analyses());
   return v;
 }
 

@@ -12,6 +12,7 @@
 #include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
 #include "xsp/analysis/registry.h"
+#include "xsp/analysis/serving_join.h"
 
 namespace xsp {
 namespace {
@@ -59,16 +60,19 @@ const std::vector<std::string>& generation_analysis_ids() {
 
 std::vector<std::string> default_analysis_ids(const EvaluationRecord& record) {
   const bool generation = is_generation_evaluation(record);
-  return ids_where([generation](const AnalysisSpec& s) {
+  const bool serving = is_serving_evaluation(record);
+  return ids_where([generation, serving](const AnalysisSpec& s) {
     switch (s.default_for) {
       case DefaultFor::kNone:
         return false;
       case DefaultFor::kEvery:
         return true;
       case DefaultFor::kInference:
-        return !generation;
+        return !generation && !serving;
       case DefaultFor::kGeneration:
         return generation;
+      case DefaultFor::kServing:
+        return serving;
     }
     return false;
   });

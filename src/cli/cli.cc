@@ -142,6 +142,7 @@ int run(int argc, const char* const* argv, const CliEnvironment& env) {
   add_report_command(app, g, commands);
   add_serve_command(app, g, commands);
   add_profile_command(app, g, commands);
+  add_bench_serve_command(app, g, commands);
   add_queue_commands(app, g, commands);
   add_label_command(app, g, commands);
   add_delete_command(app, g, commands);

@@ -7,6 +7,7 @@
 #include "common.h"
 #include "xsp/analysis/summary.h"
 #include "xsp/manifest/manifest.h"
+#include "xsp/serve/serving.h"
 #include "xsp/service/service.h"
 #include "xsp/system/gpu_info.h"
 #include "xsp/system/machine_state.h"
@@ -199,10 +200,39 @@ void print_settings(const EvaluationRecord& record) {
   print_indented_lines(text);
 }
 
+// A serving evaluation (`xsp bench-serve`, docs/serving.md): its figures per sweep point and failures by reason
+// instead of batch latencies; the settings without the per-request rows, which only their count stands for.
+int show_serving(const EvaluationRecord& record, TableFormat format) {
+  if (format == TableFormat::kText) {
+    const nlohmann::json& serving = record.settings["serving"];
+    print_wrapped("evaluation " + std::to_string(record.id) + ": serving benchmark of " + record.model_name + " at " +
+                      serving.value("/options/url"_json_pointer, std::string("?")) + " (xsp bench-serve)",
+                  "  ");
+  }
+  print_tables(serve::serving_tables(record), format);
+  if (format != TableFormat::kText) return 0;
+  std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";
+  nlohmann::json settings = record.settings;
+  nlohmann::json& serving = settings["serving"];
+  const std::size_t rows = serving.contains("requests") ? serving["requests"].size() : 0;
+  serving["requests"] = std::to_string(rows) + " rows (per-request times, in the store at settings.serving.requests)";
+  serving.erase("summary");  // the tables above
+  std::cout << "settings:\n";
+  print_indented_lines(format_settings(settings));
+  std::cout << "runs:" << (record.runs.empty() ? " none (no --server-pid: the client's figures only)" : "") << "\n";
+  for (const auto& run : record.runs)
+    print_wrapped("  run " + std::to_string(run.id) + ": the server's trace window, " +
+                      std::string(to_string(run.trace_level)) + ", " + std::to_string(run.trace.spans.size()) +
+                      " spans",
+                  "    ");
+  return 0;
+}
+
 int run_show(const Globals& g, std::int64_t id, const std::string& format_name) {
   const auto format = parse_table_format(format_name);
   auto store = open_store(g, StoreAccess::kRead);
   const auto record = service::load_evaluation(*store, id);
+  if (record.kind() == RecordKind::kServing) return show_serving(record, format);
   print_summary(record, format);
   if (format != TableFormat::kText) return 0;
   std::cout << "created: " << record.created_at << "  status: " << record.status << "\n";

@@ -52,6 +52,7 @@ void add_import_command(CLI::App& app, Globals& g, Commands& out);
 void add_report_command(CLI::App& app, Globals& g, Commands& out);
 void add_serve_command(CLI::App& app, Globals& g, Commands& out);
 void add_profile_command(CLI::App& app, Globals& g, Commands& out);
+void add_bench_serve_command(CLI::App& app, Globals& g, Commands& out);  ///< cmd_bench_serve.cc
 /// submit, jobs (show, cancel, retry, delete), agents, agent (cmd_jobs.cc).
 void add_queue_commands(CLI::App& app, Globals& g, Commands& out);
 void add_label_command(CLI::App& app, Globals& g, Commands& out);   ///< cmd_label.cc

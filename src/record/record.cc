@@ -105,6 +105,8 @@ std::string_view to_string(RecordKind kind) {
       return "generation";
     case RecordKind::kExternal:
       return "external";
+    case RecordKind::kServing:
+      return "serving";
   }
   return "batch-sweep";
 }
@@ -115,11 +117,12 @@ RecordKind record_kind(std::string_view scenario) {
     if (scenario == s) return RecordKind::kScenario;
   if (scenario == "generation") return RecordKind::kGeneration;
   if (scenario == "external") return RecordKind::kExternal;
+  if (scenario == "serving") return RecordKind::kServing;
   for (std::string_view s : {"single-stream", "server", "offline"})
     if (scenario == "generation-" + std::string(s)) return RecordKind::kGeneration;
   throw std::invalid_argument("record scenario '" + std::string(scenario) +
                               "': expected batch-sweep, single-stream, multi-stream, server, offline, generation, "
-                              "generation-single-stream|server|offline or external");
+                              "generation-single-stream|server|offline, external or serving");
 }
 
 }  // namespace xsp

@@ -15,6 +15,7 @@
 #include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/registry.h"
 #include "xsp/analysis/roofline.h"
+#include "xsp/analysis/serving_join.h"
 #include "xsp/analysis/summary.h"
 
 namespace xsp {
@@ -579,7 +580,8 @@ bool report_assets_available() { return report_assets::available(); }
 
 namespace {
 
-// Every analysis of the evaluation (the generation ones only on a generation evaluation); a note on failure.
+// Every analysis of the evaluation (the generation ones only on a generation evaluation, the serving ones only on
+// a serving evaluation); a note on failure.
 std::vector<Table> all_analyses(const ReportEvaluation& e, std::string& html) {
   try {
     std::vector<std::string> ids = analysis_ids();
@@ -588,6 +590,9 @@ std::vector<Table> all_analyses(const ReportEvaluation& e, std::string& html) {
         const auto& g = generation_analysis_ids();
         return std::find(g.begin(), g.end(), id) != g.end();
       });
+    if (!is_serving_evaluation(e.record))
+      for (const AnalysisSpec& spec : analysis_registry())
+        if (spec.family == AnalysisFamily::kServing) std::erase(ids, spec.id);
     return run_analyses(e.record, ids, e.options);
   } catch (const std::exception& ex) {
     html += "<p class=\"note\">analyses failed: " + escape_html(ex.what()) + "</p>";

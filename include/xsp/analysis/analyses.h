@@ -189,11 +189,12 @@ FrameworkLayers framework_layers(const EvaluationRecord& record, int batch_size)
 
 /// The ids of analysis_registry(), in its order: "A1".."A7", "ops" (op_table.h), then the GPU ones of gpu_analyses.h
 /// ("A8", "A9", "A10", "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle", "launch-stats"), then the
-/// generation ones of generation_analyses.h ("G1".."G4").
+/// generation ones of generation_analyses.h ("G1".."G5"), then the serving one of serving_join.h ("serving-tail").
 const std::vector<std::string>& analysis_ids();
 /// The analyses `xsp analyze` and the report run when none are named, in analysis_ids() order: those whose
 /// AnalysisSpec::default_for matches `record`: A1–A7 and ops on an inference evaluation, A1 and G1–G5 on a generation
-/// evaluation (generation_analyses.h is_generation_evaluation()).
+/// evaluation (generation_analyses.h is_generation_evaluation()), A1 and serving-tail on a serving evaluation
+/// (serving_join.h is_serving_evaluation()).
 std::vector<std::string> default_analysis_ids(const EvaluationRecord& record);
 
 /// Runs the analyses `ids` (any of analysis_ids(), case-insensitive; in the order given) on `record`: for each, its

@@ -74,16 +74,18 @@ struct AnalysisFunction {
 
 /// Which header an analysis belongs to and what it needs: kModel (A1–A7, analyses.h: MODEL and FRAMEWORK spans),
 /// kGpu (gpu_analyses.h: a KERNEL-level run, for some a HARDWARE counter run), kGeneration (generation_analyses.h:
-/// generation runs). gpu_analysis_ids() and generation_analysis_ids() list the ids of one family.
-enum class AnalysisFamily { kNone, kModel, kGpu, kGeneration };
+/// generation runs), kServing (serving_join.h: a serving evaluation's client timings and the server's trace).
+/// gpu_analysis_ids() and generation_analysis_ids() list the ids of one family.
+enum class AnalysisFamily { kNone, kModel, kGpu, kGeneration, kServing };
 
 /// For which evaluations an analysis is one of default_analysis_ids() (the analyses `xsp analyze` and the report
 /// run when none are named).
 enum class DefaultFor {
   kNone,        ///< only when named (the GPU analyses: they need a KERNEL-level run)
   kEvery,       ///< every evaluation (A1)
-  kInference,   ///< evaluations that are not generation ones (A2–A7: their layers are ops under predict spans)
+  kInference,   ///< evaluations that are neither generation nor serving ones (A2–A7: layers under predict spans)
   kGeneration,  ///< generation evaluations only (G1–G5; generation_analyses.h is_generation_evaluation())
+  kServing,     ///< serving evaluations only (serving-tail; serving_join.h is_serving_evaluation())
 };
 
 /// One analysis (or one further fixed-column table an analysis or the summary returns).
@@ -109,7 +111,7 @@ struct AnalysisSpec {
 };
 
 /// Every analysis run_analyses() accepts, each once with its function, in analysis_ids() order: A1..A7 (family
-/// kModel), the GPU analyses (kGpu), then the generation ones (kGeneration).
+/// kModel), the GPU analyses (kGpu), the generation ones (kGeneration), then serving-tail (kServing).
 const std::vector<AnalysisSpec>& analysis_registry();
 /// analysis_registry() followed by the further fixed-column tables: "launch-top" (id launch-stats, the
 /// kernels with the largest launch delay), "summary.runs" and "summary.overheads" (summary.h), and the comparison

@@ -180,8 +180,12 @@ enum class RecordKind {
   /// docs/profile.md): one run, the process tree's trace; settings.command and settings.exit say what ran and how
   /// it ended.
   kExternal,
+  /// A serving engine measured from outside by `xsp bench-serve` (scenario "serving", docs/serving.md): no run of
+  /// its own (the server's trace window, when collected, is its runs); settings.serving holds the per-request times,
+  /// the figures per sweep point and the options.
+  kServing,
 };
-/// "batch-sweep" | "scenario" | "generation" | "external".
+/// "batch-sweep" | "scenario" | "generation" | "external" | "serving".
 std::string_view to_string(RecordKind kind);
 /// The kind of a stored EvaluationRecord::scenario value ("" — stores before scenarios — is the batch sweep).
 /// Throws std::invalid_argument naming the value and the expected ones for any other text.

@@ -222,7 +222,8 @@ const std::vector<MigrationStep>& results_migrations(Dialect dialect);
 
 /// The evaluations.kind value of a record whose scenario is `scenario`: to_string(record_kind(scenario)) (see
 /// xsp/record/record.h), or nullopt (SQL NULL) for a scenario no workload of this build writes (a record imported from
-/// elsewhere keeps its text, and its kind stays unknown rather than the save failing).
+/// elsewhere keeps its text, and its kind stays unknown rather than the save failing), and for "serving", which the
+/// column's CHECK does not admit yet (the record's kind comes from its scenario on load either way).
 std::optional<std::string> evaluation_kind(std::string_view scenario);
 
 }  // namespace xsp::store_schema

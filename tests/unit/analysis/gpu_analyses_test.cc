@@ -443,9 +443,9 @@ TEST(GpuAnalyses, RunAnalysesDispatchKeepsA1ToA7) {
   const EvaluationRecord e = gpu_record();
   const auto& ids = analysis_ids();
   const std::vector<std::string> want = {
-      "A1",           "A2",  "A3",  "A4",  "A5",  "A6",  "A7",  "ops",           "A8",
-      "A9",           "A10", "A11", "A12", "A13", "A14", "A15", "roofline-hier", "gpu-idle",
-      "launch-stats", "G1",  "G2",  "G3",  "G4",  "G5"};
+      "A1",           "A2",  "A3",  "A4",  "A5",  "A6",  "A7",          "ops",           "A8",
+      "A9",           "A10", "A11", "A12", "A13", "A14", "A15",         "roofline-hier", "gpu-idle",
+      "launch-stats", "G1",  "G2",  "G3",  "G4",  "G5",  "serving-tail"};
   EXPECT_EQ(ids, want);
   const auto tables = run_analyses(e, {"A2", "A13", "launch-stats", "A1"}, 1);
   ASSERT_EQ(tables.size(), 5u);  // launch-stats: statistics + top-10 table
@@ -469,7 +469,7 @@ TEST(GpuAnalyses, RunAnalysesDispatchKeepsA1ToA7) {
         << msg;
   }
   // The GPU ids are the registry's GPU family; A1–A7 and ops are not among them.
-  EXPECT_EQ(gpu_analysis_ids(), std::vector<std::string>(want.begin() + 8, want.end() - 5));
+  EXPECT_EQ(gpu_analysis_ids(), std::vector<std::string>(want.begin() + 8, want.end() - 6));
   EXPECT_EQ(analysis_spec("A2").family, AnalysisFamily::kModel);
 }
 

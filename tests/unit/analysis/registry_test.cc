@@ -253,8 +253,8 @@ TEST(AnalysisRegistry, CpuRecordTablesHaveTheRegistryColumns) {
   const std::vector<Table> tables = run_analyses(record, analysis_ids(), std::nullopt);
   // A1 once, A2–A7, ops and the per-batch GPU analyses per batch size (2), A15 and gpu-idle once, launch-stats
   // once (no kernel run: no top-delay tables), G1 and G3 once, G2, G4 and G5 per batch size (not a generation
-  // evaluation: no rows).
-  EXPECT_EQ(tables.size(), 1u + 7 * 2 + 8 * 2 + 3 + 2 + 3 * 2);
+  // evaluation: no rows), serving-tail once (not a serving evaluation: no rows).
+  EXPECT_EQ(tables.size(), 1u + 7 * 2 + 8 * 2 + 3 + 2 + 3 * 2 + 1);
   for (const Table& t : tables) check_table(t);
   for (const Table& t : evaluation_summary(record)) check_table(t);
 

@@ -228,6 +228,9 @@ TEST(Report, NoPlaceholderSections) {
   const std::string not_shown = html.substr(list, html.find("</div>", list) - list);
   EXPECT_NE(not_shown.find("A9"), std::string::npos);
   EXPECT_EQ(not_shown.find("A9"), not_shown.rfind("A9")) << "each id once";
+  // A classification run is neither a generation nor a serving evaluation: their analyses are not even listed.
+  EXPECT_EQ(not_shown.find("G1"), std::string::npos);
+  EXPECT_EQ(not_shown.find("serving-tail"), std::string::npos);
   const auto headline = html.find("<div class=\"headline\">");
   ASSERT_NE(headline, std::string::npos);
   EXPECT_LT(headline, html.find("<article class=\"analysis\""));
