@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# xsp bench-serve against a serving process on a lent GPU (issue 27; docs/serving.md, BENCHMARKS.md "Serving
+# engines"). Run from the repository root after `BUILD_TARGETS="xsp xsp_inject" scripts/gpu-build.sh` (the build needs
+# libcurl's headers: .carry/debs holds Debian's libcurl4-openssl-dev). Everything lands in $OUT/serve:
+#  - scripts/gpu/serve_hf.py (a random-weight Llama, static batches of up to 8, NVTX "prefill"/"decode_step" ranges)
+#    started under `xsp profile --signal --trace-level kernel`, so that its steps and kernels can be collected;
+#  - closed loops at concurrency 1 and 4: xsp bench-serve and scripts/gpu/serve_client.py in turn, $REPS rounds
+#    (the TTFT/TPOT agreement check: same server, same load, no schedule randomness);
+#  - xsp bench-serve at the request rates $RATES with --server-pid (one window each) and the serving-tail join.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/xsp-out}
+ART=$OUT/serve
+mkdir -p "$ART"
+X=./build-gpu/xsp
+PORT=${PORT:-8000}
+REPS=${REPS:-2}
+RATES=${RATES:-2 4 8}
+N=${N:-60}
+URL=http://127.0.0.1:$PORT/v1
+stamp() { echo "$(date +%T) $*" | tee -a "$ART/report.txt"; }
+export XSP_STORE=$ART/serve.db
+
+$X profile --signal --trace-level kernel -- python3 scripts/gpu/serve_hf.py --port "$PORT" > "$ART/server.log" 2>&1 &
+profile_pid=$!
+for _ in $(seq 120); do
+  curl -sf "$URL/models" > /dev/null && break
+  sleep 1
+done
+stamp "server up: $(curl -s "$URL/models")"
+server_pid=$(pgrep -f "serve_hf.py --port $PORT" | head -1)
+
+for c in 1 4; do
+  for rep in $(seq "$REPS"); do
+    $X bench-serve --url "$URL" --model llama-bench --synthetic --prompt-tokens 256:256 --output-tokens 64 \
+      --max-concurrency $c --num-requests "$N" > "$ART/closed_xsp_${c}_$rep.txt" 2>&1
+    stamp "closed c=$c xsp rc=$? $(grep -E 'Median (TTFT|TPOT)' "$ART/closed_xsp_${c}_$rep.txt" | tr -s ' ' | tr '\n' ' ')"
+    python3 scripts/gpu/serve_client.py --url "$URL" --model llama-bench --max-concurrency $c --requests "$N" \
+      --prompt-words 256 --output-tokens 64 > "$ART/closed_py_${c}_$rep.json" 2>&1
+    stamp "closed c=$c python rc=$? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('TTFT p50 %.3f TPOT p50 %.3f ms' % (d['ttft_ns']['median']/1e6, d['tpot_ns']['median']/1e6))" "$ART/closed_py_${c}_$rep.json")"
+  done
+done
+
+for rate in $RATES; do
+  $X bench-serve --url "$URL" --model llama-bench --synthetic --prompt-tokens 128:512 --output-tokens 64 \
+    --request-rate "$rate" --num-requests "$N" --ttft-bound-ms 500 --tpot-bound-ms 50 --server-pid "$server_pid" \
+    > "$ART/rate_$rate.txt" 2>&1
+  stamp "rate $rate rc=$? $(grep -E 'evaluation' "$ART/rate_$rate.txt" | tail -1)"
+done
+$X list > "$ART/list.txt" 2>&1
+for id in $($X list 2>/dev/null | awk '$1 ~ /^[0-9]+$/ {print $1}'); do
+  $X analyze "$id" --analysis serving-tail > "$ART/tail_$id.txt" 2>&1
+done
+kill -INT "$profile_pid" 2>/dev/null
+wait "$profile_pid" 2>/dev/null
+stamp "server stopped"
