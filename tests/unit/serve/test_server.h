@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -163,9 +164,15 @@ class ScriptedServer {
     const int open = ++open_;
     for (int seen = max_open_.load(); open > seen && !max_open_.compare_exchange_weak(seen, open);) {
     }
+    // A stream stops counting as open when its last event is about to be written: the client may see that event
+    // and send its next request before cpp-httplib runs the releaser below (late under load).
+    auto closed = std::make_shared<std::atomic<bool>>(false);
+    auto close_once = [this, closed] {
+      if (!closed->exchange(true)) --open_;
+    };
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, s, chat, trace_id](std::size_t, httplib::DataSink& sink) {
+        [this, s, chat, trace_id, close_once](std::size_t, httplib::DataSink& sink) {
           auto send = [&sink](const std::string& event) { return sink.write(event.data(), event.size()); };
           sleep_ms(s.ttft_ms);
           if (s.mode == "malformed") {
@@ -205,6 +212,7 @@ class ScriptedServer {
             }
             if (!send(event)) return false;
           }
+          close_once();
           if (s.usage && s.mode != "nodone") {
             nlohmann::json usage = {{"choices", nlohmann::json::array()},
                                     {"usage",
@@ -217,7 +225,7 @@ class ScriptedServer {
           sink.done();
           return true;
         },
-        [this](bool) { --open_; });
+        [close_once](bool) { close_once(); });
   }
 
   httplib::Server server_;
