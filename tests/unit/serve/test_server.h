@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <memory>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
