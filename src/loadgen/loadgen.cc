@@ -41,16 +41,8 @@ double Settings::percentile() const {
 
 std::vector<std::int64_t> poisson_schedule(double qps, std::size_t count, std::uint64_t seed) {
   if (!(qps > 0)) throw std::invalid_argument("poisson_schedule: qps must be > 0");
-  std::mt19937_64 rng(seed);
   // Exponential inter-arrival times of rate qps are what make the arrivals a Poisson process.
-  std::exponential_distribution<double> gap_s(qps);
-  std::vector<std::int64_t> out(count);
-  double t_s = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    out[i] = static_cast<std::int64_t>(t_s * 1e9);
-    t_s += gap_s(rng);
-  }
-  return out;
+  return schedule_from_gaps(std::exponential_distribution<double>(qps), count, seed);
 }
 
 // ---- early stopping ----

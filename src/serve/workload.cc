@@ -20,15 +20,9 @@ std::vector<std::int64_t> arrival_schedule(double rate_per_s, double burstiness,
   if (std::isinf(rate_per_s)) return std::vector<std::int64_t>(count, 0);
   // The Poisson case is LoadGen's own schedule, so a bench-serve run and a Server scenario of one seed agree.
   if (burstiness == 1.0) return loadgen::poisson_schedule(rate_per_s, count, seed);
-  std::mt19937_64 rng(seed);
-  std::gamma_distribution<double> gap_s(burstiness, 1.0 / (rate_per_s * burstiness));
-  std::vector<std::int64_t> out(count);
-  double t_s = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    out[i] = static_cast<std::int64_t>(t_s * 1e9);
-    t_s += gap_s(rng);
-  }
-  return out;
+  // Gamma gaps of shape `burstiness` and mean 1/rate (vLLM's --burstiness): shape 1 would be exponential.
+  return loadgen::schedule_from_gaps(std::gamma_distribution<double>(burstiness, 1.0 / (rate_per_s * burstiness)),
+                                     count, seed);
 }
 
 namespace {

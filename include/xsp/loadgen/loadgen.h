@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -180,6 +181,21 @@ Result run(SystemUnderTest& sut, const Settings& settings);
 /// and then exponential inter-arrival times of mean 1/qps seconds from std::mt19937_64(seed) (a Poisson
 /// process). Same (qps, count, seed) -> same schedule. Throws std::invalid_argument for qps <= 0.
 std::vector<std::int64_t> poisson_schedule(double qps, std::size_t count, std::uint64_t seed);
+
+/// Arrival offsets from the run start (ns): the first at 0, each next one `gap(rng)` seconds later, the gaps drawn
+/// in order from std::mt19937_64(seed). poisson_schedule() is this with exponential gaps; `xsp bench-serve`'s bursty
+/// arrivals are it with gamma gaps (docs/serving.md). `gap` is any distribution over seconds (>= 0).
+template <class GapDistribution>
+std::vector<std::int64_t> schedule_from_gaps(GapDistribution gap, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> out(count);
+  double t_s = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    out[i] = static_cast<std::int64_t>(t_s * 1e9);
+    t_s += gap(rng);
+  }
+  return out;
+}
 
 // ---- Early stopping -------------------------------------------------------------------------------------
 // Source: MLPerf LoadGen's early-stopping rule (mlcommons/inference, loadgen docs "Early stopping"): treat
