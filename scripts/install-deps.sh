@@ -30,6 +30,7 @@ $main_only || packages+=(
   chromium                            # tests/browser: the HTML report and web UI in a real, headless browser
   wrk                                 # bench/server_load.sh (CTest server_load): the server under load and slow clients
   postgresql-15                       # tests/pg: a throw-away PostgreSQL server the tests start as a non-root user
+  slurmctld slurmd slurm-client munge # tests/slurm: a throw-away single-host Slurm 22.05 for `--engine slurm` (issue 28)
   python3-sentencepiece               # scripts/generate_reference.py: the prompts tokenized as XSP does
 )
 # Node.js and npm run the pinned JavaScript readers (tools/*/package-lock.json); a Node.js that brings its own npm

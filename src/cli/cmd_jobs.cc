@@ -1,16 +1,21 @@
 // xsp submit / jobs / agents / agent: the shared job queue (docs/deploy.md). Each maps its flags onto one call of
 // JobService (include/xsp/queue/jobs.h) or run_agent() (include/xsp/queue/agent.h).
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "common.h"
 #include "request_flags.h"
 #include "signals.h"
 #include "xsp/queue/agent.h"
+#include "xsp/queue/engine.h"
 #include "xsp/queue/postgres_queue.h"
+#include "xsp/queue/slurm.h"
 
 namespace xsp::cli {
 namespace {
@@ -28,9 +33,9 @@ Table jobs_table(const std::vector<JobInfo>& jobs, const std::string& title) {
   Table t;
   t.id = "jobs";
   t.title = title;
-  t.columns = {{"id"},       {"state"},    {"model"}, {"framework"}, {"device"},        {"constraints"},
-               {"priority"}, {"attempts"}, {"agent"}, {"progress"},  {"evaluation_id"}, {"submitted_at"},
-               {"note"}};
+  t.columns = {{"id"},       {"engine"},        {"state"},        {"model"},    {"framework"},
+               {"device"},   {"constraints"},   {"priority"},     {"attempts"}, {"agent"},
+               {"progress"}, {"evaluation_id"}, {"submitted_at"}, {"note"}};
   for (const JobInfo& j : jobs) {
     std::string constraints;
     const JobConstraints& c = j.constraints;
@@ -44,7 +49,7 @@ Table jobs_table(const std::vector<JobInfo>& jobs, const std::string& title) {
             ? std::to_string(j.progress.done) + "/" + std::to_string(j.progress.total) + " " + j.progress.what
             : "";
     const std::string note = j.state == JobState::kQueued && !j.waiting_reason.empty() ? j.waiting_reason : j.error;
-    t.rows.push_back({Cell(j.id),
+    t.rows.push_back({Cell(j.external_id.empty() ? std::to_string(j.id) : j.external_id), Cell(j.engine),
                       Cell(std::string(to_string(j.state)) +
                            (j.cancel_requested && j.state == JobState::kRunning ? " (cancelling)" : "")),
                       Cell(j.request.model), Cell(j.request.framework.empty() ? c.framework : j.request.framework),
@@ -82,10 +87,181 @@ struct SubmitArgs : RequestFlags {
   double min_gpu_memory_gib = 0;
   bool wait = false;
   std::string format = "text";
+  // Engines other than the queue (issue 28).
+  std::string engine = "queue", slurm_dir, output, xsp_binary;
+  slurm::ArrayOptions slurm;
+  slurm::K8sOptions k8s;
+  bool dry_run = false;
+  double wait_timeout_s = 0;
+  std::vector<const CLI::Option*> request_options;  ///< the flags `xsp evaluate` takes too, passed on to each task
 };
+
+// $XSP_SLURM_DIR, else $XDG_DATA_HOME/xsp/slurm, else ~/.local/share/xsp/slurm: beside the default store, and in the
+// home directory, which a cluster's compute nodes mount too (each task writes its result file there).
+std::string default_slurm_dir() {
+  if (const char* d = std::getenv("XSP_SLURM_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_DATA_HOME"); d && *d)
+    return (std::filesystem::path(d) / "xsp" / "slurm").string();
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return (std::filesystem::path(h) / ".local" / "share" / "xsp" / "slurm").string();
+  return "xsp-slurm";
+}
+
+// The models of a submission: "resnet50,bert_base" is two tasks; a model listed twice is evaluated twice.
+std::vector<std::string> split_models(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string m;
+  while (std::getline(ss, m, ',')) {
+    if (m.empty()) throw CLI::ValidationError("model", "an empty name in the list '" + text + "' (MODEL[,MODEL...])");
+    out.push_back(m);
+  }
+  return out;
+}
+
+// The flags given to `xsp submit` that `xsp evaluate` takes too, as arguments again: a task runs exactly what was
+// asked, and its script shows it in the user's own words.
+std::vector<std::string> evaluate_flags(const SubmitArgs& a) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : a.request_options) {
+    if (o->count() == 0 || o->get_lnames().empty()) continue;
+    const std::string name = "--" + o->get_lnames().front();
+    if (o->get_expected_min() == 0) {  // a flag
+      for (std::size_t i = 0; i < o->count(); ++i) out.push_back(name);
+      continue;
+    }
+    for (const std::string& v : o->results()) out.push_back(name + "=" + v);
+  }
+  return out;
+}
+
+std::filesystem::path self_binary() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path("xsp") : p;
+}
+
+// `xsp submit --engine slurm|k8s`: one task per model, each `xsp evaluate MODEL <the same flags>`.
+int run_submit_engine(Globals& g, SubmitArgs& a) {
+  const std::vector<std::string> models = split_models(a.request.model);
+  const std::vector<std::string> flags = evaluate_flags(a);
+  const bool slurm_engine = a.engine == "slurm";
+  std::string store = g.store_path;
+  if (slurm_engine && !is_postgres_location(store)) store = std::filesystem::absolute(store).string();
+  const std::filesystem::path xsp = a.xsp_binary.empty() ? self_binary() : std::filesystem::path(a.xsp_binary);
+  std::vector<slurm::TaskSpec> tasks;
+  for (const std::string& m : models) {
+    EvaluationRequest r = a.request;
+    r.model = m;
+    try {
+      validate_fields(r);  // as `xsp evaluate` does, before anything is submitted
+    } catch (const RequestError& e) {
+      throw flag_error(e);
+    }
+    slurm::TaskSpec t;
+    t.model = m;
+    t.request = to_json(r);
+    // The store and the zoo come from XSP_STORE and XSP_ZOO: the batch script exports them; a pod reads the store
+    // from its Secret and the zoo from its image.
+    t.argv = {slurm_engine ? xsp.string() : (a.xsp_binary.empty() ? "xsp" : a.xsp_binary), "evaluate", m};
+    t.argv.insert(t.argv.end(), flags.begin(), flags.end());
+    tasks.push_back(std::move(t));
+  }
+  if (a.engine == "k8s") {
+    if (!a.dry_run)
+      throw CLI::ValidationError("--engine",
+                                 "k8s only writes the Job manifest: add --dry-run (and -o FILE), then "
+                                 "kubectl apply -f FILE");
+    a.k8s.max_attempts = a.submission.max_attempts;
+    a.k8s.parallelism = a.slurm.max_concurrent;
+    a.k8s.time = a.slurm.time;
+    if (!a.slurm.gpus.empty()) {
+      try {
+        std::size_t used = 0;
+        a.k8s.gpus = std::stoi(a.slurm.gpus, &used);
+        if (used != a.slurm.gpus.size() || a.k8s.gpus < 0) throw std::invalid_argument("");
+      } catch (const std::exception&) {
+        throw CLI::ValidationError("--gpus",
+                                   "with --engine k8s: a count of nvidia.com/gpu per pod, got '" + a.slurm.gpus + "'");
+      }
+    }
+    std::string yaml;
+    try {
+      yaml = slurm::k8s_manifest(a.k8s, tasks);
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      const std::string field = what.substr(0, what.find(':'));
+      const std::string flag = field == "image" ? "--image" : field == "name" ? "--job-name" : "--time";
+      throw CLI::ValidationError(flag, what.substr(what.find(':') + 2));
+    }
+    if (a.output.empty() || a.output == "-") {
+      std::cout << yaml;
+    } else {
+      write_file_atomically(a.output, yaml);
+      std::cerr << "wrote a Kubernetes Indexed Job of " << tasks.size() << " pod(s) to " << a.output
+                << "; run it with: kubectl apply -f " << a.output << "\n";
+    }
+    return kExitOk;
+  }
+  a.slurm.max_attempts = a.submission.max_attempts;
+  slurm::SlurmEngine engine(a.slurm_dir);
+  if (a.dry_run) {
+    const std::string script = slurm::batch_script(a.slurm, tasks, std::filesystem::absolute(a.slurm_dir) / "DRY-RUN",
+                                                   xsp, store, std::filesystem::absolute(g.zoo_path));
+    if (a.output.empty() || a.output == "-")
+      std::cout << script;
+    else
+      write_file_atomically(a.output, script);
+    return kExitOk;
+  }
+  slurm::SlurmEngine::Submitted sub;
+  try {
+    sub = engine.submit(a.slurm, tasks, xsp, store, std::filesystem::absolute(g.zoo_path));
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError("--max-concurrent", e.what());
+  }
+  if (a.format == "json") {
+    nlohmann::json j = {{"array_job_id", sub.array_job_id}, {"dir", sub.dir.string()}, {"ids", sub.ids}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "submitted Slurm array " << sub.array_job_id << " (" << tasks.size() << " task(s): ";
+    for (std::size_t i = 0; i < models.size(); ++i) std::cout << (i ? ", " : "") << sub.ids[i] << " " << models[i];
+    std::cout << "); script " << (sub.dir / "job.sh").string() << "\n";
+  }
+  if (!a.wait) return kExitOk;
+  // --wait: until every task ended (retries included), polling every 2 s; exit 0 when all are done.
+  InterruptGuard interrupt;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::llround(a.wait_timeout_s * 1000));
+  while (interrupt.signal() == 0) {
+    std::size_t finished = 0, done = 0;
+    std::vector<JobInfo> mine;
+    for (const std::string& id : sub.ids) {
+      auto j = engine.get(id);
+      if (!j) continue;
+      if (j->state == JobState::kDone || j->state == JobState::kFailed || j->state == JobState::kCancelled) ++finished;
+      if (j->state == JobState::kDone) ++done;
+      mine.push_back(std::move(*j));
+    }
+    if (finished == sub.ids.size()) {
+      for (const JobInfo& j : mine)
+        if (j.state != JobState::kDone)
+          std::cerr << "xsp: error: task " << j.external_id << " (" << j.request.model << ") " << to_string(j.state)
+                    << (j.error.empty() ? "" : ": " + j.error) << "\n";
+      std::cout << "array " << sub.array_job_id << ": " << done << " of " << sub.ids.size() << " task(s) done\n";
+      return done == sub.ids.size() ? kExitOk : kExitFailure;
+    }
+    if (a.wait_timeout_s > 0 && std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("--wait-timeout-s: array " + std::to_string(sub.array_job_id) + " still running after " +
+                               std::to_string(a.wait_timeout_s) + " s");
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  return exit_code_for_signal(interrupt.signal());
+}
 
 int run_submit(Globals& g, SubmitArgs& a) {
   to_request(a);
+  if (a.engine != "queue") return run_submit_engine(g, a);
   JobSubmission& s = a.submission;
   s.request = a.request;
   s.constraints.device = a.request.device;
@@ -148,12 +324,65 @@ int run_submit(Globals& g, SubmitArgs& a) {
   return exit_code_for_signal(interrupt.signal());
 }
 
+// The flags of the engines other than the queue (issue 28): Slurm's sbatch options, the Kubernetes manifest's.
+void add_engine_flags(CLI::App* sub, SubmitArgs& a) {
+  const std::string eg =
+      "Engine (docs/deploy.md \"Running XSP on a Slurm cluster\"; MODEL may list several: one task each)";
+  sub->add_option("--engine", a.engine,
+                  "queue: the shared PostgreSQL queue's agents; slurm: one Slurm job array (sbatch), a task per "
+                  "model; k8s: write a Kubernetes Indexed Job (with --dry-run)")
+      ->check(CLI::IsMember({"queue", "slurm", "k8s"}))
+      ->capture_default_str()
+      ->group(eg);
+  sub->add_option("--partition", a.slurm.partition, "slurm: sbatch --partition")->group(eg);
+  sub->add_option("--gres", a.slurm.gres, "slurm: sbatch --gres per task, e.g. gpu:h100:1")->group(eg);
+  sub->add_option("--gpus", a.slurm.gpus, "slurm: sbatch --gpus per task (e.g. 1, h100:1); k8s: nvidia.com/gpu per pod")
+      ->group(eg);
+  sub->add_option("--time", a.slurm.time, "slurm: sbatch --time per task (HH:MM:SS); k8s: the Job's deadline per wave")
+      ->group(eg);
+  sub->add_option("--dependency", a.slurm.dependency, "slurm: sbatch --dependency, e.g. afterok:1234")->group(eg);
+  sub->add_option("--max-concurrent", a.slurm.max_concurrent,
+                  "slurm: at most this many tasks at once (--array=0-N%K); k8s: parallelism; 0 = no limit")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->group(eg);
+  sub->add_option("--sbatch-arg", a.slurm.sbatch_args,
+                  "slurm: one more sbatch option, passed as is (repeat for more; give it after MODEL, with '='), "
+                  "e.g. --sbatch-arg=--container-image=nvcr.io#nvidia/pytorch:24.05-py3 with Pyxis")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(eg);
+  sub->add_option("--job-name", a.slurm.job_name, "slurm: sbatch --job-name; k8s: metadata.name")
+      ->capture_default_str()
+      ->group(eg);
+  sub->add_option("--slurm-dir", a.slurm_dir,
+                  "slurm: where each submission's folder (job.sh, job.json, outputs) goes; the compute nodes must "
+                  "reach it (default $XSP_SLURM_DIR, else ~/.local/share/xsp/slurm)")
+      ->group(eg);
+  sub->add_option("--xsp-binary", a.xsp_binary,
+                  "the xsp the tasks run (default: this one for slurm, `xsp` in the image's PATH for k8s)")
+      ->group(eg);
+  sub->add_option("--image", a.k8s.image, "k8s: the container image holding xsp and the zoo (XSP_ZOO)")->group(eg);
+  sub->add_option("--namespace", a.k8s.namespace_, "k8s: metadata.namespace")->group(eg);
+  sub->add_option("--store-secret", a.k8s.store_secret, "k8s: the Secret whose key `url` holds the store location")
+      ->capture_default_str()
+      ->group(eg);
+  sub->add_flag("--dry-run", a.dry_run,
+                "write the batch script (slurm) or the Job manifest (k8s) instead of submitting")
+      ->group(eg);
+  sub->add_option("-o,--output", a.output, "with --dry-run: the file to write (default: stdout)")->group(eg);
+  sub->add_option("--wait-timeout-s", a.wait_timeout_s, "slurm, with --wait: give up after this long (0 = never)")
+      ->group(eg);
+}
+
 void add_submit(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("submit",
                                  "queue an evaluation for the agents (`xsp agent`) of a shared PostgreSQL store; the "
                                  "same flags as `xsp evaluate`, plus which machines may run it");
   auto a = std::make_shared<SubmitArgs>();
   add_request_flags(sub, *a);
+  for (const CLI::Option* o : sub->get_options())
+    if (!o->get_lnames().empty() && o->get_lnames().front() != "help") a->request_options.push_back(o);
   const std::string cg = "Where it may run (every constraint must hold for one agent)";
   JobConstraints& c = a->submission.constraints;
   sub->add_option("--gpu", c.gpu_pattern,
@@ -175,18 +404,50 @@ void add_submit(CLI::App& app, Globals& g, Commands& out) {
       ->group(cg);
   sub->add_flag("--wait", a->wait, "wait until the job finishes; exit 0 when done, 1 when failed or cancelled");
   sub->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-  out.push_back({sub, [&g, a] { return run_submit(g, *a); }});
+  add_engine_flags(sub, *a);
+  out.push_back({sub, [&g, a] {
+                   if (a->slurm_dir.empty()) a->slurm_dir = default_slurm_dir();
+                   if (a->engine == "k8s") a->k8s.name = a->slurm.job_name;
+                   return run_submit(g, *a);
+                 }});
+}
+
+// The engines whose jobs `xsp jobs` shows: the PostgreSQL queue when the store is PostgreSQL, Slurm when its folder
+// exists. Neither: the queue's usage error naming --store.
+std::vector<std::unique_ptr<JobEngine>> open_engines(const Globals& g, const std::string& slurm_dir) {
+  std::vector<std::unique_ptr<JobEngine>> engines;
+  const std::string dir = slurm_dir.empty() ? default_slurm_dir() : slurm_dir;
+  const bool slurm = std::filesystem::is_directory(dir);
+  if (is_postgres_location(g.store_path) || !slurm) engines.push_back(queue_engine(open_jobs(g)));
+  if (slurm) engines.push_back(std::make_unique<slurm::SlurmEngine>(dir));
+  return engines;
+}
+
+std::optional<JobInfo> find_job(std::vector<std::unique_ptr<JobEngine>>& engines, const std::string& id,
+                                JobEngine** owner) {
+  for (auto& e : engines) {
+    if (!e->owns(id)) continue;
+    if (auto j = e->get(id)) {
+      if (owner) *owner = e.get();
+      return j;
+    }
+  }
+  return std::nullopt;
 }
 
 void add_jobs(CLI::App& app, Globals& g, Commands& out) {
-  auto* sub =
-      app.add_subcommand("jobs", "submitted jobs of a shared PostgreSQL store: list, show, cancel, retry, delete");
+  auto* sub = app.add_subcommand("jobs",
+                                 "submitted jobs of a shared PostgreSQL store and of Slurm arrays (`xsp submit "
+                                 "--engine slurm`): list, show, cancel, retry, delete");
   struct ListArgs {
-    std::string state, format = "text";
+    std::string state, format = "text", slurm_dir;
     std::size_t limit = 50;
     std::int64_t id = 0;
+    std::string any_id;  ///< show, cancel: the queue's "17" or Slurm's "1234_5"
   };
   auto a = std::make_shared<ListArgs>();
+  sub->add_option("--slurm-dir", a->slurm_dir,
+                  "the folder of Slurm submissions (default $XSP_SLURM_DIR, else ~/.local/share/xsp/slurm)");
   sub->add_option("--state", a->state, "only jobs in this state: queued, running, done, failed, cancelled")
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
   sub->add_option("--limit", a->limit, "at most this many, newest first")->capture_default_str();
@@ -195,29 +456,38 @@ void add_jobs(CLI::App& app, Globals& g, Commands& out) {
       ->capture_default_str();
   sub->require_subcommand(0, 1);
   auto* show = sub->add_subcommand("show", "one job as JSON: request, constraints, state, attempts, agent, error");
-  show->add_option("id", a->id, "job id")->required();
+  show->add_option("id", a->any_id, "job id: the queue's (17) or a Slurm task's (1234_5)")->required();
   out.push_back({show, [&g, a] {
-                   const auto job = open_jobs(g)->get(a->id);
+                   auto engines = open_engines(g, a->slurm_dir);
+                   const auto job = find_job(engines, a->any_id, nullptr);
                    if (!job)
-                     throw std::runtime_error("no job " + std::to_string(a->id) + " in " +
-                                              redact_location(g.store_path));
+                     throw std::runtime_error("no job " + a->any_id + " in " + redact_location(g.store_path) +
+                                              " or the Slurm submissions");
                    std::cout << to_json(*job).dump(2) << "\n";
                    return 0;
                  }});
   auto* cancel = sub->add_subcommand("cancel", "cancel a queued job, or stop a running one after its current batch");
-  cancel->add_option("id", a->id, "job id")->required();
+  cancel->add_option("id", a->any_id, "job id: the queue's (17) or a Slurm task's (1234_5: scancel)")->required();
   out.push_back({cancel, [&g, a] {
-                   switch (open_jobs(g)->cancel(a->id)) {
+                   auto engines = open_engines(g, a->slurm_dir);
+                   JobEngine* owner = nullptr;
+                   const auto job = find_job(engines, a->any_id, &owner);
+                   if (!job) throw std::runtime_error("no job " + a->any_id);
+                   const bool slurm = owner->name() == "slurm";
+                   switch (owner->cancel(a->any_id)) {
                      case JobService::CancelResult::kNotFound:
-                       throw std::runtime_error("no job " + std::to_string(a->id));
+                       throw std::runtime_error("no job " + a->any_id);
                      case JobService::CancelResult::kRemoved:
-                       std::cout << "job " << a->id << " cancelled\n";
+                       std::cout << "job " << a->any_id << " cancelled\n";
                        return 0;
                      case JobService::CancelResult::kStopping:
-                       std::cout << "job " << a->id << " is running: its agent stops it after the current batch\n";
+                       std::cout << "job " << a->any_id
+                                 << (slurm ? " is running: scancel sent (SIGTERM; the evaluation stops and is stored "
+                                             "as incomplete, or Slurm kills it after KillWait)\n"
+                                           : " is running: its agent stops it after the current batch\n");
                        return 0;
                      case JobService::CancelResult::kAlreadyFinished:
-                       throw std::runtime_error("job " + std::to_string(a->id) + " has finished already");
+                       throw std::runtime_error("job " + a->any_id + " has finished already");
                    }
                    return 0;
                  }});
@@ -255,11 +525,27 @@ void add_jobs(CLI::App& app, Globals& g, Commands& out) {
                  }});
   // After its subcommands: run_cli() runs the first parsed command, and `jobs` is parsed with `jobs show`.
   out.push_back({sub, [&g, a] {
-                   auto jobs = open_jobs(g);
                    JobFilter f;
                    f.state = parse_job_state(a->state);
                    f.limit = a->limit;
-                   print_table(jobs_table(jobs->list(f), "Jobs in " + redact_location(g.store_path)),
+                   std::vector<JobInfo> all;
+                   auto engines = open_engines(g, a->slurm_dir);
+                   for (auto& e : engines) {
+                     std::vector<JobInfo> some;
+                     try {
+                       some = e->list(f);
+                     } catch (const std::runtime_error& ex) {
+                       // One engine unreachable (Slurm's controller down) still lets the other's jobs be seen.
+                       if (engines.size() == 1) throw;
+                       std::cerr << "xsp: warning: " << e->name() << " jobs not listed: " << ex.what() << "\n";
+                     }
+                     all.insert(all.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
+                   }
+                   // Newest first across engines (ISO 8601 UTC sorts as text); each engine's own order within.
+                   std::stable_sort(all.begin(), all.end(),
+                                    [](const JobInfo& x, const JobInfo& y) { return x.submitted_at > y.submitted_at; });
+                   if (all.size() > f.limit) all.resize(f.limit);
+                   print_table(jobs_table(all, "Jobs in " + redact_location(g.store_path)),
                                parse_table_format(a->format));
                    return 0;
                  }});

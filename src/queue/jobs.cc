@@ -250,6 +250,8 @@ nlohmann::json to_json(const JobInfo& job) {
   auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
   nlohmann::json j = {
       {"id", job.id},
+      {"engine", job.engine},
+      {"external_id", job.external_id.empty() ? std::to_string(job.id) : job.external_id},
       {"state", to_string(job.state)},
       {"priority", job.priority},
       {"attempts", job.attempts},

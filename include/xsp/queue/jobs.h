@@ -131,6 +131,11 @@ struct JobInfo {
   std::string waiting_reason;
   std::string submitted_by;                                             ///< PostgreSQL role or "api"
   std::string submitted_at, started_at, finished_at, lease_expires_at;  ///< ISO 8601 UTC; "" until it happens
+  /// Who runs it (include/xsp/queue/engine.h): "queue" (the PostgreSQL queue's agents, or the in-process queue of
+  /// `xsp serve`) or "slurm" (a task of a Slurm job array; agent_name is then its node).
+  std::string engine = "queue";
+  /// The id `xsp jobs` shows and takes: the queue's decimal id; Slurm's "ARRAYID_TASK". "" = the decimal `id`.
+  std::string external_id;
 };
 /// The job as the API's JSON object (request and constraints included).
 nlohmann::json to_json(const JobInfo& job);
