@@ -342,11 +342,13 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   const AnalysisSpec& spec = analysis_spec("G2");
   if (!is_generation_evaluation(record)) return not_generation(spec, b);
   Table t = empty_table(spec, b);
-  const RunRecord* run = record.run_for_level(b, Level::kFramework);
+  // Under CUDA graphs a decode step's ops run only as a replay, which only a kernel-level run sees (layers_run).
+  const RunRecord* run = layers_run(record, b);
   if (!run) {
     t.notes.push_back("no FRAMEWORK-level run for this batch size (use --trace-level framework)");
     return t;
   }
+  const bool replayed = run != record.run_for_level(b, Level::kFramework);
   const Trace& trace = run->trace;
   const auto reqs = extract_generation_requests(trace);
   // Step span id -> prefill (true) or decode (false), for the steps of the requests whose ops were kept.
@@ -421,7 +423,11 @@ Table g2_layer_prefill_decode(const EvaluationRecord& record, int b) {
   }
   std::string n = source_note(*run, reqs, "layer times", true);
   n += ", " + plural(prefills, "prefill step", "prefill steps") + ", " + plural(ops, "top-level op", "top-level ops");
-  if (deepest_level(run->trace_level) != Level::kFramework)
+  if (replayed)
+    n += "; the decode step ran as a CUDA graph: its layers are the ops replayed on the GPU, each from its first "
+         "kernel's start to its last kernel's end, and prefill's host op times include the kernel level's overhead "
+         "(docs/cuda-graphs.md)";
+  else if (deepest_level(run->trace_level) != Level::kFramework)
     n += "; no run stopped at the FRAMEWORK level, so these include the profiling overhead of deeper levels";
   t.notes.push_back(n);
   for (const std::string& shares : {part_shares_note("decode", decode_by_part, decodes ? sum_decode : 0.0),

@@ -109,7 +109,8 @@ std::string transformer_part(std::string_view module, std::string_view op);
 Table g1_prefill_vs_decode(const EvaluationRecord& record);
 Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int>& batch_sizes);
 
-/// G2 "Layer time in prefill vs decode" (one batch size, M/F run): per module (tag "module" of the top-level
+/// G2 "Layer time in prefill vs decode" (one batch size, layers_run(): the M/F run, or the kernel-level run of a
+/// --cuda-graphs evaluation, whose decode steps' ops are the replayed spans of docs/cuda-graphs.md): per module (tag "module" of the top-level
 /// FRAMEWORK spans under "prefill"/"decode"; the op name when absent): layer (transformer_layer() of the module;
 /// the op name without a module), module, part (transformer_part() of the module and op), op (the first op name
 /// seen), prefill_ms (summed time in prefill steps /

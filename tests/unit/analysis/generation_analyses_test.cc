@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -284,6 +285,46 @@ TEST(GenerationAnalyses, G2GroupsModulesByLayerAndSplitsPrefillFromDecode) {
   EXPECT_NEAR(decode, 100.0, 1e-9);
   EXPECT_TRUE(has_note(t, "2 requests with their ops kept, 4 decode steps"));
   EXPECT_TRUE(has_note(t, "14 top-level ops"));
+}
+
+// A --cuda-graphs evaluation: the host runs no decode op (one graph launch per step), so the M/F run's decode steps
+// are empty; the kernel-level run holds the replayed ops (docs/cuda-graphs.md), which G2 must take instead.
+TEST(GenerationAnalyses, G2TakesTheReplayedOpsOfACudaGraphRun) {
+  EvaluationRecord e = generation_record();
+  e.settings["request"]["cuda_graphs"] = true;
+  GenerationTraceBuilder f;  // prefill ops only
+  const std::vector<GenerationTraceBuilder::StepContent> prefill_only{ops_content(0)};
+  f.request(0, 10'000, 2, prefill_only);
+  f.request(1, 20'000, 2, prefill_only);
+  e.runs[1] = run(TraceLevel::kFramework, f.trace);
+  // Kernel run: prefill as in eager; each decode step holds replayed c_attn 40 µs and c_fc 80 µs.
+  std::vector<GenerationTraceBuilder::StepContent> replay = ops_content(0);
+  for (int i = 0; i < 2; ++i)
+    replay.push_back({{{"aten::linear", "h.0.attn.c_attn", 40}, {"aten::linear", "h.1.mlp.c_fc", 80}}, 0, false});
+  GenerationTraceBuilder k;
+  k.request(0, 10'000, 2, replay);
+  k.request(1, 20'000, 2, replay);
+  std::set<SpanId> decode_steps;
+  for (const Span& s : k.trace.spans)
+    if (s.name == kStageDecode) decode_steps.insert(s.id);
+  for (Span& s : k.trace.spans)
+    if (s.level == Level::kFramework && decode_steps.contains(s.parent_id))
+      s.tags.emplace_back("replayed_from", "cuda-graph");
+  e.runs[2] = run(TraceLevel::kKernel, k.trace);
+
+  const Table t = g2_layer_prefill_decode(e, 2);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(str(t, 0, "module"), "h.1.mlp.c_fc");
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_step_ms"), 0.08);
+  EXPECT_DOUBLE_EQ(num(t, 0, "decode_total_ms"), 0.16);
+  EXPECT_EQ(str(t, 1, "module"), "h.0.attn.c_attn");
+  EXPECT_DOUBLE_EQ(num(t, 1, "decode_step_ms"), 0.04);
+  EXPECT_DOUBLE_EQ(num(t, 1, "prefill_ms"), 0.1);
+  EXPECT_TRUE(has_note(t, "the decode step ran as a CUDA graph"));
+  // Without the setting, the M/F run is read: no decode time at all.
+  e.settings.erase("request");
+  const Table eager = g2_layer_prefill_decode(e, 2);
+  for (std::size_t i = 0; i < eager.rows.size(); ++i) EXPECT_DOUBLE_EQ(num(eager, i, "decode_total_ms"), 0.0);
 }
 
 TEST(GenerationAnalyses, G2NamesEachModulesPartAndSharesDecodeTimeByPart) {

@@ -16,7 +16,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "xsp/analysis/generation_analyses.h"
 #include "xsp/analysis/gpu_analyses.h"
+#include "xsp/analysis/registry.h"
 #include "xsp/store/store.h"
 #include "xsp/trace/assembler.h"
 #include "xsp/trace/graph_replay.h"
@@ -183,4 +185,54 @@ TEST(RecordedCudaGraphs, AttributionIsRederivedFromTheRecordedTrace) {
   GraphCaptureContexts fresh;
   fresh.learn(t);
   EXPECT_EQ(fresh.nodes(), 20u);
+}
+
+// gpt2_tiny_decode_graphs_h200.db: `xsp evaluate gpt2_tiny --device cuda --synthetic --batch-sizes 1 --prompt-tokens
+// 8 --output-tokens 6 --trace-level kernel --iterations 2 --warmup 1 --warmup-max-ms 0 --cuda-graphs`
+// (scripts/gpu/decode_graphs.sh PARTS=fixture): prefill eager, every decode step one replay of the graph captured in
+// the warm-up request. Every replayed kernel must sit under the decode step, below the op that launched it at capture,
+// and G2 must split decode time by module from those replays.
+TEST(RecordedCudaGraphs, DecodeStepReplaysLandUnderTheirCapturedOpsAndLayers) {
+  const EvaluationRecord e = recorded("gpt2_tiny_decode_graphs_h200.db");
+  EXPECT_EQ(e.settings["request"]["cuda_graphs"], true);
+  const RunRecord* run = e.run_for_level(1, Level::kKernel);
+  ASSERT_NE(run, nullptr);
+  const Trace& t = run->trace;
+  const std::uint64_t replayed = t.counters.at("cuda_graph.replayed_activities");
+  EXPECT_EQ(replayed, 2150u);
+  EXPECT_EQ(t.counters.at("cuda_graph.attributed_activities"), replayed);
+  EXPECT_EQ(t.counters.at("cuda_graph.unknown_capture_context"), 0u);  // 2,150 of 2,150 before the fix
+
+  const auto by_id = index(t);
+  std::size_t graph_kernels = 0, in_decode = 0, under_op = 0, under_module = 0;
+  for (const Span& s : t.spans) {
+    if (s.level != Level::kKernel || !s.tag("graph_id")) continue;
+    ++graph_kernels;
+    bool decode = false, op = false, module = false;
+    for (auto it = by_id.find(s.parent_id); it != by_id.end(); it = by_id.find(it->second->parent_id)) {
+      const Span& a = *it->second;
+      if (a.level == Level::kFramework && a.tag("replayed_from") == "cuda-graph") {
+        op = true;
+        module = module || a.tag("module").has_value();
+      }
+      decode = decode || a.name == "decode";
+    }
+    in_decode += decode;
+    under_op += op;
+    under_module += module;
+  }
+  EXPECT_EQ(graph_kernels, replayed);
+  EXPECT_EQ(in_decode, graph_kernels);
+  EXPECT_EQ(under_op, graph_kernels);
+  // All but the fused position add's kernel (one per step; TorchScript's fusion group has no module, in eager too).
+  EXPECT_EQ(under_module, 2100u);
+
+  const Table g2 = g2_layer_prefill_decode(e, 1);
+  std::map<std::string, double> decode_ms;
+  for (const auto& row : g2.rows) {
+    const auto& module = std::get<std::string>(cell(g2, row, "module"));
+    if (const auto* v = std::get_if<double>(&cell(g2, row, "decode_step_ms"))) decode_ms[module] = *v;
+  }
+  for (const char* m : {"transformer.0.attn", "transformer.1.attn", "transformer.0.mlp.c_fc", "lm_head"})
+    EXPECT_GT(decode_ms[m], 0.0) << m;
 }
