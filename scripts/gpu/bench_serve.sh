@@ -7,6 +7,9 @@
 #  - closed loops at concurrency 1 and 4: xsp bench-serve and scripts/gpu/serve_client.py in turn, $REPS rounds
 #    (the TTFT/TPOT agreement check: same server, same load, no schedule randomness);
 #  - xsp bench-serve at the request rates $RATES with --server-pid (one window each) and the serving-tail join.
+# PARTS picks "closed" and/or "rates" (default both); CONCURRENCY the closed loops' concurrencies (default "1 4");
+# PIN_SERVER / PIN_CLIENT are taskset prefixes that keep the server and the clients on separate cores (default
+# cores 2-7 and 8-11), so that neither client steals the other's or the server's CPU.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/xsp-out}
@@ -18,10 +21,13 @@ REPS=${REPS:-2}
 RATES=${RATES:-2 4 8}
 N=${N:-60}
 URL=http://127.0.0.1:$PORT/v1
+PIN_SERVER=${PIN_SERVER-taskset -c 2-7}
+PIN_CLIENT=${PIN_CLIENT-taskset -c 8-11}
+want() { [[ " ${PARTS:-closed rates} " == *" $1 "* ]]; }
 stamp() { echo "$(date +%T) $*" | tee -a "$ART/report.txt"; }
 export XSP_STORE=$ART/serve.db
 
-$X profile --signal --trace-level kernel -- python3 scripts/gpu/serve_hf.py --port "$PORT" > "$ART/server.log" 2>&1 &
+$PIN_SERVER $X profile --signal --trace-level kernel -- python3 scripts/gpu/serve_hf.py --port "$PORT" > "$ART/server.log" 2>&1 &
 profile_pid=$!
 for _ in $(seq 120); do
   curl -sf "$URL/models" > /dev/null && break
@@ -30,19 +36,21 @@ done
 stamp "server up: $(curl -s "$URL/models")"
 server_pid=$(pgrep -f "serve_hf.py --port $PORT" | head -1)
 
-for c in 1 4; do
+for c in ${CONCURRENCY:-1 4}; do
+  want closed || break
   for rep in $(seq "$REPS"); do
-    $X bench-serve --url "$URL" --model llama-bench --synthetic --prompt-tokens 256:256 --output-tokens 64 \
+    $PIN_CLIENT $X bench-serve --url "$URL" --model llama-bench --synthetic --prompt-tokens 256:256 --output-tokens 64 \
       --max-concurrency $c --num-requests "$N" > "$ART/closed_xsp_${c}_$rep.txt" 2>&1
     stamp "closed c=$c xsp rc=$? $(grep -E 'Median (TTFT|TPOT)' "$ART/closed_xsp_${c}_$rep.txt" | tr -s ' ' | tr '\n' ' ')"
-    python3 scripts/gpu/serve_client.py --url "$URL" --model llama-bench --max-concurrency $c --requests "$N" \
+    $PIN_CLIENT python3 scripts/gpu/serve_client.py --url "$URL" --model llama-bench --max-concurrency $c --requests "$N" \
       --prompt-words 256 --output-tokens 64 > "$ART/closed_py_${c}_$rep.json" 2>&1
     stamp "closed c=$c python rc=$? $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('TTFT p50 %.3f TPOT p50 %.3f ms' % (d['ttft_ns']['median']/1e6, d['tpot_ns']['median']/1e6))" "$ART/closed_py_${c}_$rep.json")"
   done
 done
 
 for rate in $RATES; do
-  $X bench-serve --url "$URL" --model llama-bench --synthetic --prompt-tokens 128:512 --output-tokens 64 \
+  want rates || break
+  $PIN_CLIENT $X bench-serve --url "$URL" --model llama-bench --synthetic --prompt-tokens 128:512 --output-tokens 64 \
     --request-rate "$rate" --num-requests "$N" --ttft-bound-ms 500 --tpot-bound-ms 50 --server-pid "$server_pid" \
     > "$ART/rate_$rate.txt" 2>&1
   stamp "rate $rate rc=$? $(grep -E 'evaluation' "$ART/rate_$rate.txt" | tail -1)"
