@@ -96,17 +96,6 @@ struct SubmitArgs : RequestFlags {
   std::vector<const CLI::Option*> request_options;  ///< the flags `xsp evaluate` takes too, passed on to each task
 };
 
-// $XSP_SLURM_DIR, else $XDG_DATA_HOME/xsp/slurm, else ~/.local/share/xsp/slurm: beside the default store, and in the
-// home directory, which a cluster's compute nodes mount too (each task writes its result file there).
-std::string default_slurm_dir() {
-  if (const char* d = std::getenv("XSP_SLURM_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_DATA_HOME"); d && *d)
-    return (std::filesystem::path(d) / "xsp" / "slurm").string();
-  if (const char* h = std::getenv("HOME"); h && *h)
-    return (std::filesystem::path(h) / ".local" / "share" / "xsp" / "slurm").string();
-  return "xsp-slurm";
-}
-
 // The models of a submission: "resnet50,bert_base" is two tasks; a model listed twice is evaluated twice.
 std::vector<std::string> split_models(const std::string& text) {
   std::vector<std::string> out;

@@ -1,6 +1,7 @@
 // xsp serve: the REST API of docs/server.md over the store and evaluate(), until SIGINT/SIGTERM.
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
@@ -8,6 +9,7 @@
 #include "common.h"
 #include "signals.h"
 #ifdef XSP_WITH_SERVER
+#include "xsp/queue/slurm.h"
 #include "xsp/server/server.h"
 #include "xsp/store/store.h"
 #endif
@@ -17,7 +19,7 @@ namespace xsp::cli {
 void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
   auto* sub = app.add_subcommand("serve", "serve the REST API over the store (docs/server.md)");
   struct Args {
-    std::string host = "127.0.0.1", token_file, static_dir;
+    std::string host = "127.0.0.1", token_file, static_dir, slurm_dir;
     int port = 8080;
     std::uint64_t max_body_bytes = 1 << 20;
     std::uint64_t threads = 16;
@@ -66,6 +68,10 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100000}));
   sub->add_option("--static-dir", a->static_dir, "folder served under /ui/ (the web UI's files)")
       ->check(CLI::ExistingDirectory);
+  sub->add_option("--slurm-dir", a->slurm_dir,
+                  "the folder of `xsp submit --engine slurm` submissions whose tasks GET /api/v1/jobs lists too "
+                  "(default $XSP_SLURM_DIR, else ~/.local/share/xsp/slurm, when it exists)")
+      ->check(CLI::ExistingDirectory);
   out.push_back({sub, [&g, a]() -> int {
 #ifndef XSP_WITH_SERVER
                    (void)g;
@@ -93,6 +99,9 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
                    o.static_dir = a->static_dir;
                    o.clock = g.env.clock;
                    o.record_machine_state = g.env.record_machine_state;
+                   const std::string slurm_dir = a->slurm_dir.empty() ? default_slurm_dir() : a->slurm_dir;
+                   if (std::filesystem::is_directory(slurm_dir))
+                     o.slurm = std::make_shared<slurm::SlurmEngine>(slurm_dir);
                    if (!a->token_file.empty()) o.token = read_token_file(a->token_file);
                    else if (const char* t = std::getenv("XSP_SERVER_TOKEN"); t && *t) o.token = t;
                    std::unique_ptr<Server> server;
@@ -107,7 +116,8 @@ void add_serve_command(CLI::App& app, Globals& g, Commands& out) {
                    std::cout << "xsp serve: listening on " << server->url() << " (API " << server->url()
                              << "/api/v1, store " << redact_location(g.store_path) << ", jobs run "
                              << (is_postgres_location(g.store_path) ? "by xsp agent processes" : "here") << ", writes "
-                             << (o.token.empty() ? "open: loopback only" : "need the token") << "); Ctrl-C stops"
+                             << (o.token.empty() ? "open: loopback only" : "need the token")
+                             << (o.slurm ? ", Slurm tasks from " + slurm_dir : std::string()) << "); Ctrl-C stops"
                              << std::endl;
                    // The signal handler only sets a flag; stopping happens here, outside it.
                    while (interrupt.signal() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -310,6 +311,17 @@ CLI::Validator table_format_check() {
         }
       },
       "table|csv|json");
+}
+
+// Beside the default store, and in the home directory, which a cluster's compute nodes mount too (each task writes
+// its result file there).
+std::string default_slurm_dir() {
+  if (const char* d = std::getenv("XSP_SLURM_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_DATA_HOME"); d && *d)
+    return (std::filesystem::path(d) / "xsp" / "slurm").string();
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return (std::filesystem::path(h) / ".local" / "share" / "xsp" / "slurm").string();
+  return "xsp-slurm";
 }
 
 }  // namespace xsp::cli

@@ -61,6 +61,9 @@ void add_delete_command(CLI::App& app, Globals& g, Commands& out);  ///< cmd_del
 std::filesystem::path default_store();   ///< $XSP_STORE, else $XDG_DATA_HOME/xsp/xsp.db, else ~/.local/share/xsp/xsp.db
 std::filesystem::path default_zoo();     ///< $XSP_ZOO, else the source tree's models/
 std::filesystem::path default_images();  ///< the source tree's data/images
+/// The folder of Slurm submissions (`xsp submit --engine slurm`, `xsp jobs`, `xsp serve`): $XSP_SLURM_DIR, else
+/// $XDG_DATA_HOME/xsp/slurm, else ~/.local/share/xsp/slurm, else "xsp-slurm".
+std::string default_slurm_dir();
 
 /// Opens the store of --store: kRead for commands that only read (they never wait for a running evaluation's
 /// write lock). Saves wait up to `save_wait_s` seconds for another writer's lock, with a spdlog warning about every

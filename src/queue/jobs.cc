@@ -258,8 +258,10 @@ nlohmann::json to_json(const JobInfo& job) {
       {"max_attempts", job.max_attempts},
       {"progress", {{"done", job.progress.done}, {"total", job.progress.total}, {"phase", job.progress.what}}},
       {"cancel_requested", job.cancel_requested},
-      {"agent",
-       job.agent_id.empty() ? nlohmann::json() : nlohmann::json({{"id", job.agent_id}, {"name", job.agent_name}})},
+      // A Slurm task has a node (agent_name) but no agent id.
+      {"agent", job.agent_id.empty() && job.agent_name.empty()
+                    ? nlohmann::json()
+                    : nlohmann::json({{"id", opt(job.agent_id)}, {"name", job.agent_name}})},
       {"waiting_reason", opt(job.waiting_reason)},
       {"submitted_by", opt(job.submitted_by)},
       {"submitted_at", job.submitted_at},

@@ -179,7 +179,7 @@ const std::vector<Endpoint>& endpoints() {
       {"GET", "/api/v1/evaluations/{id}/analyses", "the analysis ids"},
       {"GET", "/api/v1/evaluations/{id}/analyses/{analysis}", "one analysis as tables; batch_size, latency_bound_ms"},
       {"GET", "/api/v1/evaluations/{id}/trace",
-       "download a run's trace; format=chrome|otlp|sqlite, run, batch_size, "
+       "download a run's trace; format=chrome|perfetto|otlp|sqlite, run, batch_size, "
        "trace_level"},
       {"GET", "/api/v1/compare", "evaluations side by side; ids=1,2[,...], batch_size"},
       {"GET", "/api/v1/report", "the HTML report (charts, tables, timeline) of ids=1[,2,...], batch_size"},
@@ -189,9 +189,11 @@ const std::vector<Endpoint>& endpoints() {
       {"POST", "/api/v1/jobs",
        "submit a job: {request, constraints, priority, max_attempts} (all but request "
        "optional) or a bare EvaluationRequest: 202 with the job"},
-      {"GET", "/api/v1/jobs", "submitted evaluations, newest first; state=queued|running|done|failed|cancelled, limit"},
+      {"GET", "/api/v1/jobs",
+       "submitted evaluations, newest first, the queue's and (xsp serve --slurm-dir) Slurm's tasks; "
+       "state=queued|running|done|failed|cancelled, engine=queue|slurm, limit"},
       {"GET", "/api/v1/jobs/{id}",
-       "one job: state, constraints, priority, attempts, agent, progress, waiting reason, "
+       "one job (a queue id, or a Slurm task's ARRAYID_TASK): state, constraints, priority, attempts, agent, progress, waiting reason, "
        "evaluation id or error"},
       {"DELETE", "/api/v1/jobs/{id}", "delete a queued or finished job (its evaluation stays)"},
       {"POST", "/api/v1/jobs/{id}/cancel", "cancel a queued or running job"},

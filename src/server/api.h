@@ -105,6 +105,7 @@ struct Api {
   ReadPool readers;
   std::shared_ptr<JobService> jobs;
   JobQueue* local_jobs = nullptr;  // the server's own queue (in `jobs`) when it runs submissions itself; else null
+  std::mutex slurm_mutex;          // options.slurm refreshes its folder's job.json files: one request at a time
   std::atomic<int> stopping{0};    // set by stop(): validation in a handler (hashing a big file) gives up
 
   /// The context submitted requests are validated and run in: every file they name is confined to the zoo and the

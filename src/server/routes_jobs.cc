@@ -1,5 +1,9 @@
 // /api/v1/jobs, POST /api/v1/evaluations and /api/v1/agents: submissions and their jobs, through the JobService
 // (xsp/queue/jobs.h) that `xsp submit`, `xsp jobs` and `xsp agents` call too.
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
 #include "api.h"
 #include "xsp/eval/measurement.h"
 
@@ -39,6 +43,42 @@ JobInfo job_or_404(Api& api, std::int64_t id) {
 }
 
 json job_json(Api& api, std::int64_t id) { return {{"job", to_json(job_or_404(api, id))}}; }
+
+// A Slurm task's id ("1234_5", as `xsp jobs` and squeue write it), which the queue's decimal ids never match.
+bool is_slurm_id(const std::string& id) {
+  const auto us = id.find('_');
+  auto digits = [](std::string_view v) {
+    return !v.empty() && v.size() <= 18 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return us != std::string::npos && digits(std::string_view(id).substr(0, us)) &&
+         digits(std::string_view(id).substr(us + 1));
+}
+
+// The Slurm engine, for a request naming a Slurm task: 404 when the server was started without one.
+JobEngine& slurm_engine(Api& api, const std::string& id) {
+  if (!api.options.slurm)
+    throw HttpError{
+        404, "no job " + id + ": this server reads no Slurm submissions (start it with `xsp serve --slurm-dir`)", "id"};
+  return *api.options.slurm;
+}
+
+// Calls the Slurm engine (squeue, sacct, scancel under the hood) one request at a time: it rewrites its folder's
+// job.json files as it refreshes. A Slurm command that fails or times out is a 503 to retry later.
+template <typename F>
+auto slurm_call(Api& api, F&& f) -> decltype(f()) {
+  std::lock_guard<std::mutex> lock(api.slurm_mutex);
+  try {
+    return f();
+  } catch (const std::runtime_error& e) {
+    throw HttpError{503, std::string("slurm: ") + e.what(), ""};
+  }
+}
+
+json slurm_job_json(Api& api, const std::string& id) {
+  auto job = slurm_call(api, [&] { return slurm_engine(api, id).get(id); });
+  if (!job) throw HttpError{404, "no Slurm task " + id + " in this server's Slurm folder", "id"};
+  return {{"job", to_json(*job)}};
+}
 
 // The body of a submission (job_submission_from_json). `request_prefix` is set to where the request's fields are
 // in the body ("" or "request."), for the fields of errors found later by validate().
@@ -80,7 +120,7 @@ void routes::submit(Api& api, const httplib::Request& req, httplib::Response& re
 }
 
 void routes::list_jobs(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch&) {
-  check_params(req, {"state", "limit"});
+  check_params(req, {"state", "limit", "engine"});
   JobFilter filter;
   if (auto v = param(req, "state")) {
     filter.state = parse_job_state(*v);
@@ -88,18 +128,46 @@ void routes::list_jobs(Api& api, const httplib::Request& req, httplib::Response&
       throw HttpError{400, "state: expected queued, running, done, failed or cancelled, got '" + *v + "'", "state"};
   }
   if (auto v = param(req, "limit")) filter.limit = static_cast<std::size_t>(parse_int_param(*v, "limit", 1, kMaxLimit));
+  std::string engine;
+  if (auto v = param(req, "engine")) {
+    engine = *v;
+    if (engine != "queue" && engine != "slurm")
+      throw HttpError{400, "engine: expected queue or slurm, got '" + engine + "'", "engine"};
+  }
+  std::vector<JobInfo> jobs;
+  if (engine != "slurm") jobs = call([&] { return api.jobs->list(filter); });
+  if (engine != "queue" && api.options.slurm) {
+    auto tasks = slurm_call(api, [&] { return api.options.slurm->list(filter); });
+    jobs.insert(jobs.end(), std::make_move_iterator(tasks.begin()), std::make_move_iterator(tasks.end()));
+    // Both lists are newest first; merged by submission time (ISO 8601 UTC sorts as text), then cut to the limit.
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [](const JobInfo& a, const JobInfo& b) { return a.submitted_at > b.submitted_at; });
+    if (jobs.size() > filter.limit) jobs.resize(filter.limit);
+  }
   json list = json::array();
-  for (const JobInfo& j : call([&] { return api.jobs->list(filter); })) list.push_back(to_json(j));
+  for (const JobInfo& j : jobs) list.push_back(to_json(j));
   send_json(res, 200, {{"jobs", list}});
 }
 
 void routes::get_job(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
   check_params(req, {});
+  if (is_slurm_id(m[1])) {
+    send_json(res, 200, slurm_job_json(api, m[1]));
+    return;
+  }
   send_json(res, 200, job_json(api, parse_id(m[1], "id")));
 }
 
 void routes::delete_job(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
   check_params(req, {});
+  if (is_slurm_id(m[1])) {
+    slurm_job_json(api, m[1]);  // 404 for an unknown task
+    throw HttpError{409,
+                    "Slurm task " + std::string(m[1]) +
+                        ": a Slurm submission is kept in its folder (job.json, the tasks' outputs); remove the "
+                        "folder to forget it",
+                    "id"};
+  }
   const std::int64_t id = parse_id(m[1], "id");
   switch (call([&] { return api.jobs->remove(id); })) {
     case JobService::DeleteResult::kNotFound:
@@ -114,6 +182,22 @@ void routes::delete_job(Api& api, const httplib::Request& req, httplib::Response
 
 void routes::cancel_job(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
   check_params(req, {});
+  if (is_slurm_id(m[1])) {
+    const std::string sid = m[1];
+    const auto result = slurm_call(api, [&] { return slurm_engine(api, sid).cancel(sid); });
+    switch (result) {
+      case JobService::CancelResult::kNotFound:
+        throw HttpError{404, "no Slurm task " + sid + " in this server's Slurm folder", "id"};
+      case JobService::CancelResult::kAlreadyFinished:
+        throw HttpError{409, "Slurm task " + sid + " has finished: nothing to cancel", "id"};
+      case JobService::CancelResult::kRemoved:
+        send_json(res, 200, slurm_job_json(api, sid));
+        return;
+      case JobService::CancelResult::kStopping:
+        send_json(res, 202, slurm_job_json(api, sid));  // scancel sent SIGTERM; Slurm kills after KillWait
+        return;
+    }
+  }
   const std::int64_t id = parse_id(m[1], "id");
   switch (call([&] { return api.jobs->cancel(id); })) {
     case JobService::CancelResult::kNotFound:
@@ -135,6 +219,14 @@ void routes::cancel_job(Api& api, const httplib::Request& req, httplib::Response
 
 void routes::retry_job(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
   check_params(req, {});
+  if (is_slurm_id(m[1])) {
+    slurm_job_json(api, m[1]);  // 404 for an unknown task
+    throw HttpError{409,
+                    "Slurm task " + std::string(m[1]) +
+                        ": the Slurm engine resubmits a task that failed retryably by itself, up to its max_attempts "
+                        "(docs/deploy.md); submit the model again to repeat it",
+                    "id"};
+  }
   const std::int64_t id = parse_id(m[1], "id");
   switch (call([&] { return api.jobs->retry(id); })) {
     case JobService::RetryResult::kNotFound:

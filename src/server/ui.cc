@@ -431,9 +431,11 @@ async function loadJobs() {
     let finished = 0;
     for (const j of body.jobs) {
       const tr = document.createElement('tr');
-      tr.dataset.id = j.id; tr.dataset.state = j.state;
+      // A Slurm task's id is its ARRAYID_TASK (external_id); the queue's is its number.
+      const id = j.external_id || String(j.id), queue = !j.engine || j.engine === 'queue';
+      tr.dataset.id = id; tr.dataset.state = j.state; tr.dataset.engine = j.engine || 'queue';
       const r = j.request || {};
-      tr.appendChild(cell(j.id, 'num'));
+      tr.appendChild(cell(queue ? id : id + ' (' + j.engine + ')', 'num'));
       tr.appendChild(cell(j.state, 'state'));
       tr.appendChild(cell(r.model));
       tr.appendChild(cell((r.framework || "(manifest's)") + ' / ' + r.device));
@@ -459,11 +461,12 @@ async function loadJobs() {
       tr.appendChild(ev);
       const c = cell('');
       if (j.state === 'queued' || j.state === 'running')
-        c.appendChild(jobButton('cancel', () => api('/jobs/' + j.id + '/cancel', { method: 'POST' })));
-      if (j.state === 'failed' || j.state === 'cancelled')
-        c.appendChild(jobButton('retry', () => api('/jobs/' + j.id + '/retry', { method: 'POST' })));
-      if (j.state !== 'running')
-        c.appendChild(jobButton('delete', () => api('/jobs/' + j.id, { method: 'DELETE' })));
+        c.appendChild(jobButton('cancel', () => api('/jobs/' + id + '/cancel', { method: 'POST' })));
+      // Slurm retries its own tasks (max_attempts) and keeps its submissions in their folder: cancel only.
+      if (queue && (j.state === 'failed' || j.state === 'cancelled'))
+        c.appendChild(jobButton('retry', () => api('/jobs/' + id + '/retry', { method: 'POST' })));
+      if (queue && j.state !== 'running')
+        c.appendChild(jobButton('delete', () => api('/jobs/' + id, { method: 'DELETE' })));
       tr.appendChild(c);
       tbody.appendChild(tr);
       if (j.state !== 'queued' && j.state !== 'running') finished += 1;

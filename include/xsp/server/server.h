@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "xsp/eval/evaluate.h"
+#include "xsp/queue/engine.h"
 #include "xsp/queue/jobs.h"
 
 namespace xsp {
@@ -136,6 +137,10 @@ struct ServerOptions {
   /// a PostgreSQL store (is_postgres_location) it opens the shared queue (open_job_service) and runs nothing itself:
   /// `xsp agent` processes do. Given (tests inject a fake): used as is, and the server runs nothing itself.
   std::shared_ptr<JobService> jobs;
+  /// The Slurm submissions of `xsp submit --engine slurm` (a slurm::SlurmEngine over their folder; `xsp serve
+  /// --slurm-dir`), listed by GET /api/v1/jobs beside the queue's jobs and reached by their "ARRAYID_TASK" ids.
+  /// Null: the API shows the queue's jobs only.
+  std::shared_ptr<JobEngine> slurm;
 };
 
 /// True for 127.0.0.0/8, ::1 and "localhost": addresses no other machine can reach.

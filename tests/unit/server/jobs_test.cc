@@ -382,3 +382,132 @@ TEST_F(ServerOverSharedQueue, AnUnreachableQueueIs503AndTheServerStaysUp) {
 
 }  // namespace
 }  // namespace xsp
+
+namespace xsp {
+namespace {
+
+// Slurm's tasks beside the queue's jobs (issue 28): a fake engine standing for slurm::SlurmEngine (the real one, over
+// Debian's slurmctld/slurmd, is tested by tests/slurm/slurm_test.sh).
+class FakeSlurmEngine final : public JobEngine {
+ public:
+  std::string name() const override { return "slurm"; }
+  std::vector<JobInfo> list(const JobFilter& filter) override {
+    std::lock_guard lock(mu);
+    std::vector<JobInfo> out;
+    for (const JobInfo& j : tasks)
+      if ((!filter.state || j.state == *filter.state) && out.size() < filter.limit) out.push_back(j);
+    return out;
+  }
+  std::optional<JobInfo> get(const std::string& id) override {
+    std::lock_guard lock(mu);
+    for (const JobInfo& j : tasks)
+      if (j.external_id == id) return j;
+    return std::nullopt;
+  }
+  JobService::CancelResult cancel(const std::string& id) override {
+    std::lock_guard lock(mu);
+    for (JobInfo& j : tasks) {
+      if (j.external_id != id) continue;
+      if (j.state == JobState::kRunning) {
+        cancelled.push_back(id);
+        j.cancel_requested = true;
+        return JobService::CancelResult::kStopping;
+      }
+      return JobService::CancelResult::kAlreadyFinished;
+    }
+    return JobService::CancelResult::kNotFound;
+  }
+  bool owns(const std::string& id) const override { return id.find('_') != std::string::npos; }
+
+  std::mutex mu;
+  std::vector<JobInfo> tasks;  // newest first, as the real engine lists them
+  std::vector<std::string> cancelled;
+};
+
+JobInfo slurm_task(const std::string& id, JobState state, const std::string& submitted_at) {
+  JobInfo j;
+  j.engine = "slurm";
+  j.external_id = id;
+  j.state = state;
+  j.request = evaluation_request_from_json(testing::quick_request());
+  j.submitted_at = submitted_at;
+  j.agent_name = "node1";
+  return j;
+}
+
+class ServerWithSlurm : public testing::ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerFixture::SetUp();
+    slurm_->tasks = {slurm_task("41_1", JobState::kRunning, "2026-11-24T12:00:05Z"),
+                     slurm_task("41_0", JobState::kDone, "2026-11-24T12:00:05Z"),
+                     slurm_task("40_0", JobState::kFailed, "2026-11-24T11:59:00Z")};
+    JobInfo queued;
+    queued.id = 7;
+    queued.request = evaluation_request_from_json(testing::quick_request());
+    queued.submitted_at = "2026-11-24T12:00:00Z";
+    fake_->jobs = {queued};
+    ServerOptions o = options();
+    o.jobs = fake_;
+    o.slurm = slurm_;
+    start(o);
+  }
+  std::shared_ptr<testing::FakeJobService> fake_ = std::make_shared<testing::FakeJobService>();
+  std::shared_ptr<FakeSlurmEngine> slurm_ = std::make_shared<FakeSlurmEngine>();
+};
+
+std::vector<std::string> ids_of(const nlohmann::json& list) {
+  std::vector<std::string> out;
+  for (const auto& j : list["jobs"])
+    out.push_back(j["engine"].get<std::string>() + ":" + j["external_id"].get<std::string>());
+  return out;
+}
+
+TEST_F(ServerWithSlurm, ListsSlurmTasksBesideQueueJobsNewestFirst) {
+  auto c = client();
+  EXPECT_EQ(ids_of(body(c.Get("/api/v1/jobs"))),
+            (std::vector<std::string>{"slurm:41_1", "slurm:41_0", "queue:7", "slurm:40_0"}));
+  EXPECT_EQ(ids_of(body(c.Get("/api/v1/jobs?limit=2"))), (std::vector<std::string>{"slurm:41_1", "slurm:41_0"}));
+  EXPECT_EQ(ids_of(body(c.Get("/api/v1/jobs?engine=queue"))), (std::vector<std::string>{"queue:7"}));
+  EXPECT_EQ(ids_of(body(c.Get("/api/v1/jobs?engine=slurm&state=failed"))), (std::vector<std::string>{"slurm:40_0"}));
+  const auto bad = c.Get("/api/v1/jobs?engine=k8s");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(body(bad)["error"]["field"], "engine");
+}
+
+TEST_F(ServerWithSlurm, ASlurmTaskByItsIdCancelOnly) {
+  auto c = client();
+  const nlohmann::json task = body(c.Get("/api/v1/jobs/41_1"))["job"];
+  EXPECT_EQ(task["engine"], "slurm");
+  EXPECT_EQ(task["external_id"], "41_1");
+  EXPECT_EQ(task["state"], "running");
+  EXPECT_EQ(task["agent"]["name"], "node1");
+  EXPECT_EQ(c.Get("/api/v1/jobs/41_9")->status, 404);
+  // Cancel goes to scancel (202: the task stops after Slurm's signal); a finished task is a 409.
+  const auto r = c.Post("/api/v1/jobs/41_1/cancel", "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202) << r->body;
+  EXPECT_EQ(body(r)["job"]["cancel_requested"], true);
+  EXPECT_EQ(slurm_->cancelled, std::vector<std::string>{"41_1"});
+  EXPECT_EQ(c.Post("/api/v1/jobs/41_0/cancel", "", "application/json")->status, 409);
+  // Slurm retries its own tasks and keeps its submissions: retry and delete are refused with the reason.
+  const auto retry = c.Post("/api/v1/jobs/40_0/retry", "", "application/json");
+  EXPECT_EQ(retry->status, 409);
+  EXPECT_NE(body(retry)["error"]["message"].get<std::string>().find("max_attempts"), std::string::npos);
+  EXPECT_EQ(c.Delete("/api/v1/jobs/40_0")->status, 409);
+  EXPECT_EQ(c.Delete("/api/v1/jobs/40_7")->status, 404);
+  // The queue's jobs keep their routes.
+  EXPECT_EQ(body(c.Get("/api/v1/jobs/7"))["job"]["engine"], "queue");
+}
+
+TEST_F(ServerOverSharedQueue, ASlurmIdWithoutASlurmFolderIs404NamingTheFlag) {
+  auto c = client();
+  const auto r = c.Get("/api/v1/jobs/12_3");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_NE(body(r)["error"]["message"].get<std::string>().find("--slurm-dir"), std::string::npos) << r->body;
+}
+
+}  // namespace
+}  // namespace xsp
