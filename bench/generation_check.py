@@ -26,6 +26,9 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from generate_reference import GraphDecode  # noqa: E402  (the graph decode loop XSP's graph mode is checked against)
+
 
 def xsp_runs(db):
     con = sqlite3.connect(db)
@@ -148,7 +151,7 @@ def torchprof(args):
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, int(m.vocab_size), (args.batch, args.prompt_tokens), generator=g).to(args.device)
     if args.cuda_graphs:
-        m = GraphDecode(torch, m, args)
+        m = GraphDecode(torch, m)
     with torch.inference_mode():
         for _ in range(3):  # warm-up (TorchScript's profiling executor specializes in its first runs)
             k, v = m.init_cache(args.batch, args.prompt_tokens + args.output_tokens)
@@ -182,47 +185,6 @@ def torchprof(args):
                       "decode_launches_median": statistics.median(decode), "decode_launches_min": min(decode),
                       "decode_launches_max": max(decode), "device_events_total": kernels}))
     return 0
-
-
-class GraphDecode:
-    """The model with decode() replaying a CUDA graph of decode_static, as `xsp evaluate --cuda-graphs` does: one
-    cache per (batch, length) kept across requests, static token and position buffers, capture after 3 warm-up runs
-    on a side stream."""
-
-    def __init__(self, torch, m, args):
-        self.torch, self.m = torch, m
-        self.vocab_size = m.vocab_size
-        self.caches = {}
-
-    def init_cache(self, batch, length):
-        torch = self.torch
-        if (batch, length) not in self.caches:
-            k, v = self.m.init_cache(batch, length)
-            dev = k.device
-            self.caches[(batch, length)] = {"k": k, "v": v, "token": torch.zeros((batch, 1), dtype=torch.long, device=dev),
-                                            "position": torch.zeros((1,), dtype=torch.long, device=dev)}
-        self.c = self.caches[(batch, length)]
-        return self.c["k"], self.c["v"]
-
-    def prefill(self, ids, k, v):
-        return self.m.prefill(ids, k, v)
-
-    def decode(self, token, position, k, v):
-        torch, c = self.torch, self.c
-        c["token"].copy_(token)
-        c["position"].fill_(position)
-        if "graph" not in c:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    self.m.decode_static(c["token"], c["position"], k, v)
-            torch.cuda.current_stream().wait_stream(side)
-            c["graph"] = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(c["graph"]):
-                c["logits"] = self.m.decode_static(c["token"], c["position"], k, v)
-        c["graph"].replay()
-        return c["logits"]
 
 
 def torchprof_graph_counts(args, events, ranges):

@@ -162,42 +162,64 @@ def main():
     return run(args, torch, device, request, source)
 
 
-def graph_request(args, torch, model, ids, device):
-    """The request of --cuda-graphs, as XSP's graph mode runs it (docs/cuda-graphs.md): one cache for the (batch,
-    length), kept across requests; prefill eager; each decode step copies the last tokens and fills the position into
-    static buffers and replays decode_static captured once (3 warm-up runs on a side stream, then capture)."""
-    P, N, B = args.prompt_tokens, args.output_tokens, args.batch
-    k, v = model.init_cache(B, P + N)
-    token_buf = torch.zeros((B, 1), dtype=torch.long, device=device)
-    position_buf = torch.zeros((1,), dtype=torch.long, device=device)
-    state = {}
+class GraphDecode:
+    """A TorchScript generation model whose decode() replays a CUDA graph of decode_static, as `xsp evaluate
+    --cuda-graphs` runs it (docs/cuda-graphs.md): one cache per (batch, length), kept across requests; static token and
+    position buffers; decode_static captured after 3 warm-up runs on a side stream, then replayed at every step. Also
+    used by bench/generation_check.py's torchprof."""
 
-    def replay():
-        if "graph" not in state:
+    def __init__(self, torch, model):
+        self.torch, self.m = torch, model
+        self.vocab_size = model.vocab_size
+        self.caches = {}
+        self.c = None
+
+    def init_cache(self, batch, length):
+        torch = self.torch
+        if (batch, length) not in self.caches:
+            k, v = self.m.init_cache(batch, length)
+            self.caches[(batch, length)] = {"k": k, "v": v,
+                                            "token": torch.zeros((batch, 1), dtype=torch.long, device=k.device),
+                                            "position": torch.zeros((1,), dtype=torch.long, device=k.device)}
+        self.c = self.caches[(batch, length)]
+        return self.c["k"], self.c["v"]
+
+    def prefill(self, ids, k, v):
+        return self.m.prefill(ids, k, v)
+
+    def decode(self, token, position, k, v):
+        torch, c = self.torch, self.c
+        c["token"].copy_(token)
+        c["position"].fill_(position)
+        if "graph" not in c:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 for _ in range(3):
-                    model.decode_static(token_buf, position_buf, k, v)
+                    self.m.decode_static(c["token"], c["position"], k, v)
             torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                state["logits"] = model.decode_static(token_buf, position_buf, k, v)
-            state["graph"] = graph
-        state["graph"].replay()
-        return state["logits"]
+            c["graph"] = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(c["graph"]):
+                c["logits"] = self.m.decode_static(c["token"], c["position"], k, v)
+        c["graph"].replay()
+        return c["logits"]
+
+
+def graph_request(args, torch, model, ids, device):
+    """The request of --cuda-graphs: prefill eager, every decode step a replay (GraphDecode)."""
+    P, N, B = args.prompt_tokens, args.output_tokens, args.batch
+    m = GraphDecode(torch, model)
+    k, v = m.init_cache(B, P + N)  # once: the graph reads this cache at the addresses it was captured with
 
     def request():
         clock = time.perf_counter_ns
         t0 = clock()
-        token = model.prefill(ids, k, v).argmax(-1, keepdim=True)
+        token = m.prefill(ids, k, v).argmax(-1, keepdim=True)
         first_tokens = token.cpu()  # sync point: the first token is on the host
         t_first = clock()
         t_last = t_first
         for step in range(1, N):
-            token_buf.copy_(token)
-            position_buf.fill_(P + step - 1)
-            token = replay().argmax(-1, keepdim=True)
+            token = m.decode(token, P + step - 1, k, v).argmax(-1, keepdim=True)
             token.cpu()  # sync point: this token is on the host
             t_last = clock()
         return t0, t_first, t_last, first_tokens

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "record_function_profiler.h"
 #include "torch_util.h"
@@ -157,10 +158,7 @@ class LibTorchGenerator final : public Generator {
       v_ = s.v;
       graph_ = &s;
     } else {
-      auto cache = module_.get_method("init_cache")({static_cast<std::int64_t>(batch), length});
-      const auto& kv = cache.toTupleRef().elements();
-      k_ = kv.at(0).toTensor();
-      v_ = kv.at(1).toTensor();
+      std::tie(k_, v_) = init_cache(batch, length);
     }
     open_ = true;
     position_ = prompt_tokens;
@@ -208,14 +206,18 @@ class LibTorchGenerator final : public Generator {
 #endif
   };
 
+  /// The model's empty KV cache for `batch` sequences of `length` positions: init_cache's (K, V).
+  std::pair<at::Tensor, at::Tensor> init_cache(int batch, std::int64_t length) {
+    auto cache = module_.get_method("init_cache")({static_cast<std::int64_t>(batch), length});
+    const auto& kv = cache.toTupleRef().elements();
+    return {kv.at(0).toTensor(), kv.at(1).toTensor()};
+  }
+
   StaticDecode& static_decode(int batch, std::int64_t length) {
     auto it = static_.find({batch, length});
     if (it != static_.end()) return it->second;
     StaticDecode s;
-    auto cache = module_.get_method("init_cache")({static_cast<std::int64_t>(batch), length});
-    const auto& kv = cache.toTupleRef().elements();
-    s.k = kv.at(0).toTensor();
-    s.v = kv.at(1).toTensor();
+    std::tie(s.k, s.v) = init_cache(batch, length);
     s.token = torch::zeros({batch, 1}, torch::TensorOptions().dtype(torch::kLong).device(device_));
     s.position = torch::zeros({1}, torch::TensorOptions().dtype(torch::kLong).device(device_));
     return static_.emplace(std::make_pair(batch, length), std::move(s)).first->second;

@@ -17,6 +17,19 @@
 
 namespace xsp::testing {
 
+/// Runs `xsp ARGS...` in-process with `env`; returns its exit code and leaves what it printed in `out` and `err`.
+inline int run_xsp_captured(const std::vector<std::string>& args, const cli::CliEnvironment& env, std::string& out,
+                            std::string& err) {
+  std::vector<const char*> argv{"xsp"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
+  out = ::testing::internal::GetCapturedStdout();
+  err = ::testing::internal::GetCapturedStderr();
+  return rc;
+}
+
 /// A predictor of framework `name` 1.0.0 on a fake clock (FakePredictor's latency model, its framework profiler);
 /// `before_predict`, when set, runs before every batch with the batch's input (e.g. to raise a signal).
 class NamedFakePredictor final : public Predictor {
@@ -63,17 +76,10 @@ class CliHarness : public ::testing::Test {
   /// Runs `xsp ARGS...` in-process; returns its exit code, leaves its output in out_ and err_.
   int xsp(const std::vector<std::string>& args) {
     current() = this;
-    std::vector<const char*> argv{"xsp"};
-    for (const auto& a : args) argv.push_back(a.c_str());
     cli::CliEnvironment env;
     env.clock = &clock_;
     env.record_machine_state = false;
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
-    out_ = ::testing::internal::GetCapturedStdout();
-    err_ = ::testing::internal::GetCapturedStderr();
-    return rc;
+    return run_xsp_captured(args, env, out_, err_);
   }
 
   FakeClock clock_;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../cli/cli_harness.h"
 #include "cli.h"
 #include "test_server.h"
 #include "xsp/serve/serving.h"
@@ -27,16 +28,9 @@ class ServingRecordTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   int xsp(const std::vector<std::string>& args) {
-    std::vector<const char*> argv{"xsp"};
-    for (const auto& a : args) argv.push_back(a.c_str());
     cli::CliEnvironment env;
     env.record_machine_state = false;
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const int rc = cli::run_cli(static_cast<int>(argv.size()), argv.data(), env);
-    out_ = ::testing::internal::GetCapturedStdout();
-    err_ = ::testing::internal::GetCapturedStderr();
-    return rc;
+    return xsp::testing::run_xsp_captured(args, env, out_, err_);
   }
 
   std::filesystem::path dir_;
