@@ -615,6 +615,12 @@ void validate_fields(const EvaluationRequest& r) {
     reject("precision", "fp32, fp16 or bf16, got '" + r.precision + "'");
   if (r.cuda_graphs && r.device != "cuda")
     reject("cuda_graphs", "device cuda (CUDA graphs run on a GPU), got device '" + r.device + "'");
+  // A graph is captured in the first query of its batch size; that query must be a warm-up, never measured.
+  if (r.cuda_graphs && r.scenario && r.measurement.warmup_min_batches < 1)
+    reject("measurement.warmup_min_batches",
+           "at least 1 with cuda_graphs and a scenario (each batch size's CUDA graph is captured in the first query "
+           "that runs it, which must not be measured), got " +
+               std::to_string(r.measurement.warmup_min_batches));
   const GenerationRequest& g = r.generation;
   if (g.tail_steps < 0 || g.tail_steps > 1000)
     reject("generation.tail_steps", "a number from 0 to 1000, got " + std::to_string(g.tail_steps));
@@ -846,8 +852,7 @@ ValidatedRequest validate(const EvaluationRequest& request, const EvaluationCont
   if (r.cuda_graphs && predictor->framework_name() != "libtorch")
     reject("cuda_graphs", "framework libtorch (the one predictor that captures CUDA graphs), got '" +
                               predictor->framework_name() + "'");
-  if (r.cuda_graphs && r.scenario)
-    reject("cuda_graphs", "false with a scenario: batch sweeps replay graphs; scenarios do not yet");
+
   if (is_generation(v.manifest)) {
     validate_generation(v, context);
     v.plan = plan_of(v);

@@ -19,6 +19,7 @@
 #include "xsp/pipeline/tasks.h"
 #include "xsp/stats/stats.h"
 #include "xsp/trace/assembler.h"
+#include "xsp/trace/graph_replay.h"
 
 namespace xsp {
 namespace {
@@ -330,6 +331,9 @@ EvaluationRecord run_scenario(const Manifest& manifest, Predictor& predictor, co
         run.trace = c.recorder->take();
         run.trace.clock.unix_offset_ns = unix_offset_now_ns();
         run.trace.clock.device_clock_mapping = session.clock_mapping();
+        // Under --cuda-graphs each batch size's graph is captured in the first query that runs it (a warm-up query,
+        // usually), whose spans the tail selection drops: learn the capture first, so its replays are attributed.
+        learn_graph_captures_from_copy(run.trace);
         TailTraceSelection sel = keep_tail_query_traces(run.trace, r, plan.scenario.trace_tail, app_name);
         assemble(run.trace);
         run.trace_level = plan.trace_level;

@@ -200,6 +200,15 @@ TEST_F(Cli, ABadRequestFailsBeforeAnyWorkNamingTheFieldOrFlag) {
          r.device = "cuda";
        },
        "cuda_graphs", "--cuda-graphs --device cuda", "--cuda-graphs"},  // a framework that cannot capture
+      {[](auto& r) {
+         r.cuda_graphs = true;
+         r.device = "cuda";
+         r.scenario = ScenarioRequest{};
+         r.scenario->scenario = "single-stream";
+         r.measurement.warmup_min_batches = 0;
+       },
+       "measurement.warmup_min_batches", "--cuda-graphs --device cuda --scenario single-stream --warmup 0",
+       "--warmup"},  // the capture would be measured
   };
   for (const auto& c : cases) {
     EvaluationRequest r = request();

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "fake_graph_profiler.h"
 #include "run_helpers.h"
 #include "xsp/eval/scenario_runner.h"
 #include "xsp/trace/assembler.h"
@@ -306,6 +307,56 @@ TEST(TailTracesScenario, MultiStreamQueriesKeepAllTheirBatches) {
 
 // Offline with tail traces, framework level without them and kernel level on CPU are refused by validation
 // (tests/unit/cli/errors_test.cc, ScenarioCombinationsThatCannotRunAreRefusedNamingTheFlag).
+
+// --cuda-graphs with a scenario: the predictor's graph is captured in the first (warm-up) query, whose spans the tail
+// selection drops; every replay kept in the tail traces must still go under the op that was open at the capture.
+class GraphPredictor final : public Predictor {
+ public:
+  testing::FakeGraphProfiler graphs;
+  FakeFrameworkProfiler profiler;  // started per query; the ops come from the fake capture
+  std::string framework_name() const override { return "graph-pattern"; }
+  std::string framework_version() const override { return "1.0.0"; }
+  void load(const Manifest&, const DeviceSpec&) override {}
+  Tensor predict(const Tensor& input) override {
+    static constexpr int kMs[] = {1, 1, 3, 1, 1, 1};
+    const std::int64_t start = now_ns();
+    std::this_thread::sleep_for(std::chrono::milliseconds(kMs[calls++ % 6]));
+    graphs.step(start + 1000, now_ns() - 1000);
+    return Tensor{{input.shape.at(0), 2}, std::vector<float>(static_cast<std::size_t>(input.shape.at(0)) * 2)};
+  }
+  void close() override {}
+  FrameworkProfiler* framework_profiler() override { return &profiler; }
+  int calls = 0;
+};
+
+TEST(TailTracesScenario, ReplaysOfAGraphCapturedInAWarmUpQueryGoUnderTheCapturedOp) {
+  GraphPredictor p;
+  p.graphs.node = 7001;  // the registry of capture contexts is the process's: a node no other test uses
+  RunPlan o = traced_options(loadgen::Scenario::kSingleStream, 3);
+  o.trace_level = TraceLevel::kKernel;
+  SessionOptions session = testing::quiet_session();
+  session.profilers.device = &p.graphs;
+  const auto rec = testing::scenario(fake_manifest(), p, o, session);
+  ASSERT_TRUE(p.graphs.captured);
+  ASSERT_EQ(rec.runs.size(), 1u);
+  const Trace& t = rec.runs[0].trace;
+  std::map<SpanId, const Span*> by_id;
+  for (const Span& s : t.spans) by_id[s.id] = &s;
+  std::size_t replayed = 0, captured_ops = 0;
+  for (const Span& s : t.spans) {
+    if (s.name == "fake::attention" && !s.tag("replayed_from")) ++captured_ops;
+    if (s.level != Level::kKernel || !s.tag("graph_id")) continue;
+    ++replayed;
+    const Span& op = *by_id.at(s.parent_id);
+    EXPECT_EQ(op.name, "fake::attention");
+    EXPECT_EQ(op.tag("replayed_from"), std::optional<std::string_view>("cuda-graph"));
+    EXPECT_EQ(op.tag("module"), std::optional<std::string_view>("h.0.attn"));
+  }
+  EXPECT_EQ(captured_ops, 0u);  // the capturing warm-up query is not in the kept traces
+  EXPECT_EQ(replayed, 4u);      // the 3 slowest queries and the median one, one predict each
+  EXPECT_EQ(t.counters.at("cuda_graph.attributed_activities"), replayed);
+  EXPECT_EQ(t.counters.at("cuda_graph.unknown_capture_context"), 0u);
+}
 
 }  // namespace
 }  // namespace xsp
