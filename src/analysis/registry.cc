@@ -582,6 +582,10 @@ std::vector<AnalysisSpec> serving_analyses() {
                 "of its kind no slower, rounded down (percentile_label())"),
             col("request_id", "", "request", "the client's id of the request"),
             col("token_index", "", "token", "0 for ttft; k for the gap ending at token k"),
+            col("trace_id", "", "trace id",
+                "the W3C traceparent trace id the request carried: its spans in the engine's OpenTelemetry "
+                "collector (Jaeger, Tempo)",
+                false),
             col("interval_ms", "ms", "interval (ms)", "the interval's length on the client"),
             col("start_ns", "ns", "start (ns)", interval("start, CLOCK_MONOTONIC"), false),
             col("end_ns", "ns", "end (ns)", interval("end, CLOCK_MONOTONIC"), false),

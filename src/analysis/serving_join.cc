@@ -284,6 +284,7 @@ std::vector<ClientRequestTimes> client_requests_from_json(const nlohmann::json& 
       r.ok = ok->get<bool>();
     }
     if (const auto e = o.find("error"); e != o.end() && e->is_string()) r.error = e->get<std::string>();
+    if (const auto t = o.find("trace_id"); t != o.end() && t->is_string()) r.trace_id = t->get<std::string>();
     r.point = static_cast<int>(int_field(o, "point", i));
     out.push_back(std::move(r));
   }
@@ -297,6 +298,7 @@ nlohmann::json client_requests_to_json(const std::vector<ClientRequestTimes>& re
                         {"token_ns", r.token_ns},     {"output_tokens", r.output_tokens}, {"ok", r.ok}};
     if (!r.error.empty()) o["error"] = r.error;
     if (r.point != 0) o["point"] = r.point;
+    if (!r.trace_id.empty()) o["trace_id"] = r.trace_id;
     out.push_back(std::move(o));
   }
   return out;
@@ -311,11 +313,13 @@ std::vector<SlowInterval> slowest_intervals(const std::vector<ClientRequestTimes
     if (r.token_ns[0] >= issued) {
       ttft.push_back({r.request_id, "ttft", 0, issued, r.token_ns[0]});
       ttft.back().point = r.point;
+      ttft.back().trace_id = r.trace_id;
     }
     for (std::size_t k = 1; k < r.token_ns.size(); ++k)
       if (r.token_ns[k] >= r.token_ns[k - 1]) {
         itl.push_back({r.request_id, "itl", static_cast<int>(k), r.token_ns[k - 1], r.token_ns[k]});
         itl.back().point = r.point;
+        itl.back().trace_id = r.trace_id;
       }
   }
   std::vector<SlowInterval> out;
@@ -658,6 +662,7 @@ void add_rows(Table& t, const IntervalJoin& j) {
     row.set("point", static_cast<std::int64_t>(in.point));
     row.set("kind", in.kind).set("tail", j.tail).set("request_id", in.request_id);
     row.set("token_index", static_cast<std::int64_t>(in.token_index));
+    if (!in.trace_id.empty()) row.set("trace_id", in.trace_id);
     row.set("interval_ms", detail::ms_cell(static_cast<double>(in.duration_ns())));
     row.set("start_ns", in.start_ns).set("end_ns", in.end_ns);
     row.set("gpu_busy_ms", detail::ms_cell(static_cast<double>(j.gpu_busy_ns)));

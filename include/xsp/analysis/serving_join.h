@@ -31,6 +31,9 @@ struct ClientRequestTimes {
   bool ok = true;                      ///< false: failed or cancelled; `error` says why
   std::string error;
   int point = 0;  ///< the sweep point (run) it belongs to, 0-based; 0 without a sweep
+  /// The 32 hex digits of the W3C `traceparent` the request carried: the key to the engine's own OpenTelemetry spans
+  /// in the collector they went to (Jaeger, Tempo); "" when unknown.
+  std::string trace_id;
   bool operator==(const ClientRequestTimes&) const = default;
 };
 
@@ -54,7 +57,8 @@ struct SlowInterval {
   /// slowest_intervals(); `population` is how many intervals of its kind there were (so percentile_label() applies).
   std::size_t rank = 0;
   std::size_t population = 0;
-  int point = 0;  ///< the request's sweep point (ClientRequestTimes::point)
+  int point = 0;         ///< the request's sweep point (ClientRequestTimes::point)
+  std::string trace_id;  ///< the request's traceparent trace id (ClientRequestTimes::trace_id)
   std::int64_t duration_ns() const { return end_ns - start_ns; }
 };
 

@@ -160,7 +160,10 @@ TEST(ServingJoin, SlowestIntervalsRankEachKindTiesByIdThenTokenAndLeaveFailedReq
 
 TEST(ServingJoin, RequestsRoundTripThroughTheirJsonAndMalformedOnesAreNamed) {
   std::vector<ClientRequestTimes> requests = {request("r1", 5, {10, 20}), request("r2", 7, {}, false)};
+  requests[0].trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
   const nlohmann::json j = client_requests_to_json(requests);
+  EXPECT_EQ(j[0]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_FALSE(j[1].contains("trace_id"));
   EXPECT_EQ(j[0]["token_ns"], nlohmann::json::array({10, 20}));
   EXPECT_EQ(j[1]["error"], "HTTP 500");
   EXPECT_EQ(client_requests_from_json(j), requests);
@@ -341,6 +344,7 @@ EvaluationRecord serving_record(bool with_server) {
   e.batch_sizes = {1};
   // Request 731's third token waits through steps 2,113–2,115 and the stall; 12 quick requests beside it.
   std::vector<ClientRequestTimes> requests = {request("731", 2 * kMs, {5 * kMs, 15 * kMs, 45 * kMs})};
+  requests[0].trace_id = "0af7651916cd43dd8448eb211c80319c";  // its traceparent: the key to the engine's OTel spans
   for (int i = 0; i < 12; ++i) {
     const std::int64_t a = (60 + i) * kMs;
     requests.push_back(request(std::to_string(800 + i), a, {a + kMs / 2, a + kMs}));
@@ -379,6 +383,7 @@ TEST(ServingTail, TheRegistryAnalysisJoinsTheSlowestTokensOfAServingEvaluation) 
   ASSERT_EQ(slowest.size(), 3u);
   const auto& first = *slowest[0];
   EXPECT_EQ(std::get<std::string>(cell(t, first, "request_id")), "731");
+  EXPECT_EQ(std::get<std::string>(cell(t, first, "trace_id")), "0af7651916cd43dd8448eb211c80319c");
   EXPECT_EQ(std::get<std::int64_t>(cell(t, first, "token_index")), 2);
   EXPECT_DOUBLE_EQ(std::get<double>(cell(t, first, "interval_ms")), 30.0);
   EXPECT_DOUBLE_EQ(std::get<double>(cell(t, first, "gpu_idle_ms")), 16.0);
