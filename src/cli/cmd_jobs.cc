@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -94,6 +96,7 @@ struct SubmitArgs : RequestFlags {
   bool dry_run = false;
   double wait_timeout_s = 0;
   std::vector<const CLI::Option*> request_options;  ///< the flags `xsp evaluate` takes too, passed on to each task
+  std::vector<std::string> vary;                    ///< --vary FLAG=V1,V2: a task per value (per combination)
 };
 
 // The models of a submission: "resnet50,bert_base" is two tasks; a model listed twice is evaluated twice.
@@ -124,37 +127,122 @@ std::vector<std::string> evaluate_flags(const SubmitArgs& a) {
   return out;
 }
 
+// One configuration of a --vary matrix: the flags that differ from the submission's ("--framework=onnxruntime"), and
+// the same as "framework=onnxruntime" for a task's label.
+struct Variant {
+  std::vector<std::string> flags;
+  std::string label;
+};
+
+// The cartesian product of the --vary options ("framework=libtorch,onnxruntime", "precision=fp32,fp16": 4 variants),
+// each flag checked against `xsp evaluate`'s. One empty variant when there is no --vary.
+std::vector<Variant> variants(const SubmitArgs& a) {
+  std::vector<Variant> out{Variant{}};
+  std::set<std::string> seen;
+  for (const std::string& v : a.vary) {
+    const auto eq = v.find('=');
+    const std::string flag = eq == std::string::npos ? "" : v.substr(0, eq);
+    if (flag.empty() || eq + 1 >= v.size())
+      throw CLI::ValidationError(
+          "--vary", "expected FLAG=VALUE[,VALUE...] (e.g. framework=libtorch,onnxruntime), got '" + v + "'");
+    const bool known = std::any_of(a.request_options.begin(), a.request_options.end(), [&](const CLI::Option* o) {
+      return !o->get_lnames().empty() && o->get_lnames().front() == flag && o->get_expected_min() > 0 &&
+             o->get_lnames().front() != "model";
+    });
+    if (!known)
+      throw CLI::ValidationError("--vary",
+                                 "'" + flag + "' is not a flag of `xsp evaluate` that takes a value (in '" + v + "')");
+    if (!seen.insert(flag).second) throw CLI::ValidationError("--vary", "'" + flag + "' is varied twice");
+    std::vector<std::string> values;
+    // Values are separated by commas, or by semicolons when one holds commas itself ("batch-sizes=1,8;64").
+    const std::string list = v.substr(eq + 1);
+    std::stringstream in(list);
+    for (std::string x; std::getline(in, x, list.find(';') != std::string::npos ? ';' : ',');) {
+      if (x.empty()) throw CLI::ValidationError("--vary", "an empty value in '" + v + "'");
+      values.push_back(x);
+    }
+    std::vector<Variant> next;
+    for (const Variant& base : out)
+      for (const std::string& x : values) {
+        Variant n = base;
+        n.flags.push_back("--" + flag + "=" + x);
+        n.label += (n.label.empty() ? "" : ", ") + flag + "=" + x;
+        next.push_back(std::move(n));
+      }
+    out = std::move(next);
+  }
+  if (out.size() > 10000)
+    throw CLI::ValidationError("--vary", std::to_string(out.size()) + " configurations: at most 10000");
+  return out;
+}
+
+// The request `xsp evaluate MODEL FLAGS...` would run: FLAGS parsed by `xsp evaluate`'s own flag definitions, so a
+// varied value is checked exactly as it would be on the command line.
+EvaluationRequest request_of(const std::string& model, const std::vector<std::string>& flags) {
+  CLI::App app("evaluate");
+  RequestFlags r;
+  add_request_flags(&app, r);
+  std::vector<std::string> args{model};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
+  app.parse(args);
+  to_request(r);
+  return r.request;
+}
+
 std::filesystem::path self_binary() {
   std::error_code ec;
   const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path("xsp") : p;
 }
 
-// `xsp submit --engine slurm|k8s`: one task per model, each `xsp evaluate MODEL <the same flags>`.
+// `xsp submit --engine slurm|k8s`: one task per model and --vary configuration, each `xsp evaluate MODEL <the same
+// flags> <the configuration's>`.
 int run_submit_engine(Globals& g, SubmitArgs& a) {
   const std::vector<std::string> models = split_models(a.request.model);
-  const std::vector<std::string> flags = evaluate_flags(a);
+  const std::vector<Variant> configs = variants(a);
+  std::vector<std::string> flags = evaluate_flags(a);
+  // A varied flag given outside --vary too would be given twice: the --vary values replace it.
+  for (const std::string& v : a.vary) {
+    const std::string prefix = "--" + v.substr(0, v.find('=')) + "=";
+    std::erase_if(flags, [&](const std::string& f) { return f.rfind(prefix, 0) == 0; });
+  }
   const bool slurm_engine = a.engine == "slurm";
   std::string store = g.store_path;
   if (slurm_engine && !is_postgres_location(store)) store = std::filesystem::absolute(store).string();
   const std::filesystem::path xsp = a.xsp_binary.empty() ? self_binary() : std::filesystem::path(a.xsp_binary);
   std::vector<slurm::TaskSpec> tasks;
+  std::vector<std::string> labels;  // what each task runs, for the summary line
   for (const std::string& m : models) {
-    EvaluationRequest r = a.request;
-    r.model = m;
-    try {
-      validate_fields(r);  // as `xsp evaluate` does, before anything is submitted
-    } catch (const RequestError& e) {
-      throw flag_error(e);
+    for (const Variant& c : configs) {
+      EvaluationRequest r = a.request;
+      if (!c.flags.empty()) {
+        std::vector<std::string> all = flags;
+        all.insert(all.end(), c.flags.begin(), c.flags.end());
+        try {
+          r = request_of(m, all);
+        } catch (const CLI::Error& e) {
+          throw CLI::ValidationError("--vary", "configuration " + c.label + ": " + e.what());
+        }
+      }
+      r.model = m;
+      try {
+        validate_fields(r);  // as `xsp evaluate` does, before anything is submitted
+      } catch (const RequestError& e) {
+        if (c.flags.empty()) throw flag_error(e);
+        throw CLI::ValidationError("--vary", "configuration " + c.label + ": " + e.what());
+      }
+      slurm::TaskSpec t;
+      t.model = c.label.empty() ? m : m + " (" + c.label + ")";
+      t.request = to_json(r);
+      // The store and the zoo come from XSP_STORE and XSP_ZOO: the batch script exports them; a pod reads the store
+      // from its Secret and the zoo from its image.
+      t.argv = {slurm_engine ? xsp.string() : (a.xsp_binary.empty() ? "xsp" : a.xsp_binary), "evaluate", m};
+      t.argv.insert(t.argv.end(), flags.begin(), flags.end());
+      t.argv.insert(t.argv.end(), c.flags.begin(), c.flags.end());
+      labels.push_back(t.model);
+      tasks.push_back(std::move(t));
     }
-    slurm::TaskSpec t;
-    t.model = m;
-    t.request = to_json(r);
-    // The store and the zoo come from XSP_STORE and XSP_ZOO: the batch script exports them; a pod reads the store
-    // from its Secret and the zoo from its image.
-    t.argv = {slurm_engine ? xsp.string() : (a.xsp_binary.empty() ? "xsp" : a.xsp_binary), "evaluate", m};
-    t.argv.insert(t.argv.end(), flags.begin(), flags.end());
-    tasks.push_back(std::move(t));
   }
   if (a.engine == "k8s") {
     if (!a.dry_run)
@@ -214,7 +302,7 @@ int run_submit_engine(Globals& g, SubmitArgs& a) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "submitted Slurm array " << sub.array_job_id << " (" << tasks.size() << " task(s): ";
-    for (std::size_t i = 0; i < models.size(); ++i) std::cout << (i ? ", " : "") << sub.ids[i] << " " << models[i];
+    for (std::size_t i = 0; i < labels.size(); ++i) std::cout << (i ? ", " : "") << sub.ids[i] << " " << labels[i];
     std::cout << "); script " << (sub.dir / "job.sh").string() << "\n";
   }
   if (!a.wait) return kExitOk;
@@ -251,6 +339,10 @@ int run_submit_engine(Globals& g, SubmitArgs& a) {
 int run_submit(Globals& g, SubmitArgs& a) {
   to_request(a);
   if (a.engine != "queue") return run_submit_engine(g, a);
+  if (!a.vary.empty())
+    throw CLI::ValidationError("--vary",
+                               "with --engine slurm or k8s (a job array's tasks); submit to the queue once "
+                               "per configuration");
   JobSubmission& s = a.submission;
   s.request = a.request;
   s.constraints.device = a.request.device;
@@ -355,6 +447,13 @@ void add_engine_flags(CLI::App* sub, SubmitArgs& a) {
   sub->add_option("--namespace", a.k8s.namespace_, "k8s: metadata.namespace")->group(eg);
   sub->add_option("--store-secret", a.k8s.store_secret, "k8s: the Secret whose key `url` holds the store location")
       ->capture_default_str()
+      ->group(eg);
+  sub->add_option("--vary", a.vary,
+                  "slurm, k8s: a task per value of an `xsp evaluate` flag, e.g. --vary framework=libtorch,onnxruntime "
+                  "(';' between values that hold commas: batch-sizes='1,8;64'); repeat for a matrix: every "
+                  "combination, for every model")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->group(eg);
   sub->add_flag("--dry-run", a.dry_run,
                 "write the batch script (slurm) or the Job manifest (k8s) instead of submitting")
