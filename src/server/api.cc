@@ -179,8 +179,8 @@ const std::vector<Endpoint>& endpoints() {
       {"GET", "/api/v1/evaluations/{id}/analyses", "the analysis ids"},
       {"GET", "/api/v1/evaluations/{id}/analyses/{analysis}", "one analysis as tables; batch_size, latency_bound_ms"},
       {"GET", "/api/v1/evaluations/{id}/trace",
-       "download a run's trace; format=chrome|perfetto|otlp|sqlite, run, batch_size, "
-       "trace_level"},
+       "download a run's trace (perfetto: streamed); format=chrome|perfetto|otlp|sqlite, run, batch_size, "
+       "trace_level, batches=A:B"},
       {"GET", "/api/v1/compare", "evaluations side by side; ids=1,2[,...], batch_size"},
       {"GET", "/api/v1/report", "the HTML report (charts, tables, timeline) of ids=1[,2,...], batch_size"},
       {"POST", "/api/v1/evaluations",
@@ -193,7 +193,8 @@ const std::vector<Endpoint>& endpoints() {
        "submitted evaluations, newest first, the queue's and (xsp serve --slurm-dir) Slurm's tasks; "
        "state=queued|running|done|failed|cancelled, engine=queue|slurm, limit"},
       {"GET", "/api/v1/jobs/{id}",
-       "one job (a queue id, or a Slurm task's ARRAYID_TASK): state, constraints, priority, attempts, agent, progress, waiting reason, "
+       "one job (a queue id, or a Slurm task's ARRAYID_TASK): state, constraints, priority, attempts, agent, progress, "
+       "waiting reason, "
        "evaluation id or error"},
       {"DELETE", "/api/v1/jobs/{id}", "delete a queued or finished job (its evaluation stays)"},
       {"POST", "/api/v1/jobs/{id}/cancel", "cancel a queued or running job"},

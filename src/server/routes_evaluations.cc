@@ -1,7 +1,11 @@
 // /api/v1/evaluations: the listing, one evaluation, its deletion, its analyses and its traces, through the service
 // (xsp/service/service.h) on a read-only store connection (the writer's for DELETE).
 #include <algorithm>
+#include <memory>
+#include <ostream>
 #include <regex>
+#include <streambuf>
+#include <vector>
 
 #include "api.h"
 #include "xsp/analysis/summary.h"
@@ -129,7 +133,8 @@ service::TraceRequest trace_request(const httplib::Request& req, std::int64_t id
   t.evaluation_id = id;
   const std::string format_name = param(req, "format").value_or("chrome");
   const auto format = parse_trace_format(format_name);
-  if (!format) throw HttpError{400, "format: expected chrome, otlp or sqlite, got '" + format_name + "'", "format"};
+  if (!format)
+    throw HttpError{400, "format: expected chrome, perfetto, otlp or sqlite, got '" + format_name + "'", "format"};
   t.format = *format;
   if (auto v = param(req, "run")) t.run.run = static_cast<int>(parse_int_param(*v, "run", 1, 1 << 20));
   if (auto v = param(req, "batch_size"))
@@ -230,18 +235,97 @@ void routes::get_analysis(Api& api, const httplib::Request& req, httplib::Respon
              {"tables", tables_json(result.tables)}});
 }
 
+namespace {
+
+// An ostream over an httplib DataSink: each full buffer goes out as one chunk of the chunked response. A write the
+// client does not take (it went away) fails the stream, which stops the writer.
+class SinkBuf final : public std::streambuf {
+ public:
+  explicit SinkBuf(httplib::DataSink& sink) : sink_(sink), buf_(64 * 1024) {
+    setp(buf_.data(), buf_.data() + buf_.size());
+  }
+  ~SinkBuf() override = default;
+  SinkBuf(const SinkBuf&) = delete;
+  SinkBuf& operator=(const SinkBuf&) = delete;
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!flush_buf()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return flush_buf() ? 0 : -1; }
+
+ private:
+  bool flush_buf() {
+    const auto n = static_cast<std::size_t>(pptr() - pbase());
+    if (n != 0 && (!sink_.is_writable() || !sink_.write(pbase(), n))) return false;
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return true;
+  }
+  httplib::DataSink& sink_;
+  std::vector<char> buf_;
+};
+
+}  // namespace
+
 void routes::get_trace(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
-  check_params(req, {"format", "run", "batch_size", "trace_level"});
-  const service::TraceRequest t = trace_request(req, parse_id(m[1], "id"));
+  check_params(req, {"format", "run", "batch_size", "trace_level", "batches"});
+  service::TraceRequest t = trace_request(req, parse_id(m[1], "id"));
+  if (auto v = param(req, "batches")) {
+    try {
+      t.batches = parse_batch_range(*v);
+    } catch (const BatchRangeError& e) {
+      throw HttpError{400, e.what(), "batches"};
+    }
+  }
+  const char* content_type = t.format == TraceFormat::kSqlite     ? "application/vnd.sqlite3"
+                             : t.format == TraceFormat::kPerfetto ? "application/octet-stream"
+                                                                  : "application/json";
+  if (t.format == TraceFormat::kPerfetto) {
+    // Streamed: the stored blob is read in pieces and written chunk by chunk, with bounded memory whatever the
+    // trace's size. Everything that can fail as the request's fault (no evaluation or run, a batch the trace does
+    // not have, a corrupt trace) fails here, before the 200 goes out: open_trace_stream() reads the trace through
+    // once. The store connection stays leased to the response until the last chunk.
+    auto lease = std::shared_ptr<ReadPool::Lease>(new ReadPool::Lease(api.readers.acquire()));
+    std::shared_ptr<service::TraceStream> stream;
+    try {
+      stream = service::open_trace_stream(**lease, t);
+    } catch (const BatchRangeError& e) {
+      throw HttpError{400, e.what(), "batches"};
+    }
+    res.status = 200;
+    res.set_header("Content-Disposition", "attachment; filename=\"" + stream->info.file_name + "\"");
+    res.set_chunked_content_provider(content_type, [lease, stream](std::size_t, httplib::DataSink& sink) {
+      SinkBuf buf(sink);
+      std::ostream out(&buf);
+      try {
+        service::write_trace_stream(*stream, out);
+        out.flush();
+      } catch (const std::exception&) {
+        return false;  // the headers are gone: closing without the last chunk tells the client it is incomplete
+      }
+      if (!out) return false;
+      sink.done();
+      return true;
+    });
+    return;
+  }
   // Exported to memory: no temporary file, so nothing for a local user to plant a link at.
   service::RunTrace trace = [&] {
     auto store = api.readers.acquire();
-    return service::export_trace(*store, t);
+    try {
+      return service::export_trace(*store, t);
+    } catch (const BatchRangeError& e) {
+      throw HttpError{400, e.what(), "batches"};
+    }
   }();
   res.status = 200;
   res.set_header("Content-Disposition", "attachment; filename=\"" + trace.file_name + "\"");
-  res.set_content(std::move(trace.content),
-                  t.format == TraceFormat::kSqlite ? "application/vnd.sqlite3" : "application/json");
+  res.set_content(std::move(trace.content), content_type);
 }
 
 }  // namespace xsp::detail

@@ -52,6 +52,8 @@ const char* file_extension(TraceFormat format) {
       return ".sqlite";
     case TraceFormat::kOtlp:
       return ".otlp.json";
+    case TraceFormat::kPerfetto:
+      return ".pftrace";
     case TraceFormat::kChrome:
       break;
   }
@@ -339,20 +341,58 @@ ReportResult report(Store& store, const ReportRequest& request) {
   return result;
 }
 
+namespace {
+
+// As load_evaluation(), without the traces (Store::load_without_traces).
+EvaluationRecord load_evaluation_without_traces(Store& store, std::int64_t id) {
+  auto record = store.load_without_traces(id);
+  if (!record) throw EvaluationNotFound(id, store.file().string());
+  return std::move(*record);
+}
+
+}  // namespace
+
 RunTrace export_trace(Store& store, const TraceRequest& request) {
-  const EvaluationRecord record = load_evaluation(store, request.evaluation_id);
+  // Only the chosen run's trace is decoded, not every run's.
+  EvaluationRecord record = load_evaluation_without_traces(store, request.evaluation_id);
   const RunRecord* run = nullptr;
   RunTrace trace = choose(record, request, run);
-  trace.content = export_run_trace_to_string(record, *run, request.format);
+  RunRecord whole = *run;
+  whole.trace = read_stored_trace(store, run->id);
+  if (request.batches) keep_batches(whole.trace, *request.batches);
+  trace.span_count = whole.trace.spans.size();
+  trace.content = export_run_trace_to_string(record, whole, request.format);
   return trace;
 }
 
 RunTrace export_trace_to_file(Store& store, const TraceRequest& request, const fs::path& file) {
-  const EvaluationRecord record = load_evaluation(store, request.evaluation_id);
+  const EvaluationRecord record = load_evaluation_without_traces(store, request.evaluation_id);
   const RunRecord* run = nullptr;
   RunTrace trace = choose(record, request, run);
-  export_run_trace(record, *run, request.format, file);
+  const TraceExportResult written =
+      export_stored_trace(store, record, *run, request.format, file, {request.batches, request.max_bytes});
+  trace.span_count = static_cast<std::size_t>(written.spans);
+  trace.files = written.files;
   return trace;
+}
+
+std::unique_ptr<TraceStream> open_trace_stream(Store& store, const TraceRequest& request) {
+  if (request.format != TraceFormat::kPerfetto) {
+    throw InvalidArgument("a streamed trace is a Perfetto one, not " + std::string(to_string(request.format)),
+                          "format");
+  }
+  auto stream = std::make_unique<TraceStream>();
+  stream->record = load_evaluation_without_traces(store, request.evaluation_id);
+  const RunRecord* run = nullptr;
+  stream->info = choose(stream->record, request, run);
+  stream->perfetto = std::make_unique<StoredPerfettoStream>(store, stream->record, *run, request.batches);
+  return stream;
+}
+
+std::uint64_t write_trace_stream(TraceStream& stream, std::ostream& out) {
+  const std::uint64_t spans = stream.perfetto->write(out);
+  stream.info.span_count = static_cast<std::size_t>(spans);
+  return spans;
 }
 
 ModelListing list_models(const fs::path& zoo) {

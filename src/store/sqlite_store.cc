@@ -11,6 +11,7 @@
 #include <bit>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -151,13 +152,63 @@ class SqliteStore final : public Store {
     return id_of_uuid(uuid);
   }
 
-  std::optional<EvaluationRecord> load(std::int64_t id) override {
+  std::optional<EvaluationRecord> load(std::int64_t id) override { return load_impl(id, true); }
+  std::optional<EvaluationRecord> load_without_traces(std::int64_t id) override { return load_impl(id, false); }
+
+  std::unique_ptr<BlobReader> open_trace_blob(std::int64_t run_id) override {
+    std::lock_guard lock(mu_);
+    const std::string op = "read the trace of run " + std::to_string(run_id);
+    sqlite3_blob* blob = nullptr;
+    const int rc = sqlite3_blob_open(db_, "main", "runs", "trace", run_id, 0, &blob);
+    if (rc != SQLITE_OK) {
+      sqlite3_blob_close(blob);  // a handle is set even on failure in some versions; closing nullptr is a no-op
+      // No row with that rowid: sqlite3_blob_open says "no such rowid: N" with SQLITE_ERROR.
+      const std::string msg = sqlite3_errmsg(db_);
+      if (rc == SQLITE_ERROR && msg.rfind("no such rowid", 0) == 0) return nullptr;
+      fail(op, msg);
+    }
+    return std::make_unique<SqliteBlobReader>(*this, blob, op);
+  }
+
+ private:
+  // An open sqlite3_blob on runs.trace; reads under the store's mutex, as every other use of the connection.
+  class SqliteBlobReader final : public BlobReader {
+   public:
+    SqliteBlobReader(SqliteStore& store, sqlite3_blob* blob, std::string op)
+        : store_(store), blob_(blob), size_(static_cast<std::uint64_t>(sqlite3_blob_bytes(blob))), op_(std::move(op)) {}
+    ~SqliteBlobReader() override {
+      std::lock_guard lock(store_.mu_);
+      sqlite3_blob_close(blob_);
+    }
+    SqliteBlobReader(const SqliteBlobReader&) = delete;
+    SqliteBlobReader& operator=(const SqliteBlobReader&) = delete;
+    std::uint64_t size_bytes() const override { return size_; }
+    std::size_t read(std::uint8_t* out, std::size_t max_bytes) override {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(max_bytes, size_ - offset_));
+      if (n == 0) return 0;
+      std::lock_guard lock(store_.mu_);
+      const int rc =
+          sqlite3_blob_read(blob_, out, static_cast<int>(std::min<std::size_t>(n, INT_MAX)), static_cast<int>(offset_));
+      if (rc == SQLITE_ABORT) store_.fail(op_, "the run was deleted or changed while its trace was read");
+      if (rc != SQLITE_OK) store_.fail_sqlite(op_);
+      offset_ += n;
+      return n;
+    }
+
+   private:
+    SqliteStore& store_;
+    sqlite3_blob* blob_;
+    std::uint64_t size_, offset_ = 0;
+    std::string op_;
+  };
+
+  std::optional<EvaluationRecord> load_impl(std::int64_t id, bool traces) {
     std::lock_guard lock(mu_);
     const std::string op = "load evaluation " + std::to_string(id);
     // One read transaction, so an evaluation and its runs are read from the same snapshot.
     exec("BEGIN", op + " (BEGIN)");
     try {
-      auto record = read_evaluation(id, op);
+      auto record = read_evaluation(id, op, traces);
       exec("COMMIT", op + " (COMMIT)");
       return record;
     } catch (...) {
@@ -166,7 +217,6 @@ class SqliteStore final : public Store {
     }
   }
 
- private:
   // save() and save_if_new(), under mu_.
   std::pair<std::int64_t, bool> save_locked(EvaluationRecord& record, bool skip_if_stored) {
     // The uuid and trace ids are given before the transaction and stay in `record` even when the save fails, so that
@@ -884,7 +934,8 @@ class SqliteStore final : public Store {
     return *level;
   }
 
-  std::optional<EvaluationRecord> read_evaluation(std::int64_t id, const std::string& op) {
+  // `traces` false: the trace column is not read (NULL in its place) and runs keep an empty trace.
+  std::optional<EvaluationRecord> read_evaluation(std::int64_t id, const std::string& op, bool traces = true) {
     Statement st = prepare(
         "SELECT id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
         "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, name, tags, "
@@ -918,9 +969,11 @@ class SqliteStore final : public Store {
 
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     Statement rs = prepare(
-        "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation, "
-        "scenario_result FROM runs WHERE evaluation_id = ?1 ORDER BY id",
+        std::string("SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
+                    "stage_latency_ns, predict_latency_ns, ") +
+            (traces ? "trace" : "NULL") +
+            ", measurement, machine_state, warnings, trace_id, generation, scenario_result FROM runs "
+            "WHERE evaluation_id = ?1 ORDER BY id",
         op);
     bind_int(rs, 1, id, op);
     while (step(rs, op)) {
@@ -950,7 +1003,7 @@ class SqliteStore final : public Store {
                "blob of " + std::to_string(n) + " bytes is not a whole number of doubles");
         if (p != nullptr) run.predict_latency_ns = doubles_from_blob(p, n);
       }
-      {
+      if (traces) {
         const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(q, 8));
         const auto n = static_cast<std::size_t>(sqlite3_column_bytes(q, 8));
         std::vector<std::uint8_t> blob =

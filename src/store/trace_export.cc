@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "xsp/store/store.h"
+#include "xsp/trace/perfetto.h"
 #include "xsp/trace/serialize.h"
 
 namespace xsp {
@@ -29,6 +32,7 @@ std::optional<TraceFormat> parse_trace_format(std::string_view name) {
   if (name == "chrome") return TraceFormat::kChrome;
   if (name == "otlp") return TraceFormat::kOtlp;
   if (name == "sqlite") return TraceFormat::kSqlite;
+  if (name == "perfetto") return TraceFormat::kPerfetto;
   return std::nullopt;
 }
 
@@ -40,6 +44,8 @@ std::string_view to_string(TraceFormat format) {
       return "otlp";
     case TraceFormat::kSqlite:
       return "sqlite";
+    case TraceFormat::kPerfetto:
+      return "perfetto";
   }
   return "unknown";
 }
@@ -109,12 +115,26 @@ namespace {
 /// The temporary file an export writes beside its target before renaming it into place. Every path that does not
 /// publish it removes it, with the -journal SQLite may leave next to it: an export that fails (a full disk, a
 /// failed close, a failed rename, an exception) leaves nothing behind.
+/// A target that exists and is not a regular file (/dev/null, /dev/stdout, a named pipe) is written in place:
+/// renaming a file over it would replace the device node or pipe (as root, /dev/null itself) with a regular file.
+/// `in_place_ok` false (an SQLite database, which must be a file) refuses such a target instead.
 class TempOutput {
  public:
   // The name is made unpredictable and the file created exclusively (mkstemp: O_CREAT|O_EXCL, mode 0600), so that
   // a link planted under a guessable name in a shared folder (/tmp) is never followed. Then given the mode a file
   // created by the user would have.
-  explicit TempOutput(fs::path target) : target_(std::move(target)) {
+  explicit TempOutput(fs::path target, bool in_place_ok = true) : target_(std::move(target)) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(target_, ec);  // follows links: /dev/stdout is one
+    if (!ec && fs::is_directory(st)) throw IoError("cannot write " + target_.string() + ": it is a folder");
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+      if (!in_place_ok)
+        throw IoError("cannot write " + target_.string() +
+                      ": not a regular file (a device, pipe or socket); this output must be a file");
+      tmp_ = target_;
+      in_place_ = true;
+      return;
+    }
     std::string pattern = target_.string() + ".tmp-XXXXXX";
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0)
@@ -136,6 +156,10 @@ class TempOutput {
   /// Renames the temporary file over the target; throws IoError naming the target (the destructor then
   /// removes the temporary file).
   void publish() {
+    if (in_place_) {
+      published_ = true;
+      return;
+    }
     std::error_code ec;
     fs::rename(tmp_, target_, ec);
     if (ec) throw IoError("cannot write " + target_.string() + ": " + ec.message());
@@ -144,12 +168,14 @@ class TempOutput {
 
  private:
   void remove() const noexcept {
+    if (in_place_) return;
     std::error_code ec;
     fs::remove(tmp_, ec);
     fs::remove(tmp_.string() + "-journal", ec);
   }
   fs::path target_, tmp_;
   bool published_ = false;
+  bool in_place_ = false;
 };
 
 }  // namespace
@@ -663,6 +689,11 @@ void export_run_trace(const EvaluationRecord& record, const RunRecord& run, Trac
     case TraceFormat::kSqlite:
       export_run_sqlite(record, run, path);
       return;
+    case TraceFormat::kPerfetto: {
+      const TraceResource resource = trace_resource(record, run);
+      write_file_atomically(path, [&](std::ostream& out) { write_perfetto_trace(out, run.trace, resource); });
+      return;
+    }
   }
 }
 
@@ -686,12 +717,17 @@ std::string export_run_trace_to_string(const EvaluationRecord& record, const Run
       fill_sqlite(db, record, run);
       return db.serialize();
     }
+    case TraceFormat::kPerfetto: {
+      std::ostringstream out;
+      write_perfetto_trace(out, run.trace, trace_resource(record, run));
+      return std::move(out).str();
+    }
   }
   throw std::invalid_argument("unknown trace format");
 }
 
 void export_run_sqlite(const EvaluationRecord& record, const RunRecord& run, const fs::path& path) {
-  TempOutput tmp(path);
+  TempOutput tmp(path, false);
   write_sqlite(record, run, tmp.path());  // closes its connection before returning or throwing
   tmp.publish();
 }
@@ -719,6 +755,376 @@ void export_trace_file(const fs::path& blob, TraceFormat format, const fs::path&
     }
   }
   export_run_trace(record, run, format, out);
+}
+
+}  // namespace xsp
+
+// ---- Traces of any size: streamed, sharded and windowed exports of a stored run ----------------------------------
+
+namespace xsp {
+
+BatchRange parse_batch_range(std::string_view text) {
+  auto bad = [&](const std::string& why) { return BatchRangeError("--batches '" + std::string(text) + "': " + why); };
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) throw bad("expected A:B, the first and last measured batch (e.g. 3:5)");
+  auto number = [&](std::string_view part, const char* which) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || v < 0)
+      throw bad(std::string("the ") + which + " batch '" + std::string(part) +
+                "' is not a batch number (an integer >= 0)");
+    return v;
+  };
+  BatchRange r{number(text.substr(0, colon), "first"), number(text.substr(colon + 1), "last")};
+  if (r.first > r.last)
+    throw bad("the first batch " + std::to_string(r.first) + " comes after the last " + std::to_string(r.last));
+  return r;
+}
+
+void BatchWindows::add(const Span& span) {
+  if (span.level != Level::kModel) return;
+  const auto batch = span.tag_int("batch");
+  if (!batch) return;
+  min_batch_ = std::min(min_batch_.value_or(*batch), *batch);
+  max_batch_ = std::max(max_batch_.value_or(*batch), *batch);
+  if (only_ && *batch != only_->first && *batch != only_->last) return;
+  auto [it, inserted] = windows_.emplace(*batch, TimeWindow{span.start_ns, span.end_ns});
+  if (!inserted) {
+    it->second.start_ns = std::min(it->second.start_ns, span.start_ns);
+    it->second.end_ns = std::max(it->second.end_ns, span.end_ns);
+  }
+}
+
+TimeWindow BatchWindows::window(const BatchRange& range) const {
+  const std::string value = std::to_string(range.first) + ":" + std::to_string(range.last);
+  for (const std::int64_t b : {range.first, range.last}) {
+    if (windows_.contains(b)) continue;
+    std::string have;
+    if (!min_batch_) {
+      have = "none (no MODEL span carries a \"batch\" tag)";
+    } else if (only_ || static_cast<std::int64_t>(windows_.size()) == *max_batch_ - *min_batch_ + 1) {
+      have = std::to_string(*min_batch_) + " to " + std::to_string(*max_batch_);
+    } else {
+      std::size_t shown = 0;
+      for (const auto& [n, w] : windows_) {
+        if (shown++ == 20) {
+          have += ", ...";
+          break;
+        }
+        have += (have.empty() ? "" : ", ") + std::to_string(n);
+      }
+    }
+    throw BatchRangeError("--batches '" + value + "': the trace has no measured batch " + std::to_string(b) +
+                          " (its batches: " + have + ")");
+  }
+  return {windows_.at(range.first).start_ns, windows_.at(range.last).end_ns};
+}
+
+bool overlaps(const Span& span, const TimeWindow& window) {
+  return span.start_ns <= window.end_ns && span.end_ns >= window.start_ns;
+}
+
+void keep_batches(Trace& trace, const BatchRange& batches) {
+  BatchWindows windows;
+  for (const Span& s : trace.spans) windows.add(s);
+  const TimeWindow w = windows.window(batches);
+  std::erase_if(trace.spans, [&](const Span& s) { return !overlaps(s, w); });
+}
+
+fs::path shard_path(const fs::path& path, std::size_t index) {
+  std::string number = std::to_string(index);
+  if (number.size() < 3) number.insert(0, 3 - number.size(), '0');
+  fs::path out = path;
+  out.replace_filename(path.stem().string() + "-" + number + path.extension().string());
+  return out;
+}
+
+namespace {
+
+std::unique_ptr<BlobReader> open_blob(Store& store, std::int64_t run_id) {
+  auto blob = store.open_trace_blob(run_id);
+  if (!blob) {
+    throw StoreError("xsp store " + store.file().string() + ": run " + std::to_string(run_id) +
+                     " has no stored trace (was it deleted?)");
+  }
+  return blob;
+}
+
+ByteSource source_of(BlobReader& blob) {
+  return [&blob](std::uint8_t* out, std::size_t max_bytes) { return blob.read(out, max_bytes); };
+}
+
+std::runtime_error corrupt_trace(std::int64_t run_id, const std::exception& e) {
+  return std::runtime_error("run " + std::to_string(run_id) + ": stored trace: " + e.what());
+}
+
+// Trace::counters plus the assembly report, as write_perfetto_trace() writes them in its "xsp.counters" instant.
+std::map<std::string, std::uint64_t> loss_counters(std::map<std::string, std::uint64_t> counters,
+                                                   const AssemblyReport& a) {
+  counters["assembly.by_context"] = a.by_context;
+  counters["assembly.by_correlation"] = a.by_correlation;
+  counters["assembly.by_containment"] = a.by_containment;
+  counters["assembly.roots"] = a.roots;
+  counters["assembly.unparented"] = a.unparented;
+  counters["assembly.dangling_parent_ids"] = a.dangling_parent_ids;
+  return counters;
+}
+
+// A stored trace whose spans are not in start order (PerfettoWriter::add needs them so): decoded whole instead.
+struct UnsortedTrace {};
+
+// Spans of a stored run in start order, within an optional window, with what a PerfettoWriter needs before the
+// first span (clock, processes).
+class SpanFeed {
+ public:
+  // `whole`: decode the trace into memory and sort it (the fallback for an unsorted trace). `scan`: make the first
+  // pass even when neither the version nor the window needs it, so that disorder is found before anything is written.
+  SpanFeed(Store& store, std::int64_t run_id, const std::optional<BatchRange>& batches, bool whole, bool scan = false)
+      : store_(store), run_id_(run_id) {
+    if (whole) {
+      trace_ = read_stored_trace(store, run_id);
+      clock_ = trace_.clock;
+      counters_ = loss_counters(trace_.counters, trace_.assembly);
+      processes_ = trace_.processes;
+      // The assembler's order (put_in_order): start, then level (outer first), then longer first.
+      std::stable_sort(trace_.spans.begin(), trace_.spans.end(), [](const Span& a, const Span& b) {
+        if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+        if (a.level != b.level) return a.level < b.level;
+        return a.end_ns > b.end_ns;
+      });
+      if (batches) keep_batches(trace_, *batches);
+      whole_ = true;
+      return;
+    }
+    open_reader();
+    clock_ = reader_->clock();
+    counters_ = loss_counters(reader_->counters(), reader_->assembly());
+    if (reader_->version() >= 3 || batches || scan) {
+      // First pass: processes (after the spans in v3), the window of `batches` (only its two batches are kept:
+      // memory stays O(1) in the span and batch count), and the order check.
+      BatchWindows windows = batches ? BatchWindows(*batches) : BatchWindows();
+      std::int64_t prev = std::numeric_limits<std::int64_t>::min();
+      Span s;
+      try {
+        while (reader_->next(s)) {
+          if (s.start_ns < prev) throw UnsortedTrace{};
+          prev = s.start_ns;
+          if (batches) windows.add(s);
+        }
+      } catch (const StoreError&) {
+        throw;
+      } catch (const std::runtime_error& e) {
+        throw corrupt_trace(run_id_, e);
+      }
+      processes_ = reader_->processes();
+      if (batches) window_ = windows.window(*batches);
+      open_reader();
+    }
+  }
+
+  const ClockInfo& clock() const { return clock_; }
+  const std::vector<TraceProcess>& processes() const { return processes_; }
+  /// The trace's counters and assembly report, as write_perfetto_trace() gives them to the writer.
+  const std::map<std::string, std::uint64_t>& counters() const { return counters_; }
+
+  /// The next span in the window; false at the end. Throws UnsortedTrace (single pass only), or a corrupt trace.
+  bool next(Span& s) {
+    if (whole_) {
+      if (pos_ == trace_.spans.size()) return false;
+      s = trace_.spans[pos_++];
+      return true;
+    }
+    try {
+      while (reader_->next(s)) {
+        if (s.start_ns < prev_) throw UnsortedTrace{};
+        prev_ = s.start_ns;
+        if (!window_) return true;
+        // Spans come in start order: none after this one starts in the window.
+        if (s.start_ns > window_->end_ns) return false;
+        if (overlaps(s, *window_)) return true;
+      }
+    } catch (const StoreError&) {
+      throw;
+    } catch (const std::runtime_error& e) {
+      throw corrupt_trace(run_id_, e);
+    }
+    return false;
+  }
+
+ private:
+  void open_reader() {
+    reader_.reset();
+    blob_ = open_blob(store_, run_id_);
+    try {
+      reader_ = std::make_unique<TraceBlobReader>(source_of(*blob_));
+    } catch (const std::runtime_error& e) {
+      if (dynamic_cast<const StoreError*>(&e) != nullptr) throw;
+      throw corrupt_trace(run_id_, e);
+    }
+  }
+
+  Store& store_;
+  std::int64_t run_id_;
+  std::unique_ptr<BlobReader> blob_;
+  std::unique_ptr<TraceBlobReader> reader_;
+  ClockInfo clock_;
+  std::vector<TraceProcess> processes_;
+  std::map<std::string, std::uint64_t> counters_;
+  std::optional<TimeWindow> window_;
+  std::int64_t prev_ = std::numeric_limits<std::int64_t>::min();
+  bool whole_ = false;
+  Trace trace_;
+  std::size_t pos_ = 0;
+};
+
+// One output file of a (possibly sharded) Perfetto export: a temporary file with a large stream buffer.
+class ShardFile {
+ public:
+  ShardFile(fs::path target) : target_(std::move(target)), tmp_(target_), buffer_(1 << 20) {
+    out_.rdbuf()->pubsetbuf(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    out_.open(tmp_.path(), std::ios::binary);
+    if (!out_) {
+      throw IoError("cannot write " + target_.string() + ": cannot create " + tmp_.path().string() + ": " +
+                    std::strerror(errno));
+    }
+  }
+  std::ostream& out() { return out_; }
+  /// Flushes and closes; throws IoError naming the file when a write failed.
+  void close() {
+    if (!out_) throw IoError("cannot write " + target_.string() + ": " + std::strerror(errno));
+    out_.close();
+    if (!out_) throw IoError("cannot write " + target_.string() + ": " + std::strerror(errno));
+  }
+  void publish() { tmp_.publish(); }
+  const fs::path& target() const { return target_; }
+
+ private:
+  fs::path target_;
+  TempOutput tmp_;
+  std::vector<char> buffer_;
+  std::ofstream out_;
+};
+
+// Feeds `feed` to PerfettoWriters: one on `first_out`, or, with max_bytes, a new one on next_out() each time the
+// current one has passed max_bytes. Unsharded and sorted, the bytes are write_perfetto_trace()'s for the same trace.
+// Returns the spans written. Stops when an output stream fails.
+std::uint64_t write_perfetto_feed(SpanFeed& feed, const TraceResource& resource, std::ostream& first_out,
+                                  const std::optional<std::uint64_t>& max_bytes,
+                                  const std::function<std::ostream&()>& next_out) {
+  std::ostream* out = &first_out;
+  auto writer = std::make_unique<PerfettoWriter>(*out, resource, feed.clock(), feed.processes());
+  std::uint64_t spans = 0;
+  Span s;
+  while (*out && feed.next(s)) {
+    if (max_bytes && writer->spans_written() > 0 && writer->bytes_written() >= *max_bytes) {
+      writer->finish();
+      out = &next_out();
+      writer = std::make_unique<PerfettoWriter>(*out, resource, feed.clock(), feed.processes());
+    }
+    writer->add(s);
+    ++spans;
+  }
+  // The trace-wide counters once, in the last file: tools that sum them over the shards count each loss once.
+  writer->add_counters(feed.counters());
+  writer->finish();
+  return spans;
+}
+
+TraceExportResult export_perfetto_stream(Store& store, const EvaluationRecord& record, const RunRecord& run,
+                                         const fs::path& path, const TraceExportOptions& options, bool whole) {
+  SpanFeed feed(store, run.id, options.batches, whole);
+  const TraceResource resource = trace_resource(record, run);
+  std::vector<std::unique_ptr<ShardFile>> files;
+  auto next_file = [&]() -> std::ostream& {
+    if (!files.empty()) files.back()->close();
+    files.push_back(std::make_unique<ShardFile>(options.max_bytes ? shard_path(path, files.size() + 1) : path));
+    return files.back()->out();
+  };
+  TraceExportResult result;
+  result.streamed = !whole;
+  std::ostream& first = next_file();
+  result.spans = write_perfetto_feed(feed, resource, first, options.max_bytes, next_file);
+  files.back()->close();
+  // Published only once every file is complete: a failure before leaves none of them.
+  for (auto& f : files) {
+    f->publish();
+    result.files.push_back(f->target());
+  }
+  return result;
+}
+
+}  // namespace
+
+Trace read_stored_trace(Store& store, std::int64_t run_id) {
+  auto blob = open_blob(store, run_id);
+  try {
+    TraceBlobReader reader(source_of(*blob));
+    Trace trace = reader.header();
+    trace.spans.reserve(static_cast<std::size_t>(reader.span_count()));
+    Span s;
+    while (reader.next(s)) trace.spans.push_back(std::move(s));
+    trace.processes = reader.processes();
+    return trace;
+  } catch (const StoreError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw corrupt_trace(run_id, e);
+  }
+}
+
+TraceExportResult export_stored_trace(Store& store, const EvaluationRecord& record, const RunRecord& run,
+                                      TraceFormat format, const fs::path& path, const TraceExportOptions& options) {
+  if (options.max_bytes && format != TraceFormat::kPerfetto) {
+    throw std::invalid_argument("--max-bytes: sharding applies to --format perfetto only, not " +
+                                std::string(to_string(format)));
+  }
+  if (options.max_bytes && *options.max_bytes == 0) throw std::invalid_argument("--max-bytes: expected > 0, got 0");
+  if (std::error_code ec; options.max_bytes && fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    throw std::invalid_argument("--max-bytes: the shards' names come from the output's, which must be a file, not " +
+                                path.string());
+  if (format == TraceFormat::kPerfetto) {
+    try {
+      return export_perfetto_stream(store, record, run, path, options, false);
+    } catch (const UnsortedTrace&) {
+      // Its temporary files are gone already (ShardFile): written again from the sorted trace.
+      return export_perfetto_stream(store, record, run, path, options, true);
+    }
+  }
+  RunRecord whole = run;
+  whole.trace = read_stored_trace(store, run.id);
+  if (options.batches) keep_batches(whole.trace, *options.batches);
+  export_run_trace(record, whole, format, path);
+  TraceExportResult result;
+  result.files = {path};
+  result.spans = whole.trace.spans.size();
+  return result;
+}
+
+struct StoredPerfettoStream::Impl {
+  TraceResource resource;
+  std::unique_ptr<SpanFeed> feed;
+};
+
+StoredPerfettoStream::StoredPerfettoStream(Store& store, const EvaluationRecord& record, const RunRecord& run,
+                                           const std::optional<BatchRange>& batches)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->resource = trace_resource(record, run);
+  try {
+    // Always the first pass: disorder must be found before the first byte goes out, as `out` cannot be taken back.
+    impl_->feed = std::make_unique<SpanFeed>(store, run.id, batches, false, true);
+  } catch (const UnsortedTrace&) {
+    impl_->feed = std::make_unique<SpanFeed>(store, run.id, batches, true);
+  }
+}
+
+StoredPerfettoStream::~StoredPerfettoStream() = default;
+
+std::uint64_t StoredPerfettoStream::write(std::ostream& out) {
+  if (!impl_->feed) throw std::logic_error("StoredPerfettoStream::write called twice");
+  auto no_shards = [&]() -> std::ostream& { return out; };
+  const std::uint64_t spans = write_perfetto_feed(*impl_->feed, impl_->resource, out, std::nullopt, no_shards);
+  impl_->feed.reset();
+  return spans;
 }
 
 }  // namespace xsp

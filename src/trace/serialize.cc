@@ -13,6 +13,10 @@
 // every tag value as a string index; decode_trace() turns both into v2's typed model (v1_tag_type below).
 // Ids and start times are written as deltas from the previous span (traces are usually sorted), durations as
 // end - start: both keep the varints short.
+// decode_trace() decompresses the whole frame and parses it in memory (Reader); TraceBlobReader parses the same
+// payload from zstd's streaming decompressor (BlobStreamReader), span by span. Both use the decode_* templates, so
+// they cannot disagree. The processes stay after the spans (no v4): a streaming consumer that needs them first reads
+// the blob twice, and stores written now stay readable by older builds sharing them.
 #include "xsp/trace/serialize.h"
 
 #include <zstd.h>
@@ -297,18 +301,15 @@ Track v1_track(std::uint64_t thread_id) {
   return Track::stream(static_cast<std::uint32_t>((thread_id >> 32) & 0xFFFFu), thread_id & 0xFFFFFFFFu);
 }
 
-Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t version) {
-  Reader r(data, size);
-  Trace trace;
+// Decoding, shared by decode_trace() (Reader over the whole payload) and TraceBlobReader (BlobStreamReader over a
+// zstd stream): both readers have u8, varint, svarint, f64, str, count and remaining.
 
+// Everything before the spans: string table, clock, counters, assembly report; returns the span count.
+template <typename R>
+std::size_t decode_prelude(R& r, std::vector<std::string>& strings, Trace& trace) {
   const std::size_t n_strings = r.count("string table", 1);
-  std::vector<std::string> strings;
   strings.reserve(n_strings);
   for (std::size_t i = 0; i < n_strings; ++i) strings.push_back(r.str("string table entry"));
-  auto string_at = [&strings](std::uint64_t index, const char* what) -> const std::string& {
-    if (index >= strings.size()) Reader::fail(std::string("string index out of range in ") + what);
-    return strings[static_cast<std::size_t>(index)];
-  };
 
   trace.clock.host_clock = r.str("clock");
   trace.clock.unix_offset_ns = r.svarint("clock");
@@ -325,76 +326,87 @@ Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t ve
        {&a.by_context, &a.by_correlation, &a.by_containment, &a.roots, &a.unparented, &a.dangling_parent_ids}) {
     *v = static_cast<std::size_t>(r.varint("assembly report"));
   }
-
   // A span takes at least 10 bytes (ten fields of one byte or more).
-  const std::size_t n_spans = r.count("spans", 10);
-  trace.spans.resize(n_spans);
-  SpanId prev_id = 0;
-  std::int64_t prev_start = 0;
-  for (Span& s : trace.spans) {
-    s.id = prev_id + static_cast<std::uint64_t>(r.svarint("span id"));
-    s.parent_id = r.varint("span parent id");
-    const std::uint8_t level = r.u8("span level");
-    if (level > kMaxLevel) Reader::fail("unknown span level " + std::to_string(level));
-    s.level = static_cast<Level>(level);
-    const std::uint8_t rule = r.u8("span parent rule");
-    if (rule > kMaxRule) Reader::fail("unknown parent rule " + std::to_string(rule));
-    s.parent_rule = static_cast<ParentRule>(rule);
-    s.name = string_at(r.varint("span name"), "span name");
-    s.start_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(prev_start) +
-                                           static_cast<std::uint64_t>(r.svarint("span start")));
-    s.end_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) +
-                                         static_cast<std::uint64_t>(r.svarint("span duration")));
-    if (version == 1) {
-      s.track = v1_track(r.varint("span thread id"));
-    } else {
-      const std::uint64_t device = r.varint("span track device");
-      if (device > std::uint64_t{Track::kHost}) Reader::fail("span track device out of range");
-      s.track.device = device == 0 ? Track::kHost : static_cast<std::uint32_t>(device - 1);
-      s.track.id = r.varint("span track id");
-    }
-    s.correlation_id = r.varint("span correlation id");
-    const std::size_t n_tags = r.count("span tags", 2);
-    s.tags.reserve(n_tags);
-    for (std::size_t k = 0; k < n_tags; ++k) {
-      std::string key = string_at(r.varint("tag key"), "tag key");
-      if (version == 1) {
-        s.tags.push_back(v1_tag(std::move(key), string_at(r.varint("tag value"), "tag value")));
-        continue;
-      }
-      const std::uint8_t type = r.u8("tag type");
-      switch (type) {
-        case static_cast<std::uint8_t>(TagType::kString):
-          s.tags.emplace_back(std::move(key), string_at(r.varint("tag value"), "tag value"));
-          break;
-        case static_cast<std::uint8_t>(TagType::kInt):
-          s.tags.emplace_back(std::move(key), r.svarint("tag value"));
-          break;
-        case static_cast<std::uint8_t>(TagType::kReal): {
-          const double v = r.f64("tag value");
-          if (!std::isfinite(v)) Reader::fail("non-finite real tag value");
-          s.tags.emplace_back(std::move(key), v);
-          break;
-        }
-        case static_cast<std::uint8_t>(TagType::kIntList): {
-          const std::size_t n = r.count("tag list", 1);
-          std::vector<std::int64_t> xs;
-          xs.reserve(n);
-          for (std::size_t x = 0; x < n; ++x) xs.push_back(r.svarint("tag list value"));
-          s.tags.emplace_back(std::move(key), xs);
-          break;
-        }
-        default:
-          Reader::fail("unknown tag type " + std::to_string(type));
-      }
-    }
-    prev_id = s.id;
-    prev_start = s.start_ns;
+  return r.count("spans", 10);
+}
+
+const std::string& blob_string_at(const std::vector<std::string>& strings, std::uint64_t index, const char* what) {
+  if (index >= strings.size()) Reader::fail(std::string("string index out of range in ") + what);
+  return strings[static_cast<std::size_t>(index)];
+}
+
+// One span into `s` (overwritten whole); `prev_id` and `prev_start` carry the deltas from span to span.
+template <typename R>
+void decode_span(R& r, const std::vector<std::string>& strings, std::uint8_t version, SpanId& prev_id,
+                 std::int64_t& prev_start, Span& s) {
+  s.id = prev_id + static_cast<std::uint64_t>(r.svarint("span id"));
+  s.parent_id = r.varint("span parent id");
+  const std::uint8_t level = r.u8("span level");
+  if (level > kMaxLevel) Reader::fail("unknown span level " + std::to_string(level));
+  s.level = static_cast<Level>(level);
+  const std::uint8_t rule = r.u8("span parent rule");
+  if (rule > kMaxRule) Reader::fail("unknown parent rule " + std::to_string(rule));
+  s.parent_rule = static_cast<ParentRule>(rule);
+  s.name = blob_string_at(strings, r.varint("span name"), "span name");
+  s.start_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(prev_start) +
+                                         static_cast<std::uint64_t>(r.svarint("span start")));
+  s.end_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(s.start_ns) +
+                                       static_cast<std::uint64_t>(r.svarint("span duration")));
+  if (version == 1) {
+    s.track = v1_track(r.varint("span thread id"));
+  } else {
+    const std::uint64_t device = r.varint("span track device");
+    if (device > std::uint64_t{Track::kHost}) Reader::fail("span track device out of range");
+    s.track.device = device == 0 ? Track::kHost : static_cast<std::uint32_t>(device - 1);
+    s.track.id = r.varint("span track id");
   }
+  s.correlation_id = r.varint("span correlation id");
+  const std::size_t n_tags = r.count("span tags", 2);
+  s.tags.clear();
+  s.tags.reserve(n_tags);
+  for (std::size_t k = 0; k < n_tags; ++k) {
+    std::string key = blob_string_at(strings, r.varint("tag key"), "tag key");
+    if (version == 1) {
+      s.tags.push_back(v1_tag(std::move(key), blob_string_at(strings, r.varint("tag value"), "tag value")));
+      continue;
+    }
+    const std::uint8_t type = r.u8("tag type");
+    switch (type) {
+      case static_cast<std::uint8_t>(TagType::kString):
+        s.tags.emplace_back(std::move(key), blob_string_at(strings, r.varint("tag value"), "tag value"));
+        break;
+      case static_cast<std::uint8_t>(TagType::kInt):
+        s.tags.emplace_back(std::move(key), r.svarint("tag value"));
+        break;
+      case static_cast<std::uint8_t>(TagType::kReal): {
+        const double v = r.f64("tag value");
+        if (!std::isfinite(v)) Reader::fail("non-finite real tag value");
+        s.tags.emplace_back(std::move(key), v);
+        break;
+      }
+      case static_cast<std::uint8_t>(TagType::kIntList): {
+        const std::size_t n = r.count("tag list", 1);
+        std::vector<std::int64_t> xs;
+        xs.reserve(n);
+        for (std::size_t x = 0; x < n; ++x) xs.push_back(r.svarint("tag list value"));
+        s.tags.emplace_back(std::move(key), xs);
+        break;
+      }
+      default:
+        Reader::fail("unknown tag type " + std::to_string(type));
+    }
+  }
+  prev_id = s.id;
+  prev_start = s.start_ns;
+}
+
+// What follows the spans: v3's processes; then nothing may remain of the payload.
+template <typename R>
+void decode_epilogue(R& r, std::uint8_t version, std::vector<TraceProcess>& processes) {
   if (version >= 3) {
     const std::size_t n_processes = r.count("processes", 3);
-    trace.processes.resize(n_processes);
-    for (TraceProcess& p : trace.processes) {
+    processes.resize(n_processes);
+    for (TraceProcess& p : processes) {
       p.pid = r.svarint("process pid");
       p.name = r.str("process name");
       const std::size_t n_threads = r.count("process threads", 1);
@@ -407,8 +419,186 @@ Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t ve
     }
   }
   if (r.remaining() != 0) Reader::fail(std::to_string(r.remaining()) + " trailing bytes after the spans");
+}
+
+Trace decode_payload(const std::uint8_t* data, std::size_t size, std::uint8_t version) {
+  Reader r(data, size);
+  Trace trace;
+  std::vector<std::string> strings;
+  trace.spans.resize(decode_prelude(r, strings, trace));
+  SpanId prev_id = 0;
+  std::int64_t prev_start = 0;
+  for (Span& s : trace.spans) decode_span(r, strings, version, prev_id, prev_start, s);
+  decode_epilogue(r, version, trace.processes);
   return trace;
 }
+
+// The header of a blob: checks magic and version, returns the payload size.
+std::uint64_t check_blob_header(const std::uint8_t* header, std::size_t size) {
+  if (size < kHeaderBytes) {
+    throw std::runtime_error("decode_trace: blob of " + std::to_string(size) +
+                             " bytes is shorter than the xsp-trace header");
+  }
+  if (std::memcmp(header, kMagic, 4) != 0) throw std::runtime_error("decode_trace: bad magic (not an XSPT blob)");
+  if (header[4] < kOldestVersion || header[4] > kVersion) {
+    throw std::runtime_error("decode_trace: unknown format version " + std::to_string(header[4]) + " (expected " +
+                             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
+  }
+  std::uint64_t payload_bytes = 0;
+  for (int i = 0; i < 8; ++i) payload_bytes |= static_cast<std::uint64_t>(header[5 + i]) << (8 * i);
+  return payload_bytes;
+}
+
+// The payload of a blob read from a ByteSource through zstd's streaming decompressor, with Reader's interface.
+// Holds one block of compressed input and one of decompressed output.
+class BlobStreamReader {
+ public:
+  BlobStreamReader(ByteSource source, std::size_t chunk_bytes)
+      : source_(std::move(source)), in_(std::max<std::size_t>(chunk_bytes, 64)), out_(ZSTD_DStreamOutSize()) {
+    dctx_ = ZSTD_createDCtx();
+    if (dctx_ == nullptr) throw std::runtime_error("decode_trace: cannot create a zstd context");
+  }
+  ~BlobStreamReader() { ZSTD_freeDCtx(dctx_); }
+  BlobStreamReader(const BlobStreamReader&) = delete;
+  BlobStreamReader& operator=(const BlobStreamReader&) = delete;
+
+  /// Reads and checks the header and the zstd frame header; returns the format version.
+  std::uint8_t open() {
+    std::uint8_t header[kHeaderBytes];
+    std::size_t got = 0;
+    while (got < kHeaderBytes) {
+      const std::size_t n = source_(header + got, kHeaderBytes - got);
+      if (n == 0) break;
+      got += n;
+    }
+    payload_bytes_ = check_blob_header(header, got);
+    // The frame header announces the content size: compared with ours before anything is allocated from counts.
+    constexpr std::size_t kFrameHeaderMax = 18;
+    while (in_size_ < kFrameHeaderMax && fill_input()) {
+    }
+    const unsigned long long content = ZSTD_getFrameContentSize(in_.data(), in_size_);
+    if (content == ZSTD_CONTENTSIZE_ERROR) throw std::runtime_error("decode_trace: not a zstd frame (corrupt blob)");
+    if (content == ZSTD_CONTENTSIZE_UNKNOWN)
+      throw std::runtime_error("decode_trace: zstd frame without a content size (not written by encode_trace)");
+    if (content != payload_bytes_) {
+      throw std::runtime_error("decode_trace: zstd frame size " + std::to_string(content) +
+                               " does not match the header's payload size " + std::to_string(payload_bytes_));
+    }
+    return header[4];
+  }
+
+  std::uint8_t u8(const char* what) {
+    if (pos_ == len_) refill(what);
+    ++consumed_;
+    return out_[pos_++];
+  }
+  std::uint64_t varint(const char* what) {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const std::uint8_t b = u8(what);
+      if (shift == 63 && b > 1) Reader::fail(std::string("varint overflow in ") + what);
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    Reader::fail(std::string("varint overflow in ") + what);
+  }
+  std::int64_t svarint(const char* what) { return unzigzag(varint(what)); }
+  double f64(const char* what) {
+    std::uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits |= static_cast<std::uint64_t>(u8(what)) << (8 * i);
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  std::string str(const char* what) {
+    const std::uint64_t n = varint(what);
+    if (n > remaining()) Reader::fail(std::string("truncated while reading ") + what);
+    std::string s(static_cast<std::size_t>(n), '\0');
+    std::size_t done = 0;
+    while (done < s.size()) {
+      if (pos_ == len_) refill(what);
+      const std::size_t k = std::min(s.size() - done, len_ - pos_);
+      std::memcpy(s.data() + done, out_.data() + pos_, k);
+      pos_ += k;
+      done += k;
+      consumed_ += k;
+    }
+    return s;
+  }
+  std::size_t count(const char* what, std::size_t min_bytes) {
+    const std::uint64_t n = varint(what);
+    if (n > remaining() / min_bytes) Reader::fail(std::string("count of ") + what + " exceeds the data");
+    return static_cast<std::size_t>(n);
+  }
+  /// Payload bytes the header announces that are not read yet.
+  std::uint64_t remaining() const { return payload_bytes_ - consumed_; }
+
+  /// After the whole payload was read: the frame must end here (zstd verifies its checksum then) and the blob
+  /// with it.
+  void finish() {
+    if (pos_ != len_) Reader::fail("zstd frame longer than the header's payload size");
+    while (!frame_done_) {
+      ZSTD_outBuffer output{out_.data(), out_.size(), 0};
+      step(output, "the end of the zstd frame");
+      if (output.pos != 0) Reader::fail("zstd frame longer than the header's payload size");
+    }
+    if (in_pos_ != in_size_ || fill_input())
+      throw std::runtime_error("decode_trace: trailing bytes after the zstd frame");
+  }
+
+ private:
+  // Reads more compressed input when all of it was used; false at the end of the source.
+  bool fill_input() {
+    if (source_eof_) return false;
+    if (in_pos_ == in_size_) in_pos_ = in_size_ = 0;
+    if (in_size_ == in_.size()) return true;
+    const std::size_t n = source_(in_.data() + in_size_, in_.size() - in_size_);
+    if (n == 0) {
+      source_eof_ = true;
+      return false;
+    }
+    in_size_ += n;
+    return true;
+  }
+
+  // One ZSTD_decompressStream call, reading input first when it is used up.
+  void step(ZSTD_outBuffer& output, const char* what) {
+    if (in_pos_ == in_size_ && !fill_input()) {
+      throw std::runtime_error(std::string("decode_trace: truncated blob: the zstd frame ends before ") + what);
+    }
+    ZSTD_inBuffer input{in_.data(), in_size_, in_pos_};
+    const std::size_t rc = ZSTD_decompressStream(dctx_, &output, &input);
+    in_pos_ = input.pos;
+    if (ZSTD_isError(rc)) {
+      throw std::runtime_error(std::string("decode_trace: zstd decompression failed: ") + ZSTD_getErrorName(rc));
+    }
+    if (rc == 0) frame_done_ = true;
+  }
+
+  // Decompresses the next block of payload into out_.
+  void refill(const char* what) {
+    if (remaining() == 0) Reader::fail(std::string("truncated while reading ") + what);
+    ZSTD_outBuffer output{out_.data(), out_.size(), 0};
+    while (output.pos == 0) {
+      if (frame_done_) throw std::runtime_error("decode_trace: zstd frame shorter than announced");
+      step(output, what);
+    }
+    pos_ = 0;
+    len_ = output.pos;
+    if (len_ > remaining()) Reader::fail("zstd frame longer than the header's payload size");
+  }
+
+  ByteSource source_;
+  ZSTD_DCtx* dctx_ = nullptr;
+  std::vector<std::uint8_t> in_;
+  std::size_t in_pos_ = 0, in_size_ = 0;
+  bool source_eof_ = false;
+  std::vector<std::uint8_t> out_;
+  std::size_t pos_ = 0, len_ = 0;
+  bool frame_done_ = false;
+  std::uint64_t payload_bytes_ = 0;
+  std::uint64_t consumed_ = 0;
+};
 
 }  // namespace
 
@@ -437,17 +627,7 @@ std::vector<std::uint8_t> encode_trace(const Trace& trace) {
 }
 
 Trace decode_trace(const std::vector<std::uint8_t>& blob) {
-  if (blob.size() < kHeaderBytes) {
-    throw std::runtime_error("decode_trace: blob of " + std::to_string(blob.size()) +
-                             " bytes is shorter than the xsp-trace header");
-  }
-  if (std::memcmp(blob.data(), kMagic, 4) != 0) throw std::runtime_error("decode_trace: bad magic (not an XSPT blob)");
-  if (blob[4] < kOldestVersion || blob[4] > kVersion) {
-    throw std::runtime_error("decode_trace: unknown format version " + std::to_string(blob[4]) + " (expected " +
-                             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
-  }
-  std::uint64_t payload_bytes = 0;
-  for (int i = 0; i < 8; ++i) payload_bytes |= static_cast<std::uint64_t>(blob[5 + i]) << (8 * i);
+  const std::uint64_t payload_bytes = check_blob_header(blob.data(), blob.size());
 
   const std::uint8_t* frame = blob.data() + kHeaderBytes;
   const std::size_t frame_bytes = blob.size() - kHeaderBytes;
@@ -472,6 +652,80 @@ Trace decode_trace(const std::vector<std::uint8_t>& blob) {
   }
   if (got != payload.size()) throw std::runtime_error("decode_trace: zstd frame shorter than announced");
   return decode_payload(payload.data(), payload.size(), blob[4]);
+}
+
+struct TraceBlobReader::Impl {
+  Impl(ByteSource source, std::size_t chunk_bytes) : r(std::move(source), chunk_bytes) {}
+  BlobStreamReader r;
+  std::uint8_t version = 0;
+  std::vector<std::string> strings;
+  Trace header;  // no spans
+  std::uint64_t span_count = 0, spans_read = 0;
+  SpanId prev_id = 0;
+  std::int64_t prev_start = 0;
+  bool done = false;
+
+  void end() {
+    decode_epilogue(r, version, header.processes);
+    r.finish();
+    done = true;
+  }
+};
+
+TraceBlobReader::TraceBlobReader(ByteSource source, std::size_t chunk_bytes)
+    : impl_(std::make_unique<Impl>(std::move(source), chunk_bytes)) {
+  impl_->version = impl_->r.open();
+  impl_->span_count = decode_prelude(impl_->r, impl_->strings, impl_->header);
+}
+
+TraceBlobReader::~TraceBlobReader() = default;
+
+std::uint8_t TraceBlobReader::version() const { return impl_->version; }
+const ClockInfo& TraceBlobReader::clock() const { return impl_->header.clock; }
+const std::map<std::string, std::uint64_t>& TraceBlobReader::counters() const { return impl_->header.counters; }
+const AssemblyReport& TraceBlobReader::assembly() const { return impl_->header.assembly; }
+std::uint64_t TraceBlobReader::span_count() const { return impl_->span_count; }
+std::uint64_t TraceBlobReader::spans_read() const { return impl_->spans_read; }
+std::size_t TraceBlobReader::string_count() const { return impl_->strings.size(); }
+
+bool TraceBlobReader::next(Span& span) {
+  Impl& m = *impl_;
+  if (m.spans_read == m.span_count) {
+    if (!m.done) m.end();
+    return false;
+  }
+  decode_span(m.r, m.strings, m.version, m.prev_id, m.prev_start, span);
+  ++m.spans_read;
+  return true;
+}
+
+void TraceBlobReader::skip_rest() {
+  Span scratch;
+  while (next(scratch)) {
+  }
+}
+
+const std::vector<TraceProcess>& TraceBlobReader::processes() const {
+  if (!impl_->done) throw std::logic_error("TraceBlobReader::processes() called before every span was read");
+  return impl_->header.processes;
+}
+
+Trace TraceBlobReader::header() const { return impl_->header; }
+
+ByteSource memory_source(const std::uint8_t* data, std::size_t size) {
+  return [data, size, offset = std::size_t{0}](std::uint8_t* out, std::size_t max_bytes) mutable {
+    const std::size_t n = std::min(max_bytes, size - offset);
+    if (n != 0) std::memcpy(out, data + offset, n);
+    offset += n;
+    return n;
+  };
+}
+
+std::vector<TraceProcess> read_trace_processes(ByteSource source) {
+  TraceBlobReader reader(std::move(source));
+  if (reader.version() < 3) return {};
+  reader.skip_rest();
+  return reader.processes();
 }
 
 }  // namespace xsp

@@ -110,14 +110,14 @@ Table g1_prefill_vs_decode(const EvaluationRecord& record);
 Table g1_prefill_vs_decode(const EvaluationRecord& record, const std::vector<int>& batch_sizes);
 
 /// G2 "Layer time in prefill vs decode" (one batch size, layers_run(): the M/F run, or the kernel-level run of a
-/// --cuda-graphs evaluation, whose decode steps' ops are the replayed spans of docs/cuda-graphs.md): per module (tag "module" of the top-level
-/// FRAMEWORK spans under "prefill"/"decode"; the op name when absent): layer (transformer_layer() of the module;
-/// the op name without a module), module, part (transformer_part() of the module and op), op (the first op name
-/// seen), prefill_ms (summed time in prefill steps /
-/// prefill steps), decode_step_ms (summed time in decode steps / decode steps), decode_total_ms (summed time in
-/// decode steps / requests), prefill_share_pct (100 × prefill_ms / the sum over modules), decode_share_pct
-/// (100 × decode_total_ms / the sum over modules); sorted by decode_total_ms descending, then module. Notes give
-/// the share of decode time (and of prefill time) per part, summed over the rows, largest first.
+/// --cuda-graphs evaluation, whose decode steps' ops are the replayed spans of docs/cuda-graphs.md): per module (tag
+/// "module" of the top-level FRAMEWORK spans under "prefill"/"decode"; the op name when absent): layer
+/// (transformer_layer() of the module; the op name without a module), module, part (transformer_part() of the module
+/// and op), op (the first op name seen), prefill_ms (summed time in prefill steps / prefill steps), decode_step_ms
+/// (summed time in decode steps / decode steps), decode_total_ms (summed time in decode steps / requests),
+/// prefill_share_pct (100 × prefill_ms / the sum over modules), decode_share_pct (100 × decode_total_ms / the sum over
+/// modules); sorted by decode_total_ms descending, then module. Notes give the share of decode time (and of prefill
+/// time) per part, summed over the rows, largest first.
 Table g2_layer_prefill_decode(const EvaluationRecord& record, int batch_size);
 
 /// G3 "KV cache memory" (one row per batch size with generation figures, M run): batch_size, prompt_tokens and

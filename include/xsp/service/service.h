@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -249,6 +251,11 @@ struct TraceRequest {
   TraceFormat format = TraceFormat::kChrome;
   RunChoice run;  ///< choose_run(): `run` (1-based) wins, else batch size (default the first) and trace level
                   ///< (default the deepest)
+  /// Keep the spans overlapping measured batches first..last (TraceExportOptions::batches); every format.
+  std::optional<BatchRange> batches;
+  /// Perfetto only, export_trace_to_file() only: shard into files of about this many bytes
+  /// (TraceExportOptions::max_bytes).
+  std::optional<std::uint64_t> max_bytes;
 };
 
 /// The exported run.
@@ -260,6 +267,8 @@ struct RunTrace {
   /// "xsp-evaluation-ID-run-N" with ".json" (chrome), ".otlp.json" or ".sqlite": a download's file name.
   std::string file_name;
   std::string content;  ///< export_trace()'s bytes; empty after export_trace_to_file()
+  /// export_trace_to_file(): the files written, in time order (several when sharded).
+  std::vector<std::filesystem::path> files;
 };
 
 /// The chosen run's trace in memory (export_run_trace_to_string: no file is touched, the SQLite export is built in
@@ -269,7 +278,28 @@ RunTrace export_trace(Store& store, const TraceRequest& request);
 
 /// The chosen run's trace written to `file` (export_run_trace: streamed, through a temporary file renamed into
 /// place). Throws as export_trace(), and std::runtime_error / IoError naming `file` when it cannot be written.
+/// Only the chosen run's trace is read (Store::load_without_traces, then its blob); Perfetto is streamed with bounded
+/// memory and sharded by request.max_bytes (export_stored_trace()). Also throws BatchRangeError (request.batches: a
+/// batch the trace does not have) and std::invalid_argument (max_bytes with another format).
 RunTrace export_trace_to_file(Store& store, const TraceRequest& request, const std::filesystem::path& file);
+
+/// A stored run chosen for a streamed download (open_trace_stream()): validated and its trace read through once
+/// (StoredPerfettoStream), nothing written yet. Holds the Store it was opened on by reference.
+struct TraceStream {
+  RunTrace info;            ///< span_count: 0 until write_trace_stream()
+  EvaluationRecord record;  ///< without traces
+  std::unique_ptr<StoredPerfettoStream> perfetto;
+};
+
+/// Chooses the run of `request` (format kPerfetto) and prepares its stream (the first pass over the stored blob:
+/// processes, request.batches' window, span order, checksum), so that a server can answer 404/400/500 before it
+/// starts a streamed response. Throws EvaluationNotFound, RunNotFound, StoreError, BatchRangeError (request.batches),
+/// InvalidArgument (field "format") for another format than Perfetto, std::runtime_error for a corrupt trace.
+std::unique_ptr<TraceStream> open_trace_stream(Store& store, const TraceRequest& request);
+
+/// Writes the prepared stream's .pftrace to `out` with bounded memory: the same bytes as export_trace_to_file()
+/// writes unsharded. Returns the spans written. Stops once `out` fails. Throws StoreError, std::runtime_error.
+std::uint64_t write_trace_stream(TraceStream& stream, std::ostream& out);
 
 // ---------------------------------------------------------------------------------------------------------
 // The model zoo

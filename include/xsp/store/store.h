@@ -110,6 +110,18 @@ std::string redact_location(std::string_view location);
 /// True when this build has the PostgreSQL backend (libpqxx found at configure time).
 bool have_postgres_store();
 
+/// One stored trace blob read in pieces (Store::open_trace_blob), so that a trace of any size is never held whole.
+/// It must not outlive the Store that opened it, and is used by one thread at a time.
+class BlobReader {
+ public:
+  virtual ~BlobReader() = default;
+  /// The blob's size in bytes.
+  virtual std::uint64_t size_bytes() const = 0;
+  /// Copies the next at most `max_bytes` bytes of the blob into `out` and returns how many, 0 only at the end.
+  /// Throws StoreError naming the store and the run when the database fails or the run was deleted meanwhile.
+  virtual std::size_t read(std::uint8_t* out, std::size_t max_bytes) = 0;
+};
+
 /// Results store: evaluations and measured machine ceilings. Schema versioned (table schema_version) and
 /// migrated forward on open (version 3 added the ceilings). WAL journal: readers never wait for a writer and a
 /// writer never waits for readers (only for another writer: StoreOptions::save_wait).
@@ -157,6 +169,15 @@ class Store {
   virtual std::optional<std::int64_t> find_by_uuid(const std::string& uuid) = 0;
   /// Reads back evaluation `id` with runs and traces. std::nullopt if there is none.
   virtual std::optional<EvaluationRecord> load(std::int64_t id) = 0;
+  /// As load(), without the traces: each run's `trace` is left empty and no trace blob is read or decoded (read one
+  /// with open_trace_blob()). Everything else (record, runs' figures, predictions, level overheads) is as load()
+  /// gives it.
+  virtual std::optional<EvaluationRecord> load_without_traces(std::int64_t id) = 0;
+  /// The stored trace blob (xsp-trace format, xsp/trace/serialize.h) of run `run_id` (RunRecord::id), read in
+  /// pieces: SQLite reads it with sqlite3_blob_read (one implicit read transaction, so the pieces are one snapshot),
+  /// PostgreSQL with substring() on the bytea, one query per piece (a run's blob never changes once saved; a run
+  /// deleted meanwhile fails the next read). nullptr when there is no such run. Throws StoreError.
+  virtual std::unique_ptr<BlobReader> open_trace_blob(std::int64_t run_id) = 0;
   /// Every evaluation, newest first (no traces loaded).
   virtual std::vector<EvaluationListing> list() = 0;
   /// The evaluations matching `filter`, newest first (created_at, then id), after `offset`, at most `limit`. One

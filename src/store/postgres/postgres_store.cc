@@ -222,11 +222,18 @@ class PostgresStore final : public Store {
     return read("find evaluation " + uuid, [&](pqxx::read_transaction& tx) { return id_of_uuid(tx, uuid); });
   }
 
-  std::optional<EvaluationRecord> load(std::int64_t id) override {
-    const std::string op = "load evaluation " + std::to_string(id);
-    // One REPEATABLE READ snapshot: the evaluation and its runs as one committed state.
-    return read<pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>>(
-        op, [&](auto& tx) { return read_evaluation(tx, id, op); });
+  std::optional<EvaluationRecord> load(std::int64_t id) override { return load_impl(id, true); }
+  std::optional<EvaluationRecord> load_without_traces(std::int64_t id) override { return load_impl(id, false); }
+
+  std::unique_ptr<BlobReader> open_trace_blob(std::int64_t run_id) override {
+    const std::string op = "read the trace of run " + std::to_string(run_id);
+    const std::optional<std::int64_t> size = read(op, [&](pqxx::read_transaction& tx) -> std::optional<std::int64_t> {
+      const pqxx::result r = tx.exec_params("SELECT octet_length(trace) FROM runs WHERE id = $1", run_id);
+      if (r.empty()) return std::nullopt;
+      return r[0][0].is_null() ? 0 : r[0][0].as<std::int64_t>();
+    });
+    if (!size) return nullptr;
+    return std::make_unique<PgBlobReader>(*this, run_id, static_cast<std::uint64_t>(*size), op);
   }
 
   std::vector<EvaluationListing> list() override { return list(EvaluationFilter{}); }
@@ -383,6 +390,62 @@ class PostgresStore final : public Store {
     return {ids.evaluation_id, true};
   }
 
+  std::optional<EvaluationRecord> load_impl(std::int64_t id, bool traces) {
+    const std::string op = "load evaluation " + std::to_string(id);
+    // One REPEATABLE READ snapshot: the evaluation and its runs as one committed state.
+    return read<pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>>(
+        op, [&](auto& tx) { return read_evaluation(tx, id, op, traces); });
+  }
+
+  // runs.trace in pieces of substring(): one query per piece of kPieceBytes, each in its own read transaction on the
+  // store's connection (so other calls on the store may come between pieces). A saved run's blob never changes; a run
+  // deleted meanwhile, or a blob of another size, fails the read.
+  class PgBlobReader final : public BlobReader {
+   public:
+    static constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
+    PgBlobReader(PostgresStore& store, std::int64_t run_id, std::uint64_t size, std::string op)
+        : store_(store), run_id_(run_id), size_(size), op_(std::move(op)) {}
+    std::uint64_t size_bytes() const override { return size_; }
+    std::size_t read(std::uint8_t* out, std::size_t max_bytes) override {
+      if (pos_ == piece_.size()) fetch();
+      const std::size_t n = std::min(max_bytes, piece_.size() - pos_);
+      std::copy_n(piece_.data() + pos_, n, out);
+      pos_ += n;
+      return n;
+    }
+
+   private:
+    void fetch() {
+      piece_.clear();
+      pos_ = 0;
+      if (offset_ == size_) return;
+      const auto want = static_cast<std::int64_t>(std::min<std::uint64_t>(kPieceBytes, size_ - offset_));
+      // substring() counts from 1.
+      const auto from = static_cast<std::int64_t>(offset_) + 1;
+      const bool found = store_.read(op_, [&](pqxx::read_transaction& tx) {
+        const pqxx::result r =
+            tx.exec_params("SELECT substring(trace FROM $2 FOR $3) FROM runs WHERE id = $1", run_id_, from, want);
+        if (r.empty()) return false;
+        const std::vector<std::uint8_t> bytes = bytes_of(r[0][0]);
+        piece_.assign(bytes.begin(), bytes.end());
+        return true;
+      });
+      if (!found) fail(store_.location_, op_, "the run was deleted while its trace was read");
+      if (piece_.size() != static_cast<std::size_t>(want))
+        fail(store_.location_, op_,
+             "the trace changed while it was read (got " + std::to_string(piece_.size()) + " bytes at offset " +
+                 std::to_string(offset_) + ", expected " + std::to_string(want) + ")");
+      offset_ += piece_.size();
+    }
+
+    PostgresStore& store_;
+    std::int64_t run_id_;
+    std::uint64_t size_, offset_ = 0;
+    std::string op_;
+    std::vector<std::uint8_t> piece_;
+    std::size_t pos_ = 0;
+  };
+
   static std::optional<std::int64_t> id_of_uuid(pqxx::transaction_base& tx, const std::string& uuid) {
     const pqxx::result r = tx.exec_params("SELECT id FROM evaluations WHERE uuid = $1 ORDER BY id LIMIT 1", uuid);
     if (r.empty()) return std::nullopt;
@@ -504,7 +567,9 @@ class PostgresStore final : public Store {
     return out;
   }
 
-  std::optional<EvaluationRecord> read_evaluation(pqxx::transaction_base& tx, std::int64_t id, const std::string& op) {
+  // `traces` false: the trace column is not read (NULL in its place) and runs keep an empty trace.
+  std::optional<EvaluationRecord> read_evaluation(pqxx::transaction_base& tx, std::int64_t id, const std::string& op,
+                                                  bool traces) {
     const pqxx::result er = tx.exec_params(
         "SELECT id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
         "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, uuid, name, tags, "
@@ -537,9 +602,11 @@ class PostgresStore final : public Store {
 
     // ORDER BY id: runs were inserted in the record's order, so this restores it.
     const pqxx::result runs = tx.exec_params(
-        "SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
-        "stage_latency_ns, predict_latency_ns, trace, measurement, machine_state, warnings, trace_id, generation, "
-        "scenario_result FROM runs WHERE evaluation_id = $1 ORDER BY id",
+        std::string("SELECT id, batch_size, trace_level, warmup_iterations, iterations, throughput_samples_per_s, "
+                    "stage_latency_ns, predict_latency_ns, ") +
+            (traces ? "trace" : "NULL::bytea") +
+            ", measurement, machine_state, warnings, trace_id, generation, scenario_result FROM runs "
+            "WHERE evaluation_id = $1 ORDER BY id",
         id);
     for (const pqxx::row& q : runs) {
       RunRecord run;
@@ -563,7 +630,7 @@ class PostgresStore final : public Store {
              "blob of " + std::to_string(latencies.size()) + " bytes is not a whole number of doubles");
       run.predict_latency_ns = doubles_from_blob(latencies.data(), latencies.size());
       try {
-        run.trace = decode_trace(bytes_of(q[8]));
+        if (traces) run.trace = decode_trace(bytes_of(q[8]));
       } catch (const std::exception& e) {
         fail(location_, run_op + ": decode trace", e.what());
       }

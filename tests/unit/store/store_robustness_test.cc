@@ -1,10 +1,13 @@
 // Issue 12, the store: bad input never loses results (an empty path, another application's SQLite file), and
 // readers and writers in other connections never lock each other out (WAL, reads without a write lock, migration
 // only when the schema is older).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -269,6 +272,33 @@ TEST(TraceExportRobustness, AFailedRenameLeavesNoTemporaryFile) {
     EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"t.json"});
     EXPECT_TRUE(fs::is_directory(target));
   }
+}
+
+// `-o /dev/null`, `-o /dev/stdout` or a named pipe: written in place. A rename over it would have replaced the pipe
+// (as root, /dev/null itself) with a regular file. A named pipe stands for them here, read without a thread: its
+// reader is opened non-blocking first, so the export's open for writing does not wait.
+TEST(TraceExportRobustness, ANamedPipeIsWrittenInPlaceNeverReplaced) {
+  TempDir dir;
+  const auto [record, run] = big_run();
+  const fs::path pipe = dir.path() / "out.fifo";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0) << std::strerror(errno);
+  const int reader = ::open(pipe.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0) << std::strerror(errno);
+  write_file_atomically(pipe, std::string("hello"));
+  char got[16] = {};
+  EXPECT_EQ(::read(reader, got, sizeof got), 5);
+  EXPECT_EQ(std::string(got), "hello");
+  EXPECT_TRUE(fs::is_fifo(pipe));
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"out.fifo"});  // no temporary beside it
+  // The SQLite export needs a file: refused, naming the pipe, and the pipe stays.
+  try {
+    export_run_trace(record, run, TraceFormat::kSqlite, pipe);
+    FAIL() << "an SQLite database was written to a pipe";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_fifo(pipe));
+  ::close(reader);
 }
 
 TEST(TraceExportRobustness, AFailedWriteLeavesNoTemporaryFileAndNoPartialTarget) {

@@ -1,0 +1,1001 @@
+// The Perfetto trace protobuf writer (docs/exports.md "Perfetto protobuf"): protobuf's wire format written by hand,
+// one TracePacket at a time. Every field number below is declared, with the upstream file it comes from, in
+// tests/fixtures/perfetto/xsp_pftrace_subset.proto, which the tests compile to parse what this writes.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <queue>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "xsp/trace/perfetto.h"
+
+namespace xsp {
+
+namespace {
+
+// Field numbers and enum values of perfetto.protos (see xsp_pftrace_subset.proto).
+namespace pb {
+constexpr std::uint32_t kTracePacket = 1;  // Trace.packet
+
+// TracePacket
+constexpr std::uint32_t kClockSnapshot = 6;
+constexpr std::uint32_t kTimestamp = 8;
+constexpr std::uint32_t kTrustedPacketSequenceId = 10;
+constexpr std::uint32_t kTrackEvent = 11;
+constexpr std::uint32_t kInternedData = 12;
+constexpr std::uint32_t kSequenceFlags = 13;
+constexpr std::uint32_t kTracePacketDefaults = 59;
+constexpr std::uint32_t kTrackDescriptor = 60;
+constexpr std::uint64_t kSeqIncrementalStateCleared = 1;
+constexpr std::uint64_t kSeqNeedsIncrementalState = 2;
+
+// TracePacketDefaults, TrackEventDefaults
+constexpr std::uint32_t kDefaultsTimestampClockId = 58;
+constexpr std::uint32_t kDefaultsTrackEventDefaults = 11;
+constexpr std::uint32_t kTrackEventDefaultsTrackUuid = 11;
+
+// ClockSnapshot / ClockSnapshot.Clock
+constexpr std::uint32_t kClockSnapshotClocks = 1;
+constexpr std::uint32_t kClockSnapshotPrimaryTraceClock = 2;
+constexpr std::uint32_t kClockId = 1;
+constexpr std::uint32_t kClockTimestamp = 2;
+constexpr std::uint32_t kClockIsIncremental = 3;
+constexpr std::uint64_t kBuiltinClockRealtime = 1;
+constexpr std::uint64_t kBuiltinClockMonotonic = 3;
+constexpr std::uint64_t kBuiltinClockBoottime = 6;
+/// The sequence-scoped clock (ids 64-127 are the writer's own) of every event timestamp: incremental, so each
+/// packet's timestamp is the delta from the previous one on this clock (1-3 bytes instead of 6), re-anchored by a
+/// ClockSnapshot at each incremental-state reset. It ticks in ns and equals the host clock.
+constexpr std::uint64_t kIncrementalClock = 64;
+
+// TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor
+constexpr std::uint32_t kTrackUuid = 1;
+constexpr std::uint32_t kTrackName = 2;
+constexpr std::uint32_t kTrackProcess = 3;
+constexpr std::uint32_t kTrackThread = 4;
+constexpr std::uint32_t kTrackParentUuid = 5;
+constexpr std::uint32_t kTrackCounter = 8;
+constexpr std::uint32_t kProcessPid = 1;
+constexpr std::uint32_t kProcessName = 6;
+constexpr std::uint32_t kThreadPid = 1;
+constexpr std::uint32_t kThreadTid = 2;
+constexpr std::uint32_t kThreadName = 5;
+constexpr std::uint32_t kCounterUnit = 3;
+constexpr std::uint64_t kUnitTimeNs = 1;
+constexpr std::uint64_t kUnitSizeBytes = 3;
+
+// TrackEvent
+constexpr std::uint32_t kEventCategoryIids = 3;
+constexpr std::uint32_t kEventDebugAnnotations = 4;
+constexpr std::uint32_t kEventType = 9;
+constexpr std::uint32_t kEventNameIid = 10;
+constexpr std::uint32_t kEventTrackUuid = 11;
+constexpr std::uint32_t kEventCounterValue = 30;
+constexpr std::uint32_t kEventDoubleCounterValue = 44;
+constexpr std::uint32_t kEventFlowIds = 47;
+constexpr std::uint32_t kEventTerminatingFlowIds = 48;
+constexpr std::uint64_t kTypeSliceBegin = 1;
+constexpr std::uint64_t kTypeSliceEnd = 2;
+constexpr std::uint64_t kTypeInstant = 3;
+constexpr std::uint64_t kTypeCounter = 4;
+
+// DebugAnnotation
+constexpr std::uint32_t kAnnotationNameIid = 1;
+constexpr std::uint32_t kAnnotationIntValue = 4;
+constexpr std::uint32_t kAnnotationDoubleValue = 5;
+constexpr std::uint32_t kAnnotationStringValue = 6;
+constexpr std::uint32_t kAnnotationArrayValues = 12;
+constexpr std::uint32_t kAnnotationStringValueIid = 17;
+
+// InternedData; EventCategory, EventName, DebugAnnotationName and InternedString (its `str`) all have iid = 1,
+// name = 2.
+constexpr std::uint32_t kInternedEventCategories = 1;
+constexpr std::uint32_t kInternedEventNames = 2;
+constexpr std::uint32_t kInternedDebugAnnotationNames = 3;
+constexpr std::uint32_t kInternedDebugAnnotationStringValues = 29;
+constexpr std::uint32_t kInternedIid = 1;
+constexpr std::uint32_t kInternedName = 2;
+}  // namespace pb
+
+/// An append-only protobuf message: fields are written in the order they are added (any order is valid protobuf).
+class Proto {
+ public:
+  void varint(std::uint32_t field, std::uint64_t v) {
+    key(field, 0);
+    raw_varint(v);
+  }
+  /// int32/int64 fields: negative values take ten bytes, as protobuf's int64 encoding does.
+  void int64(std::uint32_t field, std::int64_t v) { varint(field, static_cast<std::uint64_t>(v)); }
+  void fixed64(std::uint32_t field, std::uint64_t v) {
+    key(field, 1);
+    for (int i = 0; i < 8; ++i) buf_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  void dbl(std::uint32_t field, double v) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    fixed64(field, bits);
+  }
+  void bytes(std::uint32_t field, std::string_view v) {
+    key(field, 2);
+    raw_varint(v.size());
+    buf_.append(v);
+  }
+  void message(std::uint32_t field, const Proto& m) { bytes(field, m.buf_); }
+  bool empty() const { return buf_.empty(); }
+  const std::string& data() const { return buf_; }
+  void clear() { buf_.clear(); }
+
+ private:
+  void key(std::uint32_t field, std::uint32_t wire_type) {
+    raw_varint((static_cast<std::uint64_t>(field) << 3) | wire_type);
+  }
+  void raw_varint(std::uint64_t v) {
+    while (v >= 0x80) {
+      buf_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    buf_.push_back(static_cast<char>(v));
+  }
+  std::string buf_;
+};
+
+// splitmix64's finalizer (Steele et al. 2014): track uuids and flow ids are mixes of what identifies them, so the
+// same track or flow gets the same id in every file of a sharded export, and ids from different keys rarely meet.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+std::uint64_t mix(std::uint64_t kind, std::uint64_t a, std::uint64_t b = 0) {
+  const std::uint64_t h = mix(mix(mix(kind) ^ a) ^ b);
+  return h == 0 ? 1 : h;  // 0 is Perfetto's implicit global track / "no flow"
+}
+/// A track's uuid: 40 bits of the mix. Every event names its track, and a 40-bit varint takes 6 bytes where 64 bits
+/// take 10 (about 10% of a span's bytes); a trace has at most thousands of tracks, so a collision stays below 1e-5.
+std::uint64_t track_uuid(std::uint64_t kind, std::uint64_t a, std::uint64_t b = 0) {
+  const std::uint64_t h = mix(kind, a, b) & ((std::uint64_t{1} << 40) - 1);
+  return h == 0 ? 1 : h;
+}
+/// FNV-1a: unlike std::hash, the same in every build, so counter tracks keep their uuid across XSP versions.
+std::uint64_t hash_string(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+enum UuidKind : std::uint64_t {
+  kHostProcess = 1,
+  kGpuProcess,
+  kThread,
+  kStream,
+  kOverlap,
+  kCounter,
+  kFlow,
+};
+
+/// Length of the valid UTF-8 sequence at s[i], or 0 when none starts there (RFC 3629: no overlongs, no surrogates).
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (b(i + k) < 0x80 || b(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+/// `s` with every byte that starts no valid UTF-8 sequence replaced by U+FFFD.
+std::string replace_invalid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+// Kineto's event categories, as the Chrome export writes them (export_chrome.cc category()), so that a query
+// written against a Kineto or XSP Chrome trace selects the same slices here.
+std::string_view category(const Span& s) {
+  if (s.track.is_device() && s.level <= Level::kLibrary) return "gpu_user_annotation";
+  switch (s.level) {
+    case Level::kApplication:
+    case Level::kModel:
+      return "user_annotation";
+    case Level::kFramework:
+      return "cpu_op";
+    case Level::kLibrary:
+      return "user_annotation";
+    case Level::kSystem:
+      return s.tag("domain") == std::optional<std::string_view>("driver") ? "cuda_driver" : "cuda_runtime";
+    case Level::kKernel: {
+      const std::string_view kind = s.tag("kind").value_or("kernel");
+      if (kind == "memcpy") return "gpu_memcpy";
+      if (kind == "memset") return "gpu_memset";
+      return "kernel";
+    }
+    case Level::kHardware:
+      return "cuda_profiler_range";
+  }
+  return "user_annotation";
+}
+
+/// The level an event of category `cat` has unless its "xsp.level" says otherwise: the one level the category stands
+/// for, or for the user annotations the commonest of theirs (MODEL on the host, FRAMEWORK on a GPU stream, where
+/// graph replays put the ops they replay).
+Level implied_level(std::string_view cat) {
+  if (cat == "user_annotation") return Level::kModel;
+  if (cat == "gpu_user_annotation" || cat == "cpu_op") return Level::kFramework;
+  if (cat == "cuda_runtime" || cat == "cuda_driver") return Level::kSystem;
+  if (cat == "cuda_profiler_range") return Level::kHardware;
+  return Level::kKernel;  // kernel, gpu_memcpy, gpu_memset
+}
+
+constexpr std::string_view kMetadataCategory = "xsp_metadata";
+constexpr std::size_t kMaxInternedValueBytes = 64;
+
+std::uint64_t builtin_clock(const std::string& host_clock) {
+  if (host_clock == "CLOCK_BOOTTIME") return pb::kBuiltinClockBoottime;
+  if (host_clock == "CLOCK_REALTIME") return pb::kBuiltinClockRealtime;
+  return pb::kBuiltinClockMonotonic;  // XSP's host clock (now_ns())
+}
+
+/// Tags of HARDWARE spans that are bookkeeping, not counter values.
+bool is_counter_tag(const Tag& t) {
+  if (t.type != TagType::kInt && t.type != TagType::kReal) return false;
+  return t.key != "range_index" && t.key != "device" && t.key != "stream" && t.key != "batch";
+}
+
+/// The value of a HARDWARE span's tag that goes to a counter track (and not into the slice's annotations).
+std::optional<double> counter_value(const Tag& t) {
+  const auto v = is_counter_tag(t) ? t.as_real() : std::nullopt;
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+
+/// The put_in_order key (assembler.cc): start ascending, level ascending, end descending, id ascending.
+bool in_order_before(const Span& a, const Span& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  if (a.level != b.level) return a.level < b.level;
+  if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+  return a.id < b.id;
+}
+
+}  // namespace
+
+struct PerfettoWriter::Impl {
+  /// One slice stack of a track: the track itself (lane 0) or its "(overlap N)" sibling N.
+  struct Lane {
+    std::uint64_t uuid = 0;
+    std::vector<std::int64_t> open_end_ns;  // ends of the open slices, outermost first (non-increasing)
+    std::vector<SpanId> open_span_ids;      // their span ids, likewise
+    std::int64_t last_end_ns = std::numeric_limits<std::int64_t>::min();
+  };
+  struct TrackState {
+    Track track;
+    std::uint64_t base_uuid = 0;
+    std::uint64_t parent_uuid = 0;  // the process track the overlap siblings hang under
+    std::string name;
+    std::vector<Lane> lanes;
+  };
+  /// An open slice in the min-heap of ends; `seq` breaks ties so the inner of two slices ending together ends first.
+  struct Open {
+    std::int64_t end_ns;
+    std::uint64_t seq;
+    TrackState* track;
+    std::size_t lane;
+    bool operator>(const Open& o) const { return end_ns != o.end_ns ? end_ns > o.end_ns : seq < o.seq; }
+  };
+  struct Interned {
+    std::unordered_map<std::string, std::uint64_t> iids;
+    // Each table numbers its own entries (Perfetto keys interned data by table and iid): the few annotation names
+    // and categories keep 1-byte iids however many event names a trace has.
+    std::uint64_t next_iid = 1;
+    void clear() {
+      iids.clear();
+      next_iid = 1;
+    }
+  };
+
+  Impl(std::ostream& o, const TraceResource& r, const ClockInfo& c, std::vector<TraceProcess> p, PerfettoOptions opt)
+      : out(o), resource(r), clock(c), processes(std::move(p)), options(opt) {
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      for (std::uint64_t t : processes[i].thread_ids) thread_process.emplace(t, static_cast<std::uint32_t>(i + 1));
+    }
+    if (options.reset_interval_packets == 0) options.reset_interval_packets = 1;
+  }
+
+  std::ostream& out;
+  TraceResource resource;
+  ClockInfo clock;
+  std::vector<TraceProcess> processes;
+  PerfettoOptions options;
+  std::unordered_map<std::uint64_t, std::uint32_t> thread_process;  // host thread id -> position + 1 in processes
+
+  bool started = false;
+  bool finished = false;
+  std::uint64_t bytes = 0;
+  std::uint64_t spans = 0;
+  std::uint64_t invalid_utf8 = 0;
+  std::int64_t last_start_ns = std::numeric_limits<std::int64_t>::min();
+  SpanId last_span = kNoSpan;
+  std::int64_t last_ts_ns = 0;  // the latest timestamp written
+
+  /// A packet sequence: one per track that has events (its TrackEventDefaults.track_uuid, so that its events leave
+  /// their track_uuid out), with its own incremental state. `generation` counts its resets; a track descriptor is
+  /// written again after a reset (before the track's next event) so a reader that starts at a reset still names
+  /// every track.
+  struct Sequence {
+    std::uint32_t id = 0;
+    std::uint64_t default_track = 0;
+    bool started = false;
+    std::uint64_t generation = 0;
+    std::uint64_t packets_since_reset = 0;
+    bool reset_pending = false;
+    std::int64_t clock_ns = 0;  // kIncrementalClock's value: its anchor, or the last timestamp written on it
+    Interned names, categories, annotation_names, string_values;
+    std::unordered_map<std::uint64_t, std::uint64_t> described;  // track uuid -> generation it was last described in
+  };
+  std::unordered_map<std::uint64_t, std::unique_ptr<Sequence>> sequences;  // by default track
+  Sequence* seq = nullptr;                                                 // the sequence of the event being written
+  bool clock_named = false;  // the file's first ClockSnapshot, which names the trace's clock, is written
+  // Counter track -> timestamp of its last value: a second value at the same time (two HARDWARE spans starting
+  // together) could not be told apart, so that span keeps its values as annotations too.
+  std::unordered_map<std::uint64_t, std::int64_t> counter_last_ns;
+  Proto interned;  // the InternedData entries the packet being built introduces
+
+  std::map<Track, TrackState> tracks;
+  std::priority_queue<Open, std::vector<Open>, std::greater<>> open;
+  std::uint64_t open_seq = 0;
+  std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> counter_tracks;  // (parent uuid, name) -> uuid
+
+  // Flows whose launch is written and whose first device activity is not: flow id -> insertion number, oldest
+  // evicted past options.max_pending_flows so calls that launch nothing (cudaGetDevice) cannot grow it forever.
+  std::unordered_map<std::uint64_t, std::uint64_t> pending_flows;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> pending_order;
+  std::uint64_t flow_seq = 0;
+
+  std::map<std::string, std::uint64_t> trace_counters;
+
+  // ---- strings
+
+  /// `s` as protobuf requires strings: UTF-8. Invalid bytes become U+FFFD (counted), or with replace_invalid_utf8
+  /// off, an error naming `what()`, which is called only then so that valid strings cost no message.
+  template <class What>
+  std::string utf8(std::string_view s, What&& what) {
+    if (valid_utf8(s)) return std::string(s);
+    if (!options.replace_invalid_utf8) {
+      throw std::invalid_argument("perfetto export: " + what() + " is not valid UTF-8");
+    }
+    ++invalid_utf8;
+    return replace_invalid_utf8(s);
+  }
+
+  std::uint64_t intern(Interned& table, std::uint32_t interned_field, const std::string& s) {
+    const auto [it, inserted] = table.iids.emplace(s, table.next_iid);
+    if (inserted) {
+      ++table.next_iid;
+      Proto entry;
+      entry.varint(pb::kInternedIid, it->second);
+      entry.bytes(pb::kInternedName, s);
+      interned.message(interned_field, entry);
+    }
+    return it->second;
+  }
+
+  // ---- packets
+
+  /// Called before the packets of one event on track `uuid` (the descriptors its tracks need, then the event):
+  /// selects the track's sequence, starting it on first use, and once its reset interval is reached clears its
+  /// incremental state, so that the event's tracks and interned ids all belong to the new generation.
+  void begin_event(std::uint64_t uuid) {
+    auto& entry = sequences[uuid];
+    if (!entry) {
+      entry = std::make_unique<Sequence>();
+      entry->id = options.sequence_id + static_cast<std::uint32_t>(sequences.size() - 1);
+      entry->default_track = uuid;
+    }
+    seq = entry.get();
+    if (seq->started && seq->packets_since_reset < options.reset_interval_packets) return;
+    const bool first = !clock_named;
+    clock_named = true;
+    seq->started = true;
+    seq->reset_pending = true;
+    seq->packets_since_reset = 0;
+    ++seq->generation;
+    seq->names.clear();
+    seq->categories.clear();
+    seq->annotation_names.clear();
+    seq->string_values.clear();
+    write_clock_snapshot(last_ts_ns, first);
+  }
+
+  /// The ClockSnapshot that opens each generation (SEQ_INCREMENTAL_STATE_CLEARED): kIncrementalClock restarts at
+  /// `anchor_ns` on the host clock, so a reader that starts here needs nothing earlier. The first one also names the
+  /// host clock as the trace's clock and gives CLOCK_REALTIME.
+  void write_clock_snapshot(std::int64_t anchor_ns, bool first) {
+    begin_packet();
+    Proto snapshot, host, incremental;
+    host.varint(pb::kClockId, builtin_clock(clock.host_clock));
+    host.varint(pb::kClockTimestamp, static_cast<std::uint64_t>(anchor_ns));
+    snapshot.message(pb::kClockSnapshotClocks, host);
+    if (first && clock.unix_offset_ns != 0 && builtin_clock(clock.host_clock) != pb::kBuiltinClockRealtime &&
+        anchor_ns + clock.unix_offset_ns >= 0) {
+      // Lets the viewer show wall-clock time (unix_time_ns = host_ns + unix_offset_ns).
+      Proto realtime;
+      realtime.varint(pb::kClockId, pb::kBuiltinClockRealtime);
+      realtime.varint(pb::kClockTimestamp, static_cast<std::uint64_t>(anchor_ns + clock.unix_offset_ns));
+      snapshot.message(pb::kClockSnapshotClocks, realtime);
+    }
+    incremental.varint(pb::kClockId, pb::kIncrementalClock);
+    incremental.varint(pb::kClockTimestamp, static_cast<std::uint64_t>(anchor_ns));
+    incremental.varint(pb::kClockIsIncremental, 1);
+    snapshot.message(pb::kClockSnapshotClocks, incremental);
+    // The host clock is the trace's clock: no conversion, even without a BOOTTIME snapshot.
+    if (first) snapshot.varint(pb::kClockSnapshotPrimaryTraceClock, builtin_clock(clock.host_clock));
+    Proto body;
+    body.message(pb::kClockSnapshot, snapshot);
+    seq->clock_ns = anchor_ns;
+    end_packet(body, false);
+  }
+
+  /// A packet's timestamp on kIncrementalClock: the delta from the previous one. Timestamps never decrease (spans
+  /// come sorted by start, slices end in order), so the delta is never negative.
+  void timestamp(Proto& body, std::int64_t ts_ns) {
+    if (ts_ns < seq->clock_ns) throw std::logic_error("perfetto export: timestamps out of order");
+    body.varint(pb::kTimestamp, static_cast<std::uint64_t>(ts_ns - seq->clock_ns));
+    seq->clock_ns = ts_ns;
+  }
+
+  /// An event's track: left out when it is its sequence's default track.
+  void track(Proto& event, std::uint64_t uuid) {
+    if (uuid != seq->default_track) event.varint(pb::kEventTrackUuid, uuid);
+  }
+
+  void begin_packet() { interned.clear(); }
+
+  /// Writes one TracePacket: `body` holds its data fields (timestamp, track_event, ...).
+  void end_packet(Proto& body, bool needs_incremental_state) {
+    std::uint64_t flags = 0;
+    if (seq->reset_pending) {
+      flags |= pb::kSeqIncrementalStateCleared;
+      Proto defaults, track_event_defaults;
+      defaults.varint(pb::kDefaultsTimestampClockId, pb::kIncrementalClock);
+      track_event_defaults.varint(pb::kTrackEventDefaultsTrackUuid, seq->default_track);
+      defaults.message(pb::kDefaultsTrackEventDefaults, track_event_defaults);
+      body.message(pb::kTracePacketDefaults, defaults);
+      seq->reset_pending = false;
+    }
+    if (needs_incremental_state) flags |= pb::kSeqNeedsIncrementalState;
+    if (!interned.empty()) body.message(pb::kInternedData, interned);
+    body.varint(pb::kTrustedPacketSequenceId, seq->id);
+    if (flags != 0) body.varint(pb::kSequenceFlags, flags);
+    Proto packet;
+    packet.message(pb::kTracePacket, body);
+    if (out) {
+      out.write(packet.data().data(), static_cast<std::streamsize>(packet.data().size()));
+      if (out) bytes += packet.data().size();
+    }
+    ++seq->packets_since_reset;
+  }
+
+  void write_descriptor(std::uint64_t uuid, const Proto& descriptor) {
+    begin_packet();
+    Proto body;
+    body.message(pb::kTrackDescriptor, descriptor);
+    end_packet(body, false);
+    seq->described[uuid] = seq->generation;
+  }
+
+  bool needs_description(std::uint64_t uuid) const {
+    const auto it = seq->described.find(uuid);
+    return it == seq->described.end() || it->second != seq->generation;
+  }
+
+  // ---- tracks
+
+  std::string host_label() const {
+    return resource.service_name + (resource.host_name.empty() ? std::string() : " on " + resource.host_name);
+  }
+
+  /// The process track of host process `p` (position + 1 in processes; 0: the recording process).
+  std::uint64_t host_process(std::uint32_t p) {
+    const std::uint64_t uuid = track_uuid(kHostProcess, p);
+    if (needs_description(uuid)) {
+      Proto process;
+      process.int64(pb::kProcessPid, process_pid(p));
+      process.bytes(pb::kProcessName, utf8(p == 0 ? host_label() : processes[p - 1].name,
+                                           [&] { return "the name of process #" + std::to_string(p); }));
+      Proto d;
+      d.varint(pb::kTrackUuid, uuid);
+      d.message(pb::kTrackProcess, process);
+      write_descriptor(uuid, d);
+    }
+    return uuid;
+  }
+
+  std::int32_t process_pid(std::uint32_t p) const {
+    return p == 0 ? static_cast<std::int32_t>(kChromeHostPid) : static_cast<std::int32_t>(processes[p - 1].pid);
+  }
+
+  std::uint64_t gpu_process(std::uint32_t device) {
+    const std::uint64_t uuid = track_uuid(kGpuProcess, device);
+    if (needs_description(uuid)) {
+      std::string name = "GPU " + std::to_string(device);
+      if (const auto it = resource.device_names.find(device); it != resource.device_names.end()) {
+        name += ": " + it->second;
+      }
+      Proto process;
+      process.int64(pb::kProcessPid, static_cast<std::int64_t>(kPerfettoGpuPidBase) + device);
+      process.bytes(pb::kProcessName, utf8(name, [&] { return "the name of GPU " + std::to_string(device); }));
+      Proto d;
+      d.varint(pb::kTrackUuid, uuid);
+      d.message(pb::kTrackProcess, process);
+      write_descriptor(uuid, d);
+    }
+    return uuid;
+  }
+
+  std::uint32_t process_of(const Track& t) const {
+    if (t.is_device()) return t.process_index() <= processes.size() ? t.process_index() : 0;
+    const auto it = thread_process.find(t.id);
+    return it == thread_process.end() ? 0 : it->second;
+  }
+
+  TrackState& track_state(const Track& t) {
+    auto [it, inserted] = tracks.try_emplace(t);
+    TrackState& st = it->second;
+    if (inserted) {
+      st.track = t;
+      if (t.is_device()) {
+        st.base_uuid = track_uuid(kStream, t.device, t.id);
+        st.name = "stream " + std::to_string(t.stream_number());
+        if (const std::uint32_t p = process_of(t); p != 0) st.name += " of process " + std::to_string(process_pid(p));
+      } else {
+        st.base_uuid = track_uuid(kThread, t.id, process_of(t));
+        st.name = "thread " + std::to_string(t.id);
+      }
+      st.lanes.push_back(Lane{st.base_uuid, {}, {}, std::numeric_limits<std::int64_t>::min()});
+    }
+    return st;
+  }
+
+  /// Writes the descriptors lane `lane` of a track needs (its process first) unless this generation has them.
+  void describe_lane(TrackState& st, std::size_t lane) {
+    const Track& t = st.track;
+    st.parent_uuid = t.is_device() ? gpu_process(t.device) : host_process(process_of(t));
+    const std::uint64_t uuid = st.lanes[lane].uuid;
+    if (!needs_description(uuid)) return;
+    Proto d;
+    d.varint(pb::kTrackUuid, uuid);
+    if (lane == 0 && !t.is_device() && t.id <= static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
+      // A thread track: the viewer groups it under its process by pid and names it.
+      Proto thread;
+      thread.int64(pb::kThreadPid, process_pid(process_of(t)));
+      thread.int64(pb::kThreadTid, static_cast<std::int64_t>(t.id));
+      thread.bytes(pb::kThreadName, st.name);
+      d.message(pb::kTrackThread, thread);
+    } else {
+      d.varint(pb::kTrackParentUuid, st.parent_uuid);
+      d.bytes(pb::kTrackName, lane == 0 ? st.name : st.name + " (overlap " + std::to_string(lane) + ")");
+    }
+    write_descriptor(uuid, d);
+  }
+
+  std::uint64_t counter_track(std::uint64_t parent_uuid, const std::string& name) {
+    auto [it, inserted] = counter_tracks.try_emplace({parent_uuid, name}, 0);
+    if (inserted) it->second = track_uuid(kCounter, parent_uuid, hash_string(name));
+    const std::uint64_t uuid = it->second;
+    if (needs_description(uuid)) {
+      Proto counter;
+      if (name.ends_with("_ns")) counter.varint(pb::kCounterUnit, pb::kUnitTimeNs);
+      if (name.ends_with("_bytes")) counter.varint(pb::kCounterUnit, pb::kUnitSizeBytes);
+      Proto d;
+      d.varint(pb::kTrackUuid, uuid);
+      d.varint(pb::kTrackParentUuid, parent_uuid);
+      d.bytes(pb::kTrackName, name);
+      d.message(pb::kTrackCounter, counter);
+      write_descriptor(uuid, d);
+    }
+    return uuid;
+  }
+
+  // ---- events
+
+  void start(std::int64_t first_ns) {
+    started = true;
+    last_ts_ns = first_ns;  // the anchor of the first ClockSnapshot
+
+    std::vector<Tag> meta = {{"service.name", resource.service_name},
+                             {"service.version", resource.service_version},
+                             {"host.name", resource.host_name},
+                             {"service.instance.id", resource.instance_id},
+                             {"host_clock", clock.host_clock},
+                             {"unix_offset_ns", clock.unix_offset_ns},
+                             {"device_clock_mapping", clock.device_clock_mapping}};
+    for (const auto& [device, name] : resource.device_names)
+      meta.emplace_back("device." + std::to_string(device), name);
+    meta.insert(meta.end(), resource.attributes.begin(), resource.attributes.end());
+    write_instant("xsp.resource", first_ns, meta);
+  }
+
+  /// A TYPE_INSTANT on the recording process's track carrying `tags` (the resource, the trace's counters).
+  void write_instant(const std::string& name, std::int64_t ts_ns, const std::vector<Tag>& tags) {
+    begin_event(track_uuid(kHostProcess, 0));
+    const std::uint64_t track = host_process(0);
+    begin_packet();
+    Proto event;
+    event.varint(pb::kEventType, pb::kTypeInstant);
+    this->track(event, track);
+    event.varint(pb::kEventCategoryIids,
+                 intern(seq->categories, pb::kInternedEventCategories, std::string(kMetadataCategory)));
+    event.varint(pb::kEventNameIid, intern(seq->names, pb::kInternedEventNames, name));
+    for (const Tag& t : tags) annotate(event, t, [&] { return "event " + name; });
+    Proto body;
+    timestamp(body, ts_ns);
+    body.message(pb::kTrackEvent, event);
+    end_packet(body, true);
+  }
+
+  template <class What>
+  void annotate(Proto& event, const Tag& t, What&& what) {
+    Proto a;
+    a.varint(pb::kAnnotationNameIid, intern(seq->annotation_names, pb::kInternedDebugAnnotationNames,
+                                            utf8(t.key, [&] { return "a tag key of " + what(); })));
+    bool done = false;
+    switch (t.type) {
+      case TagType::kInt:
+        if (const auto v = t.as_int()) {
+          a.int64(pb::kAnnotationIntValue, *v);
+          done = true;
+        }
+        break;
+      case TagType::kReal:
+        if (const auto v = t.as_real()) {
+          a.dbl(pb::kAnnotationDoubleValue, *v);
+          done = true;
+        }
+        break;
+      case TagType::kIntList:
+        for (std::int64_t v : t.as_int_list()) {
+          Proto element;
+          element.int64(pb::kAnnotationIntValue, v);
+          a.message(pb::kAnnotationArrayValues, element);
+        }
+        done = true;
+        break;
+      case TagType::kString:
+        break;
+    }
+    if (!done) string_value(a, utf8(t.value, [&] { return "tag '" + t.key + "' of " + what(); }));
+    event.message(pb::kEventDebugAnnotations, a);
+  }
+
+  /// Short string values repeat (a level, a parent rule, a kernel's kind): they are interned, a 1-2 byte id per use
+  /// instead of the text (about 20 bytes per span). Long ones, mostly unique, stay inline.
+  void string_value(Proto& annotation, std::string_view v) {
+    if (v.size() > kMaxInternedValueBytes) {
+      annotation.bytes(pb::kAnnotationStringValue, v);
+    } else {
+      annotation.varint(pb::kAnnotationStringValueIid,
+                        intern(seq->string_values, pb::kInternedDebugAnnotationStringValues, std::string(v)));
+    }
+  }
+
+  void annotate_int(Proto& event, const std::string& key, std::int64_t v) {
+    Proto a;
+    a.varint(pb::kAnnotationNameIid, intern(seq->annotation_names, pb::kInternedDebugAnnotationNames, key));
+    a.int64(pb::kAnnotationIntValue, v);
+    event.message(pb::kEventDebugAnnotations, a);
+  }
+
+  void annotate_string(Proto& event, const std::string& key, std::string_view v) {
+    Proto a;
+    a.varint(pb::kAnnotationNameIid, intern(seq->annotation_names, pb::kInternedDebugAnnotationNames, key));
+    string_value(a, v);
+    event.message(pb::kEventDebugAnnotations, a);
+  }
+
+  /// Writes the END of every open slice that ends at or before `ts_ns`, earliest first.
+  void close_until(std::int64_t ts_ns) {
+    while (!open.empty() && open.top().end_ns <= ts_ns) {
+      const Open o = open.top();
+      open.pop();
+      Lane& lane = o.track->lanes[o.lane];
+      if (lane.open_end_ns.empty() || lane.open_end_ns.back() != o.end_ns || o.end_ns < lane.last_end_ns) {
+        throw std::logic_error("perfetto export: slice ends out of order on track " + o.track->name);
+      }
+      lane.open_end_ns.pop_back();
+      lane.open_span_ids.pop_back();
+      lane.last_end_ns = o.end_ns;
+      begin_event(lane.uuid);
+      describe_lane(*o.track, o.lane);
+      begin_packet();
+      Proto event;
+      event.varint(pb::kEventType, pb::kTypeSliceEnd);
+      track(event, lane.uuid);
+      Proto body;
+      timestamp(body, o.end_ns);
+      body.message(pb::kTrackEvent, event);
+      end_packet(body, true);
+      last_ts_ns = std::max(last_ts_ns, o.end_ns);
+    }
+  }
+
+  /// Correlation ids are per process: the flow id mixes in the process when the trace has several. With one, a
+  /// stream says process 0 ("the only one") while its launching thread is listed as processes[0]: the same process.
+  std::uint64_t flow_id(const Span& s) const {
+    return mix(kFlow, s.correlation_id, processes.size() > 1 ? process_of(s.track) : 0);
+  }
+
+  void open_flow(std::uint64_t id) {
+    if (pending_flows.contains(id)) return;
+    pending_flows.emplace(id, ++flow_seq);
+    pending_order.emplace_back(id, flow_seq);
+    while (pending_flows.size() > options.max_pending_flows && !pending_order.empty()) {
+      const auto [old, seq] = pending_order.front();
+      pending_order.pop_front();
+      if (const auto it = pending_flows.find(old); it != pending_flows.end() && it->second == seq) {
+        pending_flows.erase(it);
+      }
+    }
+    // Entries of flows a kernel already ended stay in the queue until they reach its front: compact it before it
+    // outgrows the live entries by much.
+    if (pending_order.size() > 2 * pending_flows.size() + 1024) {
+      std::erase_if(pending_order, [&](const auto& e) {
+        const auto it = pending_flows.find(e.first);
+        return it == pending_flows.end() || it->second != e.second;
+      });
+    }
+  }
+
+  /// The counter tracks of HARDWARE span `s`'s counter values, in tag order (their descriptors written): one per
+  /// tag name under the span's GPU (its stream's, its "device" tag's, or the run's only GPU; else its process).
+  std::vector<std::pair<const Tag*, std::uint64_t>> counter_tracks_of(const Span& s, const TrackState& st) {
+    std::vector<std::pair<const Tag*, std::uint64_t>> out;
+    std::optional<std::uint32_t> device;
+    if (s.track.is_device()) {
+      device = s.track.device;
+    } else if (const auto d = s.tag_int("device"); d && *d >= 0) {
+      device = static_cast<std::uint32_t>(*d);
+    } else if (resource.device_names.size() == 1) {
+      device = resource.device_names.begin()->first;
+    }
+    for (const Tag& t : s.tags) {
+      if (!counter_value(t)) continue;
+      const std::uint64_t parent = device ? gpu_process(*device) : host_process(process_of(st.track));
+      out.emplace_back(&t,
+                       counter_track(parent, utf8(t.key, [&] { return "a tag key of span " + std::to_string(s.id); })));
+    }
+    return out;
+  }
+
+  /// A TYPE_COUNTER event at the span's start per counter value: integer tags as counter_value (a varint), the
+  /// others as double_counter_value.
+  void write_counters(const Span& s, const std::vector<std::pair<const Tag*, std::uint64_t>>& counters) {
+    for (const auto& [t, uuid] : counters) {
+      begin_packet();
+      Proto event;
+      event.varint(pb::kEventType, pb::kTypeCounter);
+      track(event, uuid);
+      if (const auto i = t->type == TagType::kInt ? t->as_int() : std::nullopt) {
+        event.int64(pb::kEventCounterValue, *i);
+      } else {
+        event.dbl(pb::kEventDoubleCounterValue, *counter_value(*t));
+      }
+      Proto body;
+      timestamp(body, s.start_ns);
+      body.message(pb::kTrackEvent, event);
+      end_packet(body, true);
+      counter_last_ns[uuid] = s.start_ns;
+    }
+  }
+
+  void add(const Span& s) {
+    if (finished) throw std::logic_error("perfetto export: add() after finish()");
+    const auto what = [&] { return "span " + std::to_string(s.id); };
+    if (s.end_ns < s.start_ns) {
+      throw std::invalid_argument("perfetto export: " + what() + " ends at " + std::to_string(s.end_ns) +
+                                  " ns, before its start " + std::to_string(s.start_ns) + " ns");
+    }
+    if (s.start_ns < 0) {
+      throw std::invalid_argument("perfetto export: " + what() + " starts at " + std::to_string(s.start_ns) +
+                                  " ns, before the clock's zero (Perfetto timestamps are unsigned)");
+    }
+    if (s.start_ns < last_start_ns) {
+      throw std::invalid_argument("perfetto export: " + what() + " starts at " + std::to_string(s.start_ns) +
+                                  " ns, before span " + std::to_string(last_span) + " at " +
+                                  std::to_string(last_start_ns) + " ns: spans must come sorted by start");
+    }
+    // Strings are checked before anything of the span is written or interned, so a rejected span leaves nothing.
+    if (!options.replace_invalid_utf8) {
+      utf8(s.name, [&] { return "the name of " + what(); });
+      for (const Tag& t : s.tags) {
+        utf8(t.key, [&] { return "a tag key of " + what(); });
+        utf8(t.value, [&] { return "tag '" + t.key + "' of " + what(); });
+      }
+    }
+    const std::string name = utf8(s.name, [&] { return "the name of " + what(); });
+    last_start_ns = s.start_ns;
+    last_span = s.id;
+    if (!started) start(s.start_ns);
+    close_until(s.start_ns);
+
+    TrackState& st = track_state(s.track);
+    // The first lane whose innermost open slice contains this span; every open slice ends after s.start_ns here.
+    std::size_t lane = 0;
+    while (lane < st.lanes.size() && !st.lanes[lane].open_end_ns.empty() &&
+           st.lanes[lane].open_end_ns.back() < s.end_ns) {
+      ++lane;
+    }
+    if (lane == st.lanes.size()) {
+      st.lanes.push_back(
+          Lane{track_uuid(kOverlap, st.base_uuid, lane), {}, {}, std::numeric_limits<std::int64_t>::min()});
+    }
+    // One reset check for all of the span's packets (descriptors, BEGIN, counters), so its counter tracks are
+    // described in the generation that uses them.
+    begin_event(st.lanes[lane].uuid);
+    describe_lane(st, lane);
+    std::vector<std::pair<const Tag*, std::uint64_t>> counters;
+    bool counters_collide = false;  // a counter track already has a value at this span's start
+    if (s.level == Level::kHardware) {
+      counters = counter_tracks_of(s, st);
+      for (const auto& c : counters) {
+        const auto it = counter_last_ns.find(c.second);
+        counters_collide = counters_collide || (it != counter_last_ns.end() && it->second == s.start_ns);
+      }
+    }
+
+    begin_packet();
+    Proto event;
+    event.varint(pb::kEventType, pb::kTypeSliceBegin);
+    track(event, st.lanes[lane].uuid);
+    const std::string_view cat = category(s);
+    event.varint(pb::kEventCategoryIids, intern(seq->categories, pb::kInternedEventCategories, std::string(cat)));
+    event.varint(pb::kEventNameIid, intern(seq->names, pb::kInternedEventNames, name));
+    for (const Tag& t : s.tags) {
+      // Counter values are on their counter tracks at this span's start: the annotation would say it twice.
+      if (s.level == Level::kHardware && !counters_collide && counter_value(t)) continue;
+      annotate(event, t, what);
+    }
+    if (s.correlation_id != 0) annotate_int(event, "correlation", static_cast<std::int64_t>(s.correlation_id));
+    // What the event already says is left out (docs/exports.md lists the rules): the level where the category
+    // implies it, the parent where it is the enclosing slice on this track (or none at the top), the rule where it is
+    // the commonest for where the parent is.
+    if (s.level != implied_level(cat)) annotate_string(event, "xsp.level", to_string(s.level));
+    annotate_int(event, "xsp.span_id", static_cast<std::int64_t>(s.id));
+    const std::vector<SpanId>& enclosing = st.lanes[lane].open_span_ids;
+    const bool parent_implied = s.parent_id == (enclosing.empty() ? kNoSpan : enclosing.back());
+    if (!parent_implied) annotate_int(event, "xsp.parent_id", static_cast<std::int64_t>(s.parent_id));
+    // A parent elsewhere is mostly a launch joined by correlation id (device work); one on this track mostly the
+    // profiler's own context.
+    const ParentRule implied_rule = parent_implied ? ParentRule::kContext : ParentRule::kCorrelation;
+    if (s.parent_rule != implied_rule) annotate_string(event, "xsp.parent_rule", to_string(s.parent_rule));
+    if (s.correlation_id != 0 && s.level == Level::kSystem) {
+      const std::uint64_t id = flow_id(s);
+      event.fixed64(pb::kEventFlowIds, id);
+      open_flow(id);
+    } else if (s.correlation_id != 0 && s.level == Level::kKernel) {
+      // Only the first device activity of a launch ends its flow: a second would start a flow of its own.
+      const std::uint64_t id = flow_id(s);
+      if (pending_flows.erase(id) != 0) event.fixed64(pb::kEventTerminatingFlowIds, id);
+    }
+    Proto body;
+    timestamp(body, s.start_ns);
+    body.message(pb::kTrackEvent, event);
+    end_packet(body, true);
+    last_ts_ns = std::max(last_ts_ns, s.start_ns);
+
+    write_counters(s, counters);
+
+    st.lanes[lane].open_end_ns.push_back(s.end_ns);
+    st.lanes[lane].open_span_ids.push_back(s.id);
+    open.push(Open{s.end_ns, ++open_seq, &st, lane});
+    ++spans;
+  }
+
+  void finish() {
+    if (finished) throw std::logic_error("perfetto export: finish() called twice");
+    if (!started) start(0);
+    close_until(std::numeric_limits<std::int64_t>::max());
+    std::map<std::string, std::uint64_t> counters = trace_counters;
+    if (invalid_utf8 != 0) counters["perfetto.invalid_utf8_replaced"] += invalid_utf8;
+    if (!counters.empty()) {
+      std::vector<Tag> tags;
+      for (const auto& [name, value] : counters) tags.emplace_back(name, value);
+      write_instant("xsp.counters", last_ts_ns, tags);
+    }
+    finished = true;
+    out.flush();
+  }
+};
+
+PerfettoWriter::PerfettoWriter(std::ostream& out, const TraceResource& resource, const ClockInfo& clock,
+                               std::vector<TraceProcess> processes, PerfettoOptions options)
+    : impl_(std::make_unique<Impl>(out, resource, clock, std::move(processes), options)) {}
+PerfettoWriter::~PerfettoWriter() = default;
+void PerfettoWriter::add(const Span& span) { impl_->add(span); }
+void PerfettoWriter::add_counters(const std::map<std::string, std::uint64_t>& counters) {
+  for (const auto& [name, value] : counters) impl_->trace_counters[name] += value;
+}
+void PerfettoWriter::finish() { impl_->finish(); }
+std::uint64_t PerfettoWriter::bytes_written() const { return impl_->bytes; }
+std::uint64_t PerfettoWriter::spans_written() const { return impl_->spans; }
+std::uint64_t PerfettoWriter::invalid_utf8_replaced() const { return impl_->invalid_utf8; }
+
+void write_perfetto_trace(std::ostream& out, const Trace& trace, const TraceResource& resource,
+                          const PerfettoOptions& options) {
+  PerfettoWriter writer(out, resource, trace.clock, trace.processes, options);
+  std::map<std::string, std::uint64_t> counters = trace.counters;
+  const AssemblyReport& a = trace.assembly;
+  counters["assembly.by_context"] = a.by_context;
+  counters["assembly.by_correlation"] = a.by_correlation;
+  counters["assembly.by_containment"] = a.by_containment;
+  counters["assembly.roots"] = a.roots;
+  counters["assembly.unparented"] = a.unparented;
+  counters["assembly.dangling_parent_ids"] = a.dangling_parent_ids;
+  writer.add_counters(counters);
+
+  const std::vector<Span>& spans = trace.spans;
+  bool sorted = true;
+  for (std::size_t i = 1; i < spans.size() && sorted; ++i) sorted = !in_order_before(spans[i], spans[i - 1]);
+  if (sorted) {
+    for (const Span& s : spans) {
+      if (!out) return;
+      writer.add(s);
+    }
+  } else {
+    std::vector<std::uint32_t> index(spans.size());
+    std::iota(index.begin(), index.end(), 0u);
+    std::sort(index.begin(), index.end(),
+              [&](std::uint32_t x, std::uint32_t y) { return in_order_before(spans[x], spans[y]); });
+    for (std::uint32_t i : index) {
+      if (!out) return;
+      writer.add(spans[i]);
+    }
+  }
+  if (out) writer.finish();
+}
+
+}  // namespace xsp
