@@ -22,7 +22,7 @@ packages=(
 )
 $main_only || packages+=(
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-protobuf protobuf-compiler  # scripts/otlp_check.py: the OTLP export against OpenTelemetry's protos
+  python3-protobuf protobuf-compiler  # scripts/otlp_check.py, tests/exports/check_pftrace.py: OTLP and .pftrace exports parsed
   librsvg2-bin                        # rsvg-convert: the roofline chart's SVG to PNG (tests/roofline_chart_test.sh)
   python3-pandas                      # tests/tables/pandas_tables.py: CSV/JSON tables as pandas reads them
   clang libclang-rt-14-dev            # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes
