@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "xsp/store/store.h"
 #include "xsp/store/trace_export.h"
 
@@ -127,14 +128,8 @@ std::optional<Sample> run_child(const char* self, TraceFormat format, int copies
   return s;
 }
 
-struct Stats {
-  double median, low, high;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
-}
+using bench::Stats;
+using bench::stats;
 
 }  // namespace
 

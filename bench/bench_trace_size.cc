@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "xsp/store/store.h"
 #include "xsp/store/trace_export.h"
 #include "xsp/trace/export.h"
@@ -66,14 +67,8 @@ std::int64_t status_bytes(const char* field) {
   return 0;
 }
 
-struct Stats {
-  double median, low, high;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
-}
+using bench::Stats;
+using bench::stats;
 
 fs::path make_temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "xsp-bench-trace-size-XXXXXX").string();

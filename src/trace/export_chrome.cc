@@ -11,6 +11,32 @@
 
 namespace xsp {
 
+std::string_view kineto_category(const Span& s) {
+  // A range on a GPU stream (an op or range replayed from a CUDA graph, docs/cuda-graphs.md) is Kineto's
+  // gpu_user_annotation, not a CPU op: HTA's CPU-op statistics must not count it.
+  if (s.track.is_device() && s.level <= Level::kLibrary) return "gpu_user_annotation";
+  switch (s.level) {
+    case Level::kApplication:
+    case Level::kModel:
+      return "user_annotation";
+    case Level::kFramework:
+      return "cpu_op";
+    case Level::kLibrary:
+      return "user_annotation";
+    case Level::kSystem:
+      return s.tag("domain") == std::optional<std::string_view>("driver") ? "cuda_driver" : "cuda_runtime";
+    case Level::kKernel: {
+      const std::string_view kind = s.tag("kind").value_or("kernel");
+      if (kind == "memcpy") return "gpu_memcpy";
+      if (kind == "memset") return "gpu_memset";
+      return "kernel";
+    }
+    case Level::kHardware:
+      return "cuda_profiler_range";
+  }
+  return "user_annotation";
+}
+
 namespace {
 
 using nlohmann::json;
@@ -31,33 +57,6 @@ json tag_json(const Tag& t) {
       break;
   }
   return t.value;
-}
-
-// Kineto's event categories (libkineto ActivityType names), which HTA and TensorBoard select on.
-std::string category(const Span& s) {
-  // A range on a GPU stream (an op or range replayed from a CUDA graph, docs/cuda-graphs.md) is Kineto's
-  // gpu_user_annotation, not a CPU op: HTA's CPU-op statistics must not count it.
-  if (s.track.is_device() && s.level <= Level::kLibrary) return "gpu_user_annotation";
-  switch (s.level) {
-    case Level::kApplication:
-    case Level::kModel:
-      return "user_annotation";
-    case Level::kFramework:
-      return "cpu_op";
-    case Level::kLibrary:
-      return s.track.is_device() ? "gpu_user_annotation" : "user_annotation";
-    case Level::kSystem:
-      return s.tag("domain") == std::optional<std::string_view>("driver") ? "cuda_driver" : "cuda_runtime";
-    case Level::kKernel: {
-      const std::string_view kind = s.tag("kind").value_or("kernel");
-      if (kind == "memcpy") return "gpu_memcpy";
-      if (kind == "memset") return "gpu_memset";
-      return "kernel";
-    }
-    case Level::kHardware:
-      return "cuda_profiler_range";
-  }
-  return "user_annotation";
 }
 
 // Kineto's names for what XSP already records under its own (libkineto output_json.cpp; HTA default_event_args).
@@ -309,7 +308,7 @@ class ChromeDocument {
     args["xsp.parent_rule"] = std::string(to_string(s.parent_rule));
     return {{"ph", "X"},
             {"name", s.name},
-            {"cat", category(s)},
+            {"cat", std::string(kineto_category(s))},
             {"ts", to_us(s.start_ns)},
             {"dur", to_us(s.end_ns - s.start_ns)},
             {"pid", pid_of(s.track)},

@@ -236,32 +236,6 @@ std::string replace_invalid_utf8(std::string_view s) {
   return out;
 }
 
-// Kineto's event categories, as the Chrome export writes them (export_chrome.cc category()), so that a query
-// written against a Kineto or XSP Chrome trace selects the same slices here.
-std::string_view category(const Span& s) {
-  if (s.track.is_device() && s.level <= Level::kLibrary) return "gpu_user_annotation";
-  switch (s.level) {
-    case Level::kApplication:
-    case Level::kModel:
-      return "user_annotation";
-    case Level::kFramework:
-      return "cpu_op";
-    case Level::kLibrary:
-      return "user_annotation";
-    case Level::kSystem:
-      return s.tag("domain") == std::optional<std::string_view>("driver") ? "cuda_driver" : "cuda_runtime";
-    case Level::kKernel: {
-      const std::string_view kind = s.tag("kind").value_or("kernel");
-      if (kind == "memcpy") return "gpu_memcpy";
-      if (kind == "memset") return "gpu_memset";
-      return "kernel";
-    }
-    case Level::kHardware:
-      return "cuda_profiler_range";
-  }
-  return "user_annotation";
-}
-
 /// The level an event of category `cat` has unless its "xsp.level" says otherwise: the one level the category stands
 /// for, or for the user annotations the commonest of theirs (MODEL on the host, FRAMEWORK on a GPU stream, where
 /// graph replays put the ops they replay).
@@ -891,7 +865,7 @@ struct PerfettoWriter::Impl {
     Proto event;
     event.varint(pb::kEventType, pb::kTypeSliceBegin);
     track(event, st.lanes[lane].uuid);
-    const std::string_view cat = category(s);
+    const std::string_view cat = kineto_category(s);
     event.varint(pb::kEventCategoryIids, intern(seq->categories, pb::kInternedEventCategories, std::string(cat)));
     event.varint(pb::kEventNameIid, intern(seq->names, pb::kInternedEventNames, name));
     for (const Tag& t : s.tags) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xsp/trace/trace.h"
@@ -28,6 +29,13 @@ struct TraceResource {
 /// Chrome Trace Event process id of the host's tracks. GPUs take their CUDA ordinal as process id, as Kineto
 /// does; 2^22 is Linux's PID_MAX_LIMIT, so no device ordinal or real pid equals it.
 inline constexpr std::uint32_t kChromeHostPid = 4194304;
+
+/// Kineto's event category of `s` (libkineto's ActivityType names, which HTA and TensorBoard select on, and which
+/// the Chrome and Perfetto exports both write): user_annotation (application, model, library), cpu_op (framework),
+/// gpu_user_annotation (a span up to library level on a GPU stream: an op replayed from a CUDA graph), cuda_runtime /
+/// cuda_driver (system, by its "domain" tag), kernel / gpu_memcpy / gpu_memset (kernel level, by "kind"),
+/// cuda_profiler_range (hardware).
+std::string_view kineto_category(const Span& s);
 
 /// Chrome Trace Event Format ("JSON Object Format", Google 2016), written to read like a PyTorch/Kineto trace so
 /// that Perfetto, chrome://tracing, DevTools and Holistic Trace Analysis (HTA) read it correctly (docs/exports.md):
