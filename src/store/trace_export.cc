@@ -861,12 +861,7 @@ std::runtime_error corrupt_trace(std::int64_t run_id, const std::exception& e) {
 // Trace::counters plus the assembly report, as write_perfetto_trace() writes them in its "xsp.counters" instant.
 std::map<std::string, std::uint64_t> loss_counters(std::map<std::string, std::uint64_t> counters,
                                                    const AssemblyReport& a) {
-  counters["assembly.by_context"] = a.by_context;
-  counters["assembly.by_correlation"] = a.by_correlation;
-  counters["assembly.by_containment"] = a.by_containment;
-  counters["assembly.roots"] = a.roots;
-  counters["assembly.unparented"] = a.unparented;
-  counters["assembly.dangling_parent_ids"] = a.dangling_parent_ids;
+  for (const auto& [name, value] : PerfettoWriter::assembly_counters(a)) counters.insert_or_assign(name, value);
   return counters;
 }
 

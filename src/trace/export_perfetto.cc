@@ -21,6 +21,10 @@ namespace xsp {
 
 namespace {
 
+// The export's own count of strings it repaired, written beside the trace's run statistics (run_statistics.h) in the
+// "xsp.counters" instant.
+constexpr const char* kInvalidUtf8Replaced = "perfetto.invalid_utf8_replaced";
+
 // Field numbers and enum values of perfetto.protos (see xsp_pftrace_subset.proto).
 namespace pb {
 constexpr std::uint32_t kTracePacket = 1;  // Trace.packet
@@ -914,7 +918,7 @@ struct PerfettoWriter::Impl {
     if (!started) start(0);
     close_until(std::numeric_limits<std::int64_t>::max());
     std::map<std::string, std::uint64_t> counters = trace_counters;
-    if (invalid_utf8 != 0) counters["perfetto.invalid_utf8_replaced"] += invalid_utf8;
+    if (invalid_utf8 != 0) counters[kInvalidUtf8Replaced] += invalid_utf8;
     if (!counters.empty()) {
       std::vector<Tag> tags;
       for (const auto& [name, value] : counters) tags.emplace_back(name, value);
@@ -937,19 +941,17 @@ void PerfettoWriter::finish() { impl_->finish(); }
 std::uint64_t PerfettoWriter::bytes_written() const { return impl_->bytes; }
 std::uint64_t PerfettoWriter::spans_written() const { return impl_->spans; }
 std::uint64_t PerfettoWriter::invalid_utf8_replaced() const { return impl_->invalid_utf8; }
+std::map<std::string, std::uint64_t> PerfettoWriter::assembly_counters(const AssemblyReport& a) {
+  return {{"assembly.by_context", a.by_context},         {"assembly.by_correlation", a.by_correlation},
+          {"assembly.by_containment", a.by_containment}, {"assembly.roots", a.roots},
+          {"assembly.unparented", a.unparented},         {"assembly.dangling_parent_ids", a.dangling_parent_ids}};
+}
 
 void write_perfetto_trace(std::ostream& out, const Trace& trace, const TraceResource& resource,
                           const PerfettoOptions& options) {
   PerfettoWriter writer(out, resource, trace.clock, trace.processes, options);
-  std::map<std::string, std::uint64_t> counters = trace.counters;
-  const AssemblyReport& a = trace.assembly;
-  counters["assembly.by_context"] = a.by_context;
-  counters["assembly.by_correlation"] = a.by_correlation;
-  counters["assembly.by_containment"] = a.by_containment;
-  counters["assembly.roots"] = a.roots;
-  counters["assembly.unparented"] = a.unparented;
-  counters["assembly.dangling_parent_ids"] = a.dangling_parent_ids;
-  writer.add_counters(counters);
+  writer.add_counters(trace.counters);
+  writer.add_counters(PerfettoWriter::assembly_counters(trace.assembly));
 
   const std::vector<Span>& spans = trace.spans;
   bool sorted = true;

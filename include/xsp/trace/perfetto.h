@@ -98,6 +98,9 @@ class PerfettoWriter {
   /// Adds `counters` (the trace's "nothing is silent" counters, Trace::counters) to those written at finish() as the
   /// debug annotations of an instant "xsp.counters"; counters of the same name are summed.
   void add_counters(const std::map<std::string, std::uint64_t>& counters);
+  /// The assembly report as counters for add_counters(): "assembly.by_context", "assembly.by_correlation",
+  /// "assembly.by_containment", "assembly.roots", "assembly.unparented", "assembly.dangling_parent_ids" (span counts).
+  static std::map<std::string, std::uint64_t> assembly_counters(const AssemblyReport& assembly);
   /// Ends every open slice (at its own end time), writes the "xsp.counters" instant at the latest timestamp written,
   /// and flushes. Call once; add() or finish() after it throws std::logic_error.
   void finish();
