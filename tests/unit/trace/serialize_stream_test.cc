@@ -66,14 +66,7 @@ Trace stream_decode(ByteSource source, std::size_t chunk_bytes = TraceBlobReader
 }
 
 std::vector<std::uint8_t> compress_blob(const std::vector<std::uint8_t>& payload, std::uint8_t version) {
-  std::vector<std::uint8_t> blob = {'X', 'S', 'P', 'T', version};
-  for (int i = 0; i < 8; ++i)
-    blob.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(payload.size()) >> (8 * i)));
-  std::vector<std::uint8_t> frame(ZSTD_compressBound(payload.size()));
-  const std::size_t n = ZSTD_compress(frame.data(), frame.size(), payload.data(), payload.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  blob.insert(blob.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(n));
-  return blob;
+  return testing::wrap_payload(payload, version);
 }
 
 std::vector<std::uint8_t> payload_of(const std::vector<std::uint8_t>& blob) {

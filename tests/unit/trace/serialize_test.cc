@@ -144,14 +144,7 @@ TEST(Serialize, CorruptBlobsThrow) {
 
 // A well-formed header and zstd frame around a payload that is not a trace: the payload checks must catch it.
 std::vector<std::uint8_t> wrap(const std::vector<std::uint8_t>& payload, std::uint8_t version = 1) {
-  std::vector<std::uint8_t> blob = {'X', 'S', 'P', 'T', version};
-  for (int i = 0; i < 8; ++i)
-    blob.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(payload.size()) >> (8 * i)));
-  std::vector<std::uint8_t> frame(ZSTD_compressBound(payload.size()));
-  const std::size_t n = ZSTD_compress(frame.data(), frame.size(), payload.data(), payload.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  blob.insert(blob.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(n));
-  return blob;
+  return testing::wrap_payload(payload, version);
 }
 
 TEST(Serialize, CorruptPayloadThrows) {
