@@ -212,7 +212,6 @@ int run_submit_engine(Globals& g, SubmitArgs& a) {
   if (slurm_engine && !is_postgres_location(store)) store = std::filesystem::absolute(store).string();
   const std::filesystem::path xsp = a.xsp_binary.empty() ? self_binary() : std::filesystem::path(a.xsp_binary);
   std::vector<slurm::TaskSpec> tasks;
-  std::vector<std::string> labels;  // what each task runs, for the summary line
   for (const std::string& m : models) {
     for (const Variant& c : configs) {
       EvaluationRequest r = a.request;
@@ -240,7 +239,6 @@ int run_submit_engine(Globals& g, SubmitArgs& a) {
       t.argv = {slurm_engine ? xsp.string() : (a.xsp_binary.empty() ? "xsp" : a.xsp_binary), "evaluate", m};
       t.argv.insert(t.argv.end(), flags.begin(), flags.end());
       t.argv.insert(t.argv.end(), c.flags.begin(), c.flags.end());
-      labels.push_back(t.model);
       tasks.push_back(std::move(t));
     }
   }
@@ -302,7 +300,7 @@ int run_submit_engine(Globals& g, SubmitArgs& a) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "submitted Slurm array " << sub.array_job_id << " (" << tasks.size() << " task(s): ";
-    for (std::size_t i = 0; i < labels.size(); ++i) std::cout << (i ? ", " : "") << sub.ids[i] << " " << labels[i];
+    for (std::size_t i = 0; i < tasks.size(); ++i) std::cout << (i ? ", " : "") << sub.ids[i] << " " << tasks[i].model;
     std::cout << "); script " << (sub.dir / "job.sh").string() << "\n";
   }
   if (!a.wait) return kExitOk;

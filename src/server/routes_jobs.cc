@@ -98,6 +98,12 @@ JobSubmission submission_from_body(const httplib::Request& req, std::string& req
   }
 }
 
+// An operation the queue has and Slurm does not (delete, retry): 404 for an unknown task, else 409 saying `why`.
+[[noreturn]] void refuse_for_slurm(Api& api, const std::string& id, const std::string& why) {
+  slurm_job_json(api, id);
+  throw HttpError{409, "Slurm task " + id + ": " + why, "id"};
+}
+
 }  // namespace
 
 // POST /evaluations and POST /jobs.
@@ -161,12 +167,9 @@ void routes::get_job(Api& api, const httplib::Request& req, httplib::Response& r
 void routes::delete_job(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
   check_params(req, {});
   if (is_slurm_id(m[1])) {
-    slurm_job_json(api, m[1]);  // 404 for an unknown task
-    throw HttpError{409,
-                    "Slurm task " + std::string(m[1]) +
-                        ": a Slurm submission is kept in its folder (job.json, the tasks' outputs); remove the "
-                        "folder to forget it",
-                    "id"};
+    refuse_for_slurm(api, m[1],
+                     "a Slurm submission is kept in its folder (job.json, the tasks' outputs); remove the folder to "
+                     "forget it");
   }
   const std::int64_t id = parse_id(m[1], "id");
   switch (call([&] { return api.jobs->remove(id); })) {
@@ -220,12 +223,9 @@ void routes::cancel_job(Api& api, const httplib::Request& req, httplib::Response
 void routes::retry_job(Api& api, const httplib::Request& req, httplib::Response& res, const std::smatch& m) {
   check_params(req, {});
   if (is_slurm_id(m[1])) {
-    slurm_job_json(api, m[1]);  // 404 for an unknown task
-    throw HttpError{409,
-                    "Slurm task " + std::string(m[1]) +
-                        ": the Slurm engine resubmits a task that failed retryably by itself, up to its max_attempts "
-                        "(docs/deploy.md); submit the model again to repeat it",
-                    "id"};
+    refuse_for_slurm(api, m[1],
+                     "the Slurm engine resubmits a task that failed retryably by itself, up to its max_attempts "
+                     "(docs/deploy.md); submit the model again to repeat it");
   }
   const std::int64_t id = parse_id(m[1], "id");
   switch (call([&] { return api.jobs->retry(id); })) {
