@@ -41,6 +41,9 @@ def xsp_runs(db):
 def compare(args):
     runs = xsp_runs(args.db)
     refs = [json.loads(Path(p).read_text()) for p in args.refs]
+    failed = [f"{p}: {r['error']}" for p, r in zip(args.refs, refs) if "error" in r]
+    if failed:
+        sys.exit("generation_check: reference runs failed:\n  " + "\n  ".join(failed))
     if len(runs) != len(refs):
         sys.exit(f"generation_check: {len(runs)} XSP M runs in {args.db} but {len(refs)} reference files")
     groups = {}

@@ -10,6 +10,8 @@
 #             their profiler's kernels per inference (Kineto in C++ for the package, torch.profiler for TorchScript)
 #   generate  $LLM: XSP's M run vs the plain C++ loop over the same package (bench/aoti_reference generate; Python's
 #             loader crashed on packages), alternating, $REPS pairs per batch size; Kineto's kernels per step
+#   hfgen     $LLM: XSP's M run vs transformers' own generate() on the same model and static cache
+#             (scripts/gpu/hf_generate_reference.py, modes eager and compiled), alternating, $REPS pairs per batch size
 #   kernels   $LLM at kernel level (G3, G4)
 #   fixture   small kernel-level fixture stores of llama_tiny_hf (prefill and decode steps) and resnet18
 # Everything lands in $OUT/aoti.
@@ -26,7 +28,8 @@ REPS=${REPS:-3}
 PROMPT=${PROMPT:-512}
 OUTPUT=${OUTPUT:-128}
 X="./build-gpu/xsp --zoo $ZOO"
-want() { [[ " ${PARTS:-build export smoke classify generate kernels fixture} " == *" $1 "* ]]; }
+want() { [[ " ${PARTS:-build export smoke classify generate hfgen kernels fixture} " == *" $1 "* ]]; }
+PIN=${PIN-taskset -c 2-5}  # both sides of a comparison on the same cores
 stamp() { echo "$(date +%T) $*" | tee -a "$ART/report.txt"; }
 counts="--warmup 3 --warmup-min-ms 0 --warmup-max-ms 0 --iterations 10 --min-duration-ms 0 --max-duration-ms 0"
 
@@ -80,10 +83,10 @@ if want generate; then
   refs=()
   for bs in 1 8; do
     for rep in $(seq "$REPS"); do
-      XSP_STORE=$ART/generate.db $X evaluate "$LLM" --device cuda --precision "$PREC" --synthetic --batch-sizes $bs \
+      XSP_STORE=$ART/generate.db $PIN $X evaluate "$LLM" --device cuda --precision "$PREC" --synthetic --batch-sizes $bs \
         --prompt-tokens "$PROMPT" --output-tokens "$OUTPUT" $counts --no-progress > "$ART/gen_xsp_${bs}_$rep.txt" 2>&1 \
         || stamp "xsp $LLM $bs rc=$?"
-      ./build-gpu/bench/aoti_reference generate "$ZOO/$LLM.pt2" --batch $bs \
+      $PIN ./build-gpu/bench/aoti_reference generate "$ZOO/$LLM.pt2" --batch $bs \
         --prompt-tokens "$PROMPT" --output-tokens "$OUTPUT" --requests 10 --warmup 3 \
         > "$ART/gen_ref_${bs}_$rep.json" 2> "$ART/gen_ref_${bs}_$rep.err" || stamp "ref $LLM $bs rc=$?"
       refs+=("$ART/gen_ref_${bs}_$rep.json")
@@ -92,11 +95,32 @@ if want generate; then
   python3 bench/generation_check.py compare "$ART/generate.db" "${refs[@]}" > "$ART/generate_compare.md" 2>&1
   stamp "generate compare rc=$?"
   for bs in 1 8; do
+    [ "${KINETO:-1}" = 1 ] || break
     ./build-gpu/bench/aoti_reference generate "$ZOO/$LLM.pt2" --batch $bs --prompt-tokens "$PROMPT" \
       --output-tokens 32 --requests 3 --warmup 2 --kineto > "$ART/kineto_gen_$bs.json" 2>> "$ART/ref.err"
     stamp "kineto $LLM batch $bs: $(cat "$ART/kineto_gen_$bs.json")"
   done
   XSP_STORE=$ART/generate.db $X analyze 1 --analysis G3 > "$ART/g3.txt" 2>&1
+fi
+if want hfgen; then
+  for mode in eager compiled; do eval "refs_$mode=()"; done
+  for bs in 1 8; do
+    for rep in $(seq "$REPS"); do
+      XSP_STORE=$ART/hfgen.db $PIN $X evaluate "$LLM" --device cuda --precision "$PREC" --synthetic --batch-sizes $bs \
+        --prompt-tokens "$PROMPT" --output-tokens "$OUTPUT" $counts --no-progress > "$ART/hfgen_xsp_${bs}_$rep.txt" 2>&1 \
+        || stamp "xsp $LLM $bs rc=$?"
+      $PIN python3 scripts/gpu/hf_generate_reference.py "$LLM" --batch $bs --prompt-tokens "$PROMPT" \
+        --output-tokens "$OUTPUT" --requests 10 --warmup 3 --out-prefix "$ART/hfgen_ref_${bs}_$rep" \
+        > "$ART/hfgen_ref_${bs}_$rep.log" 2>&1
+      stamp "hfgen $bs rep $rep rc=$? $(tail -2 "$ART/hfgen_ref_${bs}_$rep.log" | tr '\n' ' ')"
+      refs_eager+=("$ART/hfgen_ref_${bs}_${rep}_eager.json")
+      refs_compiled+=("$ART/hfgen_ref_${bs}_${rep}_compiled.json")
+    done
+  done
+  python3 bench/generation_check.py compare "$ART/hfgen.db" "${refs_eager[@]}" > "$ART/hfgen_compare_eager.md" 2>&1
+  stamp "hfgen compare eager rc=$?"
+  python3 bench/generation_check.py compare "$ART/hfgen.db" "${refs_compiled[@]}" > "$ART/hfgen_compare_compiled.md" 2>&1
+  stamp "hfgen compare compiled rc=$?"
 fi
 if want kernels; then
   XSP_STORE=$ART/gen_kernel.db $X evaluate "$LLM" --device cuda --precision "$PREC" --synthetic --batch-sizes 1,8 --prompt-tokens "$PROMPT" \
