@@ -45,6 +45,8 @@ constexpr std::uint64_t kSeqNeedsIncrementalState = 2;
 constexpr std::uint32_t kDefaultsTimestampClockId = 58;
 constexpr std::uint32_t kDefaultsTrackEventDefaults = 11;
 constexpr std::uint32_t kTrackEventDefaultsTrackUuid = 11;
+constexpr std::uint32_t kTrackEventDefaultsExtraCounterTrackUuids = 31;
+constexpr std::uint32_t kTrackEventDefaultsExtraDoubleCounterTrackUuids = 45;
 
 // ClockSnapshot / ClockSnapshot.Clock
 constexpr std::uint32_t kClockSnapshotClocks = 1;
@@ -84,6 +86,10 @@ constexpr std::uint32_t kEventNameIid = 10;
 constexpr std::uint32_t kEventTrackUuid = 11;
 constexpr std::uint32_t kEventCounterValue = 30;
 constexpr std::uint32_t kEventDoubleCounterValue = 44;
+constexpr std::uint32_t kEventExtraCounterValues = 12;
+constexpr std::uint32_t kEventExtraCounterTrackUuids = 31;
+constexpr std::uint32_t kEventExtraDoubleCounterTrackUuids = 45;
+constexpr std::uint32_t kEventExtraDoubleCounterValues = 46;
 constexpr std::uint32_t kEventFlowIds = 47;
 constexpr std::uint32_t kEventTerminatingFlowIds = 48;
 constexpr std::uint64_t kTypeSliceBegin = 1;
@@ -184,7 +190,12 @@ enum UuidKind : std::uint64_t {
   kOverlap,
   kCounter,
   kFlow,
+  kCounterSequence,
 };
+
+/// trace_processor keeps at most this many extra counter values per event (TrackEventData::kMaxNumExtraCounters)
+/// and drops the event's values past it.
+constexpr std::size_t kMaxExtraCounters = 8;
 
 /// Length of the valid UTF-8 sequence at s[i], or 0 when none starts there (RFC 3629: no overlongs, no surrogates).
 std::size_t utf8_sequence(std::string_view s, std::size_t i) {
@@ -341,21 +352,33 @@ struct PerfettoWriter::Impl {
   std::int64_t last_ts_ns = 0;  // the latest timestamp written
 
   /// A packet sequence: one per track that has events (its TrackEventDefaults.track_uuid, so that its events leave
-  /// their track_uuid out), with its own incremental state. `generation` counts its resets; a track descriptor is
-  /// written again after a reset (before the track's next event) so a reader that starts at a reset still names
-  /// every track.
+  /// their track_uuid out), with its own incremental state, and one per such track whose HARDWARE spans have more
+  /// counter values than their BEGIN carries (no default track: its TYPE_COUNTER events name theirs). `generation`
+  /// counts its resets; a track descriptor is written again after a reset (before the track's next event) so a
+  /// reader that starts at a reset still names every track.
   struct Sequence {
     std::uint32_t id = 0;
-    std::uint64_t default_track = 0;
+    std::uint64_t default_track = 0;  // 0: none
     bool started = false;
     std::uint64_t generation = 0;
     std::uint64_t packets_since_reset = 0;
     bool reset_pending = false;
-    std::int64_t clock_ns = 0;  // kIncrementalClock's value: its anchor, or the last timestamp written on it
+    bool defaults_changed = false;  // the extra counter track lists changed: TracePacketDefaults written again
+    std::int64_t clock_ns = 0;      // kIncrementalClock's value: its anchor, or the last timestamp written on it
     Interned names, categories, annotation_names, string_values;
     std::unordered_map<std::uint64_t, std::uint64_t> described;  // track uuid -> generation it was last described in
+    // TrackEventDefaults.extra_counter_track_uuids and extra_double_counter_track_uuids as last written (cleared at
+    // each reset): an event whose counter tracks are the first entries of a list leaves its own list out.
+    std::vector<std::uint64_t> int_counter_tracks, double_counter_tracks;
+    // Per category, the ids of this generation's latest slice and of the one before (its stride from it): the
+    // next slice of the category leaves "xsp.span_id" out when its id continues that progression.
+    struct IdRun {
+      SpanId last = kNoSpan;
+      SpanId stride = 1;  // id - previous id, modulo 2^64; 1 after the category's first slice
+    };
+    std::map<std::string, IdRun, std::less<>> span_ids;
   };
-  std::unordered_map<std::uint64_t, std::unique_ptr<Sequence>> sequences;  // by default track
+  std::unordered_map<std::uint64_t, std::unique_ptr<Sequence>> sequences;  // by default track (or counter-sequence key)
   Sequence* seq = nullptr;                                                 // the sequence of the event being written
   bool clock_named = false;  // the file's first ClockSnapshot, which names the trace's clock, is written
   // Counter track -> timestamp of its last value: a second value at the same time (two HARDWARE spans starting
@@ -407,12 +430,12 @@ struct PerfettoWriter::Impl {
   /// Called before the packets of one event on track `uuid` (the descriptors its tracks need, then the event):
   /// selects the track's sequence, starting it on first use, and once its reset interval is reached clears its
   /// incremental state, so that the event's tracks and interned ids all belong to the new generation.
-  void begin_event(std::uint64_t uuid) {
+  void begin_event(std::uint64_t uuid, bool has_default_track = true) {
     auto& entry = sequences[uuid];
     if (!entry) {
       entry = std::make_unique<Sequence>();
       entry->id = options.sequence_id + static_cast<std::uint32_t>(sequences.size() - 1);
-      entry->default_track = uuid;
+      entry->default_track = has_default_track ? uuid : 0;
     }
     seq = entry.get();
     if (seq->started && seq->packets_since_reset < options.reset_interval_packets) return;
@@ -426,6 +449,9 @@ struct PerfettoWriter::Impl {
     seq->categories.clear();
     seq->annotation_names.clear();
     seq->string_values.clear();
+    seq->int_counter_tracks.clear();
+    seq->double_counter_tracks.clear();
+    seq->span_ids.clear();
     write_clock_snapshot(last_ts_ns, first);
   }
 
@@ -476,14 +502,22 @@ struct PerfettoWriter::Impl {
   /// Writes one TracePacket: `body` holds its data fields (timestamp, track_event, ...).
   void end_packet(Proto& body, bool needs_incremental_state) {
     std::uint64_t flags = 0;
-    if (seq->reset_pending) {
-      flags |= pb::kSeqIncrementalStateCleared;
+    if (seq->reset_pending) flags |= pb::kSeqIncrementalStateCleared;
+    if (seq->reset_pending || seq->defaults_changed) {
+      // Defaults replace the sequence's previous ones whole (and apply to this packet already): all of them again.
       Proto defaults, track_event_defaults;
       defaults.varint(pb::kDefaultsTimestampClockId, pb::kIncrementalClock);
-      track_event_defaults.varint(pb::kTrackEventDefaultsTrackUuid, seq->default_track);
+      if (seq->default_track != 0) track_event_defaults.varint(pb::kTrackEventDefaultsTrackUuid, seq->default_track);
+      for (std::uint64_t uuid : seq->int_counter_tracks) {
+        track_event_defaults.varint(pb::kTrackEventDefaultsExtraCounterTrackUuids, uuid);
+      }
+      for (std::uint64_t uuid : seq->double_counter_tracks) {
+        track_event_defaults.varint(pb::kTrackEventDefaultsExtraDoubleCounterTrackUuids, uuid);
+      }
       defaults.message(pb::kDefaultsTrackEventDefaults, track_event_defaults);
       body.message(pb::kTracePacketDefaults, defaults);
       seq->reset_pending = false;
+      seq->defaults_changed = false;
     }
     if (needs_incremental_state) flags |= pb::kSeqNeedsIncrementalState;
     if (!interned.empty()) body.message(pb::kInternedData, interned);
@@ -768,10 +802,29 @@ struct PerfettoWriter::Impl {
     }
   }
 
-  /// The counter tracks of HARDWARE span `s`'s counter values, in tag order (their descriptors written): one per
+  /// One counter value of a HARDWARE span as it goes on the wire: an integral value (an integer tag, or a real one
+  /// without a fraction, up to 2^53) as an int64 varint, any other as a double.
+  struct CounterSample {
+    std::uint64_t track = 0;              // its counter track
+    std::optional<std::uint32_t> device;  // the track's parent: this GPU, else host process `process`
+    std::uint32_t process = 0;
+    std::string name;  // the track's name: the tag key
+    bool is_int = true;
+    std::int64_t i = 0;
+    double d = 0;
+    bool zero() const { return is_int ? i == 0 : d == 0; }
+  };
+  /// The counter values of one event: `main` the value of a TYPE_COUNTER event (on its own track), `ints` and
+  /// `doubles` its extra counter values.
+  struct CounterEvent {
+    std::optional<CounterSample> main;
+    std::vector<CounterSample> ints, doubles;
+  };
+
+  /// The counter values of HARDWARE span `s`, in tag order (their tracks' descriptors written): a counter track per
   /// tag name under the span's GPU (its stream's, its "device" tag's, or the run's only GPU; else its process).
-  std::vector<std::pair<const Tag*, std::uint64_t>> counter_tracks_of(const Span& s, const TrackState& st) {
-    std::vector<std::pair<const Tag*, std::uint64_t>> out;
+  std::vector<CounterSample> counter_samples(const Span& s, const TrackState& st) {
+    std::vector<CounterSample> out;
     std::optional<std::uint32_t> device;
     if (s.track.is_device()) {
       device = s.track.device;
@@ -781,32 +834,123 @@ struct PerfettoWriter::Impl {
       device = resource.device_names.begin()->first;
     }
     for (const Tag& t : s.tags) {
-      if (!counter_value(t)) continue;
-      const std::uint64_t parent = device ? gpu_process(*device) : host_process(process_of(st.track));
-      out.emplace_back(&t,
-                       counter_track(parent, utf8(t.key, [&] { return "a tag key of span " + std::to_string(s.id); })));
+      const std::optional<double> v = counter_value(t);
+      if (!v) continue;
+      CounterSample c;
+      c.device = device;
+      c.process = process_of(st.track);
+      c.name = utf8(t.key, [&] { return "a tag key of span " + std::to_string(s.id); });
+      c.track = describe_counter_track(c);
+      if (const auto i = t.type == TagType::kInt ? t.as_int() : std::nullopt) {
+        c.i = *i;
+      } else if (std::trunc(*v) == *v && std::fabs(*v) <= 9007199254740992.0) {
+        c.i = static_cast<std::int64_t>(*v);  // -0.0 becomes 0
+      } else {
+        c.is_int = false;
+        c.d = *v;
+      }
+      out.push_back(std::move(c));
     }
     return out;
   }
 
-  /// A TYPE_COUNTER event at the span's start per counter value: integer tags as counter_value (a varint), the
-  /// others as double_counter_value.
-  void write_counters(const Span& s, const std::vector<std::pair<const Tag*, std::uint64_t>>& counters) {
-    for (const auto& [t, uuid] : counters) {
+  /// The counter track of `c`, described (its parent first) unless this generation of the sequence has it.
+  std::uint64_t describe_counter_track(const CounterSample& c) {
+    return counter_track(c.device ? gpu_process(*c.device) : host_process(c.process), c.name);
+  }
+
+  /// Splits a HARDWARE span's counter values into events at its start: the first rides on its slice's BEGIN, each
+  /// further one is a TYPE_COUNTER event. trace_processor takes at most kMaxExtraCounters extra values per event,
+  /// and keeps an event's extra values only up to its first 0 (in index order: the integers, then the doubles),
+  /// reading the later ones as 0; so an event's zeros come after all its other values, as integers, and only in an
+  /// event without doubles. A TYPE_COUNTER event's own value may be anything.
+  static std::vector<CounterEvent> pack_counters(const std::vector<CounterSample>& samples) {
+    std::deque<const CounterSample*> ints, doubles, zeros;
+    for (const CounterSample& c : samples) (c.zero() ? zeros : c.is_int ? ints : doubles).push_back(&c);
+    const auto fill = [&](CounterEvent& e) {
+      for (; !ints.empty() && e.ints.size() < kMaxExtraCounters; ints.pop_front()) e.ints.push_back(*ints.front());
+      for (; !doubles.empty() && e.ints.size() + e.doubles.size() < kMaxExtraCounters; doubles.pop_front()) {
+        e.doubles.push_back(*doubles.front());
+      }
+      if (!e.doubles.empty()) return;
+      for (; !zeros.empty() && e.ints.size() < kMaxExtraCounters; zeros.pop_front()) e.ints.push_back(*zeros.front());
+    };
+    std::vector<CounterEvent> events(1);
+    fill(events[0]);
+    while (!ints.empty() || !doubles.empty() || !zeros.empty()) {
+      CounterEvent e;
+      // A double as the event's own value leaves the extra values to integers, zeros included.
+      std::deque<const CounterSample*>& from = !doubles.empty() ? doubles : !zeros.empty() ? zeros : ints;
+      e.main = *from.front();
+      from.pop_front();
+      fill(e);
+      events.push_back(std::move(e));
+    }
+    return events;
+  }
+
+  /// Orders an event's extra counter values (its non-zero ones, then its zeros) as the sequence's default track list
+  /// `tracks` has them, tracks the list lacks last. When they are then not the list's first entries, the list
+  /// becomes their tracks followed by its other tracks, and false says that the defaults must be written again. So
+  /// no event names its extra counter tracks: they are always the first ones of the defaults.
+  static bool arrange(std::vector<CounterSample>& values, std::vector<std::uint64_t>& tracks) {
+    const auto rank = [&](std::uint64_t t) { return std::find(tracks.begin(), tracks.end(), t) - tracks.begin(); };
+    std::stable_sort(values.begin(), values.end(), [&](const CounterSample& a, const CounterSample& b) {
+      if (a.zero() != b.zero()) return !a.zero();
+      return rank(a.track) < rank(b.track);
+    });
+    bool prefix = values.size() <= tracks.size();
+    for (std::size_t k = 0; prefix && k < values.size(); ++k) prefix = tracks[k] == values[k].track;
+    if (prefix) return true;
+    std::vector<std::uint64_t> next;
+    for (const CounterSample& c : values) next.push_back(c.track);
+    for (std::uint64_t t : tracks) {
+      if (std::none_of(values.begin(), values.end(), [&](const CounterSample& c) { return c.track == t; })) {
+        next.push_back(t);
+      }
+    }
+    tracks = std::move(next);
+    return false;
+  }
+
+  /// Writes `e`'s extra counter values (extra_counter_values, extra_double_counter_values) on `event`, their tracks
+  /// the first entries of the sequence's TrackEventDefaults lists (written again on this packet when they change).
+  void extra_counters(Proto& event, CounterEvent& e) {
+    const bool ints_default = arrange(e.ints, seq->int_counter_tracks);
+    const bool doubles_default = arrange(e.doubles, seq->double_counter_tracks);
+    if (!ints_default || !doubles_default) seq->defaults_changed = true;
+    for (const CounterSample& c : e.ints) event.int64(pb::kEventExtraCounterValues, c.i);
+    for (const CounterSample& c : e.doubles) event.dbl(pb::kEventExtraDoubleCounterValues, c.d);
+  }
+
+  /// The counter values that did not fit on the BEGIN of HARDWARE span `s` (on lane `lane` of `st`): TYPE_COUNTER
+  /// events at its start, on a sequence of their own (so that their default track lists do not take turns with the
+  /// BEGINs' on the slice's sequence).
+  void write_counter_events(const Span& s, TrackState& st, std::size_t lane, std::vector<CounterEvent>& events) {
+    if (events.size() <= 1) return;
+    begin_event(track_uuid(kCounterSequence, st.lanes[lane].uuid), false);
+    for (std::size_t k = 1; k < events.size(); ++k) {
+      const CounterEvent& e = events[k];
+      describe_counter_track(*e.main);
+      for (const CounterSample& c : e.ints) describe_counter_track(c);
+      for (const CounterSample& c : e.doubles) describe_counter_track(c);
+    }
+    for (std::size_t k = 1; k < events.size(); ++k) {
+      CounterEvent& e = events[k];
       begin_packet();
       Proto event;
       event.varint(pb::kEventType, pb::kTypeCounter);
-      track(event, uuid);
-      if (const auto i = t->type == TagType::kInt ? t->as_int() : std::nullopt) {
-        event.int64(pb::kEventCounterValue, *i);
+      track(event, e.main->track);
+      if (e.main->is_int) {
+        event.int64(pb::kEventCounterValue, e.main->i);
       } else {
-        event.dbl(pb::kEventDoubleCounterValue, *counter_value(*t));
+        event.dbl(pb::kEventDoubleCounterValue, e.main->d);
       }
+      extra_counters(event, e);
       Proto body;
       timestamp(body, s.start_ns);
       body.message(pb::kTrackEvent, event);
       end_packet(body, true);
-      counter_last_ns[uuid] = s.start_ns;
     }
   }
 
@@ -855,15 +999,16 @@ struct PerfettoWriter::Impl {
     // described in the generation that uses them.
     begin_event(st.lanes[lane].uuid);
     describe_lane(st, lane);
-    std::vector<std::pair<const Tag*, std::uint64_t>> counters;
+    std::vector<CounterSample> counters;
     bool counters_collide = false;  // a counter track already has a value at this span's start
     if (s.level == Level::kHardware) {
-      counters = counter_tracks_of(s, st);
-      for (const auto& c : counters) {
-        const auto it = counter_last_ns.find(c.second);
+      counters = counter_samples(s, st);
+      for (const CounterSample& c : counters) {
+        const auto it = counter_last_ns.find(c.track);
         counters_collide = counters_collide || (it != counter_last_ns.end() && it->second == s.start_ns);
       }
     }
+    std::vector<CounterEvent> counter_events = pack_counters(counters);
 
     begin_packet();
     Proto event;
@@ -882,7 +1027,19 @@ struct PerfettoWriter::Impl {
     // implies it, the parent where it is the enclosing slice on this track (or none at the top), the rule where it is
     // the commonest for where the parent is.
     if (s.level != implied_level(cat)) annotate_string(event, "xsp.level", to_string(s.level));
-    annotate_int(event, "xsp.span_id", static_cast<std::int64_t>(s.id));
+    // The span id unless it continues the ids of the latest two slices of its category on this sequence since its
+    // last reset (last + (last - the one before), modulo 2^64; last + 1 after one): ops, launches and kernels of a
+    // thread or stream mostly come with ids in steps of 1 or 2, interleaved with the other categories'.
+    auto run = seq->span_ids.find(cat);
+    if (run == seq->span_ids.end() || s.id != run->second.last + run->second.stride) {
+      annotate_int(event, "xsp.span_id", static_cast<std::int64_t>(s.id));
+    }
+    if (run == seq->span_ids.end()) {
+      seq->span_ids.emplace(std::string(cat), Sequence::IdRun{s.id, 1});
+    } else {
+      run->second.stride = s.id - run->second.last;
+      run->second.last = s.id;
+    }
     const std::vector<SpanId>& enclosing = st.lanes[lane].open_span_ids;
     const bool parent_implied = s.parent_id == (enclosing.empty() ? kNoSpan : enclosing.back());
     if (!parent_implied) annotate_int(event, "xsp.parent_id", static_cast<std::int64_t>(s.parent_id));
@@ -899,13 +1056,15 @@ struct PerfettoWriter::Impl {
       const std::uint64_t id = flow_id(s);
       if (pending_flows.erase(id) != 0) event.fixed64(pb::kEventTerminatingFlowIds, id);
     }
+    extra_counters(event, counter_events[0]);
     Proto body;
     timestamp(body, s.start_ns);
     body.message(pb::kTrackEvent, event);
     end_packet(body, true);
     last_ts_ns = std::max(last_ts_ns, s.start_ns);
 
-    write_counters(s, counters);
+    write_counter_events(s, st, lane, counter_events);
+    for (const CounterSample& c : counters) counter_last_ns[c.track] = s.start_ns;
 
     st.lanes[lane].open_end_ns.push_back(s.end_ns);
     st.lanes[lane].open_span_ids.push_back(s.id);

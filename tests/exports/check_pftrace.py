@@ -18,8 +18,16 @@ For each trace it checks that:
 - per track, after a stable sort by timestamp (as trace_processor sorts), every BEGIN has its END, slices nest and
   END timestamps never decrease;
 - every flow starts at a SYSTEM-level slice (a launch) and ends at a KERNEL-level slice with the same correlation;
+- extra counter values (TrackEvent.extra_counter_values / extra_double_counter_values, on slices and counter events)
+  map by position to the TrackEventDefaults lists of their sequence, onto counter tracks described since the last
+  reset; at most 8 per event and no non-zero value after a zero (trace_processor keeps 8, and reads the values after
+  an event's first 0 as 0);
+- "xsp.span_id", where a slice leaves it out, is the id that continues its category's progression on its sequence
+  since the last reset: last + (last - the one before), or last + 1 after one slice (export_perfetto.cc);
 - with --expect-sqlite (the same run exported with `xsp trace export --format sqlite`): the span count per level,
-  the summed durations, the number of flows and of hardware counter values equal what the store holds, and every
+  the summed durations, the number of flows and of hardware counter values equal what the store holds, the
+  hardware counter values themselves (counter track name, timestamp, value) equal the store's (tag key, span start,
+  value) for the numeric tags of its HARDWARE spans, and every
   span's name, duration, level, parent id and parent rule equal its row's, after the writer's implied values are
   filled in: "xsp.level" from the category (CATEGORY_LEVEL), "xsp.parent_id" from the enclosing slice on the
   track (its "xsp.span_id"; 0 at the top), "xsp.parent_rule" "context" where the parent is so implied, else
@@ -57,6 +65,8 @@ CATEGORY_LEVEL = {"user_annotation": "model", "gpu_user_annotation": "framework"
                   "cuda_runtime": "system", "cuda_driver": "system", "kernel": "kernel", "gpu_memcpy": "kernel",
                   "gpu_memset": "kernel", "cuda_profiler_range": "hardware"}
 
+MAX_EXTRA_COUNTERS = 8  # trace_processor's TrackEventData::kMaxNumExtraCounters
+U64 = (1 << 64) - 1
 SEQ_CLEARED = 1
 SEQ_NEEDS_STATE = 2
 TYPE_SLICE_BEGIN, TYPE_SLICE_END, TYPE_INSTANT, TYPE_COUNTER = 1, 2, 3, 4
@@ -144,6 +154,7 @@ def check_file(pb, path):
     events = collections.defaultdict(list)  # track uuid -> [(ts, order, kind, slice index)]
     slices = []  # dicts: name, category, level, start, end, args, flow_ids, terminating, track
     counter_values = 0
+    samples = collections.Counter()  # (counter track name, ts, value)
     last_ts = 0
     primary_clock = None
     packets = 0
@@ -161,7 +172,8 @@ def check_file(pb, path):
             raise CheckFailed("%s has no trusted_packet_sequence_id" % where)
         seq = state.setdefault(packet.trusted_packet_sequence_id,
                                {"valid": False, "names": {}, "categories": {}, "keys": {}, "values": {},
-                                "described": set(), "clocks": {}, "clock": None, "track": None})
+                                "described": set(), "clocks": {}, "clock": None, "track": None, "int_uuids": [],
+                                "double_uuids": [], "span_ids": {}})
         if index == 0:
             if not packet.HasField("clock_snapshot") or not packet.clock_snapshot.HasField("primary_trace_clock"):
                 raise CheckFailed("%s: the first packet is not a ClockSnapshot naming the trace clock" % where)
@@ -169,12 +181,14 @@ def check_file(pb, path):
         if packet.sequence_flags & SEQ_CLEARED:
             # A new generation starts without defaults (trace_processor's OnIncrementalStateCleared).
             seq.update(valid=True, names={}, categories={}, keys={}, values={}, described=set(), clock=None,
-                       track=None)
+                       track=None, int_uuids=[], double_uuids=[], span_ids={})
         if packet.HasField("trace_packet_defaults"):
             d = packet.trace_packet_defaults
             seq["clock"] = d.timestamp_clock_id if d.HasField("timestamp_clock_id") else None
             seq["track"] = (d.track_event_defaults.track_uuid
                             if d.track_event_defaults.HasField("track_uuid") else None)
+            seq["int_uuids"] = list(d.track_event_defaults.extra_counter_track_uuids)
+            seq["double_uuids"] = list(d.track_event_defaults.extra_double_counter_track_uuids)
         if packet.HasField("clock_snapshot"):
             clocks = {c.clock_id: c for c in packet.clock_snapshot.clocks}
             if primary_clock not in clocks:
@@ -247,14 +261,48 @@ def check_file(pb, path):
             raise CheckFailed("%s: event type %d on %s track %d" % (where, e.type,
                                                                    "a counter" if is_counter_track else "a slice",
                                                                    track))
+        # Extra counter values: by position onto the sequence's default lists, integers first.
+        extras = []
+        for values, uuids in ((e.extra_counter_values, seq["int_uuids"]), (e.extra_double_counter_values,
+                                                                           seq["double_uuids"])):
+            if len(values) > len(uuids):
+                raise CheckFailed("%s: %d extra counter values for %d default tracks" % (where, len(values),
+                                                                                        len(uuids)))
+            for value, uuid in zip(values, uuids):
+                if uuid not in seq["described"] or not tracks[uuid].HasField("counter"):
+                    raise CheckFailed("%s: extra counter value on track %d, not a counter track described since "
+                                      "the last reset" % (where, uuid))
+                extras.append((uuid, value))
+        if len(extras) > MAX_EXTRA_COUNTERS:
+            raise CheckFailed("%s: %d extra counter values (trace_processor keeps %d)" % (where, len(extras),
+                                                                                     MAX_EXTRA_COUNTERS))
+        for k in range(1, len(extras)):
+            if extras[k][1] != 0 and any(v == 0 for _, v in extras[:k]):
+                raise CheckFailed("%s: a non-zero extra counter value after a zero (trace_processor reads it as 0)"
+                                  % where)
         if e.type == TYPE_COUNTER:
-            if e.WhichOneof("counter_value_field") not in ("counter_value", "double_counter_value"):
+            kind = e.WhichOneof("counter_value_field")
+            if kind not in ("counter_value", "double_counter_value"):
                 raise CheckFailed("%s: counter event without a value" % where)
-            counter_values += 1
+            extras.insert(0, (track, getattr(e, kind)))
+        for uuid, value in extras:
+            samples[(tracks[uuid].name, ts, float(value))] += 1
+        counter_values += len(extras)
+        if e.type == TYPE_COUNTER:
             continue
         if e.type in (TYPE_SLICE_BEGIN, TYPE_INSTANT):
             args = {resolve("keys", a.name_iid): annotation_value(a, resolve) for a in e.debug_annotations}
             category = ",".join(resolve("categories", c) for c in e.category_iids)
+            if e.type == TYPE_SLICE_BEGIN and category != METADATA_CATEGORY:
+                # A left-out span id continues its category's ids on this sequence (see the docstring).
+                run = seq["span_ids"].get(category)
+                if "xsp.span_id" not in args:
+                    if run is None:
+                        raise CheckFailed("%s: the first %s slice of a generation without xsp.span_id" % (where,
+                                                                                                      category))
+                    args["xsp.span_id"] = (run[0] + run[1]) & U64
+                span_id = args["xsp.span_id"] & U64
+                seq["span_ids"][category] = (span_id, (span_id - run[0]) & U64 if run else 1)
             s = {
                 "name": resolve("names", e.name_iid),
                 "category": category,
@@ -341,6 +389,7 @@ def check_file(pb, path):
         "duration_ns": sum(s["end"] - s["start"] for s in spans),
         "flows": flows,
         "counter_values": counter_values,
+        "samples": samples,
         "tracks": len(tracks),
         "primary_clock": primary_clock,
     }
@@ -363,10 +412,14 @@ def expected_from_sqlite(path):
           WHERE level = 'system' AND correlation_id IS NOT NULL AND correlation_id != 0 GROUP BY correlation_id) l
         WHERE EXISTS (SELECT 1 FROM spans k WHERE k.level = 'kernel' AND k.correlation_id = l.correlation_id
                       AND k.start_ns >= l.launch_ns)""").fetchone()[0]
+    samples = collections.Counter((key, start, float(value)) for key, start, value in db.execute(
+        "SELECT tags.key, spans.start_ns, tags.value FROM tags JOIN spans ON spans.id = tags.span_id WHERE "
+        "spans.level = 'hardware' AND typeof(tags.value) IN ('integer', 'real') AND tags.key NOT IN (%s)"
+        % placeholders, NON_COUNTER_TAGS))
     by_id = {row[0]: tuple(row[1:]) for row in db.execute(
         "SELECT id, name, duration_ns, level, coalesce(parent_id, 0), parent_rule FROM spans")}
     return {"spans": spans, "duration_ns": duration, "per_level": per_level, "flows": flows,
-            "counter_values": counter_values, "by_id": by_id}
+            "counter_values": counter_values, "samples": samples, "by_id": by_id}
 
 
 def compare(got, want, name):
@@ -374,6 +427,11 @@ def compare(got, want, name):
     for key in ("spans", "duration_ns", "per_level", "flows", "counter_values"):
         if got[key] != want[key]:
             problems.append("%s: %s is %r in the .pftrace, %r in the store" % (name, key, got[key], want[key]))
+    if got["samples"] != want["samples"]:
+        extra, missing = got["samples"] - want["samples"], want["samples"] - got["samples"]
+        problems.append("%s: hardware counter values differ from the store's: %d not in the store (e.g. %s), %d "
+                        "missing (e.g. %s)" % (name, sum(extra.values()), list(extra)[:2], sum(missing.values()),
+                                               list(missing)[:2]))
     if got["by_id"].keys() != want["by_id"].keys():
         problems.append("%s: span ids differ from the store's (%d in the .pftrace, %d in the store)" % (
             name, len(got["by_id"]), len(want["by_id"])))

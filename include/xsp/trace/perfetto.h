@@ -61,7 +61,10 @@ inline constexpr std::uint32_t kPerfettoGpuPidBase = kChromeHostPid + (1u << 20)
 /// - per span a TrackEvent TYPE_SLICE_BEGIN and TYPE_SLICE_END on its track, with interned name and Kineto category
 ///   (as the Chrome export's "cat") and typed debug annotations: its tags (ints, doubles, strings, int lists as
 ///   arrays; HARDWARE counter values go to counter tracks instead), "correlation" (the correlation id),
-///   "xsp.span_id", and "xsp.level", "xsp.parent_id", "xsp.parent_rule" unless the event already says them: the
+///   "xsp.span_id" unless the id continues its category's ids on its sequence (since the sequence's last reset: the
+///   previous slice's id of that category + its step from the one before, modulo 2^64, or + 1 after the category's
+///   first slice; a reader rebuilds it the same way), and "xsp.level", "xsp.parent_id", "xsp.parent_rule" unless the
+///   event already says them: the
 ///   level the category implies (user_annotation: model, gpu_user_annotation and cpu_op: framework, cuda_*: system,
 ///   kernel/gpu_memcpy/gpu_memset: kernel, cuda_profiler_range: hardware), the parent that encloses the slice on its
 ///   track (or 0 with none), the rule "context" with such a parent, else "correlation".
@@ -71,10 +74,16 @@ inline constexpr std::uint32_t kPerfettoGpuPidBase = kChromeHostPid + (1u << 20)
 ///   chain), terminating_flow_ids on the first KERNEL-level span (kernel, memcpy, memset) with the same correlation id
 ///   and process; flow ids mix in the process so that processes of one trace never share one;
 /// - counters: a counter track (CounterDescriptor) per (GPU, tag) for the numeric tags of HARDWARE-level spans, on
-///   the span's GPU (its stream's, its "device" tag, or the run's only GPU; else its process), with a TYPE_COUNTER
-///   event at the span's start (counter_value for an integer tag, double_counter_value for a real one); the span's
-///   slice repeats the values as annotations only when another HARDWARE span put one on the same counter track at
-///   the same ns.
+///   the span's GPU (its stream's, its "device" tag, or the run's only GPU; else its process), with a value at the
+///   span's start: integral values (integer tags, reals without a fraction up to 2^53) as integers, others as
+///   doubles. They ride on the slice's BEGIN as extra counter values (TrackEvent.extra_counter_values /
+///   extra_double_counter_values), whose tracks are, by position, the sequence's TrackEventDefaults lists
+///   (extra_counter_track_uuids / extra_double_counter_track_uuids, written again, on the packet that needs it,
+///   whenever an event's tracks are not the lists' first entries). trace_processor takes at most 8 extra values per
+///   event and reads those after an event's first 0 as 0, so the BEGIN carries up to 8 non-zero values and the rest
+///   go on TYPE_COUNTER events at the same time on a second sequence of the track (its own value, plus extra values
+///   with any zeros after the others and only in an event without doubles). The span's slice repeats the values as
+///   annotations only when another HARDWARE span put one on the same counter track at the same ns.
 /// Every PerfettoOptions::reset_interval_packets packets of a sequence its incremental state is cleared
 /// (SEQ_INCREMENTAL_STATE_CLEARED, interning restarted); packets that use interned ids or the defaults carry
 /// SEQ_NEEDS_INCREMENTAL_STATE.

@@ -86,27 +86,36 @@ std::vector<Field> fields(std::string_view msg) {
   return out;
 }
 
-// The xsp.span_id of every slice a .pftrace begins, in file order.
+// The xsp.span_id of every slice a .pftrace begins, in file order. A slice that leaves it out continues its category's
+// ids on its sequence since the last reset: last + (last - the one before), or last + 1 after one slice
+// (include/xsp/trace/perfetto.h).
 std::vector<SpanId> slice_span_ids(const std::string& file_bytes) {
   std::vector<SpanId> ids;
   // (sequence, iid) -> name, as interned so far: each packet sequence (one per track) numbers its own names.
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> annotation_names;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> annotation_names, categories;
+  // (sequence, category) -> (last id, stride), cleared with the sequence's incremental state.
+  std::map<std::pair<std::uint64_t, std::string>, std::pair<SpanId, SpanId>> runs;
   for (const Field& packet : fields(file_bytes)) {
     if (packet.number != 1) continue;  // Trace.packet
-    std::uint64_t sequence = 0;
-    for (const Field& p : fields(packet.bytes))
+    std::uint64_t sequence = 0, flags = 0;
+    for (const Field& p : fields(packet.bytes)) {
       if (p.number == 10) sequence = p.varint;  // trusted_packet_sequence_id
+      if (p.number == 13) flags = p.varint;     // sequence_flags
+    }
+    if (flags & 1) {  // SEQ_INCREMENTAL_STATE_CLEARED
+      std::erase_if(runs, [&](const auto& r) { return r.first.first == sequence; });
+    }
     for (const Field& p : fields(packet.bytes)) {
       if (p.number == 12) {  // interned_data
         for (const Field& d : fields(p.bytes)) {
-          if (d.number != 3) continue;  // debug_annotation_names
+          if (d.number != 3 && d.number != 1) continue;  // debug_annotation_names, event_categories
           std::uint64_t iid = 0;
           std::string name;
           for (const Field& e : fields(d.bytes)) {
             if (e.number == 1) iid = e.varint;
             if (e.number == 2) name = std::string(e.bytes);
           }
-          annotation_names[{sequence, iid}] = name;
+          (d.number == 3 ? annotation_names : categories)[{sequence, iid}] = name;
         }
       }
     }
@@ -114,9 +123,11 @@ std::vector<SpanId> slice_span_ids(const std::string& file_bytes) {
       if (p.number != 11) continue;  // track_event
       bool begin = false;
       std::optional<SpanId> id;
+      std::string category;
       for (const Field& e : fields(p.bytes)) {
-        if (e.number == 9) begin = e.varint == 1;  // type == TYPE_SLICE_BEGIN
-        if (e.number != 4) continue;               // debug_annotations
+        if (e.number == 9) begin = e.varint == 1;                        // type == TYPE_SLICE_BEGIN
+        if (e.number == 3) category = categories[{sequence, e.varint}];  // category_iids
+        if (e.number != 4) continue;                                     // debug_annotations
         std::string name;
         std::optional<std::uint64_t> value;
         for (const Field& a : fields(e.bytes)) {
@@ -125,7 +136,15 @@ std::vector<SpanId> slice_span_ids(const std::string& file_bytes) {
         }
         if (name == "xsp.span_id" && value) id = *value;
       }
-      if (begin && id) ids.push_back(*id);
+      if (!begin || category == "xsp_metadata") continue;
+      const auto run = runs.find({sequence, category});
+      if (!id && run != runs.end()) id = run->second.first + run->second.second;
+      if (!id) {
+        ADD_FAILURE() << "a slice without xsp.span_id that no earlier one of its category predicts";
+        continue;
+      }
+      runs[{sequence, category}] = {*id, run == runs.end() ? 1 : *id - run->second.first};
+      ids.push_back(*id);
     }
   }
   return ids;

@@ -103,13 +103,16 @@ struct Slice {
   int depth = 0;
   std::map<std::string, Value> args;
   std::vector<std::uint64_t> flow_ids, terminating_flow_ids;
+  bool span_id_implied = false;  // "xsp.span_id" was left out and rebuilt by the rule
 };
 
 struct CounterPoint {
   std::uint64_t track;
   std::int64_t ts_ns;
   double value;
-  bool is_int;  // counter_value (an integer tag) rather than double_counter_value
+  bool is_int;    // counter_value / extra_counter_values (an integral value) rather than a double
+  bool extra;     // an extra counter value of its event (by position on TrackEventDefaults' lists)
+  bool on_slice;  // carried by a slice's BEGIN rather than a TYPE_COUNTER event
 };
 
 /// A .pftrace as a reader of Perfetto's TrackEvent would see it: interned ids resolved per incremental-state
@@ -118,6 +121,9 @@ struct Decoded {
   std::size_t packets = 0;
   std::size_t resets = 0;
   std::size_t interned_name_entries = 0;
+  std::map<std::string, std::size_t> interned_values;  // debug_annotation_string_values: entries per string
+  std::size_t counter_events = 0;                      // TYPE_COUNTER events
+  std::size_t max_extra_counters = 0;                  // the most extra counter values on one event
   std::uint64_t primary_clock = 0, default_clock = 0;
   std::set<std::uint64_t> sequences;
   std::size_t events_without_track_uuid = 0;  // events that take their track from TrackEventDefaults
@@ -130,9 +136,11 @@ struct Decoded {
 struct SequenceState {
   std::map<std::uint64_t, std::string> names, categories, keys, values;
   bool valid = false;
-  std::set<std::uint64_t> described;  // tracks described since the last reset
-  std::uint64_t clock = 0;            // TracePacketDefaults.timestamp_clock_id
-  std::uint64_t default_track = 0;    // TrackEventDefaults.track_uuid
+  std::set<std::uint64_t> described;                                        // tracks described since the last reset
+  std::uint64_t clock = 0;                                                  // TracePacketDefaults.timestamp_clock_id
+  std::uint64_t default_track = 0;                                          // TrackEventDefaults.track_uuid
+  std::vector<std::uint64_t> int_counter_tracks, double_counter_tracks;     // its extra counter track lists
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> span_ids;  // category -> (last id, stride)
   struct Clock {
     bool incremental = false;
     std::int64_t last = 0, offset = 0;  // its last value; host clock minus it at its snapshot
@@ -174,7 +182,16 @@ Decoded read_pftrace(const std::string& file) {
     if (const Field* defaults = first(packet, 59)) {
       const std::vector<Field> f = decode(defaults->bytes);
       seq.clock = d.default_clock = value_of(f, 58);
-      if (const Field* te = first(f, 11)) seq.default_track = value_of(decode(te->bytes), 11);
+      seq.default_track = 0;
+      seq.int_counter_tracks.clear();
+      seq.double_counter_tracks.clear();
+      if (const Field* te = first(f, 11)) {
+        for (const Field& x : decode(te->bytes)) {
+          if (x.number == 11) seq.default_track = x.value;
+          if (x.number == 31) seq.int_counter_tracks.push_back(x.value);
+          if (x.number == 45) seq.double_counter_tracks.push_back(x.value);
+        }
+      }
     }
     if (const Field* interned = first(packet, 12)) {
       for (const Field& e : decode(interned->bytes)) {
@@ -185,6 +202,7 @@ Decoded read_pftrace(const std::string& file) {
         EXPECT_FALSE(table.contains(iid)) << "iid " << iid << " interned twice in one generation";
         table[iid] = name;
         if (e.number == 2) ++d.interned_name_entries;
+        if (e.number == 29) ++d.interned_values[name];
       }
     }
     if (const Field* snapshot = first(packet, 6)) {
@@ -253,6 +271,32 @@ Decoded read_pftrace(const std::string& file) {
       const std::uint64_t type = value_of(f, 9), track = value_of(f, 11, seq.default_track);
       // Descriptors are re-sent after every reset, so a reader that starts at one still knows every track.
       EXPECT_TRUE(described.contains(track)) << "event on a track not described since the last reset";
+      // Extra counter values: the Nth of each list for the Nth track of the sequence's default list.
+      std::size_t extra_ints = 0, extra_doubles = 0;
+      bool zero_seen = false;
+      for (const std::uint32_t number : {12u, 46u}) {
+        for (const Field& c : f) {
+          if (c.number != number) continue;
+          const bool is_int = c.number == 12;
+          const std::vector<std::uint64_t>& list = is_int ? seq.int_counter_tracks : seq.double_counter_tracks;
+          std::size_t& n = is_int ? extra_ints : extra_doubles;
+          EXPECT_LT(n, list.size()) << "an extra counter value without a default track";
+          if (n >= list.size()) continue;
+          double v;
+          if (is_int) {
+            v = static_cast<double>(static_cast<std::int64_t>(c.value));
+          } else {
+            std::memcpy(&v, &c.value, sizeof v);
+          }
+          // trace_processor reads an event's extra values after its first 0 as 0 (integers first, then doubles).
+          EXPECT_FALSE(zero_seen && v != 0) << "a non-zero extra counter value after a zero";
+          zero_seen = zero_seen || v == 0;
+          EXPECT_TRUE(described.contains(list[n]) && d.tracks.at(list[n]).is_counter);
+          d.counters.push_back({list[n], ts, v, is_int, true, value_of(f, 9) != 4});
+          ++n;
+        }
+      }
+      d.max_extra_counters = std::max(d.max_extra_counters, extra_ints + extra_doubles);
       if (type == 1 || type == 3) {
         Slice s;
         s.track = track;
@@ -281,6 +325,21 @@ Decoded read_pftrace(const std::string& file) {
           if (!list.empty()) v = list;
           s.args[key] = v;
         }
+        if (type == 1 && s.category != "xsp_metadata") {
+          // A left-out span id continues the ids of its category on this sequence: last + (last - the one before).
+          const auto run = seq.span_ids.find(s.category);
+          std::uint64_t id = 0;
+          if (const auto a = s.args.find("xsp.span_id"); a != s.args.end()) {
+            id = static_cast<std::uint64_t>(std::get<std::int64_t>(a->second));
+          } else if (run != seq.span_ids.end()) {
+            id = run->second.first + run->second.second;
+            s.args["xsp.span_id"] = static_cast<std::int64_t>(id);
+            s.span_id_implied = true;
+          } else {
+            ADD_FAILURE() << "the first " << s.category << " slice of a generation without xsp.span_id";
+          }
+          seq.span_ids[s.category] = {id, run == seq.span_ids.end() ? 1 : id - run->second.first};
+        }
         s.depth = static_cast<int>(open[track].size());
         if (type == 3) {
           s.end_ns = ts;
@@ -304,7 +363,8 @@ Decoded read_pftrace(const std::string& file) {
         EXPECT_TRUE((x != nullptr) != (i != nullptr)) << "a counter event needs one value";
         if (x) std::memcpy(&v, &x->value, sizeof v);
         if (i) v = static_cast<double>(static_cast<std::int64_t>(i->value));
-        d.counters.push_back({track, ts, v, i != nullptr});
+        d.counters.push_back({track, ts, v, i != nullptr, false, false});
+        ++d.counter_events;
       }
     }
   }
@@ -501,6 +561,10 @@ TEST(PerfettoTrace, InterningRestartsAtEveryReset) {
   EXPECT_EQ(once.resets, once.sequences.size());
   EXPECT_EQ(once.sequences.size(), 2u);       // the process track's (xsp.resource) and the thread's
   EXPECT_EQ(once.interned_name_entries, 2u);  // "aten::add" and "xsp.resource" (no counters: no xsp.counters)
+  // The repeated tag value likewise: once per generation, each span naming it by its iid.
+  EXPECT_EQ(once.interned_values.at("pointwise"), 1u);
+  EXPECT_GT(d.interned_values.at("pointwise"), 2u);
+  EXPECT_LT(d.interned_values.at("pointwise"), 20u);
 }
 
 TEST(PerfettoTrace, RandomSpansKeepTheirTimesAndNestOnEveryTrack) {
@@ -562,10 +626,12 @@ TEST(PerfettoTrace, HardwareCountersGetACounterTrackPerGpuAndName) {
   EXPECT_EQ(d.counters[0].track, d.counters[1].track);
   EXPECT_EQ(d.counters[0].ts_ns, 100);
   EXPECT_DOUBLE_EQ(d.counters[0].value, 4096.0);
-  EXPECT_FALSE(d.counters[0].is_int);  // a real tag: double_counter_value
+  EXPECT_TRUE(d.counters[0].is_int);    // a real tag without a fraction: an integer on the wire
+  EXPECT_TRUE(d.counters[0].on_slice);  // an extra counter value of the span's BEGIN
   EXPECT_EQ(d.counters[1].ts_ns, 300);
   EXPECT_DOUBLE_EQ(d.counters[1].value, 8192.0);
-  EXPECT_TRUE(d.counters[1].is_int);  // an integer tag: counter_value
+  EXPECT_TRUE(d.counters[1].is_int);
+  EXPECT_EQ(d.counter_events, 0u);  // no TYPE_COUNTER event of its own
   // The values are on the counter tracks only; the other tags stay on the slice.
   const Slice& h = slice_named(d, "hardware#2");
   EXPECT_FALSE(h.args.contains("dram_read_bytes"));
@@ -829,6 +895,84 @@ TEST(PerfettoTrace, AHardwareSpanStartingWithAnotherKeepsItsCounterValuesAsAnnot
   ASSERT_EQ(d.counters.size(), 2u);
   EXPECT_FALSE(slice_named(d, "hardware#1").args.contains("fp32_flops"));
   EXPECT_EQ(std::get<std::int64_t>(slice_named(d, "hardware#2").args.at("fp32_flops")), 20);
+}
+
+TEST(PerfettoTrace, SpanIdsThatContinueTheirCategorysProgressionAreLeftOut) {
+  // Known answer on one thread: ops 10, 11, 12 (steps of 1) interleaved with launches 100, 102, 104 (steps of 2), then
+  // a launch 107 that breaks the progression. Each category's first slice and every break carry "xsp.span_id".
+  Span op1 = make_span(10, Level::kFramework, 0, 1000, 7);
+  Span l1 = make_span(100, Level::kSystem, 10, 20, 7, 10);
+  Span op2 = make_span(11, Level::kFramework, 30, 100, 7, 10);
+  Span l2 = make_span(102, Level::kSystem, 40, 50, 7, 11);
+  Span op3 = make_span(12, Level::kFramework, 200, 300, 7, 10);
+  Span l3 = make_span(104, Level::kSystem, 210, 220, 7, 12);
+  Span l4 = make_span(107, Level::kSystem, 400, 410, 7, 10);
+  for (Span* x : {&op1, &op2, &op3, &l1, &l2, &l3, &l4}) x->parent_rule = ParentRule::kContext;
+  op1.parent_rule = ParentRule::kNone;
+  const Decoded d = read_pftrace(write({op1, l1, op2, l2, op3, l3, l4}));
+  const std::map<std::string, bool> implied = {{"framework#10", false}, {"system#100", false},  {"framework#11", true},
+                                               {"system#102", false},   {"framework#12", true}, {"system#104", true},
+                                               {"system#107", false}};
+  for (const auto& [name, left_out] : implied) {
+    const Slice& slice = slice_named(d, name);
+    EXPECT_EQ(slice.span_id_implied, left_out) << name;
+    // Rebuilt by the rule or written, the id is the span's.
+    EXPECT_EQ(std::to_string(std::get<std::int64_t>(slice.args.at("xsp.span_id"))), name.substr(name.find('#') + 1));
+  }
+}
+
+TEST(PerfettoTrace, CounterValuesRideOnTheBeginWithTheirTracksInTheDefaults) {
+  // Known answer: 9 integral values (one a real without a fraction), one real, three zeros. trace_processor takes 8
+  // extra values per event and reads those after a zero as 0: the BEGIN carries the first 8 integers, a TYPE_COUNTER
+  // event at the same time carries the real as its own value and the ninth integer and the zeros as extra values.
+  Span hw = make_span(1, Level::kHardware, 100, 200, 0);
+  hw.track = Track::stream(0, 7);
+  std::map<std::string, double> want;
+  for (int k = 0; k < 9; ++k) {
+    const std::string key = "c" + std::to_string(k);
+    if (k == 4) {
+      hw.tags.emplace_back(key, 4096.0);
+    } else {
+      hw.tags.emplace_back(key, std::int64_t{k + 1});
+    }
+    want[key] = k == 4 ? 4096.0 : k + 1;
+  }
+  hw.tags.emplace_back("z0", std::int64_t{0});
+  hw.tags.emplace_back("occupancy", 0.625);
+  hw.tags.emplace_back("z1", 0.0);
+  hw.tags.emplace_back("z2", std::int64_t{0});
+  hw.tags.emplace_back("range_index", std::int64_t{3});  // bookkeeping: an annotation
+  want["z0"] = want["z1"] = want["z2"] = 0;
+  want["occupancy"] = 0.625;
+  // A second span whose zeros and values sit elsewhere: the default lists are written again in its order.
+  Span hw2 = make_span(2, Level::kHardware, 300, 400, 0);
+  hw2.track = Track::stream(0, 7);
+  hw2.tags = {{"c0", std::int64_t{0}}, {"occupancy", 0.5}, {"c1", std::int64_t{7}}};
+  TraceResource res;
+  res.device_names = {{0, "NVIDIA H200"}};
+  const Decoded d = read_pftrace(write({hw, hw2}, {}, res));
+  std::map<std::string, double> got, got2;
+  std::size_t on_begin = 0;
+  for (const CounterPoint& c : d.counters) {
+    const Descriptor& track = d.tracks.at(c.track);
+    EXPECT_TRUE(track.is_counter);
+    EXPECT_EQ(d.tracks.at(track.parent_uuid).process_name, "GPU 0: NVIDIA H200");
+    auto& into = c.ts_ns == 100 ? got : got2;
+    EXPECT_FALSE(into.contains(track.name)) << track.name << " twice";
+    into[track.name] = c.value;
+    if (c.ts_ns == 100) on_begin += c.on_slice;
+    if (track.name == "occupancy") EXPECT_FALSE(c.is_int);
+    if (track.name == "c4") EXPECT_TRUE(c.is_int);  // 4096.0: no fraction
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got2, (std::map<std::string, double>{{"c0", 0}, {"occupancy", 0.5}, {"c1", 7}}));
+  EXPECT_EQ(on_begin, 8u);
+  // One for the rest of span 1's values; one for span 2's zero, which cannot follow the real on its BEGIN.
+  EXPECT_EQ(d.counter_events, 2u);
+  EXPECT_LE(d.max_extra_counters, 8u);
+  const Slice& slice = slice_named(d, "hardware#1");
+  EXPECT_EQ(std::get<std::int64_t>(slice.args.at("range_index")), 3);
+  EXPECT_FALSE(slice.args.contains("c0"));
 }
 
 TEST(PerfettoTrace, AnEmptyTraceIsAValidFile) {
