@@ -46,6 +46,10 @@ std::vector<Version> versions() {
       {11,
        "What a person writes on an evaluation to find it again (`xsp label`, PATCH /api/v1/evaluations/{id}): a "
        "name, tags (a JSON array of strings) and a note; older rows get none ('', '[]', '')."},
+      {12,
+       "Serving engines measured from outside (issue 27, `xsp bench-serve`): evaluations.kind admits 'serving'; the "
+       "column is re-created with the wider CHECK (and so moves after the labels), its values kept, and the serving "
+       "evaluations stored before, whose kind was NULL, get 'serving' from their scenario."},
   };
 }
 
@@ -58,6 +62,10 @@ const std::string kKindOfScenario =
     "CASE WHEN scenario IN ('single-stream', 'multi-stream', 'server', 'offline') THEN 'scenario' WHEN scenario = "
     "'generation' OR scenario LIKE 'generation-%' THEN 'generation' ELSE 'batch-sweep' END";
 const PerDialect kKindFromScenario{kKindOfScenario, kKindOfScenario};
+// Version 12: the serving evaluations saved before it, with a NULL kind (record_kind("serving") is
+// RecordKind::kServing).
+const std::string kServingOfScenario = "CASE WHEN scenario = 'serving' THEN 'serving' END";
+const PerDialect kServingFromScenario{kServingOfScenario, kServingOfScenario};
 const PerDialect kRandomUuid{
     "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || "
     "substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))",
@@ -115,13 +123,6 @@ Table evaluations() {
               .since(5)
               .backfilled(kRandomUuid)
               .described("OTLP service.instance.id"),
-          col("kind", kText)
-              .check("kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external')")
-              .since(8)
-              .backfilled(kKindFromScenario)
-              .recreated(10, "kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation')")
-              .described("the workload that made the evaluation (RecordKind): batch-sweep, scenario, generation or "
-                         "external"),
           // The limits are service::validate_labels()'s; the CHECKs make a writer that skipped it fail loudly.
           col("name", kText)
               .required()
@@ -140,6 +141,16 @@ Table evaluations() {
               .check("length(note) <= 4000")
               .since(11)
               .described("a person's note; '' for none"),
+          // Declared last: version 12 re-created it, and ADD COLUMN put it after the labels.
+          col("kind", kText)
+              .check("kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external', 'serving')")
+              .since(8)
+              .backfilled(kKindFromScenario)
+              .recreated(10, "kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation')")
+              .recreated(12, "kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external')",
+                         kServingFromScenario)
+              .described("the workload that made the evaluation (RecordKind): batch-sweep, scenario, generation, "
+                         "external or serving"),
       },
       {},
       {},
@@ -355,11 +366,13 @@ void table_step(Dialect dialect, const Table& declared, int version, std::string
                                c.name + " IS NULL");
     }
     for (const Column& c : table.columns) {
-      if (c.recreated_in != version) continue;
+      const Column::Recreation* r = c.recreated_by(version);
+      if (r == nullptr) continue;
       const std::string before = c.name + "_before_v" + std::to_string(version);
       add_statement(out, "ALTER TABLE " + table.name + " RENAME COLUMN " + c.name + " TO " + before);
       add_statement(out, "ALTER TABLE " + table.name + " ADD COLUMN " + column_sql(dialect, c));
-      add_statement(out, "UPDATE " + table.name + " SET " + c.name + " = " + before);
+      add_statement(out, "UPDATE " + table.name + " SET " + c.name + " = " +
+                             (r->fill ? "COALESCE(" + before + ", " + r->fill->in(dialect) + ")" : before));
       add_statement(out, "ALTER TABLE " + table.name + " DROP COLUMN " + before);
     }
   } else {
@@ -408,17 +421,20 @@ void validate_column(const Schema& schema, const Table& table, std::size_t posit
       invalid(where + ": references " + c.foreign_key->table + "." + c.foreign_key->column + ", which is no column");
   }
   for (Dialect d : kDialects) (void)expand_dialect_functions(d, c.check_sql);
-  if (c.recreated_in != 0) {
-    // Re-created by RENAME, ADD COLUMN (appended last), DROP: the table keeps its column order only for its last
-    // column, and SQLite drops no column that a key or an index names.
-    const int made = c.added_in == 0 ? table.since : c.added_in;
-    if (c.recreated_in <= made || c.recreated_in > latest)
-      invalid(where + ": re-created in version " + std::to_string(c.recreated_in) + ", not after version " +
-              std::to_string(made) + " that made it and up to " + std::to_string(latest));
-    // Columns added by later versions come after it in every store, new or migrated, so only the earlier ones count.
-    for (std::size_t later = position + 1; later < table.columns.size(); ++later)
-      if (table.columns[later].added_in <= c.recreated_in)
-        invalid(where + ": only a table's last column (as of its re-creation) can be re-created");
+  int previous = c.added_in == 0 ? table.since : c.added_in;
+  for (const Column::Recreation& r : c.recreations) {
+    // Re-created by RENAME, ADD COLUMN (appended last), DROP: validate_table() asks the column to be declared where
+    // that puts it, and SQLite drops no column that a key or an index names.
+    if (r.version <= previous || r.version > latest)
+      invalid(where + ": re-created in version " + std::to_string(r.version) + ", not after version " +
+              std::to_string(previous) + " that made or last re-created it and up to " + std::to_string(latest));
+    previous = r.version;
+    for (Dialect d : kDialects) {
+      (void)expand_dialect_functions(d, r.earlier_check);
+      if (r.fill) (void)expand_dialect_functions(d, r.fill->in(d));
+    }
+  }
+  if (!c.recreations.empty()) {
     if (c.type == kId || c.foreign_key || (c.not_null && c.default_sql.empty()))
       invalid(where + ": a re-created column is no id, no foreign key, and nullable or with a DEFAULT");
     for (const auto& key : table.unique)
@@ -429,8 +445,15 @@ void validate_column(const Schema& schema, const Table& table, std::size_t posit
     for (const Index& index : table.indexes)
       for (const std::string& n : index.columns)
         if (n == c.name) invalid(where + ": a re-created column is in no key or index");
-    for (Dialect d : kDialects) (void)expand_dialect_functions(d, c.earlier_check_sql);
   }
+}
+
+// Where ALTER TABLE left a column: (the version that last added or re-created it, 0 for an add, 1 for a re-creation,
+// since a version adds its columns before it re-creates any). Declared in this order, a table's columns are in the
+// order every store, new or migrated, has them.
+std::pair<int, int> placement(const Column& c) {
+  const bool recreated = !c.recreations.empty() && c.recreations.back().version >= c.added_in;
+  return {c.placed_in(), recreated ? 1 : 0};
 }
 
 void validate_table(const Schema& schema, const Table& table) {
@@ -441,10 +464,10 @@ void validate_table(const Schema& schema, const Table& table) {
   for (std::size_t i = 0; i < table.columns.size(); ++i) {
     const Column& c = table.columns[i];
     if (!names.insert(c.name).second) invalid("table " + table.name + " declares column " + c.name + " twice");
-    if (i > 0 && table.columns[i - 1].added_in > c.added_in)
+    if (i > 0 && placement(table.columns[i - 1]) > placement(c))
       invalid("column " + table.name + "." + c.name +
-              ": declared after a column added by a later version (columns "
-              "are declared in the table's order, and ALTER TABLE adds a column last)");
+              ": declared after a column added or re-created by a later version (columns are declared in the "
+              "table's order, and ALTER TABLE adds a column last)");
     validate_column(schema, table, i, c);
   }
   if (!table.primary_key.empty()) check_columns(table, table.primary_key, table.since, "the primary key");
@@ -615,12 +638,7 @@ const std::vector<MigrationStep>& results_migrations(Dialect dialect) {
 
 std::optional<std::string> evaluation_kind(std::string_view scenario) {
   try {
-    const RecordKind kind = record_kind(scenario);
-    // evaluations.kind's CHECK (version 10) predates serving evaluations, and the schema can re-create only a table's
-    // last column, which kind no longer is (version 11 added the labels after it): a serving evaluation's kind is
-    // NULL there, and record_kind(scenario) gives it back on load, as for every row.
-    if (kind == RecordKind::kServing) return std::nullopt;
-    return std::string(to_string(kind));
+    return std::string(to_string(record_kind(scenario)));
   } catch (const std::invalid_argument&) {
     return std::nullopt;
   }

@@ -8,9 +8,11 @@
 // Adding a column or a table is a new version: append a Version, then declare the column (or table, or index) where
 // it belongs, with .since(N). Never edit what an existing version declared: stores in the field already ran it.
 // Changing a column's CHECK (neither dialect's ALTER TABLE can do it alike, SQLite not at all) is a new version too:
-// the column is declared with its new CHECK and .recreated(N, old CHECK), and version N re-creates it.
+// the column is declared with its new CHECK and .recreated(N, old CHECK), and version N re-creates it; ADD COLUMN
+// appends, so the column then moves to the table's end and is declared there.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,20 +74,38 @@ struct Column {
   /// Layout only: the CHECK starts a new line. Version 4 wrote `stability` that way and SQLite keeps a table's text
   /// as written, so a new store's `.schema` stays byte-identical to one made before the schema was declared here.
   bool check_on_new_line = false;
-  /// 0, or the version that re-created the column with `check_sql` (the column's values kept): RENAME COLUMN to
-  /// `<name>_before_v<N>`, ADD COLUMN with the new definition, copy the values, DROP the old column. Versions before
-  /// it created the column with `earlier_check_sql`. Only the last column of its table as of version N (columns added
-  /// by later versions may follow it), outside any key or index.
-  int recreated_in = 0;
-  std::string earlier_check_sql;
-  std::string doc;  ///< what it holds, for readers of the declaration and of docs/store.md
+  /// One re-creation of the column with a new CHECK, its values kept: version `version` renames it to
+  /// `<name>_before_v<N>`, adds it again with the CHECK in effect after N, copies the values (with `fill` for rows
+  /// whose old value is NULL, when given), and drops the old column. Versions before N created it with
+  /// `earlier_check`. ADD COLUMN appends, so after its last re-creation the column is the table's last (columns added
+  /// by later versions follow it): validate() asks that it be declared there.
+  struct Recreation {
+    int version = 0;
+    std::string earlier_check;
+    std::optional<PerDialect> fill;  ///< the value of rows whose kept value is NULL (COALESCE), per dialect
+  };
+  std::vector<Recreation> recreations;  ///< in increasing version order
+  std::string doc;                      ///< what it holds, for readers of the declaration and of docs/store.md
 
   /// The column as version `version` declared it (its CHECK before a later re-creation).
   Column as_of(int version) const {
     Column c = *this;
-    if (recreated_in != 0 && version < recreated_in) c.check_sql = earlier_check_sql;
+    for (const Recreation& r : recreations) {
+      if (version < r.version) {
+        c.check_sql = r.earlier_check;
+        break;
+      }
+    }
     return c;
   }
+  /// The re-creation version `version` makes, or nullptr.
+  const Recreation* recreated_by(int version) const {
+    for (const Recreation& r : recreations)
+      if (r.version == version) return &r;
+    return nullptr;
+  }
+  /// The last version that added or re-created the column (0: created with its table): where ALTER TABLE put it.
+  int placed_in() const { return recreations.empty() ? added_in : std::max(added_in, recreations.back().version); }
 
   Column required() const {
     Column c = *this;
@@ -117,10 +137,11 @@ struct Column {
     c.backfill = std::move(value);
     return c;
   }
-  Column recreated(int version, std::string earlier_check) const {
+  /// Re-created by `version` (after any earlier re-creation declared before this call); `earlier_check` is the CHECK
+  /// the versions before it had; `fill`, when given, is the value rows whose kept value is NULL get.
+  Column recreated(int version, std::string earlier_check, std::optional<PerDialect> fill = std::nullopt) const {
     Column c = *this;
-    c.recreated_in = version;
-    c.earlier_check_sql = std::move(earlier_check);
+    c.recreations.push_back({version, std::move(earlier_check), std::move(fill)});
     return c;
   }
   Column wrap_check() const {
@@ -222,8 +243,7 @@ const std::vector<MigrationStep>& results_migrations(Dialect dialect);
 
 /// The evaluations.kind value of a record whose scenario is `scenario`: to_string(record_kind(scenario)) (see
 /// xsp/record/record.h), or nullopt (SQL NULL) for a scenario no workload of this build writes (a record imported from
-/// elsewhere keeps its text, and its kind stays unknown rather than the save failing), and for "serving", which the
-/// column's CHECK does not admit yet (the record's kind comes from its scenario on load either way).
+/// elsewhere keeps its text, and its kind stays unknown rather than the save failing).
 std::optional<std::string> evaluation_kind(std::string_view scenario);
 
 }  // namespace xsp::store_schema

@@ -61,7 +61,7 @@ TEST(LabelsMigration, AVersion10SqliteStoreGainsTheColumnsAndKeepsItsData) {
               stages(2e6) + "', x'', 0, 0, '{}', x'', 'stable'), (2, 7, 8, 'model', 0, 3, 2400.0, '" + stages(3.3e6) +
               "', x'', 0, 0, '{}', x'', 'unstable');\n");
   auto store = Store::open(file, StoreAccess::kRead);  // a read-only open migrates too (on its own connection)
-  EXPECT_EQ(store->schema_version(), 11);
+  EXPECT_EQ(store->schema_version(), 12);
   const std::vector<EvaluationListing> listed = store->list();
   ASSERT_EQ(listed.size(), 1u);
   const EvaluationListing& e = listed.front();

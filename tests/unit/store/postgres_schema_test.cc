@@ -61,7 +61,7 @@ class PostgresSchema : public ::testing::Test {
 
 TEST_F(PostgresSchema, NewDatabaseEqualsTheHandWrittenSteps) {
   testing::PgTestDatabase hand(*admin_), declared(*admin_);
-  run(hand.url(), testing::frozen_store_sql("postgres_steps.sql", 11));
+  run(hand.url(), testing::frozen_store_sql("postgres_steps.sql", 12));
   Store::open(declared.url());
   const std::string expected = catalog(hand.url());
   EXPECT_NE(expected.find("column | runs | 1 | id | bigint | NO |  | YES | BY DEFAULT"), std::string::npos) << expected;
@@ -74,9 +74,9 @@ TEST_F(PostgresSchema, NewDatabaseEqualsTheHandWrittenSteps) {
 
 TEST_F(PostgresSchema, DatabasesOfEveryOlderVersionMigrateToTheSameSchema) {
   testing::PgTestDatabase hand(*admin_);
-  run(hand.url(), testing::frozen_store_sql("postgres_steps.sql", 11));
+  run(hand.url(), testing::frozen_store_sql("postgres_steps.sql", 12));
   const std::string expected = catalog(hand.url());
-  for (int version = 1; version < 11; ++version) {
+  for (int version = 1; version < 12; ++version) {
     SCOPED_TRACE("version " + std::to_string(version));
     testing::PgTestDatabase old(*admin_);
     run(old.url(), testing::frozen_store_sql("postgres_steps.sql", version));
@@ -86,7 +86,7 @@ TEST_F(PostgresSchema, DatabasesOfEveryOlderVersionMigrateToTheSameSchema) {
         "('2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', '[1]', 'model', 0, '{}', "
         "'{}')");
     auto store = Store::open(old.url());
-    EXPECT_EQ(store->schema_version(), 11);
+    EXPECT_EQ(store->schema_version(), 12);
     EXPECT_EQ(store->list().size(), 1u);
     store.reset();
     EXPECT_EQ(catalog(old.url()), expected);

@@ -43,11 +43,11 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(SchemaDeclaration, EveryTableIsCreatedInBothDialects) {
   const ss::Schema& schema = ss::results_schema();
   EXPECT_EQ(schema.version(), Store::current_schema_version());
-  EXPECT_EQ(schema.version(), 11);
+  EXPECT_EQ(schema.version(), 12);
   ASSERT_EQ(schema.tables.size(), 6u);
   for (Dialect d : ss::kDialects) {
     const auto& steps = ss::results_migrations(d);
-    ASSERT_EQ(steps.size(), 11u) << ss::dialect_name(d);
+    ASSERT_EQ(steps.size(), 12u) << ss::dialect_name(d);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       EXPECT_EQ(steps[i].version, static_cast<int>(i) + 1);
       EXPECT_FALSE(steps[i].sql.empty());
@@ -207,10 +207,41 @@ TEST(SchemaDeclaration, ValidateRefusesInconsistentDeclarations) {
   refused(
       [](ss::Schema& s) {
         s.tables[0].columns.push_back(col("x", Type::kText).since(2));
-        s.tables[0].columns[1] = s.tables[0].columns[1].recreated(2, "");
+        s.tables[0].columns[1] = col("name", Type::kText).recreated(2, "");
       },
-      "only a table's last column (as of its re-creation) can be re-created");
+      "declared after a column added or re-created by a later version");
+  // A second re-creation must come after the first, and leaves the column last.
+  refused(
+      [](ss::Schema& s) {
+        s.versions.push_back({3, "again"});
+        s.tables[0].columns[1] = col("name", Type::kText).recreated(3, "").recreated(2, "");
+      },
+      "re-created in version 2, not after version 3");
   refused([](ss::Schema& s) { s.tables[1].columns[1] = s.tables[1].columns[1].recreated(2, ""); }, "re-created in");
+}
+
+// Re-created twice, the second time with a fill: each version's steps have the CHECK of their time, and the copy
+// fills the rows whose kept value is NULL.
+TEST(SchemaDeclaration, AColumnReCreatedTwiceHasEachVersionsCheckAndItsFill) {
+  ss::Schema s = small_schema();
+  s.versions.push_back({3, "wider"});
+  s.versions.push_back({4, "wider again"});
+  s.tables[0].columns[1] = col("name", Type::kText)
+                               .check("name IN ('a', 'b', 'c')")
+                               .recreated(3, "name IN ('a')")
+                               .recreated(4, "name IN ('a', 'b')", ss::PerDialect{"'c'", "'c'::text"});
+  ss::validate(s);
+  EXPECT_EQ(s.tables[0].columns[1].as_of(1).check_sql, "name IN ('a')");
+  EXPECT_EQ(s.tables[0].columns[1].as_of(3).check_sql, "name IN ('a', 'b')");
+  EXPECT_EQ(s.tables[0].columns[1].as_of(4).check_sql, "name IN ('a', 'b', 'c')");
+  const auto lite = ss::migration_steps(kLite, s);
+  ASSERT_EQ(lite.size(), 4u);
+  EXPECT_TRUE(contains(lite[2].sql,
+                       "ADD COLUMN name TEXT CHECK (name IN ('a', 'b'));\nUPDATE parent SET name = "
+                       "name_before_v3;"))
+      << lite[2].sql;
+  EXPECT_TRUE(contains(lite[3].sql, "UPDATE parent SET name = COALESCE(name_before_v4, 'c');")) << lite[3].sql;
+  EXPECT_TRUE(contains(ss::migration_steps(kPg, s)[3].sql, "COALESCE(name_before_v4, 'c'::text)"));
 }
 
 // A re-created column: versions before it keep the old CHECK; its version renames, adds, copies and drops.
@@ -296,7 +327,7 @@ TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
   run_sql(file, sql + "COMMIT;\n");
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 11);
+    EXPECT_EQ(store->schema_version(), 12);
     EvaluationRecord r;
     r.created_at = "2026-11-27T00:00:00Z";
     r.model_name = "m";
@@ -334,7 +365,7 @@ TEST(SqliteSchema, Version10KeepsEveryKindAndAdmitsExternal) {
   run_sql(file, sql + "COMMIT;\n");
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 11);
+    EXPECT_EQ(store->schema_version(), 12);
     EvaluationRecord r;
     r.created_at = "2026-11-27T00:00:00Z";
     r.model_name = "prog";
@@ -348,6 +379,61 @@ TEST(SqliteSchema, Version10KeepsEveryKindAndAdmitsExternal) {
   EXPECT_EQ(kind_of(file, 3), "generation");
   EXPECT_EQ(kind_of(file, 4), "NULL");
   EXPECT_EQ(kind_of(file, 5), "external");
+  EXPECT_EQ(sql_value(file, "SELECT count(*) FROM pragma_table_info('evaluations') WHERE name LIKE 'kind_before%'"),
+            "0");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE evaluations SET kind = 'bogus' WHERE id = 1", nullptr, nullptr, nullptr),
+            SQLITE_CONSTRAINT);
+  sqlite3_close(db);
+}
+
+// Version 12 re-creates evaluations.kind with 'serving' admitted: older rows keep their kind, the serving evaluations
+// saved before it (kind NULL: the old CHECK refused 'serving') get 'serving' from their scenario, other NULLs stay
+// NULL, the column moves after the labels with its values, and a serving evaluation is now saved with its kind.
+TEST(SqliteSchema, Version12GivesServingEvaluationsTheirKind) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "v11.db";
+  run_sql(file, testing::frozen_store_sql("sqlite_steps.sql", 11));
+  std::string sql = "BEGIN;\n";
+  int id = 0;
+  const std::pair<const char*, const char*> rows[] = {{"batch-sweep", "'batch-sweep'"},
+                                                      {"offline", "'scenario'"},
+                                                      {"external", "'external'"},
+                                                      {"serving", "NULL"},
+                                                      {"mystery", "NULL"}};
+  for (const auto& [scenario, kind] : rows) {
+    const std::string n = std::to_string(++id);
+    sql +=
+        "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
+        "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, "
+        "kind, name) VALUES (" +
+        n + ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', '" + scenario +
+        "', '[1]', 'model', 0, '{}', '{}', " + kind + ", 'row " + n + "');\n";
+  }
+  run_sql(file, sql + "COMMIT;\n");
+  {
+    auto store = Store::open(file);
+    EXPECT_EQ(store->schema_version(), 12);
+    EvaluationRecord r;
+    r.created_at = "2026-11-29T00:00:00Z";
+    r.model_name = "vllm";
+    r.scenario = "serving";
+    r.batch_sizes = {1};
+    EXPECT_EQ(store->save(r), 6);
+    EXPECT_EQ(store->load(4)->kind(), RecordKind::kServing);
+  }
+  EXPECT_EQ(kind_of(file, 1), "batch-sweep");
+  EXPECT_EQ(kind_of(file, 2), "scenario");
+  EXPECT_EQ(kind_of(file, 3), "external");
+  EXPECT_EQ(kind_of(file, 4), "serving");
+  EXPECT_EQ(kind_of(file, 5), "NULL");
+  EXPECT_EQ(kind_of(file, 6), "serving");
+  EXPECT_EQ(sql_value(file, "SELECT name FROM evaluations WHERE id = 4"), "row 4");
+  EXPECT_EQ(sql_value(file,
+                      "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('evaluations') "
+                      "WHERE cid >= (SELECT max(cid) - 3 FROM pragma_table_info('evaluations')) ORDER BY cid)"),
+            "name,tags,note,kind");
   EXPECT_EQ(sql_value(file, "SELECT count(*) FROM pragma_table_info('evaluations') WHERE name LIKE 'kind_before%'"),
             "0");
   sqlite3* db = nullptr;
@@ -388,7 +474,7 @@ TEST(SqliteSchema, Version9BackfillsTheTypedOutcomesFromTheJsonOfOlderRows) {
   run_sql(file, "BEGIN;\n" + evaluation(1, "server", "scenario", results) + run(11, 1, "{}") + run(12, 1, "{}") +
                     evaluation(2, "batch-sweep", "batch-sweep", results) + run(21, 2, "{}") +
                     evaluation(3, "generation", "generation", "{}") + run(31, 3, generation) + "COMMIT;\n");
-  EXPECT_EQ(Store::open(file)->schema_version(), 11);
+  EXPECT_EQ(Store::open(file)->schema_version(), 12);
   auto at = [&](const char* column, int id) {
     return sql_value(file, std::string("SELECT ") + column + " FROM runs WHERE id = " + std::to_string(id));
   };
@@ -421,7 +507,7 @@ TEST(SqliteSchema, NewStoreEqualsCommittedReference) {
 // is migrated by the declaration's steps to exactly that schema.
 TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
   const std::string reference = testing::schema_fixture("sqlite_schema.sql");
-  for (int version = 1; version <= 11; ++version) {
+  for (int version = 1; version <= 12; ++version) {
     SCOPED_TRACE("version " + std::to_string(version));
     testing::TempDir dir;
     const auto file = dir.path() / "old.db";
@@ -431,9 +517,9 @@ TEST(SqliteSchema, StoresOfEveryOlderVersionMigrateToReference) {
             "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, "
             "system) VALUES (1, '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 'offline', "
             "'[1]', 'model', 0, '{}', '{}')");
-    if (version == 11) EXPECT_EQ(sqlite_schema_text(file), reference);
+    if (version == 12) EXPECT_EQ(sqlite_schema_text(file), reference);
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 11);
+    EXPECT_EQ(store->schema_version(), 12);
     EXPECT_EQ(store->list().size(), 1u);
     store.reset();
     EXPECT_EQ(sqlite_schema_text(file), reference);

@@ -165,8 +165,8 @@ TEST(Store, CreatesFileAndParentFoldersAtCurrentSchema) {
   const fs::path file = dir.path() / "nested" / "deeper" / "xsp.db";
   auto store = Store::open(file);
   EXPECT_TRUE(fs::is_regular_file(file));
-  EXPECT_EQ(Store::current_schema_version(), 11);
-  EXPECT_EQ(store->schema_version(), 11);
+  EXPECT_EQ(Store::current_schema_version(), 12);
+  EXPECT_EQ(store->schema_version(), 12);
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(store->load(1), std::nullopt);
 }
@@ -411,7 +411,7 @@ TEST_P(StoreOnBoth, PersistsAcrossConnections) {
     store->save(record);
   }
   auto reopened = open("xsp.db");
-  EXPECT_EQ(reopened->schema_version(), 11);
+  EXPECT_EQ(reopened->schema_version(), 12);
   const auto loaded = reopened->load(record.id);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(*loaded, record);
@@ -586,7 +586,7 @@ TEST(Store, MigratesVersion4StoreGivingTraceIds) {
   std::string first;
   {
     auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 11);
+    EXPECT_EQ(store->schema_version(), 12);
     const auto loaded = store->load(record.id);
     ASSERT_TRUE(loaded);
     expect_fresh_ids_then_adopt(*loaded, record);
@@ -610,7 +610,7 @@ TEST(Store, MigratesVersion1StoreToCurrent) {
                      "DROP TABLE predictions; DROP TABLE ceilings; DROP TABLE machine_ceilings; "
                      "UPDATE schema_version SET version = 1;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 11);
+  EXPECT_EQ(store->schema_version(), 12);
   EXPECT_TRUE(store->list_ceilings().empty());
   EXPECT_EQ(count_rows(file, "predictions"), 0);
   expect_fresh_ids_then_adopt(*store->load(old.id), old);
@@ -822,7 +822,7 @@ TEST(Store, MigratesVersion2StoreToVersion3) {
   exec_sql(file, std::string(kDropVersion4) +
                      "DROP TABLE ceilings; DROP TABLE machine_ceilings; UPDATE schema_version SET version = 2;");
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 11);
+  EXPECT_EQ(store->schema_version(), 12);
   expect_fresh_ids_then_adopt(*store->load(record.id), record);
   EXPECT_EQ(store->load(record.id), record);
   const MachineCeilings m = make_ceilings("NVIDIA H200", "2026-11-01T00:00:00Z");
@@ -837,7 +837,7 @@ TEST(Store, RecordedGpuFixtureMigratesCleanly) {
   const fs::path file = dir.path() / "fixture.db";
   fs::copy_file(fs::path(XSP_TEST_FIXTURES) / "gpu" / "resnet18_bs1_kernel_h200.db", file);
   auto store = Store::open(file);
-  EXPECT_EQ(store->schema_version(), 11);
+  EXPECT_EQ(store->schema_version(), 12);
   const auto e = store->load(1);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->runs.size(), 3u);

@@ -145,3 +145,8 @@ ALTER TABLE evaluations DROP COLUMN kind_before_v10;
 ALTER TABLE evaluations ADD COLUMN name TEXT NOT NULL DEFAULT '' CHECK (length(name) <= 120);
 ALTER TABLE evaluations ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE evaluations ADD COLUMN note TEXT NOT NULL DEFAULT '' CHECK (length(note) <= 4000);
+-- version 12
+ALTER TABLE evaluations RENAME COLUMN kind TO kind_before_v12;
+ALTER TABLE evaluations ADD COLUMN kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external', 'serving'));
+UPDATE evaluations SET kind = COALESCE(kind_before_v12, CASE WHEN scenario = 'serving' THEN 'serving' END);
+ALTER TABLE evaluations DROP COLUMN kind_before_v12;

@@ -15,7 +15,7 @@ CREATE TABLE evaluations (
   leveled INTEGER NOT NULL CHECK (leveled IN (0, 1)),
   settings TEXT NOT NULL,
   system TEXT NOT NULL
-, uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36), kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external')), name TEXT NOT NULL DEFAULT '' CHECK (length(name) <= 120), tags TEXT NOT NULL DEFAULT '[]', note TEXT NOT NULL DEFAULT '' CHECK (length(note) <= 4000));
+, uuid TEXT CHECK (uuid IS NULL OR length(uuid) = 36), name TEXT NOT NULL DEFAULT '' CHECK (length(name) <= 120), tags TEXT NOT NULL DEFAULT '[]', note TEXT NOT NULL DEFAULT '' CHECK (length(note) <= 4000), kind TEXT CHECK (kind IS NULL OR kind IN ('batch-sweep', 'scenario', 'generation', 'external', 'serving')));
 CREATE TABLE runs (
   id INTEGER PRIMARY KEY,
   evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,
