@@ -5,7 +5,8 @@
 #  - scripts/gpu/serve_hf.py (a random-weight Llama, static batches of up to 8, NVTX "prefill"/"decode_step" ranges)
 #    started under `xsp profile --signal --trace-level kernel`, so that its steps and kernels can be collected;
 #  - closed loops at concurrency 1 and 4: xsp bench-serve and scripts/gpu/serve_client.py in turn, $REPS rounds
-#    (the TTFT/TPOT agreement check: same server, same load, no schedule randomness);
+#    (the TTFT/TPOT agreement check: same server, same load, no schedule randomness), and each client's figures
+#    against the server's own times for the same requests (--request-log; scripts/gpu/serve_agreement.py);
 #  - xsp bench-serve at the request rates $RATES with --server-pid (one window each) and the serving-tail join.
 # PARTS picks "closed" and/or "rates" (default both); CONCURRENCY the closed loops' concurrencies (default "1 4");
 # PIN_SERVER / PIN_CLIENT are taskset prefixes that keep the server and the clients on separate cores (default
@@ -27,7 +28,7 @@ want() { [[ " ${PARTS:-closed rates} " == *" $1 "* ]]; }
 stamp() { echo "$(date +%T) $*" | tee -a "$ART/report.txt"; }
 export XSP_STORE=$ART/serve.db
 
-$PIN_SERVER $X profile --signal --trace-level kernel -- python3 scripts/gpu/serve_hf.py --port "$PORT" > "$ART/server.log" 2>&1 &
+$PIN_SERVER $X profile --signal --trace-level kernel -- python3 scripts/gpu/serve_hf.py --port "$PORT" --request-log "$ART/server_requests.jsonl" > "$ART/server.log" 2>&1 &
 profile_pid=$!
 for _ in $(seq 120); do
   curl -sf "$URL/models" > /dev/null && break
@@ -62,3 +63,9 @@ done
 kill -INT "$profile_pid" 2>/dev/null
 wait "$profile_pid" 2>/dev/null
 stamp "server stopped"
+if want closed; then
+  # Each client against the server's own times for its requests: the server's drift between rounds cancels.
+  python3 scripts/gpu/serve_agreement.py "$ART/server_requests.jsonl" --xsp-db "$XSP_STORE" \
+    --python "$ART"/closed_py_*.json > "$ART/agreement.md" 2>&1
+  stamp "agreement rc=$? $(tail -2 "$ART/agreement.md" | tr '\n' ' ')"
+fi

@@ -9,7 +9,10 @@ Requests arrive as a Poisson process at --request-rate (exponential gaps from ra
 thread, or (--max-concurrency C) in a closed loop of C clients: POST /completions with "stream": true, "max_tokens" = "min_tokens" = --output-tokens, "ignore_eos": true,
 stream_options.include_usage. Per request: TTFT = first chunk carrying text − request sent, TPOT = (last − first) /
 (chunks − 1), ITL = each gap between chunks; times from time.monotonic_ns() right after the chunk's line is read.
-Prints one JSON object: summaries (median, p90, p99, mean) of TTFT, TPOT, ITL and E2E in ns, and failures.
+Every request carries a `traceparent` with a fresh random trace id (as xsp bench-serve's), which a server log can name
+(serve_hf.py --request-log; scripts/gpu/serve_agreement.py matches them).
+Prints one JSON object: summaries (median, p90, p99, mean) of TTFT, TPOT, ITL and E2E in ns, failures, and
+per_request: each request's trace_id, sent_ns and token_ns (CLOCK_MONOTONIC).
 """
 import argparse
 import http.client
@@ -39,14 +42,16 @@ def summary(xs):
             "mean": statistics.fmean(xs), "n": len(xs)}
 
 
-def one(url, model, prompt, output_tokens, out):
+def one(url, model, prompt, output_tokens, out, trace_id):
     u = urllib.parse.urlparse(url)
+    out["trace_id"] = trace_id
     conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
     body = json.dumps({"model": model, "prompt": prompt, "max_tokens": output_tokens, "min_tokens": output_tokens,
                        "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}})
     try:
         sent = time.monotonic_ns()
-        conn.request("POST", u.path.rstrip("/") + "/completions", body, {"Content-Type": "application/json"})
+        conn.request("POST", u.path.rstrip("/") + "/completions", body,
+                     {"Content-Type": "application/json", "traceparent": f"00-{trace_id}-{'0' * 15}1-01"})
         resp = conn.getresponse()
         if resp.status != 200:
             out["error"] = f"HTTP {resp.status}"
@@ -88,6 +93,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    ids = random.Random()  # trace ids differ between runs, whatever the seed
+
+    def trace_id():
+        return f"{ids.getrandbits(128):032x}"
+
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
     if (args.request_rate is None) == (args.max_concurrency is None):
         sys.exit("serve_client: give --request-rate or --max-concurrency")
@@ -106,7 +116,7 @@ def main():
                     out = {}
                     results.append(out)
                     prompt = prompts[len(results) - 1]
-                one(args.url, args.model, prompt, args.output_tokens, out)
+                one(args.url, args.model, prompt, args.output_tokens, out, trace_id())
 
         threads = [threading.Thread(target=worker) for _ in range(args.max_concurrency)]
         for t in threads:
@@ -118,7 +128,7 @@ def main():
         prompt = " ".join(rng.choice(words) for _ in range(args.prompt_words))
         out = {}
         results.append(out)
-        t = threading.Thread(target=one, args=(args.url, args.model, prompt, args.output_tokens, out))
+        t = threading.Thread(target=one, args=(args.url, args.model, prompt, args.output_tokens, out, trace_id()))
         t.start()
         threads.append(t)
     for t in threads:
@@ -137,7 +147,9 @@ def main():
     json.dump({"url": args.url, "request_rate": args.request_rate, "max_concurrency": args.max_concurrency,
                "requests": args.requests,
                "duration_s": (time.monotonic_ns() - start) / 1e9, "ttft_ns": summary(ttft), "tpot_ns": summary(tpot),
-               "itl_ns": summary(itl), "e2e_ns": summary(e2e), "failed": failed}, sys.stdout, indent=1)
+               "itl_ns": summary(itl), "e2e_ns": summary(e2e), "failed": failed,
+               "per_request": [{k: r.get(k) for k in ("trace_id", "sent_ns", "token_ns", "error")} for r in results]},
+              sys.stdout)
     print()
     return 0
 

@@ -19,6 +19,10 @@ Tokens: there is no tokenizer on the machine, so a prompt's tokens are its white
 to an id by a stable hash; a generated token id t is sent as the text " t<id>". usage.prompt_tokens and
 usage.completion_tokens are exact for that scheme.
 
+--request-log FILE: one JSON line per streamed request, for checking clients against the server's own times
+(scripts/gpu/serve_agreement.py): the `traceparent` trace id, received_ns (the request read) and token_ns (just
+before each token's chunk is written), on CLOCK_MONOTONIC, the clock of xsp bench-serve and serve_client.py.
+
 --fake-prefill-ms P --fake-decode-ms D: no model and no GPU; the engine sleeps P ms per prefill and D ms per decode
 step of a batch and generates token ids from a counter (the same batching and HTTP), for checking clients on a machine
 without a GPU.
@@ -131,7 +135,9 @@ class Engine(threading.Thread):
                 r.tokens.put(None)
 
 
-def make_handler(engine, model_name):
+def make_handler(engine, model_name, log=None):
+    log_lock = threading.Lock()
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -158,6 +164,7 @@ def make_handler(engine, model_name):
             self.answer(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self):
+            received = time.monotonic_ns()
             if self.path.rstrip("/") != "/v1/completions":
                 return self.answer(404, {"error": {"message": f"no route {self.path}"}})
             try:
@@ -195,8 +202,10 @@ def make_handler(engine, model_name):
                 self.wfile.flush()
 
             n = 0
+            token_ns = []
             while (t := req.tokens.get()) is not None:
                 n += 1
+                token_ns.append(time.monotonic_ns())  # before the write: no client can read it earlier
                 send(json.dumps({"id": rid, "object": "text_completion", "created": created, "model": model_name,
                                  "choices": [{"index": 0, "text": f" t{t}",
                                               "finish_reason": "length" if n == max_tokens else None}]}))
@@ -208,6 +217,13 @@ def make_handler(engine, model_name):
             send("[DONE]")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+            if log is not None:
+                parts = (self.headers.get("traceparent") or "").split("-")
+                line = json.dumps({"trace_id": parts[1] if len(parts) == 4 else None, "received_ns": received,
+                                   "token_ns": token_ns}) + "\n"
+                with log_lock:
+                    log.write(line)
+                    log.flush()
 
     return Handler
 
@@ -224,10 +240,12 @@ def main():
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--fake-prefill-ms", type=float, default=20.0, help="with --fake-decode-ms: no model (see above)")
     ap.add_argument("--fake-decode-ms", type=float, help="no model, no GPU: sleep this long per decode step")
+    ap.add_argument("--request-log", help="append one JSON line per streamed request (see above)")
     args = ap.parse_args()
     engine = Engine(args)
     engine.start()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(engine, args.model_name))
+    log = open(args.request_log, "a", encoding="utf-8") if args.request_log else None
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(engine, args.model_name, log))
     print(f"serve_hf: listening on 127.0.0.1:{args.port}", flush=True)
     server.serve_forever()
 
