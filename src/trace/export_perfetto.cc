@@ -193,6 +193,9 @@ enum UuidKind : std::uint64_t {
   kCounterSequence,
 };
 
+/// The bits of a flow id that are its correlation id (PerfettoWriter::Impl::flow_id).
+constexpr std::uint64_t kFlowCorrelationMask = 0xffffffffULL;
+
 /// trace_processor keeps at most this many extra counter values per event (TrackEventData::kMaxNumExtraCounters)
 /// and drops the event's values past it.
 constexpr std::size_t kMaxExtraCounters = 8;
@@ -262,6 +265,20 @@ Level implied_level(std::string_view cat) {
   return Level::kKernel;  // kernel, gpu_memcpy, gpu_memset
 }
 
+/// The categories of KERNEL-level spans (device activities: kernels, memcpys, memsets).
+bool is_kernel_category(std::string_view cat) { return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset"; }
+
+/// Tags of a KERNEL-level span that say where it ran (and what it is): the same on most device activities of a
+/// stream, so a slice leaves them out where the previous slice of its category on its sequence had the same.
+constexpr std::string_view kRepeatedKernelTags[] = {"kind", "device", "context", "stream"};
+bool is_repeated_kernel_tag(std::string_view key) {
+  return std::find(std::begin(kRepeatedKernelTags), std::end(kRepeatedKernelTags), key) !=
+         std::end(kRepeatedKernelTags);
+}
+/// The annotation that lists (comma-separated) the repeated kernel tags a slice lacks though the previous slice of its
+/// category had them, so that a reader does not carry them over.
+constexpr const char* kUnsetAnnotation = "xsp.unset";
+
 constexpr std::string_view kMetadataCategory = "xsp_metadata";
 constexpr std::size_t kMaxInternedValueBytes = 64;
 
@@ -299,6 +316,14 @@ struct PerfettoWriter::Impl {
     std::uint64_t uuid = 0;
     std::vector<std::int64_t> open_end_ns;  // ends of the open slices, outermost first (non-increasing)
     std::vector<SpanId> open_span_ids;      // their span ids, likewise
+    /// Of each open slice, what a cuda_driver slice directly inside it implies: its parent and rule when it is a
+    /// cuda_runtime slice (the driver call of a runtime call has the runtime call's parent and rule).
+    struct Enclosing {
+      bool runtime = false;
+      SpanId parent = kNoSpan;
+      ParentRule rule = ParentRule::kContext;
+    };
+    std::vector<Enclosing> open_info;
     std::int64_t last_end_ns = std::numeric_limits<std::int64_t>::min();
   };
   struct TrackState {
@@ -377,6 +402,9 @@ struct PerfettoWriter::Impl {
       SpanId stride = 1;  // id - previous id, modulo 2^64; 1 after the category's first slice
     };
     std::map<std::string, IdRun, std::less<>> span_ids;
+    // Per KERNEL-level category, the repeated kernel tags (kRepeatedKernelTags) of this generation's latest slice,
+    // as a reader has them: the next slice leaves out those it has with the same type and value.
+    std::map<std::string, std::map<std::string, Tag, std::less<>>, std::less<>> kernel_tags;
   };
   std::unordered_map<std::uint64_t, std::unique_ptr<Sequence>> sequences;  // by default track (or counter-sequence key)
   Sequence* seq = nullptr;                                                 // the sequence of the event being written
@@ -452,6 +480,7 @@ struct PerfettoWriter::Impl {
     seq->int_counter_tracks.clear();
     seq->double_counter_tracks.clear();
     seq->span_ids.clear();
+    seq->kernel_tags.clear();
     write_clock_snapshot(last_ts_ns, first);
   }
 
@@ -608,7 +637,7 @@ struct PerfettoWriter::Impl {
         st.base_uuid = track_uuid(kThread, t.id, process_of(t));
         st.name = "thread " + std::to_string(t.id);
       }
-      st.lanes.push_back(Lane{st.base_uuid, {}, {}, std::numeric_limits<std::int64_t>::min()});
+      st.lanes.push_back(Lane{st.base_uuid, {}, {}, {}, std::numeric_limits<std::int64_t>::min()});
     }
     return st;
   }
@@ -760,6 +789,7 @@ struct PerfettoWriter::Impl {
       }
       lane.open_end_ns.pop_back();
       lane.open_span_ids.pop_back();
+      lane.open_info.pop_back();
       lane.last_end_ns = o.end_ns;
       begin_event(lane.uuid);
       describe_lane(*o.track, o.lane);
@@ -775,10 +805,15 @@ struct PerfettoWriter::Impl {
     }
   }
 
-  /// Correlation ids are per process: the flow id mixes in the process when the trace has several. With one, a
+  /// Correlation ids are per process: the flow id holds the process when the trace has several. With one, a
   /// stream says process 0 ("the only one") while its launching thread is listed as processes[0]: the same process.
+  /// A correlation id below 2^32 (CUPTI's are 32-bit) is the flow id's low 32 bits, the process position + 1 its high
+  /// ones, so that a reader recovers it from the flow (kFlowCorrelationMask) and the event leaves "correlation" out;
+  /// a larger one is mixed in (and its "correlation" written).
   std::uint64_t flow_id(const Span& s) const {
-    return mix(kFlow, s.correlation_id, processes.size() > 1 ? process_of(s.track) : 0);
+    const std::uint64_t process = processes.size() > 1 ? process_of(s.track) : 0;
+    if (s.correlation_id <= kFlowCorrelationMask) return ((process + 1) << 32) | s.correlation_id;
+    return mix(kFlow, s.correlation_id, process);
   }
 
   void open_flow(std::uint64_t id) {
@@ -993,7 +1028,7 @@ struct PerfettoWriter::Impl {
     }
     if (lane == st.lanes.size()) {
       st.lanes.push_back(
-          Lane{track_uuid(kOverlap, st.base_uuid, lane), {}, {}, std::numeric_limits<std::int64_t>::min()});
+          Lane{track_uuid(kOverlap, st.base_uuid, lane), {}, {}, {}, std::numeric_limits<std::int64_t>::min()});
     }
     // One reset check for all of the span's packets (descriptors, BEGIN, counters), so its counter tracks are
     // described in the generation that uses them.
@@ -1017,12 +1052,54 @@ struct PerfettoWriter::Impl {
     const std::string_view cat = kineto_category(s);
     event.varint(pb::kEventCategoryIids, intern(seq->categories, pb::kInternedEventCategories, std::string(cat)));
     event.varint(pb::kEventNameIid, intern(seq->names, pb::kInternedEventNames, name));
+    // Device activities leave out the kind, device, context and stream their category's previous slice on this
+    // sequence had (docs/exports.md lists the rules).
+    const bool kernel_level = is_kernel_category(cat);
+    std::map<std::string, Tag, std::less<>>* previous_kernel_tags = nullptr;
+    if (kernel_level) {
+      if (const auto it = seq->kernel_tags.find(cat); it != seq->kernel_tags.end()) previous_kernel_tags = &it->second;
+    }
+    const auto occurrences = [&](std::string_view key) {
+      return std::count_if(s.tags.begin(), s.tags.end(), [&](const Tag& t) { return t.key == key; });
+    };
     for (const Tag& t : s.tags) {
       // Counter values are on their counter tracks at this span's start: the annotation would say it twice.
       if (s.level == Level::kHardware && !counters_collide && counter_value(t)) continue;
+      if (previous_kernel_tags && is_repeated_kernel_tag(t.key) && occurrences(t.key) == 1) {
+        const auto prev = previous_kernel_tags->find(t.key);
+        if (prev != previous_kernel_tags->end() && prev->second.type == t.type && prev->second.value == t.value) {
+          continue;
+        }
+      }
       annotate(event, t, what);
     }
-    if (s.correlation_id != 0) annotate_int(event, "correlation", static_cast<std::int64_t>(s.correlation_id));
+    if (kernel_level) {
+      std::string unset;
+      std::map<std::string, Tag, std::less<>> now;
+      for (const std::string_view key : kRepeatedKernelTags) {
+        const auto last = std::find_if(s.tags.rbegin(), s.tags.rend(), [&](const Tag& t) { return t.key == key; });
+        if (last != s.tags.rend()) {
+          now.emplace(std::string(key), *last);
+        } else if (previous_kernel_tags && previous_kernel_tags->contains(key)) {
+          unset += (unset.empty() ? "" : ",") + std::string(key);
+        }
+      }
+      if (!unset.empty()) annotate_string(event, kUnsetAnnotation, unset);
+      seq->kernel_tags[std::string(cat)] = std::move(now);
+    }
+    // A launch starts a flow, the first device activity of its correlation id ends it; the flow id holds the
+    // correlation id, so such an event leaves "correlation" out.
+    std::optional<std::uint64_t> starts_flow, ends_flow;
+    if (s.correlation_id != 0 && s.level == Level::kSystem) {
+      starts_flow = flow_id(s);
+    } else if (s.correlation_id != 0 && s.level == Level::kKernel) {
+      // Only the first device activity of a launch ends its flow: a second would start a flow of its own.
+      if (const std::uint64_t id = flow_id(s); pending_flows.erase(id) != 0) ends_flow = id;
+    }
+    const std::optional<std::uint64_t> flow = starts_flow ? starts_flow : ends_flow;
+    if (s.correlation_id != 0 && !(flow && (*flow & kFlowCorrelationMask) == s.correlation_id)) {
+      annotate_int(event, "correlation", static_cast<std::int64_t>(s.correlation_id));
+    }
     // What the event already says is left out (docs/exports.md lists the rules): the level where the category
     // implies it, the parent where it is the enclosing slice on this track (or none at the top), the rule where it is
     // the commonest for where the parent is.
@@ -1040,21 +1117,29 @@ struct PerfettoWriter::Impl {
       run->second.stride = s.id - run->second.last;
       run->second.last = s.id;
     }
-    const std::vector<SpanId>& enclosing = st.lanes[lane].open_span_ids;
-    const bool parent_implied = s.parent_id == (enclosing.empty() ? kNoSpan : enclosing.back());
+    // The parent a slice implies is the enclosing one on its track (none at the top), with the rule "context"; a
+    // cuda_driver slice directly inside a cuda_runtime slice (the driver call of a runtime call) implies that slice's
+    // parent and rule instead.
+    Lane& here = st.lanes[lane];
+    SpanId implied_parent = here.open_span_ids.empty() ? kNoSpan : here.open_span_ids.back();
+    ParentRule rule_if_implied = ParentRule::kContext;
+    if (cat == "cuda_driver" && !here.open_info.empty() && here.open_info.back().runtime) {
+      implied_parent = here.open_info.back().parent;
+      rule_if_implied = here.open_info.back().rule;
+    }
+    const bool parent_implied = s.parent_id == implied_parent;
     if (!parent_implied) annotate_int(event, "xsp.parent_id", static_cast<std::int64_t>(s.parent_id));
-    // A parent elsewhere is mostly a launch joined by correlation id (device work); one on this track mostly the
-    // profiler's own context.
-    const ParentRule implied_rule = parent_implied ? ParentRule::kContext : ParentRule::kCorrelation;
+    // A parent elsewhere is mostly, for device work, the launch joined by correlation id, and for the rest (graph
+    // replays under the host's step, driver calls under the op) the profiler's own context.
+    const ParentRule implied_rule = parent_implied ? rule_if_implied
+                                    : kernel_level ? ParentRule::kCorrelation
+                                                   : ParentRule::kContext;
     if (s.parent_rule != implied_rule) annotate_string(event, "xsp.parent_rule", to_string(s.parent_rule));
-    if (s.correlation_id != 0 && s.level == Level::kSystem) {
-      const std::uint64_t id = flow_id(s);
-      event.fixed64(pb::kEventFlowIds, id);
-      open_flow(id);
-    } else if (s.correlation_id != 0 && s.level == Level::kKernel) {
-      // Only the first device activity of a launch ends its flow: a second would start a flow of its own.
-      const std::uint64_t id = flow_id(s);
-      if (pending_flows.erase(id) != 0) event.fixed64(pb::kEventTerminatingFlowIds, id);
+    if (starts_flow) {
+      event.fixed64(pb::kEventFlowIds, *starts_flow);
+      open_flow(*starts_flow);
+    } else if (ends_flow) {
+      event.fixed64(pb::kEventTerminatingFlowIds, *ends_flow);
     }
     extra_counters(event, counter_events[0]);
     Proto body;
@@ -1068,6 +1153,7 @@ struct PerfettoWriter::Impl {
 
     st.lanes[lane].open_end_ns.push_back(s.end_ns);
     st.lanes[lane].open_span_ids.push_back(s.id);
+    st.lanes[lane].open_info.push_back({cat == "cuda_runtime", s.parent_id, s.parent_rule});
     open.push(Open{s.end_ns, ++open_seq, &st, lane});
     ++spans;
   }

@@ -17,7 +17,10 @@ For each trace it checks that:
   counter events go to counter tracks, slices to others;
 - per track, after a stable sort by timestamp (as trace_processor sorts), every BEGIN has its END, slices nest and
   END timestamps never decrease;
-- every flow starts at a SYSTEM-level slice (a launch) and ends at a KERNEL-level slice with the same correlation;
+- every flow starts at a SYSTEM-level slice (a launch) and ends at a KERNEL-level slice with the same correlation
+  (where a slice with a flow leaves "correlation" out: its first flow id's low 32 bits);
+- a device activity's "kind", "device", "context", "stream", where left out, are the previous slice's of its category
+  on its sequence since the last reset, less the keys its "xsp.unset" annotation lists;
 - extra counter values (TrackEvent.extra_counter_values / extra_double_counter_values, on slices and counter events)
   map by position to the TrackEventDefaults lists of their sequence, onto counter tracks described since the last
   reset; at most 8 per event and no non-zero value after a zero (trace_processor keeps 8, and reads the values after
@@ -30,8 +33,10 @@ For each trace it checks that:
   value) for the numeric tags of its HARDWARE spans, and every
   span's name, duration, level, parent id and parent rule equal its row's, after the writer's implied values are
   filled in: "xsp.level" from the category (CATEGORY_LEVEL), "xsp.parent_id" from the enclosing slice on the
-  track (its "xsp.span_id"; 0 at the top), "xsp.parent_rule" "context" where the parent is so implied, else
-  "correlation".
+  track (its "xsp.span_id"; 0 at the top; for a cuda_driver slice directly in a cuda_runtime slice, that slice's
+  parent), "xsp.parent_rule" "context" where the parent is so implied (the runtime slice's rule for such a driver
+  slice), else "correlation" for device activities and "context" for the others; and so do every span's
+  correlation id and tags (on HARDWARE spans less the counter values, compared as samples above).
 
 With --max-bytes N (and --xsp, --store): the export is sharded (`xsp trace export --max-bytes N`); every shard must
 pass the checks above on its own, there must be more than one, and together they must hold every span of the store
@@ -65,6 +70,13 @@ CATEGORY_LEVEL = {"user_annotation": "model", "gpu_user_annotation": "framework"
                   "cuda_runtime": "system", "cuda_driver": "system", "kernel": "kernel", "gpu_memcpy": "kernel",
                   "gpu_memset": "kernel", "cuda_profiler_range": "hardware"}
 
+# Device activities: their slices leave out the tags REPEATED_KERNEL_TAGS that the previous slice of their category
+# on their sequence had, and name in "xsp.unset" those of them they lack (export_perfetto.cc kRepeatedKernelTags).
+KERNEL_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+REPEATED_KERNEL_TAGS = ("kind", "device", "context", "stream")
+# A flow id's low 32 bits are its correlation id (export_perfetto.cc flow_id); a slice with a flow leaves out its
+# "correlation" when they are.
+FLOW_CORRELATION_MASK = 0xFFFFFFFF
 MAX_EXTRA_COUNTERS = 8  # trace_processor's TrackEventData::kMaxNumExtraCounters
 U64 = (1 << 64) - 1
 SEQ_CLEARED = 1
@@ -173,7 +185,7 @@ def check_file(pb, path):
         seq = state.setdefault(packet.trusted_packet_sequence_id,
                                {"valid": False, "names": {}, "categories": {}, "keys": {}, "values": {},
                                 "described": set(), "clocks": {}, "clock": None, "track": None, "int_uuids": [],
-                                "double_uuids": [], "span_ids": {}})
+                                "double_uuids": [], "span_ids": {}, "kernel_tags": {}})
         if index == 0:
             if not packet.HasField("clock_snapshot") or not packet.clock_snapshot.HasField("primary_trace_clock"):
                 raise CheckFailed("%s: the first packet is not a ClockSnapshot naming the trace clock" % where)
@@ -181,7 +193,7 @@ def check_file(pb, path):
         if packet.sequence_flags & SEQ_CLEARED:
             # A new generation starts without defaults (trace_processor's OnIncrementalStateCleared).
             seq.update(valid=True, names={}, categories={}, keys={}, values={}, described=set(), clock=None,
-                       track=None, int_uuids=[], double_uuids=[], span_ids={})
+                       track=None, int_uuids=[], double_uuids=[], span_ids={}, kernel_tags={})
         if packet.HasField("trace_packet_defaults"):
             d = packet.trace_packet_defaults
             seq["clock"] = d.timestamp_clock_id if d.HasField("timestamp_clock_id") else None
@@ -303,6 +315,17 @@ def check_file(pb, path):
                     args["xsp.span_id"] = (run[0] + run[1]) & U64
                 span_id = args["xsp.span_id"] & U64
                 seq["span_ids"][category] = (span_id, (span_id - run[0]) & U64 if run else 1)
+            if e.type == TYPE_SLICE_BEGIN and category in KERNEL_CATEGORIES:
+                # The repeated kernel tags it leaves out are the previous slice's of its category, less "xsp.unset".
+                unset = args.pop("xsp.unset", "")
+                unset = set(unset.split(",")) if unset else set()
+                for key, value in seq["kernel_tags"].get(category, {}).items():
+                    if key not in args and key not in unset:
+                        args[key] = value
+                seq["kernel_tags"][category] = {k: args[k] for k in REPEATED_KERNEL_TAGS if k in args}
+            flow = (list(e.flow_ids) + list(e.terminating_flow_ids))[:1]
+            if e.type == TYPE_SLICE_BEGIN and "correlation" not in args and flow:
+                args["correlation"] = flow[0] & FLOW_CORRELATION_MASK
             s = {
                 "name": resolve("names", e.name_iid),
                 "category": category,
@@ -331,11 +354,20 @@ def check_file(pb, path):
             if kind == TYPE_SLICE_BEGIN:
                 if stack and slices[stack[-1]]["start"] > ts:
                     raise CheckFailed("track %d: slice begins before its parent" % uuid)
-                # Without "xsp.parent_id" the span's parent is the enclosing slice (trace_processor's parent_id).
+                # Without "xsp.parent_id" the span's parent is the enclosing slice (trace_processor's parent_id), with
+                # the rule "context"; a cuda_driver slice directly in a cuda_runtime slice has that slice's parent
+                # and rule. With it, the rule is "correlation" for device activities, else "context".
                 args = slices[si]["args"]
                 enclosing = slices[stack[-1]]["args"].get("xsp.span_id", 0) if stack else 0
+                rule_if_implied = "context"
+                outer = slices[stack[-1]] if stack else None
+                if outer and slices[si]["category"] == "cuda_driver" and outer["category"] == "cuda_runtime":
+                    enclosing, rule_if_implied = outer["parent_id"], outer["parent_rule"]
                 slices[si]["parent_id"] = args.get("xsp.parent_id", enclosing)
-                implied_rule = "correlation" if "xsp.parent_id" in args else "context"
+                if "xsp.parent_id" not in args:
+                    implied_rule = rule_if_implied
+                else:
+                    implied_rule = "correlation" if slices[si]["category"] in KERNEL_CATEGORIES else "context"
                 slices[si]["parent_rule"] = args.get("xsp.parent_rule", implied_rule)
                 stack.append(si)
                 continue
@@ -378,8 +410,10 @@ def check_file(pb, path):
     for s in spans:
         if "xsp.span_id" not in s["args"]:
             raise CheckFailed("%s: a span without xsp.span_id" % s["where"])
+        tags = {k: v for k, v in s["args"].items() if not k.startswith("xsp.") and k != "correlation"}
         by_id[s["args"]["xsp.span_id"]] = (s["name"], s["end"] - s["start"], s["level"], s["parent_id"],
-                                          s["parent_rule"])
+                                          s["parent_rule"], s["args"].get("correlation", 0),
+                                          span_tags(tags, s["level"]))
     return {
         "by_id": by_id,
         "packets": packets,
@@ -393,6 +427,17 @@ def check_file(pb, path):
         "tracks": len(tracks),
         "primary_clock": primary_clock,
     }
+
+
+def span_tags(tags, level):
+    """A span's tags, comparable between the .pftrace (annotations) and the store (the tags table): int lists as the
+    store's text, and on HARDWARE spans without the counter values (on counter tracks, compared as samples)."""
+    out = []
+    for key, value in tags.items():
+        if level == "hardware" and key not in NON_COUNTER_TAGS and isinstance(value, (int, float)):
+            continue
+        out.append((key, ",".join(str(v) for v in value) if isinstance(value, list) else value))
+    return tuple(sorted(out))
 
 
 def expected_from_sqlite(path):
@@ -416,8 +461,12 @@ def expected_from_sqlite(path):
         "SELECT tags.key, spans.start_ns, tags.value FROM tags JOIN spans ON spans.id = tags.span_id WHERE "
         "spans.level = 'hardware' AND typeof(tags.value) IN ('integer', 'real') AND tags.key NOT IN (%s)"
         % placeholders, NON_COUNTER_TAGS))
-    by_id = {row[0]: tuple(row[1:]) for row in db.execute(
-        "SELECT id, name, duration_ns, level, coalesce(parent_id, 0), parent_rule FROM spans")}
+    tags = collections.defaultdict(dict)
+    for span_id, key, value in db.execute("SELECT span_id, key, value FROM tags"):
+        tags[span_id][key] = value
+    by_id = {row[0]: tuple(row[1:]) + (span_tags(tags[row[0]], row[3]),) for row in db.execute(
+        "SELECT id, name, duration_ns, level, coalesce(parent_id, 0), parent_rule, coalesce(correlation_id, 0) "
+        "FROM spans")}
     return {"spans": spans, "duration_ns": duration, "per_level": per_level, "flows": flows,
             "counter_values": counter_values, "samples": samples, "by_id": by_id}
 
@@ -436,7 +485,7 @@ def compare(got, want, name):
         problems.append("%s: span ids differ from the store's (%d in the .pftrace, %d in the store)" % (
             name, len(got["by_id"]), len(want["by_id"])))
     else:
-        fields = ("name", "duration_ns", "level", "parent_id", "parent_rule")
+        fields = ("name", "duration_ns", "level", "parent_id", "parent_rule", "correlation", "tags")
         differ = [(i, f, got["by_id"][i][k], want["by_id"][i][k]) for i in sorted(want["by_id"])
                   for k, f in enumerate(fields) if got["by_id"][i][k] != want["by_id"][i][k]]
         for i, f, g, w in differ[:10]:
@@ -468,7 +517,8 @@ def check_shards(pb, tmp, args):
                                                                                          args.max_bytes))
             for shard in shards:
                 got = check_file(pb, os.path.join(tmp, shard))
-                for span_id, (name, dur, level, _, _) in got["by_id"].items():
+                for span_id, row in got["by_id"].items():
+                    name, dur, level = row[:3]
                     seen[span_id] += 1
                     if want.get(span_id, (None,))[:3] != (name, dur, level):
                         raise CheckFailed("%s: span %d is %r in the shard, %r in the store" % (

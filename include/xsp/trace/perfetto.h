@@ -60,19 +60,26 @@ inline constexpr std::uint32_t kPerfettoGpuPidBase = kChromeHostPid + (1u << 20)
 ///   per GPU stream (a track "stream s" under its GPU), as the Chrome export names them;
 /// - per span a TrackEvent TYPE_SLICE_BEGIN and TYPE_SLICE_END on its track, with interned name and Kineto category
 ///   (as the Chrome export's "cat") and typed debug annotations: its tags (ints, doubles, strings, int lists as
-///   arrays; HARDWARE counter values go to counter tracks instead), "correlation" (the correlation id),
-///   "xsp.span_id" unless the id continues its category's ids on its sequence (since the sequence's last reset: the
-///   previous slice's id of that category + its step from the one before, modulo 2^64, or + 1 after the category's
-///   first slice; a reader rebuilds it the same way), and "xsp.level", "xsp.parent_id", "xsp.parent_rule" unless the
-///   event already says them: the
-///   level the category implies (user_annotation: model, gpu_user_annotation and cpu_op: framework, cuda_*: system,
+///   arrays; HARDWARE counter values go to counter tracks instead), "correlation" (the correlation id) unless the
+///   slice has a flow whose low 32 bits hold it (see flows), "xsp.span_id" unless the id continues its category's
+///   ids on its sequence (since the sequence's last reset: the previous slice's id of that category + its step from
+///   the one before, modulo 2^64, or + 1 after the category's first slice; a reader rebuilds it the same way), and
+///   "xsp.level", "xsp.parent_id", "xsp.parent_rule" unless the event already says them: the level the category
+///   implies (user_annotation: model, gpu_user_annotation and cpu_op: framework, cuda_*: system,
 ///   kernel/gpu_memcpy/gpu_memset: kernel, cuda_profiler_range: hardware), the parent that encloses the slice on its
-///   track (or 0 with none), the rule "context" with such a parent, else "correlation".
+///   track (or 0 with none) with the rule "context" (for a cuda_driver slice directly inside a cuda_runtime slice:
+///   that slice's parent and rule), and with a parent written, the rule "correlation" for device activities
+///   (kernel/gpu_memcpy/gpu_memset), "context" for the others. A device activity leaves out its "kind", "device",
+///   "context" and "stream" tags where the previous slice of its category on its sequence (since the last reset) had
+///   the same (type and value); the keys that slice had and this span lacks are listed, comma-separated, in a string
+///   annotation "xsp.unset".
 ///   Slices on one track nest strictly: a span that overlaps an open one without nesting in it goes to a sibling
 ///   track "<track> (overlap N)" under the same process;
 /// - flows: flow_ids on every SYSTEM span with a correlation id (a launch; runtime and driver calls of one launch
 ///   chain), terminating_flow_ids on the first KERNEL-level span (kernel, memcpy, memset) with the same correlation id
-///   and process; flow ids mix in the process so that processes of one trace never share one;
+///   and process. A flow id is (process position + 1) << 32 | correlation id (process 0 with one process), so that
+///   processes of one trace never share one and a reader takes the correlation id from its low 32 bits; a
+///   correlation id of more than 32 bits is mixed with the process instead (splitmix64) and written as "correlation";
 /// - counters: a counter track (CounterDescriptor) per (GPU, tag) for the numeric tags of HARDWARE-level spans, on
 ///   the span's GPU (its stream's, its "device" tag, or the run's only GPU; else its process), with a value at the
 ///   span's start: integral values (integer tags, reals without a fraction up to 2^53) as integers, others as

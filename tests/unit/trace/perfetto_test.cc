@@ -103,7 +103,9 @@ struct Slice {
   int depth = 0;
   std::map<std::string, Value> args;
   std::vector<std::uint64_t> flow_ids, terminating_flow_ids;
-  bool span_id_implied = false;  // "xsp.span_id" was left out and rebuilt by the rule
+  bool span_id_implied = false;        // "xsp.span_id" was left out and rebuilt by the rule
+  bool correlation_implied = false;    // "correlation" was left out and rebuilt from the slice's flow id
+  std::set<std::string> tags_implied;  // repeated kernel tags left out and carried over from the previous slice
 };
 
 struct CounterPoint {
@@ -141,6 +143,7 @@ struct SequenceState {
   std::uint64_t default_track = 0;                                          // TrackEventDefaults.track_uuid
   std::vector<std::uint64_t> int_counter_tracks, double_counter_tracks;     // its extra counter track lists
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> span_ids;  // category -> (last id, stride)
+  std::map<std::string, std::map<std::string, Value>> kernel_tags;  // category -> its last slice's repeated tags
   struct Clock {
     bool incremental = false;
     std::int64_t last = 0, offset = 0;  // its last value; host clock minus it at its snapshot
@@ -339,6 +342,33 @@ Decoded read_pftrace(const std::string& file) {
             ADD_FAILURE() << "the first " << s.category << " slice of a generation without xsp.span_id";
           }
           seq.span_ids[s.category] = {id, run == seq.span_ids.end() ? 1 : id - run->second.first};
+        }
+        if (type == 1 && (s.category == "kernel" || s.category == "gpu_memcpy" || s.category == "gpu_memset")) {
+          // The repeated kernel tags a device activity leaves out are its category's previous slice's, less those
+          // "xsp.unset" names.
+          std::set<std::string> unset;
+          if (const auto u = s.args.find("xsp.unset"); u != s.args.end()) {
+            std::istringstream keys_in(std::get<std::string>(u->second));
+            for (std::string key; std::getline(keys_in, key, ',');) unset.insert(key);
+            s.args.erase(u);
+          }
+          for (const auto& [key, value] : seq.kernel_tags[s.category]) {
+            if (!s.args.contains(key) && !unset.contains(key)) {
+              s.args[key] = value;
+              s.tags_implied.insert(key);
+            }
+          }
+          std::map<std::string, Value>& last = seq.kernel_tags[s.category];
+          last.clear();
+          for (const char* key : {"kind", "device", "context", "stream"}) {
+            if (s.args.contains(key)) last[key] = s.args.at(key);
+          }
+        }
+        // A slice with a flow whose "correlation" is left out has its flow id's low 32 bits.
+        const std::vector<std::uint64_t>& flow = s.flow_ids.empty() ? s.terminating_flow_ids : s.flow_ids;
+        if (type == 1 && !flow.empty() && !s.args.contains("correlation")) {
+          s.args["correlation"] = static_cast<std::int64_t>(flow.front() & 0xffffffffu);
+          s.correlation_implied = true;
         }
         s.depth = static_cast<int>(open[track].size());
         if (type == 3) {
@@ -973,6 +1003,127 @@ TEST(PerfettoTrace, CounterValuesRideOnTheBeginWithTheirTracksInTheDefaults) {
   const Slice& slice = slice_named(d, "hardware#1");
   EXPECT_EQ(std::get<std::int64_t>(slice.args.at("range_index")), 3);
   EXPECT_FALSE(slice.args.contains("c0"));
+}
+
+TEST(PerfettoTrace, KernelTagsThatRepeatThePreviousSlicesOfTheCategoryAreLeftOut) {
+  // Known answer on one stream: the kind, device, context and stream of a device activity are left out where the
+  // previous slice of its category on the sequence had the same (type and value); those it lacks though that slice
+  // had them are named in "xsp.unset". Other tags are always written.
+  const auto kernel = [](SpanId id, std::int64_t start, std::vector<Tag> tags) {
+    Span k = make_span(id, Level::kKernel, start, start + 10, 0);
+    k.track = Track::stream(0, 7);
+    k.tags = std::move(tags);
+    return k;
+  };
+  const std::vector<Tag> where = {{"kind", "kernel"}, {"device", 0}, {"context", 1}, {"stream", 7}};
+  std::vector<Tag> k1 = where, k2 = where, k3 = where;
+  k1.emplace_back("grid", "1,1,1");
+  k2.emplace_back("grid", "2,1,1");                      // all four repeated; its own grid written
+  k3[2] = Tag("context", 2);                             // a new context: written, the other three left out
+  std::vector<Tag> k4 = {where[0], where[1], where[2]};  // context 1 again; no stream: "xsp.unset" says so
+  std::vector<Tag> k5 = {where[0], {"device", "0"}, where[2], where[3]};  // device as text: written, stream written
+  Span memcpy_span = kernel(6, 100, {{"kind", "memcpy"}, {"device", 0}, {"context", 2}, {"stream", 7}});
+  const Decoded d = read_pftrace(write(
+      {kernel(1, 0, k1), kernel(2, 20, k2), kernel(3, 40, k3), kernel(4, 60, k4), kernel(5, 80, k5), memcpy_span}));
+  const std::map<std::string, std::set<std::string>> implied = {
+      {"kernel#1", {}},
+      {"kernel#2", {"kind", "device", "context", "stream"}},
+      {"kernel#3", {"kind", "device", "stream"}},
+      {"kernel#4", {"kind", "device"}},  // context 1 after 2: written
+      {"kernel#5", {"kind", "context"}},
+      {"kernel#6", {}}};  // the first gpu_memcpy slice: its category's own progression
+  for (const auto& [name, keys] : implied) EXPECT_EQ(slice_named(d, name).tags_implied, keys) << name;
+  // Rebuilt, every slice has exactly its span's tags.
+  const auto tags_of = [](const Slice& s) {
+    std::map<std::string, Value> t = s.args;
+    std::erase_if(t, [](const auto& kv) { return kv.first.starts_with("xsp."); });
+    return t;
+  };
+  EXPECT_EQ(tags_of(slice_named(d, "kernel#2")), (std::map<std::string, Value>{{"kind", std::string("kernel")},
+                                                                               {"device", std::int64_t{0}},
+                                                                               {"context", std::int64_t{1}},
+                                                                               {"stream", std::int64_t{7}},
+                                                                               {"grid", std::string("2,1,1")}}));
+  EXPECT_EQ(std::get<std::int64_t>(slice_named(d, "kernel#3").args.at("context")), 2);
+  EXPECT_FALSE(slice_named(d, "kernel#4").args.contains("stream"));
+  EXPECT_EQ(std::get<std::string>(slice_named(d, "kernel#5").args.at("device")), "0");
+  EXPECT_EQ(std::get<std::int64_t>(slice_named(d, "kernel#5").args.at("stream")), 7);
+  EXPECT_EQ(std::get<std::string>(slice_named(d, "kernel#6").args.at("kind")), "memcpy");
+}
+
+TEST(PerfettoTrace, CorrelationIsLeftOutWhereTheFlowIdHoldsIt) {
+  // Known answer: a flow id is (process position + 1) << 32 | correlation id for correlation ids below 2^32, so the
+  // launch and the kernel that ends its flow leave "correlation" out; a second kernel of the launch (no flow) and a
+  // launch with a 64-bit correlation id (a mixed flow id) write it.
+  Span launch = make_span(1, Level::kSystem, 100, 200, 7, kNoSpan, 9);
+  Span k1 = make_span(2, Level::kKernel, 300, 400, 0, 1, 9);
+  k1.track = Track::stream(0, 7);
+  Span k2 = make_span(3, Level::kKernel, 400, 450, 0, 1, 9);
+  k2.track = Track::stream(0, 7);
+  Span wide = make_span(4, Level::kSystem, 500, 600, 7, kNoSpan, std::uint64_t{1} << 40);
+  const Decoded d = read_pftrace(write({launch, k1, k2, wide}));
+  const Slice &l = slice_named(d, "system#1"), &a = slice_named(d, "kernel#2"), &b = slice_named(d, "kernel#3"),
+              &w = slice_named(d, "system#4");
+  EXPECT_EQ(l.flow_ids, (std::vector<std::uint64_t>{(std::uint64_t{1} << 32) | 9}));
+  EXPECT_EQ(a.terminating_flow_ids, l.flow_ids);
+  EXPECT_TRUE(l.correlation_implied);
+  EXPECT_TRUE(a.correlation_implied);
+  EXPECT_FALSE(b.correlation_implied);
+  EXPECT_FALSE(w.correlation_implied);
+  EXPECT_EQ(std::get<std::int64_t>(l.args.at("correlation")), 9);
+  EXPECT_EQ(std::get<std::int64_t>(a.args.at("correlation")), 9);
+  EXPECT_EQ(std::get<std::int64_t>(b.args.at("correlation")), 9);
+  EXPECT_EQ(std::get<std::int64_t>(w.args.at("correlation")), std::int64_t{1} << 40);
+  ASSERT_EQ(w.flow_ids.size(), 1u);
+  EXPECT_NE(w.flow_ids[0] & 0xffffffffu, 0u);  // mixed: its low bits are not the correlation id's
+  // Two processes: the same correlation id, flow ids apart by their high bits.
+  const std::vector<TraceProcess> processes = {{100, "python a.py", {7}}, {200, "python b.py", {8}}};
+  Span p1 = make_span(5, Level::kSystem, 100, 200, 7, kNoSpan, 5);
+  Span p2 = make_span(6, Level::kSystem, 110, 210, 8, kNoSpan, 5);
+  const Decoded two = read_pftrace(write({p1, p2}, {}, {}, processes));
+  EXPECT_EQ(slice_named(two, "system#5").flow_ids, (std::vector<std::uint64_t>{(std::uint64_t{2} << 32) | 5}));
+  EXPECT_EQ(slice_named(two, "system#6").flow_ids, (std::vector<std::uint64_t>{(std::uint64_t{3} << 32) | 5}));
+}
+
+TEST(PerfettoTrace, ADriverCallInsideARuntimeCallImpliesItsParentAndRule) {
+  // Known answer on one thread: op 1 > runtime call 2 (parent 1 by containment) > driver calls. A driver call
+  // directly inside a runtime call implies that call's parent and rule; with a parent written, a slice that is not
+  // a device activity implies the rule "context".
+  Span op = make_span(1, Level::kFramework, 0, 1000, 7);
+  op.parent_rule = ParentRule::kNone;
+  Span runtime = make_span(2, Level::kSystem, 10, 500, 7, 1);
+  runtime.tags = {{"domain", "runtime"}};
+  runtime.parent_rule = ParentRule::kContainment;  // the enclosing slice, but not "context": written
+  Span d1 = make_span(3, Level::kSystem, 20, 30, 7, 1);
+  d1.tags = {{"domain", "driver"}};
+  d1.parent_rule = ParentRule::kContainment;  // the runtime call's parent and rule: both left out
+  Span d2 = make_span(4, Level::kSystem, 40, 50, 7, 1);
+  d2.tags = {{"domain", "driver"}};
+  d2.parent_rule = ParentRule::kContext;  // the runtime call's parent, another rule: the rule written
+  Span d3 = make_span(5, Level::kSystem, 60, 70, 7, 2);
+  d3.tags = {{"domain", "driver"}};
+  d3.parent_rule = ParentRule::kContext;  // the runtime call itself: its parent written, "context" implied
+  Span replayed = make_span(6, Level::kFramework, 100, 200, 0, 1);  // a graph replay under the host's op
+  replayed.track = Track::stream(0, 7);
+  replayed.parent_rule = ParentRule::kContext;
+  const Decoded d = read_pftrace(write({op, runtime, d1, d2, d3, replayed}));
+  const auto& r = slice_named(d, "system#2").args;
+  EXPECT_FALSE(r.contains("xsp.parent_id"));
+  EXPECT_EQ(std::get<std::string>(r.at("xsp.parent_rule")), "containment");
+  const auto& a = slice_named(d, "system#3");
+  EXPECT_EQ(a.category, "cuda_driver");
+  EXPECT_FALSE(a.args.contains("xsp.parent_id"));
+  EXPECT_FALSE(a.args.contains("xsp.parent_rule"));
+  const auto& b = slice_named(d, "system#4").args;
+  EXPECT_FALSE(b.contains("xsp.parent_id"));
+  EXPECT_EQ(std::get<std::string>(b.at("xsp.parent_rule")), "context");
+  const auto& c = slice_named(d, "system#5").args;
+  EXPECT_EQ(std::get<std::int64_t>(c.at("xsp.parent_id")), 2);
+  EXPECT_FALSE(c.contains("xsp.parent_rule"));
+  const Slice& g = slice_named(d, "framework#6");
+  EXPECT_EQ(g.category, "gpu_user_annotation");
+  EXPECT_EQ(std::get<std::int64_t>(g.args.at("xsp.parent_id")), 1);
+  EXPECT_FALSE(g.args.contains("xsp.parent_rule"));
 }
 
 TEST(PerfettoTrace, AnEmptyTraceIsAValidFile) {
