@@ -201,9 +201,6 @@ std::string headline_html(const EvaluationRecord& r, const std::vector<Table>& t
 }
 
 // ---- generation ----
-namespace {
-
-// A histogram of `values_ms` (at most 20,000, evenly sampled) titled `title`.
 ReportChart distribution(const std::vector<double>& values_ms, const std::string& what, const std::string& title,
                          const std::string& element_id) {
   nlohmann::json values = nlohmann::json::array();
@@ -223,6 +220,8 @@ ReportChart distribution(const std::vector<double>& values_ms, const std::string
   c.expected_marks = expected_marks(c.spec);
   return c;
 }
+
+namespace {
 
 // Gaps between consecutive tokens of every request of `trace` (ms): prefill end → decode 1 end → decode 2 end ...
 std::vector<double> inter_token_latencies_ms(const Trace& trace) {

@@ -680,9 +680,11 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
   const std::vector<Table> tables = all_analyses(e, failures);
   html += report_detail::headline_html(r, tables) + failures;
 
-  html += "<details class=\"summary\"><summary>Summary tables: runs, stability, overheads</summary>";
-  for (const Table& t : evaluation_summary(r)) html += "<h4>" + escape_html(t.title) + "</h4>" + html_table(t);
-  html += "</details>";
+  if (!r.runs.empty()) {  // a serving evaluation without a server window has none
+    html += "<details class=\"summary\"><summary>Summary tables: runs, stability, overheads</summary>";
+    for (const Table& t : evaluation_summary(r)) html += "<h4>" + escape_html(t.title) + "</h4>" + html_table(t);
+    html += "</details>";
+  }
 
   if (auto acc = accuracy_chart(r, next_id())) {
     html += "<h3>Accuracy</h3>" + chart_figure(*acc);
@@ -691,6 +693,8 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
   const RecordKind kind = r.kind();
   if (kind == RecordKind::kGeneration) {
     html += report_detail::generation_section(r, options, next_id, charts);
+  } else if (kind == RecordKind::kServing) {
+    html += report_detail::serving_section(r, next_id, charts);
   } else if (kind == RecordKind::kScenario) {
     html += "<h3>Latency distributions</h3>";
     for (std::size_t i = 0; i < r.runs.size(); ++i) {

@@ -28,6 +28,18 @@ std::string figure(double value);
 /// `tables` already run and the record. "" when there is nothing to say.
 std::string headline_html(const EvaluationRecord& r, const std::vector<Table>& tables);
 
+/// A histogram (40 bins) of `values_ms` (at most 20,000 of them, evenly strided) titled `title`, its axis "`what`
+/// (ms)".
+ReportChart distribution(const std::vector<double>& values_ms, const std::string& what, const std::string& title,
+                         const std::string& element_id);
+
+/// The serving part of an evaluation's section (xsp bench-serve, docs/serving.md): a sentence per point, the S1–S3
+/// tables, each point's TTFT, TPOT, ITL and E2E distributions, and for a sweep the throughput–latency curve (output
+/// tokens/s against TTFT and TPOT p50 and p99, one point per sweep value). The joined tail is the serving-tail
+/// analysis, drawn with the analyses.
+std::string serving_section(const EvaluationRecord& r, const std::function<std::string()>& next_id,
+                            std::vector<ReportChart>& charts);
+
 /// The generation part of an evaluation's section: TTFT, TPOT and ITL distributions of each batch size's timing
 /// run, and the timeline of the p99 decode step (by duration, among the decode steps whose ops were traced).
 std::string generation_section(const EvaluationRecord& r, const ReportOptions& options,

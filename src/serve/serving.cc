@@ -406,6 +406,42 @@ std::string point_label(const nlohmann::json& s) {
 
 }  // namespace
 
+std::vector<RequestFigures> request_figures(const EvaluationRecord& record) {
+  const auto serving = record.settings.find("serving");
+  if (serving == record.settings.end() || !serving->is_object() || !serving->contains("requests") ||
+      !(*serving)["requests"].is_array())
+    throw std::invalid_argument("evaluation " + std::to_string(record.id) + ": no settings.serving.requests");
+  std::vector<RequestFigures> out;
+  std::size_t index = 0;
+  for (const nlohmann::json& row : (*serving)["requests"]) {
+    const std::string where =
+        "evaluation " + std::to_string(record.id) + ": settings.serving.requests[" + std::to_string(index++) + "]";
+    if (!row.is_object()) throw std::invalid_argument(where + ": expected an object");
+    if (!row.value("ok", false)) continue;
+    const auto sent = row.find("sent_ns"), tokens = row.find("token_ns"), outputs = row.find("output_tokens");
+    if (sent == row.end() || !sent->is_number_integer() || tokens == row.end() || !tokens->is_array() ||
+        tokens->empty() || outputs == row.end() || !outputs->is_number_integer())
+      throw std::invalid_argument(where +
+                                  ": a successful request needs sent_ns, a non-empty token_ns and "
+                                  "output_tokens (integers)");
+    std::vector<std::int64_t> t;
+    for (const nlohmann::json& v : *tokens) {
+      if (!v.is_number_integer()) throw std::invalid_argument(where + ".token_ns: expected integers (ns)");
+      t.push_back(v.get<std::int64_t>());
+    }
+    RequestFigures f;
+    f.point = row.value("point", 0);
+    const std::int64_t s0 = sent->get<std::int64_t>();
+    f.ttft_ns = static_cast<double>(t.front() - s0);
+    f.e2e_ns = static_cast<double>(t.back() - s0);
+    const std::int64_t n = outputs->get<std::int64_t>();
+    f.tpot_ns = n >= 2 ? (f.e2e_ns - f.ttft_ns) / static_cast<double>(n - 1) : kNaN;
+    for (std::size_t i = 1; i < t.size(); ++i) f.itl_ns.push_back(static_cast<double>(t[i] - t[i - 1]));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::vector<Table> serving_tables(const EvaluationRecord& record) {
   const nlohmann::json* serving = nullptr;
   if (const auto it = record.settings.find("serving"); it != record.settings.end() && it->is_object()) serving = &*it;

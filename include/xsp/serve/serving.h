@@ -129,6 +129,18 @@ struct ServingStudy {
 /// "output_tokens_estimated" (true when any successful request lacked usage).
 EvaluationRecord serving_record(const ServingStudy& study);
 
+/// The figures of one successful request, as summarize() defines them, in ns.
+struct RequestFigures {
+  int point = 0;  ///< the sweep point's index (0 without a sweep)
+  double ttft_ns = 0, e2e_ns = 0;
+  double tpot_ns = 0;          ///< NaN for a request with one output token
+  std::vector<double> itl_ns;  ///< the gaps between its chunks with output text
+};
+/// The successful requests of a serving evaluation (settings.serving.requests), in stored order. Throws
+/// std::invalid_argument naming the row and field when settings["serving"]["requests"] is missing or a row lacks
+/// sent_ns, token_ns or output_tokens.
+std::vector<RequestFigures> request_figures(const EvaluationRecord& record);
+
 /// The tables `xsp show` prints for a serving evaluation, read from its settings: S1 summary per point, S2 latency
 /// distributions (mean, median, std, p90, p95, p99, max in ms) per point and figure, S3 failed requests by reason.
 /// Throws std::invalid_argument when settings["serving"] is missing or unreadable.

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "../store/temp_dir.h"
+#include "xsp/serve/serving.h"
 #include "xsp/store/store.h"
 
 namespace fs = std::filesystem;
@@ -157,6 +158,70 @@ TEST(Report, TimelineLanesFollowNestingPerTrack) {
   EXPECT_DOUBLE_EQ(flows[0]["kernel_ms"].get<double>(), 300e-6);
   // The root alone is no timeline.
   EXPECT_FALSE(span_timeline_chart(trace, trace.spans[7], "t", "e", 100).has_value());
+}
+
+// A hand-made two-point sweep of xsp bench-serve: point p (0, 1) has 3 requests, request i of it sent at 1 s + i s,
+// its first token (10 + 10 p + i) ms later and then 3 more tokens 2 ms apart (4 output tokens).
+serve::ServingStudy serving_sweep() {
+  serve::ServingStudy study;
+  study.sweep = serve::Sweep{"request-rate", {2, 4}};
+  for (int p = 0; p < 2; ++p) {
+    serve::ServingPoint point;
+    point.parameter = "request-rate";
+    point.value = p == 0 ? 2 : 4;
+    point.run.start_ns = 1'000'000'000;
+    for (int i = 0; i < 3; ++i) {
+      serve::RequestResult r;
+      r.request_id = "p" + std::to_string(p) + "r" + std::to_string(i);
+      r.arrival_ns = r.sent_ns = 1'000'000'000LL * (1 + i);
+      const std::int64_t first = r.sent_ns + (10 + 10 * p + i) * 1'000'000LL;
+      r.token_ns = {first, first + 2'000'000, first + 4'000'000, first + 6'000'000};
+      r.done_ns = r.token_ns.back();
+      r.output_tokens = 4;
+      r.prompt_tokens = 16;
+      r.usage_reported = true;
+      r.ok = true;
+      point.run.requests.push_back(r);
+    }
+    point.run.end_ns = point.run.requests.back().done_ns;
+    point.run.issue_window_ns = point.run.end_ns - point.run.start_ns;
+    point.summary = serve::summarize(point.run, study.bounds);
+    study.points.push_back(std::move(point));
+  }
+  return study;
+}
+
+// A serving evaluation's report: a sentence per point, the S1–S3 tables, TTFT/TPOT/ITL/E2E distributions per point
+// from its requests, and the sweep's throughput-latency curve with a point per (sweep value, figure).
+TEST(Report, ServingEvaluationShowsItsPointsDistributionsAndSweepCurve) {
+  EvaluationRecord r = serve::serving_record(serving_sweep());
+  r.id = 7;
+  ReportEvaluation e{r, {}};
+  const std::vector<ReportChart> charts = report_charts({e}, {});
+  ASSERT_EQ(charts.size(), 9u);  // 4 distributions × 2 points, the sweep curve
+  // Point 1's TTFT: 20, 21, 22 ms; its TPOT: 2 ms each; its ITL: 9 gaps of 2 ms; its E2E 26, 27, 28 ms.
+  const ReportChart& ttft1 = charts[4];
+  EXPECT_NE(ttft1.title.find("TTFT at request-rate 4: 3 values, p50 21"), std::string::npos) << ttft1.title;
+  std::vector<double> ms;
+  for (const auto& v : ttft1.spec["data"]["values"]) ms.push_back(v["ms"].get<double>());
+  EXPECT_EQ(ms, (std::vector<double>{20, 21, 22}));
+  EXPECT_EQ(charts[6].spec["data"]["values"].size(), 9u);  // point 1's ITL
+  EXPECT_NE(charts[7].title.find("E2E at request-rate 4: 3 values, p50 27"), std::string::npos) << charts[7].title;
+  const ReportChart& sweep = charts[8];
+  ASSERT_EQ(sweep.spec["data"]["values"].size(), 8u);
+  EXPECT_EQ(sweep.expected_marks, 8);
+  for (const auto& v : sweep.spec["data"]["values"]) {
+    const serve::ServingSummary& s = serving_sweep().points[v["order"].get<int>()].summary;
+    EXPECT_DOUBLE_EQ(v["output_tokens_per_s"].get<double>(), s.output_tokens_per_s);
+    if (v["figure"] == "TTFT p50") EXPECT_DOUBLE_EQ(v["ms"].get<double>(), v["order"] == 0 ? 11.0 : 21.0);
+    if (v["figure"] == "TPOT p99") EXPECT_DOUBLE_EQ(v["ms"].get<double>(), 2.0);
+    EXPECT_EQ(v["request-rate"], v["order"] == 0 ? 2 : 4);
+  }
+  const std::string html = render_report({e}, {});
+  EXPECT_NE(html.find("At request-rate 2: 3 of 3 requests"), std::string::npos);
+  EXPECT_NE(html.find("S1 Serving summary"), std::string::npos);
+  EXPECT_NE(html.find("S3 Failed requests by reason"), std::string::npos);
+  EXPECT_EQ(html.find("Summary tables: runs"), std::string::npos);  // no runs: no empty per-batch table
 }
 
 TEST(Report, ChartsExpectOneMarkPerRowTheyCanDraw) {
