@@ -66,4 +66,23 @@ if [[ -n $zoo && -f $zoo/ssdlite_mobilenet_v3.yaml && -f $zoo/lraspp_mobilenet_v
     check "$out/text_report.html" "$out/text_report.png" 3
   fi
 fi
+# A serving benchmark (xsp bench-serve, built with its HTTP client: XSP_TEST_BENCH_SERVE=1) against the benchmark
+# server's fake engine: a two-point sweep's sentences, tables, distributions (4 per point) and throughput-latency curve.
+if [[ ${XSP_TEST_BENCH_SERVE:-0} == 1 ]]; then
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 "$src/scripts/gpu/serve_hf.py" --port "$port" --fake-prefill-ms 5 --fake-decode-ms 1 >/dev/null 2>&1 &
+  server=$!
+  trap 'kill $server 2>/dev/null || true; rm -rf "$tmp"' EXIT
+  for _ in $(seq 100); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=1)" \
+      2>/dev/null && break
+    sleep 0.1
+  done
+  "$xsp" --store "$tmp/serve.db" bench-serve --url "http://127.0.0.1:$port/v1" --model llama-bench --synthetic \
+    --prompt-tokens 16:16 --output-tokens 8 --num-requests 8 --sweep request-rate=20,40 >/dev/null
+  kill "$server"
+  "$xsp" --store "$tmp/serve.db" report 1 -o "$out/serving_report.html"
+  check "$out/serving_report.html" "$out/serving_report.png" 9
+  grep -q 'At request-rate 20: 8 of 8 requests' "$out/serving_report.html"
+fi
 echo "screenshots in $out"
