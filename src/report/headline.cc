@@ -10,7 +10,6 @@
 #include "xsp/stats/stats.h"
 
 namespace xsp::report_detail {
-namespace {
 
 std::optional<double> number(const Table& t, const std::vector<Cell>& row, std::string_view name) {
   const int i = column_index(t, name);
@@ -29,6 +28,8 @@ std::string text(const Table& t, const std::vector<Cell>& row, std::string_view 
   if (const auto* n = std::get_if<std::int64_t>(&c)) return std::to_string(*n);
   return "";
 }
+
+namespace {
 
 // The first table with rows whose id is `id`, else nullptr.
 const Table* first_with_rows(const std::vector<Table>& tables, std::string_view id) {

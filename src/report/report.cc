@@ -694,7 +694,7 @@ std::string evaluation_section(const ReportEvaluation& e, std::size_t index, con
   if (kind == RecordKind::kGeneration) {
     html += report_detail::generation_section(r, options, next_id, charts);
   } else if (kind == RecordKind::kServing) {
-    html += report_detail::serving_section(r, next_id, charts);
+    html += report_detail::serving_section(r, tables, options, next_id, charts);
   } else if (kind == RecordKind::kScenario) {
     html += "<h3>Latency distributions</h3>";
     for (std::size_t i = 0; i < r.runs.size(); ++i) {

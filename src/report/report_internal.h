@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,11 @@ std::string figure(double value);
 /// `tables` already run and the record. "" when there is nothing to say.
 std::string headline_html(const EvaluationRecord& r, const std::vector<Table>& tables);
 
+/// The cell of column `name` in `row` of `t` as a number (an integer or a finite real), else std::nullopt.
+std::optional<double> number(const Table& t, const std::vector<Cell>& row, std::string_view name);
+/// The cell of column `name` as text (a string, or an integer written out), else "".
+std::string text(const Table& t, const std::vector<Cell>& row, std::string_view name);
+
 /// A histogram (40 bins) of `values_ms` (at most 20,000 of them, evenly strided) titled `title`, its axis "`what`
 /// (ms)".
 ReportChart distribution(const std::vector<double>& values_ms, const std::string& what, const std::string& title,
@@ -35,10 +41,11 @@ ReportChart distribution(const std::vector<double>& values_ms, const std::string
 
 /// The serving part of an evaluation's section (xsp bench-serve, docs/serving.md): a sentence per point, the S1–S3
 /// tables, each point's TTFT, TPOT, ITL and E2E distributions, and for a sweep the throughput–latency curve (output
-/// tokens/s against TTFT and TPOT p50 and p99, one point per sweep value). The joined tail is the serving-tail
-/// analysis, drawn with the analyses.
-std::string serving_section(const EvaluationRecord& r, const std::function<std::string()>& next_id,
-                            std::vector<ReportChart>& charts);
+/// tokens/s against TTFT and TPOT p50 and p99, one point per sweep value), and, when the serving-tail analysis in
+/// `tables` joined slow intervals to a server trace, the slowest TTFT and the slowest ITL each in words and as a
+/// timeline of the server's spans during it (window_timeline_chart, at most options.max_timeline_spans).
+std::string serving_section(const EvaluationRecord& r, const std::vector<Table>& tables, const ReportOptions& options,
+                            const std::function<std::string()>& next_id, std::vector<ReportChart>& charts);
 
 /// The generation part of an evaluation's section: TTFT, TPOT and ITL distributions of each batch size's timing
 /// run, and the timeline of the p99 decode step (by duration, among the decode steps whose ops were traced).

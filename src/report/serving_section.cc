@@ -1,6 +1,8 @@
 // The serving part of the report (xsp bench-serve, docs/serving.md): what a person reads first about a served model
 // under load, then the tables `xsp show` prints, the distributions, and a sweep's throughput-latency curve.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -83,10 +85,53 @@ ReportChart sweep_chart(const nlohmann::json& summaries, const std::string& para
   return c;
 }
 
+// The slowest TTFT and the slowest ITL (of the first sweep point that has them) that serving-tail joined: its reading
+// and the server's spans during it, from the server trace window that overlaps it most.
+std::string slowest_on_server(const EvaluationRecord& r, const std::vector<Table>& tables, const ReportOptions& options,
+                              const std::function<std::string()>& next_id, std::vector<ReportChart>& charts) {
+  const Table* tail = nullptr;
+  for (const Table& t : tables)
+    if (t.id == "serving-tail" && !t.rows.empty()) tail = &t;
+  if (tail == nullptr || r.runs.empty()) return "";
+  std::string html;
+  for (const char* kind : {"ttft", "itl"}) {
+    for (const auto& row : tail->rows) {
+      const std::string sentence = text(*tail, row, "sentence");
+      if (text(*tail, row, "kind") != kind || text(*tail, row, "tail") != "max" || sentence.empty()) continue;
+      const auto start = number(*tail, row, "start_ns"), end = number(*tail, row, "end_ns");
+      if (!start || !end) break;
+      const auto a = static_cast<std::int64_t>(*start), b = static_cast<std::int64_t>(*end);
+      const RunRecord* best = nullptr;
+      std::int64_t best_overlap = 0;
+      for (const RunRecord& run : r.runs) {
+        std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+        for (const Span& s : run.trace.spans) {
+          lo = std::min(lo, s.start_ns);
+          hi = std::max(hi, s.end_ns);
+        }
+        const std::int64_t overlap = std::min(hi, b) - std::max(lo, a);
+        if (overlap > best_overlap) best_overlap = overlap, best = &run;
+      }
+      const std::string what = std::string(kind) == "ttft" ? "The slowest first token" : "The slowest inter-token gap";
+      html += "<h4>" + escape_html(what) + " on the server</h4><p>" + escape_html(sentence) + "</p>";
+      if (best == nullptr) break;
+      if (auto c = window_timeline_chart(best->trace, a, b, std::string(kind) == "ttft" ? "the request" : "the gap",
+                                         what + " of request " + text(*tail, row, "request_id") + " (" +
+                                             figure((b - a) / 1e6) + " ms): the server's spans during it",
+                                         next_id(), options.max_timeline_spans)) {
+        html += chart_figure(*c);
+        charts.push_back(std::move(*c));
+      }
+      break;
+    }
+  }
+  return html;
+}
+
 }  // namespace
 
-std::string serving_section(const EvaluationRecord& r, const std::function<std::string()>& next_id,
-                            std::vector<ReportChart>& charts) {
+std::string serving_section(const EvaluationRecord& r, const std::vector<Table>& tables, const ReportOptions& options,
+                            const std::function<std::string()>& next_id, std::vector<ReportChart>& charts) {
   std::string html = "<h3>Serving benchmark</h3>";
   const auto serving = r.settings.find("serving");
   if (serving == r.settings.end() || !serving->is_object() || !serving->contains("summary") ||
@@ -138,6 +183,7 @@ std::string serving_section(const EvaluationRecord& r, const std::function<std::
   } catch (const std::exception& e) {
     html += "<p class=\"note\">serving figures unreadable: " + escape_html(e.what()) + "</p>";
   }
+  html += slowest_on_server(r, tables, options, next_id, charts);
   return html;
 }
 

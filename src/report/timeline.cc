@@ -1,5 +1,6 @@
 // The report's timelines: see include/xsp/report/report.h (timeline_chart, span_timeline_chart).
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -69,13 +70,13 @@ std::string lane_name(const Track& track, int depth, bool several_depths) {
   return name;
 }
 
-}  // namespace
-
-std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& root, const std::string& title,
-                                               const std::string& element_id, std::size_t max_spans) {
-  std::vector<const Span*> kept = spans_under(trace.spans, root);
+// The timeline of `kept` (at most `max_spans` of them, the longest), x in ms from `origin_ns` ("time from the start of
+// `origin_name`"), each box clipped to [clip_start_ns, clip_end_ns]; `first` (or nullptr) the track drawn first.
+std::optional<ReportChart> draw_timeline(std::vector<const Span*> kept, std::int64_t origin_ns,
+                                         std::int64_t clip_start_ns, std::int64_t clip_end_ns,
+                                         const std::string& origin_name, const Track* first, const std::string& title,
+                                         const std::string& element_id, std::size_t max_spans) {
   const std::size_t total = kept.size();
-  if (total < 2) return std::nullopt;  // the root alone (a MODEL-level run) is a bar, not a timeline
   if (kept.size() > max_spans) {
     std::sort(kept.begin(), kept.end(), [](const Span* a, const Span* b) {
       return a->duration_ns() != b->duration_ns() ? a->duration_ns() > b->duration_ns() : a->id < b->id;
@@ -90,11 +91,11 @@ std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& r
   auto add_track = [&](const Track& t) {
     for (int d = 0; d <= max_depth[t]; ++d) lanes.emplace_back(t, d);
   };
-  if (max_depth.count(root.track)) add_track(root.track);
+  if (first != nullptr && max_depth.count(*first)) add_track(*first);
   for (const auto& [t, d] : max_depth)
-    if (!t.is_device() && t != root.track) add_track(t);
+    if (!t.is_device() && (first == nullptr || t != *first)) add_track(t);
   for (const auto& [t, d] : max_depth)
-    if (t.is_device() && t != root.track) add_track(t);
+    if (t.is_device() && (first == nullptr || t != *first)) add_track(t);
   nlohmann::json lane_order = nlohmann::json::array();
   for (const auto& [t, d] : lanes) lane_order.push_back(lane_name(t, d, max_depth[t] > 0));
 
@@ -108,8 +109,8 @@ std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& r
     values.push_back({{"name", s->name},
                       {"level", std::string(to_string(s->level))},
                       {"lane", lane_of(s)},
-                      {"start_ms", (s->start_ns - root.start_ns) / 1e6},
-                      {"end_ms", (s->end_ns - root.start_ns) / 1e6},
+                      {"start_ms", (std::max(s->start_ns, clip_start_ns) - origin_ns) / 1e6},
+                      {"end_ms", (std::min(s->end_ns, clip_end_ns) - origin_ns) / 1e6},
                       {"duration_ms", s->duration_ns() / 1e6}});
     if (s->correlation_id != 0 && !s->track.is_device()) {
       auto [it, fresh] = launch_of.emplace(s->correlation_id, s);
@@ -123,14 +124,14 @@ std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& r
     if (it == launch_of.end()) continue;
     flows.push_back({{"from_lane", lane_of(it->second)},
                      {"to_lane", lane_of(s)},
-                     {"launch_ms", (it->second->start_ns - root.start_ns) / 1e6},
-                     {"kernel_ms", (s->start_ns - root.start_ns) / 1e6},
+                     {"launch_ms", (std::max(it->second->start_ns, clip_start_ns) - origin_ns) / 1e6},
+                     {"kernel_ms", (std::max(s->start_ns, clip_start_ns) - origin_ns) / 1e6},
                      {"name", s->name}});
   }
 
   const nlohmann::json x = {{"field", "start_ms"},
                             {"type", "quantitative"},
-                            {"title", "time from the start of " + root.name + " (ms)"},
+                            {"title", "time from the start of " + origin_name + " (ms)"},
                             {"axis", {{"grid", true}}}};
   const nlohmann::json y = {
       {"field", "lane"},    {"type", "nominal"},
@@ -200,6 +201,27 @@ std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& r
   c.expected_marks = static_cast<long>(values.size());
   c.timeline = true;
   return c;
+}
+
+}  // namespace
+
+std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& root, const std::string& title,
+                                               const std::string& element_id, std::size_t max_spans) {
+  std::vector<const Span*> kept = spans_under(trace.spans, root);
+  if (kept.size() < 2) return std::nullopt;  // the root alone (a MODEL-level run) is a bar, not a timeline
+  constexpr auto kNoClip = std::numeric_limits<std::int64_t>::max();
+  return draw_timeline(std::move(kept), root.start_ns, -kNoClip, kNoClip, root.name, &root.track, title, element_id,
+                       max_spans);
+}
+
+std::optional<ReportChart> window_timeline_chart(const Trace& trace, std::int64_t start_ns, std::int64_t end_ns,
+                                                 const std::string& window_name, const std::string& title,
+                                                 const std::string& element_id, std::size_t max_spans) {
+  std::vector<const Span*> kept;
+  for (const Span& s : trace.spans)
+    if (s.end_ns > start_ns && s.start_ns < end_ns) kept.push_back(&s);
+  if (kept.empty() || end_ns <= start_ns) return std::nullopt;
+  return draw_timeline(std::move(kept), start_ns, start_ns, end_ns, window_name, nullptr, title, element_id, max_spans);
 }
 
 std::optional<ReportChart> timeline_chart(const RunRecord& run, const std::string& element_id, std::size_t max_spans) {

@@ -65,6 +65,14 @@ std::vector<ReportChart> report_charts(const std::vector<ReportEvaluation>& eval
 std::optional<ReportChart> span_timeline_chart(const Trace& trace, const Span& root, const std::string& title,
                                                const std::string& element_id, std::size_t max_spans);
 
+/// The same timeline of every span of `trace` that overlaps [start_ns, end_ns) (host clock ns), x in ms from
+/// start_ns ("time from the start of `window_name`"), each box clipped to the window (its tooltip keeps the span's own
+/// duration): what a server did during a client's slow interval (the serving-tail join). std::nullopt when no span
+/// overlaps it or end_ns <= start_ns.
+std::optional<ReportChart> window_timeline_chart(const Trace& trace, std::int64_t start_ns, std::int64_t end_ns,
+                                                 const std::string& window_name, const std::string& title,
+                                                 const std::string& element_id, std::size_t max_spans);
+
 /// span_timeline_chart() of the last measured MODEL "predict" span of `run` (model → layer → kernel); std::nullopt
 /// when the run has no predict span.
 std::optional<ReportChart> timeline_chart(const RunRecord& run, const std::string& element_id, std::size_t max_spans);

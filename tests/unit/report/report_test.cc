@@ -217,11 +217,64 @@ TEST(Report, ServingEvaluationShowsItsPointsDistributionsAndSweepCurve) {
     if (v["figure"] == "TPOT p99") EXPECT_DOUBLE_EQ(v["ms"].get<double>(), 2.0);
     EXPECT_EQ(v["request-rate"], v["order"] == 0 ? 2 : 4);
   }
+  if (!report_assets_available()) GTEST_SKIP() << "built without tools/vega/node_modules: the page is not rendered";
   const std::string html = render_report({e}, {});
   EXPECT_NE(html.find("At request-rate 2: 3 of 3 requests"), std::string::npos);
   EXPECT_NE(html.find("S1 Serving summary"), std::string::npos);
   EXPECT_NE(html.find("S3 Failed requests by reason"), std::string::npos);
   EXPECT_EQ(html.find("Summary tables: runs"), std::string::npos);  // no runs: no empty per-batch table
+}
+
+// With the server profiled (a server trace window as the evaluation's run), the slowest first token of point 0
+// (request p0r2: sent at 3 s, its first token 12 ms later) is read out and drawn as a timeline of exactly the server
+// spans that overlap it, clipped to it.
+TEST(Report, TheSlowestTokenIsDrawnWithTheServersSpansDuringIt) {
+  EvaluationRecord r = serve::serving_record(serving_sweep());
+  r.id = 8;
+  RunRecord server;
+  server.trace_level = TraceLevel::kKernel;
+  constexpr std::int64_t kS = 1'000'000'000, kMs = 1'000'000;
+  auto add = [&](SpanId id, SpanId parent, Level level, const std::string& name, std::int64_t a, std::int64_t b,
+                 Track track, std::vector<Tag> tags = {}) {
+    Span s;
+    s.id = id;
+    s.parent_id = parent;
+    s.level = level;
+    s.name = name;
+    s.start_ns = a;
+    s.end_ns = b;
+    s.track = track;
+    s.tags = std::move(tags);
+    server.trace.spans.push_back(std::move(s));
+  };
+  const Track thread = Track::host_thread(10), stream = Track::stream(0, 7);
+  add(1, kNoSpan, Level::kApplication, "server", 0, 10 * kS, thread);
+  add(2, 1, Level::kModel, "decode_step", 3 * kS - 2 * kMs, 3 * kS + 5 * kMs, thread, {{"nvtx", "push"}});
+  add(3, 2, Level::kKernel, "gemm", 3 * kS + 1 * kMs, 3 * kS + 2 * kMs, stream);
+  add(4, 1, Level::kModel, "decode_step", 3 * kS + 5 * kMs, 3 * kS + 20 * kMs, thread, {{"nvtx", "push"}});
+  add(5, 1, Level::kModel, "decode_step", 5 * kS, 5 * kS + 10 * kMs, thread, {{"nvtx", "push"}});  // outside
+  r.runs.push_back(std::move(server));
+  ReportEvaluation e{r, {}};
+  const std::vector<ReportChart> charts = report_charts({e}, {});
+  const ReportChart* first_token = nullptr;
+  for (const ReportChart& c : charts)
+    if (c.title.rfind("The slowest first token of request p0r2 (12.0 ms)", 0) == 0) first_token = &c;
+  ASSERT_NE(first_token, nullptr);
+  EXPECT_TRUE(first_token->timeline);
+  std::map<std::string, std::pair<double, double>> drawn;  // name@start → (start, end) ms from the send
+  for (const auto& v : first_token->spec["data"]["values"])
+    drawn[v["name"].get<std::string>() + "@" + std::to_string(v["start_ms"].get<double>())] = {
+        v["start_ms"].get<double>(), v["end_ms"].get<double>()};
+  EXPECT_EQ(drawn.size(), 4u);  // server, both decode steps that overlap it, the kernel; not the one at 5 s
+  EXPECT_EQ(first_token->expected_marks, 4);
+  EXPECT_EQ(drawn.at("server@0.000000"), (std::pair<double, double>{0, 12}));      // clipped to the interval
+  EXPECT_EQ(drawn.at("decode_step@0.000000"), (std::pair<double, double>{0, 5}));  // began before the send
+  EXPECT_EQ(drawn.at("gemm@1.000000"), (std::pair<double, double>{1, 2}));
+  EXPECT_EQ(drawn.at("decode_step@5.000000"), (std::pair<double, double>{5, 12}));  // ends after the first token
+  if (!report_assets_available()) GTEST_SKIP() << "built without tools/vega/node_modules: the page is not rendered";
+  const std::string html = render_report({e}, {});
+  EXPECT_NE(html.find("The slowest first token on the server"), std::string::npos);
+  EXPECT_NE(html.find("the max TTFT of request p0r2 (12 ms) overlaps"), std::string::npos);
 }
 
 TEST(Report, ChartsExpectOneMarkPerRowTheyCanDraw) {
