@@ -13,9 +13,10 @@ namespace xsp::testing {
 struct TraceBuilder {
   Trace trace;
   SpanId next = 1;
-  /// Adds a span [start, end) ns of `level` under `parent` (kNoSpan: a root) and returns its id (1, 2, ...).
+  /// Adds a span [start, end) ns of `level` under `parent` (kNoSpan: a root) on `track` and returns its id (1, 2,
+  /// ...).
   SpanId add(Level level, const std::string& name, std::int64_t start, std::int64_t end, SpanId parent,
-             std::vector<Tag> tags = {}) {
+             std::vector<Tag> tags = {}, Track track = Track{}) {
     Span s;
     s.id = next++;
     s.parent_id = parent;
@@ -25,6 +26,7 @@ struct TraceBuilder {
     s.start_ns = start;
     s.end_ns = end;
     s.tags = std::move(tags);
+    s.track = track;
     trace.spans.push_back(std::move(s));
     return next - 1;
   }

@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "../analysis/trace_builder.h"
 #include "../store/temp_dir.h"
 #include "xsp/serve/serving.h"
 #include "xsp/store/store.h"
@@ -234,25 +235,15 @@ TEST(Report, TheSlowestTokenIsDrawnWithTheServersSpansDuringIt) {
   RunRecord server;
   server.trace_level = TraceLevel::kKernel;
   constexpr std::int64_t kS = 1'000'000'000, kMs = 1'000'000;
-  auto add = [&](SpanId id, SpanId parent, Level level, const std::string& name, std::int64_t a, std::int64_t b,
-                 Track track, std::vector<Tag> tags = {}) {
-    Span s;
-    s.id = id;
-    s.parent_id = parent;
-    s.level = level;
-    s.name = name;
-    s.start_ns = a;
-    s.end_ns = b;
-    s.track = track;
-    s.tags = std::move(tags);
-    server.trace.spans.push_back(std::move(s));
-  };
   const Track thread = Track::host_thread(10), stream = Track::stream(0, 7);
-  add(1, kNoSpan, Level::kApplication, "server", 0, 10 * kS, thread);
-  add(2, 1, Level::kModel, "decode_step", 3 * kS - 2 * kMs, 3 * kS + 5 * kMs, thread, {{"nvtx", "push"}});
-  add(3, 2, Level::kKernel, "gemm", 3 * kS + 1 * kMs, 3 * kS + 2 * kMs, stream);
-  add(4, 1, Level::kModel, "decode_step", 3 * kS + 5 * kMs, 3 * kS + 20 * kMs, thread, {{"nvtx", "push"}});
-  add(5, 1, Level::kModel, "decode_step", 5 * kS, 5 * kS + 10 * kMs, thread, {{"nvtx", "push"}});  // outside
+  const std::vector<Tag> nvtx = {{"nvtx", "push"}};
+  testing::TraceBuilder b;
+  const SpanId app = b.add(Level::kApplication, "server", 0, 10 * kS, kNoSpan, {}, thread);
+  const SpanId step = b.add(Level::kModel, "decode_step", 3 * kS - 2 * kMs, 3 * kS + 5 * kMs, app, nvtx, thread);
+  b.add(Level::kKernel, "gemm", 3 * kS + 1 * kMs, 3 * kS + 2 * kMs, step, {}, stream);
+  b.add(Level::kModel, "decode_step", 3 * kS + 5 * kMs, 3 * kS + 20 * kMs, app, nvtx, thread);
+  b.add(Level::kModel, "decode_step", 5 * kS, 5 * kS + 10 * kMs, app, nvtx, thread);  // outside the interval
+  server.trace = std::move(b.trace);
   r.runs.push_back(std::move(server));
   ReportEvaluation e{r, {}};
   const std::vector<ReportChart> charts = report_charts({e}, {});

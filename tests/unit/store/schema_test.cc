@@ -309,6 +309,40 @@ std::string kind_of(const std::filesystem::path& file, std::int64_t id) {
   return sql_value(file, "SELECT kind FROM evaluations WHERE id = " + std::to_string(id));
 }
 
+// A minimal evaluation row `id` of `scenario`, its kind `kind_sql` (a quoted string or NULL), as an older store's
+// writer inserted it.
+std::string evaluation_row(int id, const std::string& scenario, const std::string& kind_sql) {
+  return "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, framework_name, "
+         "framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, kind) VALUES (" +
+         std::to_string(id) + ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', '" + scenario +
+         "', '[1]', 'model', 0, '{}', '{}', " + kind_sql + ");\n";
+}
+
+// Opens `file` (migrating it), checks its version is the latest, saves a minimal record of `scenario` and returns
+// its id and the kind it loads back with.
+std::pair<std::int64_t, RecordKind> save_and_load(const std::filesystem::path& file, const std::string& scenario) {
+  auto store = Store::open(file);
+  EXPECT_EQ(store->schema_version(), 12);
+  EvaluationRecord r;
+  r.created_at = "2026-11-29T00:00:00Z";
+  r.model_name = "m";
+  r.scenario = scenario;
+  r.batch_sizes = {1};
+  const std::int64_t id = store->save(r);
+  return {id, store->load(id)->kind()};
+}
+
+// The re-created kind column: no column left behind, and its CHECK still refuses a kind outside the list.
+void expect_kind_column_checked(const std::filesystem::path& file) {
+  EXPECT_EQ(sql_value(file, "SELECT count(*) FROM pragma_table_info('evaluations') WHERE name LIKE 'kind_before%'"),
+            "0");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE evaluations SET kind = 'bogus' WHERE id = 1", nullptr, nullptr, nullptr),
+            SQLITE_CONSTRAINT);
+  sqlite3_close(db);
+}
+
 // Version 8 reads each older row's kind from its scenario, as record_kind() does; new rows get theirs from save().
 TEST(SqliteSchema, Version8KindIsBackfilledFromTheScenarioAndWrittenBySave) {
   testing::TempDir dir;
@@ -354,38 +388,15 @@ TEST(SqliteSchema, Version10KeepsEveryKindAndAdmitsExternal) {
   std::string sql = "BEGIN;\n";
   int id = 0;
   for (const char* kind : {"'batch-sweep'", "'scenario'", "'generation'", "NULL"})
-    sql +=
-        "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
-        "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, "
-        "kind) VALUES (" +
-        std::to_string(++id) +
-        ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', 's', '[1]', "
-        "'model', 0, '{}', '{}', " +
-        kind + ");\n";
+    sql += evaluation_row(++id, "s", kind);
   run_sql(file, sql + "COMMIT;\n");
-  {
-    auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 12);
-    EvaluationRecord r;
-    r.created_at = "2026-11-27T00:00:00Z";
-    r.model_name = "prog";
-    r.scenario = "external";
-    r.batch_sizes = {1};
-    EXPECT_EQ(store->save(r), 5);
-    EXPECT_EQ(store->load(5)->kind(), RecordKind::kExternal);
-  }
+  EXPECT_EQ(save_and_load(file, "external"), (std::pair<std::int64_t, RecordKind>{5, RecordKind::kExternal}));
   EXPECT_EQ(kind_of(file, 1), "batch-sweep");
   EXPECT_EQ(kind_of(file, 2), "scenario");
   EXPECT_EQ(kind_of(file, 3), "generation");
   EXPECT_EQ(kind_of(file, 4), "NULL");
   EXPECT_EQ(kind_of(file, 5), "external");
-  EXPECT_EQ(sql_value(file, "SELECT count(*) FROM pragma_table_info('evaluations') WHERE name LIKE 'kind_before%'"),
-            "0");
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, "UPDATE evaluations SET kind = 'bogus' WHERE id = 1", nullptr, nullptr, nullptr),
-            SQLITE_CONSTRAINT);
-  sqlite3_close(db);
+  expect_kind_column_checked(file);
 }
 
 // Version 12 re-creates evaluations.kind with 'serving' admitted: older rows keep their kind, the serving evaluations
@@ -397,32 +408,13 @@ TEST(SqliteSchema, Version12GivesServingEvaluationsTheirKind) {
   run_sql(file, testing::frozen_store_sql("sqlite_steps.sql", 11));
   std::string sql = "BEGIN;\n";
   int id = 0;
-  const std::pair<const char*, const char*> rows[] = {{"batch-sweep", "'batch-sweep'"},
-                                                      {"offline", "'scenario'"},
-                                                      {"external", "'external'"},
-                                                      {"serving", "NULL"},
-                                                      {"mystery", "NULL"}};
-  for (const auto& [scenario, kind] : rows) {
-    const std::string n = std::to_string(++id);
-    sql +=
-        "INSERT INTO evaluations (id, created_at, status, model_name, model_version, manifest_yaml, "
-        "framework_name, framework_version, device, scenario, batch_sizes, trace_level, leveled, settings, system, "
-        "kind, name) VALUES (" +
-        n + ", '2026-01-01T00:00:00Z', 'complete', 'm', '1', '', 'f', '1', 'cpu', '" + scenario +
-        "', '[1]', 'model', 0, '{}', '{}', " + kind + ", 'row " + n + "');\n";
-  }
+  for (const auto& [scenario, kind] :
+       {std::pair{"batch-sweep", "'batch-sweep'"}, std::pair{"offline", "'scenario'"},
+        std::pair{"external", "'external'"}, std::pair{"serving", "NULL"}, std::pair{"mystery", "NULL"}})
+    sql += evaluation_row(++id, scenario, kind);
+  sql += "UPDATE evaluations SET name = 'row ' || id;\n";
   run_sql(file, sql + "COMMIT;\n");
-  {
-    auto store = Store::open(file);
-    EXPECT_EQ(store->schema_version(), 12);
-    EvaluationRecord r;
-    r.created_at = "2026-11-29T00:00:00Z";
-    r.model_name = "vllm";
-    r.scenario = "serving";
-    r.batch_sizes = {1};
-    EXPECT_EQ(store->save(r), 6);
-    EXPECT_EQ(store->load(4)->kind(), RecordKind::kServing);
-  }
+  EXPECT_EQ(save_and_load(file, "serving"), (std::pair<std::int64_t, RecordKind>{6, RecordKind::kServing}));
   EXPECT_EQ(kind_of(file, 1), "batch-sweep");
   EXPECT_EQ(kind_of(file, 2), "scenario");
   EXPECT_EQ(kind_of(file, 3), "external");
@@ -434,13 +426,7 @@ TEST(SqliteSchema, Version12GivesServingEvaluationsTheirKind) {
                       "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('evaluations') "
                       "WHERE cid >= (SELECT max(cid) - 3 FROM pragma_table_info('evaluations')) ORDER BY cid)"),
             "name,tags,note,kind");
-  EXPECT_EQ(sql_value(file, "SELECT count(*) FROM pragma_table_info('evaluations') WHERE name LIKE 'kind_before%'"),
-            "0");
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, "UPDATE evaluations SET kind = 'bogus' WHERE id = 1", nullptr, nullptr, nullptr),
-            SQLITE_CONSTRAINT);
-  sqlite3_close(db);
+  expect_kind_column_checked(file);
 }
 
 // Version 9 moves each scenario run's result out of its evaluation's settings.results (entry N for the run N-th in
