@@ -91,7 +91,6 @@ constexpr std::uint32_t kEventExtraCounterTrackUuids = 31;
 constexpr std::uint32_t kEventExtraDoubleCounterTrackUuids = 45;
 constexpr std::uint32_t kEventExtraDoubleCounterValues = 46;
 constexpr std::uint32_t kEventFlowIds = 47;
-constexpr std::uint32_t kEventTerminatingFlowIds = 48;
 constexpr std::uint64_t kTypeSliceBegin = 1;
 constexpr std::uint64_t kTypeSliceEnd = 2;
 constexpr std::uint64_t kTypeInstant = 3;
@@ -419,8 +418,8 @@ struct PerfettoWriter::Impl {
   std::uint64_t open_seq = 0;
   std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> counter_tracks;  // (parent uuid, name) -> uuid
 
-  // Flows whose launch is written and whose first device activity is not: flow id -> insertion number, oldest
-  // evicted past options.max_pending_flows so calls that launch nothing (cudaGetDevice) cannot grow it forever.
+  // Flows whose launch is written, which later device activities of its correlation id step on: flow id -> insertion
+  // number, the oldest evicted past options.max_pending_flows, so the map stays bounded however long the run.
   std::unordered_map<std::uint64_t, std::uint64_t> pending_flows;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> pending_order;
   std::uint64_t flow_seq = 0;
@@ -827,8 +826,8 @@ struct PerfettoWriter::Impl {
         pending_flows.erase(it);
       }
     }
-    // Entries of flows a kernel already ended stay in the queue until they reach its front: compact it before it
-    // outgrows the live entries by much.
+    // Entries of flows opened again (a launch's driver call) stay in the queue until they reach its front: compact it
+    // before it outgrows the live entries by much.
     if (pending_order.size() > 2 * pending_flows.size() + 1024) {
       std::erase_if(pending_order, [&](const auto& e) {
         const auto it = pending_flows.find(e.first);
@@ -1087,16 +1086,17 @@ struct PerfettoWriter::Impl {
       if (!unset.empty()) annotate_string(event, kUnsetAnnotation, unset);
       seq->kernel_tags[std::string(cat)] = std::move(now);
     }
-    // A launch starts a flow, the first device activity of its correlation id ends it; the flow id holds the
-    // correlation id, so such an event leaves "correlation" out.
-    std::optional<std::uint64_t> starts_flow, ends_flow;
+    // A launch starts a flow and every device activity of its correlation id after it steps it on: one kernel is an
+    // arrow from its launch, a CUDA graph's replay a chain from the cudaGraphLaunch through each of its kernels in
+    // time order. The flow is never terminated (the writer cannot know a replay's last kernel in time); the flow id
+    // holds the correlation id, so such an event leaves "correlation" out.
+    std::optional<std::uint64_t> starts_flow, steps_flow;
     if (s.correlation_id != 0 && s.level == Level::kSystem) {
       starts_flow = flow_id(s);
     } else if (s.correlation_id != 0 && s.level == Level::kKernel) {
-      // Only the first device activity of a launch ends its flow: a second would start a flow of its own.
-      if (const std::uint64_t id = flow_id(s); pending_flows.erase(id) != 0) ends_flow = id;
+      if (const std::uint64_t id = flow_id(s); pending_flows.contains(id)) steps_flow = id;
     }
-    const std::optional<std::uint64_t> flow = starts_flow ? starts_flow : ends_flow;
+    const std::optional<std::uint64_t> flow = starts_flow ? starts_flow : steps_flow;
     if (s.correlation_id != 0 && !(flow && (*flow & kFlowCorrelationMask) == s.correlation_id)) {
       annotate_int(event, "correlation", static_cast<std::int64_t>(s.correlation_id));
     }
@@ -1135,12 +1135,8 @@ struct PerfettoWriter::Impl {
                                     : kernel_level ? ParentRule::kCorrelation
                                                    : ParentRule::kContext;
     if (s.parent_rule != implied_rule) annotate_string(event, "xsp.parent_rule", to_string(s.parent_rule));
-    if (starts_flow) {
-      event.fixed64(pb::kEventFlowIds, *starts_flow);
-      open_flow(*starts_flow);
-    } else if (ends_flow) {
-      event.fixed64(pb::kEventTerminatingFlowIds, *ends_flow);
-    }
+    if (flow) event.fixed64(pb::kEventFlowIds, *flow);
+    if (starts_flow) open_flow(*starts_flow);
     extra_counters(event, counter_events[0]);
     Proto body;
     timestamp(body, s.start_ns);

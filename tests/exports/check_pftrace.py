@@ -17,7 +17,7 @@ For each trace it checks that:
   counter events go to counter tracks, slices to others;
 - per track, after a stable sort by timestamp (as trace_processor sorts), every BEGIN has its END, slices nest and
   END timestamps never decrease;
-- every flow starts at a SYSTEM-level slice (a launch) and ends at a KERNEL-level slice with the same correlation
+- every flow starts at a SYSTEM-level slice (a launch) and steps on at each KERNEL-level slice with the same correlation
   (where a slice with a flow leaves "correlation" out: its first flow id's low 32 bits);
 - a device activity's "kind", "device", "context", "stream", where left out, are the previous slice's of its category
   on its sequence since the last reset, less the keys its "xsp.unset" annotation lists;
@@ -385,24 +385,27 @@ def check_file(pb, path):
             raise CheckFailed("track %d: %d slices never end (first: %s)" % (uuid, len(stack),
                                                                              slices[stack[0]]["where"]))
 
-    # Flows: a launch (SYSTEM) starts each, a KERNEL-level slice of the same correlation ends it.
+    # Flows: a launch (SYSTEM) starts each (its driver call may step it on), then every KERNEL-level slice of the same
+    # correlation steps it on (one arrow each: launch -> kernel, or a graph replay's chain through its kernels).
     started = {}
     flows = 0
     for s in sorted(slices, key=lambda s: s["start"]):
-        for f in s["flow_ids"]:
-            if s["level"] != "system":
-                raise CheckFailed("%s: flow %d starts at a %s slice" % (s["where"], f, s["level"]))
-            started.setdefault(f, s)
-        for f in s["terminating"]:
-            if f not in started:
-                raise CheckFailed("%s: flow %d ends where no launch started it" % (s["where"], f))
-            launch = started.pop(f)
-            if s["level"] != "kernel":
-                raise CheckFailed("%s: flow %d ends at a %s slice" % (s["where"], f, s["level"]))
+        for f in s["flow_ids"] + s["terminating"]:
+            launch = started.get(f)
+            if launch is None:
+                if s["level"] != "system":
+                    raise CheckFailed("%s: flow %d starts at a %s slice" % (s["where"], f, s["level"]))
+                started[f] = s
+                continue
+            if s["level"] not in ("system", "kernel"):
+                raise CheckFailed("%s: flow %d steps on at a %s slice" % (s["where"], f, s["level"]))
             if launch["args"].get("correlation") != s["args"].get("correlation"):
                 raise CheckFailed("%s: flow %d joins correlation %s to %s" % (
                     s["where"], f, launch["args"].get("correlation"), s["args"].get("correlation")))
-            flows += 1
+            if s["level"] == "kernel":
+                flows += 1
+        for f in s["terminating"]:
+            started.pop(f, None)
 
     spans = [s for s in slices if s["category"] != METADATA_CATEGORY]
     per_level = collections.Counter(s["level"] for s in spans)
@@ -449,14 +452,14 @@ def expected_from_sqlite(path):
         "SELECT count(*) FROM tags JOIN spans ON spans.id = tags.span_id WHERE spans.level = 'hardware' AND "
         "typeof(tags.value) IN ('integer', 'real') AND tags.key NOT IN (%s)" % placeholders,
         NON_COUNTER_TAGS).fetchone()[0]
-    # A flow per correlation id whose device work comes after a launch of it in the assembler's order (start, then
-    # level): the writer ends a flow at the first such KERNEL-level span.
+    # An arrow per KERNEL-level span whose correlation id was launched before it in the assembler's order (start,
+    # then level): the writer steps the launch's flow on at every such span.
     flows = db.execute("""
-        SELECT count(*) FROM (
+        SELECT count(*) FROM spans k JOIN (
           SELECT correlation_id, min(start_ns) AS launch_ns FROM spans
           WHERE level = 'system' AND correlation_id IS NOT NULL AND correlation_id != 0 GROUP BY correlation_id) l
-        WHERE EXISTS (SELECT 1 FROM spans k WHERE k.level = 'kernel' AND k.correlation_id = l.correlation_id
-                      AND k.start_ns >= l.launch_ns)""").fetchone()[0]
+        ON k.correlation_id = l.correlation_id
+        WHERE k.level = 'kernel' AND k.start_ns >= l.launch_ns""").fetchone()[0]
     samples = collections.Counter((key, start, float(value)) for key, start, value in db.execute(
         "SELECT tags.key, spans.start_ns, tags.value FROM tags JOIN spans ON spans.id = tags.span_id WHERE "
         "spans.level = 'hardware' AND typeof(tags.value) IN ('integer', 'real') AND tags.key NOT IN (%s)"

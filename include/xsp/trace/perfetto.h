@@ -29,8 +29,8 @@ struct PerfettoOptions {
   /// U+FFFD and are counted (invalid_utf8_replaced(), and the counter "perfetto.invalid_utf8_replaced" of the final
   /// "xsp.counters" event); false: add() throws std::invalid_argument naming the span.
   bool replace_invalid_utf8 = true;
-  /// Launches (SYSTEM spans with a correlation id) whose flow waits for its first device activity are remembered up
-  /// to this many, oldest forgotten first: most runtime calls launch nothing, and memory must not grow with them.
+  /// Launches (SYSTEM spans with a correlation id) whose flow their device activities step on are remembered up to
+  /// this many, oldest forgotten first: most runtime calls launch nothing, and memory must not grow with them.
   std::size_t max_pending_flows = 65536;
 };
 
@@ -76,10 +76,12 @@ inline constexpr std::uint32_t kPerfettoGpuPidBase = kChromeHostPid + (1u << 20)
 ///   Slices on one track nest strictly: a span that overlaps an open one without nesting in it goes to a sibling
 ///   track "<track> (overlap N)" under the same process;
 /// - flows: flow_ids on every SYSTEM span with a correlation id (a launch; runtime and driver calls of one launch
-///   chain), terminating_flow_ids on the first KERNEL-level span (kernel, memcpy, memset) with the same correlation id
-///   and process. A flow id is (process position + 1) << 32 | correlation id (process 0 with one process), so that
-///   processes of one trace never share one and a reader takes the correlation id from its low 32 bits; a
-///   correlation id of more than 32 bits is mixed with the process instead (splitmix64) and written as "correlation";
+///   chain) and on every KERNEL-level span (kernel, memcpy, memset) with the same correlation id and process after
+///   it: an arrow from a launch to its kernel, and for a CUDA graph's replay a chain from the cudaGraphLaunch through
+///   its kernels in time order (never terminated: a replay's last kernel is not known while streaming). A flow id is
+///   (process position + 1) << 32 | correlation id (process 0 with one process), so that processes of one trace never
+///   share one and a reader takes the correlation id from its low 32 bits; a correlation id of more than 32 bits is
+///   mixed with the process instead (splitmix64) and written as "correlation";
 /// - counters: a counter track (CounterDescriptor) per (GPU, tag) for the numeric tags of HARDWARE-level spans, on
 ///   the span's GPU (its stream's, its "device" tag, or the run's only GPU; else its process), with a value at the
 ///   span's start: integral values (integer tags, reals without a fraction up to 2^53) as integers, others as

@@ -487,14 +487,14 @@ TEST(PerfettoTrace, PartialOverlapGoesToASiblingTrackUnderTheSameProcess) {
   EXPECT_EQ(b.end_ns, 150);
 }
 
-TEST(PerfettoTrace, FlowsJoinALaunchToItsFirstDeviceActivity) {
+TEST(PerfettoTrace, FlowsStepFromALaunchThroughEachOfItsDeviceActivities) {
   Span launch = make_span(1, Level::kSystem, 100, 200, 7, kNoSpan, 42);
   launch.name = "cudaLaunchKernel";
   Span kernel = make_span(2, Level::kKernel, 300, 400, 0, kNoSpan, 42);
   kernel.track = Track::stream(0, 7);
   kernel.tags = {
       {"kind", "kernel"}, {"grid", {128, 2, 1}}, {"achieved_occupancy", 0.625}, {"registers_per_thread", 32}};
-  Span second = make_span(3, Level::kKernel, 450, 500, 0, kNoSpan, 42);  // same graph launch: no second flow end
+  Span second = make_span(3, Level::kKernel, 450, 500, 0, kNoSpan, 42);  // same graph launch: the chain goes on
   second.track = Track::stream(0, 7);
   Span memcpy_span = make_span(4, Level::kKernel, 450, 460, 0, kNoSpan, 0);
   memcpy_span.track = Track::stream(0, 8);
@@ -506,9 +506,11 @@ TEST(PerfettoTrace, FlowsJoinALaunchToItsFirstDeviceActivity) {
               &k2 = slice_named(d, "kernel#3");
   ASSERT_EQ(l.flow_ids.size(), 1u);
   EXPECT_TRUE(l.terminating_flow_ids.empty());
-  EXPECT_EQ(k.terminating_flow_ids, l.flow_ids);
-  EXPECT_TRUE(k2.flow_ids.empty());
+  EXPECT_EQ(k.flow_ids, l.flow_ids);  // launch -> kernel#2 -> kernel#3, never terminated
+  EXPECT_EQ(k2.flow_ids, l.flow_ids);
+  EXPECT_TRUE(k.terminating_flow_ids.empty());
   EXPECT_TRUE(k2.terminating_flow_ids.empty());
+  EXPECT_TRUE(slice_named(d, "kernel#4").flow_ids.empty());  // no correlation id: no flow
   EXPECT_EQ(l.category, "cuda_runtime");
   EXPECT_EQ(k.category, "kernel");
   EXPECT_EQ(slice_named(d, "kernel#4").category, "gpu_memcpy");
@@ -542,8 +544,8 @@ TEST(PerfettoTrace, FlowIdsDifferAcrossProcessesWithTheSameCorrelationId) {
   ASSERT_EQ(a.flow_ids.size(), 1u);
   ASSERT_EQ(b.flow_ids.size(), 1u);
   EXPECT_NE(a.flow_ids, b.flow_ids);
-  EXPECT_EQ(slice_named(d, "kernel#3").terminating_flow_ids, a.flow_ids);
-  EXPECT_EQ(slice_named(d, "kernel#4").terminating_flow_ids, b.flow_ids);
+  EXPECT_EQ(slice_named(d, "kernel#3").flow_ids, a.flow_ids);
+  EXPECT_EQ(slice_named(d, "kernel#4").flow_ids, b.flow_ids);
   EXPECT_EQ(d.tracks.at(a.track).pid, 100);
   EXPECT_EQ(d.tracks.at(b.track).pid, 200);
   EXPECT_EQ(d.tracks.at(slice_named(d, "kernel#4").track).name, "stream 7 of process 200");
@@ -558,7 +560,7 @@ TEST(PerfettoTrace, InAOneProcessTraceStreamsOfProcessZeroJoinTheLaunchingThread
   k.track = Track::stream(0, 7);
   const Decoded d = read_pftrace(write({l, k}, {}, {}, processes));
   ASSERT_EQ(slice_named(d, "system#1").flow_ids.size(), 1u);
-  EXPECT_EQ(slice_named(d, "kernel#2").terminating_flow_ids, slice_named(d, "system#1").flow_ids);
+  EXPECT_EQ(slice_named(d, "kernel#2").flow_ids, slice_named(d, "system#1").flow_ids);
   EXPECT_EQ(d.tracks.at(slice_named(d, "system#1").track).pid, 1515);
   EXPECT_EQ(d.tracks.at(slice_named(d, "kernel#2").track).name, "stream 7");
 }
@@ -1053,8 +1055,8 @@ TEST(PerfettoTrace, KernelTagsThatRepeatThePreviousSlicesOfTheCategoryAreLeftOut
 
 TEST(PerfettoTrace, CorrelationIsLeftOutWhereTheFlowIdHoldsIt) {
   // Known answer: a flow id is (process position + 1) << 32 | correlation id for correlation ids below 2^32, so the
-  // launch and the kernel that ends its flow leave "correlation" out; a second kernel of the launch (no flow) and a
-  // launch with a 64-bit correlation id (a mixed flow id) write it.
+  // launch and every kernel its flow steps through leave "correlation" out; a launch with a 64-bit correlation id (a
+  // mixed flow id) writes it.
   Span launch = make_span(1, Level::kSystem, 100, 200, 7, kNoSpan, 9);
   Span k1 = make_span(2, Level::kKernel, 300, 400, 0, 1, 9);
   k1.track = Track::stream(0, 7);
@@ -1065,10 +1067,11 @@ TEST(PerfettoTrace, CorrelationIsLeftOutWhereTheFlowIdHoldsIt) {
   const Slice &l = slice_named(d, "system#1"), &a = slice_named(d, "kernel#2"), &b = slice_named(d, "kernel#3"),
               &w = slice_named(d, "system#4");
   EXPECT_EQ(l.flow_ids, (std::vector<std::uint64_t>{(std::uint64_t{1} << 32) | 9}));
-  EXPECT_EQ(a.terminating_flow_ids, l.flow_ids);
+  EXPECT_EQ(a.flow_ids, l.flow_ids);
+  EXPECT_EQ(b.flow_ids, l.flow_ids);
   EXPECT_TRUE(l.correlation_implied);
   EXPECT_TRUE(a.correlation_implied);
-  EXPECT_FALSE(b.correlation_implied);
+  EXPECT_TRUE(b.correlation_implied);
   EXPECT_FALSE(w.correlation_implied);
   EXPECT_EQ(std::get<std::int64_t>(l.args.at("correlation")), 9);
   EXPECT_EQ(std::get<std::int64_t>(a.args.at("correlation")), 9);
