@@ -988,7 +988,106 @@ struct PerfettoWriter::Impl {
     }
   }
 
-  void add(const Span& s) {
+  /// The span's tags as typed annotations, less what the event already says: counter values on their counter tracks
+  /// (unless `counters_collide`), and a device activity's location tags its category's previous slice had.
+  template <typename What>
+  void annotate_tags(Proto& event, const Span& s, std::string_view cat, bool counters_collide, const What& what) {
+    // Device activities leave out the kind, device, context and stream their category's previous slice on this
+    // sequence had (docs/exports.md lists the rules).
+    const bool kernel_level = is_kernel_category(cat);
+    std::map<std::string, Tag, std::less<>>* previous_kernel_tags = nullptr;
+    if (kernel_level) {
+      if (const auto it = seq->kernel_tags.find(cat); it != seq->kernel_tags.end()) previous_kernel_tags = &it->second;
+    }
+    const auto occurrences = [&](std::string_view key) {
+      return std::count_if(s.tags.begin(), s.tags.end(), [&](const Tag& t) { return t.key == key; });
+    };
+    for (const Tag& t : s.tags) {
+      // Counter values are on their counter tracks at this span's start: the annotation would say it twice.
+      if (s.level == Level::kHardware && !counters_collide && counter_value(t)) continue;
+      if (previous_kernel_tags && is_repeated_kernel_tag(t.key) && occurrences(t.key) == 1) {
+        const auto prev = previous_kernel_tags->find(t.key);
+        if (prev != previous_kernel_tags->end() && prev->second.type == t.type && prev->second.value == t.value) {
+          continue;
+        }
+      }
+      annotate(event, t, what);
+    }
+    if (kernel_level) {
+      std::string unset;
+      std::map<std::string, Tag, std::less<>> now;
+      for (const std::string_view key : kRepeatedKernelTags) {
+        const auto last = std::find_if(s.tags.rbegin(), s.tags.rend(), [&](const Tag& t) { return t.key == key; });
+        if (last != s.tags.rend()) {
+          now.emplace(std::string(key), *last);
+        } else if (previous_kernel_tags && previous_kernel_tags->contains(key)) {
+          unset += (unset.empty() ? "" : ",") + std::string(key);
+        }
+      }
+      if (!unset.empty()) annotate_string(event, kUnsetAnnotation, unset);
+      seq->kernel_tags[std::string(cat)] = std::move(now);
+    }
+  }
+
+  /// The correlation id, level, span id, parent and rule annotations, each unless the event already says it, and the
+  /// flow (docs/exports.md lists the rules). `here`: the lane the slice opens on.
+  void annotate_identity(Proto& event, const Span& s, std::string_view cat, const Lane& here) {
+    const bool kernel_level = is_kernel_category(cat);
+    // A launch starts a flow and every device activity of its correlation id after it steps it on: one kernel is an
+    // arrow from its launch, a CUDA graph's replay a chain from the cudaGraphLaunch through each of its kernels in
+    // time order. The flow is never terminated (the writer cannot know a replay's last kernel in time); the flow id
+    // holds the correlation id, so such an event leaves "correlation" out.
+    std::optional<std::uint64_t> starts_flow, steps_flow;
+    if (s.correlation_id != 0 && s.level == Level::kSystem) {
+      starts_flow = flow_id(s);
+    } else if (s.correlation_id != 0 && s.level == Level::kKernel) {
+      if (const std::uint64_t id = flow_id(s); pending_flows.contains(id)) steps_flow = id;
+    }
+    const std::optional<std::uint64_t> flow = starts_flow ? starts_flow : steps_flow;
+    if (s.correlation_id != 0 && !(flow && (*flow & kFlowCorrelationMask) == s.correlation_id)) {
+      annotate_int(event, "correlation", static_cast<std::int64_t>(s.correlation_id));
+    }
+    // What the event already says is left out (docs/exports.md lists the rules): the level where the category
+    // implies it, the parent where it is the enclosing slice on this track (or none at the top), the rule where it is
+    // the commonest for where the parent is.
+    if (s.level != implied_level(cat)) annotate_string(event, "xsp.level", to_string(s.level));
+    // The span id unless it continues the ids of the latest two slices of its category on this sequence since its
+    // last reset (last + (last - the one before), modulo 2^64; last + 1 after one): ops, launches and kernels of a
+    // thread or stream mostly come with ids in steps of 1 or 2, interleaved with the other categories'.
+    auto run = seq->span_ids.find(cat);
+    if (run == seq->span_ids.end() || s.id != run->second.last + run->second.stride) {
+      annotate_int(event, "xsp.span_id", static_cast<std::int64_t>(s.id));
+    }
+    if (run == seq->span_ids.end()) {
+      seq->span_ids.emplace(std::string(cat), Sequence::IdRun{s.id, 1});
+    } else {
+      run->second.stride = s.id - run->second.last;
+      run->second.last = s.id;
+    }
+    // The parent a slice implies is the enclosing one on its track (none at the top), with the rule "context"; a
+    // cuda_driver slice directly inside a cuda_runtime slice (the driver call of a runtime call) implies that slice's
+    // parent and rule instead.
+    SpanId implied_parent = here.open_span_ids.empty() ? kNoSpan : here.open_span_ids.back();
+    ParentRule rule_if_implied = ParentRule::kContext;
+    if (cat == "cuda_driver" && !here.open_info.empty() && here.open_info.back().runtime) {
+      implied_parent = here.open_info.back().parent;
+      rule_if_implied = here.open_info.back().rule;
+    }
+    const bool parent_implied = s.parent_id == implied_parent;
+    if (!parent_implied) annotate_int(event, "xsp.parent_id", static_cast<std::int64_t>(s.parent_id));
+    // A parent elsewhere is mostly, for device work, the launch joined by correlation id, and for the rest (graph
+    // replays under the host's step, driver calls under the op) the profiler's own context.
+    const ParentRule implied_rule = parent_implied ? rule_if_implied
+                                    : kernel_level ? ParentRule::kCorrelation
+                                                   : ParentRule::kContext;
+    if (s.parent_rule != implied_rule) annotate_string(event, "xsp.parent_rule", to_string(s.parent_rule));
+    if (flow) event.fixed64(pb::kEventFlowIds, *flow);
+    if (starts_flow) open_flow(*starts_flow);
+  }
+
+  /// The span's name as written (UTF-8, or with U+FFFD replacing invalid bytes), after checking everything that
+  /// would make the span unwritable: nothing of a rejected span is written or interned.
+  std::string checked_name(const Span& s) {
     if (finished) throw std::logic_error("perfetto export: add() after finish()");
     const auto what = [&] { return "span " + std::to_string(s.id); };
     if (s.end_ns < s.start_ns) {
@@ -1012,7 +1111,12 @@ struct PerfettoWriter::Impl {
         utf8(t.value, [&] { return "tag '" + t.key + "' of " + what(); });
       }
     }
-    const std::string name = utf8(s.name, [&] { return "the name of " + what(); });
+    return utf8(s.name, [&] { return "the name of " + what(); });
+  }
+
+  void add(const Span& s) {
+    const std::string name = checked_name(s);
+    const auto what = [&] { return "span " + std::to_string(s.id); };
     last_start_ns = s.start_ns;
     last_span = s.id;
     if (!started) start(s.start_ns);
@@ -1051,92 +1155,8 @@ struct PerfettoWriter::Impl {
     const std::string_view cat = kineto_category(s);
     event.varint(pb::kEventCategoryIids, intern(seq->categories, pb::kInternedEventCategories, std::string(cat)));
     event.varint(pb::kEventNameIid, intern(seq->names, pb::kInternedEventNames, name));
-    // Device activities leave out the kind, device, context and stream their category's previous slice on this
-    // sequence had (docs/exports.md lists the rules).
-    const bool kernel_level = is_kernel_category(cat);
-    std::map<std::string, Tag, std::less<>>* previous_kernel_tags = nullptr;
-    if (kernel_level) {
-      if (const auto it = seq->kernel_tags.find(cat); it != seq->kernel_tags.end()) previous_kernel_tags = &it->second;
-    }
-    const auto occurrences = [&](std::string_view key) {
-      return std::count_if(s.tags.begin(), s.tags.end(), [&](const Tag& t) { return t.key == key; });
-    };
-    for (const Tag& t : s.tags) {
-      // Counter values are on their counter tracks at this span's start: the annotation would say it twice.
-      if (s.level == Level::kHardware && !counters_collide && counter_value(t)) continue;
-      if (previous_kernel_tags && is_repeated_kernel_tag(t.key) && occurrences(t.key) == 1) {
-        const auto prev = previous_kernel_tags->find(t.key);
-        if (prev != previous_kernel_tags->end() && prev->second.type == t.type && prev->second.value == t.value) {
-          continue;
-        }
-      }
-      annotate(event, t, what);
-    }
-    if (kernel_level) {
-      std::string unset;
-      std::map<std::string, Tag, std::less<>> now;
-      for (const std::string_view key : kRepeatedKernelTags) {
-        const auto last = std::find_if(s.tags.rbegin(), s.tags.rend(), [&](const Tag& t) { return t.key == key; });
-        if (last != s.tags.rend()) {
-          now.emplace(std::string(key), *last);
-        } else if (previous_kernel_tags && previous_kernel_tags->contains(key)) {
-          unset += (unset.empty() ? "" : ",") + std::string(key);
-        }
-      }
-      if (!unset.empty()) annotate_string(event, kUnsetAnnotation, unset);
-      seq->kernel_tags[std::string(cat)] = std::move(now);
-    }
-    // A launch starts a flow and every device activity of its correlation id after it steps it on: one kernel is an
-    // arrow from its launch, a CUDA graph's replay a chain from the cudaGraphLaunch through each of its kernels in
-    // time order. The flow is never terminated (the writer cannot know a replay's last kernel in time); the flow id
-    // holds the correlation id, so such an event leaves "correlation" out.
-    std::optional<std::uint64_t> starts_flow, steps_flow;
-    if (s.correlation_id != 0 && s.level == Level::kSystem) {
-      starts_flow = flow_id(s);
-    } else if (s.correlation_id != 0 && s.level == Level::kKernel) {
-      if (const std::uint64_t id = flow_id(s); pending_flows.contains(id)) steps_flow = id;
-    }
-    const std::optional<std::uint64_t> flow = starts_flow ? starts_flow : steps_flow;
-    if (s.correlation_id != 0 && !(flow && (*flow & kFlowCorrelationMask) == s.correlation_id)) {
-      annotate_int(event, "correlation", static_cast<std::int64_t>(s.correlation_id));
-    }
-    // What the event already says is left out (docs/exports.md lists the rules): the level where the category
-    // implies it, the parent where it is the enclosing slice on this track (or none at the top), the rule where it is
-    // the commonest for where the parent is.
-    if (s.level != implied_level(cat)) annotate_string(event, "xsp.level", to_string(s.level));
-    // The span id unless it continues the ids of the latest two slices of its category on this sequence since its
-    // last reset (last + (last - the one before), modulo 2^64; last + 1 after one): ops, launches and kernels of a
-    // thread or stream mostly come with ids in steps of 1 or 2, interleaved with the other categories'.
-    auto run = seq->span_ids.find(cat);
-    if (run == seq->span_ids.end() || s.id != run->second.last + run->second.stride) {
-      annotate_int(event, "xsp.span_id", static_cast<std::int64_t>(s.id));
-    }
-    if (run == seq->span_ids.end()) {
-      seq->span_ids.emplace(std::string(cat), Sequence::IdRun{s.id, 1});
-    } else {
-      run->second.stride = s.id - run->second.last;
-      run->second.last = s.id;
-    }
-    // The parent a slice implies is the enclosing one on its track (none at the top), with the rule "context"; a
-    // cuda_driver slice directly inside a cuda_runtime slice (the driver call of a runtime call) implies that slice's
-    // parent and rule instead.
-    Lane& here = st.lanes[lane];
-    SpanId implied_parent = here.open_span_ids.empty() ? kNoSpan : here.open_span_ids.back();
-    ParentRule rule_if_implied = ParentRule::kContext;
-    if (cat == "cuda_driver" && !here.open_info.empty() && here.open_info.back().runtime) {
-      implied_parent = here.open_info.back().parent;
-      rule_if_implied = here.open_info.back().rule;
-    }
-    const bool parent_implied = s.parent_id == implied_parent;
-    if (!parent_implied) annotate_int(event, "xsp.parent_id", static_cast<std::int64_t>(s.parent_id));
-    // A parent elsewhere is mostly, for device work, the launch joined by correlation id, and for the rest (graph
-    // replays under the host's step, driver calls under the op) the profiler's own context.
-    const ParentRule implied_rule = parent_implied ? rule_if_implied
-                                    : kernel_level ? ParentRule::kCorrelation
-                                                   : ParentRule::kContext;
-    if (s.parent_rule != implied_rule) annotate_string(event, "xsp.parent_rule", to_string(s.parent_rule));
-    if (flow) event.fixed64(pb::kEventFlowIds, *flow);
-    if (starts_flow) open_flow(*starts_flow);
+    annotate_tags(event, s, cat, counters_collide, what);
+    annotate_identity(event, s, cat, st.lanes[lane]);
     extra_counters(event, counter_events[0]);
     Proto body;
     timestamp(body, s.start_ns);
