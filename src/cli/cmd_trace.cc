@@ -21,9 +21,6 @@ std::ostream& status_stream(const std::string& output) {
   const auto st = std::filesystem::status(output, ec);
   return !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) ? std::cerr : std::cout;
 }
-}  // namespace
-
-namespace {
 
 // "--max-bytes" values: a positive integer, optionally with K, M or G (powers of 1024).
 std::uint64_t parse_byte_size(const std::string& text) {

@@ -138,8 +138,6 @@ class BatchWindows {
   /// batches), and the smallest and largest batch seen, for the error message.
   explicit BatchWindows(const BatchRange& only) : only_(only) {}
   void add(const Span& span);
-  /// The windows kept (all, or the two of the constructor's range).
-  const std::map<std::int64_t, TimeWindow>& windows() const { return windows_; }
   /// From the start of batch range.first to the end of batch range.last. Throws BatchRangeError naming --batches,
   /// the value and the batches the trace has ("none" when it has none) when either batch is missing.
   TimeWindow window(const BatchRange& range) const;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -80,6 +81,13 @@ class CliHarness : public ::testing::Test {
     env.clock = &clock_;
     env.record_machine_state = false;
     return run_xsp_captured(args, env, out_, err_);
+  }
+
+  /// The last command's stderr is exactly one line "xsp: error: ..." holding `expected`.
+  void expect_one_line_error(const std::string& expected) const {
+    EXPECT_EQ(err_.rfind("xsp: error: ", 0), 0u) << err_;
+    EXPECT_EQ(std::count(err_.begin(), err_.end(), '\n'), 1) << err_;
+    EXPECT_NE(err_.find(expected), std::string::npos) << "expected '" << expected << "' in: " << err_;
   }
 
   FakeClock clock_;

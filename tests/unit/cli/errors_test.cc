@@ -91,9 +91,7 @@ class Errors : public testing::CliHarness {
 
   // The error is exactly one line "xsp: error: ..." holding `expected`, and no number of 20 or more digits.
   void expect_error(const std::string& expected) const {
-    EXPECT_EQ(err_.rfind("xsp: error: ", 0), 0u) << err_;
-    EXPECT_EQ(std::count(err_.begin(), err_.end(), '\n'), 1) << err_;
-    EXPECT_NE(err_.find(expected), std::string::npos) << "expected '" << expected << "' in: " << err_;
+    expect_one_line_error(expected);
     EXPECT_FALSE(std::regex_search(err_, std::regex("[0-9]{20}"))) << err_;
   }
 };

@@ -29,12 +29,6 @@ class TraceExportCli : public testing::CliHarness {
     args.insert(args.end(), extra.begin(), extra.end());
     return xsp(args);
   }
-  // One line "xsp: error: ..." holding `expected`.
-  void expect_error(const std::string& expected) const {
-    EXPECT_EQ(err_.rfind("xsp: error: ", 0), 0u) << err_;
-    EXPECT_EQ(std::count(err_.begin(), err_.end(), '\n'), 1) << err_;
-    EXPECT_NE(err_.find(expected), std::string::npos) << "expected '" << expected << "' in: " << err_;
-  }
   std::size_t files_in(const fs::path& dir) const {
     if (!fs::exists(dir)) return 0;
     return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
@@ -68,21 +62,21 @@ TEST_F(TraceExportCli, BadValuesAreUsageErrorsNamingOptionAndValue) {
   fs::create_directories(out_dir);
   const std::string out = (out_dir / "t.pftrace").string();
   EXPECT_EQ(export_trace({"--format", "perfetto", "--batches", "5:3", "-o", out}), 2);
-  expect_error("--batches '5:3': the first batch 5 comes after the last 3");
+  expect_one_line_error("--batches '5:3': the first batch 5 comes after the last 3");
   EXPECT_EQ(export_trace({"--format", "chrome", "--batches", "one:3", "-o", out}), 2);
-  expect_error("--batches 'one:3': the first batch 'one' is not a batch number");
+  expect_one_line_error("--batches 'one:3': the first batch 'one' is not a batch number");
   EXPECT_EQ(export_trace({"--format", "perfetto", "--batches", "7", "-o", out}), 2);
-  expect_error("--batches '7': expected A:B");
+  expect_one_line_error("--batches '7': expected A:B");
   EXPECT_EQ(export_trace({"--format", "perfetto", "--batches", "0:100000", "-o", out}), 2);
-  expect_error("--batches '0:100000': the trace has no measured batch 100000 (its batches: 0 to ");
+  expect_one_line_error("--batches '0:100000': the trace has no measured batch 100000 (its batches: 0 to ");
   EXPECT_EQ(export_trace({"--format", "sqlite", "--batches", "0:100000", "-o", out}), 2);
-  expect_error("--batches '0:100000': the trace has no measured batch 100000");
+  expect_one_line_error("--batches '0:100000': the trace has no measured batch 100000");
   EXPECT_EQ(export_trace({"--format", "perfetto", "--max-bytes", "0", "-o", out}), 2);
-  expect_error("--max-bytes: expected a positive number of bytes (suffixes K, M, G: x1024), got '0'");
+  expect_one_line_error("--max-bytes: expected a positive number of bytes (suffixes K, M, G: x1024), got '0'");
   EXPECT_EQ(export_trace({"--format", "perfetto", "--max-bytes", "12Q", "-o", out}), 2);
-  expect_error("got '12Q'");
+  expect_one_line_error("got '12Q'");
   EXPECT_EQ(export_trace({"--format", "chrome", "--max-bytes", "1M", "-o", out}), 2);
-  expect_error("--max-bytes: shards --format perfetto only, not chrome");
+  expect_one_line_error("--max-bytes: shards --format perfetto only, not chrome");
   EXPECT_EQ(files_in(out_dir), 0u) << "a refused export wrote something";
 }
 
