@@ -7,7 +7,7 @@
 SERVER_LOG: scripts/gpu/serve_hf.py --request-log (per request: traceparent trace id, received_ns, token_ns: just
 before each token's chunk is written). STORE: an XSP SQLite store whose serving evaluations (xsp bench-serve) hold per-request rows
 (settings.serving.requests: trace_id, sent_ns, token_ns). CLIENT_JSON: scripts/gpu/serve_client.py outputs
-(per_request: trace_id, sent_ns, token_ns). All on CLOCK_MONOTONIC of one host.
+(per_request: trace_id, sent_ns, token_ns; runs with --keep-alive are a client of their own, "python keep-alive"). All on CLOCK_MONOTONIC of one host.
 
 Each client request is matched to the server's record by its trace id. Per request:
     client TTFT = first token read − request sent;  server TTFT = first token's write − request read
@@ -15,7 +15,8 @@ Each client request is matched to the server's record by its trace id. Per reque
     delivery = each token read − the same token's write (loopback, the client's wake-up and parsing; never
                negative, since the server stamps a chunk before writing it)
 Per run (an evaluation or a client file) it prints the medians, client / server − 1, and the delivery's median and
-p99; then, per client, the median over its runs of client / server − 1. Two clients agree to the extent that these
+p99; then, per client and offered load (a concurrency or a request rate), the median over its runs of client /
+server − 1, and how far XSP's is from each other client's at the same load. Two clients agree to the extent that these
 agree: each is measured against the server's behaviour on its own requests, so the server's drift between rounds
 cancels.
 """
@@ -65,13 +66,23 @@ def run_figures(label, rows, server):
     return f
 
 
+def load(request_rate, max_concurrency):
+    """The offered load a run is compared under: "rate R/s" for open-loop arrivals, else "concurrency C"."""
+    if isinstance(request_rate, (int, float)) and request_rate > 0:
+        return f"rate {request_rate:g}/s"
+    return f"concurrency {max_concurrency}"
+
+
 def xsp_runs(db):
+    """(label, (client, load), rows) of every serving evaluation in an XSP SQLite store."""
     con = sqlite3.connect(db)
     out = []
     for eid, settings in con.execute("SELECT id, settings FROM evaluations WHERE scenario = 'serving' ORDER BY id"):
-        requests = json.loads(settings).get("serving", {}).get("requests", [])
-        out.append((f"xsp evaluation {eid}", "xsp",
-                    [(r.get("trace_id"), r["sent_ns"], r["token_ns"]) for r in requests if r.get("ok")]))
+        serving = json.loads(settings).get("serving", {})
+        options = serving.get("options", {})
+        out.append((f"xsp evaluation {eid}", ("xsp", load(options.get("request_rate"), options.get("max_concurrency"))),
+                    [(r.get("trace_id"), r["sent_ns"], r["token_ns"]) for r in serving.get("requests", [])
+                     if r.get("ok")]))
     return out
 
 
@@ -81,7 +92,9 @@ def python_runs(paths):
         d = json.load(open(p, encoding="utf-8"))
         if "per_request" not in d:
             sys.exit(f"serve_agreement: {p} has no per_request (a serve_client.py older than its trace ids)")
-        out.append((f"python {p}", "python", [(r["trace_id"], r["sent_ns"], r["token_ns"]) for r in d["per_request"]
+        client = "python keep-alive" if d.get("keep_alive") else "python"
+        kind = (client, load(d.get("request_rate"), d.get("max_concurrency")))
+        out.append((f"{client} {p}", kind, [(r["trace_id"], r["sent_ns"], r["token_ns"]) for r in d["per_request"]
                                                 if not r.get("error") and r.get("token_ns")]))
     return out
 
@@ -117,15 +130,18 @@ def main():
               f"{f['tpot_ratio'] * 100:+.2f}% | {f['delivery_p50_us']:.0f} / {f['delivery_p99_us']:.0f} / "
               f"{f['delivery_min_us']:.0f} |")
     print()
-    for kind, fs in figures.items():
+    for (client, where), fs in figures.items():
         for key in ("ttft_ratio", "tpot_ratio"):
             xs = [f[key] for f in fs if f[key] is not None]
-            print(f"{kind}: {key[:4].upper()} client/server − 1 over {len(xs)} runs: median {statistics.median(xs) * 100:+.2f}% "
-                  f"({min(xs) * 100:+.2f}…{max(xs) * 100:+.2f})")
-    if len(figures) == 2 and all(figures.values()):
+            print(f"{client} at {where}: {key[:4].upper()} client/server − 1 over {len(xs)} runs: median "
+                  f"{statistics.median(xs) * 100:+.2f}% ({min(xs) * 100:+.2f}…{max(xs) * 100:+.2f})")
+    for (client, where) in figures:
+        if client == "xsp" or ("xsp", where) not in figures:
+            continue
         for key in ("ttft_ratio", "tpot_ratio"):
-            a, b = (statistics.median(f[key] for f in fs) for fs in figures.values())
-            print(f"{key[:4].upper()}: {' vs '.join(figures)} differ by {((1 + a) / (1 + b) - 1) * 100:+.2f}% "
+            a, b = (statistics.median(f[key] for f in figures[(c, where)] if f[key] is not None)
+                    for c in ("xsp", client))
+            print(f"{key[:4].upper()} at {where}: xsp vs {client} differ by {((1 + a) / (1 + b) - 1) * 100:+.2f}% "
                   "on the server's own times")
     return 0
 

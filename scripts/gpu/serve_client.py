@@ -9,6 +9,9 @@ Requests arrive as a Poisson process at --request-rate (exponential gaps from ra
 thread, or (--max-concurrency C) in a closed loop of C clients: POST /completions with "stream": true, "max_tokens" = "min_tokens" = --output-tokens, "ignore_eos": true,
 stream_options.include_usage. Per request: TTFT = first chunk carrying text − request sent, TPOT = (last − first) /
 (chunks − 1), ITL = each gap between chunks; times from time.monotonic_ns() right after the chunk's line is read.
+--keep-alive: connections are kept open and reused (a pool of idle ones, so a closed loop of C clients uses C),
+as xsp bench-serve, vLLM's and SGLang's clients do; without it each request opens its own connection, whose set-up
+then counts in TTFT.
 Every request carries a `traceparent` with a fresh random trace id (as xsp bench-serve's), which a server log can name
 (serve_hf.py --request-log; scripts/gpu/serve_agreement.py matches them).
 Prints one JSON object: summaries (median, p90, p99, mean) of TTFT, TPOT, ITL and E2E in ns, failures, and
@@ -17,6 +20,7 @@ per_request: each request's trace_id, sent_ns and token_ns (CLOCK_MONOTONIC).
 import argparse
 import http.client
 import json
+import queue
 import random
 import statistics
 import sys
@@ -42,10 +46,16 @@ def summary(xs):
             "mean": statistics.fmean(xs), "n": len(xs)}
 
 
-def one(url, model, prompt, output_tokens, out, trace_id):
+def one(url, model, prompt, output_tokens, out, trace_id, pool=None):
+    """One streamed request; pool: a queue.LifoQueue of idle kept-alive connections, or None for a fresh one."""
     u = urllib.parse.urlparse(url)
     out["trace_id"] = trace_id
-    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
+    try:
+        conn = pool.get_nowait() if pool is not None else None
+    except queue.Empty:
+        conn = None
+    conn = conn or http.client.HTTPConnection(u.hostname, u.port or 80, timeout=600)
+    reusable = False
     body = json.dumps({"model": model, "prompt": prompt, "max_tokens": output_tokens, "min_tokens": output_tokens,
                        "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}})
     try:
@@ -74,10 +84,16 @@ def one(url, model, prompt, output_tokens, out, trace_id):
             if chunk.get("usage"):
                 out["usage"] = chunk["usage"]
         out.update({"sent_ns": sent, "token_ns": tokens})
+        if pool is not None:
+            resp.read()  # the chunked body's end, so that the connection can carry the next request
+            reusable = not resp.will_close
     except Exception as e:  # a failed request is counted with its reason, the run goes on
         out["error"] = repr(e)
     finally:
-        conn.close()
+        if reusable:
+            pool.put(conn)
+        else:
+            conn.close()
 
 
 def main():
@@ -91,6 +107,7 @@ def main():
     ap.add_argument("--prompt-words", type=int, default=256)
     ap.add_argument("--output-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep-alive", action="store_true", help="reuse connections (see above)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     ids = random.Random()  # trace ids differ between runs, whatever the seed
@@ -102,6 +119,7 @@ def main():
     if (args.request_rate is None) == (args.max_concurrency is None):
         sys.exit("serve_client: give --request-rate or --max-concurrency")
     results, threads = [], []
+    pool = queue.LifoQueue() if args.keep_alive else None
     start = time.monotonic_ns()
     due = start
     if args.max_concurrency:
@@ -116,7 +134,7 @@ def main():
                     out = {}
                     results.append(out)
                     prompt = prompts[len(results) - 1]
-                one(args.url, args.model, prompt, args.output_tokens, out, trace_id())
+                one(args.url, args.model, prompt, args.output_tokens, out, trace_id(), pool)
 
         threads = [threading.Thread(target=worker) for _ in range(args.max_concurrency)]
         for t in threads:
@@ -128,7 +146,8 @@ def main():
         prompt = " ".join(rng.choice(words) for _ in range(args.prompt_words))
         out = {}
         results.append(out)
-        t = threading.Thread(target=one, args=(args.url, args.model, prompt, args.output_tokens, out, trace_id()))
+        t = threading.Thread(target=one, args=(args.url, args.model, prompt, args.output_tokens, out, trace_id(),
+                                               pool))
         t.start()
         threads.append(t)
     for t in threads:
@@ -145,7 +164,7 @@ def main():
             tpot.append((ts[-1] - ts[0]) / (len(ts) - 1))
             itl.extend(b - a for a, b in zip(ts, ts[1:]))
     json.dump({"url": args.url, "request_rate": args.request_rate, "max_concurrency": args.max_concurrency,
-               "requests": args.requests,
+               "requests": args.requests, "keep_alive": args.keep_alive,
                "duration_s": (time.monotonic_ns() - start) / 1e9, "ttft_ns": summary(ttft), "tpot_ns": summary(tpot),
                "itl_ns": summary(itl), "e2e_ns": summary(e2e), "failed": failed,
                "per_request": [{k: r.get(k) for k in ("trace_id", "sent_ns", "token_ns", "error")} for r in results]},

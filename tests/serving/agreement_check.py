@@ -2,7 +2,9 @@
 """CTest serving_agreement_fake_server: `xsp bench-serve` and the plain Python client (scripts/gpu/serve_client.py)
 against the benchmark server's fake engine (scripts/gpu/serve_hf.py --fake-prefill-ms 20 --fake-decode-ms 5, no model,
 no GPU) with its per-request log, compared by scripts/gpu/serve_agreement.py: every request of both clients is found in
-the server's log by its traceparent trace id; no token is read before the server stamped it (one clock,
+the server's log by its traceparent trace id; a client that keeps connections alive (xsp bench-serve, serve_client.py
+--keep-alive) sends every request of a concurrency-1 loop on one connection, one without (serve_client.py) each on
+its own (the log's peer port); no token is read before the server stamped it (one clock,
 CLOCK_MONOTONIC, on both sides); a client's TTFT holds the server's; each client's TPOT is the server's within 5%.
 
     agreement_check.py XSP_BINARY
@@ -56,11 +58,12 @@ def main():
                             "--prompt-tokens", "16:16", "--output-tokens", "16", "--max-concurrency", "1",
                             "--num-requests", str(REQUESTS)], env=env, check=True, timeout=120,
                            stdout=subprocess.DEVNULL)
-            client = subprocess.run([sys.executable, str(ROOT / "scripts/gpu/serve_client.py"), "--url", url,
-                                     "--model", "llama-bench", "--max-concurrency", "1", "--requests", str(REQUESTS),
-                                     "--prompt-words", "16", "--output-tokens", "16"], check=True, timeout=120,
-                                    capture_output=True, text=True)
-            (tmp / "py.json").write_text(client.stdout)
+            for name, extra in (("py.json", []), ("py_keepalive.json", ["--keep-alive"])):
+                client = subprocess.run([sys.executable, str(ROOT / "scripts/gpu/serve_client.py"), "--url", url,
+                                         "--model", "llama-bench", "--max-concurrency", "1", "--requests",
+                                         str(REQUESTS), "--prompt-words", "16", "--output-tokens", "16"] + extra,
+                                        check=True, timeout=120, capture_output=True, text=True)
+                (tmp / name).write_text(client.stdout)
         finally:
             server.terminate()
             server.wait(timeout=10)
@@ -68,10 +71,18 @@ def main():
         for line in log.read_text().splitlines():
             r = json.loads(line)
             srv[r["trace_id"]] = r
-        if len(srv) != 2 * REQUESTS:
-            failures.append(f"the server logged {len(srv)} requests with distinct trace ids, {2 * REQUESTS} expected")
-        runs = serve_agreement.xsp_runs(str(tmp / "xsp.db")) + serve_agreement.python_runs([str(tmp / "py.json")])
-        for label, _, rows in runs:
+        if len(srv) != 3 * REQUESTS:
+            failures.append(f"the server logged {len(srv)} requests with distinct trace ids, {3 * REQUESTS} expected")
+        runs = serve_agreement.xsp_runs(str(tmp / "xsp.db")) + serve_agreement.python_runs(
+            [str(tmp / "py.json"), str(tmp / "py_keepalive.json")])
+        expected = [(c, "concurrency 1") for c in ("xsp", "python", "python keep-alive")]
+        if [kind for _, kind, _ in runs] != expected:
+            failures.append(f"runs {[kind for _, kind, _ in runs]}, expected {expected}")
+        for label, (kind, _), rows in runs:
+            ports = {srv[t]["peer_port"] for t, _, _ in rows if t in srv}
+            connections = REQUESTS if kind == "python" else 1
+            if len(ports) != connections:
+                failures.append(f"{label}: {len(ports)} connections for {REQUESTS} requests, {connections} expected")
             f = serve_agreement.run_figures(label, rows, srv)
             if f is None or f["requests"] != REQUESTS or f["unmatched"]:
                 failures.append(f"{label}: {f and f['requests']} requests matched, {f and f['unmatched']} not; "
