@@ -16,7 +16,8 @@ Each client request is matched to the server's record by its trace id. Per reque
                negative, since the server stamps a chunk before writing it)
 Per run (an evaluation or a client file) it prints the medians, client / server − 1, and the delivery's median and
 p99; then, per client and offered load (a concurrency or a request rate), the median over its runs of client /
-server − 1, and how far XSP's is from each other client's at the same load. Two clients agree to the extent that these
+server − 1, and how far XSP's is from each other client's at the same load (the medians' ratio, and paired by
+round: the i-th XSP run with the i-th run of the other client, which the benchmark runs next to it). Two clients agree to the extent that these
 agree: each is measured against the server's behaviour on its own requests, so the server's drift between rounds
 cancels.
 """
@@ -143,6 +144,13 @@ def main():
                     for c in ("xsp", client))
             print(f"{key[:4].upper()} at {where}: xsp vs {client} differ by {((1 + a) / (1 + b) - 1) * 100:+.2f}% "
                   "on the server's own times")
+            # Rounds run in turn (xsp, then the other client): the i-th of each is a pair under the same server state.
+            pairs = [(x[key], y[key]) for x, y in zip(figures[("xsp", where)], figures[(client, where)])
+                     if x[key] is not None and y[key] is not None]
+            if len(pairs) > 1:
+                d = sorted(((1 + x) / (1 + y) - 1) * 100 for x, y in pairs)
+                print(f"{key[:4].upper()} at {where}: xsp vs {client} paired by round over {len(d)} pairs: median "
+                      f"{statistics.median(d):+.2f}% ({d[0]:+.2f}…{d[-1]:+.2f})")
     return 0
 
 
