@@ -15,6 +15,9 @@
 # PIN_SERVER / PIN_CLIENT are taskset prefixes that keep the server and the clients on separate cores (default
 # cores 2-7 and 8-11), so that neither client steals the other's or the server's CPU. SERVER_ARGS go to serve_hf.py
 # (e.g. "--fake-decode-ms 5": the script's dry run without a GPU, X=./build/xsp PIN_SERVER= PIN_CLIENT=).
+# Time on the H200: about 30 s to start the server, 19 s a closed round of 40 requests at concurrency 1 (three
+# clients: about 1 min per REPS), 10-15 s at concurrency 4, 25-50 s a rate with its Python twin; REPS=4 N=40 with both
+# concurrencies and three rates took 9 min, past a 10-minute device call's room for the analyses: split PARTS then.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/xsp-out}

@@ -5,9 +5,10 @@
     serve_agreement.py SERVER_LOG [--xsp-db STORE] [--python CLIENT_JSON ...]
 
 SERVER_LOG: scripts/gpu/serve_hf.py --request-log (per request: traceparent trace id, received_ns, token_ns: just
-before each token's chunk is written). STORE: an XSP SQLite store whose serving evaluations (xsp bench-serve) hold per-request rows
-(settings.serving.requests: trace_id, sent_ns, token_ns). CLIENT_JSON: scripts/gpu/serve_client.py outputs
-(per_request: trace_id, sent_ns, token_ns; runs with --keep-alive are a client of their own, "python keep-alive"). All on CLOCK_MONOTONIC of one host.
+before each token's chunk is written). STORE: an XSP SQLite store whose serving evaluations (xsp bench-serve) hold
+per-request rows (settings.serving.requests: trace_id, sent_ns, token_ns). CLIENT_JSON: scripts/gpu/serve_client.py
+outputs (per_request: trace_id, sent_ns, token_ns; runs with --keep-alive are a client of their own, "python
+keep-alive"). All on CLOCK_MONOTONIC of one host.
 
 Each client request is matched to the server's record by its trace id. Per request:
     client TTFT = first token read − request sent;  server TTFT = first token's write − request read
@@ -15,11 +16,11 @@ Each client request is matched to the server's record by its trace id. Per reque
     delivery = each token read − the same token's write (loopback, the client's wake-up and parsing; never
                negative, since the server stamps a chunk before writing it)
 Per run (an evaluation or a client file) it prints the medians, client / server − 1, and the delivery's median and
-p99; then, per client and offered load (a concurrency or a request rate), the median over its runs of client /
-server − 1, and how far XSP's is from each other client's at the same load (the medians' ratio, and paired by
-round: the i-th XSP run with the i-th run of the other client, which the benchmark runs next to it). Two clients agree to the extent that these
-agree: each is measured against the server's behaviour on its own requests, so the server's drift between rounds
-cancels.
+p99; then, per client and offered load (a concurrency or a request rate), the median over its runs of client / server
+− 1, and how far XSP's is from each other client's at the same load (the medians' ratio, and paired by round: the i-th
+XSP run with the i-th run of the other client, which the benchmark runs next to it). Two clients agree to the extent
+that these agree: each is measured against the server's behaviour on its own requests, so the server's drift between
+rounds cancels.
 """
 import argparse
 import json

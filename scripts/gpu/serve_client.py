@@ -6,9 +6,10 @@ BENCHMARKS.md "Serving engines"). Standard library only (http.client, threads), 
         --requests 200 --prompt-words 256 --output-tokens 64 [--seed 0] > client.json
 
 Requests arrive as a Poisson process at --request-rate (exponential gaps from random.Random(seed)), each on its own
-thread, or (--max-concurrency C) in a closed loop of C clients: POST /completions with "stream": true, "max_tokens" = "min_tokens" = --output-tokens, "ignore_eos": true,
-stream_options.include_usage. Per request: TTFT = first chunk carrying text − request sent, TPOT = (last − first) /
-(chunks − 1), ITL = each gap between chunks; times from time.monotonic_ns() right after the chunk's line is read.
+thread, or (--max-concurrency C) in a closed loop of C clients: POST /completions with "stream": true, "max_tokens" =
+"min_tokens" = --output-tokens, "ignore_eos": true, stream_options.include_usage. Per request: TTFT = first chunk
+carrying text − request sent, TPOT = (last − first) / (chunks − 1), ITL = each gap between chunks; times from
+time.monotonic_ns() right after the chunk's line is read.
 --keep-alive: connections are kept open and reused (a pool of idle ones, so a closed loop of C clients uses C),
 as xsp bench-serve, vLLM's and SGLang's clients do; without it each request opens its own connection, whose set-up
 then counts in TTFT.

@@ -20,8 +20,9 @@ to an id by a stable hash; a generated token id t is sent as the text " t<id>". 
 usage.completion_tokens are exact for that scheme.
 
 --request-log FILE: one JSON line per streamed request, for checking clients against the server's own times
-(scripts/gpu/serve_agreement.py): the `traceparent` trace id, received_ns (the request read), token_ns (just
-before each token's chunk is written) and peer_port (the client's port: one per connection), on CLOCK_MONOTONIC, the clock of xsp bench-serve and serve_client.py.
+(scripts/gpu/serve_agreement.py): the `traceparent` trace id, received_ns (the request read), token_ns (just before
+each token's chunk is written) and peer_port (the client's port: one per connection), on CLOCK_MONOTONIC, the clock of
+xsp bench-serve and serve_client.py.
 
 --fake-prefill-ms P --fake-decode-ms D: no model and no GPU; the engine sleeps P ms per prefill and D ms per decode
 step of a batch and generates token ids from a counter (the same batching and HTTP), for checking clients on a machine
