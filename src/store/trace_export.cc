@@ -636,8 +636,8 @@ void fill_sqlite(Db& db, const EvaluationRecord& record, const RunRecord& run) {
       tag_ins.row();
     }
 
-    const std::optional<std::int64_t> thread =
-        s.track.is_device() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(s.track.id));
+    std::optional<std::int64_t> thread;  // a host span's OS thread; none for a device activity
+    if (!s.track.is_device()) thread = static_cast<std::int64_t>(s.track.id);
     if (s.level == Level::kFramework) {
       const Span* p = parent(s);
       const SpanId parent_op = p != nullptr ? op_of(*p) : kNoSpan;
