@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "xsp/analysis/serving_join.h"
+
 namespace xsp::serve {
 
 namespace {
@@ -408,35 +410,23 @@ std::string point_label(const nlohmann::json& s) {
 
 std::vector<RequestFigures> request_figures(const EvaluationRecord& record) {
   const auto serving = record.settings.find("serving");
-  if (serving == record.settings.end() || !serving->is_object() || !serving->contains("requests") ||
-      !(*serving)["requests"].is_array())
+  if (serving == record.settings.end() || !serving->is_object() || !serving->contains("requests"))
     throw std::invalid_argument("evaluation " + std::to_string(record.id) + ": no settings.serving.requests");
+  const std::vector<ClientRequestTimes> rows = client_requests_from_json((*serving)["requests"]);
   std::vector<RequestFigures> out;
-  std::size_t index = 0;
-  for (const nlohmann::json& row : (*serving)["requests"]) {
-    const std::string where =
-        "evaluation " + std::to_string(record.id) + ": settings.serving.requests[" + std::to_string(index++) + "]";
-    if (!row.is_object()) throw std::invalid_argument(where + ": expected an object");
-    if (!row.value("ok", false)) continue;
-    const auto sent = row.find("sent_ns"), tokens = row.find("token_ns"), outputs = row.find("output_tokens");
-    if (sent == row.end() || !sent->is_number_integer() || tokens == row.end() || !tokens->is_array() ||
-        tokens->empty() || outputs == row.end() || !outputs->is_number_integer())
-      throw std::invalid_argument(where +
-                                  ": a successful request needs sent_ns, a non-empty token_ns and "
-                                  "output_tokens (integers)");
-    std::vector<std::int64_t> t;
-    for (const nlohmann::json& v : *tokens) {
-      if (!v.is_number_integer()) throw std::invalid_argument(where + ".token_ns: expected integers (ns)");
-      t.push_back(v.get<std::int64_t>());
-    }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ClientRequestTimes& r = rows[i];
+    if (!r.ok) continue;
+    if (r.token_ns.empty())
+      throw std::invalid_argument("evaluation " + std::to_string(record.id) + ": settings.serving.requests[" +
+                                  std::to_string(i) + "]: a successful request without token_ns");
     RequestFigures f;
-    f.point = row.value("point", 0);
-    const std::int64_t s0 = sent->get<std::int64_t>();
-    f.ttft_ns = static_cast<double>(t.front() - s0);
-    f.e2e_ns = static_cast<double>(t.back() - s0);
-    const std::int64_t n = outputs->get<std::int64_t>();
-    f.tpot_ns = n >= 2 ? (f.e2e_ns - f.ttft_ns) / static_cast<double>(n - 1) : kNaN;
-    for (std::size_t i = 1; i < t.size(); ++i) f.itl_ns.push_back(static_cast<double>(t[i] - t[i - 1]));
+    f.point = r.point;
+    f.ttft_ns = static_cast<double>(r.token_ns.front() - r.sent_ns);
+    f.e2e_ns = static_cast<double>(r.token_ns.back() - r.sent_ns);
+    f.tpot_ns = r.output_tokens >= 2 ? (f.e2e_ns - f.ttft_ns) / static_cast<double>(r.output_tokens - 1) : kNaN;
+    for (std::size_t k = 1; k < r.token_ns.size(); ++k)
+      f.itl_ns.push_back(static_cast<double>(r.token_ns[k] - r.token_ns[k - 1]));
     out.push_back(std::move(f));
   }
   return out;

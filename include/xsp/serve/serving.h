@@ -136,9 +136,9 @@ struct RequestFigures {
   double tpot_ns = 0;          ///< NaN for a request with one output token
   std::vector<double> itl_ns;  ///< the gaps between its chunks with output text
 };
-/// The successful requests of a serving evaluation (settings.serving.requests), in stored order. Throws
-/// std::invalid_argument naming the row and field when settings["serving"]["requests"] is missing or a row lacks
-/// sent_ns, token_ns or output_tokens.
+/// The successful requests of a serving evaluation (settings.serving.requests, read by client_requests_from_json()),
+/// in stored order. Throws std::invalid_argument when settings["serving"]["requests"] is missing, when
+/// client_requests_from_json() refuses it, or naming the row when a successful request has no token_ns.
 std::vector<RequestFigures> request_figures(const EvaluationRecord& record);
 
 /// The tables `xsp show` prints for a serving evaluation, read from its settings: S1 summary per point, S2 latency
