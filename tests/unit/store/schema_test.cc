@@ -309,6 +309,12 @@ std::string kind_of(const std::filesystem::path& file, std::int64_t id) {
   return sql_value(file, "SELECT kind FROM evaluations WHERE id = " + std::to_string(id));
 }
 
+// Every evaluation's kind in id order, comma-separated ("NULL" for none).
+std::string kinds_by_id(const std::filesystem::path& file) {
+  return sql_value(
+      file, "SELECT group_concat(k, ',') FROM (SELECT coalesce(kind, 'NULL') AS k FROM evaluations ORDER BY id)");
+}
+
 // A minimal evaluation row `id` of `scenario`, its kind `kind_sql` (a quoted string or NULL), as an older store's
 // writer inserted it.
 std::string evaluation_row(int id, const std::string& scenario, const std::string& kind_sql) {
@@ -391,11 +397,7 @@ TEST(SqliteSchema, Version10KeepsEveryKindAndAdmitsExternal) {
     sql += evaluation_row(++id, "s", kind);
   run_sql(file, sql + "COMMIT;\n");
   EXPECT_EQ(save_and_load(file, "external"), (std::pair<std::int64_t, RecordKind>{5, RecordKind::kExternal}));
-  EXPECT_EQ(kind_of(file, 1), "batch-sweep");
-  EXPECT_EQ(kind_of(file, 2), "scenario");
-  EXPECT_EQ(kind_of(file, 3), "generation");
-  EXPECT_EQ(kind_of(file, 4), "NULL");
-  EXPECT_EQ(kind_of(file, 5), "external");
+  EXPECT_EQ(kinds_by_id(file), "batch-sweep,scenario,generation,NULL,external");
   expect_kind_column_checked(file);
 }
 
@@ -415,12 +417,7 @@ TEST(SqliteSchema, Version12GivesServingEvaluationsTheirKind) {
   sql += "UPDATE evaluations SET name = 'row ' || id;\n";
   run_sql(file, sql + "COMMIT;\n");
   EXPECT_EQ(save_and_load(file, "serving"), (std::pair<std::int64_t, RecordKind>{6, RecordKind::kServing}));
-  EXPECT_EQ(kind_of(file, 1), "batch-sweep");
-  EXPECT_EQ(kind_of(file, 2), "scenario");
-  EXPECT_EQ(kind_of(file, 3), "external");
-  EXPECT_EQ(kind_of(file, 4), "serving");
-  EXPECT_EQ(kind_of(file, 5), "NULL");
-  EXPECT_EQ(kind_of(file, 6), "serving");
+  EXPECT_EQ(kinds_by_id(file), "batch-sweep,scenario,external,serving,NULL,serving");
   EXPECT_EQ(sql_value(file, "SELECT name FROM evaluations WHERE id = 4"), "row 4");
   EXPECT_EQ(sql_value(file,
                       "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('evaluations') "
