@@ -2,6 +2,7 @@
 // one TracePacket at a time. Every field number below is declared, with the upstream file it comes from, in
 // tests/fixtures/perfetto/xsp_pftrace_subset.proto, which the tests compile to parse what this writes.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -264,16 +265,22 @@ Level implied_level(std::string_view cat) {
   return Level::kKernel;  // kernel, gpu_memcpy, gpu_memset
 }
 
+/// The position of `key` in `names`, or -1 when it is not there.
+template <std::size_t N>
+int position(const std::string_view (&names)[N], std::string_view key) {
+  const auto it = std::find(std::begin(names), std::end(names), key);
+  return it == std::end(names) ? -1 : static_cast<int>(it - std::begin(names));
+}
+
 /// The categories of KERNEL-level spans (device activities: kernels, memcpys, memsets).
-bool is_kernel_category(std::string_view cat) { return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset"; }
+constexpr std::string_view kKernelCategories[] = {"kernel", "gpu_memcpy", "gpu_memset"};
+bool is_kernel_category(std::string_view cat) { return position(kKernelCategories, cat) >= 0; }
 
 /// Tags of a KERNEL-level span that say where it ran (and what it is): the same on most device activities of a
 /// stream, so a slice leaves them out where the previous slice of its category on its sequence had the same.
 constexpr std::string_view kRepeatedKernelTags[] = {"kind", "device", "context", "stream"};
-bool is_repeated_kernel_tag(std::string_view key) {
-  return std::find(std::begin(kRepeatedKernelTags), std::end(kRepeatedKernelTags), key) !=
-         std::end(kRepeatedKernelTags);
-}
+/// A slice's kRepeatedKernelTags, by position (none: the slice has no such tag).
+using KernelTags = std::array<std::optional<Tag>, std::size(kRepeatedKernelTags)>;
 /// The annotation that lists (comma-separated) the repeated kernel tags a slice lacks though the previous slice of its
 /// category had them, so that a reader does not carry them over.
 constexpr const char* kUnsetAnnotation = "xsp.unset";
@@ -403,7 +410,8 @@ struct PerfettoWriter::Impl {
     std::map<std::string, IdRun, std::less<>> span_ids;
     // Per KERNEL-level category, the repeated kernel tags (kRepeatedKernelTags) of this generation's latest slice,
     // as a reader has them: the next slice leaves out those it has with the same type and value.
-    std::map<std::string, std::map<std::string, Tag, std::less<>>, std::less<>> kernel_tags;
+    // By position in kKernelCategories; none before the category's first slice.
+    std::array<std::optional<KernelTags>, std::size(kKernelCategories)> kernel_tags;
   };
   std::unordered_map<std::uint64_t, std::unique_ptr<Sequence>> sequences;  // by default track (or counter-sequence key)
   Sequence* seq = nullptr;                                                 // the sequence of the event being written
@@ -479,7 +487,7 @@ struct PerfettoWriter::Impl {
     seq->int_counter_tracks.clear();
     seq->double_counter_tracks.clear();
     seq->span_ids.clear();
-    seq->kernel_tags.clear();
+    seq->kernel_tags = {};
     write_clock_snapshot(last_ts_ns, first);
   }
 
@@ -994,38 +1002,34 @@ struct PerfettoWriter::Impl {
   void annotate_tags(Proto& event, const Span& s, std::string_view cat, bool counters_collide, const What& what) {
     // Device activities leave out the kind, device, context and stream their category's previous slice on this
     // sequence had (docs/exports.md lists the rules).
-    const bool kernel_level = is_kernel_category(cat);
-    std::map<std::string, Tag, std::less<>>* previous_kernel_tags = nullptr;
-    if (kernel_level) {
-      if (const auto it = seq->kernel_tags.find(cat); it != seq->kernel_tags.end()) previous_kernel_tags = &it->second;
-    }
+    const int category = position(kKernelCategories, cat);
+    const KernelTags* previous = category >= 0 && seq->kernel_tags[category] ? &*seq->kernel_tags[category] : nullptr;
     const auto occurrences = [&](std::string_view key) {
       return std::count_if(s.tags.begin(), s.tags.end(), [&](const Tag& t) { return t.key == key; });
     };
     for (const Tag& t : s.tags) {
       // Counter values are on their counter tracks at this span's start: the annotation would say it twice.
       if (s.level == Level::kHardware && !counters_collide && counter_value(t)) continue;
-      if (previous_kernel_tags && is_repeated_kernel_tag(t.key) && occurrences(t.key) == 1) {
-        const auto prev = previous_kernel_tags->find(t.key);
-        if (prev != previous_kernel_tags->end() && prev->second.type == t.type && prev->second.value == t.value) {
-          continue;
-        }
+      if (const int k = previous ? position(kRepeatedKernelTags, t.key) : -1; k >= 0 && occurrences(t.key) == 1) {
+        const std::optional<Tag>& prev = (*previous)[k];
+        if (prev && prev->type == t.type && prev->value == t.value) continue;
       }
       annotate(event, t, what);
     }
-    if (kernel_level) {
+    if (category >= 0) {
       std::string unset;
-      std::map<std::string, Tag, std::less<>> now;
-      for (const std::string_view key : kRepeatedKernelTags) {
+      KernelTags now;
+      for (std::size_t k = 0; k < now.size(); ++k) {
+        const std::string_view key = kRepeatedKernelTags[k];
         const auto last = std::find_if(s.tags.rbegin(), s.tags.rend(), [&](const Tag& t) { return t.key == key; });
         if (last != s.tags.rend()) {
-          now.emplace(std::string(key), *last);
-        } else if (previous_kernel_tags && previous_kernel_tags->contains(key)) {
+          now[k] = *last;
+        } else if (previous && (*previous)[k]) {
           unset += (unset.empty() ? "" : ",") + std::string(key);
         }
       }
       if (!unset.empty()) annotate_string(event, kUnsetAnnotation, unset);
-      seq->kernel_tags[std::string(cat)] = std::move(now);
+      seq->kernel_tags[category] = std::move(now);
     }
   }
 
