@@ -452,8 +452,7 @@ void validate_column(const Schema& schema, const Table& table, std::size_t posit
 // since a version adds its columns before it re-creates any). Declared in this order, a table's columns are in the
 // order every store, new or migrated, has them.
 std::pair<int, int> placement(const Column& c) {
-  const bool recreated = !c.recreations.empty() && c.recreations.back().version >= c.added_in;
-  return {c.placed_in(), recreated ? 1 : 0};
+  return {c.placed_in(), c.recreations.empty() ? 0 : 1};  // validate_column(): re-created after it was added
 }
 
 void validate_table(const Schema& schema, const Table& table) {
